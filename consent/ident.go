@@ -1,0 +1,51 @@
+package consent
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"time"
+)
+
+// MaxIDLength is the longest identifier accepted (D29).
+const MaxIDLength = 128
+
+// ValidID reports whether s is an identifier: 1–128 characters of
+// [A-Za-z0-9._:-] (D29).
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckID returns an Invalid error naming field when id is not an identifier.
+func CheckID(field, id string) error {
+	if id == "" {
+		return Errorf(Invalid, "%s is required", field)
+	}
+	if !ValidID(id) {
+		return Errorf(Invalid, "%s must be 1 to %d characters of A-Z a-z 0-9 . _ : -", field, MaxIDLength)
+	}
+	return nil
+}
+
+var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+
+// NewID returns a random identifier with a readable prefix, such as
+// "cert_…" (prefix "cert"): 128 random bits.
+func NewID(prefix string) string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return prefix + "_" + idEncoding.EncodeToString(b[:])
+}
+
+// UTC returns t in UTC, truncated to the microsecond: the precision that
+// every store keeps.
+func UTC(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }

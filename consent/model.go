@@ -1,0 +1,174 @@
+package consent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"time"
+)
+
+// Company is a customer of the service. Its wallet is created with it, at a
+// zero balance.
+type Company struct {
+	ID   string
+	Name string
+	// ThirdPartyVerificationEnabled must be on for any other company to
+	// verify this company's certificates (service.md §4.7).
+	ThirdPartyVerificationEnabled bool
+	// AuthorizedThirdParties lists the companies allowed to do so.
+	AuthorizedThirdParties []string
+	CreatedAt              time.Time
+}
+
+// Authorizes reports whether caller may verify c's certificates as a third
+// party (§4.7, D9).
+func (c *Company) Authorizes(caller string) bool {
+	if !c.ThirdPartyVerificationEnabled {
+		return false
+	}
+	for _, id := range c.AuthorizedThirdParties {
+		if id == caller {
+			return true
+		}
+	}
+	return false
+}
+
+// Property is a web property (a form, a site) of a company.
+type Property struct {
+	ID        string
+	CompanyID string
+	Name      string
+	CreatedAt time.Time
+}
+
+// Permission is a right a token grants beyond the Verification API.
+type Permission string
+
+// PermissionRetention lets a token call the Retain API (service.md §5 item 4).
+const PermissionRetention Permission = "vzew_retention"
+
+// Token is an integration token (D6). Its secret is shown once, when it is
+// issued; only its SHA-256 digest is kept.
+type Token struct {
+	ID          string // public handle, used to revoke it
+	CompanyID   string
+	Digest      Digest // SHA-256 of the secret
+	Permissions []Permission
+	ExpiresAt   time.Time // zero: never expires
+	RevokedAt   time.Time // zero: not revoked
+	CreatedAt   time.Time
+}
+
+// Has reports whether t grants p.
+func (t *Token) Has(p Permission) bool {
+	for _, q := range t.Permissions {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Active reports whether t may be used at now: not revoked and not expired.
+func (t *Token) Active(now time.Time) bool {
+	return t.RevokedAt.IsZero() && (t.ExpiresAt.IsZero() || now.Before(t.ExpiresAt))
+}
+
+// RetentionStatus is where a session or certificate stands in the retention
+// lifecycle (D21).
+type RetentionStatus string
+
+// Retention statuses.
+const (
+	RetentionNone     RetentionStatus = "none"
+	RetentionRetained RetentionStatus = "retained"
+	RetentionExpired  RetentionStatus = "expired"
+)
+
+// VideoStatus is where a session's recording stands in its conversion to MP4,
+// shown as rrweb_to_video_status (D21).
+type VideoStatus string
+
+// Video conversion statuses.
+const (
+	VideoNone       VideoStatus = "none"
+	VideoPending    VideoStatus = "pending"
+	VideoConverting VideoStatus = "converting"
+	VideoConverted  VideoStatus = "converted"
+	VideoFailed     VideoStatus = "failed"
+)
+
+// Session is a recorded visit of a consumer to a property. Its recording is
+// kept as the chunks of rrweb events it was sent in (see Tx.AppendEvents).
+type Session struct {
+	ID              string
+	CompanyID       string
+	PropertyID      string
+	RetentionStatus RetentionStatus
+	VideoStatus     VideoStatus
+	EventChunks     int   // number of event chunks recorded
+	EventBytes      int64 // their total size
+	CreatedAt       time.Time
+	// ExpiresAt is when the recording may be purged: CreatedAt plus the
+	// default window, or, once retained, the retention time plus the
+	// long-term period (D26).
+	ExpiresAt time.Time
+}
+
+// Record is one consent given in a certificate.
+type Record struct {
+	Text    string
+	Types   []string
+	OptInAt time.Time
+}
+
+// Certificate is the evidence of consent captured in a session.
+type Certificate struct {
+	ID         string
+	CompanyID  string
+	PropertyID string
+	SessionID  string
+	Records    []Record
+	// Origin is where the consent was captured, for example a form URL.
+	Origin string
+	// EventsCombined is the combined event data of the session: a JSON object.
+	EventsCombined json.RawMessage
+	// EmailDigest and MobileDigest are the digests of the consumer's
+	// normalized email and mobile (D17); zero when not given.
+	EmailDigest     Digest
+	MobileDigest    Digest
+	RetentionStatus RetentionStatus
+	CreatedAt       time.Time
+	ExpiresAt       time.Time // as for Session
+	RevokedAt       time.Time // zero: not revoked
+}
+
+// Revoked reports whether the consumer opted out of c.
+func (c *Certificate) Revoked() bool { return !c.RevokedAt.IsZero() }
+
+// Revocation records one processed opt-out request (D19). It outlives the
+// certificates it revoked.
+type Revocation struct {
+	ID             string
+	CompanyID      string
+	CertificateID  string // as given; "" when not given
+	EmailDigest    Digest // zero when not given
+	MobileDigest   Digest // zero when not given
+	Reason         string
+	ClientIP       string
+	CertificateIDs []string // the certificates it matched, sorted
+	CreatedAt      time.Time
+}
+
+// Digest is a SHA-256 digest. The zero Digest means "none".
+type Digest [sha256.Size]byte
+
+// DigestOf returns the SHA-256 digest of s.
+func DigestOf(s string) Digest { return sha256.Sum256([]byte(s)) }
+
+// IsZero reports whether d is the zero Digest.
+func (d Digest) IsZero() bool { return d == Digest{} }
+
+// String returns d in hex.
+func (d Digest) String() string { return hex.EncodeToString(d[:]) }

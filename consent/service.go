@@ -1,0 +1,545 @@
+package consent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// Config tunes a Service. The zero value of each field means its default.
+type Config struct {
+	// Now is the clock; default time.Now. Times are stored in UTC.
+	Now func() time.Time
+	// DefaultRetention is how long unretained sessions and certificates
+	// are kept: default 90 days (D26).
+	DefaultRetention time.Duration
+	// MaxChunkBytes bounds one AppendEvents call: default 1 MiB, the
+	// request body limit of D29.
+	MaxChunkBytes int
+	// MaxRecordingBytes bounds a session's whole recording: default 64 MiB.
+	MaxRecordingBytes int64
+}
+
+// Defaults of Config.
+const (
+	DefaultRetention         = 90 * 24 * time.Hour
+	DefaultMaxChunkBytes     = 1 << 20
+	DefaultMaxRecordingBytes = 64 << 20
+)
+
+// Service creates the things the rest of the library works on: companies,
+// properties, tokens, top-ups, session recordings and certificates. It is
+// safe for concurrent use.
+type Service struct {
+	store Store
+	cfg   Config
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, cfg Config) *Service {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.DefaultRetention <= 0 {
+		cfg.DefaultRetention = DefaultRetention
+	}
+	if cfg.MaxChunkBytes <= 0 {
+		cfg.MaxChunkBytes = DefaultMaxChunkBytes
+	}
+	if cfg.MaxRecordingBytes <= 0 {
+		cfg.MaxRecordingBytes = DefaultMaxRecordingBytes
+	}
+	return &Service{store: store, cfg: cfg}
+}
+
+// Store returns the store the service works on.
+func (s *Service) Store() Store { return s.store }
+
+func (s *Service) now() time.Time { return UTC(s.cfg.Now()) }
+
+// maxNameLength bounds display names.
+const maxNameLength = 200
+
+func checkName(field, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return Errorf(Invalid, "%s is required", field)
+	}
+	if len(name) > maxNameLength || !utf8.ValidString(name) {
+		return Errorf(Invalid, "%s must be valid UTF-8 of at most %d bytes", field, maxNameLength)
+	}
+	return nil
+}
+
+// CompanyParams describes a new company.
+type CompanyParams struct {
+	ID                            string // required (D29)
+	Name                          string // required
+	ThirdPartyVerificationEnabled bool
+	AuthorizedThirdParties        []string // company ids (D29)
+}
+
+// CreateCompany creates a company with an empty wallet. Conflict when the id
+// is taken.
+func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*Company, error) {
+	if err := CheckID("id", p.ID); err != nil {
+		return nil, err
+	}
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
+	parties, err := checkParties(p.AuthorizedThirdParties)
+	if err != nil {
+		return nil, err
+	}
+	c := &Company{
+		ID: p.ID, Name: p.Name,
+		ThirdPartyVerificationEnabled: p.ThirdPartyVerificationEnabled,
+		AuthorizedThirdParties:        parties,
+		CreatedAt:                     s.now(),
+	}
+	err = s.store.Update(ctx, func(tx Tx) error { return tx.CreateCompany(ctx, c) })
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func checkParties(ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := CheckID("authorized_third_parties", id); err != nil {
+			return nil, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// SetThirdParty replaces the company's third-party verification settings
+// (§4.7). NotFound when the company does not exist.
+func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled bool, authorized []string) (*Company, error) {
+	parties, err := checkParties(authorized)
+	if err != nil {
+		return nil, err
+	}
+	var c *Company
+	err = s.store.Update(ctx, func(tx Tx) error {
+		var err error
+		if c, err = tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		c.ThirdPartyVerificationEnabled, c.AuthorizedThirdParties = enabled, parties
+		return tx.UpdateCompany(ctx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// PropertyParams describes a new property.
+type PropertyParams struct {
+	ID        string // optional: a random id when empty
+	CompanyID string
+	Name      string
+}
+
+// AddProperty adds a property to a company. NotFound when the company does
+// not exist; Conflict when the id is taken.
+func (s *Service) AddProperty(ctx context.Context, p PropertyParams) (*Property, error) {
+	if p.ID == "" {
+		p.ID = NewID("prop")
+	}
+	if err := CheckID("id", p.ID); err != nil {
+		return nil, err
+	}
+	if err := CheckID("company_id", p.CompanyID); err != nil {
+		return nil, err
+	}
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
+	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, CreatedAt: s.now()}
+	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateProperty(ctx, prop) }); err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// TokenParams describes a new integration token.
+type TokenParams struct {
+	CompanyID   string
+	Permissions []Permission
+	ExpiresAt   time.Time // zero: never
+	// Secret, when set, is used instead of a generated one (to load a
+	// token issued elsewhere); it must be at least MinSecretLength bytes.
+	Secret string
+}
+
+// Token secrets.
+const (
+	TokenPrefix     = "ck_" // readable prefix of generated secrets (D6)
+	MinSecretLength = 16
+	maxSecretLength = 512
+)
+
+// IssueToken creates a token and returns it with its secret. The secret is
+// not stored (only its SHA-256 digest is, D6) and cannot be shown again.
+func (s *Service) IssueToken(ctx context.Context, p TokenParams) (*Token, string, error) {
+	if err := CheckID("company_id", p.CompanyID); err != nil {
+		return nil, "", err
+	}
+	for _, perm := range p.Permissions {
+		if perm != PermissionRetention {
+			return nil, "", Errorf(Invalid, "permissions: unknown permission %q", perm)
+		}
+	}
+	secret := p.Secret
+	switch {
+	case secret == "":
+		var b [32]byte
+		rand.Read(b[:])
+		secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	case len(secret) < MinSecretLength || len(secret) > maxSecretLength || strings.ContainsAny(secret, " \t\r\n"):
+		return nil, "", Errorf(Invalid, "token must be %d to %d bytes without white space", MinSecretLength, maxSecretLength)
+	}
+	now := s.now()
+	if !p.ExpiresAt.IsZero() && !UTC(p.ExpiresAt).After(now) {
+		return nil, "", Errorf(Invalid, "expires_at must be in the future")
+	}
+	t := &Token{
+		ID:          NewID("tok"),
+		CompanyID:   p.CompanyID,
+		Digest:      DigestOf(secret),
+		Permissions: append([]Permission(nil), p.Permissions...),
+		CreatedAt:   now,
+	}
+	if !p.ExpiresAt.IsZero() {
+		t.ExpiresAt = UTC(p.ExpiresAt)
+	}
+	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateToken(ctx, t) }); err != nil {
+		return nil, "", err
+	}
+	return t, secret, nil
+}
+
+// RevokeToken revokes a token of the company; it stops authenticating at
+// once. Revoking it again does nothing. NotFound when the company has no
+// such token.
+func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) error {
+	return s.store.Update(ctx, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.now()) })
+}
+
+// Authenticate returns the active token whose secret is given. Unauthorized
+// when the secret is empty, unknown, expired or revoked (D6), all alike.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, error) {
+	if secret == "" || len(secret) > maxSecretLength {
+		return nil, Errorf(Unauthorized, "invalid token")
+	}
+	var t *Token
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		t, err = tx.TokenByDigest(ctx, DigestOf(secret))
+		return err
+	})
+	switch {
+	case ErrorCode(err) == NotFound:
+		return nil, Errorf(Unauthorized, "invalid token")
+	case err != nil:
+		return nil, err
+	case !t.Active(s.now()):
+		return nil, Errorf(Unauthorized, "token expired or revoked")
+	}
+	return t, nil
+}
+
+// TopUp credits the company's wallet (D5) and returns the new balance.
+// reference names the payment (optional, at most 128 bytes).
+func (s *Service) TopUp(ctx context.Context, companyID string, amount wallet.Amount, reference string) (wallet.Amount, error) {
+	if amount <= 0 {
+		return 0, Errorf(Invalid, "amount must be positive")
+	}
+	if len(reference) > MaxIDLength {
+		return 0, Errorf(Invalid, "reference must be at most %d bytes", MaxIDLength)
+	}
+	var bal wallet.Amount
+	err := s.store.Update(ctx, func(tx Tx) error {
+		var err error
+		bal, err = tx.Credit(ctx, &wallet.Entry{
+			ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
+			Amount: amount, Reference: reference, CreatedAt: s.now(),
+		})
+		return err
+	})
+	return bal, err
+}
+
+// Balance returns the company's wallet balance.
+func (s *Service) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	var bal wallet.Amount
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		bal, err = tx.Balance(ctx, companyID)
+		return err
+	})
+	return bal, err
+}
+
+// SessionParams describes a new recorded session.
+type SessionParams struct {
+	ID         string // optional: a random id when empty
+	CompanyID  string
+	PropertyID string
+	CreatedAt  time.Time // optional: now when zero
+}
+
+// StartSession creates a session with an empty recording. NotFound when the
+// property does not exist or is not the company's.
+func (s *Service) StartSession(ctx context.Context, p SessionParams) (*Session, error) {
+	if p.ID == "" {
+		p.ID = NewID("ses")
+	}
+	for _, f := range [...]struct{ name, v string }{{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}} {
+		if err := CheckID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	created := s.now()
+	if !p.CreatedAt.IsZero() {
+		created = UTC(p.CreatedAt)
+	}
+	ses := &Session{
+		ID: p.ID, CompanyID: p.CompanyID, PropertyID: p.PropertyID,
+		RetentionStatus: RetentionNone, VideoStatus: VideoNone,
+		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
+	}
+	err := s.store.Update(ctx, func(tx Tx) error {
+		if err := checkProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
+			return err
+		}
+		return tx.CreateSession(ctx, ses)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ses, nil
+}
+
+func checkProperty(ctx context.Context, tx Tx, companyID, propertyID string) error {
+	prop, err := tx.Property(ctx, propertyID)
+	if ErrorCode(err) == NotFound || err == nil && prop.CompanyID != companyID {
+		return Errorf(NotFound, "property not found")
+	}
+	return err
+}
+
+// AppendEvents adds a chunk of the session's rrweb recording: a JSON array
+// of event objects, kept byte for byte. TooLarge when the chunk is over
+// MaxChunkBytes or the recording would pass MaxRecordingBytes; NotFound when
+// the session does not exist.
+func (s *Service) AppendEvents(ctx context.Context, sessionID string, events json.RawMessage) (*Session, error) {
+	if len(events) > s.cfg.MaxChunkBytes {
+		return nil, Errorf(TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
+	}
+	if err := checkEvents(events); err != nil {
+		return nil, err
+	}
+	var ses *Session
+	err := s.store.Update(ctx, func(tx Tx) error {
+		var err error
+		if ses, err = tx.Session(ctx, sessionID); err != nil {
+			return err
+		}
+		if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
+			return Errorf(TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
+		}
+		if err := tx.AppendEvents(ctx, sessionID, events); err != nil {
+			return err
+		}
+		ses.EventChunks++
+		ses.EventBytes += int64(len(events))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ses, nil
+}
+
+// checkEvents accepts a non-empty JSON array of objects.
+func checkEvents(events json.RawMessage) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+		return Errorf(Invalid, "events must be a non-empty JSON array of event objects")
+	}
+	for _, e := range list {
+		if len(e) == 0 || e[0] != '{' {
+			return Errorf(Invalid, "events must be a non-empty JSON array of event objects")
+		}
+	}
+	return nil
+}
+
+// Recording returns the session's events as one JSON array: the chunks
+// joined in the order they were appended. NotFound when the session does
+// not exist.
+func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMessage, error) {
+	var chunks [][]byte
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		chunks, err = tx.Events(ctx, sessionID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return JoinChunks(chunks), nil
+}
+
+// JoinChunks joins JSON arrays into one array.
+func JoinChunks(chunks [][]byte) json.RawMessage {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	n := 0
+	for _, c := range chunks {
+		inner := bytes.TrimSpace(c)
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1]) // checkEvents admitted only arrays
+		if len(inner) == 0 {
+			continue
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(inner)
+		n++
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}
+
+// CertificateParams describes a new certificate.
+type CertificateParams struct {
+	ID         string // optional: a random id when empty
+	CompanyID  string
+	PropertyID string
+	SessionID  string
+	Origin     string // where consent was captured, e.g. a form URL
+	Email      string // optional; only its normalized digest is kept (D17)
+	Mobile     string // optional; likewise
+	Records    []Record
+	// EventsCombined is a JSON object; optional ({} when empty).
+	EventsCombined json.RawMessage
+	CreatedAt      time.Time // optional: now when zero
+}
+
+// Limits of a certificate's content.
+const (
+	maxRecords    = 100
+	maxTextLength = 64 << 10
+	maxOrigin     = 2048
+	maxTypes      = 32
+)
+
+// IssueCertificate issues a certificate for a session of the company.
+// NotFound when the property or session does not exist, is not the
+// company's, or the session is not of that property.
+func (s *Service) IssueCertificate(ctx context.Context, p CertificateParams) (*Certificate, error) {
+	if p.ID == "" {
+		p.ID = NewID("cert")
+	}
+	c, err := s.newCertificate(p)
+	if err != nil {
+		return nil, err
+	}
+	err = s.store.Update(ctx, func(tx Tx) error {
+		if err := checkProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
+			return err
+		}
+		ses, err := tx.Session(ctx, c.SessionID)
+		if ErrorCode(err) == NotFound || err == nil && (ses.CompanyID != c.CompanyID || ses.PropertyID != c.PropertyID) {
+			return Errorf(NotFound, "session not found")
+		} else if err != nil {
+			return err
+		}
+		return tx.CreateCertificate(ctx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
+	for _, f := range [...]struct{ name, v string }{
+		{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}, {"session_id", p.SessionID},
+	} {
+		if err := CheckID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.Origin) > maxOrigin || !utf8.ValidString(p.Origin) {
+		return nil, Errorf(Invalid, "origin must be valid UTF-8 of at most %d bytes", maxOrigin)
+	}
+	created := s.now()
+	if !p.CreatedAt.IsZero() {
+		created = UTC(p.CreatedAt)
+	}
+	c := &Certificate{
+		ID: p.ID, CompanyID: p.CompanyID, PropertyID: p.PropertyID, SessionID: p.SessionID,
+		Origin: p.Origin, RetentionStatus: RetentionNone,
+		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
+		EventsCombined: json.RawMessage("{}"),
+	}
+	var err error
+	if strings.TrimSpace(p.Email) != "" {
+		if c.EmailDigest, err = EmailDigest(p.Email); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(p.Mobile) != "" {
+		if c.MobileDigest, err = MobileDigest(p.Mobile); err != nil {
+			return nil, err
+		}
+	}
+	if len(p.EventsCombined) > 0 {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(p.EventsCombined, &obj); err != nil || obj == nil {
+			return nil, Errorf(Invalid, "events_combined must be a JSON object")
+		}
+		c.EventsCombined = append(json.RawMessage(nil), p.EventsCombined...)
+	}
+	if len(p.Records) > maxRecords {
+		return nil, Errorf(Invalid, "consents: at most %d records", maxRecords)
+	}
+	for i, r := range p.Records {
+		if strings.TrimSpace(r.Text) == "" || len(r.Text) > maxTextLength || !utf8.ValidString(r.Text) {
+			return nil, Errorf(Invalid, "consents[%d].text must be non-empty UTF-8 of at most %d bytes", i, maxTextLength)
+		}
+		if len(r.Types) > maxTypes {
+			return nil, Errorf(Invalid, "consents[%d].types: at most %d", i, maxTypes)
+		}
+		rec := Record{Text: r.Text, Types: make([]string, 0, len(r.Types)), OptInAt: created}
+		for _, ty := range r.Types {
+			if strings.TrimSpace(ty) == "" || len(ty) > MaxIDLength || !utf8.ValidString(ty) {
+				return nil, Errorf(Invalid, "consents[%d].types must be non-empty labels of at most %d bytes", i, MaxIDLength)
+			}
+			rec.Types = append(rec.Types, ty)
+		}
+		if !r.OptInAt.IsZero() {
+			rec.OptInAt = UTC(r.OptInAt)
+		}
+		c.Records = append(c.Records, rec)
+	}
+	return c, nil
+}

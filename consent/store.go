@@ -1,0 +1,115 @@
+package consent
+
+import (
+	"context"
+	"time"
+
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// Store is a storage backend. The packages under store/ implement it:
+// memstore (memory, for tests), sqlitestore (the embedded default) and
+// pgstore (PostgreSQL). store/storetest is the suite that every Store must
+// pass; a Store written for another database should run it too.
+type Store interface {
+	// Update runs fn in a read-write transaction: it commits when fn
+	// returns nil and rolls back, returning fn's error unchanged, when fn
+	// fails. A store may call fn more than once (to retry a transaction its
+	// database aborted), so fn must have no effects outside tx.
+	//
+	// Within Update, Session, Certificate and the wallet operations see and
+	// lock the latest committed state of their row until the transaction
+	// ends, so a rule checked in fn still holds when it commits.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+
+	// View runs fn in a read-only transaction. Writes through tx fail.
+	View(ctx context.Context, fn func(tx Tx) error) error
+
+	// Close releases the store's resources. It does not close a connection
+	// pool that the caller passed in.
+	Close() error
+}
+
+// Tx is what a transaction can read and write: primitive reads and writes,
+// with every business rule left to the caller. Values passed in are copied;
+// values returned belong to the caller. Times come back in UTC.
+//
+// Every method returns an error of code NotFound (errors.Is(err,
+// ErrNotFound)) when a thing it needs does not exist, Conflict when an
+// identifier is taken, and an uncoded error for storage failures.
+type Tx interface {
+	// CreateCompany stores c with a wallet at zero balance.
+	// Conflict when c.ID is taken.
+	CreateCompany(ctx context.Context, c *Company) error
+	// Company returns the company. NotFound when there is none.
+	Company(ctx context.Context, id string) (*Company, error)
+	// UpdateCompany replaces the name and third-party settings of c.ID.
+	// NotFound when there is none.
+	UpdateCompany(ctx context.Context, c *Company) error
+
+	// CreateProperty stores p. NotFound when p.CompanyID does not exist;
+	// Conflict when p.ID is taken.
+	CreateProperty(ctx context.Context, p *Property) error
+	// Property returns the property. NotFound when there is none.
+	Property(ctx context.Context, id string) (*Property, error)
+
+	// CreateToken stores t. NotFound when t.CompanyID does not exist;
+	// Conflict when t.ID or t.Digest is taken.
+	CreateToken(ctx context.Context, t *Token) error
+	// TokenByDigest returns the token with that digest, revoked or expired
+	// ones included. NotFound when there is none.
+	TokenByDigest(ctx context.Context, d Digest) (*Token, error)
+	// RevokeToken marks the company's token revoked at the given time;
+	// revoking a revoked token keeps its first time. NotFound when the
+	// company has no token of that id.
+	RevokeToken(ctx context.Context, companyID, id string, at time.Time) error
+
+	// CreateSession stores s with no events. NotFound when s.CompanyID or
+	// s.PropertyID does not exist; Conflict when s.ID is taken.
+	CreateSession(ctx context.Context, s *Session) error
+	// Session returns the session. NotFound when there is none.
+	Session(ctx context.Context, id string) (*Session, error)
+	// AppendEvents adds chunk, stored byte for byte, after the session's
+	// other chunks and adds to its EventChunks and EventBytes.
+	// NotFound when the session does not exist.
+	AppendEvents(ctx context.Context, sessionID string, chunk []byte) error
+	// Events returns the session's chunks in the order they were appended.
+	// NotFound when the session does not exist.
+	Events(ctx context.Context, sessionID string) ([][]byte, error)
+
+	// CreateCertificate stores c. NotFound when its company, property or
+	// session does not exist; Conflict when c.ID is taken.
+	CreateCertificate(ctx context.Context, c *Certificate) error
+	// Certificate returns the certificate. NotFound when there is none.
+	Certificate(ctx context.Context, id string) (*Certificate, error)
+	// CertificatesByEmail returns the ids, sorted, of the company's
+	// certificates with that email digest (none: an empty slice, no error).
+	CertificatesByEmail(ctx context.Context, companyID string, d Digest) ([]string, error)
+	// CertificatesByMobile is CertificatesByEmail for mobile digests.
+	CertificatesByMobile(ctx context.Context, companyID string, d Digest) ([]string, error)
+	// RevokeCertificate marks the certificate revoked at the given time;
+	// revoking a revoked certificate keeps its first time. NotFound when
+	// there is none.
+	RevokeCertificate(ctx context.Context, id string, at time.Time) error
+
+	// CreateRevocation stores r. NotFound when r.CompanyID does not exist;
+	// Conflict when r.ID is taken.
+	CreateRevocation(ctx context.Context, r *Revocation) error
+	// Revocations returns the company's revocations, oldest first.
+	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
+
+	// Balance returns the company's wallet balance. NotFound when the
+	// company does not exist.
+	Balance(ctx context.Context, companyID string) (wallet.Amount, error)
+	// Credit adds e.Amount to e.CompanyID's wallet, appends e to its ledger
+	// and returns the new balance. NotFound when the company does not exist.
+	Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
+	// Debit takes e.Amount from e.CompanyID's wallet only when the balance
+	// covers it, in one step that concurrent debits cannot interleave (D4),
+	// appends e to the ledger and returns the new balance. When the balance
+	// is short it changes nothing and returns a *wallet.InsufficientFundsError
+	// holding the balance. NotFound when the company does not exist.
+	Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
+	// Ledger returns the company's entries in the order they were made.
+	Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error)
+}

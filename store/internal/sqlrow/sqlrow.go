@@ -1,0 +1,80 @@
+// Package sqlrow converts between consent's values and the column values
+// that the SQL stores keep, so that sqlitestore and pgstore encode them the
+// same way.
+package sqlrow
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Micros returns t as microseconds since the Unix epoch, or nil for the zero
+// time (stored as NULL).
+func Micros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// Time returns the UTC time of a microsecond count; NULL (nil) is the zero time.
+func Time(us *int64) time.Time {
+	if us == nil {
+		return time.Time{}
+	}
+	return time.UnixMicro(*us).UTC()
+}
+
+// Digest returns d's bytes, or nil for the zero digest (stored as NULL).
+func Digest(d consent.Digest) any {
+	if d.IsZero() {
+		return nil
+	}
+	return d[:]
+}
+
+// ScanDigest returns the digest held in b (NULL or 32 bytes).
+func ScanDigest(b []byte) (consent.Digest, error) {
+	var d consent.Digest
+	if b == nil {
+		return d, nil
+	}
+	if len(b) != len(d) {
+		return d, fmt.Errorf("digest column holds %d bytes", len(b))
+	}
+	copy(d[:], b)
+	return d, nil
+}
+
+// record is how a consent.Record is kept inside a certificate's records
+// column: times as microseconds, so nothing is lost to a time format.
+type record struct {
+	Text    string   `json:"text"`
+	Types   []string `json:"types,omitempty"`
+	OptInAt int64    `json:"opt_in_at_us"`
+}
+
+// EncodeRecords returns the JSON kept in a certificate's records column.
+func EncodeRecords(rs []consent.Record) ([]byte, error) {
+	out := make([]record, len(rs))
+	for i, r := range rs {
+		out[i] = record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt.UnixMicro()}
+	}
+	return json.Marshal(out)
+}
+
+// DecodeRecords reverses EncodeRecords.
+func DecodeRecords(b []byte) ([]consent.Record, error) {
+	var in []record
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, fmt.Errorf("records column: %w", err)
+	}
+	out := make([]consent.Record, len(in))
+	for i, r := range in {
+		out[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: time.UnixMicro(r.OptInAt).UTC()}
+	}
+	return out, nil
+}

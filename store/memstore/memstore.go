@@ -1,0 +1,481 @@
+// Package memstore is an in-memory consent.Store for tests, examples and
+// the quick start. Nothing survives the process.
+//
+// Update transactions run one at a time under a lock and keep an undo log,
+// so a failed transaction leaves no trace; View transactions run
+// concurrently with each other.
+package memstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// Store is an in-memory consent.Store. The zero value is not usable; call New.
+type Store struct {
+	mu     sync.RWMutex
+	closed bool
+
+	companies     map[string]*consent.Company
+	properties    map[string]*consent.Property
+	tokens        map[string]*consent.Token
+	tokenByDigest map[consent.Digest]string
+	sessions      map[string]*consent.Session
+	events        map[string][][]byte
+	certs         map[string]*consent.Certificate
+	revocations   map[string]*consent.Revocation
+	revOrder      []string
+	balances      map[string]wallet.Amount
+	ledger        map[string][]*wallet.Entry
+	entryIDs      map[string]bool
+}
+
+var _ consent.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		companies:     map[string]*consent.Company{},
+		properties:    map[string]*consent.Property{},
+		tokens:        map[string]*consent.Token{},
+		tokenByDigest: map[consent.Digest]string{},
+		sessions:      map[string]*consent.Session{},
+		events:        map[string][][]byte{},
+		certs:         map[string]*consent.Certificate{},
+		revocations:   map[string]*consent.Revocation{},
+		balances:      map[string]wallet.Amount{},
+		ledger:        map[string][]*wallet.Entry{},
+		entryIDs:      map[string]bool{},
+	}
+}
+
+var errClosed = errors.New("memstore: store is closed")
+
+// Update runs fn with the store locked for writing.
+func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errClosed
+	}
+	tx := &tx{s: s}
+	err := fn(tx)
+	if err == nil {
+		err = ctx.Err() // a cancelled request commits nothing, as on the SQL stores
+	}
+	if err != nil {
+		for i := len(tx.undo) - 1; i >= 0; i-- {
+			tx.undo[i]()
+		}
+	}
+	return err
+}
+
+// View runs fn with the store locked for reading.
+func (s *Store) View(ctx context.Context, fn func(consent.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	return fn(&tx{s: s, readOnly: true})
+}
+
+// Close makes later transactions fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+type tx struct {
+	s        *Store
+	readOnly bool
+	undo     []func()
+}
+
+var errReadOnly = errors.New("memstore: write in a read-only transaction")
+
+func (t *tx) write() error {
+	if t.readOnly {
+		return errReadOnly
+	}
+	return nil
+}
+
+// set stores v under k in m and records how to undo it.
+func set[K comparable, V any](t *tx, m map[K]V, k K, v V) {
+	old, had := m[k]
+	m[k] = v
+	t.undo = append(t.undo, func() {
+		if had {
+			m[k] = old
+		} else {
+			delete(m, k)
+		}
+	})
+}
+
+func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
+func conflict(what string) error { return consent.Errorf(consent.Conflict, "%s already exists", what) }
+
+func utc(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+func (t *tx) CreateCompany(_ context.Context, c *consent.Company) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[c.ID]; ok {
+		return conflict("company")
+	}
+	set(t, t.s.companies, c.ID, cloneCompany(c))
+	set(t, t.s.balances, c.ID, 0)
+	return nil
+}
+
+func (t *tx) Company(_ context.Context, id string) (*consent.Company, error) {
+	c, ok := t.s.companies[id]
+	if !ok {
+		return nil, notFound("company")
+	}
+	return cloneCompany(c), nil
+}
+
+func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	old, ok := t.s.companies[c.ID]
+	if !ok {
+		return notFound("company")
+	}
+	n := cloneCompany(c)
+	n.CreatedAt = old.CreatedAt
+	set(t, t.s.companies, c.ID, n)
+	return nil
+}
+
+func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[p.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.properties[p.ID]; ok {
+		return conflict("property")
+	}
+	n := *p
+	n.CreatedAt = utc(n.CreatedAt)
+	set(t, t.s.properties, p.ID, &n)
+	return nil
+}
+
+func (t *tx) Property(_ context.Context, id string) (*consent.Property, error) {
+	p, ok := t.s.properties[id]
+	if !ok {
+		return nil, notFound("property")
+	}
+	n := *p
+	return &n, nil
+}
+
+func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[tok.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.tokens[tok.ID]; ok {
+		return conflict("token")
+	}
+	if _, ok := t.s.tokenByDigest[tok.Digest]; ok {
+		return conflict("token")
+	}
+	set(t, t.s.tokens, tok.ID, cloneToken(tok))
+	set(t, t.s.tokenByDigest, tok.Digest, tok.ID)
+	return nil
+}
+
+func (t *tx) TokenByDigest(_ context.Context, d consent.Digest) (*consent.Token, error) {
+	id, ok := t.s.tokenByDigest[d]
+	if !ok {
+		return nil, notFound("token")
+	}
+	return cloneToken(t.s.tokens[id]), nil
+}
+
+func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	tok, ok := t.s.tokens[id]
+	if !ok || tok.CompanyID != companyID {
+		return notFound("token")
+	}
+	if tok.RevokedAt.IsZero() {
+		n := cloneToken(tok)
+		n.RevokedAt = utc(at)
+		set(t, t.s.tokens, id, n)
+	}
+	return nil
+}
+
+func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[ses.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.properties[ses.PropertyID]; !ok {
+		return notFound("property")
+	}
+	if _, ok := t.s.sessions[ses.ID]; ok {
+		return conflict("session")
+	}
+	n := cloneSession(ses)
+	n.EventChunks, n.EventBytes = 0, 0
+	set(t, t.s.sessions, ses.ID, n)
+	set(t, t.s.events, ses.ID, nil)
+	return nil
+}
+
+func (t *tx) Session(_ context.Context, id string) (*consent.Session, error) {
+	ses, ok := t.s.sessions[id]
+	if !ok {
+		return nil, notFound("session")
+	}
+	return cloneSession(ses), nil
+}
+
+func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	ses, ok := t.s.sessions[sessionID]
+	if !ok {
+		return notFound("session")
+	}
+	n := cloneSession(ses)
+	n.EventChunks++
+	n.EventBytes += int64(len(chunk))
+	set(t, t.s.sessions, sessionID, n)
+	// Chunks are never modified in place, so sharing them between the old
+	// and new slices is safe; the full slice expression forces a copy on
+	// the next append.
+	old := t.s.events[sessionID]
+	set(t, t.s.events, sessionID, append(old[:len(old):len(old)], slices.Clone(chunk)))
+	return nil
+}
+
+func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
+	if _, ok := t.s.sessions[sessionID]; !ok {
+		return nil, notFound("session")
+	}
+	chunks := t.s.events[sessionID]
+	out := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		out[i] = slices.Clone(c)
+	}
+	return out, nil
+}
+
+func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[c.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.properties[c.PropertyID]; !ok {
+		return notFound("property")
+	}
+	if _, ok := t.s.sessions[c.SessionID]; !ok {
+		return notFound("session")
+	}
+	if _, ok := t.s.certs[c.ID]; ok {
+		return conflict("certificate")
+	}
+	set(t, t.s.certs, c.ID, cloneCertificate(c))
+	return nil
+}
+
+func (t *tx) Certificate(_ context.Context, id string) (*consent.Certificate, error) {
+	c, ok := t.s.certs[id]
+	if !ok {
+		return nil, notFound("certificate")
+	}
+	return cloneCertificate(c), nil
+}
+
+// The memory store scans; the SQL stores use indexes on the digests.
+func (t *tx) certificatesBy(companyID string, match func(*consent.Certificate) bool) []string {
+	ids := []string{}
+	for _, c := range t.s.certs {
+		if c.CompanyID == companyID && match(c) {
+			ids = append(ids, c.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+func (t *tx) CertificatesByEmail(_ context.Context, companyID string, d consent.Digest) ([]string, error) {
+	return t.certificatesBy(companyID, func(c *consent.Certificate) bool { return !d.IsZero() && c.EmailDigest == d }), nil
+}
+
+func (t *tx) CertificatesByMobile(_ context.Context, companyID string, d consent.Digest) ([]string, error) {
+	return t.certificatesBy(companyID, func(c *consent.Certificate) bool { return !d.IsZero() && c.MobileDigest == d }), nil
+}
+
+func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	c, ok := t.s.certs[id]
+	if !ok {
+		return notFound("certificate")
+	}
+	if c.RevokedAt.IsZero() {
+		n := cloneCertificate(c)
+		n.RevokedAt = utc(at)
+		set(t, t.s.certs, id, n)
+	}
+	return nil
+}
+
+func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[r.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.revocations[r.ID]; ok {
+		return conflict("revocation")
+	}
+	set(t, t.s.revocations, r.ID, cloneRevocation(r))
+	n := len(t.s.revOrder)
+	t.s.revOrder = append(t.s.revOrder, r.ID)
+	t.undo = append(t.undo, func() { t.s.revOrder = t.s.revOrder[:n] })
+	return nil
+}
+
+func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revocation, error) {
+	out := []*consent.Revocation{}
+	for _, id := range t.s.revOrder {
+		if r := t.s.revocations[id]; r.CompanyID == companyID {
+			out = append(out, cloneRevocation(r))
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {
+	bal, ok := t.s.balances[companyID]
+	if !ok {
+		return 0, notFound("company")
+	}
+	return bal, nil
+}
+
+func (t *tx) Credit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	return t.post(e, e.Amount)
+}
+
+func (t *tx) Debit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	return t.post(e, -e.Amount)
+}
+
+// post applies delta to the wallet and appends e to the ledger. A debit
+// that would take the balance below zero changes nothing (D4).
+func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	bal, ok := t.s.balances[e.CompanyID]
+	if !ok {
+		return 0, notFound("company")
+	}
+	if delta < 0 && bal < -delta {
+		return 0, &wallet.InsufficientFundsError{Required: -delta, Balance: bal}
+	}
+	if t.s.entryIDs[e.ID] {
+		return 0, conflict("ledger entry")
+	}
+	set(t, t.s.balances, e.CompanyID, bal+delta)
+	set(t, t.s.entryIDs, e.ID, true)
+	n := *e
+	n.CreatedAt = utc(n.CreatedAt)
+	entries := t.s.ledger[e.CompanyID]
+	set(t, t.s.ledger, e.CompanyID, append(entries[:len(entries):len(entries)], &n))
+	return bal + delta, nil
+}
+
+func (t *tx) Ledger(_ context.Context, companyID string) ([]*wallet.Entry, error) {
+	out := []*wallet.Entry{}
+	for _, e := range t.s.ledger[companyID] {
+		n := *e
+		out = append(out, &n)
+	}
+	return out, nil
+}
+
+func cloneCompany(c *consent.Company) *consent.Company {
+	n := *c
+	n.AuthorizedThirdParties = slices.Clone(c.AuthorizedThirdParties)
+	n.CreatedAt = utc(n.CreatedAt)
+	return &n
+}
+
+func cloneToken(tok *consent.Token) *consent.Token {
+	n := *tok
+	n.Permissions = slices.Clone(tok.Permissions)
+	n.ExpiresAt, n.RevokedAt, n.CreatedAt = utc(n.ExpiresAt), utc(n.RevokedAt), utc(n.CreatedAt)
+	return &n
+}
+
+func cloneSession(s *consent.Session) *consent.Session {
+	n := *s
+	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
+	return &n
+}
+
+func cloneCertificate(c *consent.Certificate) *consent.Certificate {
+	n := *c
+	n.Records = make([]consent.Record, len(c.Records))
+	for i, r := range c.Records {
+		n.Records[i] = consent.Record{Text: r.Text, Types: slices.Clone(r.Types), OptInAt: utc(r.OptInAt)}
+	}
+	n.EventsCombined = slices.Clone(c.EventsCombined)
+	n.CreatedAt, n.ExpiresAt, n.RevokedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.RevokedAt)
+	return &n
+}
+
+func cloneRevocation(r *consent.Revocation) *consent.Revocation {
+	n := *r
+	n.CertificateIDs = slices.Clone(r.CertificateIDs)
+	n.CreatedAt = utc(n.CreatedAt)
+	return &n
+}

@@ -1,0 +1,52 @@
+package sqlitestore
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// The durability and integrity settings are what D31 and the design rely
+// on; a DSN typo would silently drop them.
+func TestPragmas(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "p.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, db := range []struct {
+		name string
+		q    func(string, any) error
+	}{
+		{"write", func(p string, v any) error { return s.write.QueryRow("PRAGMA " + p).Scan(v) }},
+		{"read", func(p string, v any) error { return s.read.QueryRow("PRAGMA " + p).Scan(v) }},
+	} {
+		var mode string
+		var sync, fk, busy int
+		if err := db.q("journal_mode", &mode); err != nil || mode != "wal" {
+			t.Errorf("%s: journal_mode = %q, %v; want wal", db.name, mode, err)
+		}
+		if err := db.q("foreign_keys", &fk); err != nil || fk != 1 {
+			t.Errorf("%s: foreign_keys = %d, %v; want 1", db.name, fk, err)
+		}
+		if err := db.q("busy_timeout", &busy); err != nil || busy != 10000 {
+			t.Errorf("%s: busy_timeout = %d, %v; want 10000", db.name, busy, err)
+		}
+		if db.name == "write" {
+			if err := db.q("synchronous", &sync); err != nil || sync != 2 {
+				t.Errorf("write: synchronous = %d, %v; want 2 (FULL)", sync, err)
+			}
+		}
+	}
+	if _, err := s.read.Exec("CREATE TABLE x (a)"); err == nil {
+		t.Error("the read pool accepted a write")
+	}
+}
+
+func TestOpenRejectsMemory(t *testing.T) {
+	for _, p := range []string{"", ":memory:", "a.db?mode=memory"} {
+		if s, err := Open(p, Options{}); err == nil {
+			s.Close()
+			t.Errorf("Open(%q) succeeded; a file path is required", p)
+		}
+	}
+}

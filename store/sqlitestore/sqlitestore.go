@@ -1,0 +1,192 @@
+// Package sqlitestore is a consent.Store on SQLite (github.com/mattn/go-sqlite3),
+// the embedded default for a real deployment on one machine.
+//
+// The database runs in WAL mode with synchronous=FULL, so a committed charge
+// or revocation survives a power cut (D31), and with foreign keys on. Writes
+// go through one connection whose transactions begin with BEGIN IMMEDIATE:
+// writers queue in the pool instead of failing with "database is locked",
+// and a transaction that reads before it writes can never be refused its
+// upgrade to a writer. Reads go through a separate read-only pool and run
+// alongside the writer.
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options tune a Store. Zero values mean the defaults.
+type Options struct {
+	// ReadConns is the size of the read pool: default 4.
+	ReadConns int
+	// BusyTimeout is how long a connection waits for a lock held by another
+	// process before failing: default 10 s.
+	BusyTimeout time.Duration
+}
+
+// Store is a consent.Store on one SQLite database file.
+type Store struct {
+	write *sql.DB // one connection: SQLite has one writer at a time
+	read  *sql.DB
+}
+
+var _ consent.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path. Call Migrate before
+// first use.
+func Open(path string, opts Options) (*Store, error) {
+	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" {
+		return nil, fmt.Errorf("sqlitestore: %q is not a usable database file path", path)
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = 4
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = 10 * time.Second
+	}
+	common := url.Values{
+		"_busy_timeout": {fmt.Sprint(opts.BusyTimeout.Milliseconds())},
+		"_foreign_keys": {"on"},
+	}
+	wq := url.Values{"_txlock": {"immediate"}, "_journal_mode": {"WAL"}, "_synchronous": {"FULL"}}
+	rq := url.Values{"mode": {"ro"}}
+	for k, v := range common {
+		wq[k], rq[k] = v, v
+	}
+	write, err := sql.Open("sqlite3", "file:"+path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	write.SetMaxOpenConns(1)
+	write.SetConnMaxIdleTime(0)
+	// The first connection creates the file and turns on WAL, which the
+	// read-only pool needs to exist.
+	var mode string
+	if err := write.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
+	}
+	if mode != "wal" {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: journal mode is %q, want wal", mode)
+	}
+	read, err := sql.Open("sqlite3", "file:"+path+"?"+rq.Encode())
+	if err != nil {
+		write.Close()
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	read.SetMaxOpenConns(opts.ReadConns)
+	read.SetMaxIdleConns(opts.ReadConns)
+	return &Store{write: write, read: read}, nil
+}
+
+// Close closes both pools.
+func (s *Store) Close() error {
+	return errors.Join(s.read.Close(), s.write.Close())
+}
+
+// Migrate applies the embedded schema migrations that have not been applied
+// yet, each in its own transaction, in file-name order. It is safe to call
+// on every start.
+func (s *Store) Migrate(ctx context.Context) error {
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		return fmt.Errorf("sqlitestore: migrate: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := s.migrate(ctx, name); err != nil {
+			return fmt.Errorf("sqlitestore: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context, name string) error {
+	script, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, string(script)); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		version, time.Now().UnixMicro()); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Update runs fn in a write transaction (BEGIN IMMEDIATE).
+func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.run(ctx, s.write, nil, fn)
+}
+
+// View runs fn in a read transaction on the read pool.
+func (s *Store) View(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.run(ctx, s.read, &sql.TxOptions{ReadOnly: true}, fn)
+}
+
+func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(consent.Tx) error) error {
+	sqlTx, err := db.BeginTx(ctx, o)
+	if err != nil {
+		return mapErr(err)
+	}
+	if err := fn(&tx{tx: sqlTx}); err != nil {
+		sqlTx.Rollback()
+		return err
+	}
+	return mapErr(sqlTx.Commit())
+}
+
+// mapErr turns constraint violations into consent's error kinds, by code.
+func mapErr(err error) error {
+	var se sqlite3.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sql.ErrNoRows):
+		return consent.Errorf(consent.NotFound, "not found")
+	case !errors.As(err, &se):
+		return err
+	}
+	switch se.ExtendedCode {
+	case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
+		return consent.Errorf(consent.Conflict, "already exists")
+	case sqlite3.ErrConstraintForeignKey:
+		return consent.Errorf(consent.NotFound, "the company, property or session referred to does not exist")
+	}
+	return err
+}

@@ -1,0 +1,378 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/internal/sqlrow"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+type tx struct{ tx *sql.Tx }
+
+func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	r, err := t.tx.ExecContext(ctx, query, args...)
+	return r, mapErr(err)
+}
+
+// one maps "no rows" to a not-found error that names what was missing.
+func one(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return mapErr(err)
+}
+
+// affected returns a not-found error when the statement changed no row.
+func affected(r sql.Result, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	n, err := r.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return nil
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v) // slices of strings always marshal
+	return string(b)
+}
+
+func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
+	parties := c.AuthorizedThirdParties
+	if parties == nil {
+		parties = []string{}
+	}
+	if _, err := t.exec(ctx, `INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
+		VALUES (?, ?, ?, ?, ?)`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.CreatedAt.UnixMicro()); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO wallets (company_id) VALUES (?)`, c.ID)
+	return err
+}
+
+func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
+	var (
+		c       = consent.Company{ID: id}
+		parties string
+		created int64
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
+		FROM companies WHERE id = ?`, id).Scan(&c.Name, &c.ThirdPartyVerificationEnabled, &parties, &created)
+	if err != nil {
+		return nil, one(err, "company")
+	}
+	if err := json.Unmarshal([]byte(parties), &c.AuthorizedThirdParties); err != nil {
+		return nil, fmt.Errorf("company %s: authorized_third_parties: %w", id, err)
+	}
+	c.CreatedAt = sqlrow.Time(&created)
+	return &c, nil
+}
+
+func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
+	parties := c.AuthorizedThirdParties
+	if parties == nil {
+		parties = []string{}
+	}
+	r, err := t.exec(ctx, `UPDATE companies SET name = ?, third_party_enabled = ?, authorized_third_parties = ?
+		WHERE id = ?`, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.ID)
+	return affected(r, err, "company")
+}
+
+func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
+	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES (?, ?, ?, ?)`,
+		p.ID, p.CompanyID, p.Name, p.CreatedAt.UnixMicro())
+	return err
+}
+
+func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
+	p := consent.Property{ID: id}
+	var created int64
+	err := t.tx.QueryRowContext(ctx, `SELECT company_id, name, created_at FROM properties WHERE id = ?`, id).
+		Scan(&p.CompanyID, &p.Name, &created)
+	if err != nil {
+		return nil, one(err, "property")
+	}
+	p.CreatedAt = sqlrow.Time(&created)
+	return &p, nil
+}
+
+func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
+	perms := tok.Permissions
+	if perms == nil {
+		perms = []consent.Permission{}
+	}
+	_, err := t.exec(ctx, `INSERT INTO tokens (id, company_id, digest, permissions, expires_at, revoked_at, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, tok.ID, tok.CompanyID, tok.Digest[:], jsonText(perms),
+		sqlrow.Micros(tok.ExpiresAt), sqlrow.Micros(tok.RevokedAt), tok.CreatedAt.UnixMicro())
+	return err
+}
+
+func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
+	tok := consent.Token{Digest: d}
+	var (
+		perms            string
+		expires, revoked *int64
+		created          int64
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT id, company_id, permissions, expires_at, revoked_at, created_at
+		FROM tokens WHERE digest = ?`, d[:]).Scan(&tok.ID, &tok.CompanyID, &perms, &expires, &revoked, &created)
+	if err != nil {
+		return nil, one(err, "token")
+	}
+	if err := json.Unmarshal([]byte(perms), &tok.Permissions); err != nil {
+		return nil, fmt.Errorf("token %s: permissions: %w", tok.ID, err)
+	}
+	tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = sqlrow.Time(expires), sqlrow.Time(revoked), sqlrow.Time(&created)
+	return &tok, nil
+}
+
+func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
+	r, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND company_id = ?`,
+		at.UnixMicro(), id, companyID)
+	return affected(r, err, "token")
+}
+
+func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
+	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
+		created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.CompanyID, s.PropertyID,
+		s.RetentionStatus, s.VideoStatus, s.CreatedAt.UnixMicro(), s.ExpiresAt.UnixMicro())
+	return err
+}
+
+func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
+	s := consent.Session{ID: id}
+	var created, expires int64
+	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, retention_status, video_status,
+		event_chunks, event_bytes, created_at, expires_at FROM sessions WHERE id = ?`, id).Scan(
+		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
+		&created, &expires)
+	if err != nil {
+		return nil, one(err, "session")
+	}
+	s.CreatedAt, s.ExpiresAt = sqlrow.Time(&created), sqlrow.Time(&expires)
+	return &s, nil
+}
+
+func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+	var seq int
+	err := t.tx.QueryRowContext(ctx, `UPDATE sessions SET event_chunks = event_chunks + 1,
+		event_bytes = event_bytes + ? WHERE id = ? RETURNING event_chunks - 1`, len(chunk), sessionID).Scan(&seq)
+	if err != nil {
+		return one(err, "session")
+	}
+	_, err = t.exec(ctx, `INSERT INTO session_events (session_id, seq, data) VALUES (?, ?, ?)`, sessionID, seq, chunk)
+	return err
+}
+
+func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	if _, err := t.Session(ctx, sessionID); err != nil {
+		return nil, err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT data FROM session_events WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out [][]byte
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
+	records, err := sqlrow.EncodeRecords(c.Records)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
+		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
+		records, []byte(c.EventsCombined), sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest),
+		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt))
+	return err
+}
+
+func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
+	c := consent.Certificate{ID: id}
+	var (
+		records, email, mobile []byte
+		created, expires       int64
+		revoked                *int64
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, session_id, origin, records, events_combined,
+		email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at
+		FROM certificates WHERE id = ?`, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
+		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked)
+	if err != nil {
+		return nil, one(err, "certificate")
+	}
+	if c.Records, err = sqlrow.DecodeRecords(records); err != nil {
+		return nil, err
+	}
+	if c.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+		return nil, err
+	}
+	if c.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+		return nil, err
+	}
+	c.CreatedAt, c.ExpiresAt, c.RevokedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(revoked)
+	return &c, nil
+}
+
+func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := t.tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = ? AND email_digest = ? ORDER BY id`, companyID, d[:])
+}
+
+func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = ? AND mobile_digest = ? ORDER BY id`, companyID, d[:])
+}
+
+func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
+	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
+	return affected(r, err, "certificate")
+}
+
+func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
+	ids := r.CertificateIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	_, err := t.exec(ctx, `INSERT INTO revocations (id, company_id, certificate_id, email_digest, mobile_digest,
+		reason, client_ip, certificate_ids, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.CompanyID, r.CertificateID, sqlrow.Digest(r.EmailDigest), sqlrow.Digest(r.MobileDigest),
+		r.Reason, r.ClientIP, jsonText(ids), r.CreatedAt.UnixMicro())
+	return err
+}
+
+func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, certificate_id, email_digest, mobile_digest, reason, client_ip,
+		certificate_ids, created_at FROM revocations WHERE company_id = ? ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.Revocation{}
+	for rows.Next() {
+		r := consent.Revocation{CompanyID: companyID}
+		var (
+			email, mobile []byte
+			ids           string
+			created       int64
+		)
+		if err := rows.Scan(&r.ID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &ids, &created); err != nil {
+			return nil, err
+		}
+		if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+			return nil, err
+		}
+		if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(ids), &r.CertificateIDs); err != nil {
+			return nil, fmt.Errorf("revocation %s: certificate_ids: %w", r.ID, err)
+		}
+		r.CreatedAt = sqlrow.Time(&created)
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	var bal wallet.Amount
+	err := t.tx.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE company_id = ?`, companyID).Scan(&bal)
+	return bal, one(err, "company")
+}
+
+func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	var bal wallet.Amount
+	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance + ? WHERE company_id = ? RETURNING balance`,
+		e.Amount, e.CompanyID).Scan(&bal)
+	if err != nil {
+		return 0, one(err, "company")
+	}
+	return bal, t.appendEntry(ctx, e)
+}
+
+// Debit is conditional in one statement: the WHERE clause refuses a debit
+// the balance cannot cover (D4).
+func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	var bal wallet.Amount
+	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance - ?1
+		WHERE company_id = ?2 AND balance >= ?1 RETURNING balance`, e.Amount, e.CompanyID).Scan(&bal)
+	if errors.Is(err, sql.ErrNoRows) {
+		cur, err := t.Balance(ctx, e.CompanyID)
+		if err != nil {
+			return 0, err
+		}
+		return 0, &wallet.InsufficientFundsError{Required: e.Amount, Balance: cur}
+	}
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	return bal, t.appendEntry(ctx, e)
+}
+
+func (t *tx) appendEntry(ctx context.Context, e *wallet.Entry) error {
+	_, err := t.exec(ctx, `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.Kind, e.Amount, e.Reference, e.CreatedAt.UnixMicro())
+	return err
+}
+
+func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id, kind, amount, reference, created_at FROM ledger
+		WHERE company_id = ? ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*wallet.Entry{}
+	for rows.Next() {
+		e := wallet.Entry{CompanyID: companyID}
+		var created int64
+		if err := rows.Scan(&e.ID, &e.Kind, &e.Amount, &e.Reference, &created); err != nil {
+			return nil, err
+		}
+		e.CreatedAt = sqlrow.Time(&created)
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
