@@ -31,7 +31,7 @@ type Store struct {
 	events        map[string][][]byte
 	certs         map[string]*consent.Certificate
 	revocations   map[string]*consent.Revocation
-	revOrder      []string
+	revByCompany  map[string][]string // revocation ids of each company, oldest first
 	balances      map[string]wallet.Amount
 	ledger        map[string][]*wallet.Entry
 	entryIDs      map[string]bool
@@ -50,6 +50,7 @@ func New() *Store {
 		events:        map[string][][]byte{},
 		certs:         map[string]*consent.Certificate{},
 		revocations:   map[string]*consent.Revocation{},
+		revByCompany:  map[string][]string{},
 		balances:      map[string]wallet.Amount{},
 		ledger:        map[string][]*wallet.Entry{},
 		entryIDs:      map[string]bool{},
@@ -128,6 +129,16 @@ func set[K comparable, V any](t *tx, m map[K]V, k K, v V) {
 			delete(m, k)
 		}
 	})
+}
+
+// appendUndo appends v to m[k] and records how to undo it: the slice is
+// cut back to its old length. Writers hold the store's lock, and readers
+// copy what they return, so appending in place is safe.
+func appendUndo[K comparable, V any](t *tx, m map[K][]V, k K, v V) {
+	old := m[k]
+	m[k] = append(old, v)
+	n := len(old)
+	t.undo = append(t.undo, func() { m[k] = m[k][:n] })
 }
 
 func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
@@ -281,11 +292,7 @@ func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) err
 	n.EventChunks++
 	n.EventBytes += int64(len(chunk))
 	set(t, t.s.sessions, sessionID, n)
-	// Chunks are never modified in place, so sharing them between the old
-	// and new slices is safe; the full slice expression forces a copy on
-	// the next append.
-	old := t.s.events[sessionID]
-	set(t, t.s.events, sessionID, append(old[:len(old):len(old)], slices.Clone(chunk)))
+	appendUndo(t, t.s.events, sessionID, slices.Clone(chunk))
 	return nil
 }
 
@@ -376,18 +383,14 @@ func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
 		return conflict("revocation")
 	}
 	set(t, t.s.revocations, r.ID, cloneRevocation(r))
-	n := len(t.s.revOrder)
-	t.s.revOrder = append(t.s.revOrder, r.ID)
-	t.undo = append(t.undo, func() { t.s.revOrder = t.s.revOrder[:n] })
+	appendUndo(t, t.s.revByCompany, r.CompanyID, r.ID)
 	return nil
 }
 
 func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revocation, error) {
 	out := []*consent.Revocation{}
-	for _, id := range t.s.revOrder {
-		if r := t.s.revocations[id]; r.CompanyID == companyID {
-			out = append(out, cloneRevocation(r))
-		}
+	for _, id := range t.s.revByCompany[companyID] {
+		out = append(out, cloneRevocation(t.s.revocations[id]))
 	}
 	return out, nil
 }
@@ -428,8 +431,7 @@ func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
 	set(t, t.s.entryIDs, e.ID, true)
 	n := *e
 	n.CreatedAt = utc(n.CreatedAt)
-	entries := t.s.ledger[e.CompanyID]
-	set(t, t.s.ledger, e.CompanyID, append(entries[:len(entries):len(entries)], &n))
+	appendUndo(t, t.s.ledger, e.CompanyID, &n)
 	return bal + delta, nil
 }
 

@@ -24,5 +24,9 @@ func open(t testing.TB) *sqlitestore.Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) consent.Store { return open(t) })
+	storetest.Run(t, func(tb testing.TB) consent.Store { return open(tb) })
+}
+
+func BenchmarkDebit(b *testing.B) {
+	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store { return open(tb) })
 }

@@ -2,7 +2,7 @@
 // runs all of it:
 //
 //	func TestConformance(t *testing.T) {
-//		storetest.Run(t, func(t *testing.T) consent.Store { return newStore(t) })
+//		storetest.Run(t, func(tb testing.TB) consent.Store { return newStore(tb) })
 //	}
 //
 // newStore must return a new, empty, migrated store for each call and close
@@ -28,7 +28,7 @@ import (
 )
 
 // NewStore returns a new, empty store that is closed when t ends.
-type NewStore func(t *testing.T) consent.Store
+type NewStore func(tb testing.TB) consent.Store
 
 // Run runs the whole suite.
 func Run(t *testing.T, newStore NewStore) {
@@ -64,14 +64,14 @@ var opts = cmp.Options{cmpopts.EquateEmpty()}
 // t0 is a fixed time with microsecond precision, in UTC.
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 123456000, time.UTC)
 
-func update(t *testing.T, s consent.Store, fn func(tx consent.Tx) error) {
+func update(t testing.TB, s consent.Store, fn func(tx consent.Tx) error) {
 	t.Helper()
 	if err := s.Update(ctx, fn); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
 }
 
-func view(t *testing.T, s consent.Store, fn func(tx consent.Tx) error) {
+func view(t testing.TB, s consent.Store, fn func(tx consent.Tx) error) {
 	t.Helper()
 	if err := s.View(ctx, fn); err != nil {
 		t.Fatalf("View: %v", err)
@@ -549,8 +549,14 @@ func testWallet(t *testing.T, s consent.Store) {
 	}
 	wantCode(t, "Debit(empty wallet)", err, consent.Payment)
 	for _, fn := range []func(consent.Tx) error{
-		func(tx consent.Tx) error { _, err := tx.Credit(ctx, entry("e5", "nobody", wallet.TopUp, 1, t0)); return err },
-		func(tx consent.Tx) error { _, err := tx.Debit(ctx, entry("e6", "nobody", wallet.ExactMatch, 1, t0)); return err },
+		func(tx consent.Tx) error {
+			_, err := tx.Credit(ctx, entry("e5", "nobody", wallet.TopUp, 1, t0))
+			return err
+		},
+		func(tx consent.Tx) error {
+			_, err := tx.Debit(ctx, entry("e6", "nobody", wallet.ExactMatch, 1, t0))
+			return err
+		},
 	} {
 		wantCode(t, "Credit or Debit of unknown company", s.Update(ctx, fn), consent.NotFound)
 	}

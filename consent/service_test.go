@@ -1,0 +1,251 @@
+package consent_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+var ctx = context.Background()
+
+// clock is a settable clock for tests.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time { return c.t }
+
+func newService(t *testing.T, cfg consent.Config) (*consent.Service, *clock) {
+	t.Helper()
+	c := &clock{t: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)}
+	if cfg.Now == nil {
+		cfg.Now = c.now
+	}
+	s := memstore.New()
+	t.Cleanup(func() { s.Close() })
+	svc := consent.NewService(s, cfg)
+	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"}); err != nil {
+		t.Fatal(err)
+	}
+	return svc, c
+}
+
+func wantCode(t *testing.T, what string, err error, code consent.Code) {
+	t.Helper()
+	if got := consent.ErrorCode(err); got != code {
+		t.Errorf("%s: %v (code %q), want code %q", what, err, got, code)
+	}
+}
+
+func TestCreateCompany(t *testing.T) {
+	svc, _ := newService(t, consent.Config{})
+	_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Again"})
+	wantCode(t, "duplicate", err, consent.Conflict)
+	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "bad id", Name: "X"})
+	wantCode(t, "bad id", err, consent.Invalid)
+	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "x", Name: " "})
+	wantCode(t, "blank name", err, consent.Invalid)
+	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "x", Name: "X", AuthorizedThirdParties: []string{"ok", "not ok"}})
+	wantCode(t, "bad third party", err, consent.Invalid)
+
+	c, err := svc.SetThirdParty(ctx, "acme", true, []string{"buyer", "buyer", "broker"})
+	if err != nil || !c.Authorizes("buyer") || !c.Authorizes("broker") || c.Authorizes("acme") || len(c.AuthorizedThirdParties) != 2 {
+		t.Errorf("SetThirdParty = %+v, %v", c, err)
+	}
+	c, err = svc.SetThirdParty(ctx, "acme", false, []string{"buyer"})
+	if err != nil || c.Authorizes("buyer") {
+		t.Errorf("a disabled company authorizes: %+v, %v", c, err)
+	}
+	_, err = svc.SetThirdParty(ctx, "nobody", true, nil)
+	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)
+}
+
+func TestTokens(t *testing.T) {
+	svc, clk := newService(t, consent.Config{})
+	tok, secret, err := svc.IssueToken(ctx, consent.TokenParams{
+		CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention},
+		ExpiresAt: clk.t.Add(time.Hour),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(secret, consent.TokenPrefix) || len(secret) < len(consent.TokenPrefix)+43 {
+		t.Errorf("secret %q lacks the prefix or 32 random bytes", secret)
+	}
+	if tok.Digest != consent.DigestOf(secret) {
+		t.Error("the token does not keep the secret's SHA-256 digest")
+	}
+	got, err := svc.Authenticate(ctx, secret)
+	if err != nil || got.ID != tok.ID || !got.Has(consent.PermissionRetention) {
+		t.Fatalf("Authenticate = %+v, %v", got, err)
+	}
+	for _, bad := range []string{"", "ck_wrong", secret + "x", strings.ToUpper(secret)} {
+		_, err := svc.Authenticate(ctx, bad)
+		wantCode(t, "Authenticate(bad secret)", err, consent.Unauthorized)
+	}
+	clk.t = clk.t.Add(time.Hour)
+	_, err = svc.Authenticate(ctx, secret)
+	wantCode(t, "Authenticate(expired)", err, consent.Unauthorized)
+
+	_, secret2, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme", Secret: "any-secret-string"})
+	if err != nil || secret2 != "any-secret-string" {
+		t.Fatalf("IssueToken(given secret) = %q, %v", secret2, err)
+	}
+	tok2, err := svc.Authenticate(ctx, "any-secret-string")
+	if err != nil || tok2.Has(consent.PermissionRetention) {
+		t.Fatalf("Authenticate(given secret) = %+v, %v", tok2, err)
+	}
+	wantCode(t, "RevokeToken(other company)", svc.RevokeToken(ctx, "other", tok2.ID), consent.NotFound)
+	if err := svc.RevokeToken(ctx, "acme", tok2.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Authenticate(ctx, "any-secret-string")
+	wantCode(t, "Authenticate(revoked)", err, consent.Unauthorized)
+
+	for name, p := range map[string]consent.TokenParams{
+		"short secret":   {CompanyID: "acme", Secret: "short"},
+		"unknown perm":   {CompanyID: "acme", Permissions: []consent.Permission{"admin"}},
+		"past expiry":    {CompanyID: "acme", ExpiresAt: clk.t.Add(-time.Second)},
+		"bad company id": {CompanyID: "a b"},
+	} {
+		_, _, err := svc.IssueToken(ctx, p)
+		wantCode(t, "IssueToken("+name+")", err, consent.Invalid)
+	}
+	_, _, err = svc.IssueToken(ctx, consent.TokenParams{CompanyID: "nobody"})
+	wantCode(t, "IssueToken(unknown company)", err, consent.NotFound)
+}
+
+func TestTopUp(t *testing.T) {
+	svc, _ := newService(t, consent.Config{})
+	bal, err := svc.TopUp(ctx, "acme", 25*wallet.Dollar+wallet.Dollar/2, "inv-1")
+	if err != nil || bal.String() != "25.5" {
+		t.Fatalf("TopUp = %s, %v", bal, err)
+	}
+	bal, err = svc.TopUp(ctx, "acme", 15*wallet.Cent/10, "inv-2")
+	if err != nil || bal.String() != "25.515" {
+		t.Fatalf("TopUp = %s, %v", bal, err)
+	}
+	for _, amount := range []wallet.Amount{0, -1} {
+		_, err := svc.TopUp(ctx, "acme", amount, "")
+		wantCode(t, "TopUp(non-positive)", err, consent.Invalid)
+	}
+	_, err = svc.TopUp(ctx, "nobody", wallet.Dollar, "")
+	wantCode(t, "TopUp(unknown company)", err, consent.NotFound)
+	if bal, err := svc.Balance(ctx, "acme"); err != nil || bal != 25_515_000 {
+		t.Errorf("Balance = %d, %v", bal, err)
+	}
+}
+
+func TestRecording(t *testing.T) {
+	svc, clk := newService(t, consent.Config{MaxChunkBytes: 64, MaxRecordingBytes: 100, DefaultRetention: 24 * time.Hour})
+	ses, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ses.RetentionStatus != consent.RetentionNone || ses.VideoStatus != consent.VideoNone ||
+		!ses.ExpiresAt.Equal(clk.t.Add(24*time.Hour)) {
+		t.Errorf("new session = %+v", ses)
+	}
+	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "other", Name: "Other"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.StartSession(ctx, consent.SessionParams{CompanyID: "other", PropertyID: "acme-web"})
+	wantCode(t, "StartSession(another company's property)", err, consent.NotFound)
+
+	chunks := []string{`[{"type":4,"timestamp":1}]`, ` [ {"type":2,"timestamp":2} , {"type":3,"timestamp":3} ] `}
+	for _, c := range chunks {
+		if _, err := svc.AppendEvents(ctx, "s1", json.RawMessage(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := svc.Recording(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []map[string]int
+	if err := json.Unmarshal(rec, &events); err != nil || len(events) != 3 || events[2]["timestamp"] != 3 {
+		t.Errorf("Recording = %s (%v)", rec, err)
+	}
+	_, err = svc.AppendEvents(ctx, "s1", json.RawMessage(`[{"type":3,"data":"`+strings.Repeat("x", 64)+`"}]`))
+	wantCode(t, "AppendEvents(chunk over MaxChunkBytes)", err, consent.TooLarge)
+	_, err = svc.AppendEvents(ctx, "s1", json.RawMessage(`[{"type":3,"data":"`+strings.Repeat("x", 30)+`"}]`))
+	wantCode(t, "AppendEvents(recording over MaxRecordingBytes)", err, consent.TooLarge)
+	for _, bad := range []string{`{}`, `[]`, `[1]`, `[{}`, `"x"`, ``} {
+		_, err := svc.AppendEvents(ctx, "s1", json.RawMessage(bad))
+		wantCode(t, "AppendEvents("+bad+")", err, consent.Invalid)
+	}
+	_, err = svc.AppendEvents(ctx, "s9", json.RawMessage(`[{}]`))
+	wantCode(t, "AppendEvents(unknown session)", err, consent.NotFound)
+}
+
+func TestIssueCertificate(t *testing.T) {
+	svc, clk := newService(t, consent.Config{})
+	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+		t.Fatal(err)
+	}
+	optIn := clk.t.Add(5 * time.Second)
+	c, err := svc.IssueCertificate(ctx, consent.CertificateParams{
+		ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1",
+		Origin: "https://acme.example/quote", Email: " Jane@Example.com", Mobile: "(555) 010-2000",
+		Records: []consent.Record{
+			{Text: "I agree to be contacted.", Types: []string{"tcpa"}, OptInAt: optIn},
+			{Text: "And to the terms."},
+		},
+		EventsCombined: json.RawMessage(`{"clicks":2}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.EmailDigest != consent.DigestOf("jane@example.com") || c.MobileDigest != consent.DigestOf("+15550102000") {
+		t.Error("digests are not of the normalized email and mobile")
+	}
+	if !c.Records[0].OptInAt.Equal(optIn) || !c.Records[1].OptInAt.Equal(clk.t) {
+		t.Errorf("opt-in times %v, %v", c.Records[0].OptInAt, c.Records[1].OptInAt)
+	}
+	if string(c.EventsCombined) != `{"clicks":2}` || c.Revoked() {
+		t.Errorf("certificate = %+v", c)
+	}
+	bare, err := svc.IssueCertificate(ctx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	if err != nil || string(bare.EventsCombined) != "{}" || len(bare.Records) != 0 || !bare.EmailDigest.IsZero() {
+		t.Errorf("certificate without consents = %+v, %v", bare, err)
+	}
+
+	base := consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"}
+	for name, mod := range map[string]func(*consent.CertificateParams){
+		"events_combined not an object": func(p *consent.CertificateParams) { p.EventsCombined = json.RawMessage(`[1]`) },
+		"blank consent text":            func(p *consent.CertificateParams) { p.Records = []consent.Record{{Text: " "}} },
+		"bad email":                     func(p *consent.CertificateParams) { p.Email = "jane" },
+		"bad mobile":                    func(p *consent.CertificateParams) { p.Mobile = "12" },
+		"bad id":                        func(p *consent.CertificateParams) { p.ID = "a b" },
+	} {
+		p := base
+		mod(&p)
+		_, err := svc.IssueCertificate(ctx, p)
+		wantCode(t, "IssueCertificate("+name+")", err, consent.Invalid)
+	}
+	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s9"})
+	wantCode(t, "IssueCertificate(unknown session)", err, consent.NotFound)
+	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	wantCode(t, "IssueCertificate(duplicate)", err, consent.Conflict)
+}
+
+func TestErrorCode(t *testing.T) {
+	err := consent.Errorf(consent.NotFound, "certificate not found")
+	if !strings.Contains(consent.ErrorMessage(err), "certificate") || consent.ErrorCode(nil) != "" {
+		t.Error("ErrorMessage or ErrorCode(nil) wrong")
+	}
+	if consent.ErrorCode(context.Canceled) != consent.Internal || consent.ErrorMessage(context.Canceled) != "internal error" {
+		t.Error("an uncoded error must be internal and say nothing more")
+	}
+	ife := &wallet.InsufficientFundsError{Required: 1, Balance: 0}
+	if consent.ErrorCode(ife) != consent.Payment || consent.ErrorMessage(ife) != "insufficient balance" {
+		t.Error("insufficient funds must map to Payment")
+	}
+}

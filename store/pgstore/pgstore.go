@@ -1,0 +1,193 @@
+// Package pgstore is a consent.Store on PostgreSQL (github.com/jackc/pgx/v5),
+// for production and for many application instances sharing one database.
+//
+// Transactions run at READ COMMITTED. The wallet debit is one conditional
+// UPDATE, which Postgres re-checks against the newest committed row after
+// waiting for a concurrent writer, so concurrent charges never overdraw
+// (D4). Reads of sessions, certificates and wallets inside Update take row
+// locks (FOR UPDATE), so a rule checked in a transaction still holds when it
+// commits. A transaction aborted by a deadlock or serialization failure is
+// retried a few times. Keep synchronous_commit on: a 2xx promises that its
+// charges and revocations are durable (D31).
+package pgstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a consent.Store on a pgx connection pool.
+type Store struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+}
+
+var _ consent.Store = (*Store)(nil)
+
+// New returns a Store on the caller's pool, which Close leaves open. The
+// pool's search_path decides the schema.
+func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+
+// Open opens a pool from a connection URL such as
+// "postgres://user@host:5432/db?sslmode=disable"; Close closes it.
+func Open(ctx context.Context, url string) (*Store, error) {
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	return &Store{pool: pool, ownPool: true}, nil
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool if Open made it.
+func (s *Store) Close() error {
+	if s.ownPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// migrationLock is the advisory lock key that serializes migrations of
+// instances starting together.
+const migrationLock = 0x636f6e73656e74 // "consent"
+
+// Migrate applies the embedded schema migrations not applied yet, each in
+// its own transaction, in file-name order, in the schema named by the pool's
+// search_path. Instances starting at once take turns; it is safe to call on
+// every start.
+func (s *Store) Migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := s.migrate(ctx, name); err != nil {
+			return fmt.Errorf("pgstore: migration %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) migrate(ctx context.Context, name string) error {
+	script, err := migrations.ReadFile(name)
+	if err != nil {
+		return err
+	}
+	version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var done bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&done); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		// Exec without arguments uses the simple protocol, which runs a
+		// script of several statements.
+		if _, err := tx.Exec(ctx, string(script)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, version)
+		return err
+	})
+}
+
+// maxAttempts bounds the retries of a transaction that Postgres aborted to
+// break a deadlock or a serialization conflict.
+const maxAttempts = 5
+
+// Update runs fn in a READ COMMITTED read-write transaction, retrying it
+// when Postgres aborts it for a deadlock or serialization failure.
+func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	var err error
+	for attempt := 1; attempt <= maxAttempts; attempt++ {
+		err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
+		if !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt*attempt) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// View runs fn in a read-only transaction.
+func (s *Store) View(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadOnly}, "", fn)
+}
+
+func (s *Store) run(ctx context.Context, opts pgx.TxOptions, lock string, fn func(consent.Tx) error) error {
+	pgTx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if err := fn(&tx{tx: pgTx, lock: lock}); err != nil {
+		// Roll back even when ctx is done, so the connection returns clean.
+		pgTx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	return mapErr(pgTx.Commit(ctx))
+}
+
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// mapErr turns driver errors into consent's error kinds by SQLSTATE code.
+func mapErr(err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, pgx.ErrNoRows):
+		return consent.Errorf(consent.NotFound, "not found")
+	case !errors.As(err, &pe):
+		return err
+	}
+	switch pe.Code {
+	case "23505": // unique_violation
+		return consent.Errorf(consent.Conflict, "already exists")
+	case "23503": // foreign_key_violation: the constraint names the column
+		what := "the company, property or session referred to"
+		for _, col := range []string{"company", "property", "session"} {
+			if strings.Contains(pe.ConstraintName, col+"_id") {
+				what = col
+			}
+		}
+		return consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return err
+}

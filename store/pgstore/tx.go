@@ -1,0 +1,356 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/internal/sqlrow"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+type tx struct {
+	tx   pgx.Tx
+	lock string // " FOR UPDATE" inside Update, "" inside View
+}
+
+func (t *tx) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
+	tag, err := t.tx.Exec(ctx, query, args...)
+	return tag, mapErr(err)
+}
+
+// one maps "no rows" to a not-found error that names what was missing.
+func one(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return mapErr(err)
+}
+
+func affected(tag pgconn.CommandTag, err error, what string) error {
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return nil
+}
+
+func utc(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// nullTime returns nil for the zero time, stored as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}
+
+func strs(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
+	_, err := t.exec(ctx, `WITH c AS (
+			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
+			VALUES ($1, $2, $3, $4, $5) RETURNING id)
+		INSERT INTO wallets (company_id) SELECT id FROM c`,
+		c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties), c.CreatedAt)
+	return err
+}
+
+func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
+	c := consent.Company{ID: id}
+	var created time.Time
+	err := t.tx.QueryRow(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
+		FROM companies WHERE id = $1`, id).Scan(&c.Name, &c.ThirdPartyVerificationEnabled, &c.AuthorizedThirdParties, &created)
+	if err != nil {
+		return nil, one(err, "company")
+	}
+	c.CreatedAt = created.UTC()
+	return &c, nil
+}
+
+func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
+	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4
+		WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties))
+	return affected(tag, err, "company")
+}
+
+func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
+	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES ($1, $2, $3, $4)`,
+		p.ID, p.CompanyID, p.Name, p.CreatedAt)
+	return err
+}
+
+func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
+	p := consent.Property{ID: id}
+	var created time.Time
+	err := t.tx.QueryRow(ctx, `SELECT company_id, name, created_at FROM properties WHERE id = $1`, id).
+		Scan(&p.CompanyID, &p.Name, &created)
+	if err != nil {
+		return nil, one(err, "property")
+	}
+	p.CreatedAt = created.UTC()
+	return &p, nil
+}
+
+func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
+	perms := make([]string, len(tok.Permissions))
+	for i, p := range tok.Permissions {
+		perms[i] = string(p)
+	}
+	_, err := t.exec(ctx, `INSERT INTO tokens (id, company_id, digest, permissions, expires_at, revoked_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, tok.ID, tok.CompanyID, tok.Digest[:], perms,
+		nullTime(tok.ExpiresAt), nullTime(tok.RevokedAt), tok.CreatedAt)
+	return err
+}
+
+func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
+	tok := consent.Token{Digest: d}
+	var (
+		perms            []string
+		expires, revoked *time.Time
+		created          time.Time
+	)
+	err := t.tx.QueryRow(ctx, `SELECT id, company_id, permissions, expires_at, revoked_at, created_at
+		FROM tokens WHERE digest = $1`, d[:]).Scan(&tok.ID, &tok.CompanyID, &perms, &expires, &revoked, &created)
+	if err != nil {
+		return nil, one(err, "token")
+	}
+	for _, p := range perms {
+		tok.Permissions = append(tok.Permissions, consent.Permission(p))
+	}
+	tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = utc(expires), utc(revoked), created.UTC()
+	return &tok, nil
+}
+
+func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
+	tag, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND company_id = $2`,
+		id, companyID, at)
+	return affected(tag, err, "token")
+}
+
+func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
+	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
+		created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, s.ID, s.CompanyID, s.PropertyID,
+		string(s.RetentionStatus), string(s.VideoStatus), s.CreatedAt, s.ExpiresAt)
+	return err
+}
+
+func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
+	s := consent.Session{ID: id}
+	var created, expires time.Time
+	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, retention_status, video_status,
+		event_chunks, event_bytes, created_at, expires_at FROM sessions WHERE id = $1`+t.lock, id).Scan(
+		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
+		&created, &expires)
+	if err != nil {
+		return nil, one(err, "session")
+	}
+	s.CreatedAt, s.ExpiresAt = created.UTC(), expires.UTC()
+	return &s, nil
+}
+
+func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+	tag, err := t.exec(ctx, `WITH s AS (
+			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea)
+			WHERE id = $1 RETURNING event_chunks - 1 AS seq)
+		INSERT INTO session_events (session_id, seq, data) SELECT $1, seq, $2 FROM s`, sessionID, chunk)
+	return affected(tag, err, "session")
+}
+
+func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	var exists bool
+	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&exists); err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, consent.Errorf(consent.NotFound, "session not found")
+	}
+	rows, err := t.tx.Query(ctx, `SELECT data FROM session_events WHERE session_id = $1 ORDER BY seq`, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+}
+
+func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
+	records, err := sqlrow.EncodeRecords(c.Records)
+	if err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
+		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13)`,
+		c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin, string(records), string(c.EventsCombined),
+		sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest), string(c.RetentionStatus),
+		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt))
+	return err
+}
+
+func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
+	c := consent.Certificate{ID: id}
+	var (
+		records, events  string
+		email, mobile    []byte
+		created, expires time.Time
+		revoked          *time.Time
+	)
+	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, session_id, origin, records::text,
+		events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at
+		FROM certificates WHERE id = $1`+t.lock, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
+		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked)
+	if err != nil {
+		return nil, one(err, "certificate")
+	}
+	if c.Records, err = sqlrow.DecodeRecords([]byte(records)); err != nil {
+		return nil, err
+	}
+	if c.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+		return nil, err
+	}
+	if c.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+		return nil, err
+	}
+	c.EventsCombined = []byte(events)
+	c.CreatedAt, c.ExpiresAt, c.RevokedAt = created.UTC(), expires.UTC(), utc(revoked)
+	return &c, nil
+}
+
+func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
+	rows, err := t.tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
+
+func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND email_digest = $2 ORDER BY id`, companyID, d[:])
+}
+
+func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id`, companyID, d[:])
+}
+
+func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
+	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
+	return affected(tag, err, "certificate")
+}
+
+func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
+	_, err := t.exec(ctx, `INSERT INTO revocations (id, company_id, certificate_id, email_digest, mobile_digest,
+		reason, client_ip, certificate_ids, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		r.ID, r.CompanyID, r.CertificateID, sqlrow.Digest(r.EmailDigest), sqlrow.Digest(r.MobileDigest),
+		r.Reason, r.ClientIP, strs(r.CertificateIDs), r.CreatedAt)
+	return err
+}
+
+func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, certificate_id, email_digest, mobile_digest, reason, client_ip,
+		certificate_ids, created_at FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	out := []*consent.Revocation{}
+	var (
+		r             consent.Revocation
+		email, mobile []byte
+		created       time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP,
+		&r.CertificateIDs, &created}, func() error {
+		n := r
+		n.CompanyID, n.CreatedAt = companyID, created.UTC()
+		var err error
+		if n.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+			return err
+		}
+		if n.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+			return err
+		}
+		out = append(out, &n)
+		return nil
+	})
+	return out, err
+}
+
+func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	var bal int64
+	err := t.tx.QueryRow(ctx, `SELECT balance FROM wallets WHERE company_id = $1`+t.lock, companyID).Scan(&bal)
+	return wallet.Amount(bal), one(err, "company")
+}
+
+func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
+}
+
+// Debit is conditional in one statement: after waiting for a concurrent
+// writer, Postgres re-checks the WHERE clause against the newly committed
+// row, so the balance never goes below zero (D4).
+func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2
+		WHERE company_id = $1 AND balance >= $2 RETURNING balance`)
+	if consent.ErrorCode(err) == consent.NotFound {
+		cur, err := t.Balance(ctx, e.CompanyID)
+		if err != nil {
+			return 0, err
+		}
+		return 0, &wallet.InsufficientFundsError{Required: e.Amount, Balance: cur}
+	}
+	return bal, err
+}
+
+// post runs the wallet update and appends the ledger entry in one round trip.
+func (t *tx) post(ctx context.Context, e *wallet.Entry, update string) (wallet.Amount, error) {
+	var bal int64
+	err := t.tx.QueryRow(ctx, `WITH w AS (`+update+`),
+		l AS (INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
+			SELECT $3, $1, $4, $2, $5, $6 FROM w)
+		SELECT balance FROM w`, e.CompanyID, int64(e.Amount), e.ID, string(e.Kind), e.Reference, e.CreatedAt).Scan(&bal)
+	if err != nil {
+		return 0, one(err, "company")
+	}
+	return wallet.Amount(bal), nil
+}
+
+func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id, kind, amount, reference, created_at FROM ledger
+		WHERE company_id = $1 ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	out := []*wallet.Entry{}
+	var (
+		e       wallet.Entry
+		amount  int64
+		created time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Kind, &amount, &e.Reference, &created}, func() error {
+		n := e
+		n.CompanyID, n.Amount, n.CreatedAt = companyID, wallet.Amount(amount), created.UTC()
+		out = append(out, &n)
+		return nil
+	})
+	return out, err
+}
