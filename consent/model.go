@@ -116,6 +116,16 @@ type Session struct {
 	ExpiresAt time.Time
 }
 
+// ConversionJob asks for a retained session's recording to be converted to
+// MP4. The session's VideoStatus tells where it stands.
+type ConversionJob struct {
+	SessionID string
+	Attempts  int       // conversions tried so far
+	RunAfter  time.Time // not to be tried before this time
+	LastError string    // why the last attempt failed
+	CreatedAt time.Time
+}
+
 // Record is one consent given in a certificate.
 type Record struct {
 	Text    string

@@ -73,6 +73,9 @@ type Tx interface {
 	// other chunks and adds to its EventChunks and EventBytes.
 	// NotFound when the session does not exist.
 	AppendEvents(ctx context.Context, sessionID string, chunk []byte) error
+	// UpdateSession writes s's RetentionStatus, VideoStatus and ExpiresAt.
+	// NotFound when the session does not exist.
+	UpdateSession(ctx context.Context, s *Session) error
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.
 	Events(ctx context.Context, sessionID string) ([][]byte, error)
@@ -87,6 +90,12 @@ type Tx interface {
 	CertificatesByEmail(ctx context.Context, companyID string, d Digest) ([]string, error)
 	// CertificatesByMobile is CertificatesByEmail for mobile digests.
 	CertificatesByMobile(ctx context.Context, companyID string, d Digest) ([]string, error)
+	// CertificatesBySession returns the ids, sorted, of the session's
+	// certificates (none: an empty slice, no error).
+	CertificatesBySession(ctx context.Context, sessionID string) ([]string, error)
+	// UpdateCertificate writes c's RetentionStatus and ExpiresAt.
+	// NotFound when the certificate does not exist.
+	UpdateCertificate(ctx context.Context, c *Certificate) error
 	// RevokeCertificate marks the certificate revoked at the given time;
 	// revoking a revoked certificate keeps its first time. NotFound when
 	// there is none.
@@ -97,6 +106,14 @@ type Tx interface {
 	CreateRevocation(ctx context.Context, r *Revocation) error
 	// Revocations returns the company's revocations, oldest first.
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
+
+	// EnqueueConversion adds a job to convert the session's recording to
+	// video. NotFound when the session does not exist; Conflict when it has
+	// a job already.
+	EnqueueConversion(ctx context.Context, j *ConversionJob) error
+	// ConversionJob returns the session's conversion job. NotFound when it
+	// has none.
+	ConversionJob(ctx context.Context, sessionID string) (*ConversionJob, error)
 
 	// Balance returns the company's wallet balance. NotFound when the
 	// company does not exist.

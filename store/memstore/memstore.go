@@ -35,6 +35,7 @@ type Store struct {
 	balances      map[string]wallet.Amount
 	ledger        map[string][]*wallet.Entry
 	entryIDs      map[string]bool
+	jobs          map[string]*consent.ConversionJob
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -54,6 +55,7 @@ func New() *Store {
 		balances:      map[string]wallet.Amount{},
 		ledger:        map[string][]*wallet.Entry{},
 		entryIDs:      map[string]bool{},
+		jobs:          map[string]*consent.ConversionJob{},
 	}
 }
 
@@ -296,6 +298,20 @@ func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) err
 	return nil
 }
 
+func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	old, ok := t.s.sessions[ses.ID]
+	if !ok {
+		return notFound("session")
+	}
+	n := cloneSession(old)
+	n.RetentionStatus, n.VideoStatus, n.ExpiresAt = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt)
+	set(t, t.s.sessions, ses.ID, n)
+	return nil
+}
+
 func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 	if _, ok := t.s.sessions[sessionID]; !ok {
 		return nil, notFound("session")
@@ -356,6 +372,31 @@ func (t *tx) CertificatesByMobile(_ context.Context, companyID string, d consent
 	return t.certificatesBy(companyID, func(c *consent.Certificate) bool { return !d.IsZero() && c.MobileDigest == d }), nil
 }
 
+func (t *tx) CertificatesBySession(_ context.Context, sessionID string) ([]string, error) {
+	ids := []string{}
+	for _, c := range t.s.certs {
+		if c.SessionID == sessionID {
+			ids = append(ids, c.ID)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	old, ok := t.s.certs[c.ID]
+	if !ok {
+		return notFound("certificate")
+	}
+	n := cloneCertificate(old)
+	n.RetentionStatus, n.ExpiresAt = c.RetentionStatus, utc(c.ExpiresAt)
+	set(t, t.s.certs, c.ID, n)
+	return nil
+}
+
 func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error {
 	if err := t.write(); err != nil {
 		return err
@@ -393,6 +434,31 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 		out = append(out, cloneRevocation(t.s.revocations[id]))
 	}
 	return out, nil
+}
+
+func (t *tx) EnqueueConversion(_ context.Context, j *consent.ConversionJob) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.sessions[j.SessionID]; !ok {
+		return notFound("session")
+	}
+	if _, ok := t.s.jobs[j.SessionID]; ok {
+		return conflict("conversion job")
+	}
+	n := *j
+	n.RunAfter, n.CreatedAt = utc(n.RunAfter), utc(n.CreatedAt)
+	set(t, t.s.jobs, j.SessionID, &n)
+	return nil
+}
+
+func (t *tx) ConversionJob(_ context.Context, sessionID string) (*consent.ConversionJob, error) {
+	j, ok := t.s.jobs[sessionID]
+	if !ok {
+		return nil, notFound("conversion job")
+	}
+	n := *j
+	return &n, nil
 }
 
 func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {

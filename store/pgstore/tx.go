@@ -173,6 +173,12 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	return affected(tag, err, "session")
 }
 
+func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
+	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4 WHERE id = $1`,
+		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt)
+	return affected(tag, err, "session")
+}
+
 func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 	var exists bool
 	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&exists); err != nil {
@@ -253,6 +259,16 @@ func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d conse
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id`, companyID, d[:])
 }
 
+func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
+	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = $1 ORDER BY id`, sessionID)
+}
+
+func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
+	tag, err := t.exec(ctx, `UPDATE certificates SET retention_status = $2, expires_at = $3 WHERE id = $1`,
+		c.ID, string(c.RetentionStatus), c.ExpiresAt)
+	return affected(tag, err, "certificate")
+}
+
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
@@ -293,6 +309,24 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 		return nil
 	})
 	return out, err
+}
+
+func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
+		VALUES ($1, $2, $3, $4, $5)`, j.SessionID, j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
+	return err
+}
+
+func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
+	j := consent.ConversionJob{SessionID: sessionID}
+	var runAfter, created time.Time
+	err := t.tx.QueryRow(ctx, `SELECT attempts, run_after, last_error, created_at FROM conversion_jobs
+		WHERE session_id = $1`, sessionID).Scan(&j.Attempts, &runAfter, &j.LastError, &created)
+	if err != nil {
+		return nil, one(err, "conversion job")
+	}
+	j.RunAfter, j.CreatedAt = runAfter.UTC(), created.UTC()
+	return &j, nil
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {

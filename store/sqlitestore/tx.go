@@ -175,6 +175,12 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	return err
 }
 
+func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
+	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ? WHERE id = ?`,
+		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.ID)
+	return affected(r, err, "session")
+}
+
 func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 	if _, err := t.Session(ctx, sessionID); err != nil {
 		return nil, err
@@ -266,6 +272,16 @@ func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d conse
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = ? AND mobile_digest = ? ORDER BY id`, companyID, d[:])
 }
 
+func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
+	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = ? ORDER BY id`, sessionID)
+}
+
+func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
+	r, err := t.exec(ctx, `UPDATE certificates SET retention_status = ?, expires_at = ? WHERE id = ?`,
+		c.RetentionStatus, c.ExpiresAt.UnixMicro(), c.ID)
+	return affected(r, err, "certificate")
+}
+
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
 	return affected(r, err, "certificate")
@@ -314,6 +330,24 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 		out = append(out, &r)
 	}
 	return out, rows.Err()
+}
+
+func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
+		VALUES (?, ?, ?, ?, ?)`, j.SessionID, j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
+	return err
+}
+
+func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
+	j := consent.ConversionJob{SessionID: sessionID}
+	var runAfter, created int64
+	err := t.tx.QueryRowContext(ctx, `SELECT attempts, run_after, last_error, created_at FROM conversion_jobs
+		WHERE session_id = ?`, sessionID).Scan(&j.Attempts, &runAfter, &j.LastError, &created)
+	if err != nil {
+		return nil, one(err, "conversion job")
+	}
+	j.RunAfter, j.CreatedAt = sqlrow.Time(&runAfter), sqlrow.Time(&created)
+	return &j, nil
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {

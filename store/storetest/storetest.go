@@ -41,7 +41,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Token", testToken},
 		{"Session", testSession},
 		{"EventsByteIdentical", testEventsByteIdentical},
+		{"UpdateSession", testUpdateSession},
 		{"Certificate", testCertificate},
+		{"UpdateCertificate", testUpdateCertificate},
+		{"ConversionJob", testConversionJob},
 		{"CertificatesByDigest", testCertificatesByDigest},
 		{"RevokeCertificate", testRevokeCertificate},
 		{"Revocation", testRevocation},
@@ -50,6 +53,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"TimesUTC", testTimesUTC},
 		{"ConcurrentDebits", testConcurrentDebits},
+		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
@@ -846,6 +850,158 @@ func testConcurrentDebits(t *testing.T, s consent.Store) {
 		}
 		if sum != bal || debits != 66 {
 			t.Errorf("ledger: credits − debits = %s over %d debits; want %s over 66", sum, debits, bal)
+		}
+		return nil
+	})
+}
+
+func testUpdateSession(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	want := session("s1", "acme", "acme-web")
+	want.RetentionStatus, want.VideoStatus, want.ExpiresAt = consent.RetentionRetained, consent.VideoPending, t0.AddDate(5, 0, 0)
+	changed := *want
+	changed.CompanyID, changed.PropertyID, changed.CreatedAt = "other", "other-web", t0.Add(time.Hour) // not written
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateSession(ctx, &changed) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Session(ctx, "s1")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("Session after UpdateSession (-want +got):\n%s", d)
+		}
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.UpdateSession(ctx, session("s9", "acme", "acme-web")) })
+	wantCode(t, "UpdateSession(unknown)", err, consent.NotFound)
+}
+
+func testUpdateCertificate(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for _, c := range []*consent.Certificate{
+			certificate("c-2", "acme", "acme-web", "s1"),
+			certificate("c-1", "acme", "acme-web", "s1"),
+			certificate("c-3", "other", "other-web", "s2"),
+		} {
+			if err := tx.CreateCertificate(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want := certificate("c-1", "acme", "acme-web", "s1")
+	want.RetentionStatus, want.ExpiresAt = consent.RetentionRetained, t0.AddDate(5, 0, 0)
+	changed := *want
+	changed.Origin, changed.Records = "changed", nil // not written
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, &changed) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Certificate(ctx, "c-1")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("Certificate after UpdateCertificate (-want +got):\n%s", d)
+		}
+		ids, err := tx.CertificatesBySession(ctx, "s1")
+		if err != nil || !cmp.Equal(ids, []string{"c-1", "c-2"}) {
+			t.Errorf("CertificatesBySession(s1) = %v, %v; want [c-1 c-2]", ids, err)
+		}
+		ids, err = tx.CertificatesBySession(ctx, "s9")
+		if err != nil || len(ids) != 0 {
+			t.Errorf("CertificatesBySession(unknown) = %v, %v; want none", ids, err)
+		}
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.UpdateCertificate(ctx, certificate("c-9", "acme", "acme-web", "s1"))
+	})
+	wantCode(t, "UpdateCertificate(unknown)", err, consent.NotFound)
+}
+
+func testConversionJob(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	want := &consent.ConversionJob{SessionID: "s1", RunAfter: t0, CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueConversion(ctx, want) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.ConversionJob(ctx, "s1")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("ConversionJob (-want +got):\n%s", d)
+		}
+		_, err = tx.ConversionJob(ctx, "s2")
+		wantCode(t, "ConversionJob(none)", err, consent.NotFound)
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueConversion(ctx, want) })
+	wantCode(t, "EnqueueConversion(again)", err, consent.Conflict)
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		return tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: "s9", RunAfter: t0, CreatedAt: t0})
+	})
+	wantCode(t, "EnqueueConversion(unknown session)", err, consent.NotFound)
+}
+
+// testReadThenWriteIsAtomic: a rule checked on a session read inside Update
+// still holds at commit. 20 concurrent "retain once" transactions end with
+// exactly one success and one charge.
+func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, wallet.Dollar, t0))
+		return err
+	})
+	const n = 20
+	var (
+		wg                 sync.WaitGroup
+		mu                 sync.Mutex
+		ok, conflicts      int
+		start              = make(chan struct{})
+		errAlreadyRetained = consent.Errorf(consent.Conflict, "already retained")
+	)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				ses, err := tx.Session(ctx, "s1")
+				if err != nil {
+					return err
+				}
+				if ses.RetentionStatus == consent.RetentionRetained {
+					return errAlreadyRetained
+				}
+				// Widen the window between the check and the write, so that a
+				// store whose reads do not lock is caught.
+				time.Sleep(2 * time.Millisecond)
+				if _, err := tx.Debit(ctx, entry(fmt.Sprintf("r%02d", i), "acme", wallet.RetainSingle, 10*wallet.Cent, t0)); err != nil {
+					return err
+				}
+				ses.RetentionStatus = consent.RetentionRetained
+				return tx.UpdateSession(ctx, ses)
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, errAlreadyRetained):
+				conflicts++
+			default:
+				t.Errorf("unexpected error: %v", err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if ok != 1 || conflicts != n-1 {
+		t.Errorf("%d succeeded and %d conflicted; want 1 and %d", ok, conflicts, n-1)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != 90*wallet.Cent {
+			t.Errorf("balance = %v, %v; want 0.9 (one charge)", bal, err)
 		}
 		return nil
 	})
