@@ -1,6 +1,13 @@
-// Package optout will hold consumer revocation (service.md §4.6): by
-// certificate id, email or mobile within a company, in one transaction,
-// recorded for good (D16–D19).
+// Package optout revokes consumers' consent (service.md §4.6, D16–D19).
 //
-// Not built yet: this package holds only its documentation.
+// A request names a company and at least one of a certificate id, an email
+// and a mobile number. Matching is within that company and is the union of
+// what each identifier finds; emails and mobiles are normalized (D17) and
+// found through their digests. Every matched certificate is revoked (one
+// already revoked keeps its first revocation time) and the request is
+// recorded, with digests only, in the same transaction. Repeating a request
+// gives the same answer, and nothing matched is not an error: 200 with
+// revoked 0, which tells a caller no more than that count (D18). A
+// revocation is permanent through this package; a certificate issued later
+// is new consent.
 package optout

@@ -1,6 +1,14 @@
-// Package retain will hold the Retain API, single and batch (§4.8, §4.9,
-// D22, D23), the conversion of retained recordings to MP4 and the purge of
-// expired data (D26).
+// Package retain holds the Retain API (service.md §4.8, §4.9): retaining
+// chosen session recordings for the long term and queueing them for
+// conversion to MP4 video.
 //
-// Not built yet: this package holds only its documentation.
+// Each retention is one atomic step (D22): the session must be the
+// company's (NotFound otherwise) and not retained yet (Conflict), the wallet
+// must cover the price (Payment); then the charge, its ledger entry,
+// retention_status=retained, rrweb_to_video_status=pending and the
+// conversion job are written together or not at all. A batch (D23) runs its
+// entries in order in one transaction and commits all its successes at once.
+//
+// A session retained long-term through /verify/session is already retained:
+// the Retain API answers Conflict for it, as D22 says.
 package retain

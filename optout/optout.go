@@ -1,0 +1,141 @@
+package optout
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Service revokes consent. It is safe for concurrent use.
+type Service struct {
+	store consent.Store
+	now   func() time.Time
+}
+
+// New returns a Service over store; now is the clock (nil: time.Now).
+func New(store consent.Store, now func() time.Time) *Service {
+	if now == nil {
+		now = time.Now
+	}
+	return &Service{store: store, now: now}
+}
+
+// Request is an opt-out. ClientIP is recorded with it (D19).
+type Request struct {
+	CompanyID     string
+	CertificateID string
+	Email         string
+	Mobile        string
+	Reason        string
+	ClientIP      string
+}
+
+// Result is the answer to an opt-out (§4.6).
+type Result struct {
+	CertificateIDs []string // every matched certificate, sorted; never nil
+	Timestamp      time.Time
+}
+
+// maxReason bounds the recorded reason.
+const maxReason = 1000
+
+// errNoIdentifier is the message of D16.
+const errNoIdentifier = "one of certificate_id, email or mobile is required"
+
+// OptOut revokes every certificate of the company that the request
+// identifies. Invalid when company_id is missing or malformed, when no
+// identifier is given, or when one is malformed.
+func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	email, mobile := strings.TrimSpace(req.Email), strings.TrimSpace(req.Mobile)
+	if req.CertificateID == "" && email == "" && mobile == "" {
+		return nil, consent.Errorf(consent.Invalid, errNoIdentifier)
+	}
+	rev := &consent.Revocation{
+		ID: consent.NewID("rev"), CompanyID: req.CompanyID, CertificateID: req.CertificateID,
+		Reason: req.Reason, ClientIP: req.ClientIP, CreatedAt: consent.UTC(s.now()),
+	}
+	if req.CertificateID != "" {
+		if err := consent.CheckID("certificate_id", req.CertificateID); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if email != "" {
+		if rev.EmailDigest, err = consent.EmailDigest(email); err != nil {
+			return nil, err
+		}
+	}
+	if mobile != "" {
+		if rev.MobileDigest, err = consent.MobileDigest(mobile); err != nil {
+			return nil, err
+		}
+	}
+	if len(req.Reason) > maxReason || !utf8.ValidString(req.Reason) {
+		return nil, consent.Errorf(consent.Invalid, "reason must be valid UTF-8 of at most %d bytes", maxReason)
+	}
+
+	err = s.store.Update(ctx, func(tx consent.Tx) error {
+		ids, err := s.match(ctx, tx, rev)
+		if consent.ErrorCode(err) == consent.NotFound {
+			// An unknown company: nothing to revoke and nothing to record
+			// against, answered like any request that matched nothing.
+			rev.CertificateIDs = []string{}
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := tx.RevokeCertificate(ctx, id, rev.CreatedAt); err != nil {
+				return err
+			}
+		}
+		rev.CertificateIDs = ids
+		return tx.CreateRevocation(ctx, rev)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Result{CertificateIDs: rev.CertificateIDs, Timestamp: rev.CreatedAt}, nil
+}
+
+// match returns the sorted union of the company's certificates that the
+// revocation's identifiers find. NotFound when the company does not exist.
+func (s *Service) match(ctx context.Context, tx consent.Tx, rev *consent.Revocation) ([]string, error) {
+	if _, err := tx.Company(ctx, rev.CompanyID); err != nil {
+		return nil, err
+	}
+	var ids []string
+	if rev.CertificateID != "" {
+		c, err := tx.Certificate(ctx, rev.CertificateID)
+		switch {
+		case err == nil && c.CompanyID == rev.CompanyID:
+			ids = append(ids, c.ID)
+		case err != nil && consent.ErrorCode(err) != consent.NotFound:
+			return nil, err
+		}
+	}
+	if !rev.EmailDigest.IsZero() {
+		found, err := tx.CertificatesByEmail(ctx, rev.CompanyID, rev.EmailDigest)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, found...)
+	}
+	if !rev.MobileDigest.IsZero() {
+		found, err := tx.CertificatesByMobile(ctx, rev.CompanyID, rev.MobileDigest)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, found...)
+	}
+	slices.Sort(ids)
+	return append([]string{}, slices.Compact(ids)...), nil
+}

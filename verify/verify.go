@@ -1,0 +1,317 @@
+package verify
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// Config tunes a Service. Zero values mean the defaults.
+type Config struct {
+	Prices *wallet.Prices   // default wallet.DefaultPrices()
+	Now    func() time.Time // default time.Now
+	// LongTermRetention is how long /verify/session and
+	// /verify/certificate keep what they retain: default five years (D26).
+	LongTermRetention time.Duration
+}
+
+// Service answers verification requests. It is safe for concurrent use.
+type Service struct {
+	store    consent.Store
+	prices   wallet.Prices
+	now      func() time.Time
+	longTerm time.Duration
+}
+
+// New returns a Service over store.
+func New(store consent.Store, cfg Config) *Service {
+	s := &Service{store: store, prices: wallet.DefaultPrices(), now: time.Now, longTerm: cfg.LongTermRetention}
+	if cfg.Prices != nil {
+		s.prices = *cfg.Prices
+	}
+	if cfg.Now != nil {
+		s.now = cfg.Now
+	}
+	return s
+}
+
+// Verification types (service.md §4.1).
+const (
+	FirstParty = "first_party"
+	ThirdParty = "third_party"
+)
+
+// MatchRequest is the body of /verify/match. PropertyID is optional; when
+// given it must name a property of CompanyID.
+type MatchRequest struct {
+	CertificateID       string
+	CompanyID           string
+	Consent             string
+	OriginatorCompanyID string
+	PropertyID          string
+}
+
+// PartialMatchRequest is the body of /verify/partial-match.
+type PartialMatchRequest struct {
+	CertificateID       string
+	CompanyID           string
+	Term                string
+	OriginatorCompanyID string
+	PropertyID          string
+}
+
+// Result is the answer to a match or partial match (D12).
+type Result struct {
+	Valid bool
+	// ConsentOptIn is the opt-in time of the matched record, or of the
+	// earliest record when nothing matched; zero when the certificate has
+	// no records.
+	ConsentOptIn     time.Time
+	Origin           string
+	ConsentTypes     []string // sorted, de-duplicated, never nil
+	VerificationType string
+	Charged          wallet.Amount
+	Balance          wallet.Amount // after the charge
+}
+
+// maxTextBytes bounds consent text and terms; a record holds at most 64 KiB.
+const maxTextBytes = 64 << 10
+
+// Match checks that consent equals one of the certificate's records, byte
+// for byte after trimming white space on both sides (D10).
+func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*Result, error) {
+	if err := checkText("consent", req.Consent, false); err != nil {
+		return nil, err
+	}
+	want := strings.TrimSpace(req.Consent)
+	q := query{
+		certificateID: req.CertificateID, companyID: req.CompanyID,
+		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
+		price: s.prices.ExactMatch, kind: wallet.ExactMatch,
+		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
+	}
+	return s.verify(ctx, caller, q)
+}
+
+// PartialMatch checks that term occurs in one of the certificate's records,
+// ignoring case by Unicode simple case folding; term is trimmed and must not
+// be empty (D11).
+func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMatchRequest) (*Result, error) {
+	if err := checkText("term", req.Term, true); err != nil {
+		return nil, err
+	}
+	term := fold(strings.TrimSpace(req.Term))
+	q := query{
+		certificateID: req.CertificateID, companyID: req.CompanyID,
+		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
+		price: s.prices.PartialMatch, kind: wallet.PartialMatch,
+		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
+	}
+	return s.verify(ctx, caller, q)
+}
+
+func checkText(field, v string, trimmed bool) error {
+	if v == "" || trimmed && strings.TrimSpace(v) == "" {
+		return consent.Errorf(consent.Invalid, "%s is required", field)
+	}
+	if len(v) > maxTextBytes || !utf8.ValidString(v) {
+		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8 of at most %d bytes", field, maxTextBytes)
+	}
+	return nil
+}
+
+// fold maps every rune to the smallest rune of its simple case folding
+// orbit, so that two strings are equal under simple folding exactly when
+// their folds are equal, rune for rune.
+func fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
+}
+
+type query struct {
+	certificateID, companyID, originatorID, propertyID string
+	price                                              wallet.Amount
+	kind                                               wallet.EntryKind
+	match                                              func(consent.Record) bool
+}
+
+func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, error) {
+	if err := checkIDs(q.certificateID, q.companyID, q.originatorID, q.propertyID); err != nil {
+		return nil, err
+	}
+	if caller != q.companyID {
+		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
+	}
+	owner, vtype := q.companyID, FirstParty
+	if q.originatorID != "" && q.originatorID != q.companyID {
+		owner, vtype = q.originatorID, ThirdParty
+	}
+	var res *Result
+	err := s.store.Update(ctx, func(tx consent.Tx) error {
+		if vtype == ThirdParty {
+			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
+				return err
+			}
+		}
+		if q.propertyID != "" {
+			if err := checkProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
+				return err
+			}
+		}
+		cert, err := certificateOf(ctx, tx, q.certificateID, owner)
+		if err != nil {
+			return err
+		}
+		res = result(cert, q.match)
+		res.VerificationType = vtype
+		res.Charged = q.price
+		res.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
+			CompanyID: caller, Kind: q.kind, Amount: q.price, Reference: cert.ID, CreatedAt: consent.UTC(s.now()),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// checkIDs validates the identifiers of a request: the first two are
+// required, the others optional (D29).
+func checkIDs(certificateID, companyID, originatorID, propertyID string) error {
+	if err := consent.CheckID("certificate_id", certificateID); err != nil {
+		return err
+	}
+	if err := consent.CheckID("company_id", companyID); err != nil {
+		return err
+	}
+	if originatorID != "" {
+		if err := consent.CheckID("originator_company_id", originatorID); err != nil {
+			return err
+		}
+	}
+	if propertyID != "" {
+		if err := consent.CheckID("property_id", propertyID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkAuthorization: the originator exists, has third-party verification
+// on, and lists the caller (§4.7); all failures look alike (D9).
+func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller string) error {
+	org, err := tx.Company(ctx, originator)
+	if consent.ErrorCode(err) == consent.NotFound || err == nil && !org.Authorizes(caller) {
+		return consent.Errorf(consent.Forbidden, "third-party verification is not authorized by the originating company")
+	}
+	return err
+}
+
+func checkProperty(ctx context.Context, tx consent.Tx, companyID, propertyID string) error {
+	p, err := tx.Property(ctx, propertyID)
+	if consent.ErrorCode(err) == consent.NotFound || err == nil && p.CompanyID != companyID {
+		return consent.Errorf(consent.NotFound, "property not found")
+	}
+	return err
+}
+
+// certificateOf returns the certificate when it belongs to owner and is not
+// revoked. Another company's certificate is reported as not found (D9).
+func certificateOf(ctx context.Context, tx consent.Tx, id, owner string) (*consent.Certificate, error) {
+	cert, err := tx.Certificate(ctx, id)
+	if consent.ErrorCode(err) == consent.NotFound || err == nil && cert.CompanyID != owner {
+		return nil, consent.Errorf(consent.NotFound, "certificate not found")
+	}
+	if err != nil {
+		return nil, err
+	}
+	if cert.Revoked() {
+		return nil, consent.Errorf(consent.OptedOut, "This session has opted out")
+	}
+	return cert, nil
+}
+
+// result builds the answer of D12.
+func result(cert *consent.Certificate, match func(consent.Record) bool) *Result {
+	res := &Result{Origin: cert.Origin, ConsentTypes: []string{}}
+	for i, r := range cert.Records {
+		if !res.Valid && match(r) {
+			res.Valid, res.ConsentOptIn = true, r.OptInAt
+		}
+		if !res.Valid && (i == 0 || r.OptInAt.Before(res.ConsentOptIn)) {
+			res.ConsentOptIn = r.OptInAt
+		}
+		res.ConsentTypes = append(res.ConsentTypes, r.Types...)
+	}
+	slices.Sort(res.ConsentTypes)
+	res.ConsentTypes = slices.Compact(res.ConsentTypes)
+	return res
+}
+
+// InfoRequest is the body of /verify/certificate-info.
+type InfoRequest struct {
+	CertificateID string
+	CompanyID     string
+	PropertyID    string
+}
+
+// Info is certificate metadata (service.md §4.3).
+type Info struct {
+	CertificateID  string
+	CreatedAt      time.Time
+	ConsentCount   int
+	EventsCombined []byte // a JSON object
+	Charged        wallet.Amount
+	Balance        wallet.Amount
+}
+
+// CertificateInfo returns the metadata of one of the caller's certificates.
+// property_id is required and must be the company's (D15); a revoked
+// certificate is refused (D13). It costs Prices.CertificateInfo, free by
+// default.
+func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRequest) (*Info, error) {
+	if err := checkIDs(req.CertificateID, req.CompanyID, "", req.PropertyID); err != nil {
+		return nil, err
+	}
+	if req.PropertyID == "" {
+		return nil, consent.Errorf(consent.Invalid, "property_id is required")
+	}
+	if caller != req.CompanyID {
+		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
+	}
+	var info *Info
+	err := s.store.Update(ctx, func(tx consent.Tx) error {
+		if err := checkProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
+			return err
+		}
+		cert, err := certificateOf(ctx, tx, req.CertificateID, req.CompanyID)
+		if err != nil {
+			return err
+		}
+		info = &Info{
+			CertificateID: cert.ID, CreatedAt: cert.CreatedAt, ConsentCount: len(cert.Records),
+			EventsCombined: cert.EventsCombined, Charged: s.prices.CertificateInfo,
+		}
+		info.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
+			CompanyID: caller, Kind: wallet.CertificateInfo, Amount: s.prices.CertificateInfo,
+			Reference: cert.ID, CreatedAt: consent.UTC(s.now()),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return info, nil
+}
