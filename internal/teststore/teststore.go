@@ -1,0 +1,114 @@
+// Package teststore opens fresh stores of every kind for tests: in memory,
+// SQLite in a temporary directory, and PostgreSQL in a schema of its own
+// when CONSENT_TEST_POSTGRES_URL names a database.
+package teststore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/store/pgstore"
+	"github.com/consentkit/consentkit/store/sqlitestore"
+)
+
+// DSNVar names the environment variable holding the PostgreSQL test URL.
+const DSNVar = "CONSENT_TEST_POSTGRES_URL"
+
+// Kind is a named way to open a fresh store.
+type Kind struct {
+	Name string
+	Open func(tb testing.TB) consent.Store
+}
+
+// Kinds lists every store. Postgres skips the test that opens it, saying
+// how to run it, when DSNVar is unset.
+var Kinds = []Kind{
+	{"memory", func(tb testing.TB) consent.Store { return Memory(tb) }},
+	{"sqlite", func(tb testing.TB) consent.Store { return SQLite(tb) }},
+	{"postgres", func(tb testing.TB) consent.Store { return Postgres(tb) }},
+}
+
+// Each runs fn as a subtest per store kind.
+func Each(t *testing.T, fn func(t *testing.T, open func(tb testing.TB) consent.Store)) {
+	for _, k := range Kinds {
+		t.Run(k.Name, func(t *testing.T) { fn(t, k.Open) })
+	}
+}
+
+// Memory returns a new memory store, closed when tb ends.
+func Memory(tb testing.TB) *memstore.Store {
+	s := memstore.New()
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// SQLite returns a migrated store in a new file, closed when tb ends.
+func SQLite(tb testing.TB) *sqlitestore.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), sqlitestore.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
+// Postgres returns a migrated store in a schema of its own, dropped when tb
+// ends, so that runs never see each other's rows. It skips tb when DSNVar
+// is unset.
+func Postgres(tb testing.TB) *pgstore.Store {
+	tb.Helper()
+	dsn := os.Getenv(DSNVar)
+	if dsn == "" {
+		tb.Skip("PostgreSQL tests skipped: set " + DSNVar +
+			" (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them")
+	}
+	ctx := context.Background()
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "consent_test_" + hex.EncodeToString(b[:])
+	exec := func(sql string) error {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer c.Close(ctx)
+		_, err = c.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE SCHEMA " + schema); err != nil {
+		tb.Fatalf("%s: %v", DSNVar, err)
+	}
+	tb.Cleanup(func() {
+		if err := exec("DROP SCHEMA " + schema + " CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	s := pgstore.New(pool)
+	if err := s.Migrate(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
