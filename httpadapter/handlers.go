@@ -313,4 +313,3 @@ func (a *adapter) retainBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, body)
 }
-

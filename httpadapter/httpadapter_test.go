@@ -353,4 +353,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
