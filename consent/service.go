@@ -64,6 +64,19 @@ func (s *Service) Store() Store { return s.store }
 
 func (s *Service) now() time.Time { return UTC(s.cfg.Now()) }
 
+// update runs fn in one transaction of the store and returns its result.
+// Every XxxTx method has a twin Xxx that runs it this way; the Tx forms let
+// a caller do several things in one transaction (a seed file, say).
+func update[T any](ctx context.Context, s *Service, fn func(tx Tx) (T, error)) (T, error) {
+	var out T
+	err := s.store.Update(ctx, func(tx Tx) error {
+		var err error
+		out, err = fn(tx)
+		return err
+	})
+	return out, err
+}
+
 // maxNameLength bounds display names.
 const maxNameLength = 200
 
@@ -88,6 +101,11 @@ type CompanyParams struct {
 // CreateCompany creates a company with an empty wallet. Conflict when the id
 // is taken.
 func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*Company, error) {
+	return update(ctx, s, func(tx Tx) (*Company, error) { return s.CreateCompanyTx(ctx, tx, p) })
+}
+
+// CreateCompanyTx is CreateCompany inside tx.
+func (s *Service) CreateCompanyTx(ctx context.Context, tx Tx, p CompanyParams) (*Company, error) {
 	if err := CheckID("id", p.ID); err != nil {
 		return nil, err
 	}
@@ -104,8 +122,7 @@ func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*Company,
 		AuthorizedThirdParties:        parties,
 		CreatedAt:                     s.now(),
 	}
-	err = s.store.Update(ctx, func(tx Tx) error { return tx.CreateCompany(ctx, c) })
-	if err != nil {
+	if err := tx.CreateCompany(ctx, c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -158,6 +175,11 @@ type PropertyParams struct {
 // AddProperty adds a property to a company. NotFound when the company does
 // not exist; Conflict when the id is taken.
 func (s *Service) AddProperty(ctx context.Context, p PropertyParams) (*Property, error) {
+	return update(ctx, s, func(tx Tx) (*Property, error) { return s.AddPropertyTx(ctx, tx, p) })
+}
+
+// AddPropertyTx is AddProperty inside tx.
+func (s *Service) AddPropertyTx(ctx context.Context, tx Tx, p PropertyParams) (*Property, error) {
 	if p.ID == "" {
 		p.ID = NewID("prop")
 	}
@@ -171,7 +193,7 @@ func (s *Service) AddProperty(ctx context.Context, p PropertyParams) (*Property,
 		return nil, err
 	}
 	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, CreatedAt: s.now()}
-	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateProperty(ctx, prop) }); err != nil {
+	if err := tx.CreateProperty(ctx, prop); err != nil {
 		return nil, err
 	}
 	return prop, nil
@@ -197,6 +219,20 @@ const (
 // IssueToken creates a token and returns it with its secret. The secret is
 // not stored (only its SHA-256 digest is, D6) and cannot be shown again.
 func (s *Service) IssueToken(ctx context.Context, p TokenParams) (*Token, string, error) {
+	var secret string
+	t, err := update(ctx, s, func(tx Tx) (*Token, error) {
+		t, sec, err := s.IssueTokenTx(ctx, tx, p)
+		secret = sec
+		return t, err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return t, secret, nil
+}
+
+// IssueTokenTx is IssueToken inside tx.
+func (s *Service) IssueTokenTx(ctx context.Context, tx Tx, p TokenParams) (*Token, string, error) {
 	if err := CheckID("company_id", p.CompanyID); err != nil {
 		return nil, "", err
 	}
@@ -228,7 +264,7 @@ func (s *Service) IssueToken(ctx context.Context, p TokenParams) (*Token, string
 	if !p.ExpiresAt.IsZero() {
 		t.ExpiresAt = UTC(p.ExpiresAt)
 	}
-	if err := s.store.Update(ctx, func(tx Tx) error { return tx.CreateToken(ctx, t) }); err != nil {
+	if err := tx.CreateToken(ctx, t); err != nil {
 		return nil, "", err
 	}
 	return t, secret, nil
@@ -238,7 +274,12 @@ func (s *Service) IssueToken(ctx context.Context, p TokenParams) (*Token, string
 // once. Revoking it again does nothing. NotFound when the company has no
 // such token.
 func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) error {
-	return s.store.Update(ctx, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.now()) })
+	return s.store.Update(ctx, func(tx Tx) error { return s.RevokeTokenTx(ctx, tx, companyID, tokenID) })
+}
+
+// RevokeTokenTx is RevokeToken inside tx.
+func (s *Service) RevokeTokenTx(ctx context.Context, tx Tx, companyID, tokenID string) error {
+	return tx.RevokeToken(ctx, companyID, tokenID, s.now())
 }
 
 // Authenticate returns the active token whose secret is given. Unauthorized
@@ -267,22 +308,21 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, erro
 // TopUp credits the company's wallet (D5) and returns the new balance.
 // reference names the payment (optional, at most 128 bytes).
 func (s *Service) TopUp(ctx context.Context, companyID string, amount wallet.Amount, reference string) (wallet.Amount, error) {
+	return update(ctx, s, func(tx Tx) (wallet.Amount, error) { return s.TopUpTx(ctx, tx, companyID, amount, reference) })
+}
+
+// TopUpTx is TopUp inside tx.
+func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount wallet.Amount, reference string) (wallet.Amount, error) {
 	if amount <= 0 {
 		return 0, Errorf(Invalid, "amount must be positive")
 	}
 	if len(reference) > MaxIDLength {
 		return 0, Errorf(Invalid, "reference must be at most %d bytes", MaxIDLength)
 	}
-	var bal wallet.Amount
-	err := s.store.Update(ctx, func(tx Tx) error {
-		var err error
-		bal, err = tx.Credit(ctx, &wallet.Entry{
-			ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
-			Amount: amount, Reference: reference, CreatedAt: s.now(),
-		})
-		return err
+	return tx.Credit(ctx, &wallet.Entry{
+		ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
+		Amount: amount, Reference: reference, CreatedAt: s.now(),
 	})
-	return bal, err
 }
 
 // Balance returns the company's wallet balance.
@@ -307,6 +347,11 @@ type SessionParams struct {
 // StartSession creates a session with an empty recording. NotFound when the
 // property does not exist or is not the company's.
 func (s *Service) StartSession(ctx context.Context, p SessionParams) (*Session, error) {
+	return update(ctx, s, func(tx Tx) (*Session, error) { return s.StartSessionTx(ctx, tx, p) })
+}
+
+// StartSessionTx is StartSession inside tx.
+func (s *Service) StartSessionTx(ctx context.Context, tx Tx, p SessionParams) (*Session, error) {
 	if p.ID == "" {
 		p.ID = NewID("ses")
 	}
@@ -324,13 +369,10 @@ func (s *Service) StartSession(ctx context.Context, p SessionParams) (*Session, 
 		RetentionStatus: RetentionNone, VideoStatus: VideoNone,
 		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
 	}
-	err := s.store.Update(ctx, func(tx Tx) error {
-		if err := checkProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
-			return err
-		}
-		return tx.CreateSession(ctx, ses)
-	})
-	if err != nil {
+	if err := checkProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
+		return nil, err
+	}
+	if err := tx.CreateSession(ctx, ses); err != nil {
 		return nil, err
 	}
 	return ses, nil
@@ -349,31 +391,29 @@ func checkProperty(ctx context.Context, tx Tx, companyID, propertyID string) err
 // MaxChunkBytes or the recording would pass MaxRecordingBytes; NotFound when
 // the session does not exist.
 func (s *Service) AppendEvents(ctx context.Context, sessionID string, events json.RawMessage) (*Session, error) {
+	return update(ctx, s, func(tx Tx) (*Session, error) { return s.AppendEventsTx(ctx, tx, sessionID, events) })
+}
+
+// AppendEventsTx is AppendEvents inside tx.
+func (s *Service) AppendEventsTx(ctx context.Context, tx Tx, sessionID string, events json.RawMessage) (*Session, error) {
 	if len(events) > s.cfg.MaxChunkBytes {
 		return nil, Errorf(TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
 	}
 	if err := checkEvents(events); err != nil {
 		return nil, err
 	}
-	var ses *Session
-	err := s.store.Update(ctx, func(tx Tx) error {
-		var err error
-		if ses, err = tx.Session(ctx, sessionID); err != nil {
-			return err
-		}
-		if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
-			return Errorf(TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
-		}
-		if err := tx.AppendEvents(ctx, sessionID, events); err != nil {
-			return err
-		}
-		ses.EventChunks++
-		ses.EventBytes += int64(len(events))
-		return nil
-	})
+	ses, err := tx.Session(ctx, sessionID)
 	if err != nil {
 		return nil, err
 	}
+	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
+		return nil, Errorf(TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
+	}
+	if err := tx.AppendEvents(ctx, sessionID, events); err != nil {
+		return nil, err
+	}
+	ses.EventChunks++
+	ses.EventBytes += int64(len(events))
 	return ses, nil
 }
 
@@ -455,6 +495,11 @@ const (
 // NotFound when the property or session does not exist, is not the
 // company's, or the session is not of that property.
 func (s *Service) IssueCertificate(ctx context.Context, p CertificateParams) (*Certificate, error) {
+	return update(ctx, s, func(tx Tx) (*Certificate, error) { return s.IssueCertificateTx(ctx, tx, p) })
+}
+
+// IssueCertificateTx is IssueCertificate inside tx.
+func (s *Service) IssueCertificateTx(ctx context.Context, tx Tx, p CertificateParams) (*Certificate, error) {
 	if p.ID == "" {
 		p.ID = NewID("cert")
 	}
@@ -462,19 +507,16 @@ func (s *Service) IssueCertificate(ctx context.Context, p CertificateParams) (*C
 	if err != nil {
 		return nil, err
 	}
-	err = s.store.Update(ctx, func(tx Tx) error {
-		if err := checkProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
-			return err
-		}
-		ses, err := tx.Session(ctx, c.SessionID)
-		if ErrorCode(err) == NotFound || err == nil && (ses.CompanyID != c.CompanyID || ses.PropertyID != c.PropertyID) {
-			return Errorf(NotFound, "session not found")
-		} else if err != nil {
-			return err
-		}
-		return tx.CreateCertificate(ctx, c)
-	})
-	if err != nil {
+	if err := checkProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
+		return nil, err
+	}
+	ses, err := tx.Session(ctx, c.SessionID)
+	if ErrorCode(err) == NotFound || err == nil && (ses.CompanyID != c.CompanyID || ses.PropertyID != c.PropertyID) {
+		return nil, Errorf(NotFound, "session not found")
+	} else if err != nil {
+		return nil, err
+	}
+	if err := tx.CreateCertificate(ctx, c); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -512,7 +554,7 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 			return nil, err
 		}
 	}
-	if len(p.EventsCombined) > 0 {
+	if ec := bytes.TrimSpace(p.EventsCombined); len(ec) > 0 && !bytes.Equal(ec, []byte("null")) {
 		var obj map[string]json.RawMessage
 		if err := json.Unmarshal(p.EventsCombined, &obj); err != nil || obj == nil {
 			return nil, Errorf(Invalid, "events_combined must be a JSON object")

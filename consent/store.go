@@ -43,6 +43,9 @@ type Tx interface {
 	CreateCompany(ctx context.Context, c *Company) error
 	// Company returns the company. NotFound when there is none.
 	Company(ctx context.Context, id string) (*Company, error)
+	// CompanyIDs returns up to limit company ids in sorted order, starting
+	// after the given id ("" for the first page).
+	CompanyIDs(ctx context.Context, after string, limit int) ([]string, error)
 	// UpdateCompany replaces the name and third-party settings of c.ID.
 	// NotFound when there is none.
 	UpdateCompany(ctx context.Context, c *Company) error

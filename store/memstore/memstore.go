@@ -173,6 +173,17 @@ func (t *tx) Company(_ context.Context, id string) (*consent.Company, error) {
 	return cloneCompany(c), nil
 }
 
+func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, error) {
+	ids := []string{}
+	for id := range t.s.companies {
+		if id > after {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids[:min(len(ids), max(limit, 0))], nil
+}
+
 func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
 	if err := t.write(); err != nil {
 		return err

@@ -84,6 +84,10 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 	return &c, nil
 }
 
+func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	return t.ids(ctx, `SELECT id FROM companies WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, after, max(limit, 0))
+}
+
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4
 		WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties))
@@ -249,18 +253,18 @@ func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consen
 	if d.IsZero() {
 		return []string{}, nil
 	}
-	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND email_digest = $2 ORDER BY id`, companyID, d[:])
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND email_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
 	if d.IsZero() {
 		return []string{}, nil
 	}
-	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id`, companyID, d[:])
+	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
-	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = $1 ORDER BY id`, sessionID)
+	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = $1 ORDER BY id COLLATE "C"`, sessionID)
 }
 
 func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {

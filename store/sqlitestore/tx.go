@@ -79,6 +79,10 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 	return &c, nil
 }
 
+func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	return t.ids(ctx, `SELECT id FROM companies WHERE id > ? ORDER BY id LIMIT ?`, after, max(limit, 0))
+}
+
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 	parties := c.AuthorizedThirdParties
 	if parties == nil {

@@ -179,6 +179,36 @@ func testCompany(t *testing.T, s consent.Store) {
 		return tx.UpdateCompany(ctx, &consent.Company{ID: "nobody", Name: "x"})
 	})
 	wantCode(t, "UpdateCompany(nobody)", err, consent.NotFound)
+
+	update(t, s, func(tx consent.Tx) error {
+		for _, id := range []string{"b", "B", "a-1", "zz"} {
+			if err := tx.CreateCompany(ctx, &consent.Company{ID: id, Name: id, CreatedAt: t0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		for _, page := range []struct {
+			after string
+			limit int
+			want  []string
+		}{
+			{"", 3, []string{"B", "a-1", "acme"}}, // byte order
+			{"acme", 3, []string{"b", "zz"}},
+			{"zz", 3, nil},
+			{"", 0, nil},
+		} {
+			got, err := tx.CompanyIDs(ctx, page.after, page.limit)
+			if err != nil {
+				return err
+			}
+			if d := cmp.Diff(page.want, got, opts); d != "" {
+				t.Errorf("CompanyIDs(%q, %d) (-want +got):\n%s", page.after, page.limit, d)
+			}
+		}
+		return nil
+	})
 }
 
 func testProperty(t *testing.T, s consent.Store) {

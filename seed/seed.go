@@ -1,0 +1,300 @@
+// Package seed loads a whole scenario — companies with wallets, properties
+// and tokens, recorded sessions, certificates — from one JSON file into an
+// empty store, in one transaction: either everything loads or nothing does.
+// examples/server uses it for its -seed flag; tests can use it too.
+//
+// The format:
+//
+//	{
+//	  "companies": [{
+//	    "id": "acme", "name": "Acme Insurance", "balance": 25.5,
+//	    "third_party_verification_enabled": true, "authorized_third_parties": ["buyer"],
+//	    "properties": [{"id": "acme-web", "name": "Quote form"}],
+//	    "tokens": [{"token": "any-secret-string", "permissions": ["vzew_retention"],
+//	                "expires_at": "2030-01-01T00:00:00Z", "revoked": false}]
+//	  }],
+//	  "sessions": [{
+//	    "id": "s1", "company_id": "acme", "property_id": "acme-web",
+//	    "created_at": "2026-11-20T10:00:00Z", "events": [ … rrweb events … ]
+//	  }],
+//	  "certificates": [{
+//	    "id": "cert-1", "company_id": "acme", "property_id": "acme-web", "session_id": "s1",
+//	    "created_at": "2026-11-20T10:00:00Z", "origin": "https://acme.example/quote",
+//	    "email": "Jane@Example.com", "mobile": "(555) 010-2000",
+//	    "consents": [{"text": "I agree to be contacted…", "types": ["tcpa"],
+//	                  "opt_in_at": "2026-11-20T10:00:05Z"}],
+//	    "events_combined": {"any": "json object"}
+//	  }]
+//	}
+//
+// balance is dollars, parsed exactly (a number or a string; at most six
+// decimals). permissions, expires_at, revoked, email, mobile, the
+// third-party fields, created_at and events_combined are optional. A token
+// is stored as its SHA-256 digest like any other and must be 16 to 512
+// bytes. Unknown fields are errors, since in a hand-written file they are
+// typos. Every error names the item at fault, as in
+// `certificates[0] "cert-1": consents[0].text must be …`.
+package seed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// File is a parsed seed file.
+type File struct {
+	Companies    []Company     `json:"companies"`
+	Sessions     []Session     `json:"sessions"`
+	Certificates []Certificate `json:"certificates"`
+}
+
+// Company is a company of a seed file.
+type Company struct {
+	ID                            string        `json:"id"`
+	Name                          string        `json:"name"`
+	Balance                       wallet.Amount `json:"balance"`
+	ThirdPartyVerificationEnabled bool          `json:"third_party_verification_enabled"`
+	AuthorizedThirdParties        []string      `json:"authorized_third_parties"`
+	Properties                    []Property    `json:"properties"`
+	Tokens                        []Token       `json:"tokens"`
+}
+
+// Property is a property of a seed company.
+type Property struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// Token is an integration token of a seed company.
+type Token struct {
+	Token       string               `json:"token"`
+	Permissions []consent.Permission `json:"permissions"`
+	ExpiresAt   time.Time            `json:"expires_at"`
+	Revoked     bool                 `json:"revoked"`
+}
+
+// Session is a recorded session of a seed file.
+type Session struct {
+	ID         string            `json:"id"`
+	CompanyID  string            `json:"company_id"`
+	PropertyID string            `json:"property_id"`
+	CreatedAt  time.Time         `json:"created_at"`
+	Events     []json.RawMessage `json:"events"`
+}
+
+// Certificate is a certificate of a seed file.
+type Certificate struct {
+	ID             string          `json:"id"`
+	CompanyID      string          `json:"company_id"`
+	PropertyID     string          `json:"property_id"`
+	SessionID      string          `json:"session_id"`
+	CreatedAt      time.Time       `json:"created_at"`
+	Origin         string          `json:"origin"`
+	Email          string          `json:"email"`
+	Mobile         string          `json:"mobile"`
+	Consents       []Consent       `json:"consents"`
+	EventsCombined json.RawMessage `json:"events_combined"`
+}
+
+// Consent is one consent record of a seed certificate.
+type Consent struct {
+	Text    string    `json:"text"`
+	Types   []string  `json:"types"`
+	OptInAt time.Time `json:"opt_in_at"`
+}
+
+// Parse reads a seed file. Unknown fields, wrong types and trailing data are
+// errors naming what is wrong.
+func Parse(r io.Reader) (*File, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("seed: data after the JSON object")
+	}
+	return &f, nil
+}
+
+// Summary counts what Load loaded.
+type Summary struct {
+	Companies, Properties, Tokens, Sessions, Certificates int
+}
+
+// ErrNotEmpty is returned by Load when the store already holds a company.
+var ErrNotEmpty = errors.New("seed: the store already has data; a seed file loads only into an empty store")
+
+// Load loads f into the empty store of svc in one transaction.
+func Load(ctx context.Context, svc *consent.Service, f *File) (*Summary, error) {
+	var sum *Summary
+	err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+		var err error
+		sum, err = LoadTx(ctx, svc, tx, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// LoadTx is Load inside tx, so that a caller can do more in the same
+// transaction.
+func LoadTx(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File) (*Summary, error) {
+	empty, err := Empty(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if !empty {
+		return nil, ErrNotEmpty
+	}
+	sum := &Summary{}
+	if err := load(ctx, svc, tx, f, sum); err != nil {
+		return nil, err
+	}
+	return sum, nil
+}
+
+// Empty reports whether the store holds no company.
+func Empty(ctx context.Context, tx consent.Tx) (bool, error) {
+	ids, err := tx.CompanyIDs(ctx, "", 1)
+	return len(ids) == 0, err
+}
+
+func load(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File, sum *Summary) error {
+	for i, c := range f.Companies {
+		if err := loadCompany(ctx, svc, tx, c, sum); err != nil {
+			return fmt.Errorf("companies[%d] %q: %w", i, c.ID, err)
+		}
+	}
+	for i, s := range f.Sessions {
+		if err := loadSession(ctx, svc, tx, s); err != nil {
+			return fmt.Errorf("sessions[%d] %q: %w", i, s.ID, err)
+		}
+		sum.Sessions++
+	}
+	for i, c := range f.Certificates {
+		if err := loadCertificate(ctx, svc, tx, c); err != nil {
+			return fmt.Errorf("certificates[%d] %q: %w", i, c.ID, err)
+		}
+		sum.Certificates++
+	}
+	return nil
+}
+
+func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Company, sum *Summary) error {
+	if c.ID == "" {
+		return consent.Errorf(consent.Invalid, "id is required")
+	}
+	_, err := svc.CreateCompanyTx(ctx, tx, consent.CompanyParams{
+		ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
+		AuthorizedThirdParties: c.AuthorizedThirdParties,
+	})
+	if err != nil {
+		return err
+	}
+	sum.Companies++
+	switch {
+	case c.Balance < 0:
+		return consent.Errorf(consent.Invalid, "balance must not be negative")
+	case c.Balance > 0:
+		if _, err := svc.TopUpTx(ctx, tx, c.ID, c.Balance, "seed"); err != nil {
+			return fmt.Errorf("balance: %w", err)
+		}
+	}
+	for j, p := range c.Properties {
+		if p.ID == "" {
+			return fmt.Errorf("properties[%d]: %w", j, consent.Errorf(consent.Invalid, "id is required"))
+		}
+		if _, err := svc.AddPropertyTx(ctx, tx, consent.PropertyParams{ID: p.ID, CompanyID: c.ID, Name: p.Name}); err != nil {
+			return fmt.Errorf("properties[%d] %q: %w", j, p.ID, err)
+		}
+		sum.Properties++
+	}
+	for j, t := range c.Tokens {
+		if t.Token == "" {
+			return fmt.Errorf("tokens[%d]: %w", j, consent.Errorf(consent.Invalid, "token is required"))
+		}
+		tok, _, err := svc.IssueTokenTx(ctx, tx, consent.TokenParams{
+			CompanyID: c.ID, Permissions: t.Permissions, ExpiresAt: t.ExpiresAt, Secret: t.Token,
+		})
+		if err == nil && t.Revoked {
+			err = svc.RevokeTokenTx(ctx, tx, c.ID, tok.ID)
+		}
+		if err != nil {
+			return fmt.Errorf("tokens[%d]: %w", j, err)
+		}
+		sum.Tokens++
+	}
+	return nil
+}
+
+func loadSession(ctx context.Context, svc *consent.Service, tx consent.Tx, s Session) error {
+	if s.ID == "" {
+		return consent.Errorf(consent.Invalid, "id is required")
+	}
+	if _, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{
+		ID: s.ID, CompanyID: s.CompanyID, PropertyID: s.PropertyID, CreatedAt: s.CreatedAt,
+	}); err != nil {
+		return err
+	}
+	for _, chunk := range chunks(s.Events, consent.DefaultMaxChunkBytes) {
+		if _, err := svc.AppendEventsTx(ctx, tx, s.ID, chunk); err != nil {
+			return fmt.Errorf("events: %w", err)
+		}
+	}
+	return nil
+}
+
+// chunks packs events into JSON arrays of at most max bytes each (an event
+// larger than that goes alone, and AppendEvents will refuse it).
+func chunks(events []json.RawMessage, max int) []json.RawMessage {
+	var out []json.RawMessage
+	var buf bytes.Buffer
+	flush := func() {
+		if buf.Len() > 0 {
+			buf.WriteByte(']')
+			out = append(out, bytes.Clone(buf.Bytes()))
+			buf.Reset()
+		}
+	}
+	for _, e := range events {
+		if buf.Len() > 0 && buf.Len()+len(e)+2 > max {
+			flush()
+		}
+		if buf.Len() == 0 {
+			buf.WriteByte('[')
+		} else {
+			buf.WriteByte(',')
+		}
+		buf.Write(e)
+	}
+	flush()
+	return out
+}
+
+func loadCertificate(ctx context.Context, svc *consent.Service, tx consent.Tx, c Certificate) error {
+	if c.ID == "" {
+		return consent.Errorf(consent.Invalid, "id is required")
+	}
+	records := make([]consent.Record, len(c.Consents))
+	for i, r := range c.Consents {
+		records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt}
+	}
+	_, err := svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+		ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID,
+		Origin: c.Origin, Email: c.Email, Mobile: c.Mobile, Records: records,
+		EventsCombined: c.EventsCombined, CreatedAt: c.CreatedAt,
+	})
+	return err
+}
