@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/seed"
+)
+
+// exampleSeed is the scenario loaded as demo data into an empty store: the
+// same file as seed.example.json, with a real rrweb recording of a form.
+//
+//go:embed seed.example.json
+var exampleSeed []byte
+
+// prepare loads the seed file when one is given, or demo data into an empty
+// store. It returns the demo token's secret, or "" when it issued none.
+func prepare(ctx context.Context, svc *consent.Service, seedPath string, log *slog.Logger) (string, error) {
+	if seedPath != "" {
+		f, err := os.Open(seedPath)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		file, err := seed.Parse(f)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", seedPath, err)
+		}
+		sum, err := seed.Load(ctx, svc, file)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", seedPath, err)
+		}
+		log.Info("seed loaded", "file", seedPath, "companies", sum.Companies, "properties", sum.Properties,
+			"tokens", sum.Tokens, "sessions", sum.Sessions, "certificates", sum.Certificates)
+		return "", nil
+	}
+	file, err := seed.Parse(bytes.NewReader(exampleSeed))
+	if err != nil {
+		return "", err
+	}
+	// The demo's token is made fresh, never the example file's public one.
+	for i := range file.Companies {
+		file.Companies[i].Tokens = nil
+	}
+	var secret string
+	err = svc.Store().Update(ctx, func(tx consent.Tx) error {
+		empty, err := seed.Empty(ctx, tx)
+		if err != nil || !empty {
+			return err
+		}
+		if _, err := seed.LoadTx(ctx, svc, tx, file); err != nil {
+			return err
+		}
+		_, secret, err = svc.IssueTokenTx(ctx, tx, consent.TokenParams{
+			CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention},
+		})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("demo data: %w", err)
+	}
+	if secret != "" {
+		log.Info("demo data loaded into the empty store", "company", "acme")
+	} else {
+		log.Info("the store has data already; no demo data loaded")
+	}
+	return secret, nil
+}
+
+// printGuide prints the token (once) and a curl command for every endpoint,
+// using the ids of the demo data.
+func printGuide(w io.Writer, base, token string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nconsentkit is listening on %s\n\n", base)
+	if token != "" {
+		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", token)
+	} else {
+		fmt.Fprintf(&b, "The store had data already. Set TOKEN to a token of company acme (the demo token printed at first start,\nor one from your seed file) to use these commands:\n\n")
+	}
+	curl := func(title, path, body string, auth bool) {
+		fmt.Fprintf(&b, "# %s\ncurl -s -X POST %s%s", title, base, path)
+		if auth {
+			b.WriteString(` -H "Authorization: Bearer $TOKEN"`)
+		}
+		if body != "" {
+			fmt.Fprintf(&b, ` -H 'Content-Type: application/json' -d '%s'`, body)
+		}
+		b.WriteString("\n\n")
+	}
+	curl("Exact match (0.015)", "/verify/match", `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`, true)
+	curl("Partial match (0.015)", "/verify/partial-match", `{"certificate_id":"cert-1","company_id":"acme","term":"terms"}`, true)
+	curl("Certificate info (free)", "/verify/certificate-info", `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`, true)
+	curl("Retain API: keep a recording and convert it to MP4 (0.10)", "/api/integrations/acme/retain/s1", "", true)
+	curl("Retain API batch (0.10 per retained session)", "/api/integrations/acme/retain/batch", `{"session_ids":["s2"]}`, true)
+	curl("Long-term session retention (0.10)", "/verify/session/acme", `{"session_id":"s3"}`, true)
+	curl("Long-term certificate retention (0.10)", "/verify/certificate/acme", `{"session_id":"s1"}`, true)
+	curl("Consumer opt-out (free, no token); verifications of cert-1 answer 403 afterwards", "/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, false)
+	fmt.Fprintf(&b, "Health: curl -s %s/healthz\n\n", base)
+	io.WriteString(w, b.String())
+}

@@ -1,0 +1,279 @@
+// Command server runs the whole consentkit service on an embedded default:
+//
+//	go run ./examples/server
+//
+// starts it on 127.0.0.1:8080 with a SQLite file, consent.db. On an empty
+// store it loads demo data (the example seed, with a fresh token printed
+// once) and prints a ready-to-paste curl command for every endpoint. Run it
+// with -h for the flags.
+//
+// It serves GET /healthz, and every documented endpoint through
+// httpadapter; it logs one line per request; it runs the conversion worker
+// in-process; and it shuts down cleanly on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/store/pgstore"
+	"github.com/consentkit/consentkit/store/sqlitestore"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the command's flags.
+type options struct {
+	addr           string
+	store          string
+	dsn            string
+	seed           string
+	trustedProxies string
+	videoDir       string
+	defaultRet     days
+	longTermRet    days
+	longTermSet    bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{defaultRet: days(consent.DefaultRetention), longTermRet: days(5 * 365 * 24 * time.Hour)}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./examples/server [flags]\n\nRuns the consentkit service. Flags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on (host:port; port 0 picks a free one)")
+	fs.StringVar(&o.store, "store", "sqlite", "storage: memory, sqlite or postgres")
+	fs.StringVar(&o.dsn, "dsn", "", "SQLite database file (default consent.db), or the PostgreSQL URL (required with -store postgres)")
+	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (see the README); without it an empty store gets demo data")
+	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is honoured (default none)")
+	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
+	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
+	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	fs.Visit(func(f *flag.Flag) { o.longTermSet = o.longTermSet || f.Name == "long-term-retention" })
+	switch o.store {
+	case "memory", "sqlite", "postgres":
+	default:
+		return nil, fmt.Errorf("-store must be memory, sqlite or postgres, not %q", o.store)
+	}
+	if o.store == "sqlite" && o.dsn == "" {
+		o.dsn = "consent.db"
+	}
+	if o.store == "postgres" && o.dsn == "" {
+		return nil, errors.New("-store postgres needs -dsn postgres://user@host:5432/db")
+	}
+	return o, nil
+}
+
+// days is a duration flag that also takes whole days ("90d") and years of
+// 365 days ("5y").
+type days time.Duration
+
+func (d *days) String() string {
+	if *d%days(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(time.Duration(*d)/(24*time.Hour)), 10) + "d"
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *days) Set(s string) error {
+	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'y': 365 * 24 * time.Hour}
+	if n, err := strconv.Atoi(s[:max(len(s)-1, 0)]); err == nil && n > 0 && unit[s[len(s)-1]] != 0 {
+		*d = days(time.Duration(n) * unit[s[len(s)-1]])
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil || v <= 0 {
+		return fmt.Errorf("want a positive duration such as 2160h, 90d or 5y")
+	}
+	*d = days(v)
+	return nil
+}
+
+func parseCIDRs(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, fmt.Errorf("-trusted-proxies: %q is not a CIDR", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "server:", err)
+		return 2
+	}
+	if err := serve(ctx, o, log, stdout); err != nil {
+		log.Error("server stopped", "err", err)
+		return 1
+	}
+	return 0
+}
+
+// openStore opens and migrates the chosen store.
+func openStore(ctx context.Context, o *options) (consent.Store, error) {
+	switch o.store {
+	case "memory":
+		return memstore.New(), nil
+	case "sqlite":
+		st, err := sqlitestore.Open(o.dsn, sqlitestore.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+		return st, nil
+	default:
+		st, err := pgstore.Open(ctx, o.dsn)
+		if err != nil {
+			return nil, err
+		}
+		if err := st.Migrate(ctx); err != nil {
+			st.Close()
+			return nil, err
+		}
+		return st, nil
+	}
+}
+
+func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) error {
+	trusted, err := parseCIDRs(o.trustedProxies)
+	if err != nil {
+		return err
+	}
+	st, err := openStore(ctx, o)
+	if err != nil {
+		return fmt.Errorf("open %s store: %w", o.store, err)
+	}
+	defer st.Close()
+	longTerm := time.Duration(o.longTermRet)
+	if !o.longTermSet {
+		longTerm = 0 // the library's default: five calendar years
+	}
+	svc := consent.NewService(st, consent.Config{DefaultRetention: time.Duration(o.defaultRet)})
+
+	token, err := prepare(ctx, svc, o.seed, log)
+	if err != nil {
+		return err
+	}
+
+	api, err := httpadapter.New(httpadapter.Config{
+		Store: st, Logger: log, TrustedProxies: trusted, LongTermRetention: longTerm,
+	})
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		err := st.View(r.Context(), func(tx consent.Tx) error { _, err := tx.CompanyIDs(r.Context(), "", 1); return err })
+		if err != nil {
+			log.Error("health check", "err", err)
+			http.Error(w, `{"status":"unavailable"}`, http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"ok"}`+"\n")
+	})
+	mux.Handle("/", api)
+
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           logRequests(log, mux),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	base := "http://" + ln.Addr().String()
+	printGuide(stdout, base, token)
+	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
+
+	workerDone := startWorker(ctx, st, o, log)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
+	<-workerDone
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(status int) {
+	r.status = status
+	r.ResponseWriter.WriteHeader(status)
+}
+
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// logRequests logs one line per request: method, path, status, duration.
+func logRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "status", rec.status,
+			"duration", time.Since(start).Round(time.Microsecond))
+	})
+}
