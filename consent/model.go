@@ -114,16 +114,29 @@ type Session struct {
 	// default window, or, once retained, the retention time plus the
 	// long-term period (D26).
 	ExpiresAt time.Time
+	// Video is the MP4 made of the recording; zero until converted.
+	Video Video
+}
+
+// Video describes a session's recording converted to MP4.
+type Video struct {
+	Path     string // where the video store keeps it
+	Bytes    int64
+	SHA256   Digest
+	Duration time.Duration // to the millisecond
 }
 
 // ConversionJob asks for a retained session's recording to be converted to
 // MP4. The session's VideoStatus tells where it stands.
 type ConversionJob struct {
-	SessionID string
-	Attempts  int       // conversions tried so far
-	RunAfter  time.Time // not to be tried before this time
-	LastError string    // why the last attempt failed
-	CreatedAt time.Time
+	SessionID  string
+	Attempts   int       // conversions tried so far, the one under way included
+	RunAfter   time.Time // not to be tried before this time
+	LastError  string    // why the last attempt failed
+	LeaseOwner string    // the worker converting it; "" when none
+	LeaseUntil time.Time // when that worker's lease runs out
+	FailedAt   time.Time // set when it will not be tried again
+	CreatedAt  time.Time
 }
 
 // Record is one consent given in a certificate.

@@ -76,7 +76,8 @@ type Tx interface {
 	// other chunks and adds to its EventChunks and EventBytes.
 	// NotFound when the session does not exist.
 	AppendEvents(ctx context.Context, sessionID string, chunk []byte) error
-	// UpdateSession writes s's RetentionStatus, VideoStatus and ExpiresAt.
+	// UpdateSession writes s's RetentionStatus, VideoStatus, ExpiresAt and
+	// Video.
 	// NotFound when the session does not exist.
 	UpdateSession(ctx context.Context, s *Session) error
 	// Events returns the session's chunks in the order they were appended.
@@ -117,6 +118,20 @@ type Tx interface {
 	// ConversionJob returns the session's conversion job. NotFound when it
 	// has none.
 	ConversionJob(ctx context.Context, sessionID string) (*ConversionJob, error)
+	// LeaseConversion takes the due job with the earliest RunAfter: not
+	// failed, RunAfter not after now, and not leased or its lease run out.
+	// It gives owner the lease until the given time, counts an attempt and
+	// returns the job. Concurrent callers, on any number of machines, never
+	// get the same job while its lease runs. NotFound when no job is due.
+	LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*ConversionJob, error)
+	// RenewLease extends owner's lease of the session's job. Conflict when
+	// owner no longer holds it; NotFound when there is no job.
+	RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error
+	// EndLease ends owner's lease of the session's job: a nil next deletes
+	// the job (it is done); otherwise the job keeps next's Attempts,
+	// RunAfter, LastError and FailedAt, with no lease. Conflict when owner
+	// no longer holds the lease; NotFound when there is no job.
+	EndLease(ctx context.Context, sessionID, owner string, next *ConversionJob) error
 
 	// Balance returns the company's wallet balance. NotFound when the
 	// company does not exist.

@@ -318,7 +318,7 @@ func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 		return notFound("session")
 	}
 	n := cloneSession(old)
-	n.RetentionStatus, n.VideoStatus, n.ExpiresAt = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt)
+	n.RetentionStatus, n.VideoStatus, n.ExpiresAt, n.Video = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt), ses.Video
 	set(t, t.s.sessions, ses.ID, n)
 	return nil
 }
@@ -457,9 +457,81 @@ func (t *tx) EnqueueConversion(_ context.Context, j *consent.ConversionJob) erro
 	if _, ok := t.s.jobs[j.SessionID]; ok {
 		return conflict("conversion job")
 	}
+	set(t, t.s.jobs, j.SessionID, cloneJob(j))
+	return nil
+}
+
+func cloneJob(j *consent.ConversionJob) *consent.ConversionJob {
 	n := *j
-	n.RunAfter, n.CreatedAt = utc(n.RunAfter), utc(n.CreatedAt)
-	set(t, t.s.jobs, j.SessionID, &n)
+	n.RunAfter, n.LeaseUntil, n.FailedAt, n.CreatedAt = utc(n.RunAfter), utc(n.LeaseUntil), utc(n.FailedAt), utc(n.CreatedAt)
+	return &n
+}
+
+func (t *tx) LeaseConversion(_ context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	var due *consent.ConversionJob
+	for _, j := range t.s.jobs {
+		if !j.FailedAt.IsZero() || j.RunAfter.After(now) || j.LeaseOwner != "" && j.LeaseUntil.After(now) {
+			continue
+		}
+		if due == nil || j.RunAfter.Before(due.RunAfter) || j.RunAfter.Equal(due.RunAfter) && j.SessionID < due.SessionID {
+			due = j
+		}
+	}
+	if due == nil {
+		return nil, notFound("due conversion job")
+	}
+	n := cloneJob(due)
+	n.LeaseOwner, n.LeaseUntil = owner, utc(until)
+	n.Attempts++
+	set(t, t.s.jobs, n.SessionID, n)
+	return cloneJob(n), nil
+}
+
+// leased returns the session's job when owner holds its lease.
+func (t *tx) leased(sessionID, owner string) (*consent.ConversionJob, error) {
+	j, ok := t.s.jobs[sessionID]
+	switch {
+	case !ok:
+		return nil, notFound("conversion job")
+	case j.LeaseOwner != owner:
+		return nil, consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+	}
+	return cloneJob(j), nil
+}
+
+func (t *tx) RenewLease(_ context.Context, sessionID, owner string, until time.Time) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	j, err := t.leased(sessionID, owner)
+	if err != nil {
+		return err
+	}
+	j.LeaseUntil = utc(until)
+	set(t, t.s.jobs, sessionID, j)
+	return nil
+}
+
+func (t *tx) EndLease(_ context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	j, err := t.leased(sessionID, owner)
+	if err != nil {
+		return err
+	}
+	if next == nil {
+		old := t.s.jobs[sessionID]
+		delete(t.s.jobs, sessionID)
+		t.undo = append(t.undo, func() { t.s.jobs[sessionID] = old })
+		return nil
+	}
+	j.Attempts, j.RunAfter, j.LastError, j.FailedAt = next.Attempts, utc(next.RunAfter), next.LastError, utc(next.FailedAt)
+	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	set(t, t.s.jobs, sessionID, j)
 	return nil
 }
 
@@ -468,8 +540,7 @@ func (t *tx) ConversionJob(_ context.Context, sessionID string) (*consent.Conver
 	if !ok {
 		return nil, notFound("conversion job")
 	}
-	n := *j
-	return &n, nil
+	return cloneJob(j), nil
 }
 
 func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {

@@ -157,14 +157,23 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s := consent.Session{ID: id}
-	var created, expires time.Time
+	var (
+		created, expires time.Time
+		videoSHA         []byte
+		videoMS          int64
+	)
 	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at FROM sessions WHERE id = $1`+t.lock, id).Scan(
+		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms
+		FROM sessions WHERE id = $1`+t.lock, id).Scan(
 		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires)
+		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS)
 	if err != nil {
 		return nil, one(err, "session")
 	}
+	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
+		return nil, err
+	}
+	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
 	s.CreatedAt, s.ExpiresAt = created.UTC(), expires.UTC()
 	return &s, nil
 }
@@ -178,8 +187,10 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
-	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4 WHERE id = $1`,
-		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt)
+	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4,
+		video_path = $5, video_bytes = $6, video_sha256 = $7, video_duration_ms = $8 WHERE id = $1`,
+		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt, s.Video.Path, s.Video.Bytes,
+		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds())
 	return affected(tag, err, "session")
 }
 
@@ -321,16 +332,71 @@ func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) er
 	return err
 }
 
+const jobColumns = `session_id, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+
+func scanJob(row pgx.Row) (*consent.ConversionJob, error) {
+	var (
+		j                  consent.ConversionJob
+		runAfter, created  time.Time
+		leaseUntil, failed *time.Time
+	)
+	if err := row.Scan(&j.SessionID, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
+		return nil, err
+	}
+	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = runAfter.UTC(), utc(leaseUntil), utc(failed), created.UTC()
+	return &j, nil
+}
+
 func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
-	j := consent.ConversionJob{SessionID: sessionID}
-	var runAfter, created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT attempts, run_after, last_error, created_at FROM conversion_jobs
-		WHERE session_id = $1`, sessionID).Scan(&j.Attempts, &runAfter, &j.LastError, &created)
+	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM conversion_jobs WHERE session_id = $1`, sessionID))
 	if err != nil {
 		return nil, one(err, "conversion job")
 	}
-	j.RunAfter, j.CreatedAt = runAfter.UTC(), created.UTC()
-	return &j, nil
+	return j, nil
+}
+
+// LeaseConversion claims a job with FOR UPDATE SKIP LOCKED: workers on
+// many machines each take a different job without waiting for each other.
+func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE conversion_jobs
+		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+		WHERE session_id = (SELECT session_id FROM conversion_jobs
+			WHERE failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+			ORDER BY run_after, session_id COLLATE "C" LIMIT 1
+			FOR UPDATE SKIP LOCKED)
+		RETURNING `+jobColumns, owner, until, now))
+	if err != nil {
+		return nil, one(err, "due conversion job")
+	}
+	return j, nil
+}
+
+// leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
+func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, sessionID string) error {
+	if err != nil || tag.RowsAffected() > 0 {
+		return err
+	}
+	if _, err := t.ConversionJob(ctx, sessionID); err != nil {
+		return err
+	}
+	return consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+}
+
+func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+	tag, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = $3 WHERE session_id = $1 AND lease_owner = $2`,
+		sessionID, owner, until)
+	return t.leaseErr(ctx, tag, err, sessionID)
+}
+
+func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if next == nil {
+		tag, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = $1 AND lease_owner = $2`, sessionID, owner)
+		return t.leaseErr(ctx, tag, err, sessionID)
+	}
+	tag, err := t.exec(ctx, `UPDATE conversion_jobs SET attempts = $3, run_after = $4, last_error = $5, failed_at = $6,
+		lease_owner = '', lease_until = NULL WHERE session_id = $1 AND lease_owner = $2`,
+		sessionID, owner, next.Attempts, next.RunAfter, next.LastError, nullTime(next.FailedAt))
+	return t.leaseErr(ctx, tag, err, sessionID)
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {

@@ -156,14 +156,22 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s := consent.Session{ID: id}
-	var created, expires int64
+	var (
+		created, expires, videoMS int64
+		videoSHA                  []byte
+	)
 	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at FROM sessions WHERE id = ?`, id).Scan(
+		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms
+		FROM sessions WHERE id = ?`, id).Scan(
 		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires)
+		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS)
 	if err != nil {
 		return nil, one(err, "session")
 	}
+	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
+		return nil, err
+	}
+	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
 	s.CreatedAt, s.ExpiresAt = sqlrow.Time(&created), sqlrow.Time(&expires)
 	return &s, nil
 }
@@ -180,8 +188,10 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
-	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ? WHERE id = ?`,
-		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.ID)
+	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ?,
+		video_path = ?, video_bytes = ?, video_sha256 = ?, video_duration_ms = ? WHERE id = ?`,
+		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.Video.Path, s.Video.Bytes,
+		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds(), s.ID)
 	return affected(r, err, "session")
 }
 
@@ -342,16 +352,73 @@ func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) er
 	return err
 }
 
+const jobColumns = `session_id, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+
+func scanJob(row interface{ Scan(...any) error }) (*consent.ConversionJob, error) {
+	var (
+		j                  consent.ConversionJob
+		runAfter, created  int64
+		leaseUntil, failed *int64
+	)
+	if err := row.Scan(&j.SessionID, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
+		return nil, err
+	}
+	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = sqlrow.Time(&runAfter), sqlrow.Time(leaseUntil), sqlrow.Time(failed), sqlrow.Time(&created)
+	return &j, nil
+}
+
 func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
-	j := consent.ConversionJob{SessionID: sessionID}
-	var runAfter, created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT attempts, run_after, last_error, created_at FROM conversion_jobs
-		WHERE session_id = ?`, sessionID).Scan(&j.Attempts, &runAfter, &j.LastError, &created)
+	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM conversion_jobs WHERE session_id = ?`, sessionID))
 	if err != nil {
 		return nil, one(err, "conversion job")
 	}
-	j.RunAfter, j.CreatedAt = sqlrow.Time(&runAfter), sqlrow.Time(&created)
-	return &j, nil
+	return j, nil
+}
+
+// LeaseConversion claims a job in one statement; SQLite's single writer
+// makes it atomic.
+func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE conversion_jobs
+		SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1
+		WHERE session_id = (SELECT session_id FROM conversion_jobs
+			WHERE failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
+			ORDER BY run_after, session_id LIMIT 1)
+		RETURNING `+jobColumns, owner, until.UnixMicro(), now.UnixMicro()))
+	if err != nil {
+		return nil, one(err, "due conversion job")
+	}
+	return j, nil
+}
+
+// leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
+func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, sessionID string) error {
+	if err != nil {
+		return err
+	}
+	if n, err := r.RowsAffected(); err != nil || n > 0 {
+		return err
+	}
+	if _, err := t.ConversionJob(ctx, sessionID); err != nil {
+		return err
+	}
+	return consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+}
+
+func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+	r, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = ? WHERE session_id = ? AND lease_owner = ?`,
+		until.UnixMicro(), sessionID, owner)
+	return t.leaseErr(ctx, r, err, sessionID)
+}
+
+func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if next == nil {
+		r, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = ? AND lease_owner = ?`, sessionID, owner)
+		return t.leaseErr(ctx, r, err, sessionID)
+	}
+	r, err := t.exec(ctx, `UPDATE conversion_jobs SET attempts = ?, run_after = ?, last_error = ?, failed_at = ?,
+		lease_owner = '', lease_until = NULL WHERE session_id = ? AND lease_owner = ?`,
+		next.Attempts, next.RunAfter.UnixMicro(), next.LastError, sqlrow.Micros(next.FailedAt), sessionID, owner)
+	return t.leaseErr(ctx, r, err, sessionID)
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
