@@ -1,0 +1,79 @@
+package retain
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Converter turns a session's rrweb recording (a JSON array of events) into
+// an MP4 file at dst. It returns the video's duration. It must stop and
+// clean up when ctx is done. Package retain/mp4 has the real one.
+type Converter interface {
+	Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error)
+}
+
+// VideoStore keeps converted videos.
+type VideoStore interface {
+	// Put stores the MP4 at src as the video of the session, replacing any
+	// earlier one, and describes what it stored (Duration left zero).
+	Put(ctx context.Context, sessionID, src string) (consent.Video, error)
+}
+
+// Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4.
+// A video is written to a temporary file in Root, synced, and renamed into
+// place, so readers never see half a video.
+type Dir struct {
+	Root string
+}
+
+var _ VideoStore = Dir{}
+
+// Put copies src into the directory.
+func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, error) {
+	if !consent.ValidID(sessionID) || sessionID == "." || sessionID == ".." {
+		return consent.Video{}, fmt.Errorf("retain: %q cannot name a video file", sessionID)
+	}
+	if err := os.MkdirAll(d.Root, 0o755); err != nil {
+		return consent.Video{}, err
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return consent.Video{}, err
+	}
+	defer in.Close()
+	tmp, err := os.CreateTemp(d.Root, ".tmp-"+sessionID+"-*.mp4")
+	if err != nil {
+		return consent.Video{}, err
+	}
+	defer os.Remove(tmp.Name()) // after the rename it names nothing
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), in)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return consent.Video{}, err
+	}
+	dst := filepath.Join(d.Root, sessionID+".mp4")
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return consent.Video{}, err
+	}
+	if dir, err := os.Open(d.Root); err == nil { // make the rename durable
+		dir.Sync()
+		dir.Close()
+	}
+	v := consent.Video{Path: dst, Bytes: n}
+	copy(v.SHA256[:], h.Sum(nil))
+	return v, nil
+}

@@ -1,0 +1,357 @@
+package retain_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+var ctx = context.Background()
+
+// clock is a settable clock shared by goroutines.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// fakeConverter writes "mp4 of <first event>" and counts its calls.
+type fakeConverter struct {
+	mu      sync.Mutex
+	calls   map[string]int
+	fail    error         // when set, every call fails with it
+	block   bool          // when set, calls wait for ctx to end
+	started chan struct{} // receives once per call, when set
+	delay   time.Duration
+}
+
+func (f *fakeConverter) Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error) {
+	var list []struct {
+		Data struct{ Session string } `json:"data"`
+	}
+	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+		return 0, fmt.Errorf("fake: bad events %s", events)
+	}
+	id := list[0].Data.Session
+	f.mu.Lock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[id]++
+	f.mu.Unlock()
+	if f.started != nil {
+		f.started <- struct{}{}
+	}
+	if f.block {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	}
+	time.Sleep(f.delay)
+	if f.fail != nil {
+		return 0, f.fail
+	}
+	return 5642 * time.Millisecond, os.WriteFile(dst, []byte("mp4 of "+id), 0o644)
+}
+
+func (f *fakeConverter) count(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.calls[id]
+}
+
+type env struct {
+	store  consent.Store
+	clock  *clock
+	retain *retain.Service
+	videos string
+}
+
+// setup makes company acme with n retained sessions s00…, each recording's
+// first event naming its session.
+func setup(t *testing.T, st consent.Store, n int) *env {
+	t.Helper()
+	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	svc := consent.NewService(st, consent.Config{Now: clk.Now})
+	must := func(_ any, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}))
+	must(svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
+	must(svc.TopUp(ctx, "acme", 100*wallet.Dollar, ""))
+	e := &env{store: st, clock: clk, retain: retain.New(st, retain.Config{Now: clk.Now}), videos: t.TempDir()}
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		must(svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web"}))
+		must(svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"session":"`+id+`"}}]`)))
+		must(e.retain.Retain(ctx, "acme", "acme", id))
+	}
+	return e
+}
+
+func (e *env) worker(t *testing.T, conv retain.Converter, mod func(*retain.WorkerConfig)) *retain.Worker {
+	t.Helper()
+	cfg := retain.WorkerConfig{
+		Store: e.store, Converter: conv, Videos: retain.Dir{Root: e.videos}, Now: e.clock.Now,
+		Poll: 5 * time.Millisecond, TempDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	w, err := retain.NewWorker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func (e *env) session(t *testing.T, id string) *consent.Session {
+	t.Helper()
+	var s *consent.Session
+	if err := e.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		s, err = tx.Session(ctx, id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func (e *env) job(t *testing.T, id string) (*consent.ConversionJob, error) {
+	t.Helper()
+	var j *consent.ConversionJob
+	err := e.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		j, err = tx.ConversionJob(ctx, id)
+		return err
+	})
+	return j, err
+}
+
+// Every job is converted exactly once by several workers, each converting
+// several jobs at a time, and the videos are stored with size and digest.
+func TestWorkersConvertEachJobOnce(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		const sessions = 12
+		e := setup(t, open(t), sessions)
+		conv := &fakeConverter{delay: 3 * time.Millisecond}
+		runCtx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := range 3 {
+			w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.ID, c.Concurrency = fmt.Sprint("w", i), 2 })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.Run(runCtx); err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			}()
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for id := 0; id < sessions; {
+			if s := e.session(t, fmt.Sprintf("s%02d", id)); s.VideoStatus == consent.VideoConverted {
+				id++
+				continue
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("s%02d not converted in time", id)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+		wg.Wait()
+		for i := range sessions {
+			id := fmt.Sprintf("s%02d", i)
+			if n := conv.count(id); n != 1 {
+				t.Errorf("%s converted %d times", id, n)
+			}
+			s := e.session(t, id)
+			want := []byte("mp4 of " + id)
+			got, err := os.ReadFile(filepath.Join(e.videos, id+".mp4"))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("video of %s: %q, %v", id, got, err)
+			}
+			if s.Video.Path != filepath.Join(e.videos, id+".mp4") || s.Video.Bytes != int64(len(want)) ||
+				s.Video.SHA256 != sha256.Sum256(want) || s.Video.Duration != 5642*time.Millisecond {
+				t.Errorf("session %s video = %+v", id, s.Video)
+			}
+			if _, err := e.job(t, id); consent.ErrorCode(err) != consent.NotFound {
+				t.Errorf("job of %s still there: %v", id, err)
+			}
+		}
+		entries, _ := os.ReadDir(e.videos)
+		if len(entries) != sessions {
+			t.Errorf("video dir holds %d entries, want %d (no temp files left)", len(entries), sessions)
+		}
+	})
+}
+
+// A worker that dies mid-job is replaced once its lease runs out, and can
+// no longer touch the job.
+func TestDeadWorkerIsReplaced(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		lease := 2 * time.Minute
+		if err := e.store.Update(ctx, func(tx consent.Tx) error {
+			now := e.clock.Now()
+			_, err := tx.LeaseConversion(ctx, "dead", now, now.Add(lease))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		conv := &fakeConverter{}
+		w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.Lease = lease })
+		if worked, err := w.RunOnce(ctx); worked || err != nil {
+			t.Fatalf("RunOnce while the lease runs: %v, %v; want nothing to do", worked, err)
+		}
+		e.clock.Add(lease + time.Second)
+		if worked, err := w.RunOnce(ctx); !worked || err != nil {
+			t.Fatalf("RunOnce after the lease ran out: %v, %v", worked, err)
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoConverted || conv.count("s00") != 1 {
+			t.Errorf("session %+v after replacement, %d conversions", s, conv.count("s00"))
+		}
+		err := e.store.Update(ctx, func(tx consent.Tx) error {
+			return tx.EndLease(ctx, "s00", "dead", &consent.ConversionJob{RunAfter: e.clock.Now()})
+		})
+		if code := consent.ErrorCode(err); code != consent.NotFound {
+			t.Errorf("the dead worker's EndLease: %v, want NotFound (the job is done)", err)
+		}
+	})
+}
+
+// A failing converter is retried with exponential backoff and ends in
+// failed, with the last error kept, after MaxAttempts.
+func TestFailingConversionGivesUp(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &fakeConverter{fail: errors.New("chromium crashed")}
+		w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.MaxAttempts, c.Backoff = 3, time.Minute })
+		for attempt, wait := range []time.Duration{time.Minute, 2 * time.Minute} {
+			start := e.clock.Now()
+			if worked, err := w.RunOnce(ctx); !worked || err != nil {
+				t.Fatalf("attempt %d: %v, %v", attempt+1, worked, err)
+			}
+			j, err := e.job(t, "s00")
+			if err != nil || j.Attempts != attempt+1 || !j.RunAfter.Equal(start.Add(wait)) || j.LastError != "chromium crashed" || !j.FailedAt.IsZero() {
+				t.Fatalf("job after attempt %d: %+v, %v", attempt+1, j, err)
+			}
+			if s := e.session(t, "s00"); s.VideoStatus != consent.VideoPending {
+				t.Errorf("status after attempt %d: %s, want pending", attempt+1, s.VideoStatus)
+			}
+			if worked, _ := w.RunOnce(ctx); worked {
+				t.Fatalf("the job was retried before its backoff ran out")
+			}
+			e.clock.Add(wait)
+		}
+		if worked, err := w.RunOnce(ctx); !worked || err != nil {
+			t.Fatalf("attempt 3: %v, %v", worked, err)
+		}
+		j, err := e.job(t, "s00")
+		if err != nil || j.Attempts != 3 || j.FailedAt.IsZero() || j.LastError != "chromium crashed" {
+			t.Errorf("job after the last attempt: %+v, %v", j, err)
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoFailed {
+			t.Errorf("status %s, want failed", s.VideoStatus)
+		}
+		e.clock.Add(24 * time.Hour)
+		if worked, _ := w.RunOnce(ctx); worked || conv.count("s00") != 3 {
+			t.Errorf("a failed job was tried again (%d conversions)", conv.count("s00"))
+		}
+	})
+}
+
+// Cancelling Run stops the worker; the job in hand is handed back at once
+// without counting the attempt.
+func TestWorkerStopsOnCancel(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &fakeConverter{block: true, started: make(chan struct{}, 1)}
+		w := e.worker(t, conv, nil)
+		runCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error)
+		go func() { done <- w.Run(runCtx) }()
+		<-conv.started
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoConverting {
+			t.Errorf("status during conversion: %s", s.VideoStatus)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+		j, err := e.job(t, "s00")
+		if err != nil || j.Attempts != 0 || j.LeaseOwner != "" || j.RunAfter.After(e.clock.Now()) {
+			t.Errorf("job after shutdown: %+v, %v", j, err)
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoPending {
+			t.Errorf("status after shutdown: %s, want pending", s.VideoStatus)
+		}
+	})
+}
+
+// A worker whose lease was taken over stops converting and records nothing.
+func TestLostLeaseCancelsConversion(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &fakeConverter{block: true, started: make(chan struct{}, 1)}
+		lease := 60 * time.Millisecond // the renewal ticker is real: every 20 ms
+		w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.Lease = lease })
+		done := make(chan error)
+		go func() { _, err := w.RunOnce(ctx); done <- err }()
+		<-conv.started
+		e.clock.Add(time.Hour) // the worker looks dead: its lease has run out
+		if err := e.store.Update(ctx, func(tx consent.Tx) error {
+			now := e.clock.Now()
+			_, err := tx.LeaseConversion(ctx, "thief", now, now.Add(time.Hour))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("RunOnce: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("the conversion went on after the lease was lost")
+		}
+		if j, err := e.job(t, "s00"); err != nil || j.LeaseOwner != "thief" {
+			t.Errorf("job %+v, %v; want it still leased by the thief", j, err)
+		}
+	})
+}
+
+func TestDirRejectsBadNames(t *testing.T) {
+	d := retain.Dir{Root: t.TempDir()}
+	src := filepath.Join(t.TempDir(), "v.mp4")
+	os.WriteFile(src, []byte("x"), 0o644)
+	for _, id := range []string{"", "..", "a/b"} {
+		if _, err := d.Put(ctx, id, src); err == nil {
+			t.Errorf("Put(%q) succeeded", id)
+		}
+	}
+}
