@@ -1,0 +1,262 @@
+package mp4_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/retain/mp4"
+)
+
+var _ retain.Converter = (*mp4.Converter)(nil)
+
+const replayer = "replayer/node_modules/rrweb/dist"
+
+// converter returns a Converter working in its own temporary directory. When
+// a tool is missing it skips the test, saying what to install, except in CI
+// (CI=true), where these tests must run.
+func converter(t testing.TB, opts mp4.Options) (*mp4.Converter, string) {
+	t.Helper()
+	if opts.TempDir == "" {
+		// t.TempDir's paths are too long for Chromium's sockets.
+		dir, err := os.MkdirTemp("", "ckt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		opts.TempDir = dir
+	}
+	opts.Replayer = replayer
+	c, err := mp4.New(opts)
+	var missing *mp4.MissingError
+	if errors.As(err, &missing) {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must run the video tests: %v", err)
+		}
+		t.Skipf("video conversion test skipped: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("ffprobe"); err != nil {
+		t.Fatal("ffprobe (part of ffmpeg) not found")
+	}
+	return c, opts.TempDir
+}
+
+func testRecording(t testing.TB) []byte {
+	t.Helper()
+	raw, err := os.ReadFile("../../testdata/rrweb-form-recording.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+type probe struct {
+	Streams []struct {
+		CodecName string `json:"codec_name"`
+		PixFmt    string `json:"pix_fmt"`
+		Width     int    `json:"width"`
+		Height    int    `json:"height"`
+	} `json:"streams"`
+	Format struct {
+		Duration string `json:"duration"`
+	} `json:"format"`
+}
+
+func ffprobe(t *testing.T, path string) probe {
+	t.Helper()
+	out, err := exec.Command("ffprobe", "-v", "error", "-select_streams", "v:0",
+		"-show_entries", "stream=codec_name,pix_fmt,width,height:format=duration", "-of", "json", path).Output()
+	if err != nil {
+		t.Fatalf("ffprobe: %v", err)
+	}
+	var p probe
+	if err := json.Unmarshal(out, &p); err != nil || len(p.Streams) != 1 {
+		t.Fatalf("ffprobe output %s: %v", out, err)
+	}
+	return p
+}
+
+// grayFrame decodes the frame at the given second as 8-bit gray pixels.
+func grayFrame(t *testing.T, path string, at float64) []byte {
+	t.Helper()
+	out, err := exec.Command("ffmpeg", "-v", "error", "-ss", strconv.FormatFloat(at, 'f', 3, 64), "-i", path,
+		"-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "gray", "-").Output()
+	if err != nil || len(out) == 0 {
+		t.Fatalf("decode frame at %.1fs: %v", at, err)
+	}
+	return out
+}
+
+// leftovers lists processes whose command line mentions dir.
+func leftovers(dir string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmd, []byte(dir)) {
+			found = append(found, e.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " ")[:min(len(cmd), 120)])
+		}
+	}
+	return found
+}
+
+// waitGone waits a little for processes to exit after their parent did.
+func waitGone(dir string) []string {
+	for range 50 {
+		if l := leftovers(dir); len(l) == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return leftovers(dir)
+}
+
+func checkClean(t *testing.T, tmp string) {
+	t.Helper()
+	if l := waitGone(tmp); len(l) > 0 {
+		t.Errorf("processes left behind:\n%s", strings.Join(l, "\n"))
+	}
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		t.Errorf("left in the temporary directory: %s", e.Name())
+	}
+}
+
+// The real recording becomes an H.264 yuv420p MP4 with even dimensions that
+// lasts as long as the recording, whose middle frame shows the form.
+func TestConvertTestRecording(t *testing.T) {
+	c, tmp := converter(t, mp4.Options{})
+	dst := filepath.Join(t.TempDir(), "video.mp4")
+	start := time.Now()
+	d, err := c.Convert(context.Background(), testRecording(t), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("converted 5.642 s of recording in %v", time.Since(start).Round(time.Millisecond))
+	p := ffprobe(t, dst)
+	s := p.Streams[0]
+	if s.CodecName != "h264" || s.PixFmt != "yuv420p" || s.Width%2 != 0 || s.Height%2 != 0 || s.Width != 1024 || s.Height != 626 {
+		t.Errorf("stream %+v; want h264 yuv420p 1024x626", s)
+	}
+	secs, _ := strconv.ParseFloat(p.Format.Duration, 64)
+	if math.Abs(secs-5.642) > 0.1 {
+		t.Errorf("duration %.3f s, want 5.642 ± 0.1", secs)
+	}
+	if math.Abs(d.Seconds()-secs) > 0.05 {
+		t.Errorf("Convert reported %v, the file says %.3f s", d, secs)
+	}
+	// The middle frame shows the form: not one flat colour.
+	px := grayFrame(t, dst, secs/2)
+	hist := map[byte]int{}
+	for _, v := range px {
+		hist[v]++
+	}
+	most := 0
+	for _, n := range hist {
+		most = max(most, n)
+	}
+	if len(hist) < 16 || float64(most) > 0.97*float64(len(px)) {
+		t.Errorf("the middle frame looks blank: %d gray levels, the commonest covers %.1f%%", len(hist), 100*float64(most)/float64(len(px)))
+	}
+	// The first frame shows the full snapshot too, not an empty page.
+	first := grayFrame(t, dst, 0)
+	if bytes.Equal(first, make([]byte, len(first))) {
+		t.Error("the first frame is black")
+	}
+	checkClean(t, tmp)
+}
+
+// Two conversions of one recording give the same frames.
+func TestConvertIsDeterministic(t *testing.T) {
+	c, _ := converter(t, mp4.Options{FPS: 10})
+	raw := testRecording(t)
+	var frames [2][]byte
+	for i := range frames {
+		dst := filepath.Join(t.TempDir(), fmt.Sprint(i, ".mp4"))
+		if _, err := c.Convert(context.Background(), raw, dst); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("ffmpeg", "-v", "error", "-i", dst, "-f", "framemd5", "-").Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		frames[i] = out
+	}
+	if !bytes.Equal(frames[0], frames[1]) {
+		t.Errorf("frames differ between runs:\n%s\n---\n%s", frames[0], frames[1])
+	}
+}
+
+// A cancelled conversion stops at once and leaves nothing behind.
+func TestConvertCancelled(t *testing.T) {
+	c, tmp := converter(t, mp4.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	dst := filepath.Join(t.TempDir(), "video.mp4")
+	start := time.Now()
+	_, err := c.Convert(ctx, testRecording(t), dst)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Convert after cancel: %v, want context.Canceled", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("cancel took effect after %v", took)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("a partial video was left at %s", dst)
+	}
+	checkClean(t, tmp)
+}
+
+// A recording that is not one fails cleanly.
+func TestConvertRejectsGarbage(t *testing.T) {
+	c, tmp := converter(t, mp4.Options{})
+	for _, bad := range []string{`[]`, `{"a":1}`, `[{"type":4,"data":{},"timestamp":1},{"type":3,"data":{},"timestamp":2}]`} {
+		if _, err := c.Convert(context.Background(), json.RawMessage(bad), filepath.Join(t.TempDir(), "v.mp4")); err == nil {
+			t.Errorf("Convert(%s) succeeded", bad)
+		}
+	}
+	checkClean(t, tmp)
+}
+
+// The replayed page has no network: a recording that points at a server on
+// this machine makes no request to it.
+func TestReplayHasNoNetwork(t *testing.T) {
+	c, _ := converter(t, mp4.Options{FPS: 5})
+	hits := make(chan string, 10)
+	srv := newCountingServer(t, hits)
+	rec := fmt.Sprintf(`[{"type":4,"data":{"href":"http://example.test/","width":320,"height":240},"timestamp":1000},
+{"type":2,"data":{"node":{"type":0,"id":1,"childNodes":[{"type":2,"tagName":"html","id":2,"attributes":{},"childNodes":[
+{"type":2,"tagName":"head","id":3,"attributes":{},"childNodes":[{"type":2,"tagName":"link","id":4,"attributes":{"rel":"stylesheet","href":"%[1]s/style.css"},"childNodes":[]}]},
+{"type":2,"tagName":"body","id":5,"attributes":{},"childNodes":[{"type":2,"tagName":"img","id":6,"attributes":{"src":"%[1]s/pixel.png"},"childNodes":[]},
+{"type":2,"tagName":"img","id":7,"attributes":{"src":"http://localhost:%[2]s/by-name.png"},"childNodes":[]}]}]}]},"initialOffset":{"top":0,"left":0}},"timestamp":1010},
+{"type":3,"data":{"source":2,"type":2,"id":6,"x":1,"y":1},"timestamp":1500}]`, srv.url, srv.port)
+	if _, err := c.Convert(context.Background(), json.RawMessage(rec), filepath.Join(t.TempDir(), "v.mp4")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case path := <-hits:
+		t.Errorf("the replay fetched %s", path)
+	default:
+	}
+	// The page did try: the stylesheet and both images were refused.
+	if n := c.BlockedRequests(); n < 3 {
+		t.Errorf("%d requests refused, want at least 3", n)
+	}
+}

@@ -1,0 +1,115 @@
+package mp4
+
+import (
+	"strings"
+)
+
+// clockScript replaces the page's clock with a virtual one before rrweb
+// loads: performance.now returns virtual time and requestAnimationFrame
+// callbacks run only when Go advances the clock, one round per frame. CSS
+// animations and transitions (the replayer's click effect among them) are
+// paused and set from the same clock. advance returns how many of them are
+// still running, so that frames where nothing moves can be reused.
+const clockScript = `(function () {
+  'use strict';
+  let now = 0, queue = [], nextId = 1, replayer = null;
+  performance.now = () => now;
+  window.requestAnimationFrame = (cb) => { const id = nextId++; queue.push([id, cb]); return id; };
+  window.cancelAnimationFrame = (id) => { queue = queue.filter((e) => e[0] !== id); };
+  const born = new WeakMap();
+  function sync(doc) {
+    if (!doc || !doc.getAnimations) return 0;
+    let running = 0;
+    for (const a of doc.getAnimations()) {
+      if (!born.has(a)) { born.set(a, now); a.pause(); }
+      const t = now - born.get(a);
+      a.currentTime = t;
+      const end = a.effect ? a.effect.getComputedTiming().endTime : 0;
+      if (!(end <= t)) running++;
+    }
+    return running;
+  }
+  // rrweb replays scrolls with behavior "smooth", which the compositor
+  // animates in real time; every scroll of the replayed windows is made
+  // instant instead.
+  function instant(args) {
+    const o = args[0];
+    if (o && typeof o === 'object' && o.behavior === 'smooth') args[0] = Object.assign({}, o, { behavior: 'instant' });
+    return args;
+  }
+  function patchScrolling(win) {
+    try {
+      if (!win || win.__consentkitInstant) return;
+      win.__consentkitInstant = true;
+      for (const target of [win, win.Element && win.Element.prototype]) {
+        if (!target) continue;
+        for (const name of ['scroll', 'scrollTo', 'scrollBy']) {
+          const orig = target[name];
+          if (typeof orig === 'function') target[name] = function (...args) { return orig.apply(this, instant(args)); };
+        }
+      }
+    } catch (e) { /* a window of another origin cannot be patched, nor scrolled by the replayer */ }
+  }
+  function patchFrames(win) {
+    patchScrolling(win);
+    try { for (let i = 0; i < win.frames.length; i++) patchFrames(win.frames[i]); } catch (e) {}
+  }
+  window.__consentkit = {
+    load(events, rules) {
+      replayer = new rrweb.Replayer(events, {
+        root: document.getElementById('stage'),
+        speed: 1,
+        skipInactive: false,
+        showWarning: false,
+        showDebug: false,
+        mouseTail: false,
+        triggerFocus: true,
+        UNSAFE_replayCanvas: false,
+        pauseAnimation: false,
+        insertStyleRules: rules,
+      });
+      replayer.play(0);
+      return true;
+    },
+    advance(ms) {
+      if (replayer && replayer.iframe) patchFrames(replayer.iframe.contentWindow);
+      now += ms;
+      const due = queue;
+      queue = [];
+      for (const [, cb] of due) cb(now);
+      const doc = replayer && replayer.iframe ? replayer.iframe.contentDocument : null;
+      return sync(document) + sync(doc);
+    },
+  };
+})();`
+
+// replayRules are inserted into the replayed document: scrolling is
+// instant and the text caret does not blink, so every frame is a function
+// of the virtual clock alone.
+var replayRules = []string{
+	`*, *::before, *::after { scroll-behavior: auto !important; caret-color: transparent !important; }`,
+}
+
+// buildPage returns the replay page: the virtual clock, rrweb's stylesheet
+// and bundle, and a stage at the top left corner. The recording itself is
+// never part of the page's source: it is handed to the page as data.
+func buildPage(rrwebJS, rrwebCSS string) string {
+	var b strings.Builder
+	b.WriteString(`<!doctype html><html><head><meta charset="utf-8"><title>replay</title><style>`)
+	b.WriteString(noCloseTag(rrwebCSS, "style"))
+	b.WriteString(`
+html, body { margin: 0; padding: 0; overflow: hidden; background: #fff; }
+#stage, .replayer-wrapper { position: absolute; top: 0; left: 0; }
+.replayer-wrapper iframe { border: 0; display: block; }
+</style><script>`)
+	b.WriteString(clockScript)
+	b.WriteString(`</script><script>`)
+	b.WriteString(noCloseTag(rrwebJS, "script"))
+	b.WriteString(`</script></head><body><div id="stage"></div></body></html>`)
+	return b.String()
+}
+
+// noCloseTag keeps a script or stylesheet from ending its element early.
+func noCloseTag(s, tag string) string {
+	return strings.ReplaceAll(s, "</"+tag, `<\/`+tag)
+}

@@ -1,0 +1,164 @@
+package mp4
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// rrweb event types and incremental sources used here.
+const (
+	eventFullSnapshot = 2
+	eventIncremental  = 3
+	eventMeta         = 4
+)
+
+// Default viewport when a recording has no meta event.
+const defaultWidth, defaultHeight = 1024, 768
+
+// maxViewport bounds the viewport a recording may ask for.
+const maxViewport = 4096
+
+// timeline is what the converter needs to know of a recording before
+// replaying it.
+type timeline struct {
+	total         time.Duration   // from the first event to the last
+	width, height int             // viewport, rounded up to even numbers
+	snapshotAt    time.Duration   // offset of the first full snapshot
+	actions       []time.Duration // sorted offsets at which the replay changes
+}
+
+// event is the part of an rrweb event read here.
+type event struct {
+	Type      int             `json:"type"`
+	Timestamp float64         `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// parseTimeline reads a recording (a JSON array of rrweb events, in time
+// order as rrweb records them). Gaps between events longer than
+// compressIdle are shortened to compressIdle when it is positive; the
+// returned events are then rewritten to match. Without compression the
+// events are returned re-encoded but unchanged.
+func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, error) {
+	var events []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &events); err != nil {
+		return timeline{}, nil, fmt.Errorf("mp4: recording is not a JSON array of events: %w", err)
+	}
+	if len(events) < 2 {
+		return timeline{}, nil, errors.New("mp4: a recording needs at least two events")
+	}
+	parsed := make([]event, len(events))
+	for i, e := range events {
+		b, _ := json.Marshal(e)
+		if err := json.Unmarshal(b, &parsed[i]); err != nil || parsed[i].Timestamp <= 0 {
+			return timeline{}, nil, fmt.Errorf("mp4: event %d has no valid type and timestamp", i)
+		}
+	}
+	if compressIdle > 0 {
+		compress(parsed, float64(compressIdle.Milliseconds()))
+		for i := range events {
+			events[i]["timestamp"] = json.RawMessage(fmt.Sprint(int64(parsed[i].Timestamp)))
+		}
+	}
+	start := parsed[0].Timestamp
+	tl := timeline{width: defaultWidth, height: defaultHeight, snapshotAt: -1}
+	offset := func(ms float64) time.Duration {
+		return time.Duration(math.Round((ms - start) * float64(time.Millisecond)))
+	}
+	metaSeen := false
+	for _, e := range parsed {
+		at := offset(e.Timestamp)
+		tl.total = max(tl.total, at)
+		switch e.Type {
+		case eventMeta:
+			var m struct{ Width, Height int }
+			if !metaSeen && json.Unmarshal(e.Data, &m) == nil && m.Width > 0 && m.Height > 0 {
+				tl.width, tl.height = even(min(m.Width, maxViewport)), even(min(m.Height, maxViewport))
+				metaSeen = true
+			}
+		case eventFullSnapshot:
+			if tl.snapshotAt < 0 {
+				tl.snapshotAt = at
+			}
+		case eventIncremental:
+			// A batch of mouse or touch positions replays each position at
+			// its own time, before the batch's timestamp.
+			var d struct {
+				Positions []struct{ TimeOffset float64 } `json:"positions"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil {
+				for _, p := range d.Positions {
+					tl.actions = append(tl.actions, max(0, offset(e.Timestamp+p.TimeOffset)))
+				}
+			}
+		}
+		tl.actions = append(tl.actions, at)
+	}
+	if tl.snapshotAt < 0 {
+		return timeline{}, nil, errors.New("mp4: the recording has no full snapshot")
+	}
+	slices.Sort(tl.actions)
+	out, err := json.Marshal(events)
+	if err != nil {
+		return timeline{}, nil, err
+	}
+	return tl, out, nil
+}
+
+// compress shortens every gap between consecutive events to at most max
+// milliseconds, shifting later events earlier.
+func compress(events []event, max float64) {
+	shift := 0.0
+	prev := events[0].Timestamp
+	for i := range events {
+		ts := events[i].Timestamp
+		if gap := ts - prev; gap > max {
+			shift += gap - max
+		}
+		prev = ts
+		events[i].Timestamp = ts - shift
+	}
+}
+
+func even(n int) int { return n + n%2 }
+
+// frame is one video frame: the replay time it shows, and whether anything
+// in the recording may have changed since the previous frame.
+type frame struct {
+	at    time.Duration
+	dirty bool
+}
+
+// frames returns the frames of a video at fps frames per second. There are
+// ceil(total/frame) of them, so the video lasts as long as the recording,
+// within one frame; frame i shows the replay at i frames, except that frames
+// before the first full snapshot hold it (there is nothing to show before),
+// and the last frame shows the end of the recording.
+func (tl timeline) frames(fps int) []frame {
+	step := time.Second / time.Duration(fps)
+	n := max(1, int((tl.total+step-1)/step))
+	out := make([]frame, n)
+	next := 0 // index into tl.actions
+	prev := time.Duration(-1)
+	for i := range out {
+		at := time.Duration(i) * step
+		if i == n-1 {
+			at = tl.total
+		}
+		at = max(at, tl.snapshotAt)
+		dirty := i == 0
+		for next < len(tl.actions) && tl.actions[next] <= at {
+			if tl.actions[next] > prev {
+				dirty = true
+			}
+			next++
+		}
+		out[i] = frame{at: at, dirty: dirty}
+		prev = at
+	}
+	return out
+}

@@ -1,0 +1,139 @@
+package mp4
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTimelineOfTheTestRecording(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/rrweb-form-recording.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, _, err := parseTimeline(raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.total != 5642*time.Millisecond || tl.width != 1024 || tl.height != 626 {
+		t.Errorf("total %v, viewport %dx%d; want 5.642s, 1024x626 (625 rounded up to even)", tl.total, tl.width, tl.height)
+	}
+	if tl.snapshotAt <= 0 || tl.snapshotAt > 500*time.Millisecond {
+		t.Errorf("first full snapshot at %v", tl.snapshotAt)
+	}
+	frames := tl.frames(25)
+	if len(frames) != 142 { // ceil(5642 / 40)
+		t.Fatalf("%d frames, want 142", len(frames))
+	}
+	if d := time.Duration(len(frames))*40*time.Millisecond - tl.total; d < 0 || d >= 40*time.Millisecond {
+		t.Errorf("video lasts %v longer than the recording, want less than one frame", d)
+	}
+}
+
+func TestFrames(t *testing.T) {
+	tl := timeline{
+		total:      1000 * time.Millisecond,
+		snapshotAt: 90 * time.Millisecond,
+		actions:    []time.Duration{0, 90 * time.Millisecond, 95 * time.Millisecond, 500 * time.Millisecond, 1000 * time.Millisecond},
+	}
+	frames := tl.frames(10) // 100 ms a frame
+	if len(frames) != 10 {
+		t.Fatalf("%d frames, want 10", len(frames))
+	}
+	want := []frame{
+		{90 * time.Millisecond, true},  // held until the snapshot
+		{100 * time.Millisecond, true}, // the action at 95 ms
+		{200 * time.Millisecond, false},
+		{300 * time.Millisecond, false},
+		{400 * time.Millisecond, false},
+		{500 * time.Millisecond, true},
+		{600 * time.Millisecond, false},
+		{700 * time.Millisecond, false},
+		{800 * time.Millisecond, false},
+		{1000 * time.Millisecond, true}, // the last frame shows the end
+	}
+	for i := range want {
+		if frames[i] != want[i] {
+			t.Errorf("frame %d = %+v, want %+v", i, frames[i], want[i])
+		}
+	}
+}
+
+func recording(events ...string) []byte { return []byte("[" + strings.Join(events, ",") + "]") }
+
+func TestParseTimelineMousePositionsAndErrors(t *testing.T) {
+	raw := recording(
+		`{"type":4,"data":{"width":801,"height":99999},"timestamp":1000}`,
+		`{"type":2,"data":{},"timestamp":1010}`,
+		`{"type":3,"data":{"source":1,"positions":[{"x":1,"y":1,"id":1,"timeOffset":-300},{"x":2,"y":2,"id":1,"timeOffset":-100}]},"timestamp":1500}`,
+	)
+	tl, _, err := parseTimeline(raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{0, 10 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 500 * time.Millisecond}
+	if len(tl.actions) != len(want) {
+		t.Fatalf("actions %v, want %v", tl.actions, want)
+	}
+	for i := range want {
+		if tl.actions[i] != want[i] {
+			t.Errorf("actions %v, want %v", tl.actions, want)
+			break
+		}
+	}
+	if tl.width != 802 || tl.height != maxViewport {
+		t.Errorf("viewport %dx%d, want 802x%d", tl.width, tl.height, maxViewport)
+	}
+	for name, bad := range map[string][]byte{
+		"not an array":     []byte(`{}`),
+		"one event":        recording(`{"type":2,"data":{},"timestamp":1}`),
+		"no timestamp":     recording(`{"type":4,"data":{}}`, `{"type":2,"data":{},"timestamp":1}`),
+		"no full snapshot": recording(`{"type":4,"data":{},"timestamp":1}`, `{"type":3,"data":{},"timestamp":2}`),
+	} {
+		if _, _, err := parseTimeline(bad, 0); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCompressIdle(t *testing.T) {
+	raw := recording(
+		`{"type":4,"data":{"width":100,"height":100},"timestamp":1000}`,
+		`{"type":2,"data":{},"timestamp":1100}`,
+		`{"type":3,"data":{"source":2},"timestamp":9100}`, // 8 s idle
+		`{"type":3,"data":{"source":2},"timestamp":9200}`,
+		`{"type":3,"data":{"source":2},"timestamp":30200}`, // 21 s idle
+	)
+	tl, out, err := parseTimeline(raw, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.total != 2200*time.Millisecond {
+		t.Errorf("compressed total %v, want 2.2s", tl.total)
+	}
+	var events []struct{ Timestamp int64 }
+	if err := json.Unmarshal(out, &events); err != nil {
+		t.Fatal(err)
+	}
+	got := []int64{}
+	for _, e := range events {
+		got = append(got, e.Timestamp)
+	}
+	if want := []int64{1000, 1100, 2100, 2200, 3200}; !equal(got, want) {
+		t.Errorf("timestamps %v, want %v", got, want)
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
