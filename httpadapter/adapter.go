@@ -103,6 +103,7 @@ func New(cfg Config) (http.Handler, error) {
 	a.mux.HandleFunc("POST /opt-out", a.optOut)
 	a.mux.HandleFunc("POST /api/integrations/{companyId}/retain/batch", a.retainBatch)
 	a.mux.HandleFunc("POST /api/integrations/{companyId}/retain/{sessionId}", a.retainOne)
+	a.mux.HandleFunc("GET /api/integrations/{companyId}/sessions/{sessionId}", a.sessionStatus)
 	return a, nil
 }
 

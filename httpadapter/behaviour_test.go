@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
@@ -373,4 +374,53 @@ func TestInternalErrorsDoNotLeak(t *testing.T) {
 	if !strings.Contains(logs.String(), "relation") || strings.Count(logs.String(), "internal error") != 3 {
 		t.Errorf("internal errors were not logged:\n%s", logs.String())
 	}
+}
+
+func get(h http.Handler, path, token string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodGet, path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// The session status route shows retention and conversion (D21).
+func TestSessionStatus(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t))
+		h := e.handler(t, httpadapter.Config{})
+		rec := get(h, "/api/integrations/acme/sessions/s2", acmeToken)
+		checkBody(t, rec.Body.Bytes(), `{"success":true,"sessionId":"s2","retention_status":"none","rrweb_to_video_status":"none","retained_until":null}`)
+		serve(h, request{path: "/api/integrations/acme/retain/s2", token: acmeToken})
+		rec = get(h, "/api/integrations/acme/sessions/s2", acmeToken)
+		checkBody(t, rec.Body.Bytes(), `{"success":true,"sessionId":"s2","retention_status":"retained","rrweb_to_video_status":"pending","retained_until":"2031-11-21T12:00:00Z"}`)
+		must(t, e.store.Update(ctx, func(tx consent.Tx) error {
+			ses, err := tx.Session(ctx, "s2")
+			if err != nil {
+				return err
+			}
+			ses.VideoStatus = consent.VideoConverted
+			ses.Video = consent.Video{Path: "/videos/s2.mp4", Bytes: 42, SHA256: consent.DigestOf("x"), Duration: 5642 * time.Millisecond}
+			return tx.UpdateSession(ctx, ses)
+		}))
+		rec = get(h, "/api/integrations/acme/sessions/s2", acmeToken)
+		checkBody(t, rec.Body.Bytes(), `{"success":true,"sessionId":"s2","retention_status":"retained","rrweb_to_video_status":"converted","retained_until":"2031-11-21T12:00:00Z",
+			"video":{"bytes":42,"sha256":"`+consent.DigestOf("x").String()+`","duration_seconds":5.642}}`)
+		for _, tc := range []struct {
+			path, token string
+			status      int
+		}{
+			{"/api/integrations/acme/sessions/s-other", acmeToken, 404},
+			{"/api/integrations/acme/sessions/s9", acmeToken, 404},
+			{"/api/integrations/acme/sessions/s2", otherToken, 403},
+			{"/api/integrations/acme/sessions/s2", acmeNoPerm, 403},
+			{"/api/integrations/acme/sessions/s2", "", 401},
+		} {
+			if rec := get(h, tc.path, tc.token); rec.Code != tc.status {
+				t.Errorf("GET %s: %d, want %d", tc.path, rec.Code, tc.status)
+			}
+		}
+	})
 }

@@ -22,6 +22,11 @@
 // A session whose id is "batch" cannot be retained singly: the batch path
 // takes precedence.
 //
+// One route goes beyond the documented contract, with the Retain API's
+// authentication: GET /api/integrations/{companyId}/sessions/{sessionId}
+// answers the session's retention_status, rrweb_to_video_status (D21),
+// retained_until and, once converted, its video's size, SHA-256 and length.
+//
 // Authentication: Verification API requests carry "Authorization: Bearer
 // <token>" of the company named in the body's company_id (or the path's
 // company_id); a token of another company gets 403 (D6, D7). When

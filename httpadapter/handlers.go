@@ -313,3 +313,43 @@ func (a *adapter) retainBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, body)
 }
+
+type videoBody struct {
+	Bytes    int64   `json:"bytes"`
+	SHA256   string  `json:"sha256"`
+	Duration float64 `json:"duration_seconds"`
+}
+
+type statusResponse struct {
+	Success            bool       `json:"success"`
+	SessionID          string     `json:"sessionId"`
+	RetentionStatus    string     `json:"retention_status"`
+	RrwebToVideoStatus string     `json:"rrweb_to_video_status"`
+	RetainedUntil      *string    `json:"retained_until"`
+	Video              *videoBody `json:"video,omitempty"`
+}
+
+// sessionStatus answers where a session stands (D21). Not part of the
+// documented contract: an extension with the Retain API's authentication.
+func (a *adapter) sessionStatus(w http.ResponseWriter, r *http.Request) {
+	caller, ok := a.retainCaller(w, r)
+	if !ok {
+		return
+	}
+	ses, err := a.retain.Status(r.Context(), caller, r.PathValue("companyId"), r.PathValue("sessionId"))
+	if err != nil {
+		a.writeError(w, r, retainStyle, err)
+		return
+	}
+	body := statusResponse{
+		Success: true, SessionID: ses.ID, RetentionStatus: string(ses.RetentionStatus),
+		RrwebToVideoStatus: string(ses.VideoStatus),
+	}
+	if ses.RetentionStatus == consent.RetentionRetained {
+		body.RetainedUntil = timestamp(ses.ExpiresAt)
+	}
+	if ses.VideoStatus == consent.VideoConverted {
+		body.Video = &videoBody{Bytes: ses.Video.Bytes, SHA256: ses.Video.SHA256.String(), Duration: ses.Video.Duration.Seconds()}
+	}
+	writeJSON(w, http.StatusOK, body)
+}

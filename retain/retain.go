@@ -176,3 +176,22 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 	}
 	return res, nil
 }
+
+// Status returns a session of the caller's company, with its retention and
+// conversion status and, once converted, its video. NotFound when the
+// session is unknown or not the company's.
+func (s *Service) Status(ctx context.Context, caller, companyID, sessionID string) (*consent.Session, error) {
+	if err := checkCaller(caller, companyID); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckID("sessionId", sessionID); err != nil {
+		return nil, err
+	}
+	var ses *consent.Session
+	err := s.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		ses, err = consent.SessionOf(ctx, tx, sessionID, companyID)
+		return err
+	})
+	return ses, err
+}

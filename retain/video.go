@@ -57,6 +57,9 @@ func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, err
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), in)
 	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes it private to its owner
+	}
+	if err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -50,6 +51,9 @@ type options struct {
 	seed           string
 	trustedProxies string
 	videoDir       string
+	chromium       string
+	ffmpeg         string
+	replayer       string
 	defaultRet     days
 	longTermRet    days
 	longTermSet    bool
@@ -69,6 +73,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (see the README); without it an empty store gets demo data")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is honoured (default none)")
 	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
+	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
+	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
+	fs.StringVar(&o.replayer, "replayer", mp4.DefaultReplayer, "`directory` of rrweb's dist files, installed by npm ci --prefix retain/mp4/replayer")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
 	if err := fs.Parse(args); err != nil {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"net/url"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,10 +66,10 @@ func SQLite(tb testing.TB) *sqlitestore.Store {
 	return s
 }
 
-// Postgres returns a migrated store in a schema of its own, dropped when tb
-// ends, so that runs never see each other's rows. It skips tb when DSNVar
-// is unset.
-func Postgres(tb testing.TB) *pgstore.Store {
+// PostgresURL returns a connection URL whose search_path is a new schema of
+// its own, dropped when tb ends, so that runs never see each other's rows.
+// It skips tb when DSNVar is unset.
+func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	dsn := os.Getenv(DSNVar)
 	if dsn == "" {
@@ -96,12 +97,23 @@ func Postgres(tb testing.TB) *pgstore.Store {
 			tb.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
-	cfg, err := pgxpool.ParseConfig(dsn)
+	u, err := url.Parse(dsn)
 	if err != nil {
-		tb.Fatal(err)
+		tb.Fatalf("%s: %v", DSNVar, err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	q := u.Query()
+	q.Set("search_path", schema) // pgx passes unknown parameters on as run-time settings
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Postgres returns a migrated store in a schema of its own (see
+// PostgresURL). It skips tb when DSNVar is unset.
+func Postgres(tb testing.TB) *pgstore.Store {
+	tb.Helper()
+	dsn := PostgresURL(tb)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store/sqlitestore"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// serverBinary builds the server once for all tests.
+func serverBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ckserver")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "server")
+		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+// running is a started server.
+type running struct {
+	cmd  *exec.Cmd
+	base string
+	out  *strings.Builder // everything it printed
+	mu   sync.Mutex
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+// start runs the server with args on a free port, from the repository root
+// so that it finds the replayer as a user's `go run ./examples/server` does.
+func start(t *testing.T, args ...string) *running {
+	t.Helper()
+	cmd := exec.Command(serverBinary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	cmd.Dir = "../.."
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &running{cmd: cmd, out: &strings.Builder{}}
+	cmd.Stderr = writerFunc(func(p []byte) (int, error) { r.mu.Lock(); defer r.mu.Unlock(); return r.out.Write(p) })
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			r.mu.Lock()
+			r.out.WriteString(sc.Text() + "\n")
+			r.mu.Unlock()
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	select {
+	case r.base = <-found:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the server did not start:\n%s", r.output())
+	}
+	return r
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// waitFor waits up to ten seconds for text to appear in the output.
+func (r *running) waitFor(text string) bool {
+	for range 100 {
+		if strings.Contains(r.output(), text) {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+func (r *running) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.out.String() }
+
+// stop sends SIGTERM and checks that the server exits 0.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("server exited with %v:\n%s", err, r.output())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("server did not stop on SIGTERM:\n%s", r.output())
+	}
+}
+
+// call sends a request and decodes the JSON answer.
+func (r *running) call(t *testing.T, method, path, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, r.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s %s: not JSON: %s", method, path, b)
+	}
+	return resp.StatusCode, v
+}
+
+const (
+	acmeToken = "acme-example-token-0001" // from seed.example.json
+	seedFile  = "examples/server/seed.example.json"
+	replayer  = "retain/mp4/replayer/node_modules/rrweb/dist"
+)
+
+// storeArgs are the flags of each store kind, for a fresh store.
+func storeArgs(t *testing.T, kind string) []string {
+	switch kind {
+	case "memory":
+		return []string{"-store", "memory"}
+	case "sqlite":
+		return []string{"-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "consent.db")}
+	default:
+		return []string{"-store", "postgres", "-dsn", teststore.PostgresURL(t)}
+	}
+}
+
+// Every documented endpoint answers through real HTTP on every store, and
+// SIGTERM stops the server with exit status 0.
+func TestServerServesEveryEndpoint(t *testing.T) {
+	for _, kind := range []string{"memory", "sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			args := append(storeArgs(t, kind), "-seed", seedFile, "-video-dir", t.TempDir(), "-replayer", replayer)
+			s := start(t, args...)
+			if code, body := s.call(t, "GET", "/healthz", "", ""); code != 200 || body["status"] != "ok" {
+				t.Errorf("healthz: %d %v", code, body)
+			}
+			for _, c := range []struct {
+				method, path, token, body string
+				want                      map[string]any
+			}{
+				{"POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`,
+					map[string]any{"valid": true, "verification_type": "first_party"}},
+				{"POST", "/api/verify/partial-match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","term":"TERMS"}`,
+					map[string]any{"valid": true}},
+				{"POST", "/verify/certificate-info", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`,
+					map[string]any{"valid": true, "consent_count": 1.0, "has_consents": true}},
+				{"POST", "/api/integrations/acme/retain/s1", acmeToken, "",
+					map[string]any{"status": "queued_for_conversion", "remaining_balance": 25.37}},
+				{"POST", "/api/integrations/acme/retain/batch", acmeToken, `{"session_ids":["s2","nope"]}`,
+					map[string]any{"retained": 1.0, "failed": 1.0, "remaining_balance": 25.27}},
+				{"POST", "/verify/session/acme", acmeToken, `{"session_id":"s3"}`,
+					map[string]any{"retention_status": "retained", "remaining_balance": 25.17}},
+				{"POST", "/verify/certificate/acme", acmeToken, `{"session_id":"s1"}`,
+					map[string]any{"certificate_ids": []any{"cert-1"}, "remaining_balance": 25.07}},
+				{"POST", "/opt-out", "", `{"company_id":"acme","email":"JANE@example.com"}`,
+					map[string]any{"revoked": 1.0, "certificates": []any{"cert-1"}}},
+			} {
+				code, body := s.call(t, c.method, c.path, c.token, c.body)
+				if code != 200 {
+					t.Errorf("%s %s: %d %v", c.method, c.path, code, body)
+					continue
+				}
+				for k, v := range c.want {
+					if fmt.Sprint(body[k]) != fmt.Sprint(v) {
+						t.Errorf("%s %s: %s = %v, want %v", c.method, c.path, k, body[k], v)
+					}
+				}
+			}
+			if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 403 {
+				t.Errorf("match after opt-out: %d, want 403", code)
+			}
+			s.stop(t)
+			out := s.output()
+			for _, want := range []string{`msg="seed loaded"`, `msg=request method=POST path=/verify/match status=200`, `msg=stopped`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the log lacks %q", want)
+				}
+			}
+		})
+	}
+}
+
+// Retaining through the Retain API produces an MP4 in -video-dir, and the
+// session's rrweb_to_video_status reads converted.
+func TestServerConvertsRetainedRecording(t *testing.T) {
+	videos := t.TempDir()
+	s := start(t, "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "c.db"), "-seed", seedFile,
+		"-video-dir", videos, "-replayer", replayer)
+	s.waitFor("video conversion is o") // on or off
+	if strings.Contains(s.output(), "video conversion is off") {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must run video conversion:\n%s", s.output())
+		}
+		t.Skipf("video conversion not set up here:\n%s", s.output())
+	}
+	start := time.Now()
+	if code, body := s.call(t, "POST", "/api/integrations/acme/retain/s1", acmeToken, ""); code != 200 {
+		t.Fatalf("retain: %d %v", code, body)
+	}
+	var body map[string]any
+	for {
+		_, body = s.call(t, "GET", "/api/integrations/acme/sessions/s1", acmeToken, "")
+		if body["rrweb_to_video_status"] == "converted" || time.Since(start) > 90*time.Second {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if body["rrweb_to_video_status"] != "converted" {
+		t.Fatalf("not converted after %v: %v\n%s", took, body, s.output())
+	}
+	t.Logf("a 5.642 s recording was converted %v after the retain call", took.Round(time.Millisecond))
+	st, err := os.Stat(filepath.Join(videos, "s1.mp4"))
+	video, _ := body["video"].(map[string]any)
+	if err != nil || video == nil || float64(st.Size()) != video["bytes"] {
+		t.Errorf("video file %v, %v; status says %v", st, err, video)
+	}
+	s.stop(t)
+}
+
+// Restarting on the same SQLite file keeps every balance, retention and
+// revocation.
+func TestServerRestartKeepsState(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "consent.db")
+	args := []string{"-store", "sqlite", "-dsn", db, "-video-dir", t.TempDir(), "-replayer", "/nonexistent"}
+	s := start(t, append(args, "-seed", seedFile)...)
+	s.call(t, "POST", "/api/integrations/acme/retain/s1", acmeToken, "")
+	s.call(t, "POST", "/verify/session/acme", acmeToken, `{"session_id":"s3"}`)
+	s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"nope"}`)
+	s.call(t, "POST", "/opt-out", "", `{"company_id":"acme","certificate_id":"cert-1"}`)
+	s.stop(t)
+
+	s = start(t, args...) // no -seed: the data is there already
+	if !strings.Contains(s.output(), "no demo data loaded") {
+		t.Errorf("the restart did not notice its data:\n%s", s.output())
+	}
+	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 403 {
+		t.Errorf("match of the revoked certificate after restart: %d, want 403", code)
+	}
+	if code, _ := s.call(t, "POST", "/api/integrations/acme/retain/s1", acmeToken, ""); code != 409 {
+		t.Errorf("retain after restart: %d, want 409", code)
+	}
+	code, body := s.call(t, "POST", "/verify/session/acme", acmeToken, `{"session_id":"s2"}`)
+	// 25.50 − 0.10 − 0.10 − 0.015 − 0.10 = 25.185
+	if code != 200 || fmt.Sprint(body["remaining_balance"]) != "25.185" {
+		t.Errorf("after restart: %d %v; want remaining_balance 25.185", code, body)
+	}
+	s.stop(t)
+
+	st, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	err = st.View(context.Background(), func(tx consent.Tx) error {
+		bal, err := tx.Balance(context.Background(), "acme")
+		if err != nil || bal != 25_185_000 {
+			t.Errorf("balance in the file: %s, %v", bal, err)
+		}
+		ledger, err := tx.Ledger(context.Background(), "acme")
+		var sum wallet.Amount
+		for _, e := range ledger {
+			if e.Kind.IsCredit() {
+				sum += e.Amount
+			} else {
+				sum -= e.Amount
+			}
+		}
+		if err != nil || sum != bal {
+			t.Errorf("ledger sums to %s, balance %s (%v)", sum, bal, err)
+		}
+		for id, want := range map[string]consent.VideoStatus{"s1": consent.VideoPending, "s2": consent.VideoNone, "s3": consent.VideoNone} {
+			ses, err := tx.Session(context.Background(), id)
+			if err != nil || ses.RetentionStatus != consent.RetentionRetained || ses.VideoStatus != want {
+				t.Errorf("session %s: %+v, %v", id, ses, err)
+			}
+		}
+		c, err := tx.Certificate(context.Background(), "cert-1")
+		if err != nil || !c.Revoked() {
+			t.Errorf("cert-1 not revoked in the file: %v", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Without -seed an empty store gets demo data and a token printed once, with
+// a curl for every endpoint; that token works.
+func TestServerDemoData(t *testing.T) {
+	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
+	out := s.output()
+	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no token printed:\n%s", out)
+	}
+	for _, path := range []string{"/verify/match", "/verify/partial-match", "/verify/certificate-info", "/verify/session/acme",
+		"/verify/certificate/acme", "/opt-out", "/api/integrations/acme/retain/s1", "/api/integrations/acme/retain/batch"} {
+		if !strings.Contains(out, s.base+path) {
+			t.Errorf("no curl for %s", path)
+		}
+	}
+	if !s.waitFor("missing=rrweb") {
+		t.Errorf("the log does not say which conversion tool is missing:\n%s", s.output())
+	}
+	if code, body := s.call(t, "POST", "/verify/match", m[1], `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 200 || body["valid"] != true {
+		t.Errorf("match with the demo token: %d %v", code, body)
+	}
+	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"x"}`); code != 401 {
+		t.Errorf("the example file's public token works on the demo: %d", code)
+	}
+	s.stop(t)
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+	o, err := parseFlags([]string{"-default-retention", "30d", "-long-term-retention", "4y", "-trusted-proxies", "10.0.0.0/8, 192.168.1.1/32"}, io.Discard)
+	if err != nil || time.Duration(o.defaultRet) != 30*24*time.Hour || time.Duration(o.longTermRet) != 4*365*24*time.Hour || !o.longTermSet || o.dsn != "consent.db" {
+		t.Errorf("parseFlags = %+v, %v", o, err)
+	}
+	if p, err := parseCIDRs(o.trustedProxies); err != nil || len(p) != 2 {
+		t.Errorf("parseCIDRs = %v, %v", p, err)
+	}
+	if _, err := parseCIDRs("10.0.0.1"); err == nil {
+		t.Error("an address without a prefix length was accepted as a CIDR")
+	}
+}
