@@ -1,0 +1,111 @@
+// Command mount shows consentkit inside a host application: the handler is
+// mounted under /consent/ on the host's own ServeMux, next to the host's
+// routes, behind the host's middleware.
+//
+//	go run ./examples/mount
+//
+// It keeps everything in memory and prints a token to try it with.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	h, secret, err := newApp(context.Background(), log)
+	if err != nil {
+		log.Error("start", "err", err)
+		os.Exit(1)
+	}
+	fmt.Printf("listening on http://127.0.0.1:8081\n\n  curl -s -X POST http://127.0.0.1:8081/consent/verify/match -H 'Authorization: Bearer %s' \\\n    -d '{\"certificate_id\":\"cert-1\",\"company_id\":\"acme\",\"consent\":\"I agree to be contacted.\"}'\n\n", secret)
+	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if err := srv.ListenAndServe(); err != nil {
+		log.Error("serve", "err", err)
+		os.Exit(1)
+	}
+}
+
+// newApp builds the host application: its own routes, consentkit under
+// /consent/, and the host's middleware around all of it. It returns the
+// handler and a demo token.
+func newApp(ctx context.Context, log *slog.Logger) (http.Handler, string, error) {
+	st := memstore.New()
+	secret, err := demo(ctx, consent.NewService(st, consent.Config{}))
+	if err != nil {
+		return nil, "", err
+	}
+	api, err := httpadapter.New(httpadapter.Config{Store: st, Logger: log})
+	if err != nil {
+		return nil, "", err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "the host application's home page\n")
+	})
+	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok\n")
+	})
+	mux.Handle("/consent/", http.StripPrefix("/consent", api))
+	return requestID(logged(log, mux)), secret, nil
+}
+
+// logged is the host's logging middleware.
+func logged(log *slog.Logger, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		next.ServeHTTP(w, r)
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "id", w.Header().Get("X-Request-Id"),
+			"duration", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+// requestID is another piece of host middleware: it tags every response.
+func requestID(next http.Handler) http.Handler {
+	var n atomic.Int64
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", fmt.Sprint("req-", n.Add(1)))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// demo creates company acme with a certificate to verify and returns a
+// token of it.
+func demo(ctx context.Context, svc *consent.Service) (string, error) {
+	steps := []func() error{
+		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form"})
+			return err
+		},
+		func() error { _, err := svc.TopUp(ctx, "acme", 5*wallet.Dollar, "demo"); return err },
+		func() error {
+			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
+			return err
+		},
+		func() error {
+			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme",
+				PropertyID: "acme-web", SessionID: "s1", Records: []consent.Record{{Text: "I agree to be contacted."}}})
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return "", err
+		}
+	}
+	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	return secret, err
+}
