@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -380,4 +381,31 @@ func TestFlags(t *testing.T) {
 	if _, err := parseCIDRs("10.0.0.1"); err == nil {
 		t.Error("an address without a prefix length was accepted as a CIDR")
 	}
+}
+
+// A seed file with an error names it, loads nothing and exits non-zero.
+func TestServerBadSeed(t *testing.T) {
+	seed := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(seed, []byte(`{"companies":[{"id":"a","name":"A"},{"id":"a","name":"again"}]}`), 0o644)
+	db := filepath.Join(t.TempDir(), "c.db")
+	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-store", "sqlite", "-dsn", db, "-seed", seed, "-replayer", "/nonexistent")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+		t.Fatalf("server with a bad seed: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), `companies[1] \"a\": already exists`) {
+		t.Errorf("the error does not name the item:\n%s", out)
+	}
+	st, err := sqlitestore.Open(db, sqlitestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	st.View(context.Background(), func(tx consent.Tx) error {
+		if ids, _ := tx.CompanyIDs(context.Background(), "", 10); len(ids) != 0 {
+			t.Errorf("companies %v were loaded", ids)
+		}
+		return nil
+	})
 }

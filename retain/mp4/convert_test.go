@@ -260,3 +260,13 @@ func TestReplayHasNoNetwork(t *testing.T) {
 		t.Errorf("%d requests refused, want at least 3", n)
 	}
 }
+
+// A failing encoder fails the conversion and leaves nothing behind either.
+func TestConvertEncoderFails(t *testing.T) {
+	c, tmp := converter(t, mp4.Options{FFmpeg: "false"}) // exits 1 at once
+	dst := filepath.Join(t.TempDir(), "video.mp4")
+	if _, err := c.Convert(context.Background(), testRecording(t), dst); err == nil {
+		t.Fatal("Convert succeeded with a broken encoder")
+	}
+	checkClean(t, tmp)
+}
