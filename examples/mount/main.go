@@ -85,7 +85,10 @@ func requestID(next http.Handler) http.Handler {
 // token of it.
 func demo(ctx context.Context, svc *consent.Service) (string, error) {
 	steps := []func() error{
-		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			return err
+		},
 		func() error {
 			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form"})
 			return err
