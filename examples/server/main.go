@@ -158,30 +158,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // openStore opens and migrates the chosen store.
 func openStore(ctx context.Context, o *options) (consent.Store, error) {
+	var (
+		st interface {
+			consent.Store
+			Migrate(context.Context) error
+		}
+		err error
+	)
 	switch o.store {
 	case "memory":
 		return memstore.New(), nil
 	case "sqlite":
-		st, err := sqlitestore.Open(o.dsn, sqlitestore.Options{})
-		if err != nil {
-			return nil, err
-		}
-		if err := st.Migrate(ctx); err != nil {
-			st.Close()
-			return nil, err
-		}
-		return st, nil
+		st, err = sqlitestore.Open(o.dsn, sqlitestore.Options{})
 	default:
-		st, err := pgstore.Open(ctx, o.dsn)
-		if err != nil {
-			return nil, err
-		}
-		if err := st.Migrate(ctx); err != nil {
-			st.Close()
-			return nil, err
-		}
-		return st, nil
+		st, err = pgstore.Open(ctx, o.dsn)
 	}
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return st, nil
 }
 
 func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) error {
