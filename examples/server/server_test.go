@@ -351,7 +351,7 @@ func TestServerDemoData(t *testing.T) {
 			t.Errorf("no curl for %s", path)
 		}
 	}
-	if !s.waitFor("missing=rrweb") {
+	if !s.waitFor("video conversion is off") || !strings.Contains(s.output(), "missing=") {
 		t.Errorf("the log does not say which conversion tool is missing:\n%s", s.output())
 	}
 	if code, body := s.call(t, "POST", "/verify/match", m[1], `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 200 || body["valid"] != true {
