@@ -44,7 +44,7 @@ type event struct {
 // returned events are then rewritten to match. Without compression the
 // events are returned re-encoded but unchanged.
 func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, error) {
-	var events []map[string]json.RawMessage
+	var events []json.RawMessage
 	if err := json.Unmarshal(raw, &events); err != nil {
 		return timeline{}, nil, fmt.Errorf("mp4: recording is not a JSON array of events: %w", err)
 	}
@@ -53,15 +53,19 @@ func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, er
 	}
 	parsed := make([]event, len(events))
 	for i, e := range events {
-		b, _ := json.Marshal(e)
-		if err := json.Unmarshal(b, &parsed[i]); err != nil || parsed[i].Timestamp <= 0 {
+		if err := json.Unmarshal(e, &parsed[i]); err != nil || parsed[i].Timestamp <= 0 {
 			return timeline{}, nil, fmt.Errorf("mp4: event %d has no valid type and timestamp", i)
 		}
 	}
 	if compressIdle > 0 {
 		compress(parsed, float64(compressIdle.Milliseconds()))
-		for i := range events {
-			events[i]["timestamp"] = json.RawMessage(fmt.Sprint(int64(parsed[i].Timestamp)))
+		for i, e := range events {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(e, &m); err != nil {
+				return timeline{}, nil, fmt.Errorf("mp4: event %d: %w", i, err)
+			}
+			m["timestamp"] = json.RawMessage(fmt.Sprint(int64(parsed[i].Timestamp)))
+			events[i], _ = json.Marshal(m) // a map of raw JSON always marshals
 		}
 	}
 	start := parsed[0].Timestamp
@@ -102,6 +106,8 @@ func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, er
 		return timeline{}, nil, errors.New("mp4: the recording has no full snapshot")
 	}
 	slices.Sort(tl.actions)
+	// Marshalling validates and compacts each event, and escapes what could
+	// end a script, so the result is a plain JavaScript literal.
 	out, err := json.Marshal(events)
 	if err != nil {
 		return timeline{}, nil, err
