@@ -80,15 +80,16 @@ func New(cfg Config) (http.Handler, error) {
 		}
 		return newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Now)
 	}
+	policy := consent.Policy{Prices: cfg.Prices, Now: cfg.Now, LongTermRetention: cfg.LongTermRetention}
 	a := &adapter{
 		mux:         http.NewServeMux(),
 		log:         cfg.Logger,
 		trusted:     cfg.TrustedProxies,
 		d8:          cfg.PropertyCredentials,
 		consent:     consent.NewService(cfg.Store, consent.Config{Now: cfg.Now}),
-		verify:      verify.New(cfg.Store, verify.Config{Prices: cfg.Prices, Now: cfg.Now, LongTermRetention: cfg.LongTermRetention}),
+		verify:      verify.New(cfg.Store, policy),
 		optout:      optout.New(cfg.Store, cfg.Now),
-		retain:      retain.New(cfg.Store, retain.Config{Prices: cfg.Prices, Now: cfg.Now, LongTermRetention: cfg.LongTermRetention}),
+		retain:      retain.New(cfg.Store, policy),
 		optoutLimit: limiter(cfg.OptOutPerMinute, 10),
 		retainLimit: limiter(cfg.RetainPerMinute, 500),
 		verifyLimit: limiter(cfg.VerifyPerMinute, 0),

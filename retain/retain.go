@@ -9,33 +9,18 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config tunes a Service. Zero values mean the defaults.
-type Config struct {
-	Prices *wallet.Prices   // default wallet.DefaultPrices()
-	Now    func() time.Time // default time.Now
-	// LongTermRetention is how long a retained recording is kept: default
-	// five years (D26).
-	LongTermRetention time.Duration
-}
+// Config tunes a Service: prices, clock and long-term retention period.
+type Config = consent.Policy
 
 // Service runs the Retain API. It is safe for concurrent use.
 type Service struct {
-	store    consent.Store
-	prices   wallet.Prices
-	now      func() time.Time
-	longTerm time.Duration
+	store  consent.Store
+	policy consent.Policy // with defaults
 }
 
 // New returns a Service over store.
 func New(store consent.Store, cfg Config) *Service {
-	s := &Service{store: store, prices: wallet.DefaultPrices(), now: time.Now, longTerm: cfg.LongTermRetention}
-	if cfg.Prices != nil {
-		s.prices = *cfg.Prices
-	}
-	if cfg.Now != nil {
-		s.now = cfg.Now
-	}
-	return s
+	return &Service{store: store, policy: cfg.WithDefaults()}
 }
 
 // StatusQueued is the status of a successful retention (§4.8).
@@ -64,12 +49,12 @@ func (s *Service) Retain(ctx context.Context, caller, companyID, sessionID strin
 	}
 	var res *Result
 	err := s.store.Update(ctx, func(tx consent.Tx) error {
-		now := consent.UTC(s.now())
-		bal, err := s.retain(ctx, tx, companyID, sessionID, s.prices.RetainSingle, wallet.RetainSingle, now)
+		now := consent.UTC(s.policy.Now())
+		bal, err := s.retain(ctx, tx, companyID, sessionID, s.policy.Prices.RetainSingle, wallet.RetainSingle, now)
 		if err != nil {
 			return err
 		}
-		res = &Result{SessionID: sessionID, Status: StatusQueued, Charged: s.prices.RetainSingle, Balance: bal}
+		res = &Result{SessionID: sessionID, Status: StatusQueued, Charged: s.policy.Prices.RetainSingle, Balance: bal}
 		return nil
 	})
 	if err != nil {
@@ -108,7 +93,7 @@ func (s *Service) retain(ctx context.Context, tx consent.Tx, companyID, sessionI
 	// Past the charge every error is a storage failure: %v drops any code,
 	// so a batch fails whole instead of counting a charged entry as failed.
 	ses.RetentionStatus, ses.VideoStatus = consent.RetentionRetained, consent.VideoPending
-	ses.ExpiresAt = consent.RetainUntil(now, s.longTerm)
+	ses.ExpiresAt = consent.RetainUntil(now, s.policy.LongTermRetention)
 	if err := tx.UpdateSession(ctx, ses); err != nil {
 		return 0, fmt.Errorf("retain %s: %v", sessionID, err)
 	}
@@ -149,17 +134,17 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 	var res *BatchResult
 	err := s.store.Update(ctx, func(tx consent.Tx) error {
 		res = &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
-		now := consent.UTC(s.now())
+		now := consent.UTC(s.policy.Now())
 		for i, id := range sessionIDs {
 			e := BatchEntry{SessionID: id}
 			if e.Err = consent.CheckID("session_id", id); e.Err == nil {
-				_, e.Err = s.retain(ctx, tx, companyID, id, s.prices.RetainBatch, wallet.RetainBatch, now)
+				_, e.Err = s.retain(ctx, tx, companyID, id, s.policy.Prices.RetainBatch, wallet.RetainBatch, now)
 			}
 			switch code := consent.ErrorCode(e.Err); code {
 			case "":
 				e.Status = StatusQueued
 				res.Retained++
-				res.TotalCost += s.prices.RetainBatch
+				res.TotalCost += s.policy.Prices.RetainBatch
 			case consent.Internal:
 				return e.Err // a storage failure fails the whole batch
 			default:

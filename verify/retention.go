@@ -35,21 +35,21 @@ func (s *Service) RetainSession(ctx context.Context, caller, companyID, sessionI
 		if ses.RetentionStatus == consent.RetentionRetained {
 			return consent.Errorf(consent.Conflict, "session already retained")
 		}
-		now := consent.UTC(s.now())
+		now := consent.UTC(s.policy.Now())
 		bal, err := consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: companyID, Kind: wallet.SessionRetention, Amount: s.prices.SessionRetention,
+			CompanyID: companyID, Kind: wallet.SessionRetention, Amount: s.policy.Prices.SessionRetention,
 			Reference: ses.ID, CreatedAt: now,
 		})
 		if err != nil {
 			return err
 		}
-		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, consent.RetainUntil(now, s.longTerm)
+		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, consent.RetainUntil(now, s.policy.LongTermRetention)
 		if err := tx.UpdateSession(ctx, ses); err != nil {
 			return err
 		}
 		out = &SessionRetention{
 			SessionID: ses.ID, RetentionStatus: ses.RetentionStatus, RetainedUntil: ses.ExpiresAt,
-			Charged: s.prices.SessionRetention, Balance: bal,
+			Charged: s.policy.Prices.SessionRetention, Balance: bal,
 		}
 		return nil
 	})
@@ -107,18 +107,18 @@ func (s *Service) RetainCertificate(ctx context.Context, caller, companyID, sess
 		if !pending {
 			return consent.Errorf(consent.Conflict, "certificates already retained")
 		}
-		now := consent.UTC(s.now())
+		now := consent.UTC(s.policy.Now())
 		bal, err := consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: companyID, Kind: wallet.CertificateRetention, Amount: s.prices.CertificateRetention,
+			CompanyID: companyID, Kind: wallet.CertificateRetention, Amount: s.policy.Prices.CertificateRetention,
 			Reference: ses.ID, CreatedAt: now,
 		})
 		if err != nil {
 			return err
 		}
-		until := consent.RetainUntil(now, s.longTerm)
+		until := consent.RetainUntil(now, s.policy.LongTermRetention)
 		out = &CertificateRetention{SessionRetention: SessionRetention{
 			SessionID: ses.ID, RetentionStatus: consent.RetentionRetained, RetainedUntil: until,
-			Charged: s.prices.CertificateRetention, Balance: bal,
+			Charged: s.policy.Prices.CertificateRetention, Balance: bal,
 		}}
 		for _, c := range certs {
 			out.CertificateIDs = append(out.CertificateIDs, c.ID)

@@ -12,33 +12,18 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config tunes a Service. Zero values mean the defaults.
-type Config struct {
-	Prices *wallet.Prices   // default wallet.DefaultPrices()
-	Now    func() time.Time // default time.Now
-	// LongTermRetention is how long /verify/session and
-	// /verify/certificate keep what they retain: default five years (D26).
-	LongTermRetention time.Duration
-}
+// Config tunes a Service: prices, clock and long-term retention period.
+type Config = consent.Policy
 
 // Service answers verification requests. It is safe for concurrent use.
 type Service struct {
-	store    consent.Store
-	prices   wallet.Prices
-	now      func() time.Time
-	longTerm time.Duration
+	store  consent.Store
+	policy consent.Policy // with defaults
 }
 
 // New returns a Service over store.
 func New(store consent.Store, cfg Config) *Service {
-	s := &Service{store: store, prices: wallet.DefaultPrices(), now: time.Now, longTerm: cfg.LongTermRetention}
-	if cfg.Prices != nil {
-		s.prices = *cfg.Prices
-	}
-	if cfg.Now != nil {
-		s.now = cfg.Now
-	}
-	return s
+	return &Service{store: store, policy: cfg.WithDefaults()}
 }
 
 // Verification types (service.md §4.1).
@@ -93,7 +78,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
-		price: s.prices.ExactMatch, kind: wallet.ExactMatch,
+		price: s.policy.Prices.ExactMatch, kind: wallet.ExactMatch,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -110,7 +95,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
-		price: s.prices.PartialMatch, kind: wallet.PartialMatch,
+		price: s.policy.Prices.PartialMatch, kind: wallet.PartialMatch,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -177,7 +162,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		res.VerificationType = vtype
 		res.Charged = q.price
 		res.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: caller, Kind: q.kind, Amount: q.price, Reference: cert.ID, CreatedAt: consent.UTC(s.now()),
+			CompanyID: caller, Kind: q.kind, Amount: q.price, Reference: cert.ID, CreatedAt: consent.UTC(s.policy.Now()),
 		})
 		return err
 	})
@@ -302,11 +287,11 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		}
 		info = &Info{
 			CertificateID: cert.ID, CreatedAt: cert.CreatedAt, ConsentCount: len(cert.Records),
-			EventsCombined: cert.EventsCombined, Charged: s.prices.CertificateInfo,
+			EventsCombined: cert.EventsCombined, Charged: s.policy.Prices.CertificateInfo,
 		}
 		info.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: caller, Kind: wallet.CertificateInfo, Amount: s.prices.CertificateInfo,
-			Reference: cert.ID, CreatedAt: consent.UTC(s.now()),
+			CompanyID: caller, Kind: wallet.CertificateInfo, Amount: s.policy.Prices.CertificateInfo,
+			Reference: cert.ID, CreatedAt: consent.UTC(s.policy.Now()),
 		})
 		return err
 	})
