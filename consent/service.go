@@ -369,21 +369,13 @@ func (s *Service) StartSessionTx(ctx context.Context, tx Tx, p SessionParams) (*
 		RetentionStatus: RetentionNone, VideoStatus: VideoNone,
 		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
 	}
-	if err := checkProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
+	if err := CheckProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
 		return nil, err
 	}
 	if err := tx.CreateSession(ctx, ses); err != nil {
 		return nil, err
 	}
 	return ses, nil
-}
-
-func checkProperty(ctx context.Context, tx Tx, companyID, propertyID string) error {
-	prop, err := tx.Property(ctx, propertyID)
-	if ErrorCode(err) == NotFound || err == nil && prop.CompanyID != companyID {
-		return Errorf(NotFound, "property not found")
-	}
-	return err
 }
 
 // AppendEvents adds a chunk of the session's rrweb recording: a JSON array
@@ -507,7 +499,7 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx Tx, p CertificatePa
 	if err != nil {
 		return nil, err
 	}
-	if err := checkProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
+	if err := CheckProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
 		return nil, err
 	}
 	ses, err := tx.Session(ctx, c.SessionID)

@@ -144,14 +144,9 @@ func (a *adapter) propertyCaller(ctx context.Context, companyID, propertyID stri
 	if !consent.ValidID(companyID) || !consent.ValidID(propertyID) {
 		return "", deny
 	}
-	var p *consent.Property
-	err := a.consent.Store().View(ctx, func(tx consent.Tx) error {
-		var err error
-		p, err = tx.Property(ctx, propertyID)
-		return err
-	})
+	err := a.consent.Store().View(ctx, func(tx consent.Tx) error { return consent.CheckProperty(ctx, tx, companyID, propertyID) })
 	switch {
-	case consent.ErrorCode(err) == consent.NotFound || err == nil && p.CompanyID != companyID:
+	case consent.ErrorCode(err) == consent.NotFound:
 		return "", deny
 	case err != nil:
 		return "", err

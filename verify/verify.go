@@ -150,7 +150,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			}
 		}
 		if q.propertyID != "" {
-			if err := checkProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
+			if err := consent.CheckProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
 				return err
 			}
 		}
@@ -200,14 +200,6 @@ func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller s
 	org, err := tx.Company(ctx, originator)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && !org.Authorizes(caller) {
 		return consent.Errorf(consent.Forbidden, "third-party verification is not authorized by the originating company")
-	}
-	return err
-}
-
-func checkProperty(ctx context.Context, tx consent.Tx, companyID, propertyID string) error {
-	p, err := tx.Property(ctx, propertyID)
-	if consent.ErrorCode(err) == consent.NotFound || err == nil && p.CompanyID != companyID {
-		return consent.Errorf(consent.NotFound, "property not found")
 	}
 	return err
 }
@@ -278,7 +270,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	}
 	var info *Info
 	err := s.store.Update(ctx, func(tx consent.Tx) error {
-		if err := checkProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
+		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return err
 		}
 		cert, err := certificateOf(ctx, tx, req.CertificateID, req.CompanyID)
