@@ -281,7 +281,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 	s.stop(t)
 
 	s = start(t, args...) // no -seed: the data is there already
-	if !strings.Contains(s.output(), "no demo data loaded") {
+	if !s.waitFor("no demo data loaded") {
 		t.Errorf("the restart did not notice its data:\n%s", s.output())
 	}
 	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 403 {
@@ -340,6 +340,10 @@ func TestServerRestartKeepsState(t *testing.T) {
 // a curl for every endpoint; that token works.
 func TestServerDemoData(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
+	// start returns at the "listening on" line; the guide's other lines follow it.
+	if !s.waitFor("Health: curl") {
+		t.Fatalf("the guide was not printed in full:\n%s", s.output())
+	}
 	out := s.output()
 	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(out)
 	if m == nil {
