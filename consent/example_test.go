@@ -11,7 +11,10 @@ import (
 
 func Example() {
 	ctx := context.Background()
-	svc := consent.NewService(memstore.New(), consent.Config{})
+	svc, err := consent.NewService(memstore.New(), consent.Config{})
+	if err != nil {
+		panic(err)
+	}
 
 	svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme Insurance"})
 	svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"})

@@ -2,36 +2,28 @@ package consent
 
 import (
 	"context"
-	"time"
 
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Charge debits e.Amount from e.CompanyID's wallet inside tx and returns the
-// new balance; a price of zero debits nothing and writes no ledger entry. An
-// empty e.ID gets a fresh one. A short balance gives a
+// Charge debits the price of kind (Config.Prices, D2) from the company's
+// wallet inside tx, with a ledger entry referring to reference (D5), and
+// returns the amount charged and the new balance. A price of zero debits
+// nothing and writes no entry. A short balance gives a
 // *wallet.InsufficientFundsError and changes nothing (D4).
-func Charge(ctx context.Context, tx Tx, e *wallet.Entry) (wallet.Amount, error) {
-	if e.Amount == 0 {
-		return tx.Balance(ctx, e.CompanyID)
+func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wallet.EntryKind, reference string) (charged, balance wallet.Amount, err error) {
+	price := s.cfg.Prices.Of(kind)
+	if price == 0 {
+		balance, err = tx.Balance(ctx, companyID)
+		return 0, balance, err
 	}
-	if e.ID == "" {
-		e.ID = NewID("le")
+	balance, err = tx.Debit(ctx, &wallet.Entry{
+		ID: NewID("le"), CompanyID: companyID, Kind: kind, Amount: price, Reference: reference, CreatedAt: s.Now(),
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	return tx.Debit(ctx, e)
-}
-
-// DefaultLongTermYears is how long a retained item is kept by default: five
-// years from its retention, past the four-year TCPA limitation period (D26).
-const DefaultLongTermYears = 5
-
-// RetainUntil returns when an item retained at now may be purged: now plus
-// longTerm, or plus DefaultLongTermYears when longTerm is zero.
-func RetainUntil(now time.Time, longTerm time.Duration) time.Time {
-	if longTerm <= 0 {
-		return now.AddDate(DefaultLongTermYears, 0, 0)
-	}
-	return now.Add(longTerm)
+	return price, balance, nil
 }
 
 // SessionOf returns the company's session inside tx. Another company's

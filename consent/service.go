@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -13,13 +15,24 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config tunes a Service. The zero value of each field means its default.
+// Config holds the settings that shape the domain: the clock, the price
+// list, the retention windows and the recording limits. It is declared here
+// once; verify, retain, optout, the conversion worker and httpadapter are
+// built from a *Service and read these settings from it, so no other package
+// re-declares them. The zero value of each field means its default; a
+// negative value is an error from NewService.
 type Config struct {
 	// Now is the clock; default time.Now. Times are stored in UTC.
 	Now func() time.Time
+	// Prices is the price list; default wallet.DefaultPrices() (D2).
+	Prices *wallet.Prices
 	// DefaultRetention is how long unretained sessions and certificates
 	// are kept: default 90 days (D26).
 	DefaultRetention time.Duration
+	// LongTermRetention is how long retained sessions and certificates are
+	// kept from their retention: default DefaultLongTermYears calendar
+	// years (D26).
+	LongTermRetention time.Duration
 	// MaxChunkBytes bounds one AppendEvents call: default 1 MiB, the
 	// request body limit of D29.
 	MaxChunkBytes int
@@ -32,37 +45,73 @@ const (
 	DefaultRetention         = 90 * 24 * time.Hour
 	DefaultMaxChunkBytes     = 1 << 20
 	DefaultMaxRecordingBytes = 64 << 20
+	// DefaultLongTermYears is how long a retained item is kept by default:
+	// five calendar years from its retention, past the four-year TCPA
+	// limitation period (D26).
+	DefaultLongTermYears = 5
 )
 
-// Service creates the things the rest of the library works on: companies,
-// properties, tokens, top-ups, session recordings and certificates. It is
-// safe for concurrent use.
+// Service is the root of the library's Go API: a store and the Config that
+// every operation follows. It creates the things the rest of the library
+// works on — companies, properties, tokens, top-ups, session recordings and
+// certificates — and authenticates callers. It is safe for concurrent use.
 type Service struct {
 	store Store
-	cfg   Config
+	cfg   Config // with defaults
 }
 
-// NewService returns a Service over store.
-func NewService(store Store, cfg Config) *Service {
+// NewService returns a Service over store. It fails when store is nil or a
+// field of cfg is negative.
+func NewService(store Store, cfg Config) (*Service, error) {
+	if store == nil {
+		return nil, errors.New("consent: NewService needs a Store")
+	}
+	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 {
+		return nil, errors.New("consent: Config durations and limits must not be negative (zero means the default)")
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.DefaultRetention <= 0 {
+	if cfg.Prices == nil {
+		prices := wallet.DefaultPrices()
+		cfg.Prices = &prices
+	} else {
+		prices := *cfg.Prices // a copy: the caller's later edits change nothing
+		if err := prices.Check(); err != nil {
+			return nil, fmt.Errorf("consent: Config.Prices: %w", err)
+		}
+		cfg.Prices = &prices
+	}
+	if cfg.DefaultRetention == 0 {
 		cfg.DefaultRetention = DefaultRetention
 	}
-	if cfg.MaxChunkBytes <= 0 {
+	if cfg.MaxChunkBytes == 0 {
 		cfg.MaxChunkBytes = DefaultMaxChunkBytes
 	}
-	if cfg.MaxRecordingBytes <= 0 {
+	if cfg.MaxRecordingBytes == 0 {
 		cfg.MaxRecordingBytes = DefaultMaxRecordingBytes
 	}
-	return &Service{store: store, cfg: cfg}
+	return &Service{store: store, cfg: cfg}, nil
 }
 
 // Store returns the store the service works on.
 func (s *Service) Store() Store { return s.store }
 
-func (s *Service) now() time.Time { return UTC(s.cfg.Now()) }
+// Prices returns the price list in force.
+func (s *Service) Prices() wallet.Prices { return *s.cfg.Prices }
+
+// Now returns the service clock's time in UTC, to the microsecond: the time
+// every operation records.
+func (s *Service) Now() time.Time { return UTC(s.cfg.Now()) }
+
+// RetainUntil returns when an item retained at now may be purged: now plus
+// Config.LongTermRetention, or DefaultLongTermYears calendar years (D26).
+func (s *Service) RetainUntil(now time.Time) time.Time {
+	if s.cfg.LongTermRetention == 0 {
+		return now.AddDate(DefaultLongTermYears, 0, 0)
+	}
+	return now.Add(s.cfg.LongTermRetention)
+}
 
 // update runs fn in one transaction of the store and returns its result.
 // Every XxxTx method has a twin Xxx that runs it this way; the Tx forms let
@@ -84,10 +133,10 @@ func checkName(field, name string) error {
 	if strings.TrimSpace(name) == "" {
 		return Errorf(Invalid, "%s is required", field)
 	}
-	if len(name) > maxNameLength || !utf8.ValidString(name) {
-		return Errorf(Invalid, "%s must be valid UTF-8 of at most %d bytes", field, maxNameLength)
+	if len(name) > maxNameLength {
+		return Errorf(Invalid, "%s must be at most %d bytes", field, maxNameLength)
 	}
-	return nil
+	return CheckText(field, name)
 }
 
 // CompanyParams describes a new company.
@@ -120,7 +169,7 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx Tx, p CompanyParams) (
 		ID: p.ID, Name: p.Name,
 		ThirdPartyVerificationEnabled: p.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties:        parties,
-		CreatedAt:                     s.now(),
+		CreatedAt:                     s.Now(),
 	}
 	if err := tx.CreateCompany(ctx, c); err != nil {
 		return nil, err
@@ -192,7 +241,7 @@ func (s *Service) AddPropertyTx(ctx context.Context, tx Tx, p PropertyParams) (*
 	if err := checkName("name", p.Name); err != nil {
 		return nil, err
 	}
-	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, CreatedAt: s.now()}
+	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, CreatedAt: s.Now()}
 	if err := tx.CreateProperty(ctx, prop); err != nil {
 		return nil, err
 	}
@@ -250,7 +299,7 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx Tx, p TokenParams) (*Toke
 	case len(secret) < MinSecretLength || len(secret) > maxSecretLength || strings.ContainsAny(secret, " \t\r\n"):
 		return nil, "", Errorf(Invalid, "token must be %d to %d bytes without white space", MinSecretLength, maxSecretLength)
 	}
-	now := s.now()
+	now := s.Now()
 	if !p.ExpiresAt.IsZero() && !UTC(p.ExpiresAt).After(now) {
 		return nil, "", Errorf(Invalid, "expires_at must be in the future")
 	}
@@ -279,14 +328,19 @@ func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) er
 
 // RevokeTokenTx is RevokeToken inside tx.
 func (s *Service) RevokeTokenTx(ctx context.Context, tx Tx, companyID, tokenID string) error {
-	return tx.RevokeToken(ctx, companyID, tokenID, s.now())
+	return tx.RevokeToken(ctx, companyID, tokenID, s.Now())
 }
 
+// errBadToken is the one answer to a token that does not authenticate:
+// unknown, expired and revoked tokens are told apart by nothing (D6).
+const errBadToken = "the token is unknown, expired or revoked"
+
 // Authenticate returns the active token whose secret is given. Unauthorized
-// when the secret is empty, unknown, expired or revoked (D6), all alike.
+// when the secret is empty, unknown, expired or revoked (D6), all with the
+// same message.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, error) {
 	if secret == "" || len(secret) > maxSecretLength {
-		return nil, Errorf(Unauthorized, "invalid token")
+		return nil, Errorf(Unauthorized, errBadToken)
 	}
 	var t *Token
 	err := s.store.View(ctx, func(tx Tx) error {
@@ -295,14 +349,28 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, erro
 		return err
 	})
 	switch {
-	case ErrorCode(err) == NotFound:
-		return nil, Errorf(Unauthorized, "invalid token")
+	case ErrorCode(err) == NotFound || err == nil && !t.Active(s.Now()):
+		return nil, Errorf(Unauthorized, errBadToken)
 	case err != nil:
 		return nil, err
-	case !t.Active(s.now()):
-		return nil, Errorf(Unauthorized, "token expired or revoked")
 	}
 	return t, nil
+}
+
+// AuthenticateProperty authenticates a caller by company and property ids,
+// the opt-in credentials of D8: nil when propertyID names a property of
+// companyID. Unauthorized otherwise, with one message whatever was wrong.
+// A property id is not a secret, so a host enables this mode knowingly.
+func (s *Service) AuthenticateProperty(ctx context.Context, companyID, propertyID string) error {
+	deny := Errorf(Unauthorized, "an Authorization: Bearer token, or company_id and property_id of one of its properties, is required")
+	if !ValidID(companyID) || !ValidID(propertyID) {
+		return deny
+	}
+	err := s.store.View(ctx, func(tx Tx) error { return CheckProperty(ctx, tx, companyID, propertyID) })
+	if ErrorCode(err) == NotFound {
+		return deny
+	}
+	return err
 }
 
 // TopUp credits the company's wallet (D5) and returns the new balance.
@@ -319,9 +387,12 @@ func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount w
 	if len(reference) > MaxIDLength {
 		return 0, Errorf(Invalid, "reference must be at most %d bytes", MaxIDLength)
 	}
+	if err := CheckText("reference", reference); err != nil {
+		return 0, err
+	}
 	return tx.Credit(ctx, &wallet.Entry{
 		ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
-		Amount: amount, Reference: reference, CreatedAt: s.now(),
+		Amount: amount, Reference: reference, CreatedAt: s.Now(),
 	})
 }
 
@@ -360,7 +431,7 @@ func (s *Service) StartSessionTx(ctx context.Context, tx Tx, p SessionParams) (*
 			return nil, err
 		}
 	}
-	created := s.now()
+	created := s.Now()
 	if !p.CreatedAt.IsZero() {
 		created = UTC(p.CreatedAt)
 	}
@@ -522,10 +593,13 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 			return nil, err
 		}
 	}
-	if len(p.Origin) > maxOrigin || !utf8.ValidString(p.Origin) {
-		return nil, Errorf(Invalid, "origin must be valid UTF-8 of at most %d bytes", maxOrigin)
+	if len(p.Origin) > maxOrigin {
+		return nil, Errorf(Invalid, "origin must be at most %d bytes", maxOrigin)
 	}
-	created := s.now()
+	if err := CheckText("origin", p.Origin); err != nil {
+		return nil, err
+	}
+	created := s.Now()
 	if !p.CreatedAt.IsZero() {
 		created = UTC(p.CreatedAt)
 	}
@@ -548,6 +622,9 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 	}
 	if ec := bytes.TrimSpace(p.EventsCombined); len(ec) > 0 && !bytes.Equal(ec, []byte("null")) {
 		var obj map[string]json.RawMessage
+		if !utf8.Valid(p.EventsCombined) {
+			return nil, Errorf(Invalid, "events_combined must be valid UTF-8")
+		}
 		if err := json.Unmarshal(p.EventsCombined, &obj); err != nil || obj == nil {
 			return nil, Errorf(Invalid, "events_combined must be a JSON object")
 		}
@@ -557,16 +634,22 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 		return nil, Errorf(Invalid, "consents: at most %d records", maxRecords)
 	}
 	for i, r := range p.Records {
-		if strings.TrimSpace(r.Text) == "" || len(r.Text) > maxTextLength || !utf8.ValidString(r.Text) {
-			return nil, Errorf(Invalid, "consents[%d].text must be non-empty UTF-8 of at most %d bytes", i, maxTextLength)
+		if strings.TrimSpace(r.Text) == "" || len(r.Text) > maxTextLength {
+			return nil, Errorf(Invalid, "consents[%d].text must be non-empty and at most %d bytes", i, maxTextLength)
+		}
+		if err := CheckText(fmt.Sprintf("consents[%d].text", i), r.Text); err != nil {
+			return nil, err
 		}
 		if len(r.Types) > maxTypes {
 			return nil, Errorf(Invalid, "consents[%d].types: at most %d", i, maxTypes)
 		}
 		rec := Record{Text: r.Text, Types: make([]string, 0, len(r.Types)), OptInAt: created}
 		for _, ty := range r.Types {
-			if strings.TrimSpace(ty) == "" || len(ty) > MaxIDLength || !utf8.ValidString(ty) {
+			if strings.TrimSpace(ty) == "" || len(ty) > MaxIDLength {
 				return nil, Errorf(Invalid, "consents[%d].types must be non-empty labels of at most %d bytes", i, MaxIDLength)
+			}
+			if err := CheckText(fmt.Sprintf("consents[%d].types", i), ty); err != nil {
+				return nil, err
 			}
 			rec.Types = append(rec.Types, ty)
 		}

@@ -27,7 +27,10 @@ func newService(t *testing.T, cfg consent.Config) (*consent.Service, *clock) {
 	}
 	s := memstore.New()
 	t.Cleanup(func() { s.Close() })
-	svc := consent.NewService(s, cfg)
+	svc, err := consent.NewService(s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}

@@ -37,6 +37,13 @@ type Store interface {
 // Every method returns an error of code NotFound (errors.Is(err,
 // ErrNotFound)) when a thing it needs does not exist, Conflict when an
 // identifier is taken, and an uncoded error for storage failures.
+//
+// Text is stored exactly: every string a method writes (names, ids, consent
+// text and types, origins, reasons, references, errors, lease owners) must
+// be ValidText, and a method given one that is not returns Invalid and
+// writes nothing; the values' CheckText methods (and CheckEntryText) say
+// which fields are text. Any valid text, 4-byte characters included, reads
+// back byte for byte. So every store accepts exactly the same values.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.

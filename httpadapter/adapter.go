@@ -1,11 +1,11 @@
 package httpadapter
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/netip"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,155 +13,181 @@ import (
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/verify"
-	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config configures the handler. Store is required; zero values of the
-// other fields mean their defaults.
+// Config configures the handler. Service is required. As everywhere in the
+// library, the zero value of a field means its default and a value out of
+// range is an error from New; the clock, prices and retention periods are
+// the Service's (consent.Config), not declared again here.
 type Config struct {
-	Store  consent.Store
-	Prices *wallet.Prices   // default wallet.DefaultPrices() (D2)
-	Now    func() time.Time // default time.Now
-	Logger *slog.Logger     // default slog.Default()
-	// LongTermRetention is how long retained items are kept: default five
-	// years (D26).
-	LongTermRetention time.Duration
+	Service *consent.Service
+	Logger  *slog.Logger // default slog.Default()
 	// PropertyCredentials turns on company-and-property authentication of
 	// Verification API requests without an Authorization header (D8). Off by
 	// default: a property id is not a secret.
 	PropertyCredentials bool
 	// TrustedProxies are the peers whose X-Forwarded-For is believed (D20).
-	TrustedProxies []netip.Prefix
+	TrustedProxies TrustedProxies
+	// IPv6PrefixBits is how much of an IPv6 client address keys its rate
+	// limit: default 64, since one subscriber commonly holds a /64; 1–128.
+	IPv6PrefixBits int
 	// Rate limits per minute (D28); a negative value turns one off.
-	OptOutPerMinute int // per client IP; default 10
+	OptOutPerMinute int // per client address; default 10
 	RetainPerMinute int // per company, single and batch together; default 500
 	VerifyPerMinute int // per company, other verification endpoints; default none
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
 }
 
-type adapter struct {
-	mux     *http.ServeMux
-	log     *slog.Logger
-	trusted []netip.Prefix
-	d8      bool
+// Handler serves the routes of Routes. Build it with New; mount it on any
+// mux, under any prefix.
+type Handler struct {
+	cfg    Config
+	svc    *consent.Service
+	log    *slog.Logger
+	mux    *http.ServeMux // every route, and the fallback for the rest
+	paths  *http.ServeMux // every route's pattern, any method: 405 or 404
+	allow  map[string]string
+	routes []*route
+	limits map[Limit]*keyedLimiter // nil: no limit
 
-	consent *consent.Service
-	verify  *verify.Service
-	optout  *optout.Service
-	retain  *retain.Service
-
-	optoutLimit, retainLimit, verifyLimit *keyedLimiter // nil: no limit
+	verify *verify.Service
+	optout *optout.Service
+	retain *retain.Service
 }
 
-// New returns the handler serving every endpoint.
-func New(cfg Config) (http.Handler, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("httpadapter: Config.Store is required")
+// New returns the handler serving every route.
+func New(cfg Config) (*Handler, error) {
+	if cfg.Service == nil {
+		return nil, errors.New("httpadapter: Config.Service is required")
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.IPv6PrefixBits == 0 {
+		cfg.IPv6PrefixBits = 64
+	}
+	if cfg.IPv6PrefixBits < 1 || cfg.IPv6PrefixBits > 128 {
+		return nil, errors.New("httpadapter: Config.IPv6PrefixBits must be 1 to 128")
+	}
+	if cfg.MaxLimiterKeys < 0 {
+		return nil, errors.New("httpadapter: Config.MaxLimiterKeys must not be negative")
+	}
+	if cfg.MaxLimiterKeys == 0 {
+		cfg.MaxLimiterKeys = 10_000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxLimiterKeys <= 0 {
-		cfg.MaxLimiterKeys = 10_000
+	h := &Handler{
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger, mux: http.NewServeMux(), paths: http.NewServeMux(),
+		allow: map[string]string{},
+		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
+		limits: map[Limit]*keyedLimiter{},
 	}
-	limiter := func(n, def int) *keyedLimiter {
-		switch {
-		case n == 0:
-			n = def
-		case n < 0:
-			return nil
+	for l, n := range map[Limit]int{
+		OptOutLimit: perMinute(cfg.OptOutPerMinute, 10),
+		RetainLimit: perMinute(cfg.RetainPerMinute, 500),
+		VerifyLimit: perMinute(cfg.VerifyPerMinute, 0),
+	} {
+		if n > 0 {
+			h.limits[l] = newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
-		if n == 0 {
-			return nil
+	}
+	h.routes = h.table()
+	methods := map[string][]string{} // of each pattern, for 405's Allow
+	for _, rt := range h.routes {
+		h.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) })
+		if methods[rt.Pattern] == nil {
+			h.paths.Handle(rt.Pattern, http.NotFoundHandler()) // only its pattern is used
 		}
-		return newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Now)
+		methods[rt.Pattern] = append(methods[rt.Pattern], rt.Method)
 	}
-	policy := consent.Policy{Prices: cfg.Prices, Now: cfg.Now, LongTermRetention: cfg.LongTermRetention}
-	a := &adapter{
-		mux:         http.NewServeMux(),
-		log:         cfg.Logger,
-		trusted:     cfg.TrustedProxies,
-		d8:          cfg.PropertyCredentials,
-		consent:     consent.NewService(cfg.Store, consent.Config{Now: cfg.Now}),
-		verify:      verify.New(cfg.Store, policy),
-		optout:      optout.New(cfg.Store, cfg.Now),
-		retain:      retain.New(cfg.Store, policy),
-		optoutLimit: limiter(cfg.OptOutPerMinute, 10),
-		retainLimit: limiter(cfg.RetainPerMinute, 500),
-		verifyLimit: limiter(cfg.VerifyPerMinute, 0),
+	for pattern, ms := range methods {
+		if slices.Contains(ms, http.MethodGet) {
+			ms = append(ms, http.MethodHead)
+		}
+		h.allow[pattern] = strings.Join(ms, ", ")
 	}
-	for _, prefix := range []string{"", "/api"} { // D30
-		a.mux.HandleFunc("POST "+prefix+"/verify/match", a.match)
-		a.mux.HandleFunc("POST "+prefix+"/verify/partial-match", a.partialMatch)
-		a.mux.HandleFunc("POST "+prefix+"/verify/certificate-info", a.certificateInfo)
-		a.mux.HandleFunc("POST "+prefix+"/verify/session/{company_id}", a.retainSession)
-		a.mux.HandleFunc("POST "+prefix+"/verify/certificate/{company_id}", a.retainCertificate)
-	}
-	a.mux.HandleFunc("POST /opt-out", a.optOut)
-	a.mux.HandleFunc("POST /api/integrations/{companyId}/retain/batch", a.retainBatch)
-	a.mux.HandleFunc("POST /api/integrations/{companyId}/retain/{sessionId}", a.retainOne)
-	a.mux.HandleFunc("GET /api/integrations/{companyId}/sessions/{sessionId}", a.sessionStatus)
-	return a, nil
+	h.mux.HandleFunc("/", h.unrouted)
+	return h, nil
 }
 
-func (a *adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
-
-// bearer returns the token of an "Authorization: Bearer <token>" header,
-// whether the header was present at all, and an error when it is malformed.
-func bearer(r *http.Request) (token string, present bool, err error) {
-	h := r.Header.Get("Authorization")
-	if h == "" {
-		return "", false, nil
-	}
-	scheme, token, ok := strings.Cut(h, " ")
-	token = strings.TrimSpace(token)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return "", true, consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
-	}
-	return token, true, nil
-}
-
-// token authenticates a bearer token (D6).
-func (a *adapter) token(r *http.Request) (*consent.Token, error) {
-	secret, present, err := bearer(r)
-	if err != nil {
-		return nil, err
-	}
-	if !present {
-		return nil, consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token is required")
-	}
-	return a.consent.Authenticate(r.Context(), secret)
-}
-
-// propertyCaller authenticates by company and property (D8): the property
-// must exist and be the company's.
-func (a *adapter) propertyCaller(ctx context.Context, companyID, propertyID string) (string, error) {
-	deny := consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token, or company_id and property_id of one of its properties, is required")
-	if !consent.ValidID(companyID) || !consent.ValidID(propertyID) {
-		return "", deny
-	}
-	err := a.consent.Store().View(ctx, func(tx consent.Tx) error { return consent.CheckProperty(ctx, tx, companyID, propertyID) })
+// perMinute applies the convention of the rate fields: zero is the
+// default, a negative value none.
+func perMinute(n, def int) int {
 	switch {
-	case consent.ErrorCode(err) == consent.NotFound:
-		return "", deny
-	case err != nil:
-		return "", err
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
 	}
-	return companyID, nil
+	return n
 }
 
-// limit takes a token from l for key, answering 429 when there is none.
-func limit(w http.ResponseWriter, l *keyedLimiter, key string, st style) bool {
-	if l == nil {
-		return true
+// ServeHTTP answers the request. A path that is not in its clean form (a
+// trailing slash, "//", "..") names no route: 404, never a redirect.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+		h.notFound(w, r)
+		return
 	}
-	ok, wait := l.allow(key)
-	if !ok {
-		writeLimited(w, st, wait)
+	h.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers what no route serves: 405 with Allow when the path is a
+// route's with another method, else 404.
+func (h *Handler) unrouted(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := h.paths.Handler(r); pattern != "" {
+		allow := h.allow[pattern]
+		h.writeError(w, r, shapeOf(r.URL.Path), &httpError{
+			status: http.StatusMethodNotAllowed, msg: "method " + r.Method + " is not allowed here; use " + allow,
+			header: http.Header{"Allow": {allow}},
+		})
+		return
 	}
-	return ok
+	h.notFound(w, r)
+}
+
+func (h *Handler) notFound(w http.ResponseWriter, r *http.Request) {
+	h.writeError(w, r, shapeOf(r.URL.Path), &httpError{status: http.StatusNotFound, msg: "no such endpoint"})
+}
+
+// shapeOf picks the error shape of a path that matched no route: the Retain
+// API's under /api/integrations/, the Verification API's elsewhere.
+func shapeOf(p string) ErrorShape {
+	if strings.HasPrefix(p, "/api/integrations/") {
+		return RetainErrors
+	}
+	return VerifyErrors
+}
+
+// Routes returns a description of every route the handler serves, in the
+// order of the package documentation.
+func (h *Handler) Routes() []Route {
+	out := make([]Route, len(h.routes))
+	for i, rt := range h.routes {
+		out[i] = rt.Route
+	}
+	return out
+}
+
+// NewServer returns an http.Server for h with timeouts (header 10 s, whole
+// request 30 s, response 60 s, idle connection 2 min), headers of at most
+// 64 KiB, and its own errors logged to logger (nil: slog.Default()) at
+// WARN. An http.Server's zero timeouts wait forever, which lets anyone hold
+// connections open with a slow header or body; the unauthenticated opt-out
+// route makes that cheap. The largest body, 1 MiB (MaxBodyBytes), arrives in
+// a few seconds even on a slow link. Set Addr, or call Serve with a
+// listener.
+func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }

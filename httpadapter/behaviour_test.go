@@ -262,7 +262,7 @@ func TestRevocationRace(t *testing.T) {
 // 429 with Retry-After (D20). X-Forwarded-For counts only from a trusted proxy.
 func TestOptOutRateLimit(t *testing.T) {
 	e := setup(t, teststore.Memory(t))
-	h := e.handler(t, httpadapter.Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}})
+	h := e.handler(t, httpadapter.Config{TrustedProxies: httpadapter.TrustedProxies{Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}})
 	optOut := func(remote, xff string) int {
 		r := request{path: "/opt-out", body: `{"company_id":"acme","email":"nobody@example.com"}`, remote: remote}
 		if xff != "" {
@@ -355,9 +355,9 @@ func (failingStore) Update(context.Context, func(consent.Tx) error) error { retu
 func TestInternalErrorsDoNotLeak(t *testing.T) {
 	e := setup(t, teststore.Memory(t))
 	var logs bytes.Buffer
-	h, err := httpadapter.New(httpadapter.Config{
-		Store: failingStore{e.store}, Now: e.clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-	})
+	svc, err := consent.NewService(failingStore{e.store}, consent.Config{Now: e.clock.Now})
+	must(t, err)
+	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(t, err)
 	for _, r := range []request{
 		{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText)},

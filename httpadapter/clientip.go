@@ -7,18 +7,40 @@ import (
 	"strings"
 )
 
-// ClientIP returns the address of the client that sent r (D20). It is the
-// connection's peer, unless the peer is one of the trusted proxies: then
+// TrustedProxies names the peers whose X-Forwarded-For header is believed
+// (D20). The zero value trusts nobody: the client is the connection's peer.
+type TrustedProxies struct {
+	// Networks holds the addresses of trusted proxies.
+	Networks []netip.Prefix
+	// UnixSocket trusts a peer connected over a Unix socket: a proxy on the
+	// same machine. Such a peer has no IP address, so without this (or
+	// without the proxy's X-Forwarded-For) the client's address is unknown.
+	UnixSocket bool
+}
+
+// ClientIP returns the address of the client that sent r. It is the
+// connection's peer, unless the peer is a trusted proxy: then
 // X-Forwarded-For is read from the right, skipping trusted proxies, and the
 // first address that is not one is the client. An entry that does not parse
 // ends the walk at the last trusted hop, since nothing before it can be
 // believed. X-Forwarded-For from an untrusted peer is ignored.
-func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
+//
+// The result is invalid (IsValid false) when the client has no known IP
+// address: a peer on a Unix socket that is not trusted, or that forwarded
+// no address.
+func (p TrustedProxies) ClientIP(r *http.Request) netip.Addr {
 	peer := parseAddr(r.RemoteAddr)
-	if !peer.IsValid() || !isTrusted(peer, trusted) {
+	unix := overUnixSocket(r)
+	switch {
+	case unix && !p.UnixSocket:
+		return netip.Addr{}
+	case !unix && (!peer.IsValid() || !p.trusts(peer)):
 		return peer
 	}
-	client := peer
+	client := netip.Addr{} // a Unix socket peer has no address of its own
+	if !unix {
+		client = peer
+	}
 	values := r.Header.Values("X-Forwarded-For")
 	for i := len(values) - 1; i >= 0; i-- {
 		hops := strings.Split(values[i], ",")
@@ -28,12 +50,20 @@ func ClientIP(r *http.Request, trusted []netip.Prefix) netip.Addr {
 				return client
 			}
 			client = a
-			if !isTrusted(a, trusted) {
+			if !p.trusts(a) {
 				return a
 			}
 		}
 	}
 	return client
+}
+
+// overUnixSocket reports whether r came over a Unix socket listener. The
+// listener's address is the reliable sign: the peer's address of a Unix
+// socket connection is "@" or empty, depending on the platform.
+func overUnixSocket(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && (local.Network() == "unix" || local.Network() == "unixpacket")
 }
 
 // parseAddr reads "ip", "ip:port" or "[ipv6]:port", unmapping IPv4-in-IPv6.
@@ -48,11 +78,23 @@ func parseAddr(s string) netip.Addr {
 	return a.Unmap().WithZone("")
 }
 
-func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
-	for _, p := range trusted {
-		if p.Contains(a) {
+func (p TrustedProxies) trusts(a netip.Addr) bool {
+	for _, n := range p.Networks {
+		if n.Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// clientKey is the rate-limit key of a client address: an IPv4 address
+// itself, an IPv6 address its network of the given prefix length, since
+// one subscriber commonly holds a whole /64 and could otherwise take a new
+// key for every request.
+func clientKey(a netip.Addr, ipv6Bits int) string {
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(ipv6Bits)
+	return p.String()
 }

@@ -2,13 +2,14 @@
 // http.Handler that a host application mounts on its own mux, under any
 // prefix, behind its own middleware:
 //
-//	h, err := httpadapter.New(httpadapter.Config{Store: st})
+//	svc, err := consent.NewService(st, consent.Config{})
+//	h, err := httpadapter.New(httpadapter.Config{Service: svc})
 //	mux.Handle("/consent/", http.StripPrefix("/consent", h))
 //
 // It never registers anything on http.DefaultServeMux.
 //
-// Endpoints (service.md §4); every /verify/ path is also served under /api
-// (D30):
+// Routes (service description §4); every /verify/ path is also served under
+// /api (D30):
 //
 //	POST /verify/match                          exact match, 0.015
 //	POST /verify/partial-match                  partial match, 0.015
@@ -18,37 +19,88 @@
 //	POST /opt-out                               revocation, free, no authentication
 //	POST /api/integrations/{companyId}/retain/{sessionId}   Retain API, 0.10
 //	POST /api/integrations/{companyId}/retain/batch         Retain API batch, 0.10 each
+//	GET  /api/integrations/{companyId}/sessions/{sessionId} session status
 //
 // A session whose id is "batch" cannot be retained singly: the batch path
-// takes precedence.
+// takes precedence. The last route goes beyond the documented contract, with
+// the Retain API's authentication: it answers the session's
+// retention_status, rrweb_to_video_status (D21), retained_until and, once
+// converted, its video's size, SHA-256 and length. Handler.Routes describes
+// every route: method, pattern, authentication, rate limit, price, error
+// shape, and request and response types.
 //
-// One route goes beyond the documented contract, with the Retain API's
-// authentication: GET /api/integrations/{companyId}/sessions/{sessionId}
-// answers the session's retention_status, rrweb_to_video_status (D21),
-// retained_until and, once converted, its video's size, SHA-256 and length.
+// # One table, one wrapper
 //
-// Authentication: Verification API requests carry "Authorization: Bearer
-// <token>" of the company named in the body's company_id (or the path's
-// company_id); a token of another company gets 403 (D6, D7). When
-// Config.PropertyCredentials is on, a request without an Authorization
-// header may identify itself by company_id and property_id instead, which
-// must name a property of that company, else 401 (D8). The Retain API
-// needs a token of :companyId with the permission vzew_retention; a valid
-// token without it gets 403.
+// Every route is one entry of the route table (handlers.go) bound to a
+// typed function. One wrapper serves them all, in this order: it
+// authenticates the caller (401, 403), takes a token from the route's rate
+// limiter (429), decodes the JSON body and the path's wildcards into the
+// request type (400, 413), calls the function, and writes its response as
+// JSON or its error through the one error table (respond.go). Adding a
+// route is one entry and one function:
 //
-// Errors: the Verification API and opt-out answer
-// {"status":<code>,"error":"<message>"} (D14); the Retain API answers
-// {"success":false,"error":"<message>"}; a 402 adds required and
-// current_balance (D4). Bodies over 1 MiB get 413, malformed JSON or a wrong
-// type 400 naming the field, unknown fields are ignored, and identifiers
-// must be 1–128 characters of [A-Za-z0-9._:-] (D29). Internal errors are
-// logged with log/slog and answered with a generic 500 body.
+//	handle(Route{Method: post, Pattern: "/verify/example", Auth: AuthToken, Limit: VerifyLimit}, h.example),
+//
+//	type exampleRequest struct {
+//		CompanyID string `json:"company_id"`
+//	}
+//
+//	type exampleResponse struct {
+//		Valid bool `json:"valid"`
+//	}
+//
+//	func (h *Handler) example(ctx context.Context, c Caller, req *exampleRequest) (*exampleResponse, error) {
+//		… // c.CompanyID is the authenticated company; return a consent.Error for a 4xx
+//	}
+//
+// A request field tagged `path:"name"` is read from the pattern's {name}.
+// The functions know nothing of HTTP and are tested without it.
+//
+// # Authentication
+//
+// Verification API requests carry "Authorization: Bearer <token>" of the
+// company named in the body's company_id (or the path's company_id); a token
+// of another company gets 403 (D6, D7). Unknown, expired and revoked tokens
+// get the same 401; a missing or malformed header is told what is wrong
+// with it. When Config.PropertyCredentials is on, a request without an
+// Authorization header may identify itself by company_id and property_id
+// instead, which must name a property of that company, else 401 (D8). The
+// Retain API needs a token of :companyId with the permission vzew_retention;
+// a valid token without it gets 403.
+//
+// # Errors
+//
+// The Verification API and opt-out answer {"status":<code>,"error":"<message>"}
+// (D14); the Retain API answers {"success":false,"error":"<message>"}; a 402
+// adds required and current_balance (D4). Bodies over 1 MiB get 413;
+// malformed JSON, a wrong type, or text that is not valid UTF-8 get 400
+// naming the field; unknown fields are ignored; identifiers must be 1–128
+// characters of [A-Za-z0-9._:-] (D29); text must be valid UTF-8 without
+// control characters other than tab and newline (consent.ValidText), never
+// silently cleaned. An unknown path gets 404 and a known path with another
+// method 405 with an Allow header, in the same shapes (the Retain API's
+// under /api/integrations/); a path that is not in clean form (a trailing
+// slash, "//") is unknown, never redirected. Internal errors are logged
+// with log/slog and answered with a generic 500 body. A request whose
+// client went away is logged at INFO as cancelled and recorded with status
+// 499 (StatusClientClosedRequest), never as a server error.
+//
+// # Rate limits
 //
 // Rate limits are token buckets of capacity N refilled at N per minute
-// (D20, D28): opt-out 10 per client IP, the Retain API 500 per company
+// (D20, D28): opt-out 10 per client address, the Retain API 500 per company
 // (single and batch together), the other verification endpoints none unless
-// configured. A refused request gets 429 with Retry-After. Limiter memory is
-// bounded: idle keys are evicted and the number of keys is capped. The
-// client IP is the connection's peer; X-Forwarded-For is read only when the
-// peer is a configured trusted proxy (see ClientIP).
+// configured. A refused request gets 429 with Retry-After. The client
+// address is the connection's peer; X-Forwarded-For is read only when the
+// peer is a trusted proxy (TrustedProxies.ClientIP), and a peer on a Unix
+// socket is one only when configured so. An IPv6 client is keyed by its /64
+// (Config.IPv6PrefixBits), since one subscriber commonly holds a whole /64.
+// A request whose client address cannot be known is refused (500, logged
+// with the fix) rather than keyed by an invalid address.
+//
+// Each limiter holds at most Config.MaxLimiterKeys keys. A key is forgotten
+// only when its bucket is full again, so forgetting never gives back spent
+// requests; when the cap is reached and no bucket is full, a new client gets
+// 429 until one is. Spraying addresses can therefore delay new clients by
+// at most a minute, never lift anyone's limit.
 package httpadapter

@@ -19,7 +19,10 @@ import (
 func Example() {
 	ctx := context.Background()
 	st := memstore.New()
-	svc := consent.NewService(st, consent.Config{})
+	svc, err := consent.NewService(st, consent.Config{})
+	if err != nil {
+		panic(err)
+	}
 	svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme Insurance"})
 	svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"})
 	svc.TopUp(ctx, "acme", 10*wallet.Dollar, "invoice-1")
@@ -30,7 +33,7 @@ func Example() {
 		Records: []consent.Record{{Text: "I agree to be contacted."}},
 	})
 
-	h, err := httpadapter.New(httpadapter.Config{Store: st})
+	h, err := httpadapter.New(httpadapter.Config{Service: svc})
 	if err != nil {
 		panic(err)
 	}

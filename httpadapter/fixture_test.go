@@ -67,7 +67,8 @@ func must(t testing.TB, err error) {
 func setup(t testing.TB, store consent.Store) *env {
 	t.Helper()
 	clk := &clock{t: created}
-	svc := consent.NewService(store, consent.Config{Now: clk.Now})
+	svc, err := consent.NewService(store, consent.Config{Now: clk.Now})
+	must(t, err)
 	e := &env{store: store, svc: svc, clock: clk}
 	one := wallet.Dollar
 	for _, c := range []consent.CompanyParams{
@@ -158,10 +159,10 @@ func setup(t testing.TB, store consent.Store) *env {
 	return e
 }
 
-// handler returns the adapter over e's store with e's clock.
+// handler returns the adapter over e's service, with e's store and clock.
 func (e *env) handler(t testing.TB, cfg httpadapter.Config) http.Handler {
 	t.Helper()
-	cfg.Store, cfg.Now = e.store, e.clock.Now
+	cfg.Service = e.svc
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

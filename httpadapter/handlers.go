@@ -1,103 +1,109 @@
 package httpadapter
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/optout"
+	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// begin authenticates a Verification API request (401), decodes its body
-// into req (400, 413) and applies the verification rate limit (429). ids
-// returns the company and property that the request names, for
-// company-and-property credentials (D8). It returns the caller's company,
-// or false after answering.
-func (a *adapter) begin(w http.ResponseWriter, r *http.Request, req any, ids func() (string, string)) (string, bool) {
-	secret, present, err := bearer(r)
-	var tok *consent.Token
-	switch {
-	case err != nil:
-	case present:
-		tok, err = a.consent.Authenticate(r.Context(), secret)
-	case !a.d8:
-		err = consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token is required")
+// table is the route table: one entry per route, each bound to its typed
+// function below.
+func (h *Handler) table() []*route {
+	const post, get = http.MethodPost, http.MethodGet
+	var rs []*route
+	for _, p := range []string{"", "/api"} { // both spellings (D30)
+		rs = append(rs,
+			handle(Route{Method: post, Pattern: p + "/verify/match", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.ExactMatch}, h.match),
+			handle(Route{Method: post, Pattern: p + "/verify/partial-match", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.PartialMatch}, h.partialMatch),
+			handle(Route{Method: post, Pattern: p + "/verify/certificate-info", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateInfo}, h.certificateInfo),
+			handle(Route{Method: post, Pattern: p + "/verify/session/{company_id}", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.SessionRetention}, h.retainSession),
+			handle(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate),
+		)
 	}
-	if err == nil {
-		err = decode(w, r, req)
-	}
-	var caller string
-	if err == nil && tok != nil {
-		caller = tok.CompanyID
-	} else if err == nil {
-		company, property := ids()
-		caller, err = a.propertyCaller(r.Context(), company, property)
-	}
-	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return "", false
-	}
-	return caller, limit(w, a.verifyLimit, caller, verifyStyle)
+	return append(rs,
+		handle(Route{Method: post, Pattern: "/opt-out", Auth: AuthNone, Limit: OptOutLimit}, h.optOut),
+		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
+		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
+	)
 }
 
 type matchRequest struct {
 	CertificateID       string `json:"certificate_id"`
 	CompanyID           string `json:"company_id"`
 	Consent             string `json:"consent"`
+	OriginatorCompanyID string `json:"originator_company_id"`
+	PropertyID          string `json:"property_id"`
+}
+
+func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
+
+type matchResponse struct {
+	Valid            bool     `json:"valid"`
+	ConsentOptIn     *string  `json:"consent_opt_in"`
+	Origin           string   `json:"origin"`
+	ConsentTypes     []string `json:"consent_types"`
+	VerificationType string   `json:"verification_type"`
+}
+
+func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*matchResponse, error) {
+	res, err := h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
+		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
+		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &matchResponse{
+		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
+		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
+	}, nil
+}
+
+type partialMatchRequest struct {
+	CertificateID       string `json:"certificate_id"`
+	CompanyID           string `json:"company_id"`
 	Term                string `json:"term"`
 	OriginatorCompanyID string `json:"originator_company_id"`
 	PropertyID          string `json:"property_id"`
 }
 
-type matchResponse struct {
-	Valid            bool      `json:"valid"`
-	ConsentOptIn     *string   `json:"consent_opt_in"`
-	Origin           string    `json:"origin"`
-	ConsentTypes     *[]string `json:"consent_types,omitempty"` // match only
-	VerificationType string    `json:"verification_type"`
+func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
+
+type partialMatchResponse struct {
+	Valid            bool    `json:"valid"`
+	ConsentOptIn     *string `json:"consent_opt_in"`
+	Origin           string  `json:"origin"`
+	VerificationType string  `json:"verification_type"`
 }
 
-func (a *adapter) match(w http.ResponseWriter, r *http.Request) {
-	var req matchRequest
-	caller, ok := a.begin(w, r, &req, func() (string, string) { return req.CompanyID, req.PropertyID })
-	if !ok {
-		return
-	}
-	res, err := a.verify.Match(r.Context(), caller, verify.MatchRequest{
-		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
-		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
-	})
-	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, matchResponse{
-		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
-		ConsentTypes: &res.ConsentTypes, VerificationType: res.VerificationType,
-	})
-}
-
-func (a *adapter) partialMatch(w http.ResponseWriter, r *http.Request) {
-	var req matchRequest
-	caller, ok := a.begin(w, r, &req, func() (string, string) { return req.CompanyID, req.PropertyID })
-	if !ok {
-		return
-	}
-	res, err := a.verify.PartialMatch(r.Context(), caller, verify.PartialMatchRequest{
+func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*partialMatchResponse, error) {
+	res, err := h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
 	})
 	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, matchResponse{
+	return &partialMatchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType,
-	})
+	}, nil
 }
+
+type infoRequest struct {
+	CertificateID string `json:"certificate_id"`
+	CompanyID     string `json:"company_id"`
+	PropertyID    string `json:"property_id"`
+}
+
+func (r *infoRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
 
 type infoResponse struct {
 	Valid            bool            `json:"valid"`
@@ -108,29 +114,26 @@ type infoResponse struct {
 	EventsCombined   json.RawMessage `json:"events_combined"`
 }
 
-func (a *adapter) certificateInfo(w http.ResponseWriter, r *http.Request) {
-	var req matchRequest
-	caller, ok := a.begin(w, r, &req, func() (string, string) { return req.CompanyID, req.PropertyID })
-	if !ok {
-		return
-	}
-	info, err := a.verify.CertificateInfo(r.Context(), caller, verify.InfoRequest{
+func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*infoResponse, error) {
+	info, err := h.verify.CertificateInfo(ctx, c.CompanyID, verify.InfoRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, PropertyID: req.PropertyID,
 	})
 	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, infoResponse{
+	return &infoResponse{
 		Valid: true, CertificateID: info.CertificateID, CreatedTimestamp: timestamp(info.CreatedAt),
 		HasConsents: info.ConsentCount > 0, ConsentCount: info.ConsentCount, EventsCombined: info.EventsCombined,
-	})
+	}, nil
 }
 
 type sessionRequest struct {
+	CompanyID  string `path:"company_id" json:"-"`
 	SessionID  string `json:"session_id"`
 	PropertyID string `json:"property_id"` // for company-and-property credentials only
 }
+
+func (r *sessionRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
 
 type retentionResponse struct {
 	Success          bool          `json:"success"`
@@ -139,46 +142,35 @@ type retentionResponse struct {
 	RetainedUntil    *string       `json:"retained_until"`
 	CostCharged      wallet.Amount `json:"cost_charged"`
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
-	CertificateIDs   *[]string     `json:"certificate_ids,omitempty"`
 }
 
-func retention(r *verify.SessionRetention) retentionResponse {
+func retention(r *retain.Retention) retentionResponse {
 	return retentionResponse{
 		Success: true, SessionID: r.SessionID, RetentionStatus: string(r.RetentionStatus),
 		RetainedUntil: timestamp(r.RetainedUntil), CostCharged: r.Charged, RemainingBalance: r.Balance,
 	}
 }
 
-func (a *adapter) retainSession(w http.ResponseWriter, r *http.Request) {
-	var req sessionRequest
-	company := r.PathValue("company_id")
-	caller, ok := a.begin(w, r, &req, func() (string, string) { return company, req.PropertyID })
-	if !ok {
-		return
-	}
-	res, err := a.verify.RetainSession(r.Context(), caller, company, req.SessionID)
+func (h *Handler) retainSession(ctx context.Context, c Caller, req *sessionRequest) (*retentionResponse, error) {
+	res, err := h.retain.RetainSession(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, retention(res))
+	body := retention(res)
+	return &body, nil
 }
 
-func (a *adapter) retainCertificate(w http.ResponseWriter, r *http.Request) {
-	var req sessionRequest
-	company := r.PathValue("company_id")
-	caller, ok := a.begin(w, r, &req, func() (string, string) { return company, req.PropertyID })
-	if !ok {
-		return
-	}
-	res, err := a.verify.RetainCertificate(r.Context(), caller, company, req.SessionID)
+type certificateRetentionResponse struct {
+	retentionResponse
+	CertificateIDs []string `json:"certificate_ids"`
+}
+
+func (h *Handler) retainCertificate(ctx context.Context, c Caller, req *sessionRequest) (*certificateRetentionResponse, error) {
+	res, err := h.retain.RetainCertificates(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
+		return nil, err
 	}
-	body := retention(&res.SessionRetention)
-	body.CertificateIDs = &res.CertificateIDs
-	writeJSON(w, http.StatusOK, body)
+	return &certificateRetentionResponse{retentionResponse: retention(res), CertificateIDs: res.CertificateIDs}, nil
 }
 
 type optOutRequest struct {
@@ -196,46 +188,23 @@ type optOutResponse struct {
 	Timestamp    *string  `json:"timestamp"`
 }
 
-func (a *adapter) optOut(w http.ResponseWriter, r *http.Request) {
-	ip := ClientIP(r, a.trusted)
-	if !limit(w, a.optoutLimit, ip.String(), verifyStyle) {
-		return
-	}
-	var req optOutRequest
-	if err := decode(w, r, &req); err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
-	}
-	res, err := a.optout.OptOut(r.Context(), optout.Request{
+func (h *Handler) optOut(ctx context.Context, c Caller, req *optOutRequest) (*optOutResponse, error) {
+	res, err := h.optout.OptOut(ctx, optout.Request{
 		CompanyID: req.CompanyID, CertificateID: req.CertificateID, Email: req.Email, Mobile: req.Mobile,
-		Reason: req.Reason, ClientIP: ip.String(),
+		Reason: req.Reason, ClientIP: c.ClientIP.String(),
 	})
 	if err != nil {
-		a.writeError(w, r, verifyStyle, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, optOutResponse{
+	return &optOutResponse{
 		Success: true, Revoked: len(res.CertificateIDs), Certificates: res.CertificateIDs,
 		Timestamp: timestamp(res.Timestamp),
-	})
+	}, nil
 }
 
-// retainCaller authenticates a Retain API request: a token (401) with the
-// retention permission (403) of the path's company (403), then the
-// company's rate limit (429).
-func (a *adapter) retainCaller(w http.ResponseWriter, r *http.Request) (string, bool) {
-	tok, err := a.token(r)
-	if err == nil && !tok.Has(consent.PermissionRetention) {
-		err = consent.Errorf(consent.Forbidden, "the token lacks the %s permission", consent.PermissionRetention)
-	}
-	if err == nil && tok.CompanyID != r.PathValue("companyId") {
-		err = consent.Errorf(consent.Forbidden, "the token is not one of company %s", r.PathValue("companyId"))
-	}
-	if err != nil {
-		a.writeError(w, r, retainStyle, err)
-		return "", false
-	}
-	return tok.CompanyID, limit(w, a.retainLimit, tok.CompanyID, retainStyle)
+type retainRequest struct {
+	CompanyID string `path:"companyId" json:"-"`
+	SessionID string `path:"sessionId" json:"-"`
 }
 
 type retainResponse struct {
@@ -246,23 +215,19 @@ type retainResponse struct {
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
 }
 
-func (a *adapter) retainOne(w http.ResponseWriter, r *http.Request) {
-	caller, ok := a.retainCaller(w, r)
-	if !ok {
-		return
-	}
-	res, err := a.retain.Retain(r.Context(), caller, r.PathValue("companyId"), r.PathValue("sessionId"))
+func (h *Handler) retainOne(ctx context.Context, c Caller, req *retainRequest) (*retainResponse, error) {
+	res, err := h.retain.Retain(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 	if err != nil {
-		a.writeError(w, r, retainStyle, err)
-		return
+		return nil, err
 	}
-	writeJSON(w, http.StatusOK, retainResponse{
+	return &retainResponse{
 		Success: true, SessionID: res.SessionID, Status: res.Status,
 		CostCharged: res.Charged, RemainingBalance: res.Balance,
-	})
+	}, nil
 }
 
 type batchRequest struct {
+	CompanyID  string    `path:"companyId" json:"-"`
 	SessionIDs *[]string `json:"session_ids"`
 }
 
@@ -282,26 +247,15 @@ type batchResponse struct {
 	Results          []batchEntry  `json:"results"`
 }
 
-func (a *adapter) retainBatch(w http.ResponseWriter, r *http.Request) {
-	caller, ok := a.retainCaller(w, r)
-	if !ok {
-		return
+func (h *Handler) retainBatch(ctx context.Context, c Caller, req *batchRequest) (*batchResponse, error) {
+	if req.SessionIDs == nil {
+		return nil, consent.Errorf(consent.Invalid, "session_ids is required")
 	}
-	var req batchRequest
-	err := decode(w, r, &req)
-	if err == nil && req.SessionIDs == nil {
-		err = consent.Errorf(consent.Invalid, "session_ids is required")
-	}
+	res, err := h.retain.RetainBatch(ctx, c.CompanyID, req.CompanyID, *req.SessionIDs)
 	if err != nil {
-		a.writeError(w, r, retainStyle, err)
-		return
+		return nil, err
 	}
-	res, err := a.retain.RetainBatch(r.Context(), caller, r.PathValue("companyId"), *req.SessionIDs)
-	if err != nil {
-		a.writeError(w, r, retainStyle, err)
-		return
-	}
-	body := batchResponse{
+	body := &batchResponse{
 		Success: true, Retained: res.Retained, Failed: res.Failed, TotalCost: res.TotalCost,
 		RemainingBalance: res.Balance, Results: make([]batchEntry, len(res.Results)),
 	}
@@ -311,7 +265,12 @@ func (a *adapter) retainBatch(w http.ResponseWriter, r *http.Request) {
 			body.Results[i].Error = consent.ErrorMessage(e.Err)
 		}
 	}
-	writeJSON(w, http.StatusOK, body)
+	return body, nil
+}
+
+type statusRequest struct {
+	CompanyID string `path:"companyId" json:"-"`
+	SessionID string `path:"sessionId" json:"-"`
 }
 
 type videoBody struct {
@@ -331,17 +290,12 @@ type statusResponse struct {
 
 // sessionStatus answers where a session stands (D21). Not part of the
 // documented contract: an extension with the Retain API's authentication.
-func (a *adapter) sessionStatus(w http.ResponseWriter, r *http.Request) {
-	caller, ok := a.retainCaller(w, r)
-	if !ok {
-		return
-	}
-	ses, err := a.retain.Status(r.Context(), caller, r.PathValue("companyId"), r.PathValue("sessionId"))
+func (h *Handler) sessionStatus(ctx context.Context, c Caller, req *statusRequest) (*statusResponse, error) {
+	ses, err := h.retain.Status(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 	if err != nil {
-		a.writeError(w, r, retainStyle, err)
-		return
+		return nil, err
 	}
-	body := statusResponse{
+	body := &statusResponse{
 		Success: true, SessionID: ses.ID, RetentionStatus: string(ses.RetentionStatus),
 		RrwebToVideoStatus: string(ses.VideoStatus),
 	}
@@ -351,5 +305,5 @@ func (a *adapter) sessionStatus(w http.ResponseWriter, r *http.Request) {
 	if ses.VideoStatus == consent.VideoConverted {
 		body.Video = &videoBody{Bytes: ses.Video.Bytes, SHA256: ses.Video.SHA256.String(), Duration: ses.Video.Duration.Seconds()}
 	}
-	writeJSON(w, http.StatusOK, body)
+	return body, nil
 }

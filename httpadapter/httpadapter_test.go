@@ -24,6 +24,9 @@ type httpCase struct {
 
 const idRule = "must be 1 to 128 characters of A-Z a-z 0-9 . _ : -"
 
+// badToken is the one answer to unknown, expired and revoked tokens (D6).
+const badToken = "the token is unknown, expired or revoked"
+
 func matchBody(cert, company, consent string, extra ...string) string {
 	return fmt.Sprintf(`{"certificate_id":%q,"company_id":%q,"consent":%q%s}`, cert, company, consent, strings.Join(extra, ""))
 }
@@ -81,13 +84,13 @@ var verificationCases = []httpCase{
 	{name: "match/401 not Bearer", req: request{path: "/verify/match", auth: "Basic YWNtZTpzZWNyZXQ=", body: matchBody("cert-1", "acme", consentText)},
 		status: 401, want: `{"status":401,"error":"the Authorization header must be Bearer <token>"}`},
 	{name: "match/401 unknown token", req: request{path: "/verify/match", token: "ck_unknown-token-value", body: matchBody("cert-1", "acme", consentText)},
-		status: 401, want: `{"status":401,"error":"invalid token"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "match/401 expired token", req: request{path: "/verify/match", token: acmeExpired, body: matchBody("cert-1", "acme", consentText)},
-		status: 401, want: `{"status":401,"error":"token expired or revoked"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "match/401 revoked token", req: request{path: "/verify/match", token: acmeRevoked, body: matchBody("cert-1", "acme", consentText)},
-		status: 401, want: `{"status":401,"error":"token expired or revoked"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "match/401 before 400", req: request{path: "/verify/match", token: "ck_unknown-token-value", body: `{`},
-		status: 401, want: `{"status":401,"error":"invalid token"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "match/403 token of another company", req: request{path: "/verify/match", token: otherToken, body: matchBody("cert-1", "acme", consentText)},
 		status: 403, want: `{"status":403,"error":"the credentials are not those of company_id"}`},
 	{name: "match/403 third party not authorized", req: request{path: "/verify/match", token: otherToken, body: matchBody("cert-1", "other", consentText, `,"originator_company_id":"acme"`)},
@@ -148,7 +151,7 @@ var verificationCases = []httpCase{
 	{name: "info/400 property_id missing", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-1","company_id":"acme"}`},
 		status: 400, want: `{"status":400,"error":"property_id is required"}`},
 	{name: "info/401", req: request{path: "/verify/certificate-info", token: acmeExpired, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},
-		status: 401, want: `{"status":401,"error":"token expired or revoked"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "info/403 token of another company", req: request{path: "/verify/certificate-info", token: otherToken, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},
 		status: 403, want: `{"status":403,"error":"the credentials are not those of company_id"}`},
 	{name: "info/403 opted out", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-revoked","company_id":"acme","property_id":"acme-web"}`},
@@ -189,7 +192,7 @@ var verificationCases = []httpCase{
 	{name: "certificate/400", req: request{path: "/verify/certificate/acme", token: acmeToken, body: `{"session_id":7}`},
 		status: 400, want: `{"status":400,"error":"session_id must be a string"}`},
 	{name: "certificate/401", req: request{path: "/verify/certificate/acme", token: acmeRevoked, body: `{"session_id":"s1"}`},
-		status: 401, want: `{"status":401,"error":"token expired or revoked"}`},
+		status: 401, want: `{"status":401,"error":"` + badToken + `"}`},
 	{name: "certificate/403", req: request{path: "/verify/certificate/acme", token: buyerToken, body: `{"session_id":"s1"}`},
 		status: 403, want: `{"status":403,"error":"the credentials are not those of company_id"}`},
 	{name: "certificate/404 session without certificates", req: request{path: "/verify/certificate/acme", token: acmeToken, body: `{"session_id":"s2"}`},
@@ -247,9 +250,9 @@ var retainCases = []httpCase{
 	{name: "retain/401 no token", req: request{path: "/api/integrations/acme/retain/s2"},
 		status: 401, want: `{"success":false,"error":"an Authorization: Bearer token is required"}`},
 	{name: "retain/401 unknown token", req: request{path: "/api/integrations/acme/retain/s2", token: "ck_unknown-token-value"},
-		status: 401, want: `{"success":false,"error":"invalid token"}`},
+		status: 401, want: `{"success":false,"error":"` + badToken + `"}`},
 	{name: "retain/401 expired token", req: request{path: "/api/integrations/acme/retain/s2", token: acmeExpired},
-		status: 401, want: `{"success":false,"error":"token expired or revoked"}`},
+		status: 401, want: `{"success":false,"error":"` + badToken + `"}`},
 	{name: "retain/403 no permission", req: request{path: "/api/integrations/acme/retain/s2", token: acmeNoPerm},
 		status: 403, want: `{"success":false,"error":"the token lacks the vzew_retention permission"}`},
 	{name: "retain/403 another company's token", req: request{path: "/api/integrations/acme/retain/s2", token: otherToken},

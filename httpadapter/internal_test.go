@@ -8,26 +8,61 @@ import (
 	"time"
 )
 
-// Per-key limiter memory stays bounded under 100,000 distinct keys (D28).
+// Per-key limiter memory stays bounded under 100,000 distinct keys (D28):
+// at the cap, new keys wait until a bucket is full again and can go.
 func TestLimiterBounded(t *testing.T) {
 	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	l := newKeyedLimiter(10, 1000, func() time.Time { return clock })
+	allowed := 0
 	for i := range 100_000 {
-		if ok, _ := l.allow(fmt.Sprintf("198.51.%d.%d", i/256, i%256)); !ok {
-			t.Fatalf("first request of key %d refused", i)
+		ok, wait := l.allow(fmt.Sprintf("198.51.%d.%d", i/256, i%256))
+		if ok {
+			allowed++
+		} else if wait != 6*time.Second {
+			t.Fatalf("key %d refused with wait %v, want 6s (until the first bucket is full again)", i, wait)
 		}
 		if n := l.size(); n > 1000 {
 			t.Fatalf("after %d keys the limiter holds %d, over its cap of 1000", i+1, n)
 		}
 	}
-	if n := l.size(); n != 1000 {
-		t.Errorf("limiter holds %d keys, want the cap 1000", n)
+	if allowed != 1000 || l.size() != 1000 {
+		t.Errorf("%d keys allowed, %d held; want the cap, 1000, of each", allowed, l.size())
 	}
-	// A minute later every bucket is full again and idle keys go first.
-	clock = clock.Add(time.Minute)
-	l.allow("fresh")
+	// Six seconds later every bucket is full again: they go, and new keys come in.
+	clock = clock.Add(6 * time.Second)
+	if ok, _ := l.allow("fresh"); !ok {
+		t.Error("a new key was refused once the held buckets were full again")
+	}
 	if n := l.size(); n != 1 {
-		t.Errorf("after a minute idle the limiter holds %d keys, want 1", n)
+		t.Errorf("after the buckets refilled the limiter holds %d keys, want 1", n)
+	}
+}
+
+// Forgetting a key never gives back what it spent: a client that emptied
+// its bucket stays limited however many other keys come and go.
+func TestLimiterNeverForgetsSpent(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := newKeyedLimiter(10, 1000, func() time.Time { return clock })
+	for i := range 10 {
+		if ok, _ := l.allow("victim"); !ok {
+			t.Fatalf("request %d refused", i+1)
+		}
+	}
+	for round := range 3 {
+		for i := range 10_000 {
+			l.allow(fmt.Sprintf("spray-%d-%d", round, i))
+		}
+		if ok, _ := l.allow("victim"); ok {
+			t.Fatalf("round %d: an emptied bucket got a token back after 10,000 other keys", round)
+		}
+		clock = clock.Add(time.Second)
+	}
+	clock = clock.Add(3 * time.Second) // 6 s after it emptied: one token, no more
+	if ok, _ := l.allow("victim"); !ok {
+		t.Error("no token after 6 s")
+	}
+	if ok, _ := l.allow("victim"); ok {
+		t.Error("two tokens after 6 s")
 	}
 }
 
@@ -47,7 +82,7 @@ func TestLimiterKeepsActiveKeys(t *testing.T) {
 }
 
 func TestClientIP(t *testing.T) {
-	trusted := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}
+	trusted := TrustedProxies{Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}}
 	for _, tc := range []struct {
 		name, remote string
 		xff          []string
@@ -70,7 +105,7 @@ func TestClientIP(t *testing.T) {
 		for _, v := range tc.xff {
 			r.Header.Add("X-Forwarded-For", v)
 		}
-		if got := ClientIP(r, trusted).String(); got != tc.want {
+		if got := trusted.ClientIP(r).String(); got != tc.want {
 			t.Errorf("%s: ClientIP = %s, want %s", tc.name, got, tc.want)
 		}
 	}

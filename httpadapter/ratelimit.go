@@ -1,39 +1,45 @@
 package httpadapter
 
 import (
-	"container/list"
+	"container/heap"
 	"math"
 	"sync"
 	"time"
-
-	"golang.org/x/time/rate"
 )
 
 // keyedLimiter keeps one token bucket per key: capacity n, refilled at n per
-// minute. Its memory is bounded: a key unused for a minute is dropped (its
-// bucket would be full again, so nothing is lost), and when maxKeys are held
-// the least recently used key is dropped to make room.
+// minute (D20, D28). Each bucket is held as the time at which it is full
+// again (the generic cell rate algorithm): a request at now spends one
+// token, which moves that time one interval (a minute / n) later, and is
+// refused when that would put it more than n intervals past now.
+//
+// Memory is bounded by maxKeys. A key is forgotten only once its bucket is
+// full again, since a new key starts full and nothing is lost; a key whose
+// bucket is not full is never forgotten, or a client could win back the
+// requests it spent by spraying other keys. When maxKeys are held and none
+// is full, a new key is refused until one is.
 type keyedLimiter struct {
-	n       int
-	maxKeys int
-	now     func() time.Time
+	n        int
+	interval time.Duration // time to refill one token
+	maxKeys  int
+	now      func() time.Time
 
 	mu   sync.Mutex
-	keys map[string]*list.Element // of *bucket
-	lru  list.List                // front: most recently used
+	keys map[string]*bucket
+	full byFull // every bucket, the one full soonest first
 }
 
 type bucket struct {
-	key  string
-	lim  *rate.Limiter
-	last time.Time
+	key   string
+	full  time.Time // when the bucket holds n tokens again
+	index int       // in the heap
 }
 
-// refill is how long an unused bucket takes to be full again.
+// refill is how long an empty bucket takes to be full.
 const refill = time.Minute
 
 func newKeyedLimiter(n, maxKeys int, now func() time.Time) *keyedLimiter {
-	return &keyedLimiter{n: n, maxKeys: maxKeys, now: now, keys: make(map[string]*list.Element)}
+	return &keyedLimiter{n: n, interval: refill / time.Duration(n), maxKeys: maxKeys, now: now, keys: make(map[string]*bucket)}
 }
 
 // allow takes a token for key. When there is none it returns false and how
@@ -42,38 +48,30 @@ func (l *keyedLimiter) allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.bucket(key, now)
-	r := b.lim.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
+	b, ok := l.keys[key]
+	if !ok {
+		// Forget the buckets that are full again, then make room.
+		for len(l.full) > 0 && !l.full[0].full.After(now) {
+			delete(l.keys, heap.Pop(&l.full).(*bucket).key)
+		}
+		if len(l.keys) >= l.maxKeys {
+			return false, l.full[0].full.Sub(now)
+		}
+		b = &bucket{key: key, full: now}
+		l.keys[key] = b
+		heap.Push(&l.full, b)
 	}
+	next := b.full
+	if next.Before(now) {
+		next = now
+	}
+	next = next.Add(l.interval)
+	if over := next.Sub(now) - time.Duration(l.n)*l.interval; over > 0 {
+		return false, over
+	}
+	b.full = next
+	heap.Fix(&l.full, b.index)
 	return true, 0
-}
-
-func (l *keyedLimiter) bucket(key string, now time.Time) *bucket {
-	if e, ok := l.keys[key]; ok {
-		b := e.Value.(*bucket)
-		b.last = now
-		l.lru.MoveToFront(e)
-		return b
-	}
-	// Drop idle buckets from the back, then the least recently used one if
-	// the map is still full.
-	for e := l.lru.Back(); e != nil && now.Sub(e.Value.(*bucket).last) >= refill; e = l.lru.Back() {
-		l.remove(e)
-	}
-	if len(l.keys) >= l.maxKeys {
-		l.remove(l.lru.Back())
-	}
-	b := &bucket{key: key, lim: rate.NewLimiter(rate.Limit(float64(l.n)/refill.Seconds()), l.n), last: now}
-	l.keys[key] = l.lru.PushFront(b)
-	return b
-}
-
-func (l *keyedLimiter) remove(e *list.Element) {
-	l.lru.Remove(e)
-	delete(l.keys, e.Value.(*bucket).key)
 }
 
 // size returns the number of keys held.
@@ -86,4 +84,26 @@ func (l *keyedLimiter) size() int {
 // retryAfter renders a delay as whole seconds, rounded up, at least 1.
 func retryAfter(d time.Duration) int {
 	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// byFull is a min-heap of buckets by the time they are full again.
+type byFull []*bucket
+
+func (h byFull) Len() int           { return len(h) }
+func (h byFull) Less(i, j int) bool { return h[i].full.Before(h[j].full) }
+func (h byFull) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *byFull) Push(x any) {
+	b := x.(*bucket)
+	b.index = len(*h)
+	*h = append(*h, b)
+}
+func (h *byFull) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return b
 }

@@ -1,16 +1,19 @@
 package httpadapter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -27,16 +30,33 @@ var statuses = map[consent.Code]int{
 	consent.Internal:     http.StatusInternalServerError,
 }
 
-// style selects the error body: the Verification API's {"status":…} or the
-// Retain API's {"success":false,…} (D14).
-type style int
+// StatusClientClosedRequest is the status recorded for a request whose
+// client went away before it was answered (the convention of nginx). Nobody
+// receives it; a host's request log shows it instead of a 500, since the
+// server did nothing wrong.
+const StatusClientClosedRequest = 499
+
+// httpError is an error of the HTTP layer itself, with its own status: a
+// rate limit, an unknown path or method, a cancelled request.
+type httpError struct {
+	status int
+	msg    string
+	header http.Header // added to the response
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+// ErrorShape is the shape of a route's error bodies (D14).
+type ErrorShape int
 
 const (
-	verifyStyle style = iota
-	retainStyle
+	// VerifyErrors is the Verification API's {"status":<code>,"error":…}.
+	VerifyErrors ErrorShape = iota
+	// RetainErrors is the Retain API's {"success":false,"error":…}.
+	RetainErrors
 )
 
-// errorBody is both styles' error body; the unused fields are omitted.
+// errorBody is both shapes' error body; the unused fields are omitted.
 type errorBody struct {
 	Status         int            `json:"status,omitempty"`
 	Success        *bool          `json:"success,omitempty"`
@@ -45,16 +65,32 @@ type errorBody struct {
 	CurrentBalance *wallet.Amount `json:"current_balance,omitempty"`
 }
 
-// writeError answers err in the given style. Uncoded errors are logged and
-// answered with a generic message: driver and SQL text never leak.
-func (a *adapter) writeError(w http.ResponseWriter, r *http.Request, st style, err error) {
-	code := consent.ErrorCode(err)
-	status := statuses[code]
-	if code == consent.Internal {
-		a.log.ErrorContext(r.Context(), "consentkit: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+// writeError answers err in the given shape: an *httpError with its own
+// status, a coded error through the table above; a 402 adds the price and
+// the balance (D4). Uncoded errors are logged and answered with a generic
+// message: driver and SQL text never leak. A request whose client went away
+// is logged as cancelled, not as an error.
+func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape ErrorShape, err error) {
+	var he *httpError
+	if r.Context().Err() != nil && !errors.As(err, &he) {
+		h.log.InfoContext(r.Context(), "consentkit: request cancelled by the client", "method", r.Method, "path", r.URL.Path)
+		he = &httpError{status: StatusClientClosedRequest, msg: "request cancelled"}
 	}
-	body := errorBody{Error: consent.ErrorMessage(err)}
-	if st == retainStyle {
+	body := errorBody{}
+	var status int
+	if he != nil || errors.As(err, &he) {
+		status, body.Error = he.status, he.msg
+		for k, v := range he.header {
+			w.Header()[k] = v
+		}
+	} else {
+		code := consent.ErrorCode(err)
+		status, body.Error = statuses[code], consent.ErrorMessage(err)
+		if code == consent.Internal {
+			h.log.ErrorContext(r.Context(), "consentkit: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+	}
+	if shape == RetainErrors {
 		body.Success = new(bool)
 	} else {
 		body.Status = status
@@ -66,16 +102,12 @@ func (a *adapter) writeError(w http.ResponseWriter, r *http.Request, st style, e
 	writeJSON(w, status, body)
 }
 
-// writeLimited answers 429 with Retry-After (D20).
-func writeLimited(w http.ResponseWriter, st style, wait time.Duration) {
-	w.Header().Set("Retry-After", strconv.Itoa(retryAfter(wait)))
-	body := errorBody{Error: "rate limit exceeded; retry later"}
-	if st == retainStyle {
-		body.Success = new(bool)
-	} else {
-		body.Status = http.StatusTooManyRequests
+// limited is the 429 of a rate limit, with Retry-After (D20).
+func limited(wait time.Duration) error {
+	return &httpError{
+		status: http.StatusTooManyRequests, msg: "rate limit exceeded; retry later",
+		header: http.Header{"Retry-After": {strconv.Itoa(retryAfter(wait))}},
 	}
-	writeJSON(w, http.StatusTooManyRequests, body)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -92,9 +124,10 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // MaxBodyBytes is the largest request body accepted (D29).
 const MaxBodyBytes = 1 << 20
 
-// decode reads a JSON object from r's body into v. Over MaxBodyBytes is
-// TooLarge; malformed JSON, a wrong type, or anything after the object is
-// Invalid, naming the field where it can. Unknown fields are ignored (D29).
+// decode reads a JSON object from r's body into v, a pointer to a request
+// struct. Over MaxBodyBytes is TooLarge; malformed JSON, a wrong type,
+// anything after the object, or text that is not valid Unicode is Invalid,
+// naming the field where it can. Unknown fields are ignored (D29).
 func decode(w http.ResponseWriter, r *http.Request, v any) error {
 	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	data, err := io.ReadAll(body)
@@ -104,27 +137,47 @@ func decode(w http.ResponseWriter, r *http.Request, v any) error {
 		return consent.Errorf(consent.TooLarge, "request body over %d bytes", MaxBodyBytes)
 	case err != nil:
 		return consent.Errorf(consent.Invalid, "request body could not be read")
-	case len(strings.TrimSpace(string(data))) == 0:
+	case len(bytes.TrimSpace(data)) == 0:
 		return consent.Errorf(consent.Invalid, "request body must be a JSON object")
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
 			field, _, _ := strings.Cut(te.Field, ".")
-			return consent.Errorf(consent.Invalid, "%s must be %s", field, typeName(v, field))
+			return consent.Errorf(consent.Invalid, "%s must be %s", field, kindOf(v, field))
 		}
 		if errors.As(err, &te) {
 			return consent.Errorf(consent.Invalid, "request body must be a JSON object")
 		}
 		return consent.Errorf(consent.Invalid, "request body is not valid JSON")
 	}
+	// encoding/json turns invalid UTF-8 and lone surrogate escapes into
+	// U+FFFD without a word; a consent text so changed would be matched and
+	// charged. Refuse them instead.
+	if field, ok := jsontext.CheckMembers(data); !ok {
+		if field == "" {
+			return consent.Errorf(consent.Invalid, "request body must be valid UTF-8")
+		}
+		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
+	}
 	return nil
 }
 
-// typeName says what a field of the request types must be.
-func typeName(v any, field string) string {
-	if _, ok := v.(*batchRequest); ok && field == "session_ids" {
-		return "an array of strings"
+// kindOf says what the JSON field of the request struct v must be.
+func kindOf(v any, field string) string {
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != field {
+			continue
+		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Slice {
+			return "an array of strings"
+		}
 	}
 	return "a string"
 }

@@ -5,24 +5,18 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/consent"
 )
 
-// Service revokes consent. It is safe for concurrent use.
+// Service revokes consent with the store and clock of a consent.Service.
+// It is safe for concurrent use.
 type Service struct {
-	store consent.Store
-	now   func() time.Time
+	svc *consent.Service
 }
 
-// New returns a Service over store; now is the clock (nil: time.Now).
-func New(store consent.Store, now func() time.Time) *Service {
-	if now == nil {
-		now = time.Now
-	}
-	return &Service{store: store, now: now}
-}
+// New returns a Service built from svc.
+func New(svc *consent.Service) *Service { return &Service{svc: svc} }
 
 // Request is an opt-out. ClientIP is recorded with it (D19).
 type Request struct {
@@ -59,7 +53,7 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 	}
 	rev := &consent.Revocation{
 		ID: consent.NewID("rev"), CompanyID: req.CompanyID, CertificateID: req.CertificateID,
-		Reason: req.Reason, ClientIP: req.ClientIP, CreatedAt: consent.UTC(s.now()),
+		Reason: req.Reason, ClientIP: req.ClientIP, CreatedAt: s.svc.Now(),
 	}
 	if req.CertificateID != "" {
 		if err := consent.CheckID("certificate_id", req.CertificateID); err != nil {
@@ -77,11 +71,14 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 	}
-	if len(req.Reason) > maxReason || !utf8.ValidString(req.Reason) {
-		return nil, consent.Errorf(consent.Invalid, "reason must be valid UTF-8 of at most %d bytes", maxReason)
+	if len(req.Reason) > maxReason {
+		return nil, consent.Errorf(consent.Invalid, "reason must be at most %d bytes", maxReason)
+	}
+	if err := consent.CheckText("reason", req.Reason); err != nil {
+		return nil, err
 	}
 
-	err = s.store.Update(ctx, func(tx consent.Tx) error {
+	err = s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		ids, err := s.match(ctx, tx, rev)
 		if consent.ErrorCode(err) == consent.NotFound {
 			// An unknown company: nothing to revoke and nothing to record

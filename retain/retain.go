@@ -9,19 +9,15 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config tunes a Service: prices, clock and long-term retention period.
-type Config = consent.Policy
-
-// Service runs the Retain API. It is safe for concurrent use.
+// Service runs every retention: the Retain API and the Verification API's
+// /verify/session and /verify/certificate, with the store, clock, prices
+// and long-term period of a consent.Service. It is safe for concurrent use.
 type Service struct {
-	store  consent.Store
-	policy consent.Policy // with defaults
+	svc *consent.Service
 }
 
-// New returns a Service over store.
-func New(store consent.Store, cfg Config) *Service {
-	return &Service{store: store, policy: cfg.WithDefaults()}
-}
+// New returns a Service built from svc.
+func New(svc *consent.Service) *Service { return &Service{svc: svc} }
 
 // StatusQueued is the status of a successful retention (§4.8).
 const StatusQueued = "queued_for_conversion"
@@ -29,78 +25,190 @@ const StatusQueued = "queued_for_conversion"
 // MaxBatch is the most sessions one batch may name (§4.9, D23).
 const MaxBatch = 100
 
-// Result is the answer to a single retention.
-type Result struct {
-	SessionID string
-	Status    string // StatusQueued
-	Charged   wallet.Amount
-	Balance   wallet.Amount // after the charge
+// Retention is the outcome of one retention.
+type Retention struct {
+	SessionID       string
+	RetentionStatus consent.RetentionStatus // RetentionRetained
+	// Status is StatusQueued when the recording was queued for
+	// conversion (the Retain API), "" otherwise.
+	Status        string
+	RetainedUntil time.Time
+	// CertificateIDs are the company's certificates of the session, sorted,
+	// when they were retained with it (/verify/certificate).
+	CertificateIDs []string
+	Charged        wallet.Amount
+	Balance        wallet.Amount // after the charge
 }
 
-// Retain retains one session of the caller's company and queues it for
-// conversion (D22). Forbidden when caller is not companyID; NotFound,
-// Conflict or a *wallet.InsufficientFundsError as the package comment says.
-func (s *Service) Retain(ctx context.Context, caller, companyID, sessionID string) (*Result, error) {
-	if err := checkCaller(caller, companyID); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckID("sessionId", sessionID); err != nil {
-		return nil, err
-	}
-	var res *Result
-	err := s.store.Update(ctx, func(tx consent.Tx) error {
-		now := consent.UTC(s.policy.Now())
-		bal, err := s.retain(ctx, tx, companyID, sessionID, s.policy.Prices.RetainSingle, wallet.RetainSingle, now)
-		if err != nil {
-			return err
-		}
-		res = &Result{SessionID: sessionID, Status: StatusQueued, Charged: s.policy.Prices.RetainSingle, Balance: bal}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
+// rule says what one retention covers and how it is paid for.
+type rule struct {
+	kind         wallet.EntryKind // the price and ledger entry
+	certificates bool             // the session's certificates too (D25)
+	// video: queue the recording for conversion (D22). Only the Retain
+	// API does, so it also selects the Retain API's names and messages.
+	video bool
 }
 
-func checkCaller(caller, companyID string) error {
-	if err := consent.CheckID("companyId", companyID); err != nil {
-		return err
-	}
-	if caller != companyID {
-		return consent.Errorf(consent.Forbidden, "the token is not one of company %s", companyID)
-	}
-	return nil
-}
-
-// retain is one retention inside tx: ownership, not yet retained, charge,
-// status change and the conversion job.
-func (s *Service) retain(ctx context.Context, tx consent.Tx, companyID, sessionID string,
-	price wallet.Amount, kind wallet.EntryKind, now time.Time) (wallet.Amount, error) {
+// keep is the one retention rule, inside tx: the session must be the
+// company's and not purged (NotFound); with certificates, it must have some
+// of the company's (NotFound); something must be left to retain (Conflict);
+// then one charge, and every item not yet retained is marked retained until
+// the long-term period ends (D26). An item retained earlier keeps its own,
+// earlier term. With video, the session's recording is queued for
+// conversion (D21, D22).
+func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID string, r rule) (*Retention, error) {
 	ses, err := consent.SessionOf(ctx, tx, sessionID, companyID)
-	if err != nil {
-		return 0, err
+	var certs []*consent.Certificate
+	if err == nil && r.certificates {
+		certs, err = certificatesOf(ctx, tx, ses)
 	}
-	if ses.RetentionStatus == consent.RetentionRetained {
-		return 0, consent.Errorf(consent.Conflict, "session already retained")
+	if consent.ErrorCode(err) == consent.NotFound && r.certificates {
+		return nil, consent.Errorf(consent.NotFound, "no certificate of the company for this session")
 	}
-	bal, err := consent.Charge(ctx, tx, &wallet.Entry{
-		CompanyID: companyID, Kind: kind, Amount: price, Reference: sessionID, CreatedAt: now,
-	})
 	if err != nil {
-		return 0, err
+		return nil, err
+	}
+	pending := ses.RetentionStatus != consent.RetentionRetained
+	for _, c := range certs {
+		pending = pending || c.RetentionStatus != consent.RetentionRetained
+	}
+	switch {
+	case !pending && r.certificates:
+		return nil, consent.Errorf(consent.Conflict, "certificates already retained")
+	case !pending:
+		return nil, consent.Errorf(consent.Conflict, "session already retained")
+	}
+	charged, bal, err := s.svc.Charge(ctx, tx, companyID, r.kind, sessionID)
+	if err != nil {
+		return nil, err
 	}
 	// Past the charge every error is a storage failure: %v drops any code,
 	// so a batch fails whole instead of counting a charged entry as failed.
-	ses.RetentionStatus, ses.VideoStatus = consent.RetentionRetained, consent.VideoPending
-	ses.ExpiresAt = consent.RetainUntil(now, s.policy.LongTermRetention)
+	until := s.svc.RetainUntil(s.svc.Now())
+	out := &Retention{
+		SessionID: sessionID, RetentionStatus: consent.RetentionRetained, RetainedUntil: until,
+		CertificateIDs: []string{}, Charged: charged, Balance: bal,
+	}
+	for _, c := range certs {
+		out.CertificateIDs = append(out.CertificateIDs, c.ID)
+		if c.RetentionStatus == consent.RetentionRetained {
+			continue
+		}
+		c.RetentionStatus, c.ExpiresAt = consent.RetentionRetained, until
+		if err := tx.UpdateCertificate(ctx, c); err != nil {
+			return nil, fmt.Errorf("retain certificate %s: %v", c.ID, err)
+		}
+	}
+	if ses.RetentionStatus != consent.RetentionRetained {
+		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, until
+	}
+	if r.video {
+		ses.VideoStatus = consent.VideoPending
+		out.Status = StatusQueued
+	}
 	if err := tx.UpdateSession(ctx, ses); err != nil {
-		return 0, fmt.Errorf("retain %s: %v", sessionID, err)
+		return nil, fmt.Errorf("retain %s: %v", sessionID, err)
 	}
-	if err := tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
-		return 0, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
+	if r.video {
+		now := s.svc.Now()
+		if err := tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
+			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
+		}
 	}
-	return bal, nil
+	return out, nil
+}
+
+// certificatesOf returns the session company's certificates of the
+// session; NotFound when there is none.
+func certificatesOf(ctx context.Context, tx consent.Tx, ses *consent.Session) ([]*consent.Certificate, error) {
+	ids, err := tx.CertificatesBySession(ctx, ses.ID)
+	if err != nil {
+		return nil, err
+	}
+	var certs []*consent.Certificate
+	for _, id := range ids {
+		c, err := tx.Certificate(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if c.CompanyID == ses.CompanyID {
+			certs = append(certs, c)
+		}
+	}
+	if len(certs) == 0 {
+		return nil, consent.ErrNotFound
+	}
+	return certs, nil
+}
+
+// one runs a single retention in its own transaction.
+func (s *Service) one(ctx context.Context, caller, companyID, sessionID string, r rule) (*Retention, error) {
+	if err := checkCaller(caller, companyID, r.video); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckID(fields[r.video].session, sessionID); err != nil {
+		return nil, err
+	}
+	var out *Retention
+	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+		var err error
+		out, err = s.keep(ctx, tx, companyID, sessionID, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// fields names the company and session as each API spells them: the Retain
+// API (true) as path parameters companyId and sessionId, the Verification
+// API as company_id and session_id.
+var fields = map[bool]struct{ company, session string }{
+	true:  {"companyId", "sessionId"},
+	false: {"company_id", "session_id"},
+}
+
+// checkCaller validates the company id and checks that the caller is that
+// company (D7).
+func checkCaller(caller, companyID string, retainAPI bool) error {
+	if err := consent.CheckID(fields[retainAPI].company, companyID); err != nil {
+		return err
+	}
+	switch {
+	case caller == companyID:
+		return nil
+	case retainAPI:
+		return consent.Errorf(consent.Forbidden, "the token is not one of company %s", companyID)
+	}
+	return consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
+}
+
+// Retain retains one session of the caller's company and queues its
+// recording for conversion (Retain API single, D22). Forbidden when caller
+// is not companyID; NotFound when the session is unknown, not the
+// company's or purged; Conflict when it is retained already (by any of the
+// retention calls); a *wallet.InsufficientFundsError when the wallet cannot
+// cover Prices.RetainSingle.
+func (s *Service) Retain(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.RetainSingle, video: true})
+}
+
+// RetainSession keeps a session's recording for the long-term period
+// without converting it (/verify/session, D24), for Prices.SessionRetention.
+// Errors as for Retain.
+func (s *Service) RetainSession(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.SessionRetention})
+}
+
+// RetainCertificates keeps the company's certificates of a session, and
+// the session, for the long-term period (/verify/certificate, D25), for one
+// fee of Prices.CertificateRetention. Revoked certificates are retained
+// too: they are evidence of past consent (D27). NotFound when the session
+// has no certificate of the company; Conflict when all of them and the
+// session are retained already.
+func (s *Service) RetainCertificates(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.CertificateRetention, certificates: true})
 }
 
 // BatchEntry is the outcome for one session of a batch.
@@ -125,26 +233,27 @@ type BatchResult struct {
 // is empty or longer than MaxBatch; an entry that is not an identifier
 // fails by itself.
 func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, sessionIDs []string) (*BatchResult, error) {
-	if err := checkCaller(caller, companyID); err != nil {
+	if err := checkCaller(caller, companyID, true); err != nil {
 		return nil, err
 	}
 	if len(sessionIDs) == 0 || len(sessionIDs) > MaxBatch {
 		return nil, consent.Errorf(consent.Invalid, "session_ids must list 1 to %d sessions", MaxBatch)
 	}
+	r := rule{kind: wallet.RetainBatch, video: true}
 	var res *BatchResult
-	err := s.store.Update(ctx, func(tx consent.Tx) error {
+	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		res = &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
-		now := consent.UTC(s.policy.Now())
 		for i, id := range sessionIDs {
 			e := BatchEntry{SessionID: id}
+			var kept *Retention
 			if e.Err = consent.CheckID("session_id", id); e.Err == nil {
-				_, e.Err = s.retain(ctx, tx, companyID, id, s.policy.Prices.RetainBatch, wallet.RetainBatch, now)
+				kept, e.Err = s.keep(ctx, tx, companyID, id, r)
 			}
 			switch code := consent.ErrorCode(e.Err); code {
 			case "":
 				e.Status = StatusQueued
 				res.Retained++
-				res.TotalCost += s.policy.Prices.RetainBatch
+				res.TotalCost += kept.Charged
 			case consent.Internal:
 				return e.Err // a storage failure fails the whole batch
 			default:
@@ -166,14 +275,14 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 // conversion status and, once converted, its video. NotFound when the
 // session is unknown or not the company's.
 func (s *Service) Status(ctx context.Context, caller, companyID, sessionID string) (*consent.Session, error) {
-	if err := checkCaller(caller, companyID); err != nil {
+	if err := checkCaller(caller, companyID, true); err != nil {
 		return nil, err
 	}
 	if err := consent.CheckID("sessionId", sessionID); err != nil {
 		return nil, err
 	}
 	var ses *consent.Session
-	err := s.store.View(ctx, func(tx consent.Tx) error {
+	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
 		var err error
 		ses, err = consent.SessionOf(ctx, tx, sessionID, companyID)
 		return err

@@ -9,16 +9,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
 )
 
-// WorkerConfig configures a Worker. Store, Converter and Videos are
-// required; zero values of the rest mean their defaults.
+// WorkerConfig configures a Worker. Service, Converter and Videos are
+// required; zero values of the rest mean their defaults. The store and the
+// clock are the Service's.
 type WorkerConfig struct {
-	Store     consent.Store
+	Service   *consent.Service
 	Converter Converter
 	Videos    VideoStore
 	// ID names this worker in leases; default host-pid-random. Every
@@ -40,8 +42,7 @@ type WorkerConfig struct {
 	Backoff, MaxBackoff time.Duration
 	// TempDir holds each job's working directory: default os.TempDir().
 	TempDir string
-	Now     func() time.Time // default time.Now
-	Logger  *slog.Logger     // default slog.Default()
+	Logger  *slog.Logger // default slog.Default()
 }
 
 // Worker converts retained recordings to video (D21): it leases pending jobs,
@@ -50,13 +51,17 @@ type WorkerConfig struct {
 // marks them failed with the last error kept. Workers on many machines may
 // share one store: a job's lease keeps others off it.
 type Worker struct {
-	cfg WorkerConfig
+	cfg   WorkerConfig
+	store consent.Store
 }
 
 // NewWorker checks cfg and returns a Worker.
 func NewWorker(cfg WorkerConfig) (*Worker, error) {
-	if cfg.Store == nil || cfg.Converter == nil || cfg.Videos == nil {
-		return nil, errors.New("retain: WorkerConfig needs Store, Converter and Videos")
+	if cfg.Service == nil || cfg.Converter == nil || cfg.Videos == nil {
+		return nil, errors.New("retain: WorkerConfig needs Service, Converter and Videos")
+	}
+	if cfg.Concurrency < 0 || cfg.Lease < 0 || cfg.Poll < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 {
+		return nil, errors.New("retain: WorkerConfig values must not be negative (zero means the default)")
 	}
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
@@ -82,13 +87,10 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if cfg.TempDir == "" {
 		cfg.TempDir = os.TempDir()
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{cfg: cfg}, nil
+	return &Worker{cfg: cfg, store: cfg.Service.Store()}, nil
 }
 
 // Run converts jobs until ctx is done, then returns nil once the jobs in
@@ -127,10 +129,10 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	return w.runOnce(ctx, w.cfg.ID+"/once")
 }
 
-func (w *Worker) now() time.Time { return consent.UTC(w.cfg.Now()) }
+func (w *Worker) now() time.Time { return w.cfg.Service.Now() }
 
 func (w *Worker) runOnce(ctx context.Context, owner string) (bool, error) {
-	job, events, err := w.lease(ctx, owner)
+	job, err := w.lease(ctx, owner)
 	if consent.ErrorCode(err) == consent.NotFound {
 		return false, nil
 	}
@@ -147,7 +149,7 @@ func (w *Worker) runOnce(ctx context.Context, owner string) (bool, error) {
 		defer close(renewed)
 		w.renew(convCtx, cancel, job.SessionID, owner)
 	}()
-	video, err := w.convert(convCtx, job.SessionID, events)
+	video, err := w.convert(convCtx, job.SessionID)
 	cancel(nil)
 	<-renewed
 	if cause := context.Cause(convCtx); errors.Is(cause, errLeaseLost) {
@@ -160,7 +162,7 @@ func (w *Worker) runOnce(ctx context.Context, owner string) (bool, error) {
 	if err != nil {
 		return true, w.fail(finishCtx, log, job, owner, err, ctx.Err() != nil)
 	}
-	err = w.cfg.Store.Update(finishCtx, func(tx consent.Tx) error {
+	err = w.store.Update(finishCtx, func(tx consent.Tx) error {
 		if err := tx.EndLease(finishCtx, job.SessionID, owner, nil); err != nil {
 			return err
 		}
@@ -182,14 +184,10 @@ func (w *Worker) runOnce(ctx context.Context, owner string) (bool, error) {
 	return true, nil
 }
 
-// lease takes a due job, marks its session converting and reads its
-// recording.
-func (w *Worker) lease(ctx context.Context, owner string) (*consent.ConversionJob, []byte, error) {
-	var (
-		job    *consent.ConversionJob
-		chunks [][]byte
-	)
-	err := w.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+// lease takes a due job and marks its session converting.
+func (w *Worker) lease(ctx context.Context, owner string) (*consent.ConversionJob, error) {
+	var job *consent.ConversionJob
+	err := w.store.Update(ctx, func(tx consent.Tx) error {
 		now := w.now()
 		var err error
 		if job, err = tx.LeaseConversion(ctx, owner, now, now.Add(w.cfg.Lease)); err != nil {
@@ -200,16 +198,12 @@ func (w *Worker) lease(ctx context.Context, owner string) (*consent.ConversionJo
 			return err
 		}
 		ses.VideoStatus = consent.VideoConverting
-		if err := tx.UpdateSession(ctx, ses); err != nil {
-			return err
-		}
-		chunks, err = tx.Events(ctx, job.SessionID)
-		return err
+		return tx.UpdateSession(ctx, ses)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return job, consent.JoinChunks(chunks), nil
+	return job, nil
 }
 
 var errLeaseLost = errors.New("retain: lease lost")
@@ -225,7 +219,7 @@ func (w *Worker) renew(ctx context.Context, cancel context.CancelCauseFunc, sess
 			return
 		case <-t.C:
 		}
-		err := w.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+		err := w.store.Update(ctx, func(tx consent.Tx) error {
 			return tx.RenewLease(ctx, sessionID, owner, w.now().Add(w.cfg.Lease))
 		})
 		if code := consent.ErrorCode(err); code == consent.Conflict || code == consent.NotFound {
@@ -235,8 +229,22 @@ func (w *Worker) renew(ctx context.Context, cancel context.CancelCauseFunc, sess
 	}
 }
 
-// convert runs the converter in a directory of its own and stores the video.
-func (w *Worker) convert(ctx context.Context, sessionID string, events []byte) (consent.Video, error) {
+// convert reads the session's recording, runs the converter in a directory
+// of its own and stores the video. The recording (up to 64 MiB) is read in
+// a read-only transaction, never in the write transaction of the lease: on
+// SQLite that would hold the one writer, and every charge would queue
+// behind it. The lease keeps other workers off the job meanwhile.
+func (w *Worker) convert(ctx context.Context, sessionID string) (consent.Video, error) {
+	var chunks [][]byte
+	err := w.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		chunks, err = tx.Events(ctx, sessionID)
+		return err
+	})
+	if err != nil {
+		return consent.Video{}, fmt.Errorf("read recording: %w", err)
+	}
+	events := consent.JoinChunks(chunks)
 	dir, err := os.MkdirTemp(w.cfg.TempDir, "consentkit-convert-")
 	if err != nil {
 		return consent.Video{}, err
@@ -263,9 +271,9 @@ const maxErrorText = 1000
 // at once and not counted.
 func (w *Worker) fail(ctx context.Context, log *slog.Logger, job *consent.ConversionJob, owner string, cause error, stopping bool) error {
 	now := w.now()
-	msg := cause.Error()
+	msg := consent.CleanText(cause.Error()) // a tool's output may hold any bytes
 	if len(msg) > maxErrorText {
-		msg = msg[:maxErrorText]
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "") // never cut a character in two
 	}
 	next := &consent.ConversionJob{Attempts: job.Attempts, RunAfter: now.Add(w.backoff(job.Attempts)), LastError: msg}
 	status := consent.VideoPending
@@ -275,7 +283,7 @@ func (w *Worker) fail(ctx context.Context, log *slog.Logger, job *consent.Conver
 	case job.Attempts >= w.cfg.MaxAttempts:
 		next.FailedAt, status = now, consent.VideoFailed
 	}
-	err := w.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+	err := w.store.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.EndLease(ctx, job.SessionID, owner, next); err != nil {
 			return err
 		}

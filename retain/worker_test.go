@@ -81,6 +81,7 @@ func (f *fakeConverter) count(id string) int {
 
 type env struct {
 	store  consent.Store
+	svc    *consent.Service
 	clock  *clock
 	retain *retain.Service
 	videos string
@@ -91,17 +92,18 @@ type env struct {
 func setup(t *testing.T, st consent.Store, n int) *env {
 	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	svc := consent.NewService(st, consent.Config{Now: clk.Now})
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
+	svc, err := consent.NewService(st, consent.Config{Now: clk.Now})
+	must(svc, err)
 	must(svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}))
 	must(svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
 	must(svc.TopUp(ctx, "acme", 100*wallet.Dollar, ""))
-	e := &env{store: st, clock: clk, retain: retain.New(st, retain.Config{Now: clk.Now}), videos: t.TempDir()}
+	e := &env{store: st, svc: svc, clock: clk, retain: retain.New(svc), videos: t.TempDir()}
 	for i := range n {
 		id := fmt.Sprintf("s%02d", i)
 		must(svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web"}))
@@ -114,7 +116,7 @@ func setup(t *testing.T, st consent.Store, n int) *env {
 func (e *env) worker(t *testing.T, conv retain.Converter, mod func(*retain.WorkerConfig)) *retain.Worker {
 	t.Helper()
 	cfg := retain.WorkerConfig{
-		Store: e.store, Converter: conv, Videos: retain.Dir{Root: e.videos}, Now: e.clock.Now,
+		Service: e.svc, Converter: conv, Videos: retain.Dir{Root: e.videos},
 		Poll: 5 * time.Millisecond, TempDir: t.TempDir(),
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}

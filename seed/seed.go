@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -113,8 +114,20 @@ type Consent struct {
 
 // Parse reads a seed file. Unknown fields, wrong types and trailing data are
 // errors naming what is wrong.
+//
+// The file must be valid UTF-8 without unpaired \u surrogate escapes, which
+// encoding/json would silently turn into U+FFFD, and at most MaxFileBytes.
 func Parse(r io.Reader) (*File, error) {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("seed: %w", err)
+	case len(data) > MaxFileBytes:
+		return nil, fmt.Errorf("seed: the file is over %d bytes", MaxFileBytes)
+	case !jsontext.Valid(data):
+		return nil, errors.New("seed: the file is not valid UTF-8, or has a \\u escape of an unpaired surrogate")
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
@@ -125,6 +138,9 @@ func Parse(r io.Reader) (*File, error) {
 	}
 	return &f, nil
 }
+
+// MaxFileBytes is the largest seed file Parse reads.
+const MaxFileBytes = 128 << 20
 
 // Summary counts what Load loaded.
 type Summary struct {

@@ -1,8 +1,9 @@
 // Package verify holds the Verification API's rules, written once against
 // consent.Tx so they hold on every store: exact match (D10), partial match
-// (D11), certificate info (D15), third-party verification (service.md §4.7,
-// D9), the revocation check (D13), charging (D2–D4), and the long-term
-// retention calls /verify/session and /verify/certificate (D24, D25).
+// (D11), certificate info (D15), third-party verification (D9), the
+// revocation check (D13) and charging (D2–D4). The long-term retention
+// calls /verify/session and /verify/certificate share the one retention
+// rule of package retain.
 //
 // Every call takes the caller: the company whose credentials were checked
 // (a token's company, or the company of the property named by

@@ -12,19 +12,14 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Config tunes a Service: prices, clock and long-term retention period.
-type Config = consent.Policy
-
-// Service answers verification requests. It is safe for concurrent use.
+// Service answers verification requests with the store, clock and prices
+// of a consent.Service. It is safe for concurrent use.
 type Service struct {
-	store  consent.Store
-	policy consent.Policy // with defaults
+	svc *consent.Service
 }
 
-// New returns a Service over store.
-func New(store consent.Store, cfg Config) *Service {
-	return &Service{store: store, policy: cfg.WithDefaults()}
-}
+// New returns a Service built from svc.
+func New(svc *consent.Service) *Service { return &Service{svc: svc} }
 
 // Verification types (service.md §4.1).
 const (
@@ -78,7 +73,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
-		price: s.policy.Prices.ExactMatch, kind: wallet.ExactMatch,
+		kind:  wallet.ExactMatch,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -95,7 +90,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
-		price: s.policy.Prices.PartialMatch, kind: wallet.PartialMatch,
+		kind:  wallet.PartialMatch,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -126,7 +121,6 @@ func fold(s string) string {
 
 type query struct {
 	certificateID, companyID, originatorID, propertyID string
-	price                                              wallet.Amount
 	kind                                               wallet.EntryKind
 	match                                              func(consent.Record) bool
 }
@@ -143,7 +137,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		owner, vtype = q.originatorID, ThirdParty
 	}
 	var res *Result
-	err := s.store.Update(ctx, func(tx consent.Tx) error {
+	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		if vtype == ThirdParty {
 			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
 				return err
@@ -160,10 +154,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		}
 		res = result(cert, q.match)
 		res.VerificationType = vtype
-		res.Charged = q.price
-		res.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: caller, Kind: q.kind, Amount: q.price, Reference: cert.ID, CreatedAt: consent.UTC(s.policy.Now()),
-		})
+		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
 		return err
 	})
 	if err != nil {
@@ -269,7 +260,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
 	}
 	var info *Info
-	err := s.store.Update(ctx, func(tx consent.Tx) error {
+	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return err
 		}
@@ -279,12 +270,9 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		}
 		info = &Info{
 			CertificateID: cert.ID, CreatedAt: cert.CreatedAt, ConsentCount: len(cert.Records),
-			EventsCombined: cert.EventsCombined, Charged: s.policy.Prices.CertificateInfo,
+			EventsCombined: cert.EventsCombined,
 		}
-		info.Balance, err = consent.Charge(ctx, tx, &wallet.Entry{
-			CompanyID: caller, Kind: wallet.CertificateInfo, Amount: s.policy.Prices.CertificateInfo,
-			Reference: cert.ID, CreatedAt: consent.UTC(s.policy.Now()),
-		})
+		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		return err
 	})
 	if err != nil {

@@ -16,9 +16,9 @@ var ctx = context.Background()
 func setup(t *testing.T, records ...consent.Record) *verify.Service {
 	t.Helper()
 	st := memstore.New()
-	svc := consent.NewService(st, consent.Config{})
-	steps := []error{}
-	_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+	svc, err := consent.NewService(st, consent.Config{})
+	steps := []error{err}
+	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
 	steps = append(steps, err)
 	_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 	steps = append(steps, err)
@@ -33,7 +33,7 @@ func setup(t *testing.T, records ...consent.Record) *verify.Service {
 			t.Fatal(err)
 		}
 	}
-	return verify.New(st, verify.Config{})
+	return verify.New(svc)
 }
 
 // Partial match compares by Unicode simple case folding (D11).

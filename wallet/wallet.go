@@ -151,7 +151,9 @@ func (a *Amount) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Prices is the price list of paid actions. Every field is configurable.
+// Prices is the price list of paid actions (D2). Every field is
+// configurable. Opt-out has no price: it is unauthenticated, so a price on
+// it would let anyone spend a company's wallet.
 type Prices struct {
 	ExactMatch           Amount // POST /verify/match
 	PartialMatch         Amount // POST /verify/partial-match
@@ -160,7 +162,6 @@ type Prices struct {
 	RetainBatch          Amount // Retain API batch, per successful session
 	SessionRetention     Amount // POST /verify/session/:company_id
 	CertificateRetention Amount // POST /verify/certificate/:company_id
-	OptOut               Amount // POST /opt-out
 }
 
 // DefaultPrices returns the default price list (D2).
@@ -173,8 +174,40 @@ func DefaultPrices() Prices {
 		RetainBatch:          10 * Cent,
 		SessionRetention:     10 * Cent,
 		CertificateRetention: 10 * Cent,
-		OptOut:               0,
 	}
+}
+
+// Of returns the price of an action of the given kind; zero for a kind
+// that is not a paid action (a top-up, say).
+func (p *Prices) Of(kind EntryKind) Amount {
+	switch kind {
+	case ExactMatch:
+		return p.ExactMatch
+	case PartialMatch:
+		return p.PartialMatch
+	case CertificateInfo:
+		return p.CertificateInfo
+	case RetainSingle:
+		return p.RetainSingle
+	case RetainBatch:
+		return p.RetainBatch
+	case SessionRetention:
+		return p.SessionRetention
+	case CertificateRetention:
+		return p.CertificateRetention
+	}
+	return 0
+}
+
+// Check returns an error when a price is negative.
+func (p *Prices) Check() error {
+	for _, a := range [...]Amount{p.ExactMatch, p.PartialMatch, p.CertificateInfo, p.RetainSingle,
+		p.RetainBatch, p.SessionRetention, p.CertificateRetention} {
+		if a < 0 {
+			return errors.New("wallet: a price must not be negative")
+		}
+	}
+	return nil
 }
 
 // EntryKind names what a ledger entry was for. Every kind is either a credit

@@ -140,8 +140,29 @@ func TestDefaultPrices(t *testing.T) {
 	if p.ExactMatch.String() != "0.015" || p.PartialMatch.String() != "0.015" ||
 		p.RetainSingle.String() != "0.1" || p.RetainBatch.String() != "0.1" ||
 		p.SessionRetention.String() != "0.1" || p.CertificateRetention.String() != "0.1" ||
-		p.CertificateInfo != 0 || p.OptOut != 0 {
+		p.CertificateInfo != 0 {
 		t.Errorf("DefaultPrices() = %+v, not D2", p)
+	}
+}
+
+// Of answers every debit kind with its own field, and top-ups with zero.
+func TestPricesOf(t *testing.T) {
+	p := wallet.Prices{ExactMatch: 1, PartialMatch: 2, CertificateInfo: 3, RetainSingle: 4, RetainBatch: 5,
+		SessionRetention: 6, CertificateRetention: 7}
+	for kind, want := range map[wallet.EntryKind]wallet.Amount{
+		wallet.ExactMatch: 1, wallet.PartialMatch: 2, wallet.CertificateInfo: 3, wallet.RetainSingle: 4,
+		wallet.RetainBatch: 5, wallet.SessionRetention: 6, wallet.CertificateRetention: 7, wallet.TopUp: 0,
+	} {
+		if got := p.Of(kind); got != want {
+			t.Errorf("Of(%s) = %d, want %d", kind, got, want)
+		}
+	}
+	if err := p.Check(); err != nil {
+		t.Errorf("Check of positive prices: %v", err)
+	}
+	p.RetainBatch = -1
+	if err := p.Check(); err == nil {
+		t.Error("Check accepted a negative price")
 	}
 }
 

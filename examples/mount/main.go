@@ -2,19 +2,24 @@
 // mounted under /consent/ on the host's own ServeMux, next to the host's
 // routes, behind the host's middleware.
 //
-//	go run ./examples/mount
+//	go run ./examples/mount [-addr 127.0.0.1:8081]
 //
 // It keeps everything in memory and prints a token to try it with.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -24,30 +29,68 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	h, secret, err := newApp(context.Background(), log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run serves until ctx ends; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8081", "`address` to listen on (host:port; port 0 picks a free one)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	h, secret, err := newApp(ctx, log)
 	if err != nil {
 		log.Error("start", "err", err)
-		os.Exit(1)
+		return 1
 	}
-	fmt.Printf("listening on http://127.0.0.1:8081\n\n  curl -s -X POST http://127.0.0.1:8081/consent/verify/match -H 'Authorization: Bearer %s' \\\n    -d '{\"certificate_id\":\"cert-1\",\"company_id\":\"acme\",\"consent\":\"I agree to be contacted.\"}'\n\n", secret)
-	srv := &http.Server{Addr: "127.0.0.1:8081", Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	if err := srv.ListenAndServe(); err != nil {
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Error("listen", "err", err)
+		return 1
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "listening on %s\n\n  curl -s -X POST %s/consent/verify/match -H 'Authorization: Bearer %s' \\\n    -d '{\"certificate_id\":\"cert-1\",\"company_id\":\"acme\",\"consent\":\"I agree to be contacted.\"}'\n\n", base, base, secret)
+	// The same timeouts as examples/server: a slow body cannot hold a
+	// connection for long, even on the unauthenticated opt-out.
+	srv := httpadapter.NewServer(h, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
 		log.Error("serve", "err", err)
-		os.Exit(1)
+		return 1
+	case <-ctx.Done():
 	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		log.Error("shutdown", "err", err)
+		return 1
+	}
+	return 0
 }
 
 // newApp builds the host application: its own routes, consentkit under
 // /consent/, and the host's middleware around all of it. It returns the
 // handler and a demo token.
 func newApp(ctx context.Context, log *slog.Logger) (http.Handler, string, error) {
-	st := memstore.New()
-	secret, err := demo(ctx, consent.NewService(st, consent.Config{}))
+	svc, err := consent.NewService(memstore.New(), consent.Config{})
 	if err != nil {
 		return nil, "", err
 	}
-	api, err := httpadapter.New(httpadapter.Config{Store: st, Logger: log})
+	secret, err := demo(ctx, svc)
+	if err != nil {
+		return nil, "", err
+	}
+	api, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: log})
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 // consentkit answers under /consent/, the host's routes still work, and the
@@ -51,4 +55,78 @@ func TestMounted(t *testing.T) {
 	if resp.StatusCode != 404 {
 		t.Errorf("POST /verify/match outside the prefix: %d, want 404", resp.StatusCode)
 	}
+}
+
+// started runs the command with args until the test ends and returns the
+// address it listens on.
+func started(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	exit := make(chan int, 1)
+	go func() {
+		exit <- run(ctx, args, pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-exit; code != 0 {
+			t.Errorf("exit status %d after shutdown, want 0", code)
+		}
+	})
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := regexp.MustCompile(`listening on http://(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+	}()
+	select {
+	case a := <-addr:
+		return a
+	case code := <-exit:
+		t.Fatalf("exited with %d before listening", code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10 s")
+	}
+	return ""
+}
+
+// -addr chooses the address; the service answers there and stops cleanly.
+func TestAddrFlag(t *testing.T) {
+	addr := started(t, "-addr", "127.0.0.1:0")
+	resp, err := http.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /status: %d", resp.StatusCode)
+	}
+}
+
+// A client that sends the headers of an opt-out and then trickles its body
+// is cut off after the server's 30 s read timeout, instead of holding the
+// connection as long as it likes.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 30 s: the server's read timeout")
+	}
+	t.Parallel()
+	addr := started(t, "-addr", "127.0.0.1:0")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	io.WriteString(conn, "POST /consent/opt-out HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"company_id\":")
+	start := time.Now()
+	conn.SetReadDeadline(start.Add(45 * time.Second))
+	_, err = io.Copy(io.Discard, conn) // until the server closes the connection
+	if err != nil {
+		t.Fatalf("the connection was still open after %v: %v", time.Since(start).Round(time.Second), err)
+	}
+	t.Logf("connection closed after %v", time.Since(start).Round(time.Second))
 }

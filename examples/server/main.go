@@ -19,11 +19,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"os/signal"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -110,15 +112,35 @@ func (d *days) String() string {
 	return time.Duration(*d).String()
 }
 
+// maxDays is the longest duration a flag takes: what a time.Duration holds.
+const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
+
+// goDuration matches the syntax of time.ParseDuration, so that a value it
+// refuses can be told apart as out of range rather than malformed.
+var goDuration = regexp.MustCompile(`^([0-9]*\.?[0-9]*(ns|us|µs|μs|ms|s|m|h))+$`)
+
 func (d *days) Set(s string) error {
-	unit := map[byte]time.Duration{'d': 24 * time.Hour, 'y': 365 * 24 * time.Hour}
-	if n, err := strconv.Atoi(s[:max(len(s)-1, 0)]); err == nil && n > 0 && unit[s[len(s)-1]] != 0 {
-		*d = days(time.Duration(n) * unit[s[len(s)-1]])
+	unit := map[string]time.Duration{"d": 24 * time.Hour, "y": 365 * 24 * time.Hour}
+	malformed := errors.New("want a positive duration such as 2160h, 90d or 5y")
+	outOfRange := fmt.Errorf("%s is out of range: at most %dd (%dy)", s, maxDays, maxDays/365)
+	if len(s) > 1 && unit[s[len(s)-1:]] != 0 {
+		u := unit[s[len(s)-1:]]
+		n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+		switch {
+		case errors.Is(err, strconv.ErrRange) || err == nil && n > math.MaxInt64/int64(u):
+			return outOfRange
+		case err != nil || n <= 0:
+			return malformed
+		}
+		*d = days(time.Duration(n) * u)
 		return nil
 	}
 	v, err := time.ParseDuration(s)
-	if err != nil || v <= 0 {
-		return fmt.Errorf("want a positive duration such as 2160h, 90d or 5y")
+	switch {
+	case err != nil && goDuration.MatchString(s):
+		return outOfRange
+	case err != nil || v <= 0:
+		return malformed
 	}
 	*d = days(v)
 	return nil
@@ -197,7 +219,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if !o.longTermSet {
 		longTerm = 0 // the library's default: five calendar years
 	}
-	svc := consent.NewService(st, consent.Config{DefaultRetention: time.Duration(o.defaultRet)})
+	svc, err := consent.NewService(st, consent.Config{
+		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
+	})
+	if err != nil {
+		return err
+	}
 
 	token, err := prepare(ctx, svc, o.seed, log)
 	if err != nil {
@@ -205,7 +232,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 
 	api, err := httpadapter.New(httpadapter.Config{
-		Store: st, Logger: log, TrustedProxies: trusted, LongTermRetention: longTerm,
+		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
 	})
 	if err != nil {
 		return err
@@ -227,19 +254,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           logRequests(log, mux),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      60 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := httpadapter.NewServer(logRequests(log, mux), log)
 	base := "http://" + ln.Addr().String()
 	printGuide(stdout, base, token)
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
-	workerDone := startWorker(ctx, st, o, log)
+	workerDone := startWorker(ctx, svc, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

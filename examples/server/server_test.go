@@ -387,6 +387,30 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// A retention too long for a time.Duration is refused with a message that
+// says so, never wrapped around to a negative value and the default.
+func TestFlagsOutOfRange(t *testing.T) {
+	for _, flag := range []string{"-default-retention", "-long-term-retention"} {
+		for _, v := range []string{"300y", "106752d", "99999999999999999999d", "2562048h", "9999999999h"} {
+			var stderr strings.Builder
+			_, err := parseFlags([]string{flag, v}, &stderr)
+			if err == nil || !strings.Contains(stderr.String(), "out of range") {
+				t.Errorf("%s %s: %v; stderr %q; want an out-of-range error", flag, v, err, stderr.String())
+			}
+		}
+		for _, v := range []string{"0d", "-5d", "0", "-1h", "5x", "d", "y", ""} {
+			var stderr strings.Builder
+			if _, err := parseFlags([]string{flag, v}, &stderr); err == nil || !strings.Contains(stderr.String(), "positive duration") {
+				t.Errorf("%s %q: %v; stderr %q; want a malformed-duration error", flag, v, err, stderr.String())
+			}
+		}
+	}
+	o, err := parseFlags([]string{"-long-term-retention", "292y", "-default-retention", "106751d"}, io.Discard)
+	if err != nil || time.Duration(o.longTermRet) != 292*365*24*time.Hour || time.Duration(o.defaultRet) != 106751*24*time.Hour {
+		t.Errorf("the longest durations: %+v, %v", o, err)
+	}
+}
+
 // A seed file with an error names it, loads nothing and exits non-zero.
 func TestServerBadSeed(t *testing.T) {
 	seed := filepath.Join(t.TempDir(), "bad.json")

@@ -14,9 +14,9 @@ import (
 // returned channel closes when it has stopped. When a tool of the converter
 // is missing it says which and how to get it, and leaves jobs pending: a
 // later start with the tool in place converts them.
-func startWorker(ctx context.Context, st consent.Store, o *options, log *slog.Logger) <-chan struct{} {
+func startWorker(ctx context.Context, svc *consent.Service, o *options, log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
-	conv, err := mp4.New(mp4.Options{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Logger: log})
+	conv, err := mp4.New(mp4.Config{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Logger: log})
 	var missing *mp4.MissingError
 	if errors.As(err, &missing) {
 		log.Warn("video conversion is off: retained recordings stay pending until it is set up",
@@ -27,7 +27,7 @@ func startWorker(ctx context.Context, st consent.Store, o *options, log *slog.Lo
 	if err == nil {
 		var w *retain.Worker
 		w, err = retain.NewWorker(retain.WorkerConfig{
-			Store: st, Converter: conv, Videos: retain.Dir{Root: o.videoDir}, Logger: log,
+			Service: svc, Converter: conv, Videos: retain.Dir{Root: o.videoDir}, Logger: log,
 		})
 		if err == nil {
 			log.Info("video conversion is on", "video_dir", o.videoDir)

@@ -23,7 +23,7 @@ import (
 //
 // go test -run '^$' -bench Convert -benchtime 5x ./retain/mp4
 func BenchmarkConvert(b *testing.B) {
-	c, tmp := converter(b, mp4.Options{})
+	c, tmp := converter(b, mp4.Config{})
 	raw := testRecording(b)
 	out := filepath.Join(tmp, "bench-out") // under tmp, so ffmpeg's command line is matched too
 	if err := os.MkdirAll(out, 0o755); err != nil {

@@ -26,7 +26,7 @@ const replayer = "replayer/node_modules/rrweb/dist"
 // converter returns a Converter working in its own temporary directory. When
 // a tool is missing it skips the test, saying what to install, except in CI
 // (CI=true), where these tests must run.
-func converter(t testing.TB, opts mp4.Options) (*mp4.Converter, string) {
+func converter(t testing.TB, opts mp4.Config) (*mp4.Converter, string) {
 	t.Helper()
 	if opts.TempDir == "" {
 		// t.TempDir's paths are too long for Chromium's sockets.
@@ -142,7 +142,7 @@ func checkClean(t *testing.T, tmp string) {
 // The real recording becomes an H.264 yuv420p MP4 with even dimensions that
 // lasts as long as the recording, whose middle frame shows the form.
 func TestConvertTestRecording(t *testing.T) {
-	c, tmp := converter(t, mp4.Options{})
+	c, tmp := converter(t, mp4.Config{})
 	dst := filepath.Join(t.TempDir(), "video.mp4")
 	start := time.Now()
 	d, err := c.Convert(context.Background(), testRecording(t), dst)
@@ -185,7 +185,7 @@ func TestConvertTestRecording(t *testing.T) {
 
 // Two conversions of one recording give the same frames.
 func TestConvertIsDeterministic(t *testing.T) {
-	c, _ := converter(t, mp4.Options{FPS: 10})
+	c, _ := converter(t, mp4.Config{FPS: 10})
 	raw := testRecording(t)
 	var frames [2][]byte
 	for i := range frames {
@@ -206,7 +206,7 @@ func TestConvertIsDeterministic(t *testing.T) {
 
 // A cancelled conversion stops at once and leaves nothing behind.
 func TestConvertCancelled(t *testing.T) {
-	c, tmp := converter(t, mp4.Options{})
+	c, tmp := converter(t, mp4.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(1500*time.Millisecond, cancel)
 	dst := filepath.Join(t.TempDir(), "video.mp4")
@@ -226,7 +226,7 @@ func TestConvertCancelled(t *testing.T) {
 
 // A recording that is not one fails cleanly.
 func TestConvertRejectsGarbage(t *testing.T) {
-	c, tmp := converter(t, mp4.Options{})
+	c, tmp := converter(t, mp4.Config{})
 	for _, bad := range []string{`[]`, `{"a":1}`, `[{"type":4,"data":{},"timestamp":1},{"type":3,"data":{},"timestamp":2}]`} {
 		if _, err := c.Convert(context.Background(), json.RawMessage(bad), filepath.Join(t.TempDir(), "v.mp4")); err == nil {
 			t.Errorf("Convert(%s) succeeded", bad)
@@ -238,7 +238,7 @@ func TestConvertRejectsGarbage(t *testing.T) {
 // The replayed page has no network: a recording that points at a server on
 // this machine makes no request to it.
 func TestReplayHasNoNetwork(t *testing.T) {
-	c, _ := converter(t, mp4.Options{FPS: 5})
+	c, _ := converter(t, mp4.Config{FPS: 5})
 	hits := make(chan string, 10)
 	srv := newCountingServer(t, hits)
 	rec := fmt.Sprintf(`[{"type":4,"data":{"href":"http://example.test/","width":320,"height":240},"timestamp":1000},
@@ -263,7 +263,7 @@ func TestReplayHasNoNetwork(t *testing.T) {
 
 // A failing encoder fails the conversion and leaves nothing behind either.
 func TestConvertEncoderFails(t *testing.T) {
-	c, tmp := converter(t, mp4.Options{FFmpeg: "false"}) // exits 1 at once
+	c, tmp := converter(t, mp4.Config{FFmpeg: "false"}) // exits 1 at once
 	dst := filepath.Join(t.TempDir(), "video.mp4")
 	if _, err := c.Convert(context.Background(), testRecording(t), dst); err == nil {
 		t.Fatal("Convert succeeded with a broken encoder")

@@ -48,8 +48,8 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// Options configure a Converter. Zero values mean the defaults.
-type Options struct {
+// Config configures a Converter. Zero values mean the defaults.
+type Config struct {
 	// Chromium is the browser binary: default /usr/lib/chromium/chromium
 	// (Debian's real binary, not its wrapper script), else chromium or
 	// chromium-browser on PATH.
@@ -97,7 +97,7 @@ func (e *MissingError) Error() string {
 // Converter converts recordings; it is safe for concurrent use, each
 // conversion running its own browser.
 type Converter struct {
-	opts    Options
+	opts    Config
 	page    string // the replay page, built once
 	blocked atomic.Int64
 }
@@ -108,7 +108,7 @@ func (c *Converter) BlockedRequests() int64 { return c.blocked.Load() }
 
 // New finds the tools and returns a Converter. The error is a *MissingError
 // when one of them is missing.
-func New(opts Options) (*Converter, error) {
+func New(opts Config) (*Converter, error) {
 	var err error
 	if opts.Chromium, err = findTool(opts.Chromium, []string{"/usr/lib/chromium/chromium"}, "chromium", "chromium-browser"); err != nil {
 		return nil, &MissingError{"chromium", "install it with: apt-get install chromium fonts-liberation"}
@@ -175,7 +175,7 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	}
 	defer os.RemoveAll(dir)
 	if len(dir) > maxDirLength {
-		return 0, fmt.Errorf("mp4: temporary directory %s is too long for Chromium's sockets; set Options.TempDir to a short path", dir)
+		return 0, fmt.Errorf("mp4: temporary directory %s is too long for Chromium's sockets; set Config.TempDir to a short path", dir)
 	}
 
 	frames := tl.frames(c.opts.FPS)

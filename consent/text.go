@@ -1,0 +1,162 @@
+package consent
+
+import (
+	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// ValidText reports whether s may be stored as text: valid UTF-8 holding no
+// control character of C0 (U+0000–U+001F) other than tab, line feed and
+// carriage return. Every other Unicode character, 4-byte ones included, is
+// kept exactly.
+//
+// The rule exists because the stores differ at the edges: PostgreSQL
+// refuses NUL in text and jsonb and refuses invalid UTF-8, while SQLite and
+// memory keep both. One rule, checked by the domain (so that a request is
+// refused with 400 naming its field) and by every store (so that a caller of
+// the Tx interface meets the same refusal everywhere), makes every store
+// accept exactly the same values. Text is refused, never cleaned: consent
+// text is evidence, and changing it silently would change the evidence.
+func ValidText(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+// CheckText returns an Invalid error naming field when s is not ValidText.
+func CheckText(field, s string) error {
+	if !ValidText(s) {
+		return Errorf(Invalid, "%s must be valid UTF-8 without control characters other than tab and newline", field)
+	}
+	return nil
+}
+
+// CleanText returns s made valid for storage: invalid bytes become U+FFFD
+// and forbidden control characters are dropped. It is for text that the
+// library writes itself, such as the error of a failed conversion, never for
+// what a caller sends.
+func CleanText(s string) string {
+	if ValidText(s) {
+		return s
+	}
+	out := make([]rune, 0, len(s))
+	for _, r := range s { // ranging over a string yields U+FFFD for invalid bytes
+		if r < 0x20 && r != '\t' && r != '\n' && r != '\r' {
+			continue
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// checkTexts returns the error of CheckText for the first invalid pair of
+// field name and value.
+func checkTexts(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if err := CheckText(pairs[i], pairs[i+1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkList(field string, list []string) error {
+	for _, s := range list {
+		if err := CheckText(field, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The CheckText methods below are what every Store calls before it writes a
+// value (see Tx): each returns an Invalid error naming the first text field
+// that is not ValidText, so that all stores refuse the same values.
+
+// CheckText checks c's text fields.
+func (c *Company) CheckText() error {
+	if err := checkTexts("id", c.ID, "name", c.Name); err != nil {
+		return err
+	}
+	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
+}
+
+// CheckText checks p's text fields.
+func (p *Property) CheckText() error {
+	return checkTexts("id", p.ID, "company_id", p.CompanyID, "name", p.Name)
+}
+
+// CheckText checks t's text fields.
+func (t *Token) CheckText() error {
+	if err := checkTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
+		return err
+	}
+	for _, p := range t.Permissions {
+		if err := CheckText("permissions", string(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckText checks s's text fields.
+func (s *Session) CheckText() error {
+	return checkTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID,
+		"retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
+		"video.path", s.Video.Path)
+}
+
+// CheckText checks c's text fields, its consent records and its
+// EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
+// character, and an escaped one such as \u0000 is kept as written).
+func (c *Certificate) CheckText() error {
+	if err := checkTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID,
+		"session_id", c.SessionID, "origin", c.Origin, "retention_status", string(c.RetentionStatus)); err != nil {
+		return err
+	}
+	for _, r := range c.Records {
+		if err := CheckText("consents.text", r.Text); err != nil {
+			return err
+		}
+		if err := checkList("consents.types", r.Types); err != nil {
+			return err
+		}
+	}
+	if !utf8.Valid(c.EventsCombined) {
+		return Errorf(Invalid, "events_combined must be valid UTF-8")
+	}
+	return nil
+}
+
+// CheckText checks r's text fields.
+func (r *Revocation) CheckText() error {
+	if err := checkTexts("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID,
+		"reason", r.Reason, "client_ip", r.ClientIP); err != nil {
+		return err
+	}
+	return checkList("certificate_ids", r.CertificateIDs)
+}
+
+// CheckText checks j's text fields.
+func (j *ConversionJob) CheckText() error {
+	return checkTexts("session_id", j.SessionID, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
+}
+
+// CheckEntryText checks the text fields of a ledger entry.
+func CheckEntryText(e *wallet.Entry) error {
+	return checkTexts("id", e.ID, "company_id", e.CompanyID, "kind", string(e.Kind), "reference", e.Reference)
+}

@@ -1,0 +1,224 @@
+package httpadapter
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"reflect"
+	"strings"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// Route describes one endpoint of the Handler: everything the one wrapper
+// needs to serve it, and everything a description of the API (such as an
+// OpenAPI document) needs to document it.
+type Route struct {
+	Method  string // "POST" or "GET"
+	Pattern string // a net/http pattern, such as /verify/session/{company_id}
+	Auth    Auth
+	// Limit is the rate limit the route draws on (D28).
+	Limit Limit
+	// Price is the ledger kind whose price (wallet.Prices.Of) a successful
+	// call is charged, per retained session for a batch; "" for a route
+	// that never charges.
+	Price  wallet.EntryKind
+	Errors ErrorShape
+	// Request and Response are the struct types of the bodies. Fields of
+	// Request tagged `path:"name"` come from the pattern's wildcards, the
+	// others from the JSON body; a Request without JSON fields takes no
+	// body (one sent is ignored).
+	Request, Response reflect.Type
+}
+
+// Auth is how a route authenticates its caller.
+type Auth int
+
+const (
+	// AuthNone is a public route: anyone may call it (opt-out).
+	AuthNone Auth = iota
+	// AuthToken needs a Bearer token of a company (D6, D7). With
+	// Config.PropertyCredentials, a request without an Authorization header
+	// may give company_id and property_id instead (D8).
+	AuthToken
+	// AuthRetention needs a Bearer token with the permission vzew_retention
+	// (the Retain API, service description §5).
+	AuthRetention
+)
+
+// Limit names a rate limiter (D20, D28).
+type Limit int
+
+const (
+	NoLimit     Limit = iota
+	VerifyLimit       // per company: the Verification API; Config.VerifyPerMinute
+	RetainLimit       // per company: the Retain API, single and batch; Config.RetainPerMinute
+	OptOutLimit       // per client address: opt-out; Config.OptOutPerMinute
+)
+
+// Caller is who sent a request, as its route's authentication found.
+type Caller struct {
+	// CompanyID is the authenticated company; "" on a public route.
+	CompanyID string
+	// Token is the token that authenticated the request; nil when there
+	// was none (a public route, or company-and-property credentials).
+	Token *consent.Token
+	// ClientIP is the client's address (TrustedProxies.ClientIP); invalid
+	// when it cannot be known.
+	ClientIP netip.Addr
+}
+
+// route is a Route with what serves it.
+type route struct {
+	Route
+	newReq func() any
+	call   func(ctx context.Context, c Caller, req any) (any, error)
+	path   []pathField // fields of Request set from the pattern
+	body   bool        // Request has JSON fields
+}
+
+type pathField struct {
+	index int
+	name  string
+}
+
+// handle binds a typed function to a route: the wrapper decodes a *Req for
+// it and writes the *Resp it returns as JSON with status 200.
+func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req *Req) (*Resp, error)) *route {
+	rt.Request, rt.Response = reflect.TypeFor[Req](), reflect.TypeFor[Resp]()
+	out := &route{
+		Route:  rt,
+		newReq: func() any { return new(Req) },
+		call:   func(ctx context.Context, c Caller, req any) (any, error) { return fn(ctx, c, req.(*Req)) },
+	}
+	for i := range rt.Request.NumField() {
+		f := rt.Request.Field(i)
+		if name, ok := f.Tag.Lookup("path"); ok {
+			if !strings.Contains(rt.Pattern, "{"+name+"}") || f.Type.Kind() != reflect.String {
+				panic("httpadapter: " + rt.Pattern + ": path field " + f.Name + " names no wildcard")
+			}
+			out.path = append(out.path, pathField{i, name})
+		} else if f.IsExported() && f.Tag.Get("json") != "-" {
+			out.body = true
+		}
+	}
+	return out
+}
+
+// propertyCredentials is implemented by the requests of routes that accept
+// company-and-property credentials (D8): it names the company and property.
+type propertyCredentials interface {
+	credentials() (companyID, propertyID string)
+}
+
+// serve is the one wrapper every route goes through: authenticate (401,
+// 403), take a rate-limit token (429), decode the body and path (400, 413),
+// call the route's function, and write its answer or its error.
+func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
+	resp, err := h.run(rt, w, r)
+	if err != nil {
+		h.writeError(w, r, rt.Errors, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, error) {
+	ctx := r.Context()
+	c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r)}
+	if rt.Limit == OptOutLimit { // keyed by client: taken before anything is read
+		if err := h.take(r, rt.Limit, c); err != nil {
+			return nil, err
+		}
+	}
+	if rt.Auth != AuthNone {
+		tok, err := h.authenticate(r, rt.Auth)
+		if err != nil {
+			return nil, err
+		}
+		if tok != nil {
+			c.Token, c.CompanyID = tok, tok.CompanyID
+			if err := h.take(r, rt.Limit, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	req := rt.newReq()
+	if rt.body {
+		if err := decode(w, r, req); err != nil {
+			return nil, err
+		}
+	}
+	v := reflect.ValueOf(req).Elem()
+	for _, p := range rt.path {
+		v.Field(p.index).SetString(r.PathValue(p.name))
+	}
+	if rt.Auth == AuthToken && c.Token == nil { // company-and-property credentials (D8)
+		pc, ok := req.(propertyCredentials)
+		if !ok {
+			return nil, errNoToken
+		}
+		company, property := pc.credentials()
+		if err := h.svc.AuthenticateProperty(ctx, company, property); err != nil {
+			return nil, err
+		}
+		c.CompanyID = company
+		if err := h.take(r, rt.Limit, c); err != nil {
+			return nil, err
+		}
+	}
+	return rt.call(ctx, c, req)
+}
+
+var errNoToken = consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token is required")
+
+// authenticate checks the Authorization header (D6, D7). It returns no
+// token and no error when the header is absent and company-and-property
+// credentials may stand in for it (D8).
+func (h *Handler) authenticate(r *http.Request, auth Auth) (*consent.Token, error) {
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		if auth == AuthToken && h.cfg.PropertyCredentials {
+			return nil, nil
+		}
+		return nil, errNoToken
+	}
+	scheme, secret, ok := strings.Cut(header, " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
+	}
+	tok, err := h.svc.Authenticate(r.Context(), secret)
+	if err != nil {
+		return nil, err
+	}
+	if auth == AuthRetention && !tok.Has(consent.PermissionRetention) {
+		return nil, consent.Errorf(consent.Forbidden, "the token lacks the %s permission", consent.PermissionRetention)
+	}
+	return tok, nil
+}
+
+// take takes a token from the route's rate limiter: per client address for
+// opt-out, per company for the others (D20, D28).
+func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
+	lim := h.limits[l]
+	if lim == nil {
+		return nil
+	}
+	key := c.CompanyID
+	if l == OptOutLimit {
+		if !c.ClientIP.IsValid() {
+			// Never one shared bucket for every client of unknown address.
+			h.log.ErrorContext(r.Context(), "consentkit: the client's address is unknown, so its rate limit cannot apply; "+
+				"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
+				"method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
+			return &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
+		}
+		key = clientKey(c.ClientIP, h.cfg.IPv6PrefixBits)
+	}
+	if ok, wait := lim.allow(key); !ok {
+		return limited(wait)
+	}
+	return nil
+}
