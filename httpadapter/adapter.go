@@ -78,7 +78,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger, mux: http.NewServeMux(), paths: http.NewServeMux(),
-		allow: map[string]string{},
+		allow:  map[string]string{},
 		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
 		limits: map[Limit]*keyedLimiter{},
 	}

@@ -6,7 +6,7 @@ func TestValid(t *testing.T) {
 	for raw, want := range map[string]bool{
 		`"plain"`:               true,
 		`"tab\tand \"quotes\""`: true,
-		`"😀 and 𝄞"`:            true,
+		`"😀 and 𝄞"`:             true,
 		`"\ud83d\ude00"`:        true, // a pair: 😀
 		`"\u00e9\u0000"`:        true, // é and NUL: valid Unicode (NUL is refused later, as text)
 		"\"a\xffb\"":            false,
