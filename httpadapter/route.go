@@ -103,6 +103,9 @@ func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req 
 			out.body = true
 		}
 	}
+	if strings.Count(rt.Pattern, "{") != len(out.path) {
+		panic("httpadapter: " + rt.Pattern + ": a wildcard has no path field in the request type")
+	}
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -356,4 +357,84 @@ func TestDirRejectsBadNames(t *testing.T) {
 			t.Errorf("Put(%q) succeeded", id)
 		}
 	}
+}
+
+// watchedStore notes every recording read inside a write transaction.
+type watchedStore struct {
+	consent.Store
+	mu             sync.Mutex
+	readsInUpdate  int
+	readsElsewhere int
+}
+
+type watchedTx struct {
+	consent.Tx
+	s     *watchedStore
+	write bool
+}
+
+func (s *watchedStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.Store.Update(ctx, func(tx consent.Tx) error { return fn(watchedTx{tx, s, true}) })
+}
+
+func (s *watchedStore) View(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.Store.View(ctx, func(tx consent.Tx) error { return fn(watchedTx{tx, s, false}) })
+}
+
+func (t watchedTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	t.s.mu.Lock()
+	if t.write {
+		t.s.readsInUpdate++
+	} else {
+		t.s.readsElsewhere++
+	}
+	t.s.mu.Unlock()
+	return t.Tx.Events(ctx, sessionID)
+}
+
+// The worker reads a recording (up to 64 MiB) outside the write transaction
+// of its lease: on SQLite that transaction holds the one writer, and every
+// charge would queue behind the read.
+func TestWorkerReadsRecordingOutsideWrites(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		watched := &watchedStore{Store: open(t)}
+		e := setup(t, watched, 2)
+		w := e.worker(t, &fakeConverter{}, nil)
+		for range 2 {
+			if worked, err := w.RunOnce(ctx); !worked || err != nil {
+				t.Fatalf("RunOnce: %v, %v", worked, err)
+			}
+		}
+		if watched.readsInUpdate != 0 || watched.readsElsewhere != 2 {
+			t.Errorf("recordings read %d times inside a write transaction and %d outside; want 0 and 2",
+				watched.readsInUpdate, watched.readsElsewhere)
+		}
+		if s := e.session(t, "s01"); s.VideoStatus != consent.VideoConverted {
+			t.Errorf("s01 is %s, want converted", s.VideoStatus)
+		}
+	})
+}
+
+// A tool's error may hold any bytes (NUL, invalid UTF-8, a character cut at
+// the length limit); the failure is still recorded, on every store, with its
+// text made valid.
+func TestFailureWithBinaryErrorIsRecorded(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		msg := "ffmpeg said \x00\x1b[31m\xff " + strings.Repeat("é", 600) // the limit falls inside an é
+		w := e.worker(t, &fakeConverter{fail: errors.New(msg)}, nil)
+		if worked, err := w.RunOnce(ctx); !worked || err != nil {
+			t.Fatalf("RunOnce: %v, %v", worked, err)
+		}
+		j, err := e.job(t, "s00")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !consent.ValidText(j.LastError) || !strings.HasPrefix(j.LastError, "ffmpeg said [31m\uFFFD éé") || len(j.LastError) > 1000 {
+			t.Errorf("last error %q (%d bytes)", j.LastError, len(j.LastError))
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoPending {
+			t.Errorf("session is %s, want pending (to be retried)", s.VideoStatus)
+		}
+	})
 }
