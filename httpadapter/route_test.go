@@ -19,7 +19,10 @@ func newTestHandler(t *testing.T) (*Handler, *consent.Service) {
 		t.Fatal(err)
 	}
 	for _, step := range []func() error{
-		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			return err
+		},
 		func() error {
 			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err
