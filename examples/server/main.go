@@ -191,7 +191,7 @@ func openStore(ctx context.Context, o *options) (consent.Store, error) {
 	case "memory":
 		return memstore.New(), nil
 	case "sqlite":
-		st, err = sqlitestore.Open(o.dsn, sqlitestore.Options{})
+		st, err = sqlitestore.Open(o.dsn, sqlitestore.Config{})
 	default:
 		st, err = pgstore.Open(ctx, o.dsn)
 	}

@@ -297,7 +297,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 	}
 	s.stop(t)
 
-	st, err := sqlitestore.Open(db, sqlitestore.Options{})
+	st, err := sqlitestore.Open(db, sqlitestore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +425,7 @@ func TestServerBadSeed(t *testing.T) {
 	if !strings.Contains(string(out), `companies[1] \"a\": already exists`) {
 		t.Errorf("the error does not name the item:\n%s", out)
 	}
-	st, err := sqlitestore.Open(db, sqlitestore.Options{})
+	st, err := sqlitestore.Open(db, sqlitestore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func Memory(tb testing.TB) *memstore.Store {
 // SQLite returns a migrated store in a new file, closed when tb ends.
 func SQLite(tb testing.TB) *sqlitestore.Store {
 	tb.Helper()
-	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), sqlitestore.Options{})
+	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), sqlitestore.Config{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 // The durability and integrity settings are what D31 and the design rely
 // on; a DSN typo would silently drop them.
 func TestPragmas(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "p.db"), Options{})
+	s, err := Open(filepath.Join(t.TempDir(), "p.db"), Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestPragmas(t *testing.T) {
 
 func TestOpenRejectsMemory(t *testing.T) {
 	for _, p := range []string{"", ":memory:", "a.db?mode=memory"} {
-		if s, err := Open(p, Options{}); err == nil {
+		if s, err := Open(p, Config{}); err == nil {
 			s.Close()
 			t.Errorf("Open(%q) succeeded; a file path is required", p)
 		}

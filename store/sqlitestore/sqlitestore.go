@@ -30,8 +30,8 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Options tune a Store. Zero values mean the defaults.
-type Options struct {
+// Config tunes a Store. Zero values mean the defaults.
+type Config struct {
 	// ReadConns is the size of the read pool: default 4.
 	ReadConns int
 	// BusyTimeout is how long a connection waits for a lock held by another
@@ -49,7 +49,7 @@ var _ consent.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the database at path. Call Migrate before
 // first use.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Config) (*Store, error) {
 	if path == "" || strings.ContainsAny(path, "?#") || path == ":memory:" {
 		return nil, fmt.Errorf("sqlitestore: %q is not a usable database file path", path)
 	}

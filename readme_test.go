@@ -1,0 +1,75 @@
+package consentkit_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// readmeImports are what the README's Go snippets may use.
+var readmeImports = map[string]string{
+	"context":     "context.Background",
+	"fmt":         "fmt.Println",
+	"net/http":    "http.NewServeMux",
+	"consent":     "consent.NewService",
+	"httpadapter": "httpadapter.New",
+	"retain":      "retain.NewWorker",
+	"mp4":         "mp4.New",
+	"pgstore":     "pgstore.Open",
+	"sqlitestore": "sqlitestore.Open",
+	"memstore":    "memstore.New",
+	"wallet":      "wallet.ParseAmount",
+}
+
+var readmePaths = map[string]string{
+	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
+	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
+}
+
+// Every Go snippet of the README compiles against the library as it is: each
+// becomes the body of a function returning error, inside which ctx and svc
+// (a *consent.Service) are in scope, as the README's prose says they are.
+func TestREADMECompiles(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("%d Go snippets in the README; expected at least 4", len(blocks))
+	}
+	var src strings.Builder
+	src.WriteString("package main\n\nimport (\n")
+	for name := range readmeImports {
+		path := name
+		if p, ok := readmePaths[name]; ok {
+			path = "github.com/consentkit/consentkit/" + p
+		}
+		src.WriteString("\t\"" + path + "\"\n")
+	}
+	src.WriteString(")\n\nvar (\n")
+	for _, use := range readmeImports {
+		src.WriteString("\t_ = " + use + "\n")
+	}
+	src.WriteString(")\n\nfunc main() {}\n")
+	importBlock := regexp.MustCompile(`(?s)^import \(.*?\)\n`)
+	for i, b := range blocks {
+		body := importBlock.ReplaceAllString(string(b[1]), "")
+		src.WriteString("func snippet" + string(rune('a'+i)) + "(ctx context.Context) error {\n\tvar svc *consent.Service\n\t_ = svc\n\t{\n" + body + "\t}\n\treturn nil\n}\n")
+	}
+	dir, err := os.MkdirTemp(".", "_readme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "vet", "./"+filepath.Base(dir)).CombinedOutput()
+	if err != nil {
+		t.Errorf("the README's Go snippets do not compile: %v\n%s\n%s", err, out, src.String())
+	}
+}
