@@ -154,6 +154,9 @@ func utc(t time.Time) time.Time {
 }
 
 func (t *tx) CreateCompany(_ context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -185,6 +188,9 @@ func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, e
 }
 
 func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -199,6 +205,9 @@ func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
 }
 
 func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -224,6 +233,9 @@ func (t *tx) Property(_ context.Context, id string) (*consent.Property, error) {
 }
 
 func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
+	if err := tok.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -266,6 +278,9 @@ func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) 
 }
 
 func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
+	if err := ses.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -310,6 +325,9 @@ func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) err
 }
 
 func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
+	if err := ses.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -336,6 +354,9 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -395,6 +416,9 @@ func (t *tx) CertificatesBySession(_ context.Context, sessionID string) ([]strin
 }
 
 func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -425,6 +449,9 @@ func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error
 }
 
 func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
+	if err := r.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -448,6 +475,9 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 }
 
 func (t *tx) EnqueueConversion(_ context.Context, j *consent.ConversionJob) error {
+	if err := j.CheckText(); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -468,6 +498,9 @@ func cloneJob(j *consent.ConversionJob) *consent.ConversionJob {
 }
 
 func (t *tx) LeaseConversion(_ context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return nil, err
+	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -503,6 +536,9 @@ func (t *tx) leased(sessionID, owner string) (*consent.ConversionJob, error) {
 }
 
 func (t *tx) RenewLease(_ context.Context, sessionID, owner string, until time.Time) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -516,6 +552,14 @@ func (t *tx) RenewLease(_ context.Context, sessionID, owner string, until time.T
 }
 
 func (t *tx) EndLease(_ context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if next != nil {
+		if err := next.CheckText(); err != nil {
+			return err
+		}
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -552,10 +596,16 @@ func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error)
 }
 
 func (t *tx) Credit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	return t.post(e, e.Amount)
 }
 
 func (t *tx) Debit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	return t.post(e, -e.Amount)
 }
 

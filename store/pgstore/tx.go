@@ -64,6 +64,9 @@ func strs(s []string) []string {
 }
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `WITH c AS (
 			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
 			VALUES ($1, $2, $3, $4, $5) RETURNING id)
@@ -89,12 +92,18 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 }
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4
 		WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties))
 	return affected(tag, err, "company")
 }
 
 func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES ($1, $2, $3, $4)`,
 		p.ID, p.CompanyID, p.Name, p.CreatedAt)
 	return err
@@ -113,6 +122,9 @@ func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error)
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
+	if err := tok.CheckText(); err != nil {
+		return err
+	}
 	perms := make([]string, len(tok.Permissions))
 	for i, p := range tok.Permissions {
 		perms[i] = string(p)
@@ -149,6 +161,9 @@ func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time
 }
 
 func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
 		created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, s.ID, s.CompanyID, s.PropertyID,
 		string(s.RetentionStatus), string(s.VideoStatus), s.CreatedAt, s.ExpiresAt)
@@ -187,6 +202,9 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.CheckText(); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4,
 		video_path = $5, video_bytes = $6, video_sha256 = $7, video_duration_ms = $8 WHERE id = $1`,
 		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt, s.Video.Path, s.Video.Bytes,
@@ -210,6 +228,9 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {
 		return err
@@ -279,6 +300,9 @@ func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]str
 }
 
 func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE certificates SET retention_status = $2, expires_at = $3 WHERE id = $1`,
 		c.ID, string(c.RetentionStatus), c.ExpiresAt)
 	return affected(tag, err, "certificate")
@@ -290,6 +314,9 @@ func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) err
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
+	if err := r.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO revocations (id, company_id, certificate_id, email_digest, mobile_digest,
 		reason, client_ip, certificate_ids, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		r.ID, r.CompanyID, r.CertificateID, sqlrow.Digest(r.EmailDigest), sqlrow.Digest(r.MobileDigest),
@@ -327,6 +354,9 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 }
 
 func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+	if err := j.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
 		VALUES ($1, $2, $3, $4, $5)`, j.SessionID, j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
 	return err
@@ -358,6 +388,9 @@ func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.Conv
 // LeaseConversion claims a job with FOR UPDATE SKIP LOCKED: workers on
 // many machines each take a different job without waiting for each other.
 func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return nil, err
+	}
 	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE conversion_jobs
 		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
 		WHERE session_id = (SELECT session_id FROM conversion_jobs
@@ -383,12 +416,23 @@ func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, ses
 }
 
 func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = $3 WHERE session_id = $1 AND lease_owner = $2`,
 		sessionID, owner, until)
 	return t.leaseErr(ctx, tag, err, sessionID)
 }
 
 func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if next != nil {
+		if err := next.CheckText(); err != nil {
+			return err
+		}
+	}
 	if next == nil {
 		tag, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = $1 AND lease_owner = $2`, sessionID, owner)
 		return t.leaseErr(ctx, tag, err, sessionID)
@@ -406,6 +450,9 @@ func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, erro
 }
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
 }
 
@@ -413,6 +460,9 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // writer, Postgres re-checks the WHERE clause against the newly committed
 // row, so the balance never goes below zero (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2
 		WHERE company_id = $1 AND balance >= $2 RETURNING balance`)
 	if consent.ErrorCode(err) == consent.NotFound {

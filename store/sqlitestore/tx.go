@@ -49,6 +49,9 @@ func jsonText(v any) string {
 }
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	parties := c.AuthorizedThirdParties
 	if parties == nil {
 		parties = []string{}
@@ -84,6 +87,9 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 }
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	parties := c.AuthorizedThirdParties
 	if parties == nil {
 		parties = []string{}
@@ -94,6 +100,9 @@ func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES (?, ?, ?, ?)`,
 		p.ID, p.CompanyID, p.Name, p.CreatedAt.UnixMicro())
 	return err
@@ -112,6 +121,9 @@ func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error)
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
+	if err := tok.CheckText(); err != nil {
+		return err
+	}
 	perms := tok.Permissions
 	if perms == nil {
 		perms = []consent.Permission{}
@@ -148,6 +160,9 @@ func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time
 }
 
 func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
 		created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.CompanyID, s.PropertyID,
 		s.RetentionStatus, s.VideoStatus, s.CreatedAt.UnixMicro(), s.ExpiresAt.UnixMicro())
@@ -188,6 +203,9 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.CheckText(); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ?,
 		video_path = ?, video_bytes = ?, video_sha256 = ?, video_duration_ms = ? WHERE id = ?`,
 		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.Video.Path, s.Video.Bytes,
@@ -216,6 +234,9 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {
 		return err
@@ -291,6 +312,9 @@ func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]str
 }
 
 func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.CheckText(); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE certificates SET retention_status = ?, expires_at = ? WHERE id = ?`,
 		c.RetentionStatus, c.ExpiresAt.UnixMicro(), c.ID)
 	return affected(r, err, "certificate")
@@ -302,6 +326,9 @@ func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) err
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
+	if err := r.CheckText(); err != nil {
+		return err
+	}
 	ids := r.CertificateIDs
 	if ids == nil {
 		ids = []string{}
@@ -347,6 +374,9 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 }
 
 func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+	if err := j.CheckText(); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
 		VALUES (?, ?, ?, ?, ?)`, j.SessionID, j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
 	return err
@@ -378,6 +408,9 @@ func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.Conv
 // LeaseConversion claims a job in one statement; SQLite's single writer
 // makes it atomic.
 func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return nil, err
+	}
 	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE conversion_jobs
 		SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1
 		WHERE session_id = (SELECT session_id FROM conversion_jobs
@@ -405,12 +438,23 @@ func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, sessionID st
 }
 
 func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = ? WHERE session_id = ? AND lease_owner = ?`,
 		until.UnixMicro(), sessionID, owner)
 	return t.leaseErr(ctx, r, err, sessionID)
 }
 
 func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if next != nil {
+		if err := next.CheckText(); err != nil {
+			return err
+		}
+	}
 	if next == nil {
 		r, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = ? AND lease_owner = ?`, sessionID, owner)
 		return t.leaseErr(ctx, r, err, sessionID)
@@ -428,6 +472,9 @@ func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, erro
 }
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	var bal wallet.Amount
 	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance + ? WHERE company_id = ? RETURNING balance`,
 		e.Amount, e.CompanyID).Scan(&bal)
@@ -440,6 +487,9 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // Debit is conditional in one statement: the WHERE clause refuses a debit
 // the balance cannot cover (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := consent.CheckEntryText(e); err != nil {
+		return 0, err
+	}
 	var bal wallet.Amount
 	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance - ?1
 		WHERE company_id = ?2 AND balance >= ?1 RETURNING balance`, e.Amount, e.CompanyID).Scan(&bal)

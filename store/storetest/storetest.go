@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TimesUTC", testTimesUTC},
 		{"ConcurrentDebits", testConcurrentDebits},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
+		{"Text", testText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

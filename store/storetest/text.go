@@ -1,0 +1,189 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// testText checks the one text rule of the Tx contract (consent.ValidText):
+// every store refuses NUL, other C0 controls and invalid UTF-8 with
+// consent.Invalid before it writes anything, leaving the transaction usable,
+// and keeps every other string exactly, 4-byte runes, tab, newline and
+// carriage return included. A store that passes text to its engine
+// unchecked fails here: PostgreSQL refuses NUL and invalid UTF-8 with an
+// engine error, SQLite and memory keep them.
+func testText(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	const good = "tab\tnewline\ncr\r\n 4-byte: 𝄞 😀 ✓ ü and a literal \uFFFD"
+	for _, bad := range []string{"nul\x00byte", "invalid \xff\xfe utf-8", "bell\x07", "esc\x1b[0m", "half \xf0\x9f\x98"} {
+		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) { refuseText(t, s, bad) })
+	}
+
+	// Good text round-trips byte for byte through every field that holds it.
+	co := &consent.Company{ID: "co-" + good, Name: good, AuthorizedThirdParties: []string{good}, CreatedAt: t0}
+	prop := &consent.Property{ID: "p-" + good, CompanyID: co.ID, Name: good, CreatedAt: t0}
+	cert := certificate("cert-text", "acme", "acme-web", "s1")
+	cert.Origin = "https://acme.example/" + good
+	cert.Records = []consent.Record{{Text: good, Types: []string{good}, OptInAt: t0}}
+	cert.EventsCombined = []byte(`[{"nul":"\u0000","esc":"\u001b","rune":"𝄞"}]`) // JSON escapes are text, kept as written
+	rev := &consent.Revocation{ID: "rev-text", CompanyID: "acme", Reason: good, CreatedAt: t0}
+	credit := entry("e-text", "acme", wallet.TopUp, 5, t0)
+	credit.Reference = good
+	update(t, s, func(tx consent.Tx) error {
+		for _, fn := range []func() error{
+			func() error { return tx.CreateCompany(ctx, co) },
+			func() error { return tx.CreateProperty(ctx, prop) },
+			func() error { return tx.CreateCertificate(ctx, cert) },
+			func() error { return tx.CreateRevocation(ctx, rev) },
+			func() error { _, err := tx.Credit(ctx, credit); return err },
+		} {
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		gotCo, err := tx.Company(ctx, co.ID)
+		if d := cmp.Diff(co, gotCo, opts); err != nil || d != "" {
+			t.Errorf("Company: %v (-want +got):\n%s", err, d)
+		}
+		gotProp, err := tx.Property(ctx, prop.ID)
+		if d := cmp.Diff(prop, gotProp, opts); err != nil || d != "" {
+			t.Errorf("Property: %v (-want +got):\n%s", err, d)
+		}
+		gotCert, err := tx.Certificate(ctx, cert.ID)
+		if d := cmp.Diff(cert, gotCert, opts); err != nil || d != "" {
+			t.Errorf("Certificate: %v (-want +got):\n%s", err, d)
+		}
+		revs, err := tx.Revocations(ctx, "acme")
+		if d := cmp.Diff([]*consent.Revocation{rev}, revs, opts); err != nil || d != "" {
+			t.Errorf("Revocations: %v (-want +got):\n%s", err, d)
+		}
+		ledger, err := tx.Ledger(ctx, "acme")
+		if d := cmp.Diff([]*wallet.Entry{credit}, ledger, opts); err != nil || d != "" {
+			t.Errorf("Ledger: %v (-want +got):\n%s", err, d)
+		}
+		return nil
+	})
+
+	enqueue(t, s, map[string]time.Time{"s1": t0})
+	if _, err := lease(s, "w1", t0); err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EndLease(ctx, "s1", "w1", &consent.ConversionJob{Attempts: 1, RunAfter: t0, LastError: good})
+	})
+	view(t, s, func(tx consent.Tx) error {
+		j, err := tx.ConversionJob(ctx, "s1")
+		if err != nil || j.LastError != good {
+			t.Errorf("LastError = %q, %v; want %q", j.LastError, err, good)
+		}
+		return nil
+	})
+}
+
+// refuseText tries bad in each text field of each write, inside one
+// transaction that goes on after each refusal and commits, then checks that
+// nothing of it was written.
+func refuseText(t *testing.T, s consent.Store, bad string) {
+	cert := func(edit func(c *consent.Certificate)) *consent.Certificate {
+		c := certificate("cert-bad", "acme", "acme-web", "s1")
+		edit(c)
+		return c
+	}
+	writes := []struct {
+		name string
+		fn   func(tx consent.Tx) error
+	}{
+		{"CreateCompany(name)", func(tx consent.Tx) error {
+			return tx.CreateCompany(ctx, &consent.Company{ID: "co-bad", Name: bad, CreatedAt: t0})
+		}},
+		{"CreateCompany(authorized_third_parties)", func(tx consent.Tx) error {
+			return tx.CreateCompany(ctx, &consent.Company{ID: "co-bad", Name: "x", AuthorizedThirdParties: []string{bad}, CreatedAt: t0})
+		}},
+		{"UpdateCompany(name)", func(tx consent.Tx) error {
+			return tx.UpdateCompany(ctx, &consent.Company{ID: "acme", Name: bad, CreatedAt: t0})
+		}},
+		{"CreateProperty(name)", func(tx consent.Tx) error {
+			return tx.CreateProperty(ctx, &consent.Property{ID: "p-bad", CompanyID: "acme", Name: bad, CreatedAt: t0})
+		}},
+		{"CreateCertificate(origin)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Origin = bad }))
+		}},
+		{"CreateCertificate(consents.text)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Records[1].Text = bad }))
+		}},
+		{"CreateCertificate(consents.types)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Records[0].Types = []string{"tcpa", bad} }))
+		}},
+		{"CreateRevocation(reason)", func(tx consent.Tx) error {
+			return tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-bad", CompanyID: "acme", Reason: bad, CreatedAt: t0})
+		}},
+		{"Credit(reference)", func(tx consent.Tx) error {
+			e := entry("e-bad", "acme", wallet.TopUp, 1, t0)
+			e.Reference = bad
+			_, err := tx.Credit(ctx, e)
+			return err
+		}},
+		{"Debit(reference)", func(tx consent.Tx) error {
+			e := entry("e-bad", "acme", wallet.ExactMatch, 0, t0)
+			e.Reference = bad
+			_, err := tx.Debit(ctx, e)
+			return err
+		}},
+		{"EnqueueConversion(last_error)", func(tx consent.Tx) error {
+			return tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: "s2", RunAfter: t0, LastError: bad, CreatedAt: t0})
+		}},
+		{"LeaseConversion(owner)", func(tx consent.Tx) error {
+			_, err := tx.LeaseConversion(ctx, bad, t0, t0.Add(time.Minute))
+			return err
+		}},
+	}
+	// Invalid UTF-8 in EventsCombined is refused too; control characters
+	// cannot appear in it raw once it is JSON, so only invalid bytes apply.
+	if !utf8.ValidString(bad) {
+		writes = append(writes, struct {
+			name string
+			fn   func(tx consent.Tx) error
+		}{"CreateCertificate(events_combined)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.EventsCombined = []byte(`["` + bad + `"]`) }))
+		}})
+	}
+	update(t, s, func(tx consent.Tx) error {
+		for _, w := range writes {
+			wantCode(t, w.name, w.fn(tx), consent.Invalid)
+		}
+		return nil // commit: the refusals must leave the transaction usable
+	})
+	view(t, s, func(tx consent.Tx) error {
+		_, err := tx.Company(ctx, "co-bad")
+		wantCode(t, "Company(co-bad) after refusals", err, consent.NotFound)
+		if c, err := tx.Company(ctx, "acme"); err != nil || c.Name != "acme" {
+			t.Errorf("Company(acme) after refused UpdateCompany = %+v, %v; want the name unchanged", c, err)
+		}
+		_, err = tx.Property(ctx, "p-bad")
+		wantCode(t, "Property(p-bad) after refusals", err, consent.NotFound)
+		_, err = tx.Certificate(ctx, "cert-bad")
+		wantCode(t, "Certificate(cert-bad) after refusals", err, consent.NotFound)
+		revs, err := tx.Revocations(ctx, "acme")
+		if err != nil || len(revs) != 0 {
+			t.Errorf("Revocations(acme) after refusals = %+v, %v; want none", revs, err)
+		}
+		ledger, err := tx.Ledger(ctx, "acme")
+		if err != nil || len(ledger) != 0 {
+			t.Errorf("Ledger(acme) after refusals = %+v, %v; want none", ledger, err)
+		}
+		if j, err := tx.ConversionJob(ctx, "s2"); err == nil {
+			t.Errorf("refused conversion job was written: %+v", j)
+		}
+		return nil
+	})
+}
