@@ -39,7 +39,22 @@ type Property struct {
 	ID        string
 	CompanyID string
 	Name      string
-	CreatedAt time.Time
+	// AllowedOrigins are the origins (scheme://host[:port]) whose pages may
+	// capture sessions for this property in the browser (D32); none: no
+	// browser capture.
+	AllowedOrigins []string
+	CreatedAt      time.Time
+}
+
+// AllowsOrigin reports whether origin is one of p's allowed origins, compared
+// exactly (D32).
+func (p *Property) AllowsOrigin(origin string) bool {
+	for _, o := range p.AllowedOrigins {
+		if o == origin {
+			return true
+		}
+	}
+	return false
 }
 
 // Permission is a right a token grants beyond the Verification API.
@@ -116,7 +131,23 @@ type Session struct {
 	ExpiresAt time.Time
 	// Video is the MP4 made of the recording; zero until converted.
 	Video Video
+
+	// The fields below are set for sessions captured in the browser (D33);
+	// they are zero for sessions created through the Go API alone.
+
+	// UploadDigest is the SHA-256 of the session's upload token.
+	UploadDigest Digest
+	// CertificateID is the certificate reserved for the session, issued at
+	// consent (D33, D35).
+	CertificateID string
+	// URL is the page on which recording started.
+	URL string
+	// ClosedAt is when consent was given: the recording takes no more events.
+	ClosedAt time.Time
 }
+
+// Closed reports whether the session's recording is closed (D35).
+func (s *Session) Closed() bool { return !s.ClosedAt.IsZero() }
 
 // Video describes a session's recording converted to MP4.
 type Video struct {
@@ -165,6 +196,38 @@ type Certificate struct {
 	CreatedAt       time.Time
 	ExpiresAt       time.Time // as for Session
 	RevokedAt       time.Time // zero: not revoked
+
+	// The fields below are set for certificates issued by browser capture
+	// (D35); they are zero otherwise.
+
+	// ClientIP and UserAgent are those of the consumer's browser.
+	ClientIP  string
+	UserAgent string
+	// RecordingSHA256 is the SHA-256 of the session's recording when the
+	// certificate was issued, as Service.Recording returns it.
+	RecordingSHA256 Digest
+	// Visibility is what the consumer could see of the consent text (D37);
+	// nil when not measured.
+	Visibility *Visibility
+}
+
+// Visibility holds the facts the snippet measured on the consent element at
+// the moment of consent (D37).
+type Visibility struct {
+	// InViewport: some of the element was inside the browser's viewport.
+	InViewport bool `json:"in_viewport"`
+	// Visible: neither the element nor an ancestor was hidden by display,
+	// visibility or opacity.
+	Visible bool `json:"visible"`
+	// FontSizePx is the computed font size, in CSS pixels.
+	FontSizePx float64 `json:"font_size_px"`
+	// TextColor and BackgroundColor are computed CSS colours, as the browser
+	// wrote them (for example "rgb(17, 17, 17)"); the background is that of
+	// the nearest ancestor with one.
+	TextColor       string `json:"text_color"`
+	BackgroundColor string `json:"background_color"`
+	// ContrastRatio is the WCAG contrast ratio of the two colours, 1 to 21.
+	ContrastRatio float64 `json:"contrast_ratio"`
 }
 
 // Revoked reports whether the consumer opted out of c.

@@ -62,6 +62,9 @@ type Tx interface {
 	CreateProperty(ctx context.Context, p *Property) error
 	// Property returns the property. NotFound when there is none.
 	Property(ctx context.Context, id string) (*Property, error)
+	// UpdateProperty replaces the name and allowed origins of p.ID.
+	// NotFound when there is none.
+	UpdateProperty(ctx context.Context, p *Property) error
 
 	// CreateToken stores t. NotFound when t.CompanyID does not exist;
 	// Conflict when t.ID or t.Digest is taken.
@@ -80,11 +83,15 @@ type Tx interface {
 	// Session returns the session. NotFound when there is none.
 	Session(ctx context.Context, id string) (*Session, error)
 	// AppendEvents adds chunk, stored byte for byte, after the session's
-	// other chunks and adds to its EventChunks and EventBytes.
+	// other chunks and adds to its EventChunks and EventBytes; the chunk's
+	// sequence number is the session's EventChunks before the call.
 	// NotFound when the session does not exist.
 	AppendEvents(ctx context.Context, sessionID string, chunk []byte) error
-	// UpdateSession writes s's RetentionStatus, VideoStatus, ExpiresAt and
-	// Video.
+	// EventChunk returns the session's chunk of that sequence number (0 for
+	// the first). NotFound when the session or the chunk does not exist.
+	EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error)
+	// UpdateSession writes s's RetentionStatus, VideoStatus, ExpiresAt,
+	// Video and ClosedAt.
 	// NotFound when the session does not exist.
 	UpdateSession(ctx context.Context, s *Session) error
 	// Events returns the session's chunks in the order they were appended.

@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"math"
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/wallet"
@@ -97,7 +98,10 @@ func (c *Company) CheckText() error {
 
 // CheckText checks p's text fields.
 func (p *Property) CheckText() error {
-	return checkTexts("id", p.ID, "company_id", p.CompanyID, "name", p.Name)
+	if err := checkTexts("id", p.ID, "company_id", p.CompanyID, "name", p.Name); err != nil {
+		return err
+	}
+	return checkList("allowed_origins", p.AllowedOrigins)
 }
 
 // CheckText checks t's text fields.
@@ -117,7 +121,7 @@ func (t *Token) CheckText() error {
 func (s *Session) CheckText() error {
 	return checkTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID,
 		"retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
-		"video.path", s.Video.Path)
+		"video.path", s.Video.Path, "certificate_id", s.CertificateID, "url", s.URL)
 }
 
 // CheckText checks c's text fields, its consent records and its
@@ -134,6 +138,17 @@ func (c *Certificate) CheckText() error {
 		}
 		if err := checkList("consents.types", r.Types); err != nil {
 			return err
+		}
+	}
+	if err := checkTexts("client_ip", c.ClientIP, "user_agent", c.UserAgent); err != nil {
+		return err
+	}
+	if v := c.Visibility; v != nil {
+		if err := checkTexts("visibility.text_color", v.TextColor, "visibility.background_color", v.BackgroundColor); err != nil {
+			return err
+		}
+		if math.IsNaN(v.FontSizePx) || math.IsInf(v.FontSizePx, 0) || math.IsNaN(v.ContrastRatio) || math.IsInf(v.ContrastRatio, 0) {
+			return Errorf(Invalid, "visibility: numbers must be finite")
 		}
 	}
 	if !utf8.Valid(c.EventsCombined) {

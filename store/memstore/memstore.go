@@ -217,9 +217,7 @@ func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
 	if _, ok := t.s.properties[p.ID]; ok {
 		return conflict("property")
 	}
-	n := *p
-	n.CreatedAt = utc(n.CreatedAt)
-	set(t, t.s.properties, p.ID, &n)
+	set(t, t.s.properties, p.ID, cloneProperty(p))
 	return nil
 }
 
@@ -228,8 +226,24 @@ func (t *tx) Property(_ context.Context, id string) (*consent.Property, error) {
 	if !ok {
 		return nil, notFound("property")
 	}
-	n := *p
-	return &n, nil
+	return cloneProperty(p), nil
+}
+
+func (t *tx) UpdateProperty(_ context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
+	if err := t.write(); err != nil {
+		return err
+	}
+	old, ok := t.s.properties[p.ID]
+	if !ok {
+		return notFound("property")
+	}
+	n := cloneProperty(old)
+	n.Name, n.AllowedOrigins = p.Name, slices.Clone(p.AllowedOrigins)
+	set(t, t.s.properties, p.ID, n)
+	return nil
 }
 
 func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
@@ -324,6 +338,17 @@ func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) err
 	return nil
 }
 
+func (t *tx) EventChunk(_ context.Context, sessionID string, seq int) ([]byte, error) {
+	if _, ok := t.s.sessions[sessionID]; !ok {
+		return nil, notFound("session")
+	}
+	chunks := t.s.events[sessionID]
+	if seq < 0 || seq >= len(chunks) {
+		return nil, notFound("event chunk")
+	}
+	return slices.Clone(chunks[seq]), nil
+}
+
 func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 	if err := ses.CheckText(); err != nil {
 		return err
@@ -337,6 +362,7 @@ func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 	}
 	n := cloneSession(old)
 	n.RetentionStatus, n.VideoStatus, n.ExpiresAt, n.Video = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt), ses.Video
+	n.ClosedAt = utc(ses.ClosedAt)
 	set(t, t.s.sessions, ses.ID, n)
 	return nil
 }
@@ -656,9 +682,16 @@ func cloneToken(tok *consent.Token) *consent.Token {
 	return &n
 }
 
+func cloneProperty(p *consent.Property) *consent.Property {
+	n := *p
+	n.AllowedOrigins = slices.Clone(p.AllowedOrigins)
+	n.CreatedAt = utc(n.CreatedAt)
+	return &n
+}
+
 func cloneSession(s *consent.Session) *consent.Session {
 	n := *s
-	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
+	n.CreatedAt, n.ExpiresAt, n.ClosedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.ClosedAt)
 	return &n
 }
 
@@ -669,6 +702,10 @@ func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 		n.Records[i] = consent.Record{Text: r.Text, Types: slices.Clone(r.Types), OptInAt: utc(r.OptInAt)}
 	}
 	n.EventsCombined = slices.Clone(c.EventsCombined)
+	if c.Visibility != nil {
+		v := *c.Visibility
+		n.Visibility = &v
+	}
 	n.CreatedAt, n.ExpiresAt, n.RevokedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.RevokedAt)
 	return &n
 }

@@ -104,21 +104,30 @@ func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
 	if err := p.CheckText(); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES ($1, $2, $3, $4)`,
-		p.ID, p.CompanyID, p.Name, p.CreatedAt)
+	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, allowed_origins, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		p.ID, p.CompanyID, p.Name, strs(p.AllowedOrigins), p.CreatedAt)
 	return err
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
 	p := consent.Property{ID: id}
 	var created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT company_id, name, created_at FROM properties WHERE id = $1`, id).
-		Scan(&p.CompanyID, &p.Name, &created)
+	err := t.tx.QueryRow(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = $1`, id).
+		Scan(&p.CompanyID, &p.Name, &p.AllowedOrigins, &created)
 	if err != nil {
 		return nil, one(err, "property")
 	}
 	p.CreatedAt = created.UTC()
 	return &p, nil
+}
+
+func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
+	tag, err := t.exec(ctx, `UPDATE properties SET name = $2, allowed_origins = $3 WHERE id = $1`,
+		p.ID, p.Name, strs(p.AllowedOrigins))
+	return affected(tag, err, "property")
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
@@ -165,8 +174,10 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 		return err
 	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
-		created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`, s.ID, s.CompanyID, s.PropertyID,
-		string(s.RetentionStatus), string(s.VideoStatus), s.CreatedAt, s.ExpiresAt)
+		created_at, expires_at, upload_digest, certificate_id, url, closed_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, s.ID, s.CompanyID, s.PropertyID,
+		string(s.RetentionStatus), string(s.VideoStatus), s.CreatedAt, s.ExpiresAt,
+		sqlrow.Digest(s.UploadDigest), s.CertificateID, s.URL, nullTime(s.ClosedAt))
 	return err
 }
 
@@ -174,22 +185,28 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s := consent.Session{ID: id}
 	var (
 		created, expires time.Time
-		videoSHA         []byte
+		closed           *time.Time
+		videoSHA, upload []byte
 		videoMS          int64
 	)
 	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms
+		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
+		upload_digest, certificate_id, url, closed_at
 		FROM sessions WHERE id = $1`+t.lock, id).Scan(
 		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS)
+		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
+		&upload, &s.CertificateID, &s.URL, &closed)
 	if err != nil {
 		return nil, one(err, "session")
 	}
 	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
 		return nil, err
 	}
+	if s.UploadDigest, err = sqlrow.ScanDigest(upload); err != nil {
+		return nil, err
+	}
 	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
-	s.CreatedAt, s.ExpiresAt = created.UTC(), expires.UTC()
+	s.CreatedAt, s.ExpiresAt, s.ClosedAt = created.UTC(), expires.UTC(), utc(closed)
 	return &s, nil
 }
 
@@ -201,14 +218,26 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	return affected(tag, err, "session")
 }
 
+func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
+	var b []byte
+	err := t.tx.QueryRow(ctx, `SELECT data FROM session_events WHERE session_id = $1 AND seq = $2`, sessionID, seq).Scan(&b)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err := t.Session(ctx, sessionID); err != nil {
+			return nil, err
+		}
+		return nil, consent.Errorf(consent.NotFound, "event chunk not found")
+	}
+	return b, mapErr(err)
+}
+
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
 	if err := s.CheckText(); err != nil {
 		return err
 	}
 	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4,
-		video_path = $5, video_bytes = $6, video_sha256 = $7, video_duration_ms = $8 WHERE id = $1`,
+		video_path = $5, video_bytes = $6, video_sha256 = $7, video_duration_ms = $8, closed_at = $9 WHERE id = $1`,
 		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt, s.Video.Path, s.Video.Bytes,
-		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds())
+		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds(), nullTime(s.ClosedAt))
 	return affected(tag, err, "session")
 }
 
@@ -235,29 +264,43 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	if err != nil {
 		return err
 	}
+	visibility, err := sqlrow.EncodeVisibility(c.Visibility)
+	if err != nil {
+		return err
+	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
-		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13)`,
+		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+		client_ip, user_agent, recording_sha256, visibility)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
 		c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin, string(records), string(c.EventsCombined),
 		sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest), string(c.RetentionStatus),
-		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt))
+		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt),
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility)
 	return err
 }
 
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
 	c := consent.Certificate{ID: id}
 	var (
-		records, events  string
-		email, mobile    []byte
-		created, expires time.Time
-		revoked          *time.Time
+		records, events, visibility string
+		email, mobile, recording    []byte
+		created, expires            time.Time
+		revoked                     *time.Time
 	)
 	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, session_id, origin, records::text,
-		events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at
+		events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+		client_ip, user_agent, recording_sha256, visibility
 		FROM certificates WHERE id = $1`+t.lock, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
-		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked)
+		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
+		&c.ClientIP, &c.UserAgent, &recording, &visibility)
 	if err != nil {
 		return nil, one(err, "certificate")
+	}
+	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
+		return nil, err
+	}
+	if c.Visibility, err = sqlrow.DecodeVisibility(visibility); err != nil {
+		return nil, err
 	}
 	if c.Records, err = sqlrow.DecodeRecords([]byte(records)); err != nil {
 		return nil, err

@@ -103,21 +103,44 @@ func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
 	if err := p.CheckText(); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, created_at) VALUES (?, ?, ?, ?)`,
-		p.ID, p.CompanyID, p.Name, p.CreatedAt.UnixMicro())
+	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, allowed_origins, created_at) VALUES (?, ?, ?, ?, ?)`,
+		p.ID, p.CompanyID, p.Name, jsonText(orEmpty(p.AllowedOrigins)), p.CreatedAt.UnixMicro())
 	return err
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
 	p := consent.Property{ID: id}
-	var created int64
-	err := t.tx.QueryRowContext(ctx, `SELECT company_id, name, created_at FROM properties WHERE id = ?`, id).
-		Scan(&p.CompanyID, &p.Name, &created)
+	var (
+		origins string
+		created int64
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = ?`, id).
+		Scan(&p.CompanyID, &p.Name, &origins, &created)
 	if err != nil {
 		return nil, one(err, "property")
 	}
+	if err := json.Unmarshal([]byte(origins), &p.AllowedOrigins); err != nil {
+		return nil, fmt.Errorf("property %s: allowed_origins: %w", id, err)
+	}
 	p.CreatedAt = sqlrow.Time(&created)
 	return &p, nil
+}
+
+func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.CheckText(); err != nil {
+		return err
+	}
+	r, err := t.exec(ctx, `UPDATE properties SET name = ?, allowed_origins = ? WHERE id = ?`,
+		p.Name, jsonText(orEmpty(p.AllowedOrigins)), p.ID)
+	return affected(r, err, "property")
+}
+
+// orEmpty returns list, or an empty list for nil, so that it is kept as [].
+func orEmpty(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
@@ -164,8 +187,9 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 		return err
 	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
-		created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, s.ID, s.CompanyID, s.PropertyID,
-		s.RetentionStatus, s.VideoStatus, s.CreatedAt.UnixMicro(), s.ExpiresAt.UnixMicro())
+		created_at, expires_at, upload_digest, certificate_id, url, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.CompanyID, s.PropertyID, s.RetentionStatus, s.VideoStatus, s.CreatedAt.UnixMicro(), s.ExpiresAt.UnixMicro(),
+		sqlrow.Digest(s.UploadDigest), s.CertificateID, s.URL, sqlrow.Micros(s.ClosedAt))
 	return err
 }
 
@@ -173,21 +197,27 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s := consent.Session{ID: id}
 	var (
 		created, expires, videoMS int64
-		videoSHA                  []byte
+		closed                    *int64
+		videoSHA, upload          []byte
 	)
 	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms
+		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
+		upload_digest, certificate_id, url, closed_at
 		FROM sessions WHERE id = ?`, id).Scan(
 		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS)
+		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
+		&upload, &s.CertificateID, &s.URL, &closed)
 	if err != nil {
 		return nil, one(err, "session")
 	}
 	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
 		return nil, err
 	}
+	if s.UploadDigest, err = sqlrow.ScanDigest(upload); err != nil {
+		return nil, err
+	}
 	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
-	s.CreatedAt, s.ExpiresAt = sqlrow.Time(&created), sqlrow.Time(&expires)
+	s.CreatedAt, s.ExpiresAt, s.ClosedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(closed)
 	return &s, nil
 }
 
@@ -202,14 +232,26 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	return err
 }
 
+func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
+	var b []byte
+	err := t.tx.QueryRowContext(ctx, `SELECT data FROM session_events WHERE session_id = ? AND seq = ?`, sessionID, seq).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := t.Session(ctx, sessionID); err != nil {
+			return nil, err
+		}
+		return nil, consent.Errorf(consent.NotFound, "event chunk not found")
+	}
+	return b, err
+}
+
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
 	if err := s.CheckText(); err != nil {
 		return err
 	}
 	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ?,
-		video_path = ?, video_bytes = ?, video_sha256 = ?, video_duration_ms = ? WHERE id = ?`,
+		video_path = ?, video_bytes = ?, video_sha256 = ?, video_duration_ms = ?, closed_at = ? WHERE id = ?`,
 		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.Video.Path, s.Video.Bytes,
-		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds(), s.ID)
+		sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds(), sqlrow.Micros(s.ClosedAt), s.ID)
 	return affected(r, err, "session")
 }
 
@@ -241,27 +283,42 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	if err != nil {
 		return err
 	}
+	visibility, err := sqlrow.EncodeVisibility(c.Visibility)
+	if err != nil {
+		return err
+	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
-		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
+		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+		client_ip, user_agent, recording_sha256, visibility)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
 		records, []byte(c.EventsCombined), sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest),
-		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt))
+		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt),
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility)
 	return err
 }
 
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
 	c := consent.Certificate{ID: id}
 	var (
-		records, email, mobile []byte
-		created, expires       int64
-		revoked                *int64
+		records, email, mobile, recording []byte
+		created, expires                  int64
+		revoked                           *int64
+		visibility                        string
 	)
 	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, session_id, origin, records, events_combined,
-		email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at
+		email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+		client_ip, user_agent, recording_sha256, visibility
 		FROM certificates WHERE id = ?`, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
-		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked)
+		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
+		&c.ClientIP, &c.UserAgent, &recording, &visibility)
 	if err != nil {
 		return nil, one(err, "certificate")
+	}
+	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
+		return nil, err
+	}
+	if c.Visibility, err = sqlrow.DecodeVisibility(visibility); err != nil {
+		return nil, err
 	}
 	if c.Records, err = sqlrow.DecodeRecords(records); err != nil {
 		return nil, err

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentDebits", testConcurrentDebits},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
+		{"Capture", testCapture},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

@@ -115,6 +115,23 @@ func refuseText(t *testing.T, s consent.Store, bad string) {
 		{"CreateProperty(name)", func(tx consent.Tx) error {
 			return tx.CreateProperty(ctx, &consent.Property{ID: "p-bad", CompanyID: "acme", Name: bad, CreatedAt: t0})
 		}},
+		{"CreateProperty(allowed_origins)", func(tx consent.Tx) error {
+			return tx.CreateProperty(ctx, &consent.Property{ID: "p-bad", CompanyID: "acme", Name: "x", AllowedOrigins: []string{bad}, CreatedAt: t0})
+		}},
+		{"UpdateProperty(allowed_origins)", func(tx consent.Tx) error {
+			return tx.UpdateProperty(ctx, &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{bad}})
+		}},
+		{"CreateSession(url)", func(tx consent.Tx) error {
+			ses := session("s-bad", "acme", "acme-web")
+			ses.URL = bad
+			return tx.CreateSession(ctx, ses)
+		}},
+		{"CreateCertificate(user_agent)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.UserAgent = bad }))
+		}},
+		{"CreateCertificate(visibility.text_color)", func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Visibility = &consent.Visibility{TextColor: bad} }))
+		}},
 		{"CreateCertificate(origin)", func(tx consent.Tx) error {
 			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Origin = bad }))
 		}},
@@ -171,6 +188,11 @@ func refuseText(t *testing.T, s consent.Store, bad string) {
 		}
 		_, err = tx.Property(ctx, "p-bad")
 		wantCode(t, "Property(p-bad) after refusals", err, consent.NotFound)
+		if p, err := tx.Property(ctx, "acme-web"); err != nil || len(p.AllowedOrigins) != 0 {
+			t.Errorf("Property(acme-web) after refused UpdateProperty = %+v, %v; want no origins", p, err)
+		}
+		_, err = tx.Session(ctx, "s-bad")
+		wantCode(t, "Session(s-bad) after refusals", err, consent.NotFound)
 		_, err = tx.Certificate(ctx, "cert-bad")
 		wantCode(t, "Certificate(cert-bad) after refusals", err, consent.NotFound)
 		revs, err := tx.Revocations(ctx, "acme")

@@ -78,3 +78,25 @@ func DecodeRecords(b []byte) ([]consent.Record, error) {
 	}
 	return out, nil
 }
+
+// EncodeVisibility returns the JSON kept in a certificate's visibility
+// column: "" for none.
+func EncodeVisibility(v *consent.Visibility) (string, error) {
+	if v == nil {
+		return "", nil
+	}
+	b, err := json.Marshal(v)
+	return string(b), err
+}
+
+// DecodeVisibility reverses EncodeVisibility.
+func DecodeVisibility(s string) (*consent.Visibility, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var v consent.Visibility
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		return nil, fmt.Errorf("visibility column: %w", err)
+	}
+	return &v, nil
+}
