@@ -77,7 +77,9 @@ func testCapture(t *testing.T, s consent.Store) {
 		}
 		return tx.UpdateProperty(ctx, prop)
 	})
-	err := s.Update(ctx, func(tx consent.Tx) error { return tx.UpdateProperty(ctx, &consent.Property{ID: "nope", CompanyID: "acme"}) })
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.UpdateProperty(ctx, &consent.Property{ID: "nope", CompanyID: "acme"})
+	})
 	wantCode(t, "UpdateProperty(unknown)", err, consent.NotFound)
 
 	cert := certificate("cert-cap", "acme", "cap-web", "cap-1")
