@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -219,6 +220,9 @@ type PropertyParams struct {
 	ID        string // optional: a random id when empty
 	CompanyID string
 	Name      string
+	// AllowedOrigins may capture sessions in the browser (D32); each is
+	// normalized by NormalizeOrigin.
+	AllowedOrigins []string
 }
 
 // AddProperty adds a property to a company. NotFound when the company does
@@ -241,11 +245,56 @@ func (s *Service) AddPropertyTx(ctx context.Context, tx Tx, p PropertyParams) (*
 	if err := checkName("name", p.Name); err != nil {
 		return nil, err
 	}
-	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, CreatedAt: s.Now()}
+	origins, err := normalizeOrigins(p.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	prop := &Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, AllowedOrigins: origins, CreatedAt: s.Now()}
 	if err := tx.CreateProperty(ctx, prop); err != nil {
 		return nil, err
 	}
 	return prop, nil
+}
+
+// maxOrigins bounds a property's allowed origins.
+const maxOrigins = 100
+
+func normalizeOrigins(list []string) ([]string, error) {
+	if len(list) > maxOrigins {
+		return nil, Errorf(Invalid, "allowed_origins: at most %d", maxOrigins)
+	}
+	out := make([]string, 0, len(list))
+	for _, o := range list {
+		n, err := NormalizeOrigin(o)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// SetAllowedOrigins replaces the origins allowed to capture sessions for the
+// company's property (D32) and returns the property. NotFound when the
+// property does not exist or is not the company's.
+func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID string, origins []string) (*Property, error) {
+	norm, err := normalizeOrigins(origins)
+	if err != nil {
+		return nil, err
+	}
+	return update(ctx, s, func(tx Tx) (*Property, error) {
+		if err := CheckProperty(ctx, tx, companyID, propertyID); err != nil {
+			return nil, err
+		}
+		p, err := tx.Property(ctx, propertyID)
+		if err != nil {
+			return nil, err
+		}
+		p.AllowedOrigins = norm
+		return p, tx.UpdateProperty(ctx, p)
+	})
 }
 
 // TokenParams describes a new integration token.
@@ -413,6 +462,11 @@ type SessionParams struct {
 	CompanyID  string
 	PropertyID string
 	CreatedAt  time.Time // optional: now when zero
+
+	// Browser capture (D33) sets these; see package capture.
+	UploadDigest  Digest // the SHA-256 of the session's upload token
+	CertificateID string // the certificate reserved for the session
+	URL           string // the page on which recording started
 }
 
 // StartSession creates a session with an empty recording. NotFound when the
@@ -435,10 +489,19 @@ func (s *Service) StartSessionTx(ctx context.Context, tx Tx, p SessionParams) (*
 	if !p.CreatedAt.IsZero() {
 		created = UTC(p.CreatedAt)
 	}
+	if p.CertificateID != "" {
+		if err := CheckID("certificate_id", p.CertificateID); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkURL("url", p.URL); err != nil {
+		return nil, err
+	}
 	ses := &Session{
 		ID: p.ID, CompanyID: p.CompanyID, PropertyID: p.PropertyID,
 		RetentionStatus: RetentionNone, VideoStatus: VideoNone,
 		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
+		UploadDigest: p.UploadDigest, CertificateID: p.CertificateID, URL: p.URL,
 	}
 	if err := CheckProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
 		return nil, err
@@ -544,6 +607,12 @@ type CertificateParams struct {
 	// EventsCombined is a JSON object; optional ({} when empty).
 	EventsCombined json.RawMessage
 	CreatedAt      time.Time // optional: now when zero
+
+	// Browser capture (D35) sets these; see package capture.
+	ClientIP        string
+	UserAgent       string
+	RecordingSHA256 Digest
+	Visibility      *Visibility
 }
 
 // Limits of a certificate's content.
@@ -552,7 +621,32 @@ const (
 	maxTextLength = 64 << 10
 	maxOrigin     = 2048
 	maxTypes      = 32
+	maxUserAgent  = 1024
+	maxColor      = 64
 )
+
+// checkURL refuses a URL or origin over maxOrigin bytes or that is not text.
+func checkURL(field, u string) error {
+	if len(u) > maxOrigin {
+		return Errorf(Invalid, "%s must be at most %d bytes", field, maxOrigin)
+	}
+	return CheckText(field, u)
+}
+
+// checkVisibility refuses facts no browser measures (D37).
+func checkVisibility(v *Visibility) error {
+	switch {
+	case v == nil:
+		return nil
+	case !(v.FontSizePx >= 0 && v.FontSizePx <= 10_000):
+		return Errorf(Invalid, "visibility.font_size_px must be between 0 and 10000")
+	case !(v.ContrastRatio >= 1 && v.ContrastRatio <= 21):
+		return Errorf(Invalid, "visibility.contrast_ratio must be between 1 and 21")
+	case len(v.TextColor) > maxColor || len(v.BackgroundColor) > maxColor:
+		return Errorf(Invalid, "visibility colours must be at most %d bytes", maxColor)
+	}
+	return checkTexts("visibility.text_color", v.TextColor, "visibility.background_color", v.BackgroundColor)
+}
 
 // IssueCertificate issues a certificate for a session of the company.
 // NotFound when the property or session does not exist, is not the
@@ -593,10 +687,16 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 			return nil, err
 		}
 	}
-	if len(p.Origin) > maxOrigin {
-		return nil, Errorf(Invalid, "origin must be at most %d bytes", maxOrigin)
+	if err := checkURL("origin", p.Origin); err != nil {
+		return nil, err
 	}
-	if err := CheckText("origin", p.Origin); err != nil {
+	if len(p.UserAgent) > maxUserAgent {
+		return nil, Errorf(Invalid, "user_agent must be at most %d bytes", maxUserAgent)
+	}
+	if err := checkTexts("client_ip", p.ClientIP, "user_agent", p.UserAgent); err != nil {
+		return nil, err
+	}
+	if err := checkVisibility(p.Visibility); err != nil {
 		return nil, err
 	}
 	created := s.Now()
@@ -608,6 +708,11 @@ func (s *Service) newCertificate(p CertificateParams) (*Certificate, error) {
 		Origin: p.Origin, RetentionStatus: RetentionNone,
 		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
 		EventsCombined: json.RawMessage("{}"),
+		ClientIP:       p.ClientIP, UserAgent: p.UserAgent, RecordingSHA256: p.RecordingSHA256,
+	}
+	if p.Visibility != nil {
+		v := *p.Visibility
+		c.Visibility = &v
 	}
 	var err error
 	if strings.TrimSpace(p.Email) != "" {

@@ -1,0 +1,382 @@
+// Package capture records consent in the browser (D32–D38): it starts a
+// recording session for a property on a page of an allowed origin, appends
+// the rrweb events the snippet sends in numbered chunks, and issues the
+// session's reserved certificate when the consumer consents.
+//
+// Every call is checked the same way: the session's upload token (a random
+// capability returned by Start, of which only the SHA-256 is stored) must
+// match, else Unauthorized; the browser's Origin must be one of the
+// property's allowed origins, else Forbidden (ErrOrigin). The rules are
+// written here once, over consent.Service's StartSession, AppendEvents and
+// IssueCertificate, so the Go API and the HTTP routes behave alike.
+package capture
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// UploadTokenPrefix starts every upload token, so that one is recognized
+// when it turns up in a log.
+const UploadTokenPrefix = "ckup_"
+
+// ErrOrigin is the Forbidden error of a request whose Origin is not one of
+// the property's allowed origins (D32). errors.Is(err, ErrOrigin) tells it
+// from other refusals: the HTTP layer answers it without CORS headers.
+var ErrOrigin = &originError{}
+
+type originError struct{}
+
+func (*originError) Error() string { return "this origin may not capture sessions for the property" }
+
+// Is makes an origin error also a consent.ErrForbidden.
+func (*originError) Is(target error) bool { return target == consent.ErrForbidden }
+
+// Unwrap gives the error its consent code.
+func (*originError) Unwrap() error {
+	return &consent.Error{Code: consent.Forbidden, Message: "this origin may not capture sessions for the property"}
+}
+
+// ClosedError is the Conflict of a second consent call on a session: it
+// names the certificate the first call issued (D35).
+type ClosedError struct {
+	CertificateID string
+}
+
+func (e *ClosedError) Error() string {
+	return "consent was already given in this session"
+}
+
+// Unwrap gives the error its consent code.
+func (e *ClosedError) Unwrap() error {
+	return &consent.Error{Code: consent.Conflict, Message: e.Error()}
+}
+
+// Service is browser capture over a consent.Service.
+type Service struct {
+	svc *consent.Service
+}
+
+// New returns the capture service of svc.
+func New(svc *consent.Service) *Service { return &Service{svc: svc} }
+
+// StartRequest starts a recording session.
+type StartRequest struct {
+	PropertyID string
+	// URL is the page being recorded; its origin must be allowed.
+	URL string
+	// Origin is the browser's Origin header.
+	Origin string
+}
+
+// Started is a new recording session.
+type Started struct {
+	SessionID     string
+	CertificateID string // reserved; issued at consent
+	// UploadToken authorizes the session's other calls. It is shown once:
+	// only its digest is kept.
+	UploadToken string
+	CreatedAt   time.Time
+}
+
+// Start starts a recording session for the property (D33). NotFound when the
+// property does not exist; ErrOrigin when origin or the page's origin is not
+// one of its allowed origins.
+func (c *Service) Start(ctx context.Context, req StartRequest) (*Started, error) {
+	if err := consent.CheckID("property_id", req.PropertyID); err != nil {
+		return nil, err
+	}
+	pageOrigin, ok := consent.OriginOf(req.URL)
+	if !ok {
+		return nil, consent.Errorf(consent.Invalid, "url must be the absolute http or https URL of the page")
+	}
+	token := newToken()
+	out := &Started{UploadToken: token}
+	err := c.svc.Store().Update(ctx, func(tx consent.Tx) error {
+		prop, err := tx.Property(ctx, req.PropertyID)
+		if err != nil {
+			return err
+		}
+		if !prop.AllowsOrigin(req.Origin) || !prop.AllowsOrigin(pageOrigin) {
+			return ErrOrigin
+		}
+		ses, err := c.svc.StartSessionTx(ctx, tx, consent.SessionParams{
+			CompanyID: prop.CompanyID, PropertyID: prop.ID, URL: req.URL,
+			UploadDigest: consent.DigestOf(token), CertificateID: consent.NewID("cert"),
+		})
+		if err != nil {
+			return err
+		}
+		out.SessionID, out.CertificateID, out.CreatedAt = ses.ID, ses.CertificateID, ses.CreatedAt
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func newToken() string {
+	var b [32]byte
+	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return UploadTokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Caller is who sends a capture call: the session's upload token and the
+// browser's Origin.
+type Caller struct {
+	UploadToken string
+	Origin      string
+}
+
+var errToken = consent.Errorf(consent.Unauthorized, "the session's upload token is missing or wrong")
+
+// session loads the session and checks the caller's token and origin.
+func (c *Service) session(ctx context.Context, tx consent.Tx, sessionID string, caller Caller) (*consent.Session, *consent.Property, error) {
+	if !consent.ValidID(sessionID) {
+		return nil, nil, errToken
+	}
+	ses, err := tx.Session(ctx, sessionID)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil, nil, errToken // an unknown session is told nothing more
+	} else if err != nil {
+		return nil, nil, err
+	}
+	d := consent.DigestOf(caller.UploadToken)
+	if ses.UploadDigest.IsZero() || subtle.ConstantTimeCompare(d[:], ses.UploadDigest[:]) != 1 {
+		return nil, nil, errToken
+	}
+	prop, err := tx.Property(ctx, ses.PropertyID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !prop.AllowsOrigin(caller.Origin) {
+		return nil, nil, ErrOrigin
+	}
+	return ses, prop, nil
+}
+
+// AllowsOrigin reports, for a CORS preflight, whether origin may call the
+// session's capture routes. It needs no token (a preflight carries none),
+// so it says no more than yes or no.
+func (c *Service) AllowsOrigin(ctx context.Context, sessionID, origin string) (bool, error) {
+	if !consent.ValidID(sessionID) {
+		return false, nil
+	}
+	var ok bool
+	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
+		ses, err := tx.Session(ctx, sessionID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		prop, err := tx.Property(ctx, ses.PropertyID)
+		if err != nil {
+			return err
+		}
+		ok = !ses.UploadDigest.IsZero() && prop.AllowsOrigin(origin)
+		return nil
+	})
+	return ok, err
+}
+
+// Chunk is one numbered chunk of a session's rrweb events (D34).
+type Chunk struct {
+	SessionID string
+	Seq       int
+	Events    json.RawMessage // a JSON array of rrweb events
+}
+
+// Append stores a chunk (D34): seq must be the session's next; a stored seq
+// sent again with the same bytes succeeds without storing anything, with
+// other bytes it is a Conflict, as is a gap (naming the expected seq) and a
+// chunk for a session whose consent was given. Events that are not rrweb
+// event objects are Invalid; over the chunk or recording limit, TooLarge.
+// It returns the number of chunks the session holds.
+func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, error) {
+	if ch.Seq < 0 {
+		return 0, consent.Errorf(consent.Invalid, "seq must be a non-negative integer")
+	}
+	if err := CheckEvents(ch.Events); err != nil {
+		return 0, err
+	}
+	var n int
+	err := c.svc.Store().Update(ctx, func(tx consent.Tx) error {
+		ses, _, err := c.session(ctx, tx, ch.SessionID, caller)
+		if err != nil {
+			return err
+		}
+		n = ses.EventChunks
+		switch {
+		case ch.Seq < ses.EventChunks:
+			stored, err := tx.EventChunk(ctx, ses.ID, ch.Seq)
+			if err != nil {
+				return err
+			}
+			if !bytes.Equal(stored, ch.Events) {
+				return consent.Errorf(consent.Conflict, "seq %d was stored with other events", ch.Seq)
+			}
+			return nil // sent again: already stored
+		case ses.Closed():
+			return consent.Errorf(consent.Conflict, "the session is closed: consent was given")
+		case ch.Seq > ses.EventChunks:
+			return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", ch.Seq, ses.EventChunks)
+		}
+		ses, err = c.svc.AppendEventsTx(ctx, tx, ses.ID, ch.Events)
+		if err != nil {
+			return err
+		}
+		n = ses.EventChunks
+		return nil
+	})
+	return n, err
+}
+
+// maxEventsPerChunk bounds the events of one chunk, whatever their size.
+const maxEventsPerChunk = 100_000
+
+// CheckEvents accepts a non-empty JSON array of rrweb event objects: each
+// has an integer "type" and a "timestamp" that is a non-negative number of
+// milliseconds (D34).
+func CheckEvents(events json.RawMessage) error {
+	var list []struct {
+		Type      *json.Number `json:"type"`
+		Timestamp *json.Number `json:"timestamp"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(events))
+	dec.UseNumber()
+	if err := dec.Decode(&list); err != nil || len(list) == 0 || dec.More() {
+		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
+	}
+	if len(list) > maxEventsPerChunk {
+		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", maxEventsPerChunk)
+	}
+	for i, e := range list {
+		if e.Type == nil || strings.ContainsAny(e.Type.String(), ".eE") {
+			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
+		}
+		if _, err := e.Type.Int64(); err != nil {
+			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
+		}
+		if e.Timestamp == nil {
+			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
+		}
+		if ts, err := e.Timestamp.Float64(); err != nil || ts < 0 || ts > 1<<53 {
+			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
+		}
+	}
+	return nil
+}
+
+// Consent is the consumer's consent, sent when the form is submitted (D35).
+type Consent struct {
+	SessionID string
+	Records   []consent.Record // Text and Types; the opt-in time is the server's
+	Email     string           // optional; only its digest is kept (D17)
+	Mobile    string           // optional; likewise
+	// URL is the page where consent was given; its origin must be allowed.
+	URL        string
+	Visibility *consent.Visibility // optional (D37)
+	ClientIP   string
+	UserAgent  string
+}
+
+// maxAttempts bounds how often Issue rereads a recording that grew while it
+// was being hashed.
+const maxAttempts = 3
+
+// Issue issues the session's reserved certificate (D35) and closes the
+// session. The certificate keeps the SHA-256 of the recording as stored at
+// this moment. A *ClosedError (Conflict) when consent was given already; a
+// Conflict when the session recorded no events.
+func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*consent.Certificate, error) {
+	pageOrigin, ok := consent.OriginOf(req.URL)
+	if !ok {
+		return nil, consent.Errorf(consent.Invalid, "url must be the absolute http or https URL of the page")
+	}
+	if len(req.Records) == 0 {
+		return nil, consent.Errorf(consent.Invalid, "consents must hold at least one consent text")
+	}
+	for attempt := 0; ; attempt++ {
+		// The recording is read and hashed outside the write transaction,
+		// which then checks that it has not grown meanwhile.
+		chunks, sum, err := c.recording(ctx, caller, req.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		var cert *consent.Certificate
+		err = c.svc.Store().Update(ctx, func(tx consent.Tx) error {
+			ses, prop, err := c.session(ctx, tx, req.SessionID, caller)
+			switch {
+			case err != nil:
+				return err
+			case ses.Closed():
+				return &ClosedError{CertificateID: ses.CertificateID}
+			case ses.EventChunks == 0:
+				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
+			case ses.EventChunks != chunks:
+				return errGrew
+			case !prop.AllowsOrigin(pageOrigin):
+				return ErrOrigin
+			}
+			now := c.svc.Now()
+			records := make([]consent.Record, len(req.Records))
+			for i, r := range req.Records {
+				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now}
+			}
+			cert, err = c.svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
+				Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
+				ClientIP: req.ClientIP, UserAgent: req.UserAgent, RecordingSHA256: sum, Visibility: req.Visibility,
+			})
+			if err != nil {
+				return err
+			}
+			ses.ClosedAt = now
+			return tx.UpdateSession(ctx, ses)
+		})
+		if errors.Is(err, errGrew) && attempt+1 < maxAttempts {
+			continue
+		}
+		if errors.Is(err, errGrew) {
+			return nil, consent.Errorf(consent.Conflict, "the recording kept growing; send consent after the last chunk")
+		}
+		return cert, err
+	}
+}
+
+var errGrew = errors.New("capture: the recording grew while it was hashed")
+
+// recording checks the caller and returns the number of the session's
+// chunks and the SHA-256 of the recording they make (consent.JoinChunks).
+func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) (int, consent.Digest, error) {
+	var (
+		n   int
+		sum consent.Digest
+	)
+	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
+		ses, _, err := c.session(ctx, tx, sessionID, caller)
+		if err != nil || ses.Closed() {
+			return err // a closed session is answered by the write
+		}
+		chunks, err := tx.Events(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		n = len(chunks)
+		sum = sha256.Sum256(consent.JoinChunks(chunks))
+		return nil
+	})
+	return n, sum, err
+}
