@@ -290,6 +290,11 @@ type Consent struct {
 	Visibility *consent.Visibility // optional (D37)
 	ClientIP   string
 	UserAgent  string
+	// Tail, when not nil, is the session's last chunk of events, stored
+	// with the consent in one step (Tail.SessionID is ignored). The snippet
+	// sends the events not yet sent this way when the form is submitted, so
+	// that one request that outlives the page carries both.
+	Tail *Chunk
 }
 
 // maxAttempts bounds how often Issue rereads a recording that grew while it
@@ -298,7 +303,7 @@ const maxAttempts = 3
 
 // Issue issues the session's reserved certificate (D35) and closes the
 // session. The certificate keeps the SHA-256 of the recording as stored at
-// this moment. A *ClosedError (Conflict) when consent was given already; a
+// this moment (consent.JoinChunks of its chunks, the tail included). A *ClosedError (Conflict) when consent was given already; a
 // Conflict when the session recorded no events.
 func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*consent.Certificate, error) {
 	pageOrigin, ok := consent.OriginOf(req.URL)
@@ -308,10 +313,18 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 	if len(req.Records) == 0 {
 		return nil, consent.Errorf(consent.Invalid, "consents must hold at least one consent text")
 	}
+	if req.Tail != nil {
+		if req.Tail.Seq < 0 {
+			return nil, consent.Errorf(consent.Invalid, "seq must be a non-negative integer")
+		}
+		if err := CheckEvents(req.Tail.Events); err != nil {
+			return nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		// The recording is read and hashed outside the write transaction,
-		// which then checks that it has not grown meanwhile.
-		chunks, sum, err := c.recording(ctx, caller, req.SessionID)
+		// The recording is read outside the write transaction, which then
+		// checks that it has not grown meanwhile.
+		chunks, err := c.recording(ctx, caller, req.SessionID)
 		if err != nil {
 			return nil, err
 		}
@@ -323,12 +336,29 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				return err
 			case ses.Closed():
 				return &ClosedError{CertificateID: ses.CertificateID}
-			case ses.EventChunks == 0:
-				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
-			case ses.EventChunks != chunks:
+			case ses.EventChunks != len(chunks):
 				return errGrew
 			case !prop.AllowsOrigin(pageOrigin):
 				return ErrOrigin
+			}
+			all := chunks
+			if t := req.Tail; t != nil {
+				switch {
+				case t.Seq < len(chunks):
+					if !bytes.Equal(chunks[t.Seq], t.Events) {
+						return consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
+					}
+				case t.Seq > len(chunks):
+					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, len(chunks))
+				default:
+					if _, err := c.svc.AppendEventsTx(ctx, tx, ses.ID, t.Events); err != nil {
+						return err
+					}
+					all = append(chunks[:len(chunks):len(chunks)], t.Events)
+				}
+			}
+			if len(all) == 0 {
+				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
 			}
 			now := c.svc.Now()
 			records := make([]consent.Record, len(req.Records))
@@ -338,7 +368,8 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			cert, err = c.svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
 				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
 				Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
-				ClientIP: req.ClientIP, UserAgent: req.UserAgent, RecordingSHA256: sum, Visibility: req.Visibility,
+				ClientIP: req.ClientIP, UserAgent: req.UserAgent, Visibility: req.Visibility,
+				RecordingSHA256: sha256.Sum256(consent.JoinChunks(all)),
 			})
 			if err != nil {
 				return err
@@ -358,25 +389,17 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 
 var errGrew = errors.New("capture: the recording grew while it was hashed")
 
-// recording checks the caller and returns the number of the session's
-// chunks and the SHA-256 of the recording they make (consent.JoinChunks).
-func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) (int, consent.Digest, error) {
-	var (
-		n   int
-		sum consent.Digest
-	)
+// recording checks the caller and returns the session's chunks; none for
+// a closed session, which the write answers.
+func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) ([][]byte, error) {
+	var chunks [][]byte
 	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
 		ses, _, err := c.session(ctx, tx, sessionID, caller)
 		if err != nil || ses.Closed() {
-			return err // a closed session is answered by the write
-		}
-		chunks, err := tx.Events(ctx, sessionID)
-		if err != nil {
 			return err
 		}
-		n = len(chunks)
-		sum = sha256.Sum256(consent.JoinChunks(chunks))
-		return nil
+		chunks, err = tx.Events(ctx, sessionID)
+		return err
 	})
-	return n, sum, err
+	return chunks, err
 }

@@ -254,3 +254,57 @@ func TestNormalizeOrigin(t *testing.T) {
 		}
 	}
 }
+
+// The events not yet sent may travel with the consent: stored in the same
+// step, counted in the recording's SHA-256; a tail already stored is not
+// stored twice, and one with a gap is refused with nothing stored.
+func TestConsentWithTail(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		f := setup(t, open(t))
+		records := []consent.Record{{Text: consent1}}
+		issue := func(c capture.Caller, id string, seq int, events string) (*consent.Certificate, error) {
+			return f.cap.Issue(ctx, c, capture.Consent{SessionID: id, Records: records, URL: page,
+				Tail: &capture.Chunk{Seq: seq, Events: json.RawMessage(events)}})
+		}
+		// Only a tail: the recording is that one chunk.
+		s, caller := f.start(t)
+		cert, err := issue(caller, s.SessionID, 0, chunk0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := sha256.Sum256([]byte(chunk0)); cert.RecordingSHA256 != want {
+			t.Errorf("RecordingSHA256 of a one-chunk recording = %x, want %x", cert.RecordingSHA256, want)
+		}
+		// A tail that was already stored (the chunk request arrived first).
+		s, caller = f.start(t)
+		if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Events: json.RawMessage(chunk0)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := issue(caller, s.SessionID, 0, chunk0); err != nil {
+			t.Fatalf("tail already stored: %v", err)
+		}
+		rec, _ := f.svc.Recording(ctx, s.SessionID)
+		if string(rec) != chunk0 {
+			t.Errorf("recording after a re-sent tail = %s, want %s", rec, chunk0)
+		}
+		// A gap, and a conflicting tail: refused, nothing stored, still open.
+		s, caller = f.start(t)
+		if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Events: json.RawMessage(chunk0)}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = issue(caller, s.SessionID, 2, chunk1)
+		wantCode(t, "tail with a gap", err, consent.Conflict)
+		_, err = issue(caller, s.SessionID, 0, chunk1)
+		wantCode(t, "conflicting tail", err, consent.Conflict)
+		_, err = issue(caller, s.SessionID, 1, `[{"type":"x"}]`)
+		wantCode(t, "tail that is not rrweb", err, consent.Invalid)
+		cert, err = issue(caller, s.SessionID, 1, chunk1)
+		if err != nil {
+			t.Fatalf("tail after refusals: %v", err)
+		}
+		rec, _ = f.svc.Recording(ctx, s.SessionID)
+		if want := sha256.Sum256(rec); cert.RecordingSHA256 != want || string(rec) != chunk0[:len(chunk0)-1]+","+chunk1[1:] {
+			t.Errorf("recording %s with SHA-256 %x; certificate has %x", rec, want, cert.RecordingSHA256)
+		}
+	})
+}

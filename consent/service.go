@@ -98,6 +98,9 @@ func NewService(store Store, cfg Config) (*Service, error) {
 // Store returns the store the service works on.
 func (s *Service) Store() Store { return s.store }
 
+// MaxChunkBytes is the largest chunk of events AppendEvents accepts.
+func (s *Service) MaxChunkBytes() int { return s.cfg.MaxChunkBytes }
+
 // Prices returns the price list in force.
 func (s *Service) Prices() wallet.Prices { return *s.cfg.Prices }
 

@@ -4,11 +4,14 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
@@ -35,8 +38,17 @@ type Config struct {
 	OptOutPerMinute int // per client address; default 10
 	RetainPerMinute int // per company, single and batch together; default 500
 	VerifyPerMinute int // per company, other verification endpoints; default none
+	// Capture rate limits per minute (D32); a negative value turns one off.
+	CaptureStartsPerMinute   int // sessions started per client address; default 30
+	CapturePropertyPerMinute int // sessions started per property; default 6,000
+	CapturePerMinute         int // chunks and consents per client address; default 600
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
+	// RRWebDir is the directory of rrweb's browser bundle, rrweb.umd.min.cjs,
+	// served at /capture/rrweb.js for the snippet (D39): default
+	// capture.DefaultRRWebDir. When it holds no bundle, that route answers
+	// 503 saying what to install, and the rest works.
+	RRWebDir string
 }
 
 // Handler serves the routes of Routes. Build it with New; mount it on any
@@ -45,15 +57,23 @@ type Handler struct {
 	cfg    Config
 	svc    *consent.Service
 	log    *slog.Logger
-	mux    *http.ServeMux // every route, and the fallback for the rest
-	paths  *http.ServeMux // every route's pattern, any method: 405 or 404
-	allow  map[string]string
 	routes []*route
+	*router
 	limits map[Limit]*keyedLimiter // nil: no limit
 
-	verify *verify.Service
-	optout *optout.Service
-	retain *retain.Service
+	verify  *verify.Service
+	optout  *optout.Service
+	retain  *retain.Service
+	capture *capture.Service
+	rrweb   []byte // the recorder bundle; nil when not installed
+}
+
+// router dispatches requests to a set of routes and answers the rest.
+type router struct {
+	h     *Handler
+	mux   *http.ServeMux // every route, and the fallback for the rest
+	paths *http.ServeMux // every route's pattern, any method: 405 or 404
+	allow map[string]string
 }
 
 // New returns the handler serving every route.
@@ -76,27 +96,55 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.RRWebDir == "" {
+		cfg.RRWebDir = capture.DefaultRRWebDir
+	}
 	h := &Handler{
-		cfg: cfg, svc: cfg.Service, log: cfg.Logger, mux: http.NewServeMux(), paths: http.NewServeMux(),
-		allow:  map[string]string{},
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger,
 		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
-		limits: map[Limit]*keyedLimiter{},
+		capture: capture.New(cfg.Service),
+		limits:  map[Limit]*keyedLimiter{},
 	}
 	for l, n := range map[Limit]int{
-		OptOutLimit: perMinute(cfg.OptOutPerMinute, 10),
-		RetainLimit: perMinute(cfg.RetainPerMinute, 500),
-		VerifyLimit: perMinute(cfg.VerifyPerMinute, 0),
+		OptOutLimit:          perMinute(cfg.OptOutPerMinute, 10),
+		RetainLimit:          perMinute(cfg.RetainPerMinute, 500),
+		VerifyLimit:          perMinute(cfg.VerifyPerMinute, 0),
+		CaptureStartLimit:    perMinute(cfg.CaptureStartsPerMinute, 30),
+		capturePropertyLimit: perMinute(cfg.CapturePropertyPerMinute, 6000),
+		CaptureLimit:         perMinute(cfg.CapturePerMinute, 600),
 	} {
 		if n > 0 {
 			h.limits[l] = newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
 	}
+	if b, err := os.ReadFile(filepath.Join(cfg.RRWebDir, "rrweb.umd.min.cjs")); err == nil {
+		h.rrweb = b
+	}
 	h.routes = h.table()
-	methods := map[string][]string{} // of each pattern, for 405's Allow
+	h.router = h.newRouter(h.routes)
+	return h, nil
+}
+
+// Only returns a handler serving only the routes of the given groups, such
+// as the capture routes alone on a host of their own. It shares h's
+// services and rate limits.
+func (h *Handler) Only(groups ...Group) http.Handler {
+	var rs []*route
 	for _, rt := range h.routes {
-		h.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) })
+		if slices.Contains(groups, rt.Group) {
+			rs = append(rs, rt)
+		}
+	}
+	return h.newRouter(rs)
+}
+
+func (h *Handler) newRouter(routes []*route) *router {
+	rr := &router{h: h, mux: http.NewServeMux(), paths: http.NewServeMux(), allow: map[string]string{}}
+	methods := map[string][]string{} // of each pattern, for 405's Allow
+	for _, rt := range routes {
+		rr.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) })
 		if methods[rt.Pattern] == nil {
-			h.paths.Handle(rt.Pattern, http.NotFoundHandler()) // only its pattern is used
+			rr.paths.Handle(rt.Pattern, http.NotFoundHandler()) // only its pattern is used
 		}
 		methods[rt.Pattern] = append(methods[rt.Pattern], rt.Method)
 	}
@@ -104,10 +152,10 @@ func New(cfg Config) (*Handler, error) {
 		if slices.Contains(ms, http.MethodGet) {
 			ms = append(ms, http.MethodHead)
 		}
-		h.allow[pattern] = strings.Join(ms, ", ")
+		rr.allow[pattern] = strings.Join(ms, ", ")
 	}
-	h.mux.HandleFunc("/", h.unrouted)
-	return h, nil
+	rr.mux.HandleFunc("/", rr.unrouted)
+	return rr
 }
 
 // perMinute applies the convention of the rate fields: zero is the
@@ -124,19 +172,20 @@ func perMinute(n, def int) int {
 
 // ServeHTTP answers the request. A path that is not in its clean form (a
 // trailing slash, "//", "..") names no route: 404, never a redirect.
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (rr *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
-		h.notFound(w, r)
+		rr.h.notFound(w, r)
 		return
 	}
-	h.mux.ServeHTTP(w, r)
+	rr.mux.ServeHTTP(w, r)
 }
 
 // unrouted answers what no route serves: 405 with Allow when the path is a
 // route's with another method, else 404.
-func (h *Handler) unrouted(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := h.paths.Handler(r); pattern != "" {
-		allow := h.allow[pattern]
+func (rr *router) unrouted(w http.ResponseWriter, r *http.Request) {
+	h := rr.h
+	if _, pattern := rr.paths.Handler(r); pattern != "" {
+		allow := rr.allow[pattern]
 		h.writeError(w, r, shapeOf(r.URL.Path), &httpError{
 			status: http.StatusMethodNotAllowed, msg: "method " + r.Method + " is not allowed here; use " + allow,
 			header: http.Header{"Allow": {allow}},

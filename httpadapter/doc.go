@@ -21,6 +21,18 @@
 //	POST /api/integrations/{companyId}/retain/batch         Retain API batch, 0.10 each
 //	GET  /api/integrations/{companyId}/sessions/{sessionId} session status
 //
+// Browser capture (D32–D36), public, for pages of a property's allowed
+// origins; Handler.Only(CaptureGroup) serves these alone:
+//
+//	POST /capture/sessions                      start a recording session, 201
+//	POST /capture/sessions/{session_id}/events  one numbered chunk of rrweb events
+//	POST /capture/sessions/{session_id}/consent issue the reserved certificate, 201
+//	OPTIONS /capture/sessions                   CORS preflight (?property_id=…)
+//	OPTIONS /capture/sessions/{session_id}/events  CORS preflight
+//	OPTIONS /capture/sessions/{session_id}/consent CORS preflight
+//	GET  /capture/capture.js                    the snippet
+//	GET  /capture/rrweb.js                      rrweb's recorder (Config.RRWebDir)
+//
 // A session whose id is "batch" cannot be retained singly: the batch path
 // takes precedence. The last route goes beyond the documented contract, with
 // the Retain API's authentication: it answers the session's

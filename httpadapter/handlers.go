@@ -15,23 +15,40 @@ import (
 // table is the route table: one entry per route, each bound to its typed
 // function below.
 func (h *Handler) table() []*route {
-	const post, get = http.MethodPost, http.MethodGet
+	const post, get, options = http.MethodPost, http.MethodGet, http.MethodOptions
 	var rs []*route
 	for _, p := range []string{"", "/api"} { // both spellings (D30)
 		rs = append(rs,
-			handle(Route{Method: post, Pattern: p + "/verify/match", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.ExactMatch}, h.match),
-			handle(Route{Method: post, Pattern: p + "/verify/partial-match", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.PartialMatch}, h.partialMatch),
-			handle(Route{Method: post, Pattern: p + "/verify/certificate-info", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateInfo}, h.certificateInfo),
-			handle(Route{Method: post, Pattern: p + "/verify/session/{company_id}", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.SessionRetention}, h.retainSession),
-			handle(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate),
+			handle(Route{Method: post, Pattern: p + "/verify/match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.ExactMatch}, h.match),
+			handle(Route{Method: post, Pattern: p + "/verify/partial-match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.PartialMatch}, h.partialMatch),
+			handle(Route{Method: post, Pattern: p + "/verify/certificate-info", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateInfo}, h.certificateInfo),
+			handle(Route{Method: post, Pattern: p + "/verify/session/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.SessionRetention}, h.retainSession),
+			handle(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate),
 		)
 	}
 	return append(rs,
-		handle(Route{Method: post, Pattern: "/opt-out", Auth: AuthNone, Limit: OptOutLimit}, h.optOut),
-		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
-		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
-		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
+		handle(Route{Method: post, Pattern: "/opt-out", Group: OptOutGroup, Auth: AuthNone, Limit: OptOutLimit}, h.optOut),
+		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
+		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
+
+		// Browser capture (D32–D36).
+		handle(Route{Method: post, Pattern: "/capture/sessions", Group: CaptureGroup, Auth: AuthNone, Limit: CaptureStartLimit, CORS: true, Status: http.StatusCreated}, h.startCapture),
+		handle(Route{Method: post, Pattern: "/capture/sessions/{session_id}/events", Group: CaptureGroup, Auth: AuthUpload, Limit: CaptureLimit, CORS: true, MaxBody: h.captureBodyBytes()}, h.appendEvents),
+		handle(Route{Method: post, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, Auth: AuthUpload, Limit: CaptureLimit, CORS: true, Status: http.StatusCreated, MaxBody: h.captureBodyBytes() + MaxBodyBytes}, h.giveConsent),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.startPreflight)),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/events", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
+		handleRaw(Route{Method: get, Pattern: "/capture/capture.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.snippet),
+		handleRaw(Route{Method: get, Pattern: "/capture/rrweb.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.recorder),
 	)
+}
+
+// captureBodyBytes is the largest body of a chunk of events: the service's
+// chunk limit and room for the JSON around it. A chunk over the limit with
+// a body under this is refused by the service with the same 413.
+func (h *Handler) captureBodyBytes() int64 {
+	return int64(h.svc.MaxChunkBytes()) + 4096
 }
 
 type matchRequest struct {
@@ -40,6 +57,8 @@ type matchRequest struct {
 	Consent             string `json:"consent"`
 	OriginatorCompanyID string `json:"originator_company_id"`
 	PropertyID          string `json:"property_id"`
+	Email               string `json:"email"`  // optional lead matching (D38)
+	Mobile              string `json:"mobile"` // likewise
 }
 
 func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -50,12 +69,15 @@ type matchResponse struct {
 	Origin           string   `json:"origin"`
 	ConsentTypes     []string `json:"consent_types"`
 	VerificationType string   `json:"verification_type"`
+	EmailMatched     *bool    `json:"email_matched,omitempty"`
+	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
 }
 
 func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*matchResponse, error) {
 	res, err := h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
 	})
 	if err != nil {
 		return nil, err
@@ -63,6 +85,7 @@ func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*matc
 	return &matchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
+		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
 	}, nil
 }
 
@@ -72,6 +95,8 @@ type partialMatchRequest struct {
 	Term                string `json:"term"`
 	OriginatorCompanyID string `json:"originator_company_id"`
 	PropertyID          string `json:"property_id"`
+	Email               string `json:"email"`  // optional lead matching (D38)
+	Mobile              string `json:"mobile"` // likewise
 }
 
 func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -81,19 +106,22 @@ type partialMatchResponse struct {
 	ConsentOptIn     *string `json:"consent_opt_in"`
 	Origin           string  `json:"origin"`
 	VerificationType string  `json:"verification_type"`
+	EmailMatched     *bool   `json:"email_matched,omitempty"`
+	MobileMatched    *bool   `json:"mobile_matched,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*partialMatchResponse, error) {
 	res, err := h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &partialMatchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
-		VerificationType: res.VerificationType,
+		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
 	}, nil
 }
 
@@ -112,6 +140,16 @@ type infoResponse struct {
 	HasConsents      bool            `json:"has_consents"`
 	ConsentCount     int             `json:"consent_count"`
 	EventsCombined   json.RawMessage `json:"events_combined"`
+	// Beyond the documented fields: what a buyer of the lead needs (D35,
+	// D37). The browser's facts are there for captured certificates only.
+	SessionID         string              `json:"session_id"`
+	Origin            string              `json:"origin"`
+	ConsentOptIn      *string             `json:"consent_opt_in"`
+	ConsentTypes      []string            `json:"consent_types"`
+	ClientIP          string              `json:"client_ip,omitempty"`
+	UserAgent         string              `json:"user_agent,omitempty"`
+	RecordingSHA256   string              `json:"recording_sha256,omitempty"`
+	ConsentVisibility *consent.Visibility `json:"consent_visibility,omitempty"`
 }
 
 func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*infoResponse, error) {
@@ -124,7 +162,18 @@ func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoReques
 	return &infoResponse{
 		Valid: true, CertificateID: info.CertificateID, CreatedTimestamp: timestamp(info.CreatedAt),
 		HasConsents: info.ConsentCount > 0, ConsentCount: info.ConsentCount, EventsCombined: info.EventsCombined,
+		SessionID: info.SessionID, Origin: info.Origin, ConsentOptIn: timestamp(info.ConsentOptIn),
+		ConsentTypes: info.ConsentTypes, ClientIP: info.ClientIP, UserAgent: info.UserAgent,
+		RecordingSHA256: hexDigest(info.RecordingSHA256), ConsentVisibility: info.Visibility,
 	}, nil
+}
+
+// hexDigest is d in hex, or "" for none.
+func hexDigest(d consent.Digest) string {
+	if d.IsZero() {
+		return ""
+	}
+	return d.String()
 }
 
 type sessionRequest struct {

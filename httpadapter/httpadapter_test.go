@@ -40,6 +40,18 @@ var verificationCases = []httpCase{
 	{name: "match/200 valid", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText)},
 		status: 200, charged: map[string]string{"acme": "0.015"},
 		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:05Z","origin":"https://acme.example/quote","consent_types":["marketing","privacy","tcpa"],"verification_type":"first_party"}`},
+	// Lead matching (D38): by digest after D17's normalization; same price.
+	{name: "match/200 lead matched", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText, `,"email":" JANE@example.com","mobile":"+1 555 010 2000"`)},
+		status: 200, charged: map[string]string{"acme": "0.015"},
+		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:05Z","origin":"https://acme.example/quote","consent_types":["marketing","privacy","tcpa"],"verification_type":"first_party","email_matched":true,"mobile_matched":true}`},
+	{name: "match/200 lead not matched", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText, `,"email":"john@example.com"`)},
+		status: 200, charged: map[string]string{"acme": "0.015"},
+		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:05Z","origin":"https://acme.example/quote","consent_types":["marketing","privacy","tcpa"],"verification_type":"first_party","email_matched":false}`},
+	{name: "partial/200 lead mobile on a certificate without one", req: request{path: "/verify/partial-match", token: acmeToken, body: termBody("cert-2", "acme", "agree", `,"mobile":"5550102000"`)},
+		status: 200, charged: map[string]string{"acme": "0.015"},
+		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:05Z","origin":"https://acme.example/quote","verification_type":"first_party","mobile_matched":false}`},
+	{name: "match/400 lead email malformed", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText, `,"email":"not an email"`)},
+		status: 400, want: `{"status":400,"error":"email is not an email address"}`},
 	{name: "match/200 trimmed on both sides", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", "\n  "+privacyText+"\t")},
 		status: 200, charged: map[string]string{"acme": "0.015"},
 		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:03Z","origin":"https://acme.example/quote","consent_types":["marketing","privacy","tcpa"],"verification_type":"first_party"}`},
@@ -145,9 +157,11 @@ var verificationCases = []httpCase{
 
 	// /verify/certificate-info (§4.3, D15): free by default
 	{name: "info/200", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},
-		status: 200, want: `{"valid":true,"certificate_id":"cert-1","created_timestamp":"2026-11-20T10:00:00Z","has_consents":true,"consent_count":2,"events_combined":{"fields":2,"submitted":true}}`},
+		status: 200, want: `{"valid":true,"certificate_id":"cert-1","created_timestamp":"2026-11-20T10:00:00Z","has_consents":true,"consent_count":2,"events_combined":{"fields":2,"submitted":true},`+
+			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":"2026-11-20T10:00:03Z","consent_types":["marketing","privacy","tcpa"]}`},
 	{name: "info/200 no consents, /api spelling", req: request{path: "/api/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-empty","company_id":"acme","property_id":"acme-web"}`},
-		status: 200, want: `{"valid":true,"certificate_id":"cert-empty","created_timestamp":"2026-11-20T10:00:00Z","has_consents":false,"consent_count":0,"events_combined":{}}`},
+		status: 200, want: `{"valid":true,"certificate_id":"cert-empty","created_timestamp":"2026-11-20T10:00:00Z","has_consents":false,"consent_count":0,"events_combined":{},`+
+			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":null,"consent_types":[]}`},
 	{name: "info/400 property_id missing", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-1","company_id":"acme"}`},
 		status: 400, want: `{"status":400,"error":"property_id is required"}`},
 	{name: "info/401", req: request{path: "/verify/certificate-info", token: acmeExpired, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
@@ -63,6 +64,9 @@ type errorBody struct {
 	Error          string         `json:"error"`
 	Required       *wallet.Amount `json:"required,omitempty"`
 	CurrentBalance *wallet.Amount `json:"current_balance,omitempty"`
+	// CertificateID names the certificate already issued when consent is
+	// sent again on a capture session (D35).
+	CertificateID string `json:"certificate_id,omitempty"`
 }
 
 // writeError answers err in the given shape: an *httpError with its own
@@ -99,6 +103,10 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape Error
 	if errors.As(err, &ife) {
 		body.Required, body.CurrentBalance = &ife.Required, &ife.Balance
 	}
+	var closed *capture.ClosedError
+	if errors.As(err, &closed) {
+		body.CertificateID = closed.CertificateID
+	}
 	writeJSON(w, status, body)
 }
 
@@ -125,16 +133,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 const MaxBodyBytes = 1 << 20
 
 // decode reads a JSON object from r's body into v, a pointer to a request
-// struct. Over MaxBodyBytes is TooLarge; malformed JSON, a wrong type,
+// struct. Over limit bytes (0: MaxBodyBytes) is TooLarge; malformed JSON, a wrong type,
 // anything after the object, or text that is not valid Unicode is Invalid,
 // naming the field where it can. Unknown fields are ignored (D29).
-func decode(w http.ResponseWriter, r *http.Request, v any) error {
-	body := http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+	if limit == 0 {
+		limit = MaxBodyBytes
+	}
+	body := http.MaxBytesReader(w, r.Body, limit)
 	data, err := io.ReadAll(body)
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return consent.Errorf(consent.TooLarge, "request body over %d bytes", MaxBodyBytes)
+		return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
 	case err != nil:
 		return consent.Errorf(consent.Invalid, "request body could not be read")
 	case len(bytes.TrimSpace(data)) == 0:

@@ -25,6 +25,19 @@ type Route struct {
 	// that never charges.
 	Price  wallet.EntryKind
 	Errors ErrorShape
+	// Status is the status of a successful answer: default 200.
+	Status int
+	// CORS routes are called by browsers on other origins (capture, D32):
+	// their answers carry Access-Control-Allow-Origin for an allowed
+	// origin, and an OPTIONS route answers their preflights.
+	CORS bool
+	// MaxBody is the largest request body accepted: default MaxBodyBytes.
+	MaxBody int64
+	// Group is the part of the API the route belongs to (Handler.Only).
+	Group Group
+	// ContentType is that of a route answering something other than JSON
+	// (a script); "" for JSON.
+	ContentType string
 	// Request and Response are the struct types of the bodies. Fields of
 	// Request tagged `path:"name"` come from the pattern's wildcards, the
 	// others from the JSON body; a Request without JSON fields takes no
@@ -45,6 +58,19 @@ const (
 	// AuthRetention needs a Bearer token with the permission vzew_retention
 	// (the Retain API, service description §5).
 	AuthRetention
+	// AuthUpload needs the Bearer upload token of the session in the path
+	// (capture, D33); the capture service checks it.
+	AuthUpload
+)
+
+// Group is a part of the API that can be mounted alone (Handler.Only).
+type Group int
+
+const (
+	VerifyGroup  Group = iota // the Verification API, /verify/… and /api/verify/…
+	OptOutGroup               // /opt-out
+	RetainGroup               // the Retain API, /api/integrations/…
+	CaptureGroup              // browser capture, /capture/… (D32–D36)
 )
 
 // Limit names a rate limiter (D20, D28).
@@ -55,7 +81,19 @@ const (
 	VerifyLimit       // per company: the Verification API; Config.VerifyPerMinute
 	RetainLimit       // per company: the Retain API, single and batch; Config.RetainPerMinute
 	OptOutLimit       // per client address: opt-out; Config.OptOutPerMinute
+	// CaptureStartLimit is per client address and, in the route's function,
+	// per property: starting capture sessions; Config.CaptureStartsPerMinute
+	// and Config.CapturePropertyPerMinute.
+	CaptureStartLimit
+	CaptureLimit // per client address: capture chunks and consents; Config.CapturePerMinute
+	capturePropertyLimit
 )
+
+// byClient reports whether l is keyed by the client's address, and so taken
+// before anything of the request is read.
+func (l Limit) byClient() bool {
+	return l == OptOutLimit || l == CaptureStartLimit || l == CaptureLimit
+}
 
 // Caller is who sent a request, as its route's authentication found.
 type Caller struct {
@@ -67,6 +105,10 @@ type Caller struct {
 	// ClientIP is the client's address (TrustedProxies.ClientIP); invalid
 	// when it cannot be known.
 	ClientIP netip.Addr
+	// UploadToken is the Bearer token of an AuthUpload route.
+	UploadToken string
+	// Origin and UserAgent are the request's headers of those names.
+	Origin, UserAgent string
 }
 
 // route is a Route with what serves it.
@@ -76,6 +118,15 @@ type route struct {
 	call   func(ctx context.Context, c Caller, req any) (any, error)
 	path   []pathField // fields of Request set from the pattern
 	body   bool        // Request has JSON fields
+	// raw serves a route that is not JSON in and out (a script, a CORS
+	// preflight) instead of the wrapper.
+	raw http.HandlerFunc
+}
+
+// handleRaw binds a route that the wrapper does not serve: it answers
+// something other than JSON.
+func handleRaw(rt Route, fn http.HandlerFunc) *route {
+	return &route{Route: rt, raw: fn}
 }
 
 type pathField struct {
@@ -119,23 +170,40 @@ type propertyCredentials interface {
 // 403), take a rate-limit token (429), decode the body and path (400, 413),
 // call the route's function, and write its answer or its error.
 func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
+	if rt.raw != nil {
+		rt.raw(w, r)
+		return
+	}
 	resp, err := h.run(rt, w, r)
+	if rt.CORS {
+		h.cors(w, r, err)
+	}
 	if err != nil {
 		h.writeError(w, r, rt.Errors, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, resp)
+	status := rt.Status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, resp)
 }
 
 func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, error) {
 	ctx := r.Context()
-	c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r)}
-	if rt.Limit == OptOutLimit { // keyed by client: taken before anything is read
+	c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r), Origin: r.Header.Get("Origin"), UserAgent: r.UserAgent()}
+	if rt.Limit.byClient() { // taken before anything is read
 		if err := h.take(r, rt.Limit, c); err != nil {
 			return nil, err
 		}
 	}
-	if rt.Auth != AuthNone {
+	if rt.Auth == AuthUpload {
+		secret, err := bearer(r)
+		if err != nil {
+			return nil, err
+		}
+		c.UploadToken = secret
+	} else if rt.Auth != AuthNone {
 		tok, err := h.authenticate(r, rt.Auth)
 		if err != nil {
 			return nil, err
@@ -149,7 +217,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 	}
 	req := rt.newReq()
 	if rt.body {
-		if err := decode(w, r, req); err != nil {
+		if err := decode(w, r, req, rt.MaxBody); err != nil {
 			return nil, err
 		}
 	}
@@ -187,10 +255,9 @@ func (h *Handler) authenticate(r *http.Request, auth Auth) (*consent.Token, erro
 		}
 		return nil, errNoToken
 	}
-	scheme, secret, ok := strings.Cut(header, " ")
-	secret = strings.TrimSpace(secret)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
-		return nil, consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
+	secret, err := bearer(r)
+	if err != nil {
+		return nil, err
 	}
 	tok, err := h.svc.Authenticate(r.Context(), secret)
 	if err != nil {
@@ -202,6 +269,20 @@ func (h *Handler) authenticate(r *http.Request, auth Auth) (*consent.Token, erro
 	return tok, nil
 }
 
+// bearer returns the secret of the request's "Authorization: Bearer" header.
+func bearer(r *http.Request) (string, error) {
+	header := r.Header.Get("Authorization")
+	if header == "" {
+		return "", errNoToken
+	}
+	scheme, secret, ok := strings.Cut(header, " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return "", consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
+	}
+	return secret, nil
+}
+
 // take takes a token from the route's rate limiter: per client address for
 // opt-out, per company for the others (D20, D28).
 func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
@@ -210,7 +291,7 @@ func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
 		return nil
 	}
 	key := c.CompanyID
-	if l == OptOutLimit {
+	if l.byClient() {
 		if !c.ClientIP.IsValid() {
 			// Never one shared bucket for every client of unknown address.
 			h.log.ErrorContext(r.Context(), "consentkit: the client's address is unknown, so its rate limit cannot apply; "+

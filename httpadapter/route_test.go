@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -98,19 +99,25 @@ func TestRouteTable(t *testing.T) {
 			!strings.Contains(string(doc), "//\t"+rt.Method+"  "+documented+" ") {
 			t.Errorf("%s is not in the package documentation's list", key)
 		}
-		if rt.Request == nil || rt.Response == nil {
-			t.Errorf("%s: no request or response type", key)
+		raw := rt.Method == http.MethodOptions || rt.ContentType != ""
+		if (rt.Request == nil || rt.Response == nil) != raw {
+			t.Errorf("%s: request %v, response %v; JSON routes, and only they, have both", key, rt.Request, rt.Response)
 		}
 		if strings.HasPrefix(rt.Pattern, "/api/integrations/") != (rt.Errors == RetainErrors) ||
 			strings.HasPrefix(rt.Pattern, "/api/integrations/") != (rt.Auth == AuthRetention) {
 			t.Errorf("%s: errors %v, auth %v; the Retain API's routes, and only they, use its shapes and permission", key, rt.Errors, rt.Auth)
 		}
-		if (rt.Auth == AuthNone) != (rt.Limit == OptOutLimit) {
-			t.Errorf("%s: a public route must be limited per client, and only it", key)
+		public := rt.Method == http.MethodPost && (rt.Auth == AuthNone || rt.Auth == AuthUpload)
+		if public != rt.Limit.byClient() {
+			t.Errorf("%s: a public POST must be limited per client, and only it", key)
+		}
+		if rt.CORS != strings.HasPrefix(rt.Pattern, "/capture/sessions") {
+			t.Errorf("%s: CORS %v; the capture session routes, and only they, answer other origins", key, rt.CORS)
 		}
 	}
-	if len(seen) != 14 {
-		t.Errorf("%d routes, want 14 (5 verification routes in two spellings, opt-out, three Retain API routes)", len(seen))
+	if len(seen) != 22 {
+		t.Errorf("%d routes, want 22 (5 verification routes in two spellings, opt-out, three Retain API routes, "+
+			"three capture routes with their preflights, two scripts)", len(seen))
 	}
 }
 

@@ -35,6 +35,15 @@ type MatchRequest struct {
 	Consent             string
 	OriginatorCompanyID string
 	PropertyID          string
+	Lead
+}
+
+// Lead is the optional contact of a lead to match against the certificate
+// (D38): each given one is normalized as opt-out normalizes it (D17) and
+// compared by digest.
+type Lead struct {
+	Email  string
+	Mobile string
 }
 
 // PartialMatchRequest is the body of /verify/partial-match.
@@ -44,6 +53,7 @@ type PartialMatchRequest struct {
 	Term                string
 	OriginatorCompanyID string
 	PropertyID          string
+	Lead
 }
 
 // Result is the answer to a match or partial match (D12).
@@ -56,7 +66,10 @@ type Result struct {
 	Origin           string
 	ConsentTypes     []string // sorted, de-duplicated, never nil
 	VerificationType string
-	Charged          wallet.Amount
+	// EmailMatched and MobileMatched say whether the lead's email and
+	// mobile are the certificate's (D38); nil when not given.
+	EmailMatched, MobileMatched *bool
+	Charged                     wallet.Amount
 	Balance          wallet.Amount // after the charge
 }
 
@@ -72,7 +85,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	want := strings.TrimSpace(req.Consent)
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
-		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
+		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
 		kind:  wallet.ExactMatch,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
@@ -89,7 +102,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	term := fold(strings.TrimSpace(req.Term))
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
-		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID,
+		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
 		kind:  wallet.PartialMatch,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
@@ -121,12 +134,17 @@ func fold(s string) string {
 
 type query struct {
 	certificateID, companyID, originatorID, propertyID string
+	lead                                               Lead
 	kind                                               wallet.EntryKind
 	match                                              func(consent.Record) bool
 }
 
 func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, error) {
 	if err := checkIDs(q.certificateID, q.companyID, q.originatorID, q.propertyID); err != nil {
+		return nil, err
+	}
+	email, mobile, err := q.lead.digests()
+	if err != nil {
 		return nil, err
 	}
 	if caller != q.companyID {
@@ -137,7 +155,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		owner, vtype = q.originatorID, ThirdParty
 	}
 	var res *Result
-	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	err = s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		if vtype == ThirdParty {
 			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
 				return err
@@ -154,6 +172,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		}
 		res = result(cert, q.match)
 		res.VerificationType = vtype
+		res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
 		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
 		return err
 	})
@@ -161,6 +180,36 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		return nil, err
 	}
 	return res, nil
+}
+
+// digests returns the digests of the lead's email and mobile; nil for one
+// not given. Invalid when one given is malformed.
+func (l Lead) digests() (email, mobile *consent.Digest, err error) {
+	if strings.TrimSpace(l.Email) != "" {
+		d, err := consent.EmailDigest(l.Email)
+		if err != nil {
+			return nil, nil, err
+		}
+		email = &d
+	}
+	if strings.TrimSpace(l.Mobile) != "" {
+		d, err := consent.MobileDigest(l.Mobile)
+		if err != nil {
+			return nil, nil, err
+		}
+		mobile = &d
+	}
+	return email, mobile, nil
+}
+
+// matched compares a lead's digest with the certificate's: nil when the
+// lead gave none; false when the certificate holds none.
+func matched(lead *consent.Digest, cert consent.Digest) *bool {
+	if lead == nil {
+		return nil
+	}
+	ok := !cert.IsZero() && *lead == cert
+	return &ok
 }
 
 // checkIDs validates the identifiers of a request: the first two are
@@ -241,6 +290,17 @@ type Info struct {
 	CreatedAt      time.Time
 	ConsentCount   int
 	EventsCombined []byte // a JSON object
+	// What a buyer of the lead needs beyond the documented fields: the
+	// session (to retain it, D35), where and when consent was given, and
+	// what the browser showed and sent (D37).
+	SessionID       string
+	Origin          string
+	ConsentTypes    []string
+	ConsentOptIn    time.Time // of the earliest record
+	ClientIP        string
+	UserAgent       string
+	RecordingSHA256 consent.Digest
+	Visibility      *consent.Visibility
 	Charged        wallet.Amount
 	Balance        wallet.Amount
 }
@@ -268,9 +328,12 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		if err != nil {
 			return err
 		}
+		r := result(cert, func(consent.Record) bool { return false })
 		info = &Info{
 			CertificateID: cert.ID, CreatedAt: cert.CreatedAt, ConsentCount: len(cert.Records),
-			EventsCombined: cert.EventsCombined,
+			EventsCombined: cert.EventsCombined, SessionID: cert.SessionID, Origin: cert.Origin,
+			ConsentTypes: r.ConsentTypes, ConsentOptIn: r.ConsentOptIn, ClientIP: cert.ClientIP,
+			UserAgent: cert.UserAgent, RecordingSHA256: cert.RecordingSHA256, Visibility: cert.Visibility,
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		return err

@@ -1,0 +1,207 @@
+package httpadapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/consentkit/consentkit/capture"
+	"github.com/consentkit/consentkit/consent"
+)
+
+// The capture routes (D32–D36): public, called by the snippet from pages of
+// a property's allowed origins.
+
+// preflightMaxAge is how long a browser may reuse a preflight's answer.
+const preflightMaxAge = "600"
+
+// cors adds the CORS headers of a capture answer: the request's origin is
+// echoed unless the answer is the refusal of that origin, so that a page of
+// another origin never reads what the service says (D32).
+func (h *Handler) cors(w http.ResponseWriter, r *http.Request, err error) {
+	w.Header().Add("Vary", "Origin")
+	origin := r.Header.Get("Origin")
+	if origin == "" || errors.Is(err, capture.ErrOrigin) {
+		return
+	}
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+}
+
+// preflight answers a CORS preflight of a capture route: 204 with the
+// allowed method and headers when allowed(origin), else 403 without CORS
+// headers, so the browser sends nothing.
+func (h *Handler) preflight(allowed func(r *http.Request, origin string) (bool, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Vary", "Origin")
+		origin := r.Header.Get("Origin")
+		ok, err := false, error(nil)
+		if origin != "" && r.Header.Get("Access-Control-Request-Method") == http.MethodPost {
+			ok, err = allowed(r, origin)
+		}
+		if err != nil {
+			h.writeError(w, r, VerifyErrors, err)
+			return
+		}
+		if !ok {
+			h.writeError(w, r, VerifyErrors, capture.ErrOrigin)
+			return
+		}
+		hd := w.Header()
+		hd.Set("Access-Control-Allow-Origin", origin)
+		hd.Set("Access-Control-Allow-Methods", http.MethodPost)
+		hd.Set("Access-Control-Allow-Headers", "Authorization, Content-Type")
+		hd.Set("Access-Control-Max-Age", preflightMaxAge)
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// startPreflight allows an origin that the property named by the query's
+// property_id lists. The snippet starts sessions with a text/plain body,
+// which needs no preflight; this is for clients that send JSON.
+func (h *Handler) startPreflight(r *http.Request, origin string) (bool, error) {
+	id := r.URL.Query().Get("property_id")
+	if !consent.ValidID(id) {
+		return false, nil
+	}
+	var ok bool
+	err := h.svc.Store().View(r.Context(), func(tx consent.Tx) error {
+		p, err := tx.Property(r.Context(), id)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		ok = err == nil && p.AllowsOrigin(origin)
+		return err
+	})
+	return ok, err
+}
+
+func (h *Handler) sessionPreflight(r *http.Request, origin string) (bool, error) {
+	return h.capture.AllowsOrigin(r.Context(), r.PathValue("session_id"), origin)
+}
+
+type startRequest struct {
+	PropertyID string `json:"property_id"`
+	URL        string `json:"url"`
+}
+
+type startResponse struct {
+	SessionID     string `json:"session_id"`
+	CertificateID string `json:"certificate_id"`
+	UploadToken   string `json:"upload_token"`
+}
+
+func (h *Handler) startCapture(ctx context.Context, c Caller, req *startRequest) (*startResponse, error) {
+	if err := consent.CheckID("property_id", req.PropertyID); err != nil {
+		return nil, err
+	}
+	if lim := h.limits[capturePropertyLimit]; lim != nil {
+		if ok, wait := lim.allow(req.PropertyID); !ok {
+			return nil, limited(wait)
+		}
+	}
+	s, err := h.capture.Start(ctx, capture.StartRequest{PropertyID: req.PropertyID, URL: req.URL, Origin: c.Origin})
+	if err != nil {
+		return nil, err
+	}
+	return &startResponse{SessionID: s.SessionID, CertificateID: s.CertificateID, UploadToken: s.UploadToken}, nil
+}
+
+type eventsRequest struct {
+	SessionID string          `path:"session_id" json:"-"`
+	Seq       *int            `json:"seq"`
+	Events    json.RawMessage `json:"events"`
+}
+
+type eventsResponse struct {
+	// NextSeq is the seq the session expects next.
+	NextSeq int `json:"next_seq"`
+}
+
+func (h *Handler) appendEvents(ctx context.Context, c Caller, req *eventsRequest) (*eventsResponse, error) {
+	if req.Seq == nil {
+		return nil, consent.Errorf(consent.Invalid, "seq is required")
+	}
+	n, err := h.capture.Append(ctx, capture.Caller{UploadToken: c.UploadToken, Origin: c.Origin},
+		capture.Chunk{SessionID: req.SessionID, Seq: *req.Seq, Events: req.Events})
+	if err != nil {
+		return nil, err
+	}
+	return &eventsResponse{NextSeq: n}, nil
+}
+
+type consentRequest struct {
+	SessionID string `path:"session_id" json:"-"`
+	Consents  []struct {
+		Text  string   `json:"text"`
+		Types []string `json:"types"`
+	} `json:"consents"`
+	Email      string              `json:"email"`
+	Mobile     string              `json:"mobile"`
+	URL        string              `json:"url"`
+	Visibility *consent.Visibility `json:"visibility"`
+	// Seq and Events, when given, are the session's last chunk, stored with
+	// the consent (capture.Consent.Tail).
+	Seq    *int            `json:"seq"`
+	Events json.RawMessage `json:"events"`
+}
+
+type consentResponse struct {
+	CertificateID    string  `json:"certificate_id"`
+	CreatedTimestamp *string `json:"created_timestamp"`
+}
+
+func (h *Handler) giveConsent(ctx context.Context, c Caller, req *consentRequest) (*consentResponse, error) {
+	in := capture.Consent{
+		SessionID: req.SessionID, Email: req.Email, Mobile: req.Mobile, URL: req.URL, Visibility: req.Visibility,
+		ClientIP: c.ClientIP.String(), UserAgent: c.UserAgent,
+	}
+	if !c.ClientIP.IsValid() {
+		in.ClientIP = ""
+	}
+	for _, r := range req.Consents {
+		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types})
+	}
+	switch {
+	case req.Seq != nil && len(req.Events) > 0:
+		in.Tail = &capture.Chunk{Seq: *req.Seq, Events: req.Events}
+	case req.Seq != nil || len(req.Events) > 0:
+		return nil, consent.Errorf(consent.Invalid, "seq and events go together")
+	}
+	cert, err := h.capture.Issue(ctx, capture.Caller{UploadToken: c.UploadToken, Origin: c.Origin}, in)
+	if err != nil {
+		return nil, err
+	}
+	return &consentResponse{CertificateID: cert.ID, CreatedTimestamp: timestamp(cert.CreatedAt)}, nil
+}
+
+// script serves a JavaScript file that pages load from other origins.
+func script(w http.ResponseWriter, r *http.Request, body []byte, modified time.Time) {
+	hd := w.Header()
+	hd.Set("Content-Type", "text/javascript; charset=utf-8")
+	hd.Set("Cache-Control", "public, max-age=300")
+	hd.Set("Access-Control-Allow-Origin", "*")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	http.ServeContent(w, r, "", modified, bytes.NewReader(body))
+}
+
+// started is when this process started: the Last-Modified of the scripts
+// it serves, which change only with the binary or the npm install.
+var started = time.Now()
+
+func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
+	script(w, r, capture.Snippet, started)
+}
+
+func (h *Handler) recorder(w http.ResponseWriter, r *http.Request) {
+	if h.rrweb == nil {
+		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed; run npm ci --prefix retain/mp4/replayer "+
+			"or set httpadapter.Config.RRWebDir to the directory holding rrweb.umd.min.cjs", "dir", h.cfg.RRWebDir)
+		h.writeError(w, r, VerifyErrors, &httpError{status: http.StatusServiceUnavailable,
+			msg: "the session recorder is not installed on this server"})
+		return
+	}
+	script(w, r, h.rrweb, started)
+}
