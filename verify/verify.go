@@ -70,7 +70,7 @@ type Result struct {
 	// mobile are the certificate's (D38); nil when not given.
 	EmailMatched, MobileMatched *bool
 	Charged                     wallet.Amount
-	Balance          wallet.Amount // after the charge
+	Balance                     wallet.Amount // after the charge
 }
 
 // maxTextBytes bounds consent text and terms; a record holds at most 64 KiB.
@@ -301,8 +301,8 @@ type Info struct {
 	UserAgent       string
 	RecordingSHA256 consent.Digest
 	Visibility      *consent.Visibility
-	Charged        wallet.Amount
-	Balance        wallet.Amount
+	Charged         wallet.Amount
+	Balance         wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
