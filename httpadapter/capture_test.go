@@ -1,0 +1,215 @@
+package httpadapter_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
+)
+
+const (
+	formOrigin = "https://forms.acme.example"
+	formPage   = formOrigin + "/quote"
+	evilOrigin = "https://evil.example"
+	rrwebChunk = `[{"type":4,"data":{"href":"https://forms.acme.example/quote","width":800,"height":600},"timestamp":1795301391553}]`
+)
+
+// capturing is a handler with a property that allows formOrigin.
+func capturing(t *testing.T, store consent.Store, cfg httpadapter.Config) (*env, http.Handler) {
+	t.Helper()
+	e := setup(t, store)
+	_, err := e.svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
+		AllowedOrigins: []string{formOrigin}})
+	must(t, err)
+	return e, e.handler(t, cfg)
+}
+
+// call sends a request with any method, origin and headers.
+func call(h http.Handler, method, path, origin, token, body string, header ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if origin != "" {
+		req.Header.Set("Origin", origin)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if method == http.MethodOptions { // as a browser's preflight
+		req.Header.Set("Access-Control-Request-Method", "POST")
+		req.Header.Set("Access-Control-Request-Headers", "authorization,content-type")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	req.RemoteAddr = "198.51.100.7:5555"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+type started struct {
+	SessionID     string `json:"session_id"`
+	CertificateID string `json:"certificate_id"`
+	UploadToken   string `json:"upload_token"`
+}
+
+func startSession(t *testing.T, h http.Handler) started {
+	t.Helper()
+	rec := call(h, "POST", "/capture/sessions", formOrigin, "", `{"property_id":"acme-form","url":"`+formPage+`"}`,
+		"Content-Type", "text/plain;charset=UTF-8")
+	if rec.Code != 201 {
+		t.Fatalf("start: %d %s", rec.Code, rec.Body)
+	}
+	var s started
+	must(t, json.Unmarshal(rec.Body.Bytes(), &s))
+	return s
+}
+
+// The capture routes on every store: statuses, bodies and CORS headers,
+// then the certificate verifies like any other, and matches its lead.
+func TestCaptureRoutes(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e, h := capturing(t, open(t), httpadapter.Config{})
+		s := startSession(t, h)
+		events := "/capture/sessions/" + s.SessionID + "/events"
+		consentPath := "/capture/sessions/" + s.SessionID + "/consent"
+		consentBody := `{"consents":[{"text":"  I agree to be called by Acme. ","types":["tcpa"]}],"email":"jane@example.com",` +
+			`"url":"` + formPage + `","visibility":{"in_viewport":true,"visible":true,"font_size_px":16,` +
+			`"text_color":"rgb(0, 0, 0)","background_color":"rgb(255, 255, 255)","contrast_ratio":21}}`
+		for _, tc := range []struct {
+			name              string
+			method, path, org string
+			token, body       string
+			status            int
+			want              string // a part of the body
+			cors              bool   // Access-Control-Allow-Origin echoes the origin
+		}{
+			{"preflight events", "OPTIONS", events, formOrigin, "", "", 204, "", true},
+			{"preflight events, foreign origin", "OPTIONS", events, evilOrigin, "", "", 403, "origin", false},
+			{"preflight consent", "OPTIONS", consentPath, formOrigin, "", "", 204, "", true},
+			{"preflight start with property", "OPTIONS", "/capture/sessions?property_id=acme-form", formOrigin, "", "", 204, "", true},
+			{"preflight start without property", "OPTIONS", "/capture/sessions", formOrigin, "", "", 403, "", false},
+			{"start, foreign origin", "POST", "/capture/sessions", evilOrigin, "", `{"property_id":"acme-form","url":"` + formPage + `"}`, 403, "origin", false},
+			{"start, capture off", "POST", "/capture/sessions", formOrigin, "", `{"property_id":"acme-web","url":"` + formPage + `"}`, 403, "origin", false},
+			{"start, unknown property", "POST", "/capture/sessions", formOrigin, "", `{"property_id":"nope","url":"` + formPage + `"}`, 404, "property", true},
+			{"chunk without token", "POST", events, formOrigin, "", `{"seq":0,"events":` + rrwebChunk + `}`, 401, "", true},
+			{"chunk with a wrong token", "POST", events, formOrigin, "ckup_wrong", `{"seq":0,"events":` + rrwebChunk + `}`, 401, "upload token", true},
+			{"chunk from a foreign origin", "POST", events, evilOrigin, s.UploadToken, `{"seq":0,"events":` + rrwebChunk + `}`, 403, "", false},
+			{"chunk without seq", "POST", events, formOrigin, s.UploadToken, `{"events":` + rrwebChunk + `}`, 400, "seq", true},
+			{"chunk not rrweb", "POST", events, formOrigin, s.UploadToken, `{"seq":0,"events":[{"hello":1}]}`, 400, "events[0].type", true},
+			{"consent before events", "POST", consentPath, formOrigin, s.UploadToken, consentBody, 409, "no events", true},
+			{"chunk 0", "POST", events, formOrigin, s.UploadToken, `{"seq":0,"events":` + rrwebChunk + `}`, 200, `"next_seq":1`, true},
+			{"chunk 0 again", "POST", events, formOrigin, s.UploadToken, `{"seq":0,"events":` + rrwebChunk + `}`, 200, `"next_seq":1`, true},
+			{"chunk 0 changed", "POST", events, formOrigin, s.UploadToken, `{"seq":0,"events":[{"type":3,"timestamp":5}]}`, 409, "other events", true},
+			{"chunk gap", "POST", events, formOrigin, s.UploadToken, `{"seq":5,"events":` + rrwebChunk + `}`, 409, "expected seq 1", true},
+			{"chunk oversize", "POST", events, formOrigin, s.UploadToken, `{"seq":1,"events":[{"type":3,"timestamp":5,"x":"` + strings.Repeat("a", 2<<20) + `"}]}`, 413, "", true},
+			{"consent", "POST", consentPath, formOrigin, s.UploadToken, consentBody, 201, `"certificate_id":"` + s.CertificateID + `"`, true},
+			{"consent again", "POST", consentPath, formOrigin, s.UploadToken, consentBody, 409, `"certificate_id":"` + s.CertificateID + `"`, true},
+			{"chunk after consent", "POST", events, formOrigin, s.UploadToken, `{"seq":1,"events":` + rrwebChunk + `}`, 409, "closed", true},
+		} {
+			rec := call(h, tc.method, tc.path, tc.org, tc.token, tc.body)
+			if rec.Code != tc.status || !strings.Contains(rec.Body.String(), tc.want) {
+				t.Errorf("%s: %d %s; want %d with %q", tc.name, rec.Code, rec.Body, tc.status, tc.want)
+			}
+			if got := rec.Header().Get("Access-Control-Allow-Origin"); (got == tc.org) != tc.cors {
+				t.Errorf("%s: Access-Control-Allow-Origin %q, want it %v", tc.name, got, tc.cors)
+			}
+		}
+
+		// The issued certificate is an ordinary one: it verifies, matches
+		// its lead, and certificate-info shows the browser's facts.
+		match := serve(h, request{path: "/verify/match", token: acmeToken,
+			body: matchBody(s.CertificateID, "acme", "I agree to be called by Acme.", `,"email":"Jane@Example.com"`)})
+		if match.Code != 200 || !strings.Contains(match.Body.String(), `"valid":true`) || !strings.Contains(match.Body.String(), `"email_matched":true`) {
+			t.Errorf("match of the captured certificate: %d %s", match.Code, match.Body)
+		}
+		info := serve(h, request{path: "/verify/certificate-info", token: acmeToken,
+			body: `{"certificate_id":"` + s.CertificateID + `","company_id":"acme","property_id":"acme-form"}`})
+		var got struct {
+			SessionID       string             `json:"session_id"`
+			ClientIP        string             `json:"client_ip"`
+			RecordingSHA256 string             `json:"recording_sha256"`
+			Visibility      consent.Visibility `json:"consent_visibility"`
+		}
+		must(t, json.Unmarshal(info.Body.Bytes(), &got))
+		rec, err := e.svc.Recording(ctx, s.SessionID)
+		must(t, err)
+		if got.SessionID != s.SessionID || got.ClientIP != "198.51.100.7" || got.RecordingSHA256 != consent.DigestOf(string(rec)).String() ||
+			got.Visibility.ContrastRatio != 21 || !got.Visibility.InViewport {
+			t.Errorf("certificate-info: %s", info.Body)
+		}
+	})
+}
+
+// Starting sessions is limited per client address and per property, so one
+// address cannot fill the store with sessions.
+func TestCaptureStartLimits(t *testing.T) {
+	_, h := capturing(t, teststore.Memory(t), httpadapter.Config{CaptureStartsPerMinute: 3, CapturePropertyPerMinute: 5})
+	start := func(ip string) int {
+		req := httptest.NewRequest("POST", "/capture/sessions", strings.NewReader(`{"property_id":"acme-form","url":"`+formPage+`"}`))
+		req.Header.Set("Origin", formOrigin)
+		req.RemoteAddr = ip + ":1000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	var codes []int
+	for range 4 {
+		codes = append(codes, start("203.0.113.1"))
+	}
+	if fmt.Sprint(codes) != "[201 201 201 429]" {
+		t.Errorf("one address: %v, want 3 × 201 then 429", codes)
+	}
+	codes = nil
+	for i := range 3 {
+		codes = append(codes, start(fmt.Sprintf("203.0.113.%d", 10+i)))
+	}
+	if fmt.Sprint(codes) != "[201 201 429]" {
+		t.Errorf("other addresses, same property: %v, want 201 201 429 (5 per property)", codes)
+	}
+}
+
+// The snippet and rrweb's recorder are served to any page; without the
+// recorder installed its route says what to install, and the rest works.
+func TestCaptureScripts(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	dir := t.TempDir()
+	must(t, os.WriteFile(filepath.Join(dir, "rrweb.umd.min.cjs"), []byte("var rrweb={};"), 0o644))
+	h := e.handler(t, httpadapter.Config{RRWebDir: dir})
+	for path, want := range map[string]string{"/capture/capture.js": "consent_certificate_id", "/capture/rrweb.js": "var rrweb={};"} {
+		rec := call(h, "GET", path, "", "", "")
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) ||
+			!strings.HasPrefix(rec.Header().Get("Content-Type"), "text/javascript") {
+			t.Errorf("GET %s: %d %q %.80s", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
+		}
+	}
+	missing := e.handler(t, httpadapter.Config{RRWebDir: t.TempDir()})
+	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 503 || !strings.Contains(rec.Body.String(), "not installed") {
+		t.Errorf("recorder not installed: %d %s", rec.Code, rec.Body)
+	}
+	if rec := call(missing, "GET", "/capture/capture.js", "", "", ""); rec.Code != 200 {
+		t.Errorf("snippet without the recorder: %d", rec.Code)
+	}
+}
+
+// Handler.Only serves the capture routes alone: the others are unknown.
+func TestOnlyCapture(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	cfg := httpadapter.Config{Service: e.svc}
+	h, err := httpadapter.New(cfg)
+	must(t, err)
+	only := h.Only(httpadapter.CaptureGroup)
+	if rec := call(only, "GET", "/capture/capture.js", "", "", ""); rec.Code != 200 {
+		t.Errorf("capture.js on the capture-only handler: %d", rec.Code)
+	}
+	if rec := serve(only, request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText)}); rec.Code != 404 {
+		t.Errorf("/verify/match on the capture-only handler: %d %s, want 404", rec.Code, rec.Body)
+	}
+}
