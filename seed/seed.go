@@ -9,7 +9,8 @@
 //	  "companies": [{
 //	    "id": "acme", "name": "Acme Insurance", "balance": 25.5,
 //	    "third_party_verification_enabled": true, "authorized_third_parties": ["buyer"],
-//	    "properties": [{"id": "acme-web", "name": "Quote form"}],
+//	    "properties": [{"id": "acme-web", "name": "Quote form",
+//	                    "allowed_origins": ["https://forms.acme.example"]}],
 //	    "tokens": [{"token": "any-secret-string", "permissions": ["vzew_retention"],
 //	                "expires_at": "2030-01-01T00:00:00Z", "revoked": false}]
 //	  }],
@@ -28,7 +29,7 @@
 //	}
 //
 // balance is dollars, parsed exactly (a number or a string; at most six
-// decimals). permissions, expires_at, revoked, email, mobile, the
+// decimals). allowed_origins (D32), permissions, expires_at, revoked, email, mobile, the
 // third-party fields, created_at and events_combined are optional. A token
 // is stored as its SHA-256 digest like any other and must be 16 to 512
 // bytes. Unknown fields are errors, since in a hand-written file they are
@@ -72,6 +73,9 @@ type Company struct {
 type Property struct {
 	ID   string `json:"id"`
 	Name string `json:"name"`
+	// AllowedOrigins may capture sessions for the property in the browser
+	// (D32), such as "https://forms.example.com".
+	AllowedOrigins []string `json:"allowed_origins"`
 }
 
 // Token is an integration token of a seed company.
@@ -232,7 +236,7 @@ func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Com
 		if p.ID == "" {
 			return fmt.Errorf("properties[%d]: %w", j, consent.Errorf(consent.Invalid, "id is required"))
 		}
-		if _, err := svc.AddPropertyTx(ctx, tx, consent.PropertyParams{ID: p.ID, CompanyID: c.ID, Name: p.Name}); err != nil {
+		if _, err := svc.AddPropertyTx(ctx, tx, consent.PropertyParams{ID: p.ID, CompanyID: c.ID, Name: p.Name, AllowedOrigins: p.AllowedOrigins}); err != nil {
 			return fmt.Errorf("properties[%d] %q: %w", j, p.ID, err)
 		}
 		sum.Properties++

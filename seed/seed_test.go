@@ -117,6 +117,8 @@ func TestLoadErrors(t *testing.T) {
 			"sessions":[{"id":"s1","company_id":"a","property_id":"p"}],
 			"certificates":[{"id":"c1","company_id":"a","property_id":"p","session_id":"s1","origin":"https://a.example/\u0000"}]}`,
 			`certificates[0] "c1": origin must be valid UTF-8 without control characters`},
+		{"allowed origin with a path", `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P","allowed_origins":["https://a.example/form"]}]}]}`,
+			`companies[0] "a": properties[0] "p": allowed origin "https://a.example/form" must be scheme://host[:port]`},
 		{"NUL in a company name", `{"companies":[{"id":"a","name":"A\u0000"}]}`,
 			`companies[0] "a": name must be valid UTF-8 without control characters`},
 		{"NUL in a property name", `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"\u0000P"}]}]}`,
@@ -201,4 +203,30 @@ func TestParseErrors(t *testing.T) {
 			t.Errorf("Parse(%s): %v, want an error containing %q", tc.file, err, tc.want)
 		}
 	}
+}
+
+// A property's allowed origins load as browsers write them (D32).
+func TestLoadAllowedOrigins(t *testing.T) {
+	file := `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P",
+		"allowed_origins":["HTTPS://Forms.Example:443","http://localhost:8080","https://forms.example"]}]}]}`
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		st := open(t)
+		svc, err := consent.NewService(st, consent.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := seed.Load(t.Context(), svc, parse(t, file)); err != nil {
+			t.Fatal(err)
+		}
+		err = st.View(t.Context(), func(tx consent.Tx) error {
+			p, err := tx.Property(t.Context(), "p")
+			if err == nil && strings.Join(p.AllowedOrigins, " ") != "https://forms.example http://localhost:8080" {
+				t.Errorf("allowed origins %q", p.AllowedOrigins)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 }
