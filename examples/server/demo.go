@@ -76,9 +76,12 @@ func prepare(ctx context.Context, svc *consent.Service, seedPath string, log *sl
 
 // printGuide prints the token (once) and a curl command for every endpoint,
 // using the ids of the demo data.
-func printGuide(w io.Writer, base, token string) {
+func printGuide(w io.Writer, base, token string, demo bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nconsentkit is listening on %s\n\n", base)
+	if demo {
+		fmt.Fprintf(&b, "Open %s/demo in a browser: a form that records your visit and issues a consent certificate,\nwith the commands to verify, retain and revoke it.\n\n", base)
+	}
 	if token != "" {
 		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", token)
 	} else {

@@ -233,6 +233,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
+		RRWebDir: o.replayer,
 	})
 	if err != nil {
 		return err
@@ -254,9 +255,19 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	srv := httpadapter.NewServer(logRequests(log, mux), log)
 	base := "http://" + ln.Addr().String()
-	printGuide(stdout, base, token)
+	demo, err := setupDemo(ctx, svc, ln.Addr())
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("demo form: %w", err)
+	}
+	if demo {
+		d := demoHandler(svc, base, log)
+		mux.Handle("/demo", d)
+		mux.Handle("/demo/submitted", d)
+	}
+	srv := httpadapter.NewServer(logRequests(log, mux), log)
+	printGuide(stdout, base, token, demo)
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	workerDone := startWorker(ctx, svc, o, log)
