@@ -139,7 +139,7 @@ func demoHandler(svc *consent.Service, base string, log *slog.Logger) http.Handl
 		id := r.PostForm.Get("consent_certificate_id")
 		data := map[string]any{
 			"Base": base, "Company": demoCompany, "Property": demoProperty, "Certificate": id,
-			"Email": r.PostForm.Get("email"),
+			"Email":     r.PostForm.Get("email"),
 			"MatchBody": `{"certificate_id":"` + id + `","company_id":"` + demoCompany + `","consent":"` + demoConsent + `"}`,
 		}
 		if consent.ValidID(id) {
