@@ -1,0 +1,275 @@
+// Command load drives the real consentkit handler over loopback and reports
+// throughput, latency percentiles and the process's peak memory. Its first
+// scenario is browser capture: C recording sessions, each sending one chunk
+// of rrweb events every interval, as the snippet does.
+//
+//	go run ./examples/load -store sqlite -sessions 200 -chunk-bytes 16384 -duration 30s -preload 1000
+//
+// -preload stores that many finished sessions (with a chunk each) first, so
+// that the figures can be compared at different store sizes. The server and
+// the load run in one process: the peak memory reported is both together.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/store/pgstore"
+	"github.com/consentkit/consentkit/store/sqlitestore"
+)
+
+type options struct {
+	store, dsn string
+	sessions   int
+	interval   time.Duration
+	chunkBytes int
+	duration   time.Duration
+	preload    int
+}
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.StringVar(&o.store, "store", "sqlite", "memory, sqlite (a new file in a temporary directory) or postgres")
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (its tables are created in the search_path)")
+	fs.IntVar(&o.sessions, "sessions", 200, "concurrent recording sessions")
+	fs.DurationVar(&o.interval, "interval", time.Second, "time between a session's chunks")
+	fs.IntVar(&o.chunkBytes, "chunk-bytes", 16<<10, "size of a chunk of events")
+	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to send")
+	fs.IntVar(&o.preload, "preload", 1000, "finished sessions stored before the run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.sessions < 1 || o.chunkBytes < 64 || o.interval <= 0 || o.duration <= 0 || o.preload < 0 {
+		return errors.New("-sessions, -chunk-bytes, -interval, -duration must be positive, -preload not negative")
+	}
+	st, cleanup, err := open(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	svc, err := consent.NewService(st, consent.Config{})
+	if err != nil {
+		return err
+	}
+	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		return err
+	}
+	const origin = "https://forms.acme.example"
+	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{origin}}); err != nil {
+		return err
+	}
+	chunk := events(o.chunkBytes)
+	start := time.Now()
+	if err := preload(ctx, svc, o.preload, chunk); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "store %s: %d sessions preloaded in %s\n", o.store, o.preload, time.Since(start).Round(time.Millisecond))
+
+	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})
+	if err != nil {
+		return err
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.sessions, MaxConnsPerHost: o.sessions}}
+
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		failures  = map[string]int{}
+		wg        sync.WaitGroup
+	)
+	deadline := time.Now().Add(o.duration)
+	for i := range o.sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Spread the sessions' chunks over the interval.
+			time.Sleep(time.Duration(i) * o.interval / time.Duration(o.sessions))
+			s, err := startSession(client, srv.URL, origin)
+			if err != nil {
+				mu.Lock()
+				failures[err.Error()]++
+				mu.Unlock()
+				return
+			}
+			body := []byte(`{"seq":0,"events":` + string(chunk) + `}`)
+			for seq, next := 0, time.Now(); next.Before(deadline); seq, next = seq+1, next.Add(o.interval) {
+				time.Sleep(time.Until(next))
+				body = append(append(body[:0], `{"seq":`+strconv.Itoa(seq)+`,"events":`...), chunk...)
+				body = append(body, '}')
+				t0 := time.Now()
+				code, err := post(client, srv.URL+"/capture/sessions/"+s.SessionID+"/events", origin, s.UploadToken, body)
+				d := time.Since(t0)
+				mu.Lock()
+				if err != nil || code != 200 {
+					failures[fmt.Sprintf("status %d %v", code, err)]++
+				} else {
+					latencies = append(latencies, d)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := o.duration
+	slices.Sort(latencies)
+	pct := func(p float64) time.Duration {
+		if len(latencies) == 0 {
+			return 0
+		}
+		return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))]
+	}
+	fmt.Fprintf(stdout, "capture chunks of %d bytes, %d sessions, one chunk per %s each, for %s:\n", o.chunkBytes, o.sessions, o.interval, elapsed)
+	fmt.Fprintf(stdout, "  %d chunks stored, %.0f chunks/s; latency p50 %s, p99 %s, p99.9 %s, max %s\n",
+		len(latencies), float64(len(latencies))/elapsed.Seconds(), pct(0.50).Round(10*time.Microsecond),
+		pct(0.99).Round(10*time.Microsecond), pct(0.999).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond))
+	for f, n := range failures {
+		fmt.Fprintf(stdout, "  failed %d×: %s\n", n, f)
+	}
+	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %s\n", peakRSS())
+	return nil
+}
+
+func open(ctx context.Context, o options) (consent.Store, func(), error) {
+	switch o.store {
+	case "memory":
+		return memstore.New(), func() {}, nil
+	case "sqlite":
+		dir, err := os.MkdirTemp("", "consentload")
+		if err != nil {
+			return nil, nil, err
+		}
+		st, err := sqlitestore.Open(filepath.Join(dir, "consent.db"), sqlitestore.Config{})
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close(); os.RemoveAll(dir) }, st.Migrate(ctx)
+	case "postgres":
+		if o.dsn == "" {
+			return nil, nil, errors.New("-store postgres needs -dsn")
+		}
+		st, err := pgstore.Open(ctx, o.dsn)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, func() { st.Close() }, st.Migrate(ctx)
+	}
+	return nil, nil, fmt.Errorf("unknown -store %q", o.store)
+}
+
+// events returns a JSON array of rrweb-like input events of about n bytes.
+func events(n int) []byte {
+	var b bytes.Buffer
+	b.WriteByte('[')
+	for i := 0; b.Len() < n-120; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":3,"data":{"source":5,"text":%q,"isChecked":false,"id":%d},"timestamp":%d}`,
+			strings.Repeat("x", 40), 10+i%50, 1795301391553+i*16)
+	}
+	b.WriteByte(']')
+	return b.Bytes()
+}
+
+// preload stores n sessions with one chunk each, 1,000 to a transaction.
+func preload(ctx context.Context, svc *consent.Service, n int, chunk []byte) error {
+	for done := 0; done < n; {
+		batch := min(1000, n-done)
+		err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+			for range batch {
+				ses, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{CompanyID: "acme", PropertyID: "acme-web",
+					UploadDigest: consent.DigestOf(consent.NewID("t")), CertificateID: consent.NewID("cert")})
+				if err != nil {
+					return err
+				}
+				if _, err := svc.AppendEventsTx(ctx, tx, ses.ID, chunk); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		done += batch
+	}
+	return nil
+}
+
+type session struct {
+	SessionID   string `json:"session_id"`
+	UploadToken string `json:"upload_token"`
+}
+
+func startSession(c *http.Client, base, origin string) (*session, error) {
+	req, _ := http.NewRequest("POST", base+"/capture/sessions",
+		strings.NewReader(`{"property_id":"acme-web","url":"`+origin+`/quote"}`))
+	req.Header.Set("Origin", origin)
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 201 {
+		return nil, fmt.Errorf("start: status %d", resp.StatusCode)
+	}
+	var s session
+	return &s, json.NewDecoder(resp.Body).Decode(&s)
+}
+
+func post(c *http.Client, url, origin, token string, body []byte) (int, error) {
+	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+	req.Header.Set("Origin", origin)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// peakRSS reads the process's peak resident set size (Linux).
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
