@@ -1,8 +1,11 @@
 package sqlitestore
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // The durability and integrity settings are what D31 and the design rely
@@ -49,4 +52,53 @@ func TestOpenRejectsMemory(t *testing.T) {
 			t.Errorf("Open(%q) succeeded; a file path is required", p)
 		}
 	}
+}
+
+// Commits never checkpoint: the writer's automatic checkpoints are off and
+// the Store's own loop copies the log into the database file beside it.
+// With the loop off (a negative interval), SQLite's automatic ones remain.
+func TestCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		auto     int  // the writer's wal_autocheckpoint
+		grows    bool // the database file grows from a few small commits
+	}{
+		{10 * time.Millisecond, 0, true},
+		{-1, 1000, false},
+	} {
+		path := filepath.Join(t.TempDir(), "c.db")
+		s, err := Open(path, Config{CheckpointInterval: tc.interval})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var auto int
+		if err := s.write.QueryRow("PRAGMA wal_autocheckpoint").Scan(&auto); err != nil || auto != tc.auto {
+			t.Errorf("interval %v: wal_autocheckpoint = %d, %v; want %d", tc.interval, auto, err, tc.auto)
+		}
+		before := fileSize(t, path)
+		for i := range 20 {
+			if _, err := s.write.Exec(fmt.Sprintf("CREATE TABLE t%d (a)", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+		if grew := fileSize(t, path) > before; grew != tc.grows {
+			t.Errorf("interval %v: the database file grew %v, want %v", tc.interval, grew, tc.grows)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Errorf("a second Close: %v", err)
+		}
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Size()
 }

@@ -37,12 +37,31 @@ type Config struct {
 	// BusyTimeout is how long a connection waits for a lock held by another
 	// process before failing: default 10 s.
 	BusyTimeout time.Duration
+	// CheckpointInterval is how often a connection of its own copies the
+	// write-ahead log into the database: default 1 s. Commits never
+	// checkpoint themselves, so no writer waits for the database file's
+	// fsync. A negative value leaves checkpoints to SQLite's automatic ones,
+	// run by the committing writer every 1,000 pages.
+	CheckpointInterval time.Duration
 }
 
 // Store is a consent.Store on one SQLite database file.
 type Store struct {
 	write *sql.DB // one connection: SQLite has one writer at a time
 	read  *sql.DB
+	// checkpoints runs until stop is closed; done is closed when it ends.
+	stop, done chan struct{}
+}
+
+// writerDriver opens the writer's connections with automatic checkpoints
+// off: the Store's own checkpoint loop does them (Config.CheckpointInterval).
+const writerDriver = "sqlite3_consentkit_writer"
+
+func init() {
+	sql.Register(writerDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		_, err := c.Exec("PRAGMA wal_autocheckpoint = 0", nil)
+		return err
+	}})
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -68,7 +87,11 @@ func Open(path string, opts Config) (*Store, error) {
 	for k, v := range common {
 		wq[k], rq[k] = v, v
 	}
-	write, err := sql.Open("sqlite3", "file:"+path+"?"+wq.Encode())
+	driver := writerDriver
+	if opts.CheckpointInterval < 0 {
+		driver = "sqlite3"
+	}
+	write, err := sql.Open(driver, "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
@@ -92,11 +115,50 @@ func Open(path string, opts Config) (*Store, error) {
 	}
 	read.SetMaxOpenConns(opts.ReadConns)
 	read.SetMaxIdleConns(opts.ReadConns)
-	return &Store{write: write, read: read}, nil
+	s := &Store{write: write, read: read, stop: make(chan struct{}), done: make(chan struct{})}
+	if opts.CheckpointInterval < 0 {
+		close(s.done)
+		return s, nil
+	}
+	if opts.CheckpointInterval == 0 {
+		opts.CheckpointInterval = time.Second
+	}
+	cp, err := sql.Open("sqlite3", "file:"+path+"?"+url.Values(common).Encode())
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("sqlitestore: %w", err)
+	}
+	cp.SetMaxOpenConns(1)
+	go s.checkpoints(cp, opts.CheckpointInterval)
+	return s, nil
 }
 
-// Close closes both pools.
+// checkpoints copies the write-ahead log into the database every interval,
+// on a connection of its own, beside the writer: PASSIVE never waits for
+// the writer or readers, and does what it can.
+func (s *Store) checkpoints(cp *sql.DB, interval time.Duration) {
+	defer close(s.done)
+	defer cp.Close()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			cp.Exec("PRAGMA wal_checkpoint(PASSIVE)") // a failure is retried at the next tick
+		}
+	}
+}
+
+// Close stops the checkpoints and closes both pools.
 func (s *Store) Close() error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
+	<-s.done
 	return errors.Join(s.read.Close(), s.write.Close())
 }
 
