@@ -18,14 +18,26 @@ import (
 // preflightMaxAge is how long a browser may reuse a preflight's answer.
 const preflightMaxAge = "600"
 
-// cors adds the CORS headers of a capture answer: the request's origin is
-// echoed unless the answer is the refusal of that origin, so that a page of
-// another origin never reads what the service says (D32).
+// cors adds the CORS headers of a capture answer (D32): the request's
+// origin is echoed only when it is one the property allows, so a page of
+// another origin never reads what the service says. A success means the
+// capture service accepted the origin; after an error, the session's
+// property is asked, and an error of a start (no session yet) is never
+// readable across origins.
 func (h *Handler) cors(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Add("Vary", "Origin")
 	origin := r.Header.Get("Origin")
 	if origin == "" || errors.Is(err, capture.ErrOrigin) {
 		return
+	}
+	if err != nil {
+		id := r.PathValue("session_id")
+		if id == "" {
+			return
+		}
+		if ok, lookupErr := h.capture.AllowsOrigin(r.Context(), id, origin); lookupErr != nil || !ok {
+			return
+		}
 	}
 	w.Header().Set("Access-Control-Allow-Origin", origin)
 }
