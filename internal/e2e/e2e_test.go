@@ -58,6 +58,7 @@ window.addEventListener("submit", function (e) {
   <p><label>Email <input type="email" name="email" id="email"></label></p>
   <p><label>Mobile <input type="tel" name="mobile" id="mobile"></label></p>
   <p><label>Password <input type="password" name="password" id="password"></label></p>
+  <p><label>Policy number <input type="text" name="policy" id="policy" data-consent-mask></label></p>
   <p><label><input type="checkbox" name="agree" id="agree" required>
     <span data-consent data-consent-types="tcpa,marketing">` + consentText + `</span></label></p>
   <input type="hidden" name="handlers_ms" value="">
@@ -180,6 +181,7 @@ func (s *stack) fill(t *testing.T, ctx context.Context) string {
 		chromedp.SendKeys(chromedp.ID("email"), typedEmail),
 		chromedp.SendKeys(chromedp.ID("mobile"), typedMobile),
 		chromedp.SendKeys(chromedp.ID("password"), "hunter2-secret"),
+		chromedp.SendKeys(chromedp.ID("policy"), "POL-778899"),
 		chromedp.Click(chromedp.ID("agree")),
 		chromedp.Sleep(1500*time.Millisecond), // a chunk or two reaches the service before submit
 	)
@@ -263,6 +265,9 @@ func TestBrowserCapture(t *testing.T) {
 	}
 	if bytes.Contains(rec, []byte("hunter2")) {
 		t.Errorf("the recording holds the typed password")
+	}
+	if bytes.Contains(rec, []byte("778899")) || !bytes.Contains(rec, []byte(`"**********"`)) {
+		t.Errorf("the recording does not mask the data-consent-mask input as asterisks")
 	}
 	if !bytes.Contains(rec, []byte(typedEmail[:4])) {
 		t.Errorf("the recording lacks the typed email")
