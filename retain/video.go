@@ -1,6 +1,7 @@
 package retain
 
 import (
+	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -16,8 +17,18 @@ import (
 // Converter turns a session's rrweb recording (a JSON array of events) into
 // an MP4 file at dst. It returns the video's duration. It must stop and
 // clean up when ctx is done. Package retain/mp4 has the real one.
+//
+// An error that has a method Permanent() bool returning true (such as
+// *mp4.RecordingError) says that trying again cannot help: the worker fails
+// the job at once instead of retrying it.
 type Converter interface {
 	Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error)
+}
+
+// permanent reports whether err says that no retry can succeed.
+func permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }
 
 // VideoStore keeps converted videos.

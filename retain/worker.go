@@ -280,7 +280,7 @@ func (w *Worker) fail(ctx context.Context, log *slog.Logger, job *consent.Conver
 	switch {
 	case stopping:
 		next.Attempts, next.RunAfter, next.LastError = job.Attempts-1, now, job.LastError
-	case job.Attempts >= w.cfg.MaxAttempts:
+	case job.Attempts >= w.cfg.MaxAttempts || permanent(cause):
 		next.FailedAt, status = now, consent.VideoFailed
 	}
 	err := w.store.Update(ctx, func(tx consent.Tx) error {

@@ -288,6 +288,36 @@ func TestFailingConversionGivesUp(t *testing.T) {
 	})
 }
 
+// permanentError is a converter's error that no retry can cure.
+type permanentError struct{}
+
+func (permanentError) Error() string   { return "the recording spans 198 days" }
+func (permanentError) Permanent() bool { return true }
+
+// A permanent error fails the job at its first attempt: retrying a
+// recording that can never convert would only spend the worker's time.
+func TestPermanentFailureIsNotRetried(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &fakeConverter{fail: fmt.Errorf("mp4: %w", permanentError{})}
+		w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.MaxAttempts = 5 })
+		if worked, err := w.RunOnce(ctx); !worked || err != nil {
+			t.Fatalf("attempt: %v, %v", worked, err)
+		}
+		j, err := e.job(t, "s00")
+		if err != nil || j.Attempts != 1 || j.FailedAt.IsZero() || j.LastError != "mp4: the recording spans 198 days" {
+			t.Errorf("job after a permanent failure: %+v, %v", j, err)
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoFailed {
+			t.Errorf("status %s, want failed", s.VideoStatus)
+		}
+		e.clock.Add(24 * time.Hour)
+		if worked, _ := w.RunOnce(ctx); worked || conv.count("s00") != 1 {
+			t.Errorf("a permanently failed job was tried again (%d conversions)", conv.count("s00"))
+		}
+	})
+}
+
 // Cancelling Run stops the worker; the job in hand is handed back at once
 // without counting the attempt.
 func TestWorkerStopsOnCancel(t *testing.T) {

@@ -68,6 +68,12 @@ type Config struct {
 	// CompressIdle, when positive, shortens every pause in the recording
 	// longer than it to it. The video is then shorter than the recording.
 	CompressIdle time.Duration
+	// MaxDuration bounds the video: a recording that spans more (after
+	// CompressIdle) is refused with a permanent *RecordingError before any
+	// work is planned, so that no timestamp — one event dated months after
+	// the others, say — can make a conversion's frames, memory or time
+	// unbounded. Default 1 hour.
+	MaxDuration time.Duration
 	// TempDir holds each conversion's working directory: default
 	// os.TempDir(). Keep it short (Chromium makes Unix sockets in it).
 	TempDir string
@@ -124,6 +130,9 @@ func New(opts Config) (*Converter, error) {
 	if err1 != nil || err2 != nil {
 		return nil, &MissingError{"rrweb", fmt.Sprintf("no rrweb bundle in %s; install it with: npm ci --prefix retain/mp4/replayer", opts.Replayer)}
 	}
+	if opts.MaxDuration <= 0 {
+		opts.MaxDuration = time.Hour
+	}
 	if opts.FPS <= 0 {
 		opts.FPS = 25
 	}
@@ -158,7 +167,7 @@ func findTool(path string, candidates []string, names ...string) (string, error)
 // Convert replays events and writes the video to dst. It returns the
 // video's duration.
 func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error) {
-	tl, replay, err := parseTimeline(events, c.opts.CompressIdle)
+	tl, replay, err := parseTimeline(events, c.opts.CompressIdle, c.opts.MaxDuration)
 	if err != nil {
 		return 0, err
 	}

@@ -2,7 +2,6 @@ package mp4
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -38,23 +37,45 @@ type event struct {
 	Data      json.RawMessage `json:"data"`
 }
 
+// RecordingError is a recording that cannot be converted whatever is tried:
+// malformed, without a full snapshot, or spanning more than MaxDuration.
+// It is permanent: the conversion worker fails the job at once.
+type RecordingError struct {
+	Reason string
+}
+
+func (e *RecordingError) Error() string { return "mp4: " + e.Reason }
+
+// Permanent reports that trying again cannot help.
+func (e *RecordingError) Permanent() bool { return true }
+
+func recordingErrorf(format string, args ...any) error {
+	return &RecordingError{Reason: fmt.Sprintf(format, args...)}
+}
+
 // parseTimeline reads a recording (a JSON array of rrweb events, in time
-// order as rrweb records them). Gaps between events longer than
-// compressIdle are shortened to compressIdle when it is positive; the
-// returned events are then rewritten to match. Without compression the
-// events are returned re-encoded but unchanged.
-func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, error) {
+// order as rrweb records them; timestamps are milliseconds from any origin,
+// 0 included). Gaps between events longer than compressIdle are shortened
+// to compressIdle when it is positive; the returned events are then
+// rewritten to match. Without compression the events are returned
+// re-encoded but unchanged. A recording that, so compressed, spans more than
+// maxDuration is refused with a *RecordingError before anything is
+// planned, so that no timestamp can make a conversion's work unbounded.
+func parseTimeline(raw []byte, compressIdle, maxDuration time.Duration) (timeline, []byte, error) {
 	var events []json.RawMessage
 	if err := json.Unmarshal(raw, &events); err != nil {
-		return timeline{}, nil, fmt.Errorf("mp4: recording is not a JSON array of events: %w", err)
+		return timeline{}, nil, recordingErrorf("recording is not a JSON array of events: %v", err)
 	}
 	if len(events) < 2 {
-		return timeline{}, nil, errors.New("mp4: a recording needs at least two events")
+		return timeline{}, nil, recordingErrorf("a recording needs at least two events")
 	}
 	parsed := make([]event, len(events))
 	for i, e := range events {
-		if err := json.Unmarshal(e, &parsed[i]); err != nil || parsed[i].Timestamp <= 0 {
-			return timeline{}, nil, fmt.Errorf("mp4: event %d has no valid type and timestamp", i)
+		var ts struct {
+			Timestamp *float64 `json:"timestamp"`
+		}
+		if err := json.Unmarshal(e, &parsed[i]); err != nil || json.Unmarshal(e, &ts) != nil || ts.Timestamp == nil || *ts.Timestamp < 0 {
+			return timeline{}, nil, recordingErrorf("event %d has no valid type and timestamp", i)
 		}
 	}
 	if compressIdle > 0 {
@@ -103,7 +124,13 @@ func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, er
 		tl.actions = append(tl.actions, at)
 	}
 	if tl.snapshotAt < 0 {
-		return timeline{}, nil, errors.New("mp4: the recording has no full snapshot")
+		return timeline{}, nil, recordingErrorf("the recording has no full snapshot")
+	}
+	if maxDuration > 0 && tl.total > maxDuration {
+		gap, after := longestGap(parsed)
+		return timeline{}, nil, recordingErrorf("the recording spans %s, more than the %s a conversion may take (Config.MaxDuration); "+
+			"its longest pause, %s after event %d, is likely a wrong timestamp: Config.CompressIdle shortens pauses",
+			tl.total.Round(time.Millisecond), maxDuration, gap.Round(time.Millisecond), after)
 	}
 	slices.Sort(tl.actions)
 	// Marshalling validates and compacts each event, and escapes what could
@@ -113,6 +140,21 @@ func parseTimeline(raw []byte, compressIdle time.Duration) (timeline, []byte, er
 		return timeline{}, nil, err
 	}
 	return tl, out, nil
+}
+
+// longestGap returns the longest pause between consecutive events and the
+// index of the event before it.
+func longestGap(events []event) (time.Duration, int) {
+	var (
+		longest float64
+		at      int
+	)
+	for i := 1; i < len(events); i++ {
+		if gap := events[i].Timestamp - events[i-1].Timestamp; gap > longest {
+			longest, at = gap, i-1
+		}
+	}
+	return time.Duration(longest * float64(time.Millisecond)), at
 }
 
 // compress shortens every gap between consecutive events to at most max

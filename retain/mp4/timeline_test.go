@@ -2,6 +2,8 @@ package mp4
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +15,7 @@ func TestParseTimelineOfTheTestRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, _, err := parseTimeline(raw, 0)
+	tl, _, err := parseTimeline(raw, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +71,7 @@ func TestParseTimelineMousePositionsAndErrors(t *testing.T) {
 		`{"type":2,"data":{},"timestamp":1010}`,
 		`{"type":3,"data":{"source":1,"positions":[{"x":1,"y":1,"id":1,"timeOffset":-300},{"x":2,"y":2,"id":1,"timeOffset":-100}]},"timestamp":1500}`,
 	)
-	tl, _, err := parseTimeline(raw, 0)
+	tl, _, err := parseTimeline(raw, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +93,51 @@ func TestParseTimelineMousePositionsAndErrors(t *testing.T) {
 		"one event":        recording(`{"type":2,"data":{},"timestamp":1}`),
 		"no timestamp":     recording(`{"type":4,"data":{}}`, `{"type":2,"data":{},"timestamp":1}`),
 		"no full snapshot": recording(`{"type":4,"data":{},"timestamp":1}`, `{"type":3,"data":{},"timestamp":2}`),
+		"negative time":    recording(`{"type":4,"data":{},"timestamp":-5}`, `{"type":2,"data":{},"timestamp":1}`),
 	} {
-		if _, _, err := parseTimeline(bad, 0); err == nil {
-			t.Errorf("%s: accepted", name)
+		_, _, err := parseTimeline(bad, 0, 0)
+		var re *RecordingError
+		if !errors.As(err, &re) || !re.Permanent() {
+			t.Errorf("%s: %v, want a permanent *RecordingError", name, err)
 		}
+	}
+}
+
+// rrweb replays recordings whose clock starts at 0; so does the converter.
+func TestTimestampsFromZero(t *testing.T) {
+	raw := recording(
+		`{"type":4,"data":{"width":100,"height":100},"timestamp":0}`,
+		`{"type":2,"data":{},"timestamp":0}`,
+		`{"type":3,"data":{"source":2},"timestamp":1500}`,
+	)
+	tl, _, err := parseTimeline(raw, 0, 0)
+	if err != nil || tl.total != 1500*time.Millisecond || tl.snapshotAt != 0 {
+		t.Fatalf("timeline %+v, %v; want 1.5 s with the snapshot at 0", tl, err)
+	}
+}
+
+// One event dated 198 days after the others would plan 427 million frames:
+// the recording is refused at once, permanently, naming the pause; with
+// CompressIdle it converts at its real length.
+func TestOutlierTimestampIsBounded(t *testing.T) {
+	const day = 24 * 60 * 60 * 1000
+	raw := recording(
+		`{"type":4,"data":{"width":100,"height":100},"timestamp":1795301391553}`,
+		`{"type":2,"data":{},"timestamp":1795301391600}`,
+		`{"type":3,"data":{"source":2},"timestamp":1795301393000}`,
+		fmt.Sprintf(`{"type":3,"data":{"source":2},"timestamp":%d}`, 1795301393000+198*day),
+	)
+	_, _, err := parseTimeline(raw, 0, time.Hour)
+	var re *RecordingError
+	if !errors.As(err, &re) || !strings.Contains(err.Error(), "4752h0m0s after event 2") || !strings.Contains(err.Error(), "CompressIdle") {
+		t.Fatalf("outlier: %v, want a RecordingError naming the pause after event 2", err)
+	}
+	tl, _, err := parseTimeline(raw, 5*time.Second, time.Hour)
+	if err != nil || tl.total != 1447*time.Millisecond+5*time.Second {
+		t.Errorf("with CompressIdle: %v, %v; want 6.447 s", tl.total, err)
+	}
+	if n := len(tl.frames(25)); n != 162 {
+		t.Errorf("frames with CompressIdle: %d, want 162", n)
 	}
 }
 
@@ -106,7 +149,7 @@ func TestCompressIdle(t *testing.T) {
 		`{"type":3,"data":{"source":2},"timestamp":9200}`,
 		`{"type":3,"data":{"source":2},"timestamp":30200}`, // 21 s idle
 	)
-	tl, out, err := parseTimeline(raw, time.Second)
+	tl, out, err := parseTimeline(raw, time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
