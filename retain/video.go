@@ -1,10 +1,10 @@
 package retain
 
 import (
-	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
