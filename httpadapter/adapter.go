@@ -44,6 +44,10 @@ type Config struct {
 	CapturePerMinute         int // chunks and consents per client address; default 600
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
+	// Videos is where the conversion worker keeps videos, for
+	// GET /api/integrations/{companyId}/sessions/{sessionId}/video (D45);
+	// nil: that route answers 503.
+	Videos retain.VideoStore
 	// RRWebDir is the directory of rrweb's browser bundle, rrweb.umd.min.cjs,
 	// served at /capture/rrweb.js for the snippet (D39): default
 	// capture.DefaultRRWebDir. When it holds no bundle, that route answers

@@ -20,6 +20,7 @@
 //	POST /api/integrations/{companyId}/retain/{sessionId}   Retain API, 0.10
 //	POST /api/integrations/{companyId}/retain/batch         Retain API batch, 0.10 each
 //	GET  /api/integrations/{companyId}/sessions/{sessionId} session status
+//	GET  /api/integrations/{companyId}/sessions/{sessionId}/video the MP4 (Config.Videos)
 //
 // Browser capture (D32–D36), public, for pages of a property's allowed
 // origins; Handler.Only(CaptureGroup) serves these alone:

@@ -3,7 +3,10 @@ package httpadapter
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/optout"
@@ -31,6 +34,7 @@ func (h *Handler) table() []*route {
 		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
 		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
 		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}/video", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "video/mp4"}, h.video),
 
 		// Browser capture (D32–D36).
 		handle(Route{Method: post, Pattern: "/capture/sessions", Group: CaptureGroup, Auth: AuthNone, Limit: CaptureStartLimit, CORS: true, Status: http.StatusCreated}, h.startCapture),
@@ -355,4 +359,41 @@ func (h *Handler) sessionStatus(ctx context.Context, c Caller, req *statusReques
 		body.Video = &videoBody{Bytes: ses.Video.Bytes, SHA256: ses.Video.SHA256.String(), Duration: ses.Video.Duration.Seconds()}
 	}
 	return body, nil
+}
+
+// videoResponse streams a session's MP4.
+type videoResponse struct {
+	file    io.ReadSeekCloser
+	video   consent.Video
+	session string
+}
+
+// stream answers with the video, Range requests included: ETag and
+// X-Content-SHA256 are its SHA-256, so a client can check what it got.
+func (v *videoResponse) stream(w http.ResponseWriter, r *http.Request) {
+	defer v.file.Close()
+	sum := v.video.SHA256.String()
+	hd := w.Header()
+	hd.Set("Content-Type", "video/mp4")
+	hd.Set("Cache-Control", "private, no-cache")
+	hd.Set("ETag", `"`+sum+`"`)
+	hd.Set("X-Content-SHA256", sum)
+	http.ServeContent(w, r, v.session+".mp4", time.Time{}, v.file)
+}
+
+// video serves the session's converted MP4 (D45), with the Retain API's
+// authentication. Not part of the documented contract.
+func (h *Handler) video(ctx context.Context, c Caller, req *statusRequest) (*videoResponse, error) {
+	ses, err := h.retain.Video(ctx, c.CompanyID, req.CompanyID, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if h.cfg.Videos == nil {
+		return nil, &httpError{status: http.StatusServiceUnavailable, msg: "videos are not served here (httpadapter.Config.Videos is not set)"}
+	}
+	f, err := h.cfg.Videos.Open(ctx, ses.Video)
+	if err != nil {
+		return nil, fmt.Errorf("open the video of session %s: %w", ses.ID, err)
+	}
+	return &videoResponse{file: f, video: ses.Video, session: ses.ID}, nil
 }

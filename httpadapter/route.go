@@ -182,11 +182,21 @@ func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		h.writeError(w, r, rt.Errors, err)
 		return
 	}
+	if s, ok := resp.(streamer); ok {
+		s.stream(w, r)
+		return
+	}
 	status := rt.Status
 	if status == 0 {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, resp)
+}
+
+// streamer is a response that writes itself instead of being JSON, such as
+// a video (Route.ContentType says what it is).
+type streamer interface {
+	stream(w http.ResponseWriter, r *http.Request)
 }
 
 func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, error) {

@@ -271,6 +271,20 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 	return res, nil
 }
 
+// Video returns the session's converted video (D45) for the caller: the
+// Retain API's authorization, then NotFound when the session is not the
+// company's or has no video yet.
+func (s *Service) Video(ctx context.Context, caller, companyID, sessionID string) (*consent.Session, error) {
+	ses, err := s.Status(ctx, caller, companyID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if ses.VideoStatus != consent.VideoConverted {
+		return nil, consent.Errorf(consent.NotFound, "the session has no video yet (rrweb_to_video_status %s)", ses.VideoStatus)
+	}
+	return ses, nil
+}
+
 // Status returns a session of the caller's company, with its retention and
 // conversion status and, once converted, its video. NotFound when the
 // session is unknown or not the company's.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"path/filepath"
 	"time"
 
@@ -36,6 +37,8 @@ type VideoStore interface {
 	// Put stores the MP4 at src as the video of the session, replacing any
 	// earlier one, and describes what it stored (Duration left zero).
 	Put(ctx context.Context, sessionID, src string) (consent.Video, error)
+	// Open returns the stored video that Put described, for reading.
+	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
 }
 
 // Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4.
@@ -90,4 +93,18 @@ func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, err
 	v := consent.Video{Path: dst, Bytes: n}
 	copy(v.SHA256[:], h.Sum(nil))
 	return v, nil
+}
+
+// Open opens the video at v.Path, which must be a file of the directory:
+// a path that a changed database row points elsewhere is refused.
+func (d Dir) Open(_ context.Context, v consent.Video) (io.ReadSeekCloser, error) {
+	root, err := filepath.Abs(d.Root)
+	if err != nil {
+		return nil, err
+	}
+	p, err := filepath.Abs(v.Path)
+	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, ".mp4") {
+		return nil, fmt.Errorf("retain: video path %q is not a video of %s", v.Path, d.Root)
+	}
+	return os.Open(p)
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
@@ -233,7 +234,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
-		RRWebDir: o.replayer,
+		RRWebDir: o.replayer, Videos: retain.Dir{Root: o.videoDir},
 	})
 	if err != nil {
 		return err
