@@ -60,6 +60,7 @@ type options struct {
 	defaultRet     days
 	longTermRet    days
 	longTermSet    bool
+	toolsRecheck   time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -79,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
 	fs.StringVar(&o.replayer, "replayer", mp4.DefaultReplayer, "`directory` of rrweb's dist files, installed by npm ci --prefix retain/mp4/replayer")
+	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +88,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.toolsRecheck <= 0 {
+		return nil, errors.New("-tools-recheck must be positive")
 	}
 	fs.Visit(func(f *flag.Flag) { o.longTermSet = o.longTermSet || f.Name == "long-term-retention" })
 	switch o.store {

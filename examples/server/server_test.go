@@ -499,3 +499,32 @@ func TestServerDemoForm(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// A server started before rrweb's replayer was installed notices it once
+// installed, without a restart, and says so.
+func TestServerNoticesToolsInstalledLater(t *testing.T) {
+	if _, err := os.Stat("/usr/lib/chromium/chromium"); err != nil && os.Getenv("CI") != "true" {
+		t.Skip("Chromium is not installed here; the test needs every other video tool in place")
+	}
+	dir := t.TempDir()
+	s := start(t, "-store", "memory", "-replayer", dir, "-tools-recheck", "100ms", "-video-dir", t.TempDir())
+	if !s.waitFor("video conversion is off") || !strings.Contains(s.output(), "missing=rrweb") {
+		t.Fatalf("the log does not say rrweb is missing:\n%s", s.output())
+	}
+	for _, f := range []string{"rrweb.umd.min.cjs", "style.min.css"} {
+		b, err := os.ReadFile(filepath.Join("../..", replayer, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !s.waitFor("video conversion is on") {
+		t.Fatalf("the server did not notice the replayer:\n%s", s.output())
+	}
+	if n := strings.Count(s.output(), "video conversion is on"); n != 1 {
+		t.Errorf("the log says %d times that conversion is on, want once", n)
+	}
+	s.stop(t)
+}
