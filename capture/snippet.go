@@ -14,3 +14,8 @@ var Snippet []byte
 // recorder the snippet loads and the replayer the video converter uses come
 // from that one install.
 const DefaultRRWebDir = "retain/mp4/replayer/node_modules/rrweb/dist"
+
+// RRWebDirEnv names the environment variable that points the library at
+// rrweb's dist directory in a host application (D39), for the recorder here
+// and the replayer of retain/mp4 alike.
+const RRWebDirEnv = "CONSENTKIT_RRWEB_DIR"

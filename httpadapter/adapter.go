@@ -1,6 +1,7 @@
 package httpadapter
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -49,8 +50,9 @@ type Config struct {
 	// nil: that route answers 503.
 	Videos retain.VideoStore
 	// RRWebDir is the directory of rrweb's browser bundle, rrweb.umd.min.cjs,
-	// served at /capture/rrweb.js for the snippet (D39): default
-	// capture.DefaultRRWebDir. When it holds no bundle, that route answers
+	// served at /capture/rrweb.js for the snippet (D39): default the
+	// directory named by the environment variable CONSENTKIT_RRWEB_DIR,
+	// else capture.DefaultRRWebDir (in a checkout of this repository). When it holds no bundle, that route answers
 	// 503 saying what to install, and the rest works.
 	RRWebDir string
 }
@@ -101,7 +103,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.RRWebDir == "" {
-		cfg.RRWebDir = capture.DefaultRRWebDir
+		cfg.RRWebDir = cmp.Or(os.Getenv(capture.RRWebDirEnv), capture.DefaultRRWebDir)
 	}
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger,

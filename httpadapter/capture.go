@@ -209,8 +209,9 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) recorder(w http.ResponseWriter, r *http.Request) {
 	if h.rrweb == nil {
-		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed; run npm ci --prefix retain/mp4/replayer "+
-			"or set httpadapter.Config.RRWebDir to the directory holding rrweb.umd.min.cjs", "dir", h.cfg.RRWebDir)
+		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed: in a checkout of consentkit run "+
+			"npm ci --prefix retain/mp4/replayer; in your application run npm install rrweb@2.2.2 and set "+
+			capture.RRWebDirEnv+" (or httpadapter.Config.RRWebDir) to its node_modules/rrweb/dist", "dir", h.cfg.RRWebDir)
 		h.writeError(w, r, VerifyErrors, &httpError{status: http.StatusServiceUnavailable,
 			msg: "the session recorder is not installed on this server"})
 		return

@@ -270,3 +270,27 @@ func TestConvertEncoderFails(t *testing.T) {
 	}
 	checkClean(t, tmp)
 }
+
+// A host application finds rrweb through CONSENTKIT_RRWEB_DIR, and an
+// absent bundle is explained in terms a host can act on (D39).
+func TestReplayerFromEnvironment(t *testing.T) {
+	if _, err := mp4.New(mp4.Config{Replayer: replayer}); err != nil {
+		t.Skipf("video tools not set up here: %v", err) // converter() makes CI fail for this
+	}
+	empty := t.TempDir()
+	t.Setenv(mp4.RRWebDirEnv, empty)
+	_, err := mp4.New(mp4.Config{})
+	var missing *mp4.MissingError
+	if !errors.As(err, &missing) || missing.Tool != "rrweb" || !strings.Contains(missing.Hint, empty) ||
+		!strings.Contains(missing.Hint, "npm install rrweb@2.2.2") || !strings.Contains(missing.Hint, mp4.RRWebDirEnv) {
+		t.Errorf("with an empty %s: %v", mp4.RRWebDirEnv, err)
+	}
+	abs, err := filepath.Abs(replayer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(mp4.RRWebDirEnv, abs)
+	if _, err := mp4.New(mp4.Config{}); err != nil {
+		t.Errorf("with %s=%s: %v", mp4.RRWebDirEnv, abs, err)
+	}
+}

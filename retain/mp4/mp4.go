@@ -28,6 +28,7 @@ package mp4
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,8 +58,12 @@ type Config struct {
 	// FFmpeg is the encoder binary: default ffmpeg on PATH.
 	FFmpeg string
 	// Replayer is the directory of rrweb's dist files (rrweb.umd.min.cjs,
-	// style.min.css): default DefaultReplayer, relative to the working
-	// directory.
+	// style.min.css) of rrweb 2.2.2 from npm (D39). Default: the directory
+	// named by the environment variable CONSENTKIT_RRWEB_DIR, else
+	// DefaultReplayer, which exists only in a checkout of this repository
+	// after `npm ci --prefix retain/mp4/replayer`. A host application
+	// installs rrweb with `npm install rrweb@2.2.2` and points this at its
+	// node_modules/rrweb/dist.
 	Replayer string
 	// FPS is the frame rate: default 25.
 	FPS int
@@ -89,6 +94,23 @@ const maxDirLength = 60
 // DefaultReplayer is where `npm ci --prefix retain/mp4/replayer` puts rrweb,
 // relative to the repository root.
 const DefaultReplayer = "retain/mp4/replayer/node_modules/rrweb/dist"
+
+// RRWebDirEnv names the environment variable that points Config.Replayer at
+// rrweb's dist directory when the Config leaves it empty.
+const RRWebDirEnv = "CONSENTKIT_RRWEB_DIR"
+
+// RRWebHint says what to do when rrweb's dist files are not in dir: in a
+// checkout of this repository one npm command; in a host application, where
+// to install rrweb and how to point the library at it.
+func RRWebHint(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	return fmt.Sprintf("no rrweb bundle (rrweb.umd.min.cjs, style.min.css) in %s. In a checkout of consentkit run "+
+		"`npm ci --prefix retain/mp4/replayer`; in your application run `npm install rrweb@2.2.2` and set %s "+
+		"(or mp4.Config.Replayer and httpadapter.Config.RRWebDir) to the absolute path of its node_modules/rrweb/dist", abs, RRWebDirEnv)
+}
 
 // MissingError says which tool a Converter cannot find, and how to get it.
 type MissingError struct {
@@ -123,12 +145,12 @@ func New(opts Config) (*Converter, error) {
 		return nil, &MissingError{"ffmpeg", "install it with: apt-get install ffmpeg"}
 	}
 	if opts.Replayer == "" {
-		opts.Replayer = DefaultReplayer
+		opts.Replayer = cmp.Or(os.Getenv(RRWebDirEnv), DefaultReplayer)
 	}
 	js, err1 := os.ReadFile(filepath.Join(opts.Replayer, "rrweb.umd.min.cjs"))
 	css, err2 := os.ReadFile(filepath.Join(opts.Replayer, "style.min.css"))
 	if err1 != nil || err2 != nil {
-		return nil, &MissingError{"rrweb", fmt.Sprintf("no rrweb bundle in %s; install it with: npm ci --prefix retain/mp4/replayer", opts.Replayer)}
+		return nil, &MissingError{"rrweb", RRWebHint(opts.Replayer)}
 	}
 	if opts.MaxDuration <= 0 {
 		opts.MaxDuration = time.Hour
