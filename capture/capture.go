@@ -32,20 +32,9 @@ const UploadTokenPrefix = "ckup_"
 
 // ErrOrigin is the Forbidden error of a request whose Origin is not one of
 // the property's allowed origins (D32). errors.Is(err, ErrOrigin) tells it
-// from other refusals: the HTTP layer answers it without CORS headers.
-var ErrOrigin = &originError{}
-
-type originError struct{}
-
-func (*originError) Error() string { return "this origin may not capture sessions for the property" }
-
-// Is makes an origin error also a consent.ErrForbidden.
-func (*originError) Is(target error) bool { return target == consent.ErrForbidden }
-
-// Unwrap gives the error its consent code.
-func (*originError) Unwrap() error {
-	return &consent.Error{Code: consent.Forbidden, Message: "this origin may not capture sessions for the property"}
-}
+// from other refusals (the HTTP layer answers it without CORS headers);
+// errors.Is(err, consent.ErrForbidden) holds for it too.
+var ErrOrigin = consent.Errorf(consent.Forbidden, "this origin may not capture sessions for the property")
 
 // ClosedError is the Conflict of a second consent call on a session: it
 // names the certificate the first call issued (D35).
@@ -187,6 +176,24 @@ func (c *Service) AllowsOrigin(ctx context.Context, sessionID, origin string) (b
 		}
 		ok = !ses.UploadDigest.IsZero() && prop.AllowsOrigin(origin)
 		return nil
+	})
+	return ok, err
+}
+
+// PropertyAllowsOrigin reports, for a CORS preflight of a session start,
+// whether the property lists origin; false for an unknown property.
+func (c *Service) PropertyAllowsOrigin(ctx context.Context, propertyID, origin string) (bool, error) {
+	if !consent.ValidID(propertyID) {
+		return false, nil
+	}
+	var ok bool
+	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
+		p, err := tx.Property(ctx, propertyID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		ok = err == nil && p.AllowsOrigin(origin)
+		return err
 	})
 	return ok, err
 }

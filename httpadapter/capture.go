@@ -49,7 +49,10 @@ func (h *Handler) preflight(allowed func(r *http.Request, origin string) (bool, 
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Add("Vary", "Origin")
 		origin := r.Header.Get("Origin")
-		ok, err := false, error(nil)
+		var (
+			ok  bool
+			err error
+		)
 		if origin != "" && r.Header.Get("Access-Control-Request-Method") == http.MethodPost {
 			ok, err = allowed(r, origin)
 		}
@@ -74,20 +77,7 @@ func (h *Handler) preflight(allowed func(r *http.Request, origin string) (bool, 
 // property_id lists. The snippet starts sessions with a text/plain body,
 // which needs no preflight; this is for clients that send JSON.
 func (h *Handler) startPreflight(r *http.Request, origin string) (bool, error) {
-	id := r.URL.Query().Get("property_id")
-	if !consent.ValidID(id) {
-		return false, nil
-	}
-	var ok bool
-	err := h.svc.Store().View(r.Context(), func(tx consent.Tx) error {
-		p, err := tx.Property(r.Context(), id)
-		if consent.ErrorCode(err) == consent.NotFound {
-			return nil
-		}
-		ok = err == nil && p.AllowsOrigin(origin)
-		return err
-	})
-	return ok, err
+	return h.capture.PropertyAllowsOrigin(r.Context(), r.URL.Query().Get("property_id"), origin)
 }
 
 func (h *Handler) sessionPreflight(r *http.Request, origin string) (bool, error) {
@@ -168,10 +158,10 @@ type consentResponse struct {
 func (h *Handler) giveConsent(ctx context.Context, c Caller, req *consentRequest) (*consentResponse, error) {
 	in := capture.Consent{
 		SessionID: req.SessionID, Email: req.Email, Mobile: req.Mobile, URL: req.URL, Visibility: req.Visibility,
-		ClientIP: c.ClientIP.String(), UserAgent: c.UserAgent,
+		UserAgent: c.UserAgent,
 	}
-	if !c.ClientIP.IsValid() {
-		in.ClientIP = ""
+	if c.ClientIP.IsValid() {
+		in.ClientIP = c.ClientIP.String()
 	}
 	for _, r := range req.Consents {
 		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types})

@@ -161,15 +161,8 @@ func TestLoadKeepsText(t *testing.T) {
 		"certificates":[{"id":"c1","company_id":"a","property_id":"p","session_id":"s1","origin":"https://ä.example/😀",
 			"consents":[{"text":` + strconv.Quote(text) + `,"types":["tcpa ✓"]}]}]}`
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
-		st := open(t)
-		svc, err := consent.NewService(st, consent.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := seed.Load(t.Context(), svc, parse(t, file)); err != nil {
-			t.Fatal(err)
-		}
-		err = st.View(t.Context(), func(tx consent.Tx) error {
+		st := load(t, open(t), file)
+		err := st.View(t.Context(), func(tx consent.Tx) error {
 			c, err := tx.Certificate(t.Context(), "c1")
 			if err != nil {
 				return err
@@ -210,15 +203,8 @@ func TestLoadAllowedOrigins(t *testing.T) {
 	file := `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P",
 		"allowed_origins":["HTTPS://Forms.Example:443","http://localhost:8080","https://forms.example"]}]}]}`
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
-		st := open(t)
-		svc, err := consent.NewService(st, consent.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := seed.Load(t.Context(), svc, parse(t, file)); err != nil {
-			t.Fatal(err)
-		}
-		err = st.View(t.Context(), func(tx consent.Tx) error {
+		st := load(t, open(t), file)
+		err := st.View(t.Context(), func(tx consent.Tx) error {
 			p, err := tx.Property(t.Context(), "p")
 			if err == nil && strings.Join(p.AllowedOrigins, " ") != "https://forms.example http://localhost:8080" {
 				t.Errorf("allowed origins %q", p.AllowedOrigins)
@@ -229,4 +215,17 @@ func TestLoadAllowedOrigins(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// load loads file into st, failing t on an error, and returns st.
+func load(t *testing.T, st consent.Store, file string) consent.Store {
+	t.Helper()
+	svc, err := consent.NewService(st, consent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Load(t.Context(), svc, parse(t, file)); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }

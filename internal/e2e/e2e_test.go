@@ -237,20 +237,7 @@ func TestBrowserCapture(t *testing.T) {
 	}
 
 	// The consent request outlives the page: wait for the certificate.
-	var cert *consent.Certificate
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		err := s.svc.Store().View(context.Background(), func(tx consent.Tx) error {
-			var err error
-			cert, err = tx.Certificate(context.Background(), reserved)
-			return err
-		})
-		if err == nil {
-			break
-		}
-		if consent.ErrorCode(err) != consent.NotFound || time.Now().After(deadline) {
-			t.Fatalf("certificate %s: %v", reserved, err)
-		}
-	}
+	cert := waitCertificate(t, s.svc, reserved)
 	if len(cert.Records) != 1 || cert.Records[0].Text != consentText ||
 		strings.Join(cert.Records[0].Types, ",") != "tcpa,marketing" || cert.Origin != s.form.URL+"/" ||
 		cert.ClientIP != "127.0.0.1" || !strings.Contains(cert.UserAgent, "Chrome") || cert.RecordingSHA256.IsZero() {
@@ -373,19 +360,22 @@ func TestBrowserSlowOrDeadService(t *testing.T) {
 	}
 }
 
-func waitCertificate(t *testing.T, svc *consent.Service, id string) {
+// waitCertificate returns the certificate once it is issued, failing t
+// when it is not within 20 seconds.
+func waitCertificate(t *testing.T, svc *consent.Service, id string) *consent.Certificate {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var cert *consent.Certificate
 		err := svc.Store().View(context.Background(), func(tx consent.Tx) error {
-			_, err := tx.Certificate(context.Background(), id)
+			var err error
+			cert, err = tx.Certificate(context.Background(), id)
 			return err
 		})
 		if err == nil {
-			return
+			return cert
 		}
-		if !errors.Is(err, consent.ErrNotFound) {
-			t.Fatal(err)
+		if !errors.Is(err, consent.ErrNotFound) || time.Now().After(deadline) {
+			t.Fatalf("certificate %s: %v", id, err)
 		}
 	}
-	t.Errorf("certificate %s was never issued", id)
 }

@@ -123,7 +123,7 @@ func Open(path string, opts Config) (*Store, error) {
 	if opts.CheckpointInterval == 0 {
 		opts.CheckpointInterval = time.Second
 	}
-	cp, err := sql.Open("sqlite3", "file:"+path+"?"+url.Values(common).Encode())
+	cp, err := sql.Open("sqlite3", "file:"+path+"?"+common.Encode())
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sqlitestore: %w", err)
