@@ -89,7 +89,10 @@ func newStack(t *testing.T) *stack {
 		t.Skipf("browser test skipped: %s not found (apt-get install chromium)", chromium)
 	}
 	if _, err := os.Stat(filepath.Join(rrwebDir, "rrweb.umd.min.cjs")); err != nil {
-		t.Fatalf("rrweb is not installed (npm ci --prefix retain/mp4/replayer): %v", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must run the browser tests: %v", err)
+		}
+		t.Skipf("browser test skipped: rrweb is not installed (npm ci --prefix retain/mp4/replayer): %v", err)
 	}
 	svc, err := consent.NewService(teststore.SQLite(t), consent.Config{})
 	if err != nil {
