@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -24,7 +25,7 @@ func TestVideoDownload(t *testing.T) {
 		src := filepath.Join(t.TempDir(), "in.mp4")
 		content := bytes.Repeat([]byte("\x00\x00\x00\x18ftypmp42 frames "), 1000)
 		must(t, os.WriteFile(src, content, 0o644))
-		v, err := videos.Put(ctx, "s1", src)
+		v, err := videos.Put(ctx, "s1", src, time.Time{})
 		must(t, err)
 		must(t, e.store.Update(ctx, func(tx consent.Tx) error {
 			ses, err := tx.Session(ctx, "s1")

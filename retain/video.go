@@ -35,8 +35,11 @@ func permanent(err error) bool {
 // VideoStore keeps converted videos.
 type VideoStore interface {
 	// Put stores the MP4 at src as the video of the session, replacing any
-	// earlier one, and describes what it stored (Duration left zero).
-	Put(ctx context.Context, sessionID, src string) (consent.Video, error)
+	// earlier one, and describes what it stored (Duration left zero). The
+	// video is evidence of a retained session: keepUntil is the session's
+	// retention date, and a store that can make objects undeletable (S3
+	// Object Lock) locks the video until then (D45).
+	Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error)
 	// Open returns the stored video that Put described, for reading.
 	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
 }
@@ -50,8 +53,10 @@ type Dir struct {
 
 var _ VideoStore = Dir{}
 
-// Put copies src into the directory.
-func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, error) {
+// Put copies src into the directory. A directory cannot lock files, so
+// keepUntil is not enforced here: use an S3 store with Object Lock where
+// videos must be undeletable.
+func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
 	if !consent.ValidID(sessionID) || sessionID == "." || sessionID == ".." {
 		return consent.Video{}, fmt.Errorf("retain: %q cannot name a video file", sessionID)
 	}

@@ -234,10 +234,24 @@ func (w *Worker) renew(ctx context.Context, cancel context.CancelCauseFunc, sess
 // a read-only transaction, never in the write transaction of the lease: on
 // SQLite that would hold the one writer, and every charge would queue
 // behind it. The lease keeps other workers off the job meanwhile.
-func (w *Worker) convert(ctx context.Context, sessionID string) (consent.Video, error) {
-	var chunks [][]byte
-	err := w.store.View(ctx, func(tx consent.Tx) error {
+//
+// A panic in the Converter or the VideoStore fails the attempt like an
+// error: a recording from the public must never take the server down.
+func (w *Worker) convert(ctx context.Context, sessionID string) (v consent.Video, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = consent.Video{}, fmt.Errorf("conversion panicked: %v", r)
+		}
+	}()
+	var (
+		chunks [][]byte
+		ses    *consent.Session
+	)
+	err = w.store.View(ctx, func(tx consent.Tx) error {
 		var err error
+		if ses, err = tx.Session(ctx, sessionID); err != nil {
+			return err
+		}
 		chunks, err = tx.Events(ctx, sessionID)
 		return err
 	})
@@ -255,7 +269,7 @@ func (w *Worker) convert(ctx context.Context, sessionID string) (consent.Video, 
 	if err != nil {
 		return consent.Video{}, err
 	}
-	v, err := w.cfg.Videos.Put(ctx, sessionID, out)
+	v, err = w.cfg.Videos.Put(ctx, sessionID, out, ses.ExpiresAt)
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("store video: %w", err)
 	}

@@ -383,7 +383,7 @@ func TestDirRejectsBadNames(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "v.mp4")
 	os.WriteFile(src, []byte("x"), 0o644)
 	for _, id := range []string{"", "..", "a/b"} {
-		if _, err := d.Put(ctx, id, src); err == nil {
+		if _, err := d.Put(ctx, id, src, time.Time{}); err == nil {
 			t.Errorf("Put(%q) succeeded", id)
 		}
 	}
