@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
 	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
-	fs.StringVar(&o.replayer, "replayer", mp4.DefaultReplayer, "`directory` of rrweb's dist files, installed by npm ci --prefix retain/mp4/replayer")
+	fs.StringVar(&o.replayer, "replayer", "", "`directory` of rrweb's dist files (rrweb 2.2.2 from npm) for the recorder and the video converter (default $"+mp4.RRWebDirEnv+", else "+mp4.DefaultReplayer+", where npm ci --prefix retain/mp4/replayer installs it)")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
