@@ -61,6 +61,7 @@ type options struct {
 	longTermRet    days
 	longTermSet    bool
 	toolsRecheck   time.Duration
+	conversions    int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -80,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
 	fs.StringVar(&o.replayer, "replayer", "", "`directory` of rrweb's dist files (rrweb 2.2.2 from npm) for the recorder and the video converter (default $"+mp4.RRWebDirEnv+", else "+mp4.DefaultReplayer+", where npm ci --prefix retain/mp4/replayer installs it)")
+	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
@@ -91,6 +93,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.toolsRecheck <= 0 {
 		return nil, errors.New("-tools-recheck must be positive")
+	}
+	if o.conversions < 1 || o.conversions > 64 {
+		return nil, errors.New("-conversions must be between 1 and 64")
 	}
 	fs.Visit(func(f *flag.Flag) { o.longTermSet = o.longTermSet || f.Name == "long-term-retention" })
 	switch o.store {

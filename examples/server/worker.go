@@ -20,7 +20,8 @@ func startWorker(ctx context.Context, svc *consent.Service, o *options, log *slo
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		conv, err := mp4.New(mp4.Config{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Logger: log})
+		cfg := mp4.Config{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Parallel: o.conversions, Logger: log}
+		conv, err := mp4.New(cfg)
 		var missing *mp4.MissingError
 		if errors.As(err, &missing) {
 			log.Warn("video conversion is off: retained recordings stay pending until it is set up; looking again every "+
@@ -33,20 +34,23 @@ func startWorker(ctx context.Context, svc *consent.Service, o *options, log *slo
 					return
 				case <-t.C:
 				}
-				conv, err = mp4.New(mp4.Config{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Logger: log})
+				conv, err = mp4.New(cfg)
 			}
-		}
-		var w *retain.Worker
-		if err == nil {
-			w, err = retain.NewWorker(retain.WorkerConfig{
-				Service: svc, Converter: conv, Videos: retain.Dir{Root: o.videoDir}, Logger: log,
-			})
 		}
 		if err != nil {
 			log.Error("video conversion is off", "err", err)
 			return
 		}
-		log.Info("video conversion is on", "video_dir", o.videoDir)
+		defer conv.Close() // stops the warm browsers
+		// The worker takes as many jobs at once as the converter runs.
+		w, err := retain.NewWorker(retain.WorkerConfig{
+			Service: svc, Converter: conv, Videos: retain.Dir{Root: o.videoDir}, Concurrency: o.conversions, Logger: log,
+		})
+		if err != nil {
+			log.Error("video conversion is off", "err", err)
+			return
+		}
+		log.Info("video conversion is on", "video_dir", o.videoDir, "parallel", o.conversions)
 		w.Run(ctx)
 	}()
 	return done

@@ -49,6 +49,7 @@ func converter(t testing.TB, opts mp4.Config) (*mp4.Converter, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { c.Close() })
 	if _, err := exec.LookPath("ffprobe"); err != nil {
 		t.Fatal("ffprobe (part of ffmpeg) not found")
 	}
@@ -128,8 +129,11 @@ func waitGone(dir string) []string {
 	return leftovers(dir)
 }
 
-func checkClean(t *testing.T, tmp string) {
+// checkClean closes c and checks that its browsers and their files are
+// gone.
+func checkClean(t *testing.T, c *mp4.Converter, tmp string) {
 	t.Helper()
+	c.Close()
 	if l := waitGone(tmp); len(l) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(l, "\n"))
 	}
@@ -180,7 +184,7 @@ func TestConvertTestRecording(t *testing.T) {
 	if bytes.Equal(first, make([]byte, len(first))) {
 		t.Error("the first frame is black")
 	}
-	checkClean(t, tmp)
+	checkClean(t, c, tmp)
 }
 
 // Two conversions of one recording give the same frames.
@@ -221,7 +225,7 @@ func TestConvertCancelled(t *testing.T) {
 	if _, err := os.Stat(dst); !os.IsNotExist(err) {
 		t.Errorf("a partial video was left at %s", dst)
 	}
-	checkClean(t, tmp)
+	checkClean(t, c, tmp)
 }
 
 // A recording that is not one fails cleanly.
@@ -232,7 +236,7 @@ func TestConvertRejectsGarbage(t *testing.T) {
 			t.Errorf("Convert(%s) succeeded", bad)
 		}
 	}
-	checkClean(t, tmp)
+	checkClean(t, c, tmp)
 }
 
 // The replayed page has no network: a recording that points at a server on
@@ -268,7 +272,7 @@ func TestConvertEncoderFails(t *testing.T) {
 	if _, err := c.Convert(context.Background(), testRecording(t), dst); err == nil {
 		t.Fatal("Convert succeeded with a broken encoder")
 	}
-	checkClean(t, tmp)
+	checkClean(t, c, tmp)
 }
 
 // A host application finds rrweb through CONSENTKIT_RRWEB_DIR, and an

@@ -4,25 +4,46 @@
 // ffmpeg (H.264, yuv420p, even dimensions, +faststart). It implements
 // retain.Converter.
 //
-// Frames are deterministic, not screen-recorded in real time: the page's
-// performance.now and requestAnimationFrame are replaced by a virtual clock
-// that Go advances, and CSS animations follow that clock. The video lasts as
-// long as the recording, within one frame; frames before the first full
-// snapshot show that snapshot; the viewport is the recording's (from its
-// meta event). A frame in which nothing can have changed reuses the previous
-// screenshot.
+// Frames are deterministic, not screen-recorded in real time: the same
+// recording gives the same file, byte for byte. The page's performance.now
+// and requestAnimationFrame are replaced by a virtual clock that Go
+// advances, and CSS animations and transitions follow that clock. Scrolling
+// is instant and the text caret does not blink. Media elements are shown
+// without their media (the replay has no network to fetch it; see below),
+// so no loading spinner runs on real time. The tab emulates a focused
+// window, so focus rings and carets appear where the replayer focuses an
+// element, as in rrweb's own player. The video lasts as long as the
+// recording, within one frame; frames before the first full snapshot show
+// that snapshot; the viewport is the recording's (from its meta event). A
+// frame in which nothing can have changed reuses the previous screenshot.
+//
+// Work is bounded whatever a recording says: one larger than
+// Config.MaxRecordingBytes, or spanning more than Config.MaxDuration (an
+// event dated months after the others, say), is refused with a permanent
+// *RecordingError before anything is planned, so frames, memory and time
+// stay bounded; the replay's JavaScript heap is capped (Config.MaxHeapMiB)
+// and each conversion has a deadline (Config.Timeout). Timestamps may start
+// at any value, 0 included.
+//
+// Browsers are kept warm: a Converter runs up to Config.Parallel
+// conversions at once, each in a Chromium of its own that serves
+// Config.BrowserUses conversions before it is restarted (and is restarted
+// after any failure). Every conversion gets a fresh browser context — no
+// cookies, storage or cache shared with the one before — and one tab. Close
+// stops the browsers and removes their directories.
 //
 // Recordings are untrusted. The replay page has no network: every host name
-// resolves to nothing, and the page itself is loaded from memory, never from
-// a URL. Each conversion gets its own temporary directory, which holds
-// Chromium's profile and temporary files and is removed afterwards; Chromium
-// is shut down gracefully, and nothing is left running after success,
-// failure or cancellation.
+// resolves to nothing, every request the page makes is refused, and the
+// page itself is loaded from memory, never from a URL. Each browser has its
+// own temporary directory, which holds its profile and temporary files and
+// is removed when it stops; ffmpeg writes straight to the destination, which
+// is removed when a conversion fails.
 //
-// It needs Debian's chromium and ffmpeg (and fonts-liberation for stable
-// text), and rrweb's browser bundle from npm:
+// It needs Debian's chromium-headless-shell (or chromium) and ffmpeg, with
+// fonts-liberation for stable text, and rrweb's browser bundle from npm
+// (D39):
 //
-//	apt-get install chromium ffmpeg fonts-liberation
+//	apt-get install chromium-headless-shell ffmpeg fonts-liberation
 //	npm ci --prefix retain/mp4/replayer
 package mp4
 
@@ -31,6 +52,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,9 +73,12 @@ import (
 
 // Config configures a Converter. Zero values mean the defaults.
 type Config struct {
-	// Chromium is the browser binary: default /usr/lib/chromium/chromium
-	// (Debian's real binary, not its wrapper script), else chromium or
-	// chromium-browser on PATH.
+	// Chromium is the browser binary. Default: Debian's headless shell,
+	// /usr/lib/chromium/chromium-headless-shell (package
+	// chromium-headless-shell), which renders as Chromium does with a
+	// third of its processor time; else /usr/lib/chromium/chromium (the
+	// real binary, not Debian's wrapper script); else
+	// chromium-headless-shell, chromium or chromium-browser on PATH.
 	Chromium string
 	// FFmpeg is the encoder binary: default ffmpeg on PATH.
 	FFmpeg string
@@ -79,7 +104,23 @@ type Config struct {
 	// the others, say — can make a conversion's frames, memory or time
 	// unbounded. Default 1 hour.
 	MaxDuration time.Duration
-	// TempDir holds each conversion's working directory: default
+	// MaxRecordingBytes bounds the recording a conversion takes: default
+	// 64 MiB, the service's own bound (consent.Config.MaxRecordingBytes).
+	// A larger one is refused with a permanent *RecordingError.
+	MaxRecordingBytes int
+	// Parallel is how many conversions run at once, each with a warm
+	// browser of its own: default 1. Further calls to Convert wait. Each
+	// takes up to about 600 MiB while it runs (BenchmarkConvert measures
+	// it), so size this to the machine's memory and cores.
+	Parallel int
+	// BrowserUses is how many conversions a browser serves before it is
+	// restarted: default 100. A browser is also restarted after any failed
+	// conversion and whenever it has died.
+	BrowserUses int
+	// MaxHeapMiB bounds the JavaScript heap of the replay: default 512. A
+	// recording that needs more fails its conversion.
+	MaxHeapMiB int
+	// TempDir holds each browser's working directory: default
 	// os.TempDir(). Keep it short (Chromium makes Unix sockets in it).
 	TempDir string
 	// Logger receives Chromium's and ffmpeg's complaints: default
@@ -122,11 +163,14 @@ func (e *MissingError) Error() string {
 	return fmt.Sprintf("mp4: %s not found; %s", e.Tool, e.Hint)
 }
 
-// Converter converts recordings; it is safe for concurrent use, each
-// conversion running its own browser.
+// Converter converts recordings. It keeps up to Config.Parallel browsers
+// warm and runs as many conversions at once, each in a fresh browser
+// context; it is safe for concurrent use. Close it to stop the browsers.
 type Converter struct {
 	opts    Config
-	page    string // the replay page, built once
+	page    string        // the replay page, built once
+	slots   chan *browser // one per parallel conversion; nil: no browser started
+	closed  atomic.Bool
 	blocked atomic.Int64
 }
 
@@ -138,8 +182,9 @@ func (c *Converter) BlockedRequests() int64 { return c.blocked.Load() }
 // when one of them is missing.
 func New(opts Config) (*Converter, error) {
 	var err error
-	if opts.Chromium, err = findTool(opts.Chromium, []string{"/usr/lib/chromium/chromium"}, "chromium", "chromium-browser"); err != nil {
-		return nil, &MissingError{"chromium", "install it with: apt-get install chromium fonts-liberation"}
+	if opts.Chromium, err = findTool(opts.Chromium, []string{"/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium"},
+		"chromium-headless-shell", "chromium", "chromium-browser"); err != nil {
+		return nil, &MissingError{"chromium", "install it with: apt-get install chromium-headless-shell fonts-liberation"}
 	}
 	if opts.FFmpeg, err = findTool(opts.FFmpeg, nil, "ffmpeg"); err != nil {
 		return nil, &MissingError{"ffmpeg", "install it with: apt-get install ffmpeg"}
@@ -152,9 +197,17 @@ func New(opts Config) (*Converter, error) {
 	if err1 != nil || err2 != nil {
 		return nil, &MissingError{"rrweb", RRWebHint(opts.Replayer)}
 	}
-	if opts.MaxDuration <= 0 {
+	if opts.FPS < 0 || opts.Timeout < 0 || opts.CompressIdle < 0 || opts.MaxDuration < 0 || opts.MaxRecordingBytes < 0 ||
+		opts.Parallel < 0 || opts.BrowserUses < 0 || opts.MaxHeapMiB < 0 {
+		return nil, errors.New("mp4: Config values must not be negative (zero means the default)")
+	}
+	if opts.MaxDuration == 0 {
 		opts.MaxDuration = time.Hour
 	}
+	opts.MaxRecordingBytes = cmp.Or(opts.MaxRecordingBytes, 64<<20)
+	opts.Parallel = cmp.Or(opts.Parallel, 1)
+	opts.BrowserUses = cmp.Or(opts.BrowserUses, 100)
+	opts.MaxHeapMiB = cmp.Or(opts.MaxHeapMiB, 512)
 	if opts.FPS <= 0 {
 		opts.FPS = 25
 	}
@@ -164,7 +217,11 @@ func New(opts Config) (*Converter, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Converter{opts: opts, page: buildPage(string(js), string(css))}, nil
+	c := &Converter{opts: opts, page: buildPage(string(js), string(css)), slots: make(chan *browser, opts.Parallel)}
+	for range opts.Parallel {
+		c.slots <- nil
+	}
+	return c, nil
 }
 
 // findTool returns path when set (it must exist), else the first of the
@@ -187,8 +244,12 @@ func findTool(path string, candidates []string, names ...string) (string, error)
 }
 
 // Convert replays events and writes the video to dst. It returns the
-// video's duration.
+// video's duration. It waits for a free browser when Parallel conversions
+// are under way.
 func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error) {
+	if len(events) > c.opts.MaxRecordingBytes {
+		return 0, recordingErrorf("the recording is %d bytes, more than the %d a conversion takes (Config.MaxRecordingBytes)", len(events), c.opts.MaxRecordingBytes)
+	}
 	tl, replay, err := parseTimeline(events, c.opts.CompressIdle, c.opts.MaxDuration)
 	if err != nil {
 		return 0, err
@@ -200,24 +261,21 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	dir, err := os.MkdirTemp(c.opts.TempDir, "ckmp4-")
+	b, err := c.acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	if len(dir) > maxDirLength {
-		return 0, fmt.Errorf("mp4: temporary directory %s is too long for Chromium's sockets; set Config.TempDir to a short path", dir)
-	}
-
 	frames := tl.frames(c.opts.FPS)
 	enc, err := c.startEncoder(ctx, dst)
 	if err != nil {
+		c.release(b, false)
 		return 0, err
 	}
-	err = c.replay(ctx, dir, tl, replay, frames, enc.stdin)
+	err = c.replay(ctx, b, tl, replay, frames, enc.stdin)
 	if cerr := enc.finish(err != nil); err == nil {
 		err = cerr
 	}
+	c.release(b, err != nil)
 	if err != nil {
 		os.Remove(dst)
 		if ctx.Err() != nil {
@@ -228,40 +286,20 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	return time.Duration(len(frames)) * time.Second / time.Duration(c.opts.FPS), nil
 }
 
-// replay runs Chromium in dir and writes one JPEG per frame to w.
-func (c *Converter) replay(ctx context.Context, dir string, tl timeline, events []byte, frames []frame, w io.Writer) error {
-	flags := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(c.opts.Chromium),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.Env("TMPDIR=" + dir),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-component-update", true),
-		// No network for the replayed page: every host resolves to nothing.
-		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.Flag("disable-gpu-vsync", true),
-		chromedp.Flag("disable-frame-rate-limit", true),
-		chromedp.Flag("font-render-hinting", "none"),
-		chromedp.WindowSize(tl.width, tl.height),
-	}
-	if os.Geteuid() == 0 {
-		flags = append(flags, chromedp.NoSandbox) // Chromium refuses to run as root otherwise
-	}
-	// The browser lives in a context that the caller's cancellation does not
-	// tear down, so that it can always be closed gracefully; the steps run
-	// in one that it does cancel.
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.WithoutCancel(ctx),
-		append(chromedp.DefaultExecAllocatorOptions[:], flags...)...)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(func(string, ...any) {}),
-		chromedp.WithErrorf(func(f string, a ...any) { c.opts.Logger.Debug("chromium: " + fmt.Sprintf(f, a...)) }))
-	defer cancelBrowser()
+// replay opens a tab in a fresh browser context of b and writes one JPEG
+// per frame to w.
+func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events []byte, frames []frame, w io.Writer) error {
+	// The tab lives in a context that the caller's cancellation does not
+	// tear down, so that it can always be closed cleanly; the steps run in
+	// one that it does cancel.
+	tabCtx, cancelTab := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
 	defer func() {
-		closeCtx, stop := context.WithTimeout(browserCtx, 10*time.Second)
+		closeCtx, stop := context.WithTimeout(tabCtx, 10*time.Second)
 		defer stop()
 		chromedp.Cancel(closeCtx)
+		cancelTab()
 	}()
-	stepCtx, stopSteps := context.WithCancel(browserCtx)
+	stepCtx, stopSteps := context.WithCancel(tabCtx)
 	defer stopSteps()
 	defer context.AfterFunc(ctx, stopSteps)()
 
@@ -271,30 +309,70 @@ func (c *Converter) replay(ctx context.Context, dir string, tl timeline, events 
 	if err := c.load(stepCtx, tl, events); err != nil {
 		return fmt.Errorf("mp4: load the replay: %w", err)
 	}
+	// Frames go to the encoder from a goroutine of their own, so that
+	// Chromium renders the next frames while ffmpeg encodes these.
+	out := make(chan []byte, 16)
+	written := make(chan error, 1)
+	go func() {
+		var err error
+		for shot := range out {
+			if err == nil {
+				if _, err = w.Write(shot); err != nil {
+					err = fmt.Errorf("mp4: encoder: %w", err)
+					stopSteps()
+				}
+			}
+		}
+		written <- err
+	}()
+	err := c.shoot(stepCtx, frames, out)
+	close(out)
+	if werr := <-written; werr != nil {
+		return werr
+	}
+	return err
+}
+
+// shoot advances the replay's clock frame by frame and sends each frame's
+// screenshot to out. A frame in which nothing can have changed (no event,
+// no running animation) reuses the previous screenshot without asking the
+// page; its time is added to the next advance.
+func (c *Converter) shoot(ctx context.Context, frames []frame, out chan<- []byte) error {
 	var (
 		shot     []byte
+		pending  time.Duration // clock time not yet given to the page
 		prevAt   time.Duration
 		animated bool
 	)
 	for i, f := range frames {
-		ms := float64(f.at-prevAt) / float64(time.Millisecond)
+		pending += f.at - prevAt
 		prevAt = f.at
-		running, err := chromedp.Run(stepCtx, chromedp.Evaluate[int]("__consentkit.advance("+strconv.FormatFloat(ms, 'f', -1, 64)+")"))
+		if shot != nil && !f.dirty && !animated {
+			select {
+			case out <- shot:
+				continue
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		ms := float64(pending) / float64(time.Millisecond)
+		pending = 0
+		running, err := chromedp.Run(ctx, chromedp.Evaluate[int]("__consentkit.advance("+strconv.FormatFloat(ms, 'f', -1, 64)+")"))
 		if err != nil {
 			return fmt.Errorf("mp4: frame %d: %w", i, err)
 		}
-		if shot == nil || f.dirty || running > 0 || animated {
-			res, err := chromedp.Call(stepCtx, page.CaptureScreenshot, page.CaptureScreenshotParams{
-				Format: page.CaptureScreenshotFormatJpeg, Quality: ptr[int64](90), OptimizeForSpeed: ptr(true),
-			})
-			if err != nil {
-				return fmt.Errorf("mp4: screenshot of frame %d: %w", i, err)
-			}
-			shot = res.Data
+		res, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
+			Format: page.CaptureScreenshotFormatJpeg, Quality: ptr[int64](90), OptimizeForSpeed: ptr(true),
+		})
+		if err != nil {
+			return fmt.Errorf("mp4: screenshot of frame %d: %w", i, err)
 		}
+		shot = res.Data
 		animated = running > 0
-		if _, err := w.Write(shot); err != nil {
-			return fmt.Errorf("mp4: encoder: %w", err)
+		select {
+		case out <- shot:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil
@@ -331,6 +409,11 @@ func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error 
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: int64(tl.width), Height: int64(tl.height), DeviceScaleFactor: 1,
 	}); err != nil {
+		return err
+	}
+	// The tab behaves as the focused window, so that the replayer's
+	// focus() calls show focus rings and carets as in the recorded page.
+	if _, err := chromedp.Call(ctx, emulation.SetFocusEmulationEnabled, emulation.SetFocusEmulationEnabledParams{Enabled: true}); err != nil {
 		return err
 	}
 	tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})

@@ -50,8 +50,62 @@ const clockScript = `(function () {
       }
     } catch (e) { /* a window of another origin cannot be patched, nor scrolled by the replayer */ }
   }
+  // The replay has no network, so a media element could only show its
+  // loading spinner for as long as the refused request takes, in real time,
+  // and then its error state. Media elements are built without their
+  // source instead: the player shows as an empty one, the same in every
+  // frame and every conversion. The source URL stays on the element as
+  // data-consentkit-src.
+  function isMediaSource(el, win) {
+    return (el instanceof win.HTMLMediaElement) || (el instanceof win.HTMLSourceElement);
+  }
+  function quietMedia(win) {
+    try {
+      if (!win || win.__consentkitQuietMedia) return;
+      win.__consentkitQuietMedia = true;
+      const E = win.Element.prototype, set = E.setAttribute, setNS = E.setAttributeNS;
+      E.setAttribute = function (name, value) {
+        if (String(name).toLowerCase() === 'src' && isMediaSource(this, win)) return set.call(this, 'data-consentkit-src', value);
+        return set.call(this, name, value);
+      };
+      E.setAttributeNS = function (ns, name, value) {
+        if (!ns && String(name).toLowerCase() === 'src' && isMediaSource(this, win)) return set.call(this, 'data-consentkit-src', value);
+        return setNS.call(this, ns, name, value);
+      };
+      for (const C of [win.HTMLMediaElement, win.HTMLSourceElement]) {
+        Object.defineProperty(C.prototype, 'src', {
+          configurable: true,
+          get() { return this.getAttribute('data-consentkit-src') || ''; },
+          set(v) { set.call(this, 'data-consentkit-src', v); },
+        });
+      }
+      const M = win.HTMLMediaElement.prototype;
+      M.load = function () {};
+      M.play = function () { return Promise.resolve(); };
+      Object.defineProperty(M, 'srcObject', { configurable: true, get() { return null; }, set() {} });
+    } catch (e) { /* a window of another origin is not the replayer's */ }
+  }
+  // onBuild sees every element the replayer builds: a media element built
+  // in a window that was not patched yet loses its source before its load
+  // algorithm runs.
+  const mediaPlugin = {
+    onBuild(node) {
+      try {
+        if (!node || node.nodeType !== 1 || !node.ownerDocument) return;
+        const win = node.ownerDocument.defaultView;
+        if (!win) return;
+        quietMedia(win);
+        if (isMediaSource(node, win) && node.hasAttribute('src')) {
+          const src = node.getAttribute('src');
+          node.removeAttribute('src');
+          node.setAttribute('data-consentkit-src', src);
+        }
+      } catch (e) {}
+    },
+  };
   function patchFrames(win) {
     patchScrolling(win);
+    quietMedia(win);
     try { for (let i = 0; i < win.frames.length; i++) patchFrames(win.frames[i]); } catch (e) {}
   }
   window.__consentkit = {
@@ -67,7 +121,9 @@ const clockScript = `(function () {
         UNSAFE_replayCanvas: false,
         pauseAnimation: false,
         insertStyleRules: rules,
+        plugins: [mediaPlugin],
       });
+      if (replayer.iframe) patchFrames(replayer.iframe.contentWindow);
       replayer.play(0);
       return true;
     },

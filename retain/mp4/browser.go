@@ -1,0 +1,145 @@
+package mp4
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// browser is one running Chromium, kept warm between conversions. Each
+// conversion gets a fresh browser context in it (an incognito-like profile:
+// no cookies, storage or cache shared with the previous one) and one tab.
+type browser struct {
+	dir    string // profile and temporary files, removed by close
+	ctx    context.Context
+	cancel context.CancelFunc // stops the allocator: the process is killed
+	uses   int
+}
+
+// ErrClosed is returned by Convert after Close.
+var ErrClosed = errors.New("mp4: converter closed")
+
+// launch starts a browser in a directory of its own under TempDir.
+func (c *Converter) launch() (*browser, error) {
+	dir, err := os.MkdirTemp(c.opts.TempDir, "ckmp4-")
+	if err != nil {
+		return nil, err
+	}
+	if len(dir) > maxDirLength {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("mp4: temporary directory %s is too long for Chromium's sockets; set Config.TempDir to a short path", dir)
+	}
+	flags := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(c.opts.Chromium),
+		chromedp.UserDataDir(filepath.Join(dir, "profile")),
+		chromedp.Env("TMPDIR=" + dir),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		// No network for the replayed page: every host resolves to nothing.
+		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
+		chromedp.Flag("disable-gpu-vsync", true),
+		chromedp.Flag("disable-frame-rate-limit", true),
+		chromedp.Flag("font-render-hinting", "none"),
+		// Media never plays on its own: a replayed <video> moves only when
+		// the recording says so.
+		chromedp.Flag("autoplay-policy", "user-gesture-required"),
+		// A recording that makes the replay's JavaScript heap grow without
+		// end crashes its tab, which fails the conversion, never the host.
+		chromedp.Flag("js-flags", fmt.Sprintf("--max-old-space-size=%d", c.opts.MaxHeapMiB)),
+		// Each tab's viewport is set to its recording's; the window only
+		// needs a size.
+		chromedp.WindowSize(defaultWidth, defaultHeight),
+	}
+	if os.Geteuid() == 0 {
+		flags = append(flags, chromedp.NoSandbox) // Chromium refuses to run as root otherwise
+	}
+	// The browser lives in a context of its own, not the caller's: it
+	// outlives the conversion that starts it.
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		append(chromedp.DefaultExecAllocatorOptions[:], flags...)...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(func(string, ...any) {}),
+		chromedp.WithErrorf(func(f string, a ...any) { c.opts.Logger.Debug("chromium: " + fmt.Sprintf(f, a...)) }))
+	b := &browser{dir: dir, ctx: ctx, cancel: func() { cancelCtx(); cancelAlloc() }}
+	// The first run starts the process and binds it to ctx, so it gets no
+	// shorter context; the allocator gives up on a browser that does not
+	// start.
+	if err := chromedp.Do(ctx); err != nil {
+		b.close()
+		return nil, fmt.Errorf("mp4: start chromium: %w", err)
+	}
+	return b, nil
+}
+
+// alive reports whether the browser still runs.
+func (b *browser) alive() bool { return b.ctx.Err() == nil }
+
+// close shuts the browser down gracefully (killing it after 10 s), waits
+// for it to exit and removes its directory. A nil browser is closed.
+func (b *browser) close() {
+	if b == nil {
+		return
+	}
+	closeCtx, stop := context.WithTimeout(b.ctx, 10*time.Second)
+	chromedp.Cancel(closeCtx)
+	stop()
+	b.cancel()
+	os.RemoveAll(b.dir)
+}
+
+// acquire waits for a free slot and returns its browser, started afresh
+// when it has none, has died, or has served BrowserUses conversions.
+func (c *Converter) acquire(ctx context.Context) (*browser, error) {
+	var b *browser
+	select {
+	case b = <-c.slots:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if c.closed.Load() {
+		b.close()
+		c.slots <- nil
+		return nil, ErrClosed
+	}
+	if b != nil && (!b.alive() || b.uses >= c.opts.BrowserUses) {
+		b.close()
+		b = nil
+	}
+	if b == nil {
+		var err error
+		if b, err = c.launch(); err != nil {
+			c.slots <- nil
+			return nil, err
+		}
+	}
+	b.uses++
+	return b, nil
+}
+
+// release gives the slot back. After a failed conversion the browser is
+// closed, so that the next one starts from a clean process.
+func (c *Converter) release(b *browser, failed bool) {
+	if failed || c.closed.Load() {
+		b.close()
+		b = nil
+	}
+	c.slots <- b
+}
+
+// Close shuts down the warm browsers, waiting for conversions under way to
+// finish. Convert returns ErrClosed afterwards.
+func (c *Converter) Close() error {
+	c.closed.Store(true)
+	for range cap(c.slots) {
+		(<-c.slots).close()
+	}
+	for range cap(c.slots) {
+		c.slots <- nil
+	}
+	return nil
+}
