@@ -73,6 +73,7 @@ func (c *Converter) launch() (*browser, error) {
 		b.close()
 		return nil, fmt.Errorf("mp4: start chromium: %w", err)
 	}
+	c.started.Add(1)
 	return b, nil
 }
 
@@ -92,28 +93,33 @@ func (b *browser) close() {
 	os.RemoveAll(b.dir)
 }
 
-// acquire waits for a free slot and returns its browser, started afresh
-// when it has none, has died, or has served BrowserUses conversions.
+// acquire waits until fewer than Parallel conversions run, then returns a
+// warm browser, or starts one when none is idle. A browser that has died or
+// served BrowserUses conversions is closed instead of being used.
 func (c *Converter) acquire(ctx context.Context) (*browser, error) {
-	var b *browser
 	select {
-	case b = <-c.slots:
+	case c.running <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	if c.closed.Load() {
-		b.close()
-		c.slots <- nil
-		return nil, ErrClosed
+	c.mu.Lock()
+	var b *browser
+	for b == nil && len(c.idle) > 0 && !c.closed.Load() {
+		b, c.idle = c.idle[len(c.idle)-1], c.idle[:len(c.idle)-1]
+		if !b.alive() || b.uses >= c.opts.BrowserUses {
+			b.close()
+			b = nil
+		}
 	}
-	if b != nil && (!b.alive() || b.uses >= c.opts.BrowserUses) {
-		b.close()
-		b = nil
+	c.mu.Unlock()
+	if c.closed.Load() {
+		<-c.running
+		return nil, ErrClosed
 	}
 	if b == nil {
 		var err error
 		if b, err = c.launch(); err != nil {
-			c.slots <- nil
+			<-c.running
 			return nil, err
 		}
 	}
@@ -121,25 +127,35 @@ func (c *Converter) acquire(ctx context.Context) (*browser, error) {
 	return b, nil
 }
 
-// release gives the slot back. After a failed conversion the browser is
-// closed, so that the next one starts from a clean process.
+// release makes b idle again, or closes it after a failed conversion so
+// that the next one starts from a clean process.
 func (c *Converter) release(b *browser, failed bool) {
+	c.mu.Lock()
 	if failed || c.closed.Load() {
 		b.close()
-		b = nil
+	} else {
+		c.idle = append(c.idle, b)
 	}
-	c.slots <- b
+	c.mu.Unlock()
+	<-c.running
 }
 
-// Close shuts down the warm browsers, waiting for conversions under way to
-// finish. Convert returns ErrClosed afterwards.
+// Close waits for the conversions under way, then shuts down the warm
+// browsers and removes their directories. Convert returns ErrClosed
+// afterwards.
 func (c *Converter) Close() error {
 	c.closed.Store(true)
-	for range cap(c.slots) {
-		(<-c.slots).close()
+	for range cap(c.running) { // wait for the conversions under way
+		c.running <- struct{}{}
 	}
-	for range cap(c.slots) {
-		c.slots <- nil
+	c.mu.Lock()
+	for _, b := range c.idle {
+		b.close()
+	}
+	c.idle = nil
+	c.mu.Unlock()
+	for range cap(c.running) {
+		<-c.running
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -296,5 +297,75 @@ func TestReplayerFromEnvironment(t *testing.T) {
 	t.Setenv(mp4.RRWebDirEnv, abs)
 	if _, err := mp4.New(mp4.Config{}); err != nil {
 		t.Errorf("with %s=%s: %v", mp4.RRWebDirEnv, abs, err)
+	}
+}
+
+// A browser is kept warm across conversions, restarted after BrowserUses
+// of them and after a failure; Parallel conversions run at once, each in a
+// browser of its own, and give the same file as one at a time.
+func TestWarmBrowsers(t *testing.T) {
+	c, tmp := converter(t, mp4.Config{FPS: 5, BrowserUses: 2, Parallel: 2})
+	rec := json.RawMessage(`[{"type":4,"data":{"href":"http://example.test/","width":320,"height":240},"timestamp":0},
+{"type":2,"data":{"node":{"type":0,"id":1,"childNodes":[{"type":2,"tagName":"html","id":2,"attributes":{},"childNodes":[
+{"type":2,"tagName":"body","id":3,"attributes":{},"childNodes":[{"type":3,"textContent":"warm","id":4}]}]}]},"initialOffset":{"top":0,"left":0}},"timestamp":10},
+{"type":3,"data":{"source":1,"positions":[{"x":10,"y":10,"id":3,"timeOffset":0}]},"timestamp":600}]`)
+	convert := func(name string) []byte {
+		dst := filepath.Join(t.TempDir(), name+".mp4")
+		if _, err := c.Convert(context.Background(), rec, dst); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		b, err := os.ReadFile(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := convert("first")
+	convert("second")
+	if n := c.BrowsersStarted(); n != 1 {
+		t.Errorf("two conversions in a row started %d browsers, want 1 (kept warm)", n)
+	}
+	convert("third") // the browser has served BrowserUses conversions
+	if n := c.BrowsersStarted(); n != 2 {
+		t.Errorf("after BrowserUses conversions %d browsers started, want 2", n)
+	}
+	// A conversion that fails midway (here: its deadline passes while it
+	// shoots 150 frames) restarts its browser.
+	var long strings.Builder
+	long.WriteString(string(rec[:len(rec)-1]))
+	for i := 1; i <= 150; i++ {
+		fmt.Fprintf(&long, `,{"type":3,"data":{"source":1,"positions":[{"x":%d,"y":10,"id":3,"timeOffset":0}]},"timestamp":%d}`, i, 600+200*i)
+	}
+	long.WriteString("]")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	after := c.BrowsersStarted()
+	_, err := c.Convert(ctx, json.RawMessage(long.String()), filepath.Join(t.TempDir(), "late.mp4"))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a conversion past its deadline: %v, want context.DeadlineExceeded", err)
+	}
+	convert("after-failure")
+	if c.BrowsersStarted() != after+1 {
+		t.Errorf("a failed conversion (%v) did not restart its browser", err)
+	}
+	// Two at once, each in its own browser, both identical to the first.
+	var wg sync.WaitGroup
+	outs := make([][]byte, 2)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i] = convert(fmt.Sprint("parallel", i))
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if !bytes.Equal(o, first) {
+			t.Errorf("parallel conversion %d differs from the first conversion", i)
+		}
+	}
+	checkClean(t, c, tmp)
+	if _, err := c.Convert(context.Background(), rec, filepath.Join(t.TempDir(), "closed.mp4")); !errors.Is(err, mp4.ErrClosed) {
+		t.Errorf("Convert after Close: %v, want ErrClosed", err)
 	}
 }

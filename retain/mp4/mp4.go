@@ -60,6 +60,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -169,10 +170,16 @@ func (e *MissingError) Error() string {
 type Converter struct {
 	opts    Config
 	page    string        // the replay page, built once
-	slots   chan *browser // one per parallel conversion; nil: no browser started
+	running chan struct{} // a token per conversion under way, up to Parallel
+	mu      sync.Mutex
+	idle    []*browser // warm browsers waiting for a conversion, the latest used last
 	closed  atomic.Bool
 	blocked atomic.Int64
+	started atomic.Int64
 }
+
+// BrowsersStarted returns how many browsers the Converter has started.
+func (c *Converter) BrowsersStarted() int64 { return c.started.Load() }
 
 // BlockedRequests returns how many network requests replayed pages have
 // made, all of them refused, since the Converter was made.
@@ -217,11 +224,7 @@ func New(opts Config) (*Converter, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	c := &Converter{opts: opts, page: buildPage(string(js), string(css)), slots: make(chan *browser, opts.Parallel)}
-	for range opts.Parallel {
-		c.slots <- nil
-	}
-	return c, nil
+	return &Converter{opts: opts, page: buildPage(string(js), string(css)), running: make(chan struct{}, opts.Parallel)}, nil
 }
 
 // findTool returns path when set (it must exist), else the first of the
