@@ -1,0 +1,730 @@
+package s3video_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"go/build"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/retain/s3video"
+)
+
+const (
+	accessKey = "consentkit-test"
+	secretKey = "consentkit-test-secret"
+)
+
+// gateway is a versitygw process serving a temporary directory.
+type gateway struct {
+	endpoint string
+	client   *s3.Client
+	gets     *atomic.Int64 // GetObject requests the client sent
+}
+
+// versitygw finds the binary on PATH or in GOPATH/bin. Where it is missing
+// the test is skipped, except under CI=true, which must run it.
+func versitygw(t *testing.T) string {
+	t.Helper()
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p
+	}
+	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
+		p := filepath.Join(dir, "bin", "versitygw")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p
+		}
+	}
+	const how = "versitygw (an S3 server) is not installed; install it with: go install github.com/versity/versitygw/cmd/versitygw@latest"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(how)
+	}
+	t.Skip(how)
+	return ""
+}
+
+// lockedBuffer collects the gateway's output for a failure message.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// countingClient counts the GetObject requests that go through it.
+type countingClient struct {
+	http.Client
+	gets *atomic.Int64
+}
+
+func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
+	if req.Method == http.MethodGet && strings.Count(strings.Trim(req.URL.Path, "/"), "/") >= 1 && !req.URL.Query().Has("retention") {
+		c.gets.Add(1)
+	}
+	return c.Client.Do(req)
+}
+
+// startGateway runs versitygw with its posix backend and versioning in
+// temporary directories, on a free port, until the test ends.
+func startGateway(t *testing.T) *gateway {
+	t.Helper()
+	bin := versitygw(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	root, versions := t.TempDir(), t.TempDir()
+	out := new(lockedBuffer)
+	cmd := exec.Command(bin, "--access", accessKey, "--secret", secretKey, "--port", addr, "--quiet",
+		"posix", "--versioning-dir", versions, root)
+	cmd.Stdout, cmd.Stderr = out, out
+	dieWithTest(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("versitygw exited (%v): %s", err, out)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versitygw did not answer on %s within 20 s: %s", addr, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	g := &gateway{endpoint: "http://" + addr, gets: new(atomic.Int64)}
+	g.client = s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(g.endpoint),
+		UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey}, nil
+		}),
+		HTTPClient: &countingClient{gets: g.gets},
+	})
+	// The port answers before the gateway serves S3 requests.
+	for {
+		_, err := g.client.ListBuckets(t.Context(), &s3.ListBucketsInput{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("versitygw does not answer ListBuckets: %v: %s", err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return g
+}
+
+func (g *gateway) bucket(t *testing.T, name string, objectLock bool) {
+	t.Helper()
+	in := &s3.CreateBucketInput{Bucket: &name}
+	if objectLock {
+		in.ObjectLockEnabledForBucket = aws.Bool(true)
+	}
+	if _, err := g.client.CreateBucket(t.Context(), in); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+}
+
+// store returns a Store on the gateway's bucket, through the client that
+// counts requests.
+func (g *gateway) store(t *testing.T, cfg s3video.Config) *s3video.Store {
+	t.Helper()
+	cfg.Client = g.client
+	s, err := s3video.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// mp4File writes n random bytes to a file and returns its path and content.
+func mp4File(t *testing.T, n int, seed uint64) (string, []byte) {
+	t.Helper()
+	b := make([]byte, n)
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	r.Read(b)
+	p := filepath.Join(t.TempDir(), fmt.Sprintf("video-%d.mp4", seed))
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p, b
+}
+
+func readAll(t *testing.T, s *s3video.Store, v consent.Video) []byte {
+	t.Helper()
+	f, err := s.Open(t.Context(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestPutOpen(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "plain", false)
+	s := g.store(t, s3video.Config{Bucket: "plain"})
+	if s.Locking() {
+		t.Error("Locking() = true on a bucket without Object Lock")
+	}
+	src, want := mp4File(t, 3<<20+17, 1)
+	v, err := s.Put(t.Context(), "ses_1", src, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Path != "s3://plain/videos/ses_1.mp4" || v.Bytes != int64(len(want)) || v.SHA256 != sha256.Sum256(want) || v.Duration != 0 {
+		t.Errorf("Put = %+v; want s3://plain/videos/ses_1.mp4, %d bytes, SHA-256 %x", v, len(want), sha256.Sum256(want))
+	}
+	head, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("plain"), Key: aws.String("videos/ses_1.mp4"), ChecksumMode: types.ChecksumModeEnabled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The server checked the upload against this digest and keeps it.
+	if got, want := aws.ToString(head.ChecksumSHA256), base64.StdEncoding.EncodeToString(v.SHA256[:]); got != want {
+		t.Errorf("stored x-amz-checksum-sha256 %q, want %q", got, want)
+	}
+	if ct := aws.ToString(head.ContentType); ct != "video/mp4" {
+		t.Errorf("Content-Type %q, want video/mp4", ct)
+	}
+	if head.ObjectLockMode != "" {
+		t.Errorf("object locked (%s) in a bucket without Object Lock", head.ObjectLockMode)
+	}
+	if got := readAll(t, s, v); !bytes.Equal(got, want) {
+		t.Fatalf("Open read %d bytes that differ from the %d put", len(got), len(want))
+	}
+	wrong := v
+	wrong.SHA256[0] ^= 1
+	if _, err := s.Open(t.Context(), wrong); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("Open of a video whose SHA-256 differs from the object's: %v", err)
+	}
+
+	t.Run("Replace", func(t *testing.T) {
+		src2, want2 := mp4File(t, 1000, 2)
+		v2, err := s.Put(t.Context(), "ses_1", src2, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, s, v2); !bytes.Equal(got, want2) {
+			t.Error("the replaced video reads other bytes")
+		}
+		// An unversioned bucket keeps only the new video: the old row's
+		// size no longer matches, and Open says so instead of serving it.
+		if _, err := s.Open(t.Context(), v); err == nil || !strings.Contains(err.Error(), "bytes") {
+			t.Errorf("Open of the replaced video: %v, want a size mismatch", err)
+		}
+		v = v2
+		want = want2
+	})
+
+	t.Run("InvalidSession", func(t *testing.T) {
+		for _, id := range []string{"", ".", "..", "a/b", "a b", "ses\x00"} {
+			if _, err := s.Put(t.Context(), id, src, time.Time{}); err == nil {
+				t.Errorf("Put(%q) succeeded", id)
+			}
+		}
+	})
+
+	t.Run("MissingSource", func(t *testing.T) {
+		_, err := s.Put(t.Context(), "ses_2", filepath.Join(t.TempDir(), "none.mp4"), time.Time{})
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Put of a missing file: %v", err)
+		}
+	})
+}
+
+func TestSeek(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "seek", false)
+	s := g.store(t, s3video.Config{Bucket: "seek", Prefix: "cam/videos/"})
+	src, want := mp4File(t, 1<<20, 3)
+	v, err := s.Put(t.Context(), "ses:seek-1", src, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Path != "s3://seek/cam/videos/ses:seek-1.mp4" {
+		t.Errorf("Path %q", v.Path)
+	}
+	f, err := s.Open(t.Context(), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	before := g.gets.Load()
+	if n, err := f.Seek(0, io.SeekEnd); n != int64(len(want)) || err != nil {
+		t.Fatalf("Seek(0, End) = %d, %v; want %d", n, err, len(want))
+	}
+	if n, err := f.Seek(0, io.SeekStart); n != 0 || err != nil {
+		t.Fatalf("Seek(0, Start) = %d, %v", n, err)
+	}
+	if g.gets.Load() != before {
+		t.Error("Seek sent a GetObject")
+	}
+	read := func(off int64, whence, n int) []byte {
+		t.Helper()
+		if _, err := f.Seek(off, whence); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, n)
+		m, err := io.ReadFull(f, b)
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("read %d at %d/%d: %v", n, off, whence, err)
+		}
+		return b[:m]
+	}
+	if got := read(123456, io.SeekStart, 1000); !bytes.Equal(got, want[123456:124456]) {
+		t.Error("bytes at 123456 differ")
+	}
+	// Reading on from where the last read stopped uses the same response.
+	gets := g.gets.Load()
+	if got := read(0, io.SeekCurrent, 1000); !bytes.Equal(got, want[124456:125456]) {
+		t.Error("bytes at 124456 differ")
+	}
+	if g.gets.Load() != gets {
+		t.Error("a Read after Seek(0, Current) sent another GetObject")
+	}
+	if got := read(-10, io.SeekEnd, 100); !bytes.Equal(got, want[len(want)-10:]) {
+		t.Errorf("last 10 bytes: got %d bytes that differ", len(got))
+	}
+	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("Read at the end = %d, %v; want 0, EOF", n, err)
+	}
+	if _, err := f.Seek(10, io.SeekEnd); err != nil {
+		t.Errorf("Seek past the end: %v", err)
+	}
+	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+		t.Errorf("Read past the end = %d, %v; want 0, EOF", n, err)
+	}
+	if _, err := f.Seek(-1, io.SeekStart); err == nil {
+		t.Error("Seek(-1, Start) succeeded")
+	}
+	if err := f.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := f.Read(make([]byte, 1)); !errors.Is(err, fs.ErrClosed) {
+		t.Errorf("Read after Close: %v", err)
+	}
+}
+
+func TestServeContent(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "serve", false)
+	s := g.store(t, s3video.Config{Bucket: "serve"})
+	src, want := mp4File(t, 2<<20+5, 4)
+	v, err := s.Put(t.Context(), "ses_serve", src, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f, err := s.Open(r.Context(), v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		w.Header().Set("Content-Type", "video/mp4")
+		http.ServeContent(w, r, "ses_serve.mp4", time.Time{}, f)
+	}))
+	defer srv.Close()
+
+	for _, tc := range []struct {
+		name, rng    string
+		status       int
+		from, to     int // the expected body is want[from:to]
+		contentRange string
+	}{
+		{"Whole", "", http.StatusOK, 0, len(want), ""},
+		{"Middle", "bytes=1000-1999", http.StatusPartialContent, 1000, 2000, fmt.Sprintf("bytes 1000-1999/%d", len(want))},
+		{"Open", "bytes=2097000-", http.StatusPartialContent, 2097000, len(want), fmt.Sprintf("bytes 2097000-%d/%d", len(want)-1, len(want))},
+		{"Suffix", "bytes=-7", http.StatusPartialContent, len(want) - 7, len(want), fmt.Sprintf("bytes %d-%d/%d", len(want)-7, len(want)-1, len(want))},
+		{"FirstByte", "bytes=0-0", http.StatusPartialContent, 0, 1, fmt.Sprintf("bytes 0-0/%d", len(want))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+			if tc.rng != "" {
+				req.Header.Set("Range", tc.rng)
+			}
+			before := g.gets.Load()
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d: %.200s", resp.StatusCode, tc.status, body)
+			}
+			if got := resp.Header.Get("Content-Range"); got != tc.contentRange {
+				t.Errorf("Content-Range %q, want %q", got, tc.contentRange)
+			}
+			if !bytes.Equal(body, want[tc.from:tc.to]) {
+				t.Errorf("got %d bytes, want bytes %d-%d", len(body), tc.from, tc.to)
+			}
+			if n := g.gets.Load() - before; n != 1 {
+				t.Errorf("%d GetObject requests for one response, want 1", n)
+			}
+		})
+	}
+	t.Run("Unsatisfiable", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", len(want)+10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
+			t.Errorf("status %d, want 416", resp.StatusCode)
+		}
+	})
+}
+
+func TestOpenRefuses(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "mine", false)
+	g.bucket(t, "other", false)
+	s := g.store(t, s3video.Config{Bucket: "mine"})
+	src, _ := mp4File(t, 100, 5)
+	v, err := s.Put(t.Context(), "ses_x", src, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The same bytes elsewhere: a changed row must not reach them.
+	for _, key := range []string{"videos/ses_x.mp4", "ses_x.mp4", "secret/ses_x.mp4", "videos/sub/ses_x.mp4"} {
+		f, _ := os.Open(src)
+		_, err := g.client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String(key), Body: f})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, _ = os.Open(src)
+		_, err = g.client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("mine"), Key: aws.String(key), Body: f})
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range []string{
+		"s3://other/videos/ses_x.mp4",
+		"s3://mine/ses_x.mp4",
+		"s3://mine/secret/ses_x.mp4",
+		"s3://mine/videos/sub/ses_x.mp4",
+		"s3://mine/videos/sub%2Fses_x.mp4",
+		"s3://mine/videos/../ses_x.mp4",
+		"s3://mine/videos/ses_x.mov",
+		"s3://mine/videos/.mp4",
+		"s3://mine/videos/ses_x.mp4?versionId=1&x=2",
+		"s3://mine/videos/ses_x.mp4?partNumber=1",
+		"s3://mine/videos/ses_x.mp4#frag",
+		"s3://user@mine/videos/ses_x.mp4",
+		"s3:///videos/ses_x.mp4",
+		"http://mine/videos/ses_x.mp4",
+		"/videos/ses_x.mp4",
+		"videos/ses_x.mp4",
+		"",
+	} {
+		w := v
+		w.Path = p
+		f, err := s.Open(t.Context(), w)
+		if err == nil {
+			f.Close()
+			t.Errorf("Open(%q) succeeded", p)
+			continue
+		}
+		if errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "is not a video of s3://mine/videos/") {
+			t.Errorf("Open(%q): %v; want a refusal", p, err)
+		}
+	}
+	if got := readAll(t, s, v); len(got) != 100 {
+		t.Errorf("Open(%q) read %d bytes", v.Path, len(got))
+	}
+}
+
+func TestNotFound(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "plain", false)
+	g.bucket(t, "locked", true)
+	for _, bucket := range []string{"plain", "locked"} {
+		t.Run(bucket, func(t *testing.T) {
+			s := g.store(t, s3video.Config{Bucket: bucket})
+			_, err := s.Open(t.Context(), consent.Video{Path: "s3://" + bucket + "/videos/missing.mp4", Bytes: 10})
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Open of a missing object: %v; want fs.ErrNotExist", err)
+			}
+			src, _ := mp4File(t, 10, 6)
+			v, err := s.Put(t.Context(), "ses_nf", src, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bucket == "locked" {
+				if !strings.Contains(v.Path, "?versionId=") {
+					t.Fatalf("Path %q names no version in a versioned bucket", v.Path)
+				}
+				// A version that exists, but of another key.
+				other, err := s.Put(t.Context(), "ses_other", src, time.Time{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, version, _ := strings.Cut(other.Path, "?")
+				w := v
+				w.Path = "s3://locked/videos/ses_nf.mp4?" + version
+				if _, err := s.Open(t.Context(), w); !errors.Is(err, fs.ErrNotExist) {
+					t.Errorf("Open of a missing version: %v; want fs.ErrNotExist", err)
+				}
+			}
+			f, err := s.Open(t.Context(), v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			del := &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String("videos/ses_nf.mp4")}
+			if _, err := g.client.DeleteObject(t.Context(), del); err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.ReadAll(f)
+			if bucket == "locked" {
+				// A delete without a version only hides the key: the
+				// version the Path names is still there.
+				if err != nil {
+					t.Errorf("read of a version whose key was deleted: %v", err)
+				}
+				if _, err := s.Open(t.Context(), v); err != nil {
+					t.Errorf("Open of a version whose key was deleted: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("read of an object deleted after Open: %v; want fs.ErrNotExist", err)
+			}
+			if _, err := s.Open(t.Context(), v); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Open of a deleted object: %v; want fs.ErrNotExist", err)
+			}
+		})
+	}
+}
+
+func TestObjectLock(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "locked", true)
+	s := g.store(t, s3video.Config{Bucket: "locked", RequireObjectLock: true})
+	if !s.Locking() {
+		t.Fatal("Locking() = false on a bucket with Object Lock")
+	}
+	// A fraction of a second, which the lock rounds up.
+	keepUntil := time.Now().Add(90 * time.Minute).Truncate(time.Second).Add(300 * time.Millisecond)
+	src, want := mp4File(t, 200000, 7)
+	v, err := s.Put(t.Context(), "ses_locked", src, keepUntil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "videos/ses_locked.mp4"
+	path, version, ok := strings.Cut(v.Path, "?versionId=")
+	if !ok || path != "s3://locked/"+key || version == "" {
+		t.Fatalf("Path %q, want s3://locked/%s?versionId=…", v.Path, key)
+	}
+	if got := readAll(t, s, v); !bytes.Equal(got, want) {
+		t.Fatal("the locked video reads other bytes")
+	}
+
+	ret, err := g.client.GetObjectRetention(t.Context(), &s3.GetObjectRetentionInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantUntil := keepUntil.UTC().Add(700 * time.Millisecond)
+	if ret.Retention == nil || ret.Retention.Mode != types.ObjectLockRetentionModeCompliance ||
+		ret.Retention.RetainUntilDate == nil || !ret.Retention.RetainUntilDate.Equal(wantUntil) {
+		t.Errorf("retention %+v, want COMPLIANCE until %v", ret.Retention, wantUntil)
+	}
+
+	// The server, not the library, must refuse an early delete.
+	_, err = g.client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version})
+	if err == nil {
+		t.Fatal("the server deleted a version under compliance-mode Object Lock")
+	}
+	t.Logf("early delete refused: %v", err)
+	_, err = g.client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version, BypassGovernanceRetention: aws.Bool(true)})
+	if err == nil {
+		t.Fatal("the server deleted a compliance-mode version when asked to bypass governance retention")
+	}
+	// Nor may the retention be shortened.
+	shorter := time.Now().Add(time.Minute).UTC()
+	_, err = g.client.PutObjectRetention(t.Context(), &s3.PutObjectRetentionInput{
+		Bucket: aws.String("locked"), Key: &key, VersionId: &version,
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &shorter},
+	})
+	if err == nil {
+		t.Error("the server shortened a compliance-mode retention")
+	}
+	if got := readAll(t, s, v); !bytes.Equal(got, want) {
+		t.Fatal("the locked video changed")
+	}
+
+	t.Run("Reconversion", func(t *testing.T) {
+		src2, want2 := mp4File(t, 5000, 8)
+		v2, err := s.Put(t.Context(), "ses_locked", src2, keepUntil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v2.Path == v.Path {
+			t.Fatalf("the second Put wrote the same Path %q", v.Path)
+		}
+		if got := readAll(t, s, v2); !bytes.Equal(got, want2) {
+			t.Error("the new version reads other bytes")
+		}
+		if got := readAll(t, s, v); !bytes.Equal(got, want) {
+			t.Error("the first version reads other bytes after a re-conversion")
+		}
+	})
+
+	t.Run("NoFutureDate", func(t *testing.T) {
+		for _, until := range []time.Time{{}, time.Now().Add(-time.Hour)} {
+			v, err := s.Put(t.Context(), "ses_unlocked", src, until)
+			if err != nil {
+				t.Fatalf("Put with keepUntil %v: %v", until, err)
+			}
+			_, version, _ := strings.Cut(v.Path, "?versionId=")
+			head, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: aws.String("videos/ses_unlocked.mp4"), VersionId: &version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head.ObjectLockMode != "" || head.ObjectLockRetainUntilDate != nil {
+				t.Errorf("keepUntil %v locked the video: %s until %v", until, head.ObjectLockMode, head.ObjectLockRetainUntilDate)
+			}
+			_, err = g.client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: aws.String("videos/ses_unlocked.mp4"), VersionId: &version})
+			if err != nil {
+				t.Errorf("delete of an unlocked version: %v", err)
+			}
+		}
+	})
+}
+
+func TestNoObjectLock(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "plain", false)
+	s := g.store(t, s3video.Config{Bucket: "plain"})
+	if s.Locking() {
+		t.Error("Locking() = true")
+	}
+	_, err := s3video.New(t.Context(), s3video.Config{Bucket: "plain", Client: g.client, RequireObjectLock: true})
+	if err == nil || !strings.Contains(err.Error(), "does not have Object Lock enabled") {
+		t.Errorf("New with RequireObjectLock on a bucket without Object Lock: %v", err)
+	}
+	if _, err := s3video.New(t.Context(), s3video.Config{Bucket: "missing", Client: g.client}); err == nil {
+		t.Error("New on a missing bucket succeeded")
+	}
+}
+
+func TestStaticKeys(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "conf", false)
+
+	t.Run("OK", func(t *testing.T) {
+		s, err := s3video.New(t.Context(), s3video.Config{
+			Bucket: "conf", Endpoint: g.endpoint, AccessKeyID: accessKey, SecretAccessKey: secretKey, PathStyle: true,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, want := mp4File(t, 4096, 9)
+		v, err := s.Put(t.Context(), "ses_conf", src, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := readAll(t, s, v); !bytes.Equal(got, want) {
+			t.Error("read other bytes")
+		}
+	})
+	t.Run("WrongSecret", func(t *testing.T) {
+		_, err := s3video.New(t.Context(), s3video.Config{
+			Bucket: "conf", Endpoint: g.endpoint, AccessKeyID: accessKey, SecretAccessKey: "wrong", PathStyle: true,
+		})
+		if err == nil {
+			t.Error("New with a wrong secret succeeded")
+		}
+	})
+}
+
+// TestConfigRefused needs no server: New refuses these before any request.
+func TestConfigRefused(t *testing.T) {
+	const endpoint = "http://127.0.0.1:1"
+	client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint)})
+	for _, tc := range []struct {
+		name string
+		cfg  s3video.Config
+		msg  string
+	}{
+		{"NoBucket", s3video.Config{Client: client}, "Bucket is required"},
+		{"NoClient", s3video.Config{Bucket: "conf"}, "needs either Client"},
+		{"NoSecret", s3video.Config{Bucket: "conf", AccessKeyID: accessKey}, "needs either Client"},
+		{"ClientAndEndpoint", s3video.Config{Bucket: "conf", Client: client, Endpoint: endpoint}, "exclude each other"},
+		{"ClientAndKeys", s3video.Config{Bucket: "conf", Client: client, AccessKeyID: "a", SecretAccessKey: "b"}, "exclude each other"},
+		{"BadEndpoint", s3video.Config{Bucket: "conf", Endpoint: "127.0.0.1:7070", AccessKeyID: "a", SecretAccessKey: "b"}, "not an http or https URL"},
+		{"PrefixNoSlash", s3video.Config{Bucket: "conf", Client: client, Prefix: "videos"}, "Prefix"},
+		{"PrefixLeadingSlash", s3video.Config{Bucket: "conf", Client: client, Prefix: "/videos/"}, "Prefix"},
+		{"PrefixDotDot", s3video.Config{Bucket: "conf", Client: client, Prefix: "a/../"}, "Prefix"},
+		{"PrefixEmptySegment", s3video.Config{Bucket: "conf", Client: client, Prefix: "a//"}, "Prefix"},
+		{"PrefixSpace", s3video.Config{Bucket: "conf", Client: client, Prefix: "my videos/"}, "Prefix"},
+		{"PrefixRoot", s3video.Config{Bucket: "conf", Client: client, Prefix: "/"}, "Prefix"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := s3video.New(t.Context(), tc.cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("New: %v; want an error saying %q", err, tc.msg)
+			}
+		})
+	}
+}
