@@ -33,8 +33,8 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
-	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
+	"github.com/consentkit/consentkit/retain/s3video"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -62,6 +62,7 @@ type options struct {
 	longTermSet    bool
 	toolsRecheck   time.Duration
 	conversions    int
+	s3             s3video.Config // Bucket empty: videos go to videoDir
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -81,6 +82,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
 	fs.StringVar(&o.replayer, "replayer", "", "`directory` of rrweb's dist files (rrweb 2.2.2 from npm) for the recorder and the video converter (default $"+mp4.RRWebDirEnv+", else "+mp4.DefaultReplayer+", where npm ci --prefix retain/mp4/replayer installs it)")
+	fs.StringVar(&o.s3.Bucket, "video-s3-bucket", "", "keep videos in this S3 `bucket` instead of -video-dir; credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+	fs.StringVar(&o.s3.Prefix, "video-s3-prefix", "", "key `prefix` of the videos in the bucket (default videos/)")
+	fs.StringVar(&o.s3.Endpoint, "video-s3-endpoint", "", "`URL` of an S3-compatible server such as MinIO or versitygw (default Amazon S3); addresses are then path-style")
+	fs.StringVar(&o.s3.Region, "video-s3-region", os.Getenv("AWS_REGION"), "the bucket's `region` (default $AWS_REGION, else us-east-1)")
+	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
@@ -93,6 +99,15 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.toolsRecheck <= 0 {
 		return nil, errors.New("-tools-recheck must be positive")
+	}
+	videoDirSet := false
+	fs.Visit(func(f *flag.Flag) { videoDirSet = videoDirSet || f.Name == "video-dir" })
+	if o.s3.Bucket != "" && videoDirSet {
+		return nil, errors.New("-video-dir and -video-s3-bucket are two places for the videos: give one")
+	}
+	if o.s3.Bucket != "" {
+		o.s3.AccessKeyID, o.s3.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		o.s3.PathStyle = o.s3.Endpoint != ""
 	}
 	if o.conversions < 1 || o.conversions > 64 {
 		return nil, errors.New("-conversions must be between 1 and 64")
@@ -242,9 +257,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 
+	videos, err := videoStore(ctx, o, log)
+	if err != nil {
+		return err
+	}
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
-		RRWebDir: o.replayer, Videos: retain.Dir{Root: o.videoDir},
+		RRWebDir: o.replayer, Videos: videos,
 	})
 	if err != nil {
 		return err
@@ -281,7 +300,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	printGuide(stdout, base, token, demo)
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
-	workerDone := startWorker(ctx, svc, o, log)
+	workerDone := startWorker(ctx, svc, videos, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

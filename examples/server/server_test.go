@@ -370,6 +370,7 @@ func TestServerDemoData(t *testing.T) {
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},
+		{"-video-dir", "v", "-video-s3-bucket", "b"}, {"-conversions", "0"}, {"-conversions", "65"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -378,6 +379,12 @@ func TestFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-default-retention", "30d", "-long-term-retention", "4y", "-trusted-proxies", "10.0.0.0/8, 192.168.1.1/32"}, io.Discard)
 	if err != nil || time.Duration(o.defaultRet) != 30*24*time.Hour || time.Duration(o.longTermRet) != 4*365*24*time.Hour || !o.longTermSet || o.dsn != "consent.db" {
 		t.Errorf("parseFlags = %+v, %v", o, err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", "key")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	s3, err := parseFlags([]string{"-video-s3-bucket", "videos", "-video-s3-endpoint", "http://127.0.0.1:7070", "-conversions", "2"}, io.Discard)
+	if err != nil || s3.s3.Bucket != "videos" || !s3.s3.PathStyle || s3.s3.AccessKeyID != "key" || s3.s3.SecretAccessKey != "secret" || s3.conversions != 2 {
+		t.Errorf("parseFlags with S3 = %+v, %v", s3, err)
 	}
 	if p, err := parseCIDRs(o.trustedProxies); err != nil || len(p) != 2 {
 		t.Errorf("parseCIDRs = %v, %v", p, err)

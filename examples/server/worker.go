@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
+	"github.com/consentkit/consentkit/retain/s3video"
 )
 
 // startWorker runs the conversion worker in-process until ctx ends; the
@@ -16,7 +18,7 @@ import (
 // is missing it says which and how to get it, leaves jobs pending, and looks
 // again every o.toolsRecheck: once the tool is installed, conversion starts
 // without a restart, and the log says so once.
-func startWorker(ctx context.Context, svc *consent.Service, o *options, log *slog.Logger) <-chan struct{} {
+func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -44,14 +46,30 @@ func startWorker(ctx context.Context, svc *consent.Service, o *options, log *slo
 		defer conv.Close() // stops the warm browsers
 		// The worker takes as many jobs at once as the converter runs.
 		w, err := retain.NewWorker(retain.WorkerConfig{
-			Service: svc, Converter: conv, Videos: retain.Dir{Root: o.videoDir}, Concurrency: o.conversions, Logger: log,
+			Service: svc, Converter: conv, Videos: videos, Concurrency: o.conversions, Logger: log,
 		})
 		if err != nil {
 			log.Error("video conversion is off", "err", err)
 			return
 		}
-		log.Info("video conversion is on", "video_dir", o.videoDir, "parallel", o.conversions)
+		log.Info("video conversion is on", "parallel", o.conversions)
 		w.Run(ctx)
 	}()
 	return done
+}
+
+// videoStore is where converted videos are kept: the S3 bucket of
+// -video-s3-bucket, else the directory of -video-dir (D45). The worker
+// writes to it and the video route reads from it.
+func videoStore(ctx context.Context, o *options, log *slog.Logger) (retain.VideoStore, error) {
+	if o.s3.Bucket == "" {
+		log.Info("videos are kept in a directory", "video_dir", o.videoDir)
+		return retain.Dir{Root: o.videoDir}, nil
+	}
+	st, err := s3video.New(ctx, o.s3)
+	if err != nil {
+		return nil, fmt.Errorf("video store: %w", err)
+	}
+	log.Info("videos are kept in S3", "bucket", o.s3.Bucket, "object_lock", st.Locking())
+	return st, nil
 }
