@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,20 +17,34 @@ import (
 	"github.com/consentkit/consentkit/retain/mp4"
 )
 
-// BenchmarkConvert converts the test recording (5.642 s) and reports
-//   - x-realtime: recording length / conversion time (above 1 is faster than
-//     real time),
-//   - peak-MiB: the highest total PSS of the conversion's processes
-//     (Chromium's whole process tree and ffmpeg), sampled every 50 ms.
+// BenchmarkConvert converts recordings with a warm browser and reports
+//   - x-realtime: seconds of recording converted per second of wall time
+//     (above 1 is faster than real time),
+//   - peak-MiB/conv: the highest total PSS of the conversions' processes
+//     (Chromium's whole process tree and ffmpeg), sampled every 200 ms,
+//     divided by the conversions running at once.
 //
-// go test -run '^$' -bench Convert -benchtime 5x ./retain/mp4
+// form is the project's form recording (5.642 s); short is its first half
+// second after the full snapshot; parallel2 converts the form recording
+// twice at once (Config.Parallel 2), for throughput.
+//
+// go test -run '^$' -bench Convert -benchtime 10x ./retain/mp4
 func BenchmarkConvert(b *testing.B) {
-	c, tmp := converter(b, mp4.Config{})
 	raw := testRecording(b)
+	short := firstHalfSecond(b, raw)
+	b.Run("form", func(b *testing.B) { benchConvert(b, raw, 5.642, 1) })
+	b.Run("short", func(b *testing.B) { benchConvert(b, short, 0.5, 1) })
+	b.Run("parallel2", func(b *testing.B) { benchConvert(b, raw, 5.642, 2) })
+}
+
+func benchConvert(b *testing.B, raw []byte, seconds float64, parallel int) {
+	c, tmp := converter(b, mp4.Config{Parallel: parallel})
 	out := filepath.Join(tmp, "bench-out") // under tmp, so ffmpeg's command line is matched too
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		b.Fatal(err)
 	}
+	// Warm up: the browsers start once, outside the measurement.
+	convertN(b, c, raw, out, parallel)
 	var (
 		mu   sync.Mutex
 		peak int64
@@ -37,7 +53,7 @@ func BenchmarkConvert(b *testing.B) {
 	)
 	go func() {
 		defer close(done)
-		t := time.NewTicker(50 * time.Millisecond)
+		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
@@ -52,19 +68,70 @@ func BenchmarkConvert(b *testing.B) {
 			}
 		}
 	}()
-	var total time.Duration
+	start := time.Now()
 	for b.Loop() {
-		start := time.Now()
-		if _, err := c.Convert(context.Background(), raw, filepath.Join(out, "v.mp4")); err != nil {
-			b.Fatal(err)
-		}
-		total += time.Since(start)
+		convertN(b, c, raw, out, parallel)
 	}
+	took := time.Since(start)
 	close(stop)
 	<-done
-	perRun := total / time.Duration(b.N)
-	b.ReportMetric(5.642/perRun.Seconds(), "x-realtime")
-	b.ReportMetric(float64(peak)/1024, "peak-MiB")
+	b.ReportMetric(seconds*float64(b.N*parallel)/took.Seconds(), "x-realtime")
+	b.ReportMetric(float64(peak)/1024/float64(parallel), "peak-MiB/conv")
+}
+
+// convertN converts raw n times at once.
+func convertN(b *testing.B, c *mp4.Converter, raw []byte, out string, n int) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Convert(context.Background(), raw, filepath.Join(out, fmt.Sprint(i, ".mp4"))); err != nil {
+				b.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// firstHalfSecond cuts a recording to its meta event, its first full
+// snapshot and the events of the half second after it.
+func firstHalfSecond(b *testing.B, raw []byte) []byte {
+	var events []json.RawMessage
+	if err := json.Unmarshal(raw, &events); err != nil {
+		b.Fatal(err)
+	}
+	var cut []json.RawMessage
+	snapshotAt := -1.0
+	for _, e := range events {
+		var h struct {
+			Type      int
+			Timestamp float64
+		}
+		if err := json.Unmarshal(e, &h); err != nil {
+			b.Fatal(err)
+		}
+		switch {
+		case snapshotAt < 0 && h.Type == 4:
+			cut = append(cut, e)
+		case snapshotAt < 0 && h.Type == 2:
+			snapshotAt = h.Timestamp
+			cut = append(cut, e)
+		case snapshotAt >= 0 && h.Timestamp <= snapshotAt+500:
+			cut = append(cut, e)
+		}
+	}
+	// The last event may come before the half second ends: a final one
+	// marks it, so the recording spans exactly 0.5 s after the snapshot.
+	first := 0.0
+	json.Unmarshal(cut[0], &struct{ Timestamp *float64 }{&first})
+	end := fmt.Sprintf(`{"type":5,"data":{"tag":"end","payload":{}},"timestamp":%v}`, first+(snapshotAt-first)+500)
+	cut = append(cut, json.RawMessage(end))
+	out, err := json.Marshal(cut)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
 }
 
 // pssKB sums the proportional set size of the processes whose command line
