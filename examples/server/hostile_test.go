@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -135,22 +133,7 @@ func fullSnapshot(ts int) string {
 // the 1 MiB limit, gives consent and retains the session with token.
 func captureSession(t *testing.T, s *running, events []string, token string) string {
 	t.Helper()
-	post := func(path, bearer, body string) (int, map[string]any) {
-		req, _ := http.NewRequest("POST", s.base+path, strings.NewReader(body))
-		req.Header.Set("Origin", s.base)
-		req.Header.Set("Content-Type", "application/json")
-		if bearer != "" {
-			req.Header.Set("Authorization", "Bearer "+bearer)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		json.NewDecoder(resp.Body).Decode(&v)
-		return resp.StatusCode, v
-	}
+	post := func(path, bearer, body string) (int, map[string]any) { return s.capturePost(t, path, bearer, body) }
 	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
 	if code != 201 {
 		t.Fatalf("start: %d %v", code, started)

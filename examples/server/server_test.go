@@ -132,6 +132,26 @@ func (r *running) stop(t *testing.T) {
 	}
 }
 
+// capturePost sends a capture call as the server's own pages do: from its
+// origin, with the upload token (if any) as bearer, and decodes the answer.
+func (r *running) capturePost(t *testing.T, path, bearer, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", r.base+path, strings.NewReader(body))
+	req.Header.Set("Origin", r.base)
+	req.Header.Set("Content-Type", "application/json")
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v map[string]any
+	json.NewDecoder(resp.Body).Decode(&v)
+	return resp.StatusCode, v
+}
+
 // call sends a request and decodes the JSON answer.
 func (r *running) call(t *testing.T, method, path, token, body string) (int, map[string]any) {
 	t.Helper()
@@ -464,21 +484,7 @@ func TestServerDemoForm(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(page), tag) || !strings.Contains(string(page), "data-consent ") {
 		t.Fatalf("GET /demo: %d\n%s", resp.StatusCode, page)
 	}
-	post := func(path, token, body string) (int, map[string]any) {
-		req, _ := http.NewRequest("POST", s.base+path, strings.NewReader(body))
-		req.Header.Set("Origin", s.base)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var v map[string]any
-		json.NewDecoder(resp.Body).Decode(&v)
-		return resp.StatusCode, v
-	}
+	post := func(path, token, body string) (int, map[string]any) { return s.capturePost(t, path, token, body) }
 	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
 	if code != 201 {
 		t.Fatalf("start from the server's own origin: %d %v", code, started)
