@@ -157,18 +157,29 @@ type Video struct {
 	Duration time.Duration // to the millisecond
 }
 
-// ConversionJob asks for a retained session's recording to be converted to
-// MP4. The session's VideoStatus tells where it stands.
-type ConversionJob struct {
-	SessionID  string
-	Attempts   int       // conversions tried so far, the one under way included
+// Job is background work in the store's queue: a recording to convert
+// (D21), a purge run (D43), a webhook to deliver (D44). It is enqueued in
+// the same transaction as the change that calls for it, so it exists if and
+// only if that change committed. A runner leases it, does it and ends it:
+// deleted when done, kept with a later RunAfter to retry, or kept with
+// FailedAt set when it will not be tried again.
+type Job struct {
+	Kind       string    // what to do: the name of the runner's handler
+	Key        string    // unique among the jobs of its kind (a session id, say)
+	Payload    []byte    // the handler's input, stored byte for byte
+	Attempts   int       // tries so far, the one under way included
 	RunAfter   time.Time // not to be tried before this time
-	LastError  string    // why the last attempt failed
-	LeaseOwner string    // the worker converting it; "" when none
-	LeaseUntil time.Time // when that worker's lease runs out
+	LastError  string    // why the last try failed
+	LeaseOwner string    // the runner doing it; "" when none
+	LeaseUntil time.Time // when that runner's lease runs out
 	FailedAt   time.Time // set when it will not be tried again
 	CreatedAt  time.Time
 }
+
+// JobConvert is the kind of the job that converts a retained session's
+// recording to MP4 (D21); its key is the session id. The session's
+// VideoStatus tells where it stands.
+const JobConvert = "convert"
 
 // Record is one consent given in a certificate.
 type Record struct {

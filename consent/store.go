@@ -125,27 +125,27 @@ type Tx interface {
 	// Revocations returns the company's revocations, oldest first.
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
 
-	// EnqueueConversion adds a job to convert the session's recording to
-	// video. NotFound when the session does not exist; Conflict when it has
-	// a job already.
-	EnqueueConversion(ctx context.Context, j *ConversionJob) error
-	// ConversionJob returns the session's conversion job. NotFound when it
-	// has none.
-	ConversionJob(ctx context.Context, sessionID string) (*ConversionJob, error)
-	// LeaseConversion takes the due job with the earliest RunAfter: not
-	// failed, RunAfter not after now, and not leased or its lease run out.
-	// It gives owner the lease until the given time, counts an attempt and
-	// returns the job. Concurrent callers, on any number of machines, never
-	// get the same job while its lease runs. NotFound when no job is due.
-	LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*ConversionJob, error)
-	// RenewLease extends owner's lease of the session's job. Conflict when
-	// owner no longer holds it; NotFound when there is no job.
-	RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error
-	// EndLease ends owner's lease of the session's job: a nil next deletes
-	// the job (it is done); otherwise the job keeps next's Attempts,
-	// RunAfter, LastError and FailedAt, with no lease. Conflict when owner
-	// no longer holds the lease; NotFound when there is no job.
-	EndLease(ctx context.Context, sessionID, owner string, next *ConversionJob) error
+	// EnqueueJob adds j to the queue. Conflict when a job of j.Kind and
+	// j.Key exists (a done job is deleted, so its key can be used again).
+	EnqueueJob(ctx context.Context, j *Job) error
+	// Job returns the job of that kind and key. NotFound when there is none.
+	Job(ctx context.Context, kind, key string) (*Job, error)
+	// LeaseJob takes, among the due jobs of the given kinds — not failed,
+	// RunAfter not after now, and not leased or its lease run out — the one
+	// with the earliest RunAfter (then kind, then key, compared byte by
+	// byte). It gives owner the lease until the given time, counts an
+	// attempt and returns the job. Concurrent callers, on any number of
+	// machines, never get the same job while its lease runs. NotFound when
+	// no job is due.
+	LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error)
+	// RenewJob extends owner's lease of the job. Conflict when owner no
+	// longer holds it; NotFound when there is no such job.
+	RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error
+	// EndJob ends owner's lease of the job: a nil next deletes the job (it
+	// is done); otherwise the job keeps next's Payload, Attempts, RunAfter,
+	// LastError and FailedAt, with no lease. Conflict when owner no longer
+	// holds the lease; NotFound when there is no such job.
+	EndJob(ctx context.Context, kind, key, owner string, next *Job) error
 
 	// Balance returns the company's wallet balance. NotFound when the
 	// company does not exist.

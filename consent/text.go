@@ -167,8 +167,8 @@ func (r *Revocation) CheckText() error {
 }
 
 // CheckText checks j's text fields.
-func (j *ConversionJob) CheckText() error {
-	return checkTexts("session_id", j.SessionID, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
+func (j *Job) CheckText() error {
+	return checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
 }
 
 // CheckEntryText checks the text fields of a ledger entry.

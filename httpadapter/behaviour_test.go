@@ -43,7 +43,7 @@ func TestRetainEffects(t *testing.T) {
 					!ses.ExpiresAt.Equal(now.AddDate(5, 0, 0)) {
 					t.Errorf("session %s after retain: %+v", id, ses)
 				}
-				job, err := tx.ConversionJob(ctx, id)
+				job, err := tx.Job(ctx, consent.JobConvert, id)
 				if err != nil || !job.RunAfter.Equal(now) || job.Attempts != 0 {
 					t.Errorf("conversion job of %s: %+v, %v", id, job, err)
 				}

@@ -111,7 +111,7 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	}
 	if r.video {
 		now := s.svc.Now()
-		if err := tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
+		if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobConvert, Key: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
 			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
 		}
 	}

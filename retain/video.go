@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,12 +23,6 @@ import (
 // the job at once instead of retrying it.
 type Converter interface {
 	Convert(ctx context.Context, events json.RawMessage, dst string) (time.Duration, error)
-}
-
-// permanent reports whether err says that no retry can succeed.
-func permanent(err error) bool {
-	var p interface{ Permanent() bool }
-	return errors.As(err, &p) && p.Permanent()
 }
 
 // VideoStore keeps converted videos.

@@ -144,12 +144,12 @@ func (e *env) session(t *testing.T, id string) *consent.Session {
 	return s
 }
 
-func (e *env) job(t *testing.T, id string) (*consent.ConversionJob, error) {
+func (e *env) job(t *testing.T, id string) (*consent.Job, error) {
 	t.Helper()
-	var j *consent.ConversionJob
+	var j *consent.Job
 	err := e.store.View(ctx, func(tx consent.Tx) error {
 		var err error
-		j, err = tx.ConversionJob(ctx, id)
+		j, err = tx.Job(ctx, consent.JobConvert, id)
 		return err
 	})
 	return j, err
@@ -221,7 +221,7 @@ func TestDeadWorkerIsReplaced(t *testing.T) {
 		lease := 2 * time.Minute
 		if err := e.store.Update(ctx, func(tx consent.Tx) error {
 			now := e.clock.Now()
-			_, err := tx.LeaseConversion(ctx, "dead", now, now.Add(lease))
+			_, err := tx.LeaseJob(ctx, []string{consent.JobConvert}, "dead", now, now.Add(lease))
 			return err
 		}); err != nil {
 			t.Fatal(err)
@@ -239,10 +239,10 @@ func TestDeadWorkerIsReplaced(t *testing.T) {
 			t.Errorf("session %+v after replacement, %d conversions", s, conv.count("s00"))
 		}
 		err := e.store.Update(ctx, func(tx consent.Tx) error {
-			return tx.EndLease(ctx, "s00", "dead", &consent.ConversionJob{RunAfter: e.clock.Now()})
+			return tx.EndJob(ctx, consent.JobConvert, "s00", "dead", &consent.Job{RunAfter: e.clock.Now()})
 		})
 		if code := consent.ErrorCode(err); code != consent.NotFound {
-			t.Errorf("the dead worker's EndLease: %v, want NotFound (the job is done)", err)
+			t.Errorf("the dead worker's EndJob: %v, want NotFound (the job is done)", err)
 		}
 	})
 }
@@ -359,7 +359,7 @@ func TestLostLeaseCancelsConversion(t *testing.T) {
 		e.clock.Add(time.Hour) // the worker looks dead: its lease has run out
 		if err := e.store.Update(ctx, func(tx consent.Tx) error {
 			now := e.clock.Now()
-			_, err := tx.LeaseConversion(ctx, "thief", now, now.Add(time.Hour))
+			_, err := tx.LeaseJob(ctx, []string{consent.JobConvert}, "thief", now, now.Add(time.Hour))
 			return err
 		}); err != nil {
 			t.Fatal(err)

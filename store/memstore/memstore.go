@@ -7,6 +7,7 @@
 package memstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -35,7 +36,7 @@ type Store struct {
 	balances      map[string]wallet.Amount
 	ledger        map[string][]*wallet.Entry
 	entryIDs      map[string]bool
-	jobs          map[string]*consent.ConversionJob
+	jobs          map[jobID]*consent.Job
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -55,7 +56,7 @@ func New() *Store {
 		balances:      map[string]wallet.Amount{},
 		ledger:        map[string][]*wallet.Entry{},
 		entryIDs:      map[string]bool{},
-		jobs:          map[string]*consent.ConversionJob{},
+		jobs:          map[jobID]*consent.Job{},
 	}
 }
 
@@ -500,84 +501,98 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 	return out, nil
 }
 
-func (t *tx) EnqueueConversion(_ context.Context, j *consent.ConversionJob) error {
+// jobID is a job's kind and key.
+type jobID struct{ kind, key string }
+
+func (t *tx) EnqueueJob(_ context.Context, j *consent.Job) error {
 	if err := j.CheckText(); err != nil {
 		return err
 	}
 	if err := t.write(); err != nil {
 		return err
 	}
-	if _, ok := t.s.sessions[j.SessionID]; !ok {
-		return notFound("session")
+	id := jobID{j.Kind, j.Key}
+	if _, ok := t.s.jobs[id]; ok {
+		return conflict("job")
 	}
-	if _, ok := t.s.jobs[j.SessionID]; ok {
-		return conflict("conversion job")
-	}
-	set(t, t.s.jobs, j.SessionID, cloneJob(j))
+	set(t, t.s.jobs, id, cloneJob(j))
 	return nil
 }
 
-func cloneJob(j *consent.ConversionJob) *consent.ConversionJob {
+func cloneJob(j *consent.Job) *consent.Job {
 	n := *j
+	n.Payload = bytes.Clone(j.Payload)
+	if n.Payload == nil {
+		n.Payload = []byte{}
+	}
 	n.RunAfter, n.LeaseUntil, n.FailedAt, n.CreatedAt = utc(n.RunAfter), utc(n.LeaseUntil), utc(n.FailedAt), utc(n.CreatedAt)
 	return &n
 }
 
-func (t *tx) LeaseConversion(_ context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return nil, err
-	}
-	if err := t.write(); err != nil {
-		return nil, err
-	}
-	var due *consent.ConversionJob
-	for _, j := range t.s.jobs {
-		if !j.FailedAt.IsZero() || j.RunAfter.After(now) || j.LeaseOwner != "" && j.LeaseUntil.After(now) {
-			continue
-		}
-		if due == nil || j.RunAfter.Before(due.RunAfter) || j.RunAfter.Equal(due.RunAfter) && j.SessionID < due.SessionID {
-			due = j
-		}
-	}
-	if due == nil {
-		return nil, notFound("due conversion job")
-	}
-	n := cloneJob(due)
-	n.LeaseOwner, n.LeaseUntil = owner, utc(until)
-	n.Attempts++
-	set(t, t.s.jobs, n.SessionID, n)
-	return cloneJob(n), nil
-}
-
-// leased returns the session's job when owner holds its lease.
-func (t *tx) leased(sessionID, owner string) (*consent.ConversionJob, error) {
-	j, ok := t.s.jobs[sessionID]
-	switch {
-	case !ok:
-		return nil, notFound("conversion job")
-	case j.LeaseOwner != owner:
-		return nil, consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
+	j, ok := t.s.jobs[jobID{kind, key}]
+	if !ok {
+		return nil, notFound("job")
 	}
 	return cloneJob(j), nil
 }
 
-func (t *tx) RenewLease(_ context.Context, sessionID, owner string, until time.Time) error {
+func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return nil, err
+	}
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	var due *consent.Job
+	for _, j := range t.s.jobs {
+		if !slices.Contains(kinds, j.Kind) || !j.FailedAt.IsZero() || j.RunAfter.After(now) || j.LeaseOwner != "" && j.LeaseUntil.After(now) {
+			continue
+		}
+		if due == nil || j.RunAfter.Before(due.RunAfter) || j.RunAfter.Equal(due.RunAfter) &&
+			(j.Kind < due.Kind || j.Kind == due.Kind && j.Key < due.Key) {
+			due = j
+		}
+	}
+	if due == nil {
+		return nil, notFound("due job")
+	}
+	n := cloneJob(due)
+	n.LeaseOwner, n.LeaseUntil = owner, utc(until)
+	n.Attempts++
+	set(t, t.s.jobs, jobID{n.Kind, n.Key}, n)
+	return cloneJob(n), nil
+}
+
+// leased returns the job when owner holds its lease.
+func (t *tx) leased(kind, key, owner string) (*consent.Job, error) {
+	j, ok := t.s.jobs[jobID{kind, key}]
+	switch {
+	case !ok:
+		return nil, notFound("job")
+	case j.LeaseOwner != owner:
+		return nil, consent.Errorf(consent.Conflict, "the lease of the job is held by another runner")
+	}
+	return cloneJob(j), nil
+}
+
+func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
 	if err := t.write(); err != nil {
 		return err
 	}
-	j, err := t.leased(sessionID, owner)
+	j, err := t.leased(kind, key, owner)
 	if err != nil {
 		return err
 	}
 	j.LeaseUntil = utc(until)
-	set(t, t.s.jobs, sessionID, j)
+	set(t, t.s.jobs, jobID{kind, key}, j)
 	return nil
 }
 
-func (t *tx) EndLease(_ context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Job) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
@@ -589,28 +604,22 @@ func (t *tx) EndLease(_ context.Context, sessionID, owner string, next *consent.
 	if err := t.write(); err != nil {
 		return err
 	}
-	j, err := t.leased(sessionID, owner)
+	j, err := t.leased(kind, key, owner)
 	if err != nil {
 		return err
 	}
+	id := jobID{kind, key}
 	if next == nil {
-		old := t.s.jobs[sessionID]
-		delete(t.s.jobs, sessionID)
-		t.undo = append(t.undo, func() { t.s.jobs[sessionID] = old })
+		old := t.s.jobs[id]
+		delete(t.s.jobs, id)
+		t.undo = append(t.undo, func() { t.s.jobs[id] = old })
 		return nil
 	}
-	j.Attempts, j.RunAfter, j.LastError, j.FailedAt = next.Attempts, utc(next.RunAfter), next.LastError, utc(next.FailedAt)
+	n := cloneJob(next)
+	j.Payload, j.Attempts, j.RunAfter, j.LastError, j.FailedAt = n.Payload, n.Attempts, n.RunAfter, n.LastError, n.FailedAt
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
-	set(t, t.s.jobs, sessionID, j)
+	set(t, t.s.jobs, id, j)
 	return nil
-}
-
-func (t *tx) ConversionJob(_ context.Context, sessionID string) (*consent.ConversionJob, error) {
-	j, ok := t.s.jobs[sessionID]
-	if !ok {
-		return nil, notFound("conversion job")
-	}
-	return cloneJob(j), nil
 }
 
 func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {

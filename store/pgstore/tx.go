@@ -396,78 +396,86 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 	return out, err
 }
 
-func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
 	if err := j.CheckText(); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
-		VALUES ($1, $2, $3, $4, $5)`, j.SessionID, j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
+	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
 	return err
 }
 
-const jobColumns = `session_id, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+// payload stores a nil payload as an empty one.
+func payload(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
+}
 
-func scanJob(row pgx.Row) (*consent.ConversionJob, error) {
+const jobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+
+func scanJob(row pgx.Row) (*consent.Job, error) {
 	var (
-		j                  consent.ConversionJob
+		j                  consent.Job
 		runAfter, created  time.Time
 		leaseUntil, failed *time.Time
 	)
-	if err := row.Scan(&j.SessionID, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
+	if err := row.Scan(&j.Kind, &j.Key, &j.Payload, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
 		return nil, err
 	}
 	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = runAfter.UTC(), utc(leaseUntil), utc(failed), created.UTC()
 	return &j, nil
 }
 
-func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
-	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM conversion_jobs WHERE session_id = $1`, sessionID))
+func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
+	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = $1 AND key = $2`, kind, key))
 	if err != nil {
-		return nil, one(err, "conversion job")
+		return nil, one(err, "job")
 	}
 	return j, nil
 }
 
-// LeaseConversion claims a job with FOR UPDATE SKIP LOCKED: workers on
-// many machines each take a different job without waiting for each other.
-func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+// LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
+// machines each take a different job without waiting for each other.
+func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
-	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE conversion_jobs
+	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-		WHERE session_id = (SELECT session_id FROM conversion_jobs
-			WHERE failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-			ORDER BY run_after, session_id COLLATE "C" LIMIT 1
+		WHERE (kind, key) = (SELECT kind, key FROM jobs
+			WHERE kind = ANY($4) AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
+			ORDER BY run_after, kind COLLATE "C", key COLLATE "C" LIMIT 1
 			FOR UPDATE SKIP LOCKED)
-		RETURNING `+jobColumns, owner, until, now))
+		RETURNING `+jobColumns, owner, until, now, kinds))
 	if err != nil {
-		return nil, one(err, "due conversion job")
+		return nil, one(err, "due job")
 	}
 	return j, nil
 }
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
-func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, sessionID string) error {
+func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kind, key string) error {
 	if err != nil || tag.RowsAffected() > 0 {
 		return err
 	}
-	if _, err := t.ConversionJob(ctx, sessionID); err != nil {
+	if _, err := t.Job(ctx, kind, key); err != nil {
 		return err
 	}
-	return consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+	return consent.Errorf(consent.Conflict, "the lease of the job is held by another runner")
 }
 
-func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
-	tag, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = $3 WHERE session_id = $1 AND lease_owner = $2`,
-		sessionID, owner, until)
-	return t.leaseErr(ctx, tag, err, sessionID)
+	tag, err := t.exec(ctx, `UPDATE jobs SET lease_until = $4 WHERE kind = $1 AND key = $2 AND lease_owner = $3`,
+		kind, key, owner, until)
+	return t.leaseErr(ctx, tag, err, kind, key)
 }
 
-func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
@@ -477,13 +485,13 @@ func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consen
 		}
 	}
 	if next == nil {
-		tag, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = $1 AND lease_owner = $2`, sessionID, owner)
-		return t.leaseErr(ctx, tag, err, sessionID)
+		tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2 AND lease_owner = $3`, kind, key, owner)
+		return t.leaseErr(ctx, tag, err, kind, key)
 	}
-	tag, err := t.exec(ctx, `UPDATE conversion_jobs SET attempts = $3, run_after = $4, last_error = $5, failed_at = $6,
-		lease_owner = '', lease_until = NULL WHERE session_id = $1 AND lease_owner = $2`,
-		sessionID, owner, next.Attempts, next.RunAfter, next.LastError, nullTime(next.FailedAt))
-	return t.leaseErr(ctx, tag, err, sessionID)
+	tag, err := t.exec(ctx, `UPDATE jobs SET payload = $4, attempts = $5, run_after = $6, last_error = $7, failed_at = $8,
+		lease_owner = '', lease_until = NULL WHERE kind = $1 AND key = $2 AND lease_owner = $3`,
+		kind, key, owner, payload(next.Payload), next.Attempts, next.RunAfter, next.LastError, nullTime(next.FailedAt))
+	return t.leaseErr(ctx, tag, err, kind, key)
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -430,80 +432,97 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 	return out, rows.Err()
 }
 
-func (t *tx) EnqueueConversion(ctx context.Context, j *consent.ConversionJob) error {
+func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
 	if err := j.CheckText(); err != nil {
 		return err
 	}
-	_, err := t.exec(ctx, `INSERT INTO conversion_jobs (session_id, attempts, run_after, last_error, created_at)
-		VALUES (?, ?, ?, ?, ?)`, j.SessionID, j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
+	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
 	return err
 }
 
-const jobColumns = `session_id, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+// payload stores a nil payload as an empty one.
+func payload(p []byte) []byte {
+	if p == nil {
+		return []byte{}
+	}
+	return p
+}
 
-func scanJob(row interface{ Scan(...any) error }) (*consent.ConversionJob, error) {
+const jobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+
+func scanJob(row interface{ Scan(...any) error }) (*consent.Job, error) {
 	var (
-		j                  consent.ConversionJob
+		j                  consent.Job
 		runAfter, created  int64
 		leaseUntil, failed *int64
 	)
-	if err := row.Scan(&j.SessionID, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
+	if err := row.Scan(&j.Kind, &j.Key, &j.Payload, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
 		return nil, err
 	}
 	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = sqlrow.Time(&runAfter), sqlrow.Time(leaseUntil), sqlrow.Time(failed), sqlrow.Time(&created)
 	return &j, nil
 }
 
-func (t *tx) ConversionJob(ctx context.Context, sessionID string) (*consent.ConversionJob, error) {
-	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM conversion_jobs WHERE session_id = ?`, sessionID))
+func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
+	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = ? AND key = ?`, kind, key))
 	if err != nil {
-		return nil, one(err, "conversion job")
+		return nil, one(err, "job")
 	}
 	return j, nil
 }
 
-// LeaseConversion claims a job in one statement; SQLite's single writer
-// makes it atomic.
-func (t *tx) LeaseConversion(ctx context.Context, owner string, now, until time.Time) (*consent.ConversionJob, error) {
+// LeaseJob claims a job in one statement; SQLite's single writer makes it
+// atomic.
+func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
-	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE conversion_jobs
+	if len(kinds) == 0 {
+		return nil, consent.Errorf(consent.NotFound, "due job not found")
+	}
+	args := []any{owner, until.UnixMicro(), now.UnixMicro()}
+	marks := make([]string, len(kinds))
+	for i, k := range kinds {
+		marks[i] = "?" + strconv.Itoa(len(args)+1) // numbered, as the others are
+		args = append(args, k)
+	}
+	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE jobs
 		SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1
-		WHERE session_id = (SELECT session_id FROM conversion_jobs
-			WHERE failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
-			ORDER BY run_after, session_id LIMIT 1)
-		RETURNING `+jobColumns, owner, until.UnixMicro(), now.UnixMicro()))
+		WHERE (kind, key) = (SELECT kind, key FROM jobs
+			WHERE kind IN (`+strings.Join(marks, ",")+`) AND failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
+			ORDER BY run_after, kind, key LIMIT 1)
+		RETURNING `+jobColumns, args...))
 	if err != nil {
-		return nil, one(err, "due conversion job")
+		return nil, one(err, "due job")
 	}
 	return j, nil
 }
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
-func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, sessionID string) error {
+func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, kind, key string) error {
 	if err != nil {
 		return err
 	}
 	if n, err := r.RowsAffected(); err != nil || n > 0 {
 		return err
 	}
-	if _, err := t.ConversionJob(ctx, sessionID); err != nil {
+	if _, err := t.Job(ctx, kind, key); err != nil {
 		return err
 	}
-	return consent.Errorf(consent.Conflict, "the lease of the conversion job is held by another worker")
+	return consent.Errorf(consent.Conflict, "the lease of the job is held by another runner")
 }
 
-func (t *tx) RenewLease(ctx context.Context, sessionID, owner string, until time.Time) error {
+func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
-	r, err := t.exec(ctx, `UPDATE conversion_jobs SET lease_until = ? WHERE session_id = ? AND lease_owner = ?`,
-		until.UnixMicro(), sessionID, owner)
-	return t.leaseErr(ctx, r, err, sessionID)
+	r, err := t.exec(ctx, `UPDATE jobs SET lease_until = ? WHERE kind = ? AND key = ? AND lease_owner = ?`,
+		until.UnixMicro(), kind, key, owner)
+	return t.leaseErr(ctx, r, err, kind, key)
 }
 
-func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consent.ConversionJob) error {
+func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
@@ -513,13 +532,13 @@ func (t *tx) EndLease(ctx context.Context, sessionID, owner string, next *consen
 		}
 	}
 	if next == nil {
-		r, err := t.exec(ctx, `DELETE FROM conversion_jobs WHERE session_id = ? AND lease_owner = ?`, sessionID, owner)
-		return t.leaseErr(ctx, r, err, sessionID)
+		r, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ? AND lease_owner = ?`, kind, key, owner)
+		return t.leaseErr(ctx, r, err, kind, key)
 	}
-	r, err := t.exec(ctx, `UPDATE conversion_jobs SET attempts = ?, run_after = ?, last_error = ?, failed_at = ?,
-		lease_owner = '', lease_until = NULL WHERE session_id = ? AND lease_owner = ?`,
-		next.Attempts, next.RunAfter.UnixMicro(), next.LastError, sqlrow.Micros(next.FailedAt), sessionID, owner)
-	return t.leaseErr(ctx, r, err, sessionID)
+	r, err := t.exec(ctx, `UPDATE jobs SET payload = ?, attempts = ?, run_after = ?, last_error = ?, failed_at = ?,
+		lease_owner = '', lease_until = NULL WHERE kind = ? AND key = ? AND lease_owner = ?`,
+		payload(next.Payload), next.Attempts, next.RunAfter.UnixMicro(), next.LastError, sqlrow.Micros(next.FailedAt), kind, key, owner)
+	return t.leaseErr(ctx, r, err, kind, key)
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {

@@ -44,9 +44,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"UpdateSession", testUpdateSession},
 		{"Certificate", testCertificate},
 		{"UpdateCertificate", testUpdateCertificate},
-		{"ConversionJob", testConversionJob},
-		{"LeaseConversion", testLeaseConversion},
+		{"Job", testJob},
+		{"LeaseJob", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
+		{"JobRollsBack", testJobRollsBack},
 		{"CertificatesByDigest", testCertificatesByDigest},
 		{"RevokeCertificate", testRevokeCertificate},
 		{"Revocation", testRevocation},
@@ -954,30 +955,6 @@ func testUpdateCertificate(t *testing.T, s consent.Store) {
 	wantCode(t, "UpdateCertificate(unknown)", err, consent.NotFound)
 }
 
-func testConversionJob(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	want := &consent.ConversionJob{SessionID: "s1", RunAfter: t0, CreatedAt: t0}
-	update(t, s, func(tx consent.Tx) error { return tx.EnqueueConversion(ctx, want) })
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.ConversionJob(ctx, "s1")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(want, got, opts); d != "" {
-			t.Errorf("ConversionJob (-want +got):\n%s", d)
-		}
-		_, err = tx.ConversionJob(ctx, "s2")
-		wantCode(t, "ConversionJob(none)", err, consent.NotFound)
-		return nil
-	})
-	err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueConversion(ctx, want) })
-	wantCode(t, "EnqueueConversion(again)", err, consent.Conflict)
-	err = s.Update(ctx, func(tx consent.Tx) error {
-		return tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: "s9", RunAfter: t0, CreatedAt: t0})
-	})
-	wantCode(t, "EnqueueConversion(unknown session)", err, consent.NotFound)
-}
-
 // testReadThenWriteIsAtomic: a rule checked on a session read inside Update
 // still holds at commit. 20 concurrent "retain once" transactions end with
 // exactly one success and one charge.
@@ -1040,154 +1017,4 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
-}
-
-func enqueue(t *testing.T, s consent.Store, runAfter map[string]time.Time) {
-	t.Helper()
-	update(t, s, func(tx consent.Tx) error {
-		for id, at := range runAfter {
-			if err := tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: id, RunAfter: at, CreatedAt: t0}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-}
-
-func lease(s consent.Store, owner string, now time.Time) (*consent.ConversionJob, error) {
-	var j *consent.ConversionJob
-	err := s.Update(ctx, func(tx consent.Tx) error {
-		var err error
-		j, err = tx.LeaseConversion(ctx, owner, now, now.Add(10*time.Minute))
-		return err
-	})
-	return j, err
-}
-
-func testLeaseConversion(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	enqueue(t, s, map[string]time.Time{"s1": t0, "s2": t0.Add(time.Minute)})
-
-	j, err := lease(s, "w1", t0)
-	want := &consent.ConversionJob{SessionID: "s1", Attempts: 1, RunAfter: t0, LeaseOwner: "w1", LeaseUntil: t0.Add(10 * time.Minute), CreatedAt: t0}
-	if d := cmp.Diff(want, j, opts); err != nil || d != "" {
-		t.Fatalf("first lease: %v (-want +got):\n%s", err, d)
-	}
-	_, err = lease(s, "w2", t0)
-	wantCode(t, "lease while s2 is not due and s1 is leased", err, consent.NotFound)
-	if j, err := lease(s, "w2", t0.Add(2*time.Minute)); err != nil || j.SessionID != "s2" {
-		t.Fatalf("lease of s2: %+v, %v", j, err)
-	}
-	// w1 dies; its lease runs out and w3 takes the job.
-	j, err = lease(s, "w3", t0.Add(11*time.Minute))
-	if err != nil || j.SessionID != "s1" || j.Attempts != 2 || j.LeaseOwner != "w3" {
-		t.Fatalf("lease after expiry: %+v, %v", j, err)
-	}
-	renew := func(id, owner string) error {
-		return s.Update(ctx, func(tx consent.Tx) error { return tx.RenewLease(ctx, id, owner, t0.Add(time.Hour)) })
-	}
-	end := func(id, owner string, next *consent.ConversionJob) error {
-		return s.Update(ctx, func(tx consent.Tx) error { return tx.EndLease(ctx, id, owner, next) })
-	}
-	wantCode(t, "RenewLease by the dead worker", renew("s1", "w1"), consent.Conflict)
-	wantCode(t, "EndLease by the dead worker", end("s1", "w1", nil), consent.Conflict)
-	if err := renew("s1", "w3"); err != nil {
-		t.Fatalf("RenewLease by the holder: %v", err)
-	}
-	retry := &consent.ConversionJob{Attempts: 2, RunAfter: t0.Add(20 * time.Minute), LastError: "chromium crashed"}
-	if err := end("s1", "w3", retry); err != nil {
-		t.Fatalf("EndLease(retry): %v", err)
-	}
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.ConversionJob(ctx, "s1")
-		want := &consent.ConversionJob{SessionID: "s1", Attempts: 2, RunAfter: t0.Add(20 * time.Minute), LastError: "chromium crashed", CreatedAt: t0}
-		if d := cmp.Diff(want, got, opts); err != nil || d != "" {
-			t.Errorf("job after retry: %v (-want +got):\n%s", err, d)
-		}
-		return nil
-	})
-	// At 19 min s1 is not due yet, and w2's lease of s2 ran out at 12 min.
-	if j, err := lease(s, "w4", t0.Add(19*time.Minute)); err != nil || j.SessionID != "s2" || j.Attempts != 2 {
-		t.Fatalf("lease at 19 min: %+v, %v; want s2 again", j, err)
-	}
-	if j, err := lease(s, "w4", t0.Add(20*time.Minute)); err != nil || j.SessionID != "s1" || j.Attempts != 3 {
-		t.Fatalf("lease of the retry: %+v, %v", j, err)
-	}
-	// A failed job is never leased again.
-	failed := &consent.ConversionJob{Attempts: 3, RunAfter: t0, LastError: "gave up", FailedAt: t0.Add(20 * time.Minute)}
-	if err := end("s1", "w4", failed); err != nil {
-		t.Fatalf("EndLease(failed): %v", err)
-	}
-	// The job of s2 is done.
-	if j, err := lease(s, "w5", t0.Add(time.Hour)); err != nil || j.SessionID != "s2" {
-		t.Fatalf("lease of s2 again: %+v, %v", j, err)
-	}
-	if err := end("s2", "w5", nil); err != nil {
-		t.Fatalf("EndLease(done): %v", err)
-	}
-	_, err = lease(s, "w6", t0.Add(48*time.Hour))
-	wantCode(t, "lease with one job failed and one done", err, consent.NotFound)
-	view(t, s, func(tx consent.Tx) error {
-		_, err := tx.ConversionJob(ctx, "s2")
-		wantCode(t, "ConversionJob(done)", err, consent.NotFound)
-		got, err := tx.ConversionJob(ctx, "s1")
-		if err != nil || !got.FailedAt.Equal(t0.Add(20*time.Minute)) || got.LastError != "gave up" {
-			t.Errorf("failed job: %+v, %v", got, err)
-		}
-		return nil
-	})
-	wantCode(t, "RenewLease(done job)", renew("s2", "w5"), consent.NotFound)
-	wantCode(t, "EndLease(done job)", end("s2", "w5", nil), consent.NotFound)
-}
-
-// testConcurrentLeases: many workers leasing at once each get a different
-// job, and every job is leased exactly once while its lease runs.
-func testConcurrentLeases(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	const jobs, workers = 12, 6
-	due := map[string]time.Time{}
-	update(t, s, func(tx consent.Tx) error {
-		for i := range jobs {
-			id := fmt.Sprintf("j%02d", i)
-			due[id] = t0
-			if err := tx.CreateSession(ctx, session(id, "acme", "acme-web")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	enqueue(t, s, due)
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		leased = map[string]int{}
-	)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, err := lease(s, fmt.Sprint("w", w), t0)
-				if consent.ErrorCode(err) == consent.NotFound {
-					return
-				}
-				if err != nil {
-					t.Errorf("lease: %v", err)
-					return
-				}
-				mu.Lock()
-				leased[j.SessionID]++
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if len(leased) != jobs {
-		t.Errorf("%d jobs leased, want %d", len(leased), jobs)
-	}
-	for id, n := range leased {
-		if n != 1 {
-			t.Errorf("job %s leased %d times", id, n)
-		}
-	}
 }

@@ -74,17 +74,17 @@ func testText(t *testing.T, s consent.Store) {
 		return nil
 	})
 
-	enqueue(t, s, map[string]time.Time{"s1": t0})
-	if _, err := lease(s, "w1", t0); err != nil {
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(good, good, t0)) })
+	if _, err := lease(s, good, t0, good); err != nil {
 		t.Fatalf("lease: %v", err)
 	}
 	update(t, s, func(tx consent.Tx) error {
-		return tx.EndLease(ctx, "s1", "w1", &consent.ConversionJob{Attempts: 1, RunAfter: t0, LastError: good})
+		return tx.EndJob(ctx, good, good, good, &consent.Job{Attempts: 1, RunAfter: t0, LastError: good})
 	})
 	view(t, s, func(tx consent.Tx) error {
-		j, err := tx.ConversionJob(ctx, "s1")
-		if err != nil || j.LastError != good {
-			t.Errorf("LastError = %q, %v; want %q", j.LastError, err, good)
+		j, err := tx.Job(ctx, good, good)
+		if err != nil || j.Kind != good || j.Key != good || j.LastError != good {
+			t.Errorf("Job = %+v, %v; want kind, key and LastError %q", j, err, good)
 		}
 		return nil
 	})
@@ -156,11 +156,13 @@ func refuseText(t *testing.T, s consent.Store, bad string) {
 			_, err := tx.Debit(ctx, e)
 			return err
 		}},
-		{"EnqueueConversion(last_error)", func(tx consent.Tx) error {
-			return tx.EnqueueConversion(ctx, &consent.ConversionJob{SessionID: "s2", RunAfter: t0, LastError: bad, CreatedAt: t0})
+		{"EnqueueJob(last_error)", func(tx consent.Tx) error {
+			return tx.EnqueueJob(ctx, &consent.Job{Kind: "convert", Key: "s2", RunAfter: t0, LastError: bad, CreatedAt: t0})
 		}},
-		{"LeaseConversion(owner)", func(tx consent.Tx) error {
-			_, err := tx.LeaseConversion(ctx, bad, t0, t0.Add(time.Minute))
+		{"EnqueueJob(kind)", func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(bad, "s2", t0)) }},
+		{"EnqueueJob(key)", func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("convert", bad, t0)) }},
+		{"LeaseJob(owner)", func(tx consent.Tx) error {
+			_, err := tx.LeaseJob(ctx, []string{"convert"}, bad, t0, t0.Add(time.Minute))
 			return err
 		}},
 	}
@@ -203,8 +205,8 @@ func refuseText(t *testing.T, s consent.Store, bad string) {
 		if err != nil || len(ledger) != 0 {
 			t.Errorf("Ledger(acme) after refusals = %+v, %v; want none", ledger, err)
 		}
-		if j, err := tx.ConversionJob(ctx, "s2"); err == nil {
-			t.Errorf("refused conversion job was written: %+v", j)
+		if j, err := tx.Job(ctx, "convert", "s2"); err == nil {
+			t.Errorf("refused job was written: %+v", j)
 		}
 		return nil
 	})

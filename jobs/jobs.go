@@ -1,0 +1,428 @@
+// Package jobs runs the store's job queue (consent.Job): conversions of
+// retained recordings to video, the purge of expired data and webhook
+// deliveries are its handlers.
+//
+// A job is enqueued with consent.Tx.EnqueueJob inside the transaction of the
+// change that calls for it, so it exists exactly when that change committed.
+// A Runner leases due jobs, keeps each lease alive while its handler works,
+// and ends the job in one transaction together with the handler's own
+// writes: deleted when done, tried again after an exponential backoff, or
+// kept as failed (FailedAt set, the last error kept) after MaxAttempts, once
+// older than GiveUpAfter, or at once on a permanent error (one with a
+// Permanent() bool method that says true). A job whose runner dies is taken
+// again by any runner once its lease runs out, so every job is done at least
+// once; a handler must therefore be safe to run again for the same job.
+//
+// Runners on many machines may share one store: a lease keeps the others
+// off a job (Postgres leases with FOR UPDATE SKIP LOCKED). Each handler has
+// its own pool of Concurrency goroutines that lease only its kind, so slow
+// jobs (conversions) never hold up quick ones (webhooks).
+package jobs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Handler does the jobs of one kind.
+type Handler struct {
+	// Kind is the kind of job it does (consent.Job.Kind). Required.
+	Kind string
+	// Do does one job, outside any transaction. Its Result's Commit runs in
+	// the transaction that ends the job. Required.
+	Do func(ctx context.Context, j *consent.Job) (Result, error)
+	// Started, when set, runs in the transaction that leases the job.
+	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
+	// Failed, when set, runs in the transaction that records a failed
+	// attempt, or hands back one cut short by shutdown; final says the job
+	// will not be tried again.
+	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error
+	// Every, when positive, makes the kind recurring: one job of key
+	// EveryKey always exists (each Runner enqueues it when it starts, and
+	// the first to do so wins) and after each run it is due again Every
+	// later. A recurring job is never failed for good: after a failed run
+	// it is retried with backoff, at most Every later.
+	Every time.Duration
+	// Concurrency is how many jobs of this kind the Runner does at once:
+	// default 1.
+	Concurrency int
+	// Lease is how long a job is held without a sign of life: default 1
+	// minute. The Runner renews it every Lease/3 while Do runs, and cancels
+	// Do's context if it is lost.
+	Lease time.Duration
+	// Timeout, when positive, bounds one Do.
+	Timeout time.Duration
+	// MaxAttempts is how many tries a job gets: default 5.
+	MaxAttempts int
+	// GiveUpAfter, when positive, fails a job for good after a failed
+	// attempt once it is older than this, whatever its attempts.
+	GiveUpAfter time.Duration
+	// Backoff is the wait after the first failed attempt, doubled after
+	// each further one up to MaxBackoff: defaults 30 s and 1 h.
+	Backoff, MaxBackoff time.Duration
+}
+
+// EveryKey is the key of a recurring kind's one job.
+const EveryKey = "every"
+
+// Result is what a Handler's Do did.
+type Result struct {
+	// Commit, when set, runs in the transaction that ends the job: the
+	// handler's writes commit if and only if the job is recorded as done.
+	Commit func(ctx context.Context, tx consent.Tx) error
+	// Again, when set, keeps the job, due again at that time with its
+	// attempts reset, instead of deleting it.
+	Again time.Time
+	// Payload, with Again, replaces the job's payload (nil keeps it).
+	Payload []byte
+}
+
+// Config configures a Runner. Store and at least one Handler are required.
+type Config struct {
+	Store    consent.Store
+	Handlers []Handler
+	// ID names this runner in leases: default host-pid-random. Every runner
+	// sharing a store needs its own.
+	ID string
+	// Poll is how often an idle goroutine looks for a due job: default 1 s.
+	Poll time.Duration
+	// Now is the clock that RunAfter, leases and backoff follow: default
+	// the wall clock in UTC. Tests pass a fake one.
+	Now    func() time.Time
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Runner leases and does jobs. It is safe for concurrent use.
+type Runner struct {
+	cfg      Config
+	handlers map[string]*Handler
+	wake     chan struct{}
+}
+
+// New checks cfg and returns a Runner.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Store == nil || len(cfg.Handlers) == 0 {
+		return nil, errors.New("jobs: Config needs a Store and at least one Handler")
+	}
+	if cfg.Poll < 0 {
+		return nil, errors.New("jobs: Config.Poll must not be negative")
+	}
+	if cfg.ID == "" {
+		host, _ := os.Hostname()
+		var b [4]byte
+		rand.Read(b[:])
+		cfg.ID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.Poll == 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return time.Now().UTC() }
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	r := &Runner{cfg: cfg, handlers: map[string]*Handler{}, wake: make(chan struct{})}
+	for _, h := range cfg.Handlers {
+		if h.Kind == "" || h.Do == nil {
+			return nil, errors.New("jobs: a Handler needs a Kind and Do")
+		}
+		if r.handlers[h.Kind] != nil {
+			return nil, fmt.Errorf("jobs: two handlers of kind %q", h.Kind)
+		}
+		if err := consent.CheckText("kind", h.Kind); err != nil {
+			return nil, err
+		}
+		if h.Every < 0 || h.Concurrency < 0 || h.Lease < 0 || h.Timeout < 0 || h.MaxAttempts < 0 || h.GiveUpAfter < 0 ||
+			h.Backoff < 0 || h.MaxBackoff < 0 {
+			return nil, fmt.Errorf("jobs: handler %q: values must not be negative (zero means the default)", h.Kind)
+		}
+		h.Concurrency = max(h.Concurrency, 1)
+		h.MaxAttempts = cmpOr(h.MaxAttempts, 5)
+		h.Lease = cmpOr(h.Lease, time.Minute)
+		h.Backoff = cmpOr(h.Backoff, 30*time.Second)
+		h.MaxBackoff = cmpOr(h.MaxBackoff, time.Hour)
+		r.handlers[h.Kind] = &h
+	}
+	return r, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// Run does jobs until ctx is done, then returns once the jobs in hand are
+// handed back. Errors are logged and retried, not returned, except when a
+// recurring job cannot be scheduled at start.
+func (r *Runner) Run(ctx context.Context) error {
+	if err := r.Schedule(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	for _, h := range r.handlers {
+		for i := range h.Concurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.loop(ctx, h, fmt.Sprintf("%s/%s/%d", r.cfg.ID, h.Kind, i))
+			}()
+		}
+	}
+	wg.Wait()
+	return nil
+}
+
+// Schedule enqueues the job of every recurring kind that has none, due now.
+// Run calls it; tests that use RunOnce call it themselves.
+func (r *Runner) Schedule(ctx context.Context) error {
+	for _, h := range r.handlers {
+		if h.Every <= 0 {
+			continue
+		}
+		now := r.cfg.Now()
+		err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+			return tx.EnqueueJob(ctx, &consent.Job{Kind: h.Kind, Key: EveryKey, RunAfter: now, CreatedAt: now})
+		})
+		if err != nil && consent.ErrorCode(err) != consent.Conflict {
+			return fmt.Errorf("jobs: schedule %s: %w", h.Kind, err)
+		}
+	}
+	return nil
+}
+
+// Wake makes idle goroutines look for due jobs now rather than at their
+// next poll: call it after enqueueing work that should start at once.
+func (r *Runner) Wake() {
+	for {
+		select {
+		case r.wake <- struct{}{}:
+		default:
+			return
+		}
+	}
+}
+
+func (r *Runner) loop(ctx context.Context, h *Handler, owner string) {
+	for ctx.Err() == nil {
+		worked, err := r.runOnce(ctx, h, owner)
+		if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Error("job runner", "kind", h.Kind, "runner", owner, "err", err)
+		}
+		if worked && err == nil {
+			continue // there may be more
+		}
+		t := time.NewTimer(r.cfg.Poll)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-r.wake:
+		}
+		t.Stop()
+	}
+}
+
+// RunOnce does at most one due job of the kind and reports whether there
+// was one.
+func (r *Runner) RunOnce(ctx context.Context, kind string) (bool, error) {
+	h := r.handlers[kind]
+	if h == nil {
+		return false, fmt.Errorf("jobs: no handler of kind %q", kind)
+	}
+	return r.runOnce(ctx, h, r.cfg.ID+"/"+kind+"/once")
+}
+
+var errLeaseLost = errors.New("jobs: lease lost")
+
+func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, error) {
+	job, err := r.lease(ctx, h, owner)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
+
+	doCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if h.Timeout > 0 {
+		var stop context.CancelFunc
+		doCtx, stop = context.WithTimeout(doCtx, h.Timeout)
+		defer stop()
+	}
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		r.renew(doCtx, cancel, h, job, owner)
+	}()
+	res, err := do(doCtx, h, job)
+	cancel(nil)
+	<-renewed
+	if errors.Is(context.Cause(doCtx), errLeaseLost) {
+		log.Warn("lease lost to another runner; result discarded")
+		return true, nil
+	}
+	// Finish even when ctx is done, so the job is handed back at once.
+	finishCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer stop()
+	if err != nil {
+		return true, r.fail(finishCtx, log, h, job, owner, err, ctx.Err() != nil)
+	}
+	now := r.cfg.Now()
+	again := res.Again
+	if again.IsZero() && h.Every > 0 {
+		again = now.Add(h.Every)
+	}
+	err = r.cfg.Store.Update(finishCtx, func(tx consent.Tx) error {
+		var next *consent.Job
+		if !again.IsZero() {
+			next = &consent.Job{Payload: job.Payload, RunAfter: again}
+			if res.Payload != nil {
+				next.Payload = res.Payload
+			}
+		}
+		if err := tx.EndJob(finishCtx, job.Kind, job.Key, owner, next); err != nil {
+			return err
+		}
+		if res.Commit != nil {
+			return res.Commit(finishCtx, tx)
+		}
+		return nil
+	})
+	if consent.ErrorCode(err) == consent.Conflict {
+		log.Warn("lease lost to another runner before the result was recorded")
+		return true, nil
+	}
+	return true, err
+}
+
+// do calls h.Do; a panic fails the attempt like an error, never the
+// process: jobs handle input from the public.
+func do(ctx context.Context, h *Handler, j *consent.Job) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = Result{}, fmt.Errorf("job panicked: %v", p)
+		}
+	}()
+	return h.Do(ctx, j)
+}
+
+func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.Job, error) {
+	var job *consent.Job
+	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+		now := r.cfg.Now()
+		var err error
+		if job, err = tx.LeaseJob(ctx, []string{h.Kind}, owner, now, now.Add(h.Lease)); err != nil {
+			return err
+		}
+		if h.Started != nil {
+			return h.Started(ctx, tx, job)
+		}
+		return nil
+	})
+	return job, err
+}
+
+// renew keeps the lease alive until ctx is done; when the lease is lost it
+// cancels the job's context.
+func (r *Runner) renew(ctx context.Context, cancel context.CancelCauseFunc, h *Handler, j *consent.Job, owner string) {
+	t := time.NewTicker(h.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+			return tx.RenewJob(ctx, j.Kind, j.Key, owner, r.cfg.Now().Add(h.Lease))
+		})
+		if code := consent.ErrorCode(err); code == consent.Conflict || code == consent.NotFound {
+			cancel(errLeaseLost)
+			return
+		}
+	}
+}
+
+// maxErrorText bounds the error kept with a job.
+const maxErrorText = 1000
+
+// ErrorText is cause's message as a job keeps it: valid text (a tool's
+// output may hold any bytes), at most 1000 bytes.
+func ErrorText(cause error) string {
+	msg := consent.CleanText(cause.Error())
+	if len(msg) > maxErrorText {
+		msg = strings.ToValidUTF8(msg[:maxErrorText], "") // never cut a character in two
+	}
+	return msg
+}
+
+// Permanent reports whether err says that trying again cannot help.
+func Permanent(err error) bool {
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
+}
+
+// fail records a failed attempt: tried again after a backoff, or failed for
+// good. An attempt cut short by shutdown is handed back at once and not
+// counted.
+func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *consent.Job, owner string, cause error, stopping bool) error {
+	now := r.cfg.Now()
+	next := &consent.Job{Payload: job.Payload, Attempts: job.Attempts, LastError: ErrorText(cause)}
+	final := false
+	switch {
+	case stopping:
+		next.Attempts, next.RunAfter, next.LastError = job.Attempts-1, now, job.LastError
+	case h.Every > 0:
+		next.Attempts, next.RunAfter = 0, now.Add(min(r.backoff(h, job.Attempts), h.Every))
+	case job.Attempts >= h.MaxAttempts || Permanent(cause) || h.GiveUpAfter > 0 && now.Sub(job.CreatedAt) >= h.GiveUpAfter:
+		next.RunAfter, next.FailedAt, final = now, now, true
+	default:
+		next.RunAfter = now.Add(r.backoff(h, job.Attempts))
+	}
+	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.EndJob(ctx, job.Kind, job.Key, owner, next); err != nil {
+			return err
+		}
+		if h.Failed != nil {
+			return h.Failed(ctx, tx, job, final)
+		}
+		return nil
+	})
+	switch {
+	case consent.ErrorCode(err) == consent.Conflict:
+		return nil // another runner holds it now
+	case err != nil:
+		return err
+	case stopping:
+		log.Info("job interrupted by shutdown; handed back")
+	case final:
+		log.Error("job failed for good", "err", cause)
+	default:
+		log.Warn("job failed; will retry", "err", cause, "retry_at", next.RunAfter)
+	}
+	return nil
+}
+
+// backoff is the wait after the given number of failed attempts.
+func (r *Runner) backoff(h *Handler, attempts int) time.Duration {
+	d := h.Backoff
+	for i := 1; i < attempts && d < h.MaxBackoff; i++ {
+		d *= 2
+	}
+	return min(d, h.MaxBackoff)
+}

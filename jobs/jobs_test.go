@@ -1,0 +1,386 @@
+package jobs_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/jobs"
+)
+
+var ctx = context.Background()
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// clock is a settable clock shared by goroutines.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+var t0 = time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+
+func enqueue(t *testing.T, s consent.Store, kind string, keys ...string) {
+	t.Helper()
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		for _, k := range keys {
+			if err := tx.EnqueueJob(ctx, &consent.Job{Kind: kind, Key: k, Payload: []byte("p-" + k), RunAfter: t0, CreatedAt: t0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func job(t *testing.T, s consent.Store, kind, key string) *consent.Job {
+	t.Helper()
+	var j *consent.Job
+	err := s.View(ctx, func(tx consent.Tx) error {
+		var err error
+		j, err = tx.Job(ctx, kind, key)
+		return err
+	})
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func runner(t *testing.T, s consent.Store, c *clock, hs ...jobs.Handler) *jobs.Runner {
+	t.Helper()
+	r, err := jobs.New(jobs.Config{Store: s, Handlers: hs, ID: "r1", Now: c.Now, Logger: quiet, Poll: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func runOnce(t *testing.T, r *jobs.Runner, kind string) bool {
+	t.Helper()
+	worked, err := r.RunOnce(ctx, kind)
+	if err != nil {
+		t.Fatalf("RunOnce: %v", err)
+	}
+	return worked
+}
+
+// A done job is deleted in the transaction that commits its handler's
+// writes; a Commit that fails leaves both undone.
+func TestDoneCommitsWithTheJob(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	var commitFails atomic.Bool
+	r := runner(t, s, c, jobs.Handler{Kind: "mark", Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+		if string(j.Payload) != "p-"+j.Key {
+			return jobs.Result{}, fmt.Errorf("payload %q", j.Payload)
+		}
+		return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+			if commitFails.Load() {
+				return errors.New("commit refused")
+			}
+			return tx.EnqueueJob(ctx, &consent.Job{Kind: "done", Key: j.Key, RunAfter: c.Now(), CreatedAt: c.Now()})
+		}}, nil
+	}})
+	enqueue(t, s, "mark", "a")
+	commitFails.Store(true)
+	if _, err := r.RunOnce(ctx, "mark"); err == nil {
+		t.Fatal("RunOnce with a failing Commit: no error")
+	}
+	if j := job(t, s, "mark", "a"); j == nil || j.LeaseOwner == "" {
+		t.Fatalf("job after a failed Commit = %+v; want it still there and leased", j)
+	}
+	if job(t, s, "done", "a") != nil {
+		t.Fatal("the failed Commit's write was kept")
+	}
+	// The lease runs out (default 1 minute) and the job is done again.
+	commitFails.Store(false)
+	if runOnce(t, r, "mark") {
+		t.Fatal("job taken again while its lease runs")
+	}
+	c.Add(time.Minute)
+	if !runOnce(t, r, "mark") {
+		t.Fatal("job not taken again after its lease ran out")
+	}
+	if job(t, s, "mark", "a") != nil || job(t, s, "done", "a") == nil {
+		t.Fatal("want the job deleted and the Commit's write kept")
+	}
+	if runOnce(t, r, "mark") {
+		t.Fatal("a done job ran again")
+	}
+}
+
+// Failures are retried with exponential backoff, then failed for good with
+// the last error kept; Failed runs in the same transaction each time.
+func TestRetriesThenFails(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	var finals []bool
+	r := runner(t, s, c, jobs.Handler{Kind: "flaky", MaxAttempts: 3, Backoff: 10 * time.Second, MaxBackoff: 15 * time.Second,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			return jobs.Result{}, fmt.Errorf("try %d: bad \xff byte", j.Attempts)
+		},
+		Failed: func(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
+			finals = append(finals, final)
+			return nil
+		}})
+	enqueue(t, s, "flaky", "a")
+	for i, wait := range []time.Duration{10 * time.Second, 15 * time.Second} { // 20 s capped to 15
+		if !runOnce(t, r, "flaky") {
+			t.Fatalf("attempt %d not run", i+1)
+		}
+		j := job(t, s, "flaky", "a")
+		if j.Attempts != i+1 || !j.RunAfter.Equal(c.Now().Add(wait)) || !j.FailedAt.IsZero() || j.LeaseOwner != "" {
+			t.Fatalf("after attempt %d: %+v; want retry at +%v", i+1, j, wait)
+		}
+		if !consent.ValidText(j.LastError) {
+			t.Fatalf("LastError %q is not valid text", j.LastError)
+		}
+		if runOnce(t, r, "flaky") {
+			t.Fatal("retried before its backoff")
+		}
+		c.Add(wait)
+	}
+	runOnce(t, r, "flaky")
+	j := job(t, s, "flaky", "a")
+	if j.Attempts != 3 || j.FailedAt.IsZero() || j.LastError != "try 3: bad \uFFFD byte" {
+		t.Fatalf("after the last attempt: %+v; want failed with the last error", j)
+	}
+	c.Add(24 * time.Hour)
+	if runOnce(t, r, "flaky") {
+		t.Fatal("a failed job ran again")
+	}
+	if fmt.Sprint(finals) != "[false false true]" {
+		t.Fatalf("Failed saw final = %v; want [false false true]", finals)
+	}
+}
+
+type permanentErr struct{}
+
+func (permanentErr) Error() string   { return "never" }
+func (permanentErr) Permanent() bool { return true }
+
+// A permanent error and a panic: the first fails the job at once, the
+// second is a failed attempt, never a crash.
+func TestPermanentAndPanic(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	r := runner(t, s, c, jobs.Handler{Kind: "k", Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+		if j.Key == "panics" {
+			panic("boom")
+		}
+		return jobs.Result{}, fmt.Errorf("wrapped: %w", permanentErr{})
+	}})
+	enqueue(t, s, "k", "never", "panics")
+	runOnce(t, r, "k")
+	runOnce(t, r, "k")
+	if j := job(t, s, "k", "never"); j.Attempts != 1 || j.FailedAt.IsZero() {
+		t.Errorf("permanent failure: %+v; want failed after one attempt", j)
+	}
+	if j := job(t, s, "k", "panics"); j.Attempts != 1 || !j.FailedAt.IsZero() || j.LastError != "job panicked: boom" {
+		t.Errorf("panic: %+v; want a failed attempt to retry", j)
+	}
+}
+
+// GiveUpAfter fails an old job after a failed attempt, whatever its
+// attempts.
+func TestGiveUpAfter(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	r := runner(t, s, c, jobs.Handler{Kind: "k", MaxAttempts: 100, GiveUpAfter: time.Hour, Backoff: time.Minute,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			return jobs.Result{}, errors.New("down")
+		}})
+	enqueue(t, s, "k", "a")
+	runOnce(t, r, "k")
+	if j := job(t, s, "k", "a"); !j.FailedAt.IsZero() {
+		t.Fatalf("failed for good at once: %+v", j)
+	}
+	c.Add(time.Hour)
+	runOnce(t, r, "k")
+	if j := job(t, s, "k", "a"); j.FailedAt.IsZero() || j.Attempts != 2 {
+		t.Fatalf("after an hour: %+v; want failed for good", j)
+	}
+}
+
+// A recurring kind has one job, however many runners schedule it, due again
+// Every after each run, and retried (never failed) when a run fails.
+func TestRecurring(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	var runs atomic.Int32
+	var fail atomic.Bool
+	h := jobs.Handler{Kind: "sweep", Every: time.Hour, MaxAttempts: 1, Backoff: time.Minute,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			runs.Add(1)
+			if fail.Load() {
+				return jobs.Result{}, errors.New("database away")
+			}
+			return jobs.Result{}, nil
+		}}
+	r1, r2 := runner(t, s, c, h), runner(t, s, c, h)
+	for _, r := range []*jobs.Runner{r1, r2} {
+		if err := r.Schedule(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !runOnce(t, r1, "sweep") || runOnce(t, r2, "sweep") {
+		t.Fatal("want one run now, not two")
+	}
+	if j := job(t, s, "sweep", jobs.EveryKey); j == nil || !j.RunAfter.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("after a run: %+v; want due again in an hour", j)
+	}
+	c.Add(time.Hour)
+	fail.Store(true)
+	runOnce(t, r2, "sweep")
+	if j := job(t, s, "sweep", jobs.EveryKey); !j.FailedAt.IsZero() || !j.RunAfter.Equal(c.Now().Add(time.Minute)) {
+		t.Fatalf("after a failed run: %+v; want a retry in a minute, never failed for good", j)
+	}
+	if runs.Load() != 2 {
+		t.Fatalf("%d runs; want 2", runs.Load())
+	}
+}
+
+// A lost lease cancels the handler's context and its result is dropped.
+func TestLostLeaseCancels(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	started := make(chan struct{})
+	r := runner(t, s, c, jobs.Handler{Kind: "slow", Lease: 30 * time.Millisecond,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			close(started)
+			<-ctx.Done()
+			return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+				return errors.New("a dropped result must not be committed")
+			}}, nil
+		}})
+	enqueue(t, s, "slow", "a")
+	done := make(chan error, 1)
+	go func() { _, err := r.RunOnce(ctx, "slow"); done <- err }()
+	<-started
+	// Another runner takes the job once the lease has run out by the clock.
+	c.Add(time.Second)
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		_, err := tx.LeaseJob(ctx, []string{"slow"}, "thief", c.Now(), c.Now().Add(time.Hour))
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunOnce after losing its lease: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler was not cancelled when its lease was lost")
+	}
+	if j := job(t, s, "slow", "a"); j == nil || j.LeaseOwner != "thief" {
+		t.Fatalf("job = %+v; want it still held by the thief", j)
+	}
+}
+
+// Two runners with several goroutines each, on every store: every job is
+// done exactly once, and never by two goroutines at the same time.
+func TestRunnersShareAStore(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+		s := open(t)
+		const n = 40
+		keys := make([]string, n)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%02d", i)
+		}
+		enqueue(t, s, "work", keys...)
+		var (
+			mu      sync.Mutex
+			running = map[string]bool{}
+			done    = map[string]int{}
+			all     = make(chan struct{})
+		)
+		h := jobs.Handler{Kind: "work", Concurrency: 3, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			mu.Lock()
+			if running[j.Key] {
+				t.Errorf("job %s run twice at once", j.Key)
+			}
+			running[j.Key] = true
+			mu.Unlock()
+			time.Sleep(2 * time.Millisecond)
+			return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+				mu.Lock()
+				defer mu.Unlock()
+				running[j.Key] = false
+				done[j.Key]++
+				if len(done) == n {
+					select {
+					case <-all:
+					default:
+						close(all)
+					}
+				}
+				return nil
+			}}, nil
+		}}
+		runCtx, cancel := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		for i := range 2 {
+			r, err := jobs.New(jobs.Config{Store: s, Handlers: []jobs.Handler{h}, ID: fmt.Sprint("r", i), Logger: quiet, Poll: 5 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() { defer wg.Done(); r.Run(runCtx) }()
+		}
+		select {
+		case <-all:
+		case <-time.After(60 * time.Second):
+			t.Error("the jobs were not all done within a minute")
+		}
+		cancel()
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, k := range keys {
+			if done[k] != 1 {
+				t.Errorf("job %s done %d times; want once", k, done[k])
+			}
+		}
+	})
+}
+
+func TestNewRefuses(t *testing.T) {
+	s := teststore.Memory(t)
+	do := func(ctx context.Context, j *consent.Job) (jobs.Result, error) { return jobs.Result{}, nil }
+	for name, cfg := range map[string]jobs.Config{
+		"no store":    {Handlers: []jobs.Handler{{Kind: "k", Do: do}}},
+		"no handlers": {Store: s},
+		"no kind":     {Store: s, Handlers: []jobs.Handler{{Do: do}}},
+		"no Do":       {Store: s, Handlers: []jobs.Handler{{Kind: "k"}}},
+		"two of kind": {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do}, {Kind: "k", Do: do}}},
+		"negative":    {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do, Lease: -1}}},
+		"bad kind":    {Store: s, Handlers: []jobs.Handler{{Kind: "k\x00", Do: do}}},
+	} {
+		if _, err := jobs.New(cfg); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+}

@@ -1,0 +1,66 @@
+package sqlitestore
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Upgrading a database that has conversion jobs (schema 0004) to the one
+// job queue (0005) keeps every job, its attempts, lease and last error.
+func TestMigrateKeepsConversionJobs(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "m.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"0001_init", "0002_conversion_jobs", "0003_video", "0004_capture"} {
+		if err := s.migrate(ctx, "migrations/"+name+".sql"); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
+			return err
+		}
+		return tx.CreateSession(ctx, &consent.Session{ID: "s1", CompanyID: "acme", PropertyID: "web", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO conversion_jobs
+		(session_id, attempts, run_after, lease_owner, lease_until, last_error, failed_at, created_at)
+		VALUES ('s1', 2, ?, 'w1', ?, 'chromium crashed', NULL, ?)`,
+		t0.Add(time.Minute).UnixMicro(), t0.Add(2*time.Minute).UnixMicro(), t0.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx consent.Tx) error {
+		j, err := tx.Job(ctx, consent.JobConvert, "s1")
+		if err != nil {
+			return err
+		}
+		if j.Attempts != 2 || !j.RunAfter.Equal(t0.Add(time.Minute)) || j.LeaseOwner != "w1" ||
+			!j.LeaseUntil.Equal(t0.Add(2*time.Minute)) || j.LastError != "chromium crashed" || !j.CreatedAt.Equal(t0) {
+			t.Errorf("migrated job = %+v", j)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

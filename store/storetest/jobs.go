@@ -1,0 +1,263 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// kinds are the job kinds the suite leases.
+var kinds = []string{consent.JobConvert, "purge", "webhook"}
+
+func job(kind, key string, runAfter time.Time) *consent.Job {
+	return &consent.Job{Kind: kind, Key: key, RunAfter: runAfter, CreatedAt: t0}
+}
+
+func testJob(t *testing.T, s consent.Store) {
+	// Any bytes, invalid UTF-8 and NUL included, come back as they went in.
+	payload := []byte("{\"id\":1}\x00\xff\xfe")
+	want := &consent.Job{Kind: consent.JobConvert, Key: "s1", Payload: payload, RunAfter: t0, CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, want) })
+	// The same key in another kind is another job.
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("webhook", "s1", t0)) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Job(ctx, consent.JobConvert, "s1")
+		if d := cmp.Diff(want, got, opts); err != nil || d != "" {
+			t.Errorf("Job: %v (-want +got):\n%s", err, d)
+		}
+		got, err = tx.Job(ctx, "webhook", "s1")
+		if err != nil || got.Kind != "webhook" || len(got.Payload) != 0 {
+			t.Errorf("Job(webhook, s1) = %+v, %v; want the webhook job with no payload", got, err)
+		}
+		_, err = tx.Job(ctx, consent.JobConvert, "s2")
+		wantCode(t, "Job(none)", err, consent.NotFound)
+		_, err = tx.Job(ctx, "purge", "s1")
+		wantCode(t, "Job(other kind)", err, consent.NotFound)
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, want) })
+	wantCode(t, "EnqueueJob(again)", err, consent.Conflict)
+}
+
+func lease(s consent.Store, owner string, now time.Time, kinds ...string) (*consent.Job, error) {
+	var j *consent.Job
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		var err error
+		j, err = tx.LeaseJob(ctx, kinds, owner, now, now.Add(10*time.Minute))
+		return err
+	})
+	return j, err
+}
+
+func testLeaseJob(t *testing.T, s consent.Store) {
+	update(t, s, func(tx consent.Tx) error {
+		for _, j := range []*consent.Job{job(consent.JobConvert, "s1", t0), job(consent.JobConvert, "s2", t0.Add(time.Minute))} {
+			if err := tx.EnqueueJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	_, err := lease(s, "w0", t0, "purge", "webhook")
+	wantCode(t, "lease of kinds with no job", err, consent.NotFound)
+	_, err = lease(s, "w0", t0)
+	wantCode(t, "lease of no kind", err, consent.NotFound)
+
+	j, err := lease(s, "w1", t0, kinds...)
+	want := &consent.Job{Kind: consent.JobConvert, Key: "s1", Attempts: 1, RunAfter: t0, LeaseOwner: "w1", LeaseUntil: t0.Add(10 * time.Minute), CreatedAt: t0}
+	if d := cmp.Diff(want, j, opts); err != nil || d != "" {
+		t.Fatalf("first lease: %v (-want +got):\n%s", err, d)
+	}
+	_, err = lease(s, "w2", t0, kinds...)
+	wantCode(t, "lease while s2 is not due and s1 is leased", err, consent.NotFound)
+	if j, err := lease(s, "w2", t0.Add(2*time.Minute), kinds...); err != nil || j.Key != "s2" {
+		t.Fatalf("lease of s2: %+v, %v", j, err)
+	}
+	// w1 crashes; its lease runs out and w3 takes the job.
+	j, err = lease(s, "w3", t0.Add(11*time.Minute), kinds...)
+	if err != nil || j.Key != "s1" || j.Attempts != 2 || j.LeaseOwner != "w3" {
+		t.Fatalf("lease after expiry: %+v, %v", j, err)
+	}
+	renew := func(key, owner string) error {
+		return s.Update(ctx, func(tx consent.Tx) error { return tx.RenewJob(ctx, consent.JobConvert, key, owner, t0.Add(time.Hour)) })
+	}
+	end := func(key, owner string, next *consent.Job) error {
+		return s.Update(ctx, func(tx consent.Tx) error { return tx.EndJob(ctx, consent.JobConvert, key, owner, next) })
+	}
+	wantCode(t, "RenewJob by the crashed runner", renew("s1", "w1"), consent.Conflict)
+	wantCode(t, "EndJob by the crashed runner", end("s1", "w1", nil), consent.Conflict)
+	if err := renew("s1", "w3"); err != nil {
+		t.Fatalf("RenewJob by the holder: %v", err)
+	}
+	retry := &consent.Job{Payload: []byte("cursor"), Attempts: 2, RunAfter: t0.Add(20 * time.Minute), LastError: "chromium crashed"}
+	if err := end("s1", "w3", retry); err != nil {
+		t.Fatalf("EndJob(retry): %v", err)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Job(ctx, consent.JobConvert, "s1")
+		want := &consent.Job{Kind: consent.JobConvert, Key: "s1", Payload: []byte("cursor"), Attempts: 2,
+			RunAfter: t0.Add(20 * time.Minute), LastError: "chromium crashed", CreatedAt: t0}
+		if d := cmp.Diff(want, got, opts); err != nil || d != "" {
+			t.Errorf("job after retry: %v (-want +got):\n%s", err, d)
+		}
+		return nil
+	})
+	// At 19 min s1 is not due yet, and w2's lease of s2 ran out at 12 min.
+	if j, err := lease(s, "w4", t0.Add(19*time.Minute), kinds...); err != nil || j.Key != "s2" || j.Attempts != 2 {
+		t.Fatalf("lease at 19 min: %+v, %v; want s2 again", j, err)
+	}
+	if j, err := lease(s, "w4", t0.Add(20*time.Minute), kinds...); err != nil || j.Key != "s1" || j.Attempts != 3 {
+		t.Fatalf("lease of the retry: %+v, %v", j, err)
+	}
+	// A failed job is never leased again.
+	failed := &consent.Job{Attempts: 3, RunAfter: t0, LastError: "gave up", FailedAt: t0.Add(20 * time.Minute)}
+	if err := end("s1", "w4", failed); err != nil {
+		t.Fatalf("EndJob(failed): %v", err)
+	}
+	// The job of s2 is done.
+	if j, err := lease(s, "w5", t0.Add(time.Hour), kinds...); err != nil || j.Key != "s2" {
+		t.Fatalf("lease of s2 again: %+v, %v", j, err)
+	}
+	if err := end("s2", "w5", nil); err != nil {
+		t.Fatalf("EndJob(done): %v", err)
+	}
+	_, err = lease(s, "w6", t0.Add(48*time.Hour), kinds...)
+	wantCode(t, "lease with one job failed and one done", err, consent.NotFound)
+	view(t, s, func(tx consent.Tx) error {
+		_, err := tx.Job(ctx, consent.JobConvert, "s2")
+		wantCode(t, "Job(done)", err, consent.NotFound)
+		got, err := tx.Job(ctx, consent.JobConvert, "s1")
+		if err != nil || !got.FailedAt.Equal(t0.Add(20*time.Minute)) || got.LastError != "gave up" {
+			t.Errorf("failed job: %+v, %v", got, err)
+		}
+		return nil
+	})
+	wantCode(t, "RenewJob(done job)", renew("s2", "w5"), consent.NotFound)
+	wantCode(t, "EndJob(done job)", end("s2", "w5", nil), consent.NotFound)
+	// A done job's key can be used again.
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(consent.JobConvert, "s2", t0)) })
+
+	// Order: the earliest RunAfter, then kind, then key, byte by byte.
+	update(t, s, func(tx consent.Tx) error {
+		for _, j := range []*consent.Job{job("webhook", "b", t0), job("webhook", "B", t0), job("purge", "z", t0)} {
+			if err := tx.EnqueueJob(ctx, j); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var order []string
+	for {
+		j, err := lease(s, "w7", t0.Add(72*time.Hour), kinds...)
+		if consent.ErrorCode(err) == consent.NotFound {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, j.Kind+"/"+j.Key)
+	}
+	if d := cmp.Diff([]string{"convert/s2", "purge/z", "webhook/B", "webhook/b"}, order); d != "" {
+		t.Errorf("lease order (-want +got):\n%s", d)
+	}
+}
+
+// testConcurrentLeases: many runners leasing at once each get a different
+// job, and no job is leased twice while its lease runs.
+func testConcurrentLeases(t *testing.T, s consent.Store) {
+	const jobs, runners = 24, 6
+	update(t, s, func(tx consent.Tx) error {
+		for i := range jobs {
+			if err := tx.EnqueueJob(ctx, job(kinds[i%len(kinds)], fmt.Sprintf("j%02d", i), t0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		leased = map[string]int{}
+	)
+	for w := range runners {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, err := lease(s, fmt.Sprint("w", w), t0, kinds...)
+				if consent.ErrorCode(err) == consent.NotFound {
+					return
+				}
+				if err != nil {
+					t.Errorf("lease: %v", err)
+					return
+				}
+				mu.Lock()
+				leased[j.Kind+"/"+j.Key]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if len(leased) != jobs {
+		t.Errorf("%d jobs leased, want %d", len(leased), jobs)
+	}
+	for id, n := range leased {
+		if n != 1 {
+			t.Errorf("job %s leased %d times", id, n)
+		}
+	}
+}
+
+// testJobRollsBack: a job enqueued in a transaction that rolls back does
+// not exist, and neither does an end or a lease rolled back.
+func testJobRollsBack(t *testing.T, s consent.Store) {
+	errBoom := errors.New("boom")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.EnqueueJob(ctx, job(consent.JobConvert, "s1", t0)); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v; want the callback's error", err)
+	}
+	_, err = lease(s, "w1", t0, kinds...)
+	wantCode(t, "lease after a rolled-back enqueue", err, consent.NotFound)
+
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(consent.JobConvert, "s1", t0)) })
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		if _, err := tx.LeaseJob(ctx, kinds, "w1", t0, t0.Add(time.Minute)); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v; want the callback's error", err)
+	}
+	j, err := lease(s, "w2", t0, kinds...)
+	if err != nil || j.Attempts != 1 || j.LeaseOwner != "w2" {
+		t.Fatalf("lease after a rolled-back lease = %+v, %v; want w2's first attempt", j, err)
+	}
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.EndJob(ctx, consent.JobConvert, "s1", "w2", nil); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v; want the callback's error", err)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if j, err := tx.Job(ctx, consent.JobConvert, "s1"); err != nil || j.LeaseOwner != "w2" {
+			t.Errorf("job after a rolled-back end = %+v, %v; want it still leased by w2", j, err)
+		}
+		return nil
+	})
+}
