@@ -27,11 +27,11 @@ func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wall
 }
 
 // SessionOf returns the company's session inside tx. Another company's
-// session, and one whose recording was purged, is reported as not found, the
-// same as an unknown one (D9, D26).
+// session is reported as not found, the same as an unknown one (D9). A
+// purged session is returned, with RetentionStatus expired (D26, D43).
 func SessionOf(ctx context.Context, tx Tx, id, companyID string) (*Session, error) {
 	ses, err := tx.Session(ctx, id)
-	if ErrorCode(err) == NotFound || err == nil && (ses.CompanyID != companyID || ses.RetentionStatus == RetentionExpired) {
+	if ErrorCode(err) == NotFound || err == nil && ses.CompanyID != companyID {
 		return nil, Errorf(NotFound, "session not found")
 	}
 	return ses, err

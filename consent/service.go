@@ -562,11 +562,17 @@ func checkEvents(events json.RawMessage) error {
 
 // Recording returns the session's events as one JSON array: the chunks
 // joined in the order they were appended. NotFound when the session does
-// not exist.
+// not exist or its recording was purged (D43).
 func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMessage, error) {
 	var chunks [][]byte
 	err := s.store.View(ctx, func(tx Tx) error {
-		var err error
+		ses, err := tx.Session(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		if ses.RetentionStatus == RetentionExpired {
+			return Errorf(NotFound, "the session's recording was purged: its retention window ended")
+		}
 		chunks, err = tx.Events(ctx, sessionID)
 		return err
 	})

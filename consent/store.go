@@ -125,6 +125,21 @@ type Tx interface {
 	// Revocations returns the company's revocations, oldest first.
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
 
+	// PurgeSessions purges up to limit sessions whose ExpiresAt is not
+	// after before and that are not purged yet, earliest ExpiresAt first
+	// (then id), passing over any that another transaction is changing: it
+	// deletes their recordings (event chunks), clears their page URL,
+	// upload capability and video record, sets VideoStatus none and
+	// RetentionStatus expired (D26, D43). The rows stay, so that a purged
+	// session answers expired. It returns the sessions as they were before,
+	// so that the caller can remove their videos.
+	PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*Session, error)
+	// PurgeCertificates deletes up to limit certificates whose ExpiresAt is
+	// not after before, earliest first (then id), passing over any that
+	// another transaction is changing, and returns their ids, sorted.
+	// Revocations, the ledger and the audit log keep their references.
+	PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error)
+
 	// EnqueueJob adds j to the queue. Conflict when a job of j.Kind and
 	// j.Key exists (a done job is deleted, so its key can be used again).
 	EnqueueJob(ctx context.Context, j *Job) error

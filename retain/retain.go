@@ -50,8 +50,9 @@ type rule struct {
 }
 
 // keep is the one retention rule, inside tx: the session must be the
-// company's and not purged (NotFound); with certificates, it must have some
-// of the company's (NotFound); something must be left to retain (Conflict);
+// company's (NotFound); with certificates, it must have some of the
+// company's (NotFound); it must not be purged, and something must be left
+// to retain (Conflict);
 // then one charge, and every item not yet retained is marked retained until
 // the long-term period ends (D26). An item retained earlier keeps its own,
 // earlier term. With video, the session's recording is queued for
@@ -67,6 +68,9 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	}
 	if err != nil {
 		return nil, err
+	}
+	if ses.RetentionStatus == consent.RetentionExpired {
+		return nil, consent.Errorf(consent.Conflict, "session expired: its retention window ended and its recording was purged")
 	}
 	pending := ses.RetentionStatus != consent.RetentionRetained
 	for _, c := range certs {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,6 +37,10 @@ type VideoStore interface {
 	Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error)
 	// Open returns the stored video that Put described, for reading.
 	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
+	// Delete removes the video at path, a Path that Put returned, when the
+	// purge (D43) ends its session's retention. A video already gone is not
+	// an error; a path that is not one of the store's videos is.
+	Delete(ctx context.Context, path string) error
 }
 
 // Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4.
@@ -96,13 +102,36 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 // Open opens the video at v.Path, which must be a file of the directory:
 // a path that a changed database row points elsewhere is refused.
 func (d Dir) Open(_ context.Context, v consent.Video) (io.ReadSeekCloser, error) {
-	root, err := filepath.Abs(d.Root)
+	p, err := d.file(v.Path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := filepath.Abs(v.Path)
-	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, ".mp4") {
-		return nil, fmt.Errorf("retain: video path %q is not a video of %s", v.Path, d.Root)
-	}
 	return os.Open(p)
+}
+
+// Delete removes the video file at path, which must be a file of the
+// directory.
+func (d Dir) Delete(_ context.Context, path string) error {
+	p, err := d.file(path)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// file returns the absolute path of a video of the directory, refusing any
+// other path.
+func (d Dir) file(path string) (string, error) {
+	root, err := filepath.Abs(d.Root)
+	if err != nil {
+		return "", err
+	}
+	p, err := filepath.Abs(path)
+	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, ".mp4") {
+		return "", fmt.Errorf("retain: video path %q is not a video of %s", path, d.Root)
+	}
+	return p, nil
 }

@@ -62,6 +62,7 @@ type options struct {
 	longTermSet    bool
 	toolsRecheck   time.Duration
 	conversions    int
+	purgeInterval  time.Duration
 	s3             s3video.Config // Bucket empty: videos go to videoDir
 }
 
@@ -88,6 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.s3.Region, "video-s3-region", os.Getenv("AWS_REGION"), "the bucket's `region` (default $AWS_REGION, else us-east-1)")
 	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
+	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
@@ -99,6 +101,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.toolsRecheck <= 0 {
 		return nil, errors.New("-tools-recheck must be positive")
+	}
+	if o.purgeInterval <= 0 {
+		return nil, errors.New("-purge-interval must be positive")
 	}
 	videoDirSet := false
 	fs.Visit(func(f *flag.Flag) { videoDirSet = videoDirSet || f.Name == "video-dir" })
@@ -301,6 +306,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	workerDone := startWorker(ctx, svc, videos, o, log)
+	jobsDone, err := startJobs(ctx, svc, videos, o, log)
+	if err != nil {
+		return err
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -314,6 +323,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
 	<-workerDone
+	<-jobsDone
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -387,10 +387,36 @@ func TestServerDemoData(t *testing.T) {
 	s.stop(t)
 }
 
+// With a short default window, the purge that the server runs every
+// -purge-interval removes the demo certificate: it then verifies as 404
+// (D43), and the log says what was purged.
+func TestServerPurges(t *testing.T) {
+	s := start(t, "-store", "memory", "-replayer", "/nonexistent", "-default-retention", "2s", "-purge-interval", "200ms")
+	if !s.waitFor("Health: curl") {
+		t.Fatalf("the guide was not printed in full:\n%s", s.output())
+	}
+	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
+	if m == nil {
+		t.Fatalf("no token printed:\n%s", s.output())
+	}
+	match := `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`
+	if code, body := s.call(t, "POST", "/verify/match", m[1], match); code != 200 || body["valid"] != true {
+		t.Fatalf("match before the window ended: %d %v", code, body)
+	}
+	if !s.waitFor("purge: expired data removed") {
+		t.Fatalf("no purge in the log:\n%s", s.output())
+	}
+	if code, body := s.call(t, "POST", "/verify/match", m[1], match); code != 404 {
+		t.Errorf("match after the purge: %d %v; want 404", code, body)
+	}
+	s.stop(t)
+}
+
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},
 		{"-video-dir", "v", "-video-s3-bucket", "b"}, {"-conversions", "0"}, {"-conversions", "65"},
+		{"-purge-interval", "0s"}, {"-purge-interval", "-1m"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
@@ -56,6 +57,29 @@ func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoS
 		w.Run(ctx)
 	}()
 	return done
+}
+
+// startJobs runs the service's other jobs in-process until ctx ends: the
+// purge of expired data every -purge-interval (D43) and the removal of the
+// videos it leaves. The returned channel closes when they have stopped.
+func startJobs(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
+	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: purger.Handlers(), Now: svc.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Run(ctx); err != nil {
+			log.Error("jobs stopped", "err", err)
+		}
+	}()
+	log.Info("purge is on", "every", o.purgeInterval.String())
+	return done, nil
 }
 
 // videoStore is where converted videos are kept: the S3 bucket of

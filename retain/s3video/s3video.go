@@ -355,6 +355,25 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 	return &reader{ctx: ctx, s: s, path: v.Path, obj: o, etag: aws.ToString(head.ETag), size: size}, nil
 }
 
+// Delete removes the object version at path, which must be an object of
+// the store's bucket and prefix: deleting a version is permanent. A version
+// under Object Lock is refused by the server until its retain-until date.
+// An object or version already gone is not an error.
+func (s *Store) Delete(ctx context.Context, path string) error {
+	o, err := s.parse(path)
+	if err != nil {
+		return err
+	}
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &o.key, VersionId: optional(o.version)})
+	if err != nil {
+		if err := s.readError("delete", path, err); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("s3video: delete %s: %w", path, err)
+	}
+	return nil
+}
+
 func optional(s string) *string {
 	if s == "" {
 		return nil

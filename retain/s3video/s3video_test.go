@@ -590,7 +590,11 @@ func TestObjectLock(t *testing.T) {
 		t.Errorf("retention %+v, want COMPLIANCE until %v", ret.Retention, wantUntil)
 	}
 
-	// The server, not the library, must refuse an early delete.
+	// The server, not the library, must refuse an early delete, the
+	// purge's included.
+	if err := s.Delete(t.Context(), v.Path); err == nil {
+		t.Fatal("Delete removed a version under compliance-mode Object Lock")
+	}
 	_, err = g.client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version})
 	if err == nil {
 		t.Fatal("the server deleted a version under compliance-mode Object Lock")
@@ -644,12 +648,40 @@ func TestObjectLock(t *testing.T) {
 			if head.ObjectLockMode != "" || head.ObjectLockRetainUntilDate != nil {
 				t.Errorf("keepUntil %v locked the video: %s until %v", until, head.ObjectLockMode, head.ObjectLockRetainUntilDate)
 			}
-			_, err = g.client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: aws.String("locked"), Key: aws.String("videos/ses_unlocked.mp4"), VersionId: &version})
-			if err != nil {
-				t.Errorf("delete of an unlocked version: %v", err)
+			if err := s.Delete(t.Context(), v.Path); err != nil {
+				t.Errorf("Delete of an unlocked version: %v", err)
+			}
+			if _, err := s.Open(t.Context(), v); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
 			}
 		}
 	})
+}
+
+// Delete removes the video for good; a video already gone is no error; a
+// path outside the store is refused.
+func TestDelete(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "plain", false)
+	s := g.store(t, s3video.Config{Bucket: "plain"})
+	src, _ := mp4File(t, 1000, 3)
+	v, err := s.Put(t.Context(), "ses_gone", src, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := s.Delete(t.Context(), v.Path); err != nil {
+			t.Fatalf("Delete #%d: %v", i+1, err)
+		}
+	}
+	if _, err := s.Open(t.Context(), v); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
+	}
+	for _, p := range []string{"s3://other/videos/ses_gone.mp4", "s3://plain/elsewhere/ses_gone.mp4", "/tmp/ses_gone.mp4"} {
+		if err := s.Delete(t.Context(), p); err == nil {
+			t.Errorf("Delete(%q) succeeded", p)
+		}
+	}
 }
 
 func TestNoObjectLock(t *testing.T) {

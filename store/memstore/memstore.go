@@ -12,6 +12,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -499,6 +500,70 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 		out = append(out, cloneRevocation(t.s.revocations[id]))
 	}
 	return out, nil
+}
+
+// expiring returns up to limit keys of items whose expiry is not after
+// before, earliest first, then by key. The memory store scans; the SQL
+// stores use an index on the expiry.
+func expiring[V any](m map[string]V, expiry func(V) (time.Time, bool), before time.Time, limit int) []string {
+	type item struct {
+		at time.Time
+		id string
+	}
+	var due []item
+	for id, v := range m {
+		if at, ok := expiry(v); ok && !at.After(before) {
+			due = append(due, item{at, id})
+		}
+	}
+	slices.SortFunc(due, func(a, b item) int {
+		if c := a.at.Compare(b.at); c != 0 {
+			return c
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	ids := []string{}
+	for _, d := range due[:min(len(due), max(limit, 0))] {
+		ids = append(ids, d.id)
+	}
+	return ids
+}
+
+func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	ids := expiring(t.s.sessions, func(s *consent.Session) (time.Time, bool) {
+		return s.ExpiresAt, s.RetentionStatus != consent.RetentionExpired
+	}, before, limit)
+	out := []*consent.Session{}
+	for _, id := range ids {
+		old := t.s.sessions[id]
+		out = append(out, cloneSession(old))
+		n := cloneSession(old)
+		n.RetentionStatus, n.VideoStatus, n.Video = consent.RetentionExpired, consent.VideoNone, consent.Video{}
+		n.EventChunks, n.EventBytes, n.URL, n.UploadDigest = 0, 0, "", consent.Digest{}
+		set(t, t.s.sessions, id, n)
+		if chunks, ok := t.s.events[id]; ok {
+			delete(t.s.events, id)
+			t.undo = append(t.undo, func() { t.s.events[id] = chunks })
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) ([]string, error) {
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	ids := expiring(t.s.certs, func(c *consent.Certificate) (time.Time, bool) { return c.ExpiresAt, true }, before, limit)
+	for _, id := range ids {
+		old := t.s.certs[id]
+		delete(t.s.certs, id)
+		t.undo = append(t.undo, func() { t.s.certs[id] = old })
+	}
+	sort.Strings(ids)
+	return ids, nil
 }
 
 // jobID is a job's kind and key.

@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -394,6 +395,50 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 		return nil
 	})
 	return out, err
+}
+
+// purgedSession is what PurgeSessions leaves of a session.
+const purgedSession = `retention_status = 'expired', video_status = 'none', event_chunks = 0, event_bytes = 0,
+	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
+
+// PurgeSessions locks its batch with FOR UPDATE SKIP LOCKED: a session
+// that a writer holds (a retention under way, say) is passed over, never
+// waited for, and the expiry is checked again on the locked row.
+func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= $1
+		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED`, before, max(limit, 0))
+	if err != nil {
+		return nil, err
+	}
+	out := []*consent.Session{}
+	for _, id := range ids {
+		s, err := t.Session(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if _, err := t.exec(ctx, `DELETE FROM session_events WHERE session_id = ANY($1)`, ids); err != nil {
+		return nil, err
+	}
+	if _, err := t.exec(ctx, `UPDATE sessions SET `+purgedSession+` WHERE id = ANY($1)`, ids); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// PurgeCertificates deletes in one statement; the subquery's SKIP LOCKED
+// passes over certificates that a writer holds, and the outer condition is
+// checked again on the latest version of each row.
+func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= $1
+		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AND expires_at <= $1 RETURNING id`,
+		before, max(limit, 0))
+	sort.Strings(ids)
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, mapErr(err)
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -430,6 +431,41 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 		out = append(out, &r)
 	}
 	return out, rows.Err()
+}
+
+// purgedSession is what PurgeSessions leaves of a session.
+const purgedSession = `retention_status = 'expired', video_status = 'none', event_chunks = 0, event_bytes = 0,
+	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
+
+func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= ?
+		ORDER BY expires_at, id LIMIT ?`, before.UnixMicro(), max(limit, 0))
+	if err != nil {
+		return nil, err
+	}
+	out := []*consent.Session{}
+	for _, id := range ids {
+		s, err := t.Session(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	list, _ := json.Marshal(ids)
+	if _, err := t.exec(ctx, `DELETE FROM session_events WHERE session_id IN (SELECT value FROM json_each(?))`, string(list)); err != nil {
+		return nil, err
+	}
+	if _, err := t.exec(ctx, `UPDATE sessions SET `+purgedSession+` WHERE id IN (SELECT value FROM json_each(?))`, string(list)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= ?
+		ORDER BY expires_at, id LIMIT ?) RETURNING id`, before.UnixMicro(), max(limit, 0))
+	sort.Strings(ids)
+	return ids, err
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {

@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LeaseJob", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"JobRollsBack", testJobRollsBack},
+		{"Purge", testPurge},
+		{"PurgeRollsBack", testPurgeRollsBack},
 		{"CertificatesByDigest", testCertificatesByDigest},
 		{"RevokeCertificate", testRevokeCertificate},
 		{"Revocation", testRevocation},

@@ -1,0 +1,157 @@
+package retain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/jobs"
+)
+
+// Job kinds of the purge (D26, D43).
+const (
+	// JobPurge is the recurring purge.
+	JobPurge = "purge"
+	// JobDeleteVideo removes the video of a purged session from the video
+	// store; its key is the session id, its payload the video's Path.
+	JobDeleteVideo = "video.delete"
+)
+
+// PurgeConfig configures the purge. Service and Videos are required.
+type PurgeConfig struct {
+	// Service gives the store and the clock: what expires at or before
+	// Service.Now() is purged.
+	Service *consent.Service
+	// Videos is where the videos of purged sessions are removed.
+	Videos VideoStore
+	// Every is how often the purge runs: default one hour.
+	Every time.Duration
+	// Batch is how many certificates or sessions one transaction purges:
+	// default 500. Small batches keep each transaction short, so writers
+	// (charges, retentions) never wait long behind the purge.
+	Batch  int
+	Logger *slog.Logger // default slog.Default()
+}
+
+// Purged counts what one purge removed.
+type Purged struct {
+	Certificates, Sessions, Videos int
+}
+
+// Purger removes what is past its retention window (D26, D43): the
+// certificates whose ExpiresAt has passed (their consent text, recording
+// snapshot, email and mobile digests, browser facts: the whole row), and
+// the recordings of the sessions whose ExpiresAt has passed (their events,
+// page URL and upload capability; the row stays, with retention_status
+// expired, so the API can say so). A session's video is removed from the
+// video store by a JobDeleteVideo job enqueued in the purge's transaction,
+// so it is removed at least once, after the purge commits.
+//
+// An item that is retained has its retention date as ExpiresAt, so the
+// purge never touches it while its retention runs (five years by default);
+// once that date has passed it is purged like any other. Revocations, the
+// ledger and the audit log are never purged: a purged certificate verifies
+// as 404, and its revocation record still stands.
+type Purger struct {
+	cfg   PurgeConfig
+	store consent.Store
+}
+
+// NewPurger checks cfg and returns a Purger.
+func NewPurger(cfg PurgeConfig) (*Purger, error) {
+	if cfg.Service == nil || cfg.Videos == nil {
+		return nil, errors.New("retain: PurgeConfig needs Service and Videos")
+	}
+	if cfg.Every < 0 || cfg.Batch < 0 {
+		return nil, errors.New("retain: PurgeConfig values must not be negative (zero means the default)")
+	}
+	if cfg.Every == 0 {
+		cfg.Every = time.Hour
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 500
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Purger{cfg: cfg, store: cfg.Service.Store()}, nil
+}
+
+// Handlers returns the job handlers of the purge, for a jobs.Runner: the
+// recurring purge, every cfg.Every, and the removal of videos.
+func (p *Purger) Handlers() []jobs.Handler {
+	return []jobs.Handler{
+		{Kind: JobPurge, Every: p.cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			_, err := p.Purge(ctx)
+			return jobs.Result{}, err
+		}},
+		{Kind: JobDeleteVideo, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour,
+			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+				if err := p.cfg.Videos.Delete(ctx, string(j.Payload)); err != nil {
+					return jobs.Result{}, err
+				}
+				p.cfg.Logger.Info("purge: video removed", "session", j.Key, "video", string(j.Payload))
+				return jobs.Result{}, nil
+			}},
+	}
+}
+
+// Purge removes everything that has expired, in batches of cfg.Batch, each
+// its own transaction, until nothing expired is left or ctx is done. What
+// one batch removed stays removed whatever happens to the next.
+func (p *Purger) Purge(ctx context.Context) (Purged, error) {
+	var n Purged
+	now := p.cfg.Service.Now()
+	for {
+		var ids []string
+		err := p.store.Update(ctx, func(tx consent.Tx) error {
+			var err error
+			ids, err = tx.PurgeCertificates(ctx, now, p.cfg.Batch)
+			return err
+		})
+		if err != nil {
+			return n, fmt.Errorf("purge certificates: %w", err)
+		}
+		n.Certificates += len(ids)
+		if len(ids) < p.cfg.Batch {
+			break
+		}
+	}
+	for {
+		var count, videos int
+		err := p.store.Update(ctx, func(tx consent.Tx) error {
+			count, videos = 0, 0
+			purged, err := tx.PurgeSessions(ctx, now, p.cfg.Batch)
+			if err != nil {
+				return err
+			}
+			count = len(purged)
+			for _, s := range purged {
+				if s.Video.Path == "" {
+					continue
+				}
+				videos++
+				err := tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteVideo, Key: s.ID, Payload: []byte(s.Video.Path), RunAfter: now, CreatedAt: now})
+				if err != nil {
+					return fmt.Errorf("enqueue the removal of the video of %s: %w", s.ID, err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return n, fmt.Errorf("purge sessions: %w", err)
+		}
+		n.Sessions += count
+		n.Videos += videos
+		if count < p.cfg.Batch {
+			break
+		}
+	}
+	if n != (Purged{}) {
+		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos)
+	}
+	return n, nil
+}
