@@ -30,9 +30,13 @@ type PurgeConfig struct {
 	// Every is how often the purge runs: default one hour.
 	Every time.Duration
 	// Batch is how many certificates or sessions one transaction purges:
-	// default 500. Small batches keep each transaction short, so writers
+	// default 250. Small batches keep each transaction short, so writers
 	// (charges, retentions) never wait long behind the purge.
-	Batch  int
+	Batch int
+	// Pause is the rest after each batch: default as long as the batch
+	// took, so that the purge holds the database at most half the time and
+	// writers never queue behind a run of batches; negative for none.
+	Pause  time.Duration
 	Logger *slog.Logger // default slog.Default()
 }
 
@@ -72,7 +76,7 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 		cfg.Every = time.Hour
 	}
 	if cfg.Batch == 0 {
-		cfg.Batch = 500
+		cfg.Batch = 250
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -107,7 +111,7 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 	now := p.cfg.Service.Now()
 	for {
 		var ids []string
-		err := p.store.Update(ctx, func(tx consent.Tx) error {
+		err := p.batch(ctx, func(tx consent.Tx) error {
 			var err error
 			ids, err = tx.PurgeCertificates(ctx, now, p.cfg.Batch)
 			return err
@@ -122,7 +126,7 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 	}
 	for {
 		var count, videos int
-		err := p.store.Update(ctx, func(tx consent.Tx) error {
+		err := p.batch(ctx, func(tx consent.Tx) error {
 			count, videos = 0, 0
 			purged, err := tx.PurgeSessions(ctx, now, p.cfg.Batch)
 			if err != nil {
@@ -154,4 +158,26 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos)
 	}
 	return n, nil
+}
+
+// batch runs one batch in a transaction of its own, then rests (Pause).
+func (p *Purger) batch(ctx context.Context, fn func(tx consent.Tx) error) error {
+	start := time.Now()
+	if err := p.store.Update(ctx, fn); err != nil {
+		return err
+	}
+	rest := p.cfg.Pause
+	if rest == 0 {
+		rest = time.Since(start)
+	}
+	if rest > 0 {
+		t := time.NewTimer(rest)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }

@@ -1,13 +1,20 @@
 // Command load drives the real consentkit handler over loopback and reports
-// throughput, latency percentiles and the process's peak memory. Its first
-// scenario is browser capture: C recording sessions, each sending one chunk
-// of rrweb events every interval, as the snippet does.
+// throughput, latency percentiles and the process's peak memory. The server
+// and the load run in one process: the peak memory reported is both
+// together. Scenarios:
+//
+// capture (the default): C recording sessions, each sending one chunk of
+// rrweb events every interval, as the snippet does. -preload stores that
+// many finished sessions (with a chunk each) first, so that the figures can
+// be compared at different store sizes.
 //
 //	go run ./examples/load -store sqlite -sessions 200 -chunk-bytes 16384 -duration 30s -preload 1000
 //
-// -preload stores that many finished sessions (with a chunk each) first, so
-// that the figures can be compared at different store sizes. The server and
-// the load run in one process: the peak memory reported is both together.
+// purge: -expired certificates past their window are purged in batches of
+// -batch while -clients verify live certificates; it reports the purge's
+// rows per second and the verifications' latency without and during it.
+//
+//	go run ./examples/load -scenario purge -store sqlite -expired 1000000 -clients 8 -duration 10s
 package main
 
 import (
@@ -39,7 +46,11 @@ import (
 )
 
 type options struct {
+	scenario   string
 	store, dsn string
+	expired    int
+	clients    int
+	batch      int
 	sessions   int
 	interval   time.Duration
 	chunkBytes int
@@ -57,6 +68,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.StringVar(&o.scenario, "scenario", "capture", "capture or purge")
+	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
+	fs.IntVar(&o.clients, "clients", 8, "purge: concurrent verification clients")
+	fs.IntVar(&o.batch, "batch", 500, "purge: rows per purge transaction")
 	fs.StringVar(&o.store, "store", "sqlite", "memory, sqlite (a new file in a temporary directory) or postgres")
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (its tables are created in the search_path)")
 	fs.IntVar(&o.sessions, "sessions", 200, "concurrent recording sessions")
@@ -69,6 +84,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if o.sessions < 1 || o.chunkBytes < 64 || o.interval <= 0 || o.duration <= 0 || o.preload < 0 {
 		return errors.New("-sessions, -chunk-bytes, -interval, -duration must be positive, -preload not negative")
+	}
+	if o.scenario != "capture" && o.scenario != "purge" {
+		return fmt.Errorf("-scenario must be capture or purge, not %q", o.scenario)
+	}
+	if o.expired < 0 || o.clients < 1 || o.batch < 1 {
+		return errors.New("-expired must not be negative, -clients and -batch must be positive")
 	}
 	st, cleanup, err := open(ctx, o)
 	if err != nil {
@@ -86,22 +107,16 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{origin}}); err != nil {
 		return err
 	}
+	if o.scenario == "purge" {
+		return purgeScenario(ctx, o, svc, stdout)
+	}
 	chunk := events(o.chunkBytes)
 	start := time.Now()
 	if err := preload(ctx, svc, o.preload, chunk); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "store %s: %d sessions preloaded in %s\n", o.store, o.preload, time.Since(start).Round(time.Millisecond))
-	if o.store == "postgres" {
-		// The preload leaves the server a checkpoint's worth of dirty
-		// buffers to write; let it write them before measuring.
-		if conn, err := pgx.Connect(ctx, o.dsn); err == nil {
-			if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
-				fmt.Fprintf(stdout, "  (CHECKPOINT before the run failed: %v)\n", err)
-			}
-			conn.Close(ctx)
-		}
-	}
+	checkpoint(ctx, o, stdout)
 
 	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})
@@ -168,6 +183,20 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %s\n", peakRSS())
 	return nil
+}
+
+// checkpoint lets Postgres write the preload's dirty buffers before the
+// measurement, so that they do not land in it.
+func checkpoint(ctx context.Context, o options, stdout io.Writer) {
+	if o.store != "postgres" {
+		return
+	}
+	if conn, err := pgx.Connect(ctx, o.dsn); err == nil {
+		if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+			fmt.Fprintf(stdout, "  (CHECKPOINT before the run failed: %v)\n", err)
+		}
+		conn.Close(ctx)
+	}
 }
 
 func open(ctx context.Context, o options) (consent.Store, func(), error) {
