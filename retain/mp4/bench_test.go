@@ -24,21 +24,25 @@ import (
 //     (Chromium's whole process tree and ffmpeg), sampled every 200 ms,
 //     divided by the conversions running at once.
 //
-// form is the project's form recording (5.642 s); short is its first half
-// second after the full snapshot; parallel2 converts the form recording
-// twice at once (Config.Parallel 2), for throughput.
+// form is the project's form recording (5.642 s) at the default 25 frames
+// per second; form-15fps is the same at Config.FPS 15 (fewer frames, the
+// cheaper setting for long recordings); short is its first half second
+// after the full snapshot; parallel2 converts the form recording twice at
+// once (Config.Parallel 2), for throughput.
 //
 // go test -run '^$' -bench Convert -benchtime 10x ./retain/mp4
 func BenchmarkConvert(b *testing.B) {
 	raw := testRecording(b)
 	short := firstHalfSecond(b, raw)
-	b.Run("form", func(b *testing.B) { benchConvert(b, raw, 5.642, 1) })
-	b.Run("short", func(b *testing.B) { benchConvert(b, short, 0.5, 1) })
-	b.Run("parallel2", func(b *testing.B) { benchConvert(b, raw, 5.642, 2) })
+	b.Run("form", func(b *testing.B) { benchConvert(b, raw, 5.642, mp4.Config{}) })
+	b.Run("form-15fps", func(b *testing.B) { benchConvert(b, raw, 5.642, mp4.Config{FPS: 15}) })
+	b.Run("short", func(b *testing.B) { benchConvert(b, short, 0.5, mp4.Config{}) })
+	b.Run("parallel2", func(b *testing.B) { benchConvert(b, raw, 5.642, mp4.Config{Parallel: 2}) })
 }
 
-func benchConvert(b *testing.B, raw []byte, seconds float64, parallel int) {
-	c, tmp := converter(b, mp4.Config{Parallel: parallel})
+func benchConvert(b *testing.B, raw []byte, seconds float64, cfg mp4.Config) {
+	parallel := max(cfg.Parallel, 1)
+	c, tmp := converter(b, cfg)
 	out := filepath.Join(tmp, "bench-out") // under tmp, so ffmpeg's command line is matched too
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		b.Fatal(err)
