@@ -384,3 +384,40 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Wake makes an idle runner look for due jobs at once, not at its next
+// poll.
+func TestWake(t *testing.T) {
+	s := teststore.Memory(t)
+	ran := make(chan string, 1)
+	r, err := jobs.New(jobs.Config{Store: s, Logger: quiet, Poll: time.Hour, Handlers: []jobs.Handler{{Kind: "k",
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) { ran <- j.Key; return jobs.Result{}, nil }}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { r.Run(runCtx); close(done) }()
+	defer func() { cancel(); <-done }()
+	time.Sleep(50 * time.Millisecond) // the runner finds nothing and waits an hour
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		return tx.EnqueueJob(ctx, &consent.Job{Kind: "k", Key: "a", RunAfter: time.Now().UTC(), CreatedAt: time.Now().UTC()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		r.Wake()
+		select {
+		case key := <-ran:
+			if key != "a" {
+				t.Fatalf("ran %q", key)
+			}
+			return
+		case <-deadline:
+			t.Fatal("the woken runner did not take the job")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
