@@ -391,7 +391,10 @@ func TestWake(t *testing.T) {
 	s := teststore.Memory(t)
 	ran := make(chan string, 1)
 	r, err := jobs.New(jobs.Config{Store: s, Logger: quiet, Poll: time.Hour, Handlers: []jobs.Handler{{Kind: "k",
-		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) { ran <- j.Key; return jobs.Result{}, nil }}}})
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			ran <- j.Key
+			return jobs.Result{}, nil
+		}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
