@@ -282,8 +282,9 @@ func Refused(err error) bool {
 // in p's Target and Detail as it learns them. When fn succeeds the entry
 // commits with its work. When fn refuses (Refused) the refusal is recorded
 // and committed — so fn must refuse before it writes anything — and returned;
-// when the company has no audit log (it does not exist) nothing is
-// recorded. Any other failure rolls everything back.
+// when the refusal cannot be recorded (the company does not exist, or p
+// holds text a store refuses) it is returned and nothing is recorded. Any
+// other failure rolls everything back.
 func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx Tx) error) error {
 	var refusal error
 	err := s.store.Update(ctx, func(tx Tx) error {
@@ -294,8 +295,11 @@ func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx 
 		}
 		p.Err = err
 		if aerr := s.Audit(ctx, tx, *p); aerr != nil {
-			if err != nil && ErrorCode(aerr) == NotFound {
-				return err // nothing to record against: roll back and refuse
+			if err != nil && Refused(aerr) {
+				// No log to record it in (an unknown company), or
+				// nothing recordable (an id that is not text): roll
+				// back and refuse.
+				return err
 			}
 			return aerr
 		}
