@@ -285,6 +285,11 @@ func Refused(err error) bool {
 // when the refusal cannot be recorded (the company does not exist, or p
 // holds text a store refuses) it is returned and nothing is recorded. Any
 // other failure rolls everything back.
+//
+// The entry is appended after fn's work, so the lock of the company's chain
+// head is always the last lock a transaction takes (after its session,
+// certificate and wallet rows) and is held only until the commit: no two
+// flows take them in opposite orders.
 func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx Tx) error) error {
 	var refusal error
 	err := s.store.Update(ctx, func(tx Tx) error {
