@@ -178,7 +178,17 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx Tx, p CompanyParams) (
 	if err := tx.CreateCompany(ctx, c); err != nil {
 		return nil, err
 	}
+	if err := s.Audit(ctx, tx, companyAudit(AuditCompanyCreate, c.ID, c.ThirdPartyVerificationEnabled, parties)); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// companyAudit describes a change of a company's settings for the audit log.
+func companyAudit(action, companyID string, enabled bool, parties []string) AuditParams {
+	return AuditParams{CompanyID: companyID, Action: action, Target: companyID, Detail: map[string]any{
+		"third_party_verification_enabled": enabled, "authorized_third_parties": parties,
+	}}
 }
 
 func checkParties(ids []string) ([]string, error) {
@@ -204,7 +214,8 @@ func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled b
 		return nil, err
 	}
 	var c *Company
-	err = s.store.Update(ctx, func(tx Tx) error {
+	p := companyAudit(AuditCompanyUpdate, companyID, enabled, parties)
+	err = s.UpdateAudited(ctx, &p, func(tx Tx) error {
 		var err error
 		if c, err = tx.Company(ctx, companyID); err != nil {
 			return err
@@ -256,7 +267,16 @@ func (s *Service) AddPropertyTx(ctx context.Context, tx Tx, p PropertyParams) (*
 	if err := tx.CreateProperty(ctx, prop); err != nil {
 		return nil, err
 	}
+	if err := s.Audit(ctx, tx, propertyAudit(AuditPropertyCreate, prop.CompanyID, prop.ID, origins)); err != nil {
+		return nil, err
+	}
 	return prop, nil
+}
+
+// propertyAudit describes a change of a property for the audit log.
+func propertyAudit(action, companyID, propertyID string, origins []string) AuditParams {
+	return AuditParams{CompanyID: companyID, Action: action, Target: propertyID,
+		Detail: map[string]any{"allowed_origins": origins}}
 }
 
 // maxOrigins bounds a property's allowed origins.
@@ -287,17 +307,27 @@ func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID s
 	if err != nil {
 		return nil, err
 	}
-	return update(ctx, s, func(tx Tx) (*Property, error) {
+	if !ValidID(propertyID) {
+		return nil, Errorf(NotFound, "property not found")
+	}
+	var prop *Property
+	a := propertyAudit(AuditPropertyUpdate, companyID, propertyID, norm)
+	err = s.UpdateAudited(ctx, &a, func(tx Tx) error {
 		if err := CheckProperty(ctx, tx, companyID, propertyID); err != nil {
-			return nil, err
+			return err
 		}
 		p, err := tx.Property(ctx, propertyID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.AllowedOrigins = norm
-		return p, tx.UpdateProperty(ctx, p)
+		prop = p
+		return tx.UpdateProperty(ctx, p)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return prop, nil
 }
 
 // TokenParams describes a new integration token.
@@ -368,6 +398,13 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx Tx, p TokenParams) (*Toke
 	if err := tx.CreateToken(ctx, t); err != nil {
 		return nil, "", err
 	}
+	detail := map[string]any{"permissions": t.Permissions}
+	if !t.ExpiresAt.IsZero() {
+		detail["expires_at"] = t.ExpiresAt.Format(time.RFC3339Nano)
+	}
+	if err := s.Audit(ctx, tx, AuditParams{CompanyID: t.CompanyID, Action: AuditTokenIssue, Target: t.ID, Detail: detail}); err != nil {
+		return nil, "", err
+	}
 	return t, secret, nil
 }
 
@@ -375,12 +412,19 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx Tx, p TokenParams) (*Toke
 // once. Revoking it again does nothing. NotFound when the company has no
 // such token.
 func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) error {
-	return s.store.Update(ctx, func(tx Tx) error { return s.RevokeTokenTx(ctx, tx, companyID, tokenID) })
+	if !ValidID(tokenID) {
+		return Errorf(NotFound, "token not found")
+	}
+	p := AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID}
+	return s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.Now()) })
 }
 
 // RevokeTokenTx is RevokeToken inside tx.
 func (s *Service) RevokeTokenTx(ctx context.Context, tx Tx, companyID, tokenID string) error {
-	return tx.RevokeToken(ctx, companyID, tokenID, s.Now())
+	if err := tx.RevokeToken(ctx, companyID, tokenID, s.Now()); err != nil {
+		return err
+	}
+	return s.Audit(ctx, tx, AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID})
 }
 
 // errBadToken is the one answer to a token that does not authenticate:
@@ -442,10 +486,17 @@ func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount w
 	if err := CheckText("reference", reference); err != nil {
 		return 0, err
 	}
-	return tx.Credit(ctx, &wallet.Entry{
+	e := &wallet.Entry{
 		ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
 		Amount: amount, Reference: reference, CreatedAt: s.Now(),
-	})
+	}
+	bal, err := tx.Credit(ctx, e)
+	if err != nil {
+		return 0, err
+	}
+	err = s.Audit(ctx, tx, AuditParams{CompanyID: companyID, Action: AuditWalletCredit, Target: e.ID,
+		Detail: map[string]any{"amount": amount, "reference": reference, "balance": bal}})
+	return bal, err
 }
 
 // Balance returns the company's wallet balance.

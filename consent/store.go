@@ -176,4 +176,27 @@ type Tx interface {
 	Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	// Ledger returns the company's entries in the order they were made.
 	Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error)
+
+	// AppendAudit appends e to the audit log of e.CompanyID (D42). The
+	// store sets e.At to UTC with microsecond precision, e.Seq to the
+	// company's last Seq plus one (1 for its first entry), e.PrevHash to the
+	// Hash of that last entry (zero for the first) and e.Hash to
+	// AuditHash(e), and moves the company's head (AuditHead) to e, all
+	// under a lock of that company's head: concurrent appends to one
+	// company, from any number of connections and machines, take turns and
+	// never fork the chain, while appends to different companies do not
+	// wait for each other. Writers of one company already take turns on its
+	// wallet, so the lock costs them little. Invalid when e.CheckText fails;
+	// NotFound when the company does not exist. Entries are never changed
+	// or deleted through Tx, and nothing that deletes sessions or
+	// certificates touches them.
+	AppendAudit(ctx context.Context, e *AuditEntry) error
+	// AuditEntries returns the entries of q.CompanyID's audit log that q
+	// selects, ordered by Seq (descending when q.Newest), at most q.Limit of
+	// them (none: an empty slice). Invalid when q.Check fails.
+	AuditEntries(ctx context.Context, q AuditQuery) ([]*AuditEntry, error)
+	// AuditHead returns the head of the company's audit chain: the Seq and
+	// Hash of its last entry, zero when it has none. NotFound when the
+	// company does not exist.
+	AuditHead(ctx context.Context, companyID string) (*AuditHead, error)
 }

@@ -176,9 +176,22 @@ func perMinute(n, def int) int {
 	return n
 }
 
+// RequestIDHeader names the request's id: taken from the request when it
+// is an identifier of at most 64 characters of [A-Za-z0-9._:-], generated
+// otherwise, and echoed in the response. Audit entries record it (D42).
+const RequestIDHeader = "X-Request-Id"
+
+const maxRequestID = 64
+
 // ServeHTTP answers the request. A path that is not in its clean form (a
 // trailing slash, "//", "..") names no route: 404, never a redirect.
 func (rr *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	id := r.Header.Get(RequestIDHeader)
+	if len(id) > maxRequestID || !consent.ValidID(id) {
+		id = consent.NewID("req")
+	}
+	w.Header().Set(RequestIDHeader, id)
+	r = r.WithContext(consent.WithRequestID(r.Context(), id))
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
 		rr.h.notFound(w, r)
 		return

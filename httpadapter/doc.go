@@ -98,6 +98,16 @@
 // client went away is logged at INFO as cancelled and recorded with status
 // 499 (StatusClientClosedRequest), never as a server error.
 //
+// # Request ids and the audit log
+//
+// Every answer carries X-Request-Id: the request's own when it sent one that
+// is an identifier of at most 64 characters, else a generated one. The
+// request id and the actor — the authenticating token's id, or
+// "property:<id>" for company-and-property credentials — travel in the
+// request's context (consent.WithRequestID, consent.WithActor) to the audit
+// entry that the request's transaction writes (D42), and internal errors are
+// logged with the request id.
+//
 // # Rate limits
 //
 // Rate limits are token buckets of capacity N refilled at N per minute

@@ -91,7 +91,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape Error
 		code := consent.ErrorCode(err)
 		status, body.Error = statuses[code], consent.ErrorMessage(err)
 		if code == consent.Internal {
-			h.log.ErrorContext(r.Context(), "consentkit: internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+			h.log.ErrorContext(r.Context(), "consentkit: internal error", "method", r.Method, "path", r.URL.Path,
+				"request_id", consent.RequestIDFrom(r.Context()), "err", err)
 		}
 	}
 	if shape == RetainErrors {

@@ -220,6 +220,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 		}
 		if tok != nil {
 			c.Token, c.CompanyID = tok, tok.CompanyID
+			ctx = consent.WithActor(ctx, tok.ID) // who acted, in the audit log (D42)
 			if err := h.take(r, rt.Limit, c); err != nil {
 				return nil, err
 			}
@@ -245,6 +246,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 			return nil, err
 		}
 		c.CompanyID = company
+		ctx = consent.WithActor(ctx, "property:"+property)
 		if err := h.take(r, rt.Limit, c); err != nil {
 			return nil, err
 		}

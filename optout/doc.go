@@ -10,4 +10,8 @@
 // revoked 0, which tells a caller no more than that count (D18). A
 // revocation is permanent through this package; a certificate issued later
 // is new consent.
+//
+// Each processed request is also recorded in the company's audit log (D42),
+// by the actor "consumer", naming the revocation record and which kinds of
+// identifier were given — never their values.
 package optout

@@ -95,7 +95,21 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 			}
 		}
 		rev.CertificateIDs = ids
-		return tx.CreateRevocation(ctx, rev)
+		if err := tx.CreateRevocation(ctx, rev); err != nil {
+			return err
+		}
+		// The identifiers given are named, never their values (D42).
+		var by []string
+		for _, f := range [...]struct {
+			name  string
+			given bool
+		}{{"certificate_id", rev.CertificateID != ""}, {"email", !rev.EmailDigest.IsZero()}, {"mobile", !rev.MobileDigest.IsZero()}} {
+			if f.given {
+				by = append(by, f.name)
+			}
+		}
+		return s.svc.Audit(ctx, tx, consent.AuditParams{CompanyID: rev.CompanyID, Action: consent.AuditOptOut,
+			Target: rev.ID, Actor: consent.ActorConsumer, Detail: map[string]any{"revoked": len(ids), "by": by}})
 	})
 	if err != nil {
 		return nil, err

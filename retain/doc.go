@@ -9,6 +9,11 @@
 // conversion job are written together or not at all. A batch (D23) runs its
 // entries in order in one transaction and commits all its successes at once.
 //
+// Every retention is recorded in the company's audit log (D42) in its
+// transaction: retain.single, retain.batch (one entry per session of the
+// batch), retain.session and retain.certificate, with the charge, or with
+// the code a refused one was refused with (not found, conflict, payment).
+//
 // A session retained long-term through /verify/session is already retained:
 // the Retain API answers Conflict for it, as D22 says.
 package retain

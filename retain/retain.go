@@ -43,6 +43,7 @@ type Retention struct {
 // rule says what one retention covers and how it is paid for.
 type rule struct {
 	kind         wallet.EntryKind // the price and ledger entry
+	action       string           // of the audit entry
 	certificates bool             // the session's certificates too (D25)
 	// video: queue the recording for conversion (D22). Only the Retain
 	// API does, so it also selects the Retain API's names and messages.
@@ -154,15 +155,28 @@ func (s *Service) one(ctx context.Context, caller, companyID, sessionID string, 
 		return nil, err
 	}
 	var out *Retention
-	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	audit := &consent.AuditParams{CompanyID: companyID, Action: r.action, Target: sessionID}
+	err := s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
 		var err error
 		out, err = s.keep(ctx, tx, companyID, sessionID, r)
+		if err == nil {
+			audit.Detail = retentionDetail(out, r)
+		}
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// retentionDetail is what the audit log keeps of a retention.
+func retentionDetail(out *Retention, r rule) map[string]any {
+	d := map[string]any{"charged": out.Charged, "retained_until": out.RetainedUntil.Format(time.RFC3339Nano)}
+	if r.certificates {
+		d["certificate_ids"] = out.CertificateIDs
+	}
+	return d
 }
 
 // fields names the company and session as each API spells them: the Retain
@@ -195,14 +209,14 @@ func checkCaller(caller, companyID string, retainAPI bool) error {
 // retention calls); a *wallet.InsufficientFundsError when the wallet cannot
 // cover Prices.RetainSingle.
 func (s *Service) Retain(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
-	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.RetainSingle, video: true})
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.RetainSingle, action: consent.AuditRetainSingle, video: true})
 }
 
 // RetainSession keeps a session's recording for the long-term period
 // without converting it (/verify/session, D24), for Prices.SessionRetention.
 // Errors as for Retain.
 func (s *Service) RetainSession(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
-	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.SessionRetention})
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.SessionRetention, action: consent.AuditRetainSession})
 }
 
 // RetainCertificates keeps the company's certificates of a session, and
@@ -212,7 +226,7 @@ func (s *Service) RetainSession(ctx context.Context, caller, companyID, sessionI
 // has no certificate of the company; Conflict when all of them and the
 // session are retained already.
 func (s *Service) RetainCertificates(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
-	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.CertificateRetention, certificates: true})
+	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.CertificateRetention, action: consent.AuditRetainCertificate, certificates: true})
 }
 
 // BatchEntry is the outcome for one session of a batch.
@@ -243,7 +257,7 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 	if len(sessionIDs) == 0 || len(sessionIDs) > MaxBatch {
 		return nil, consent.Errorf(consent.Invalid, "session_ids must list 1 to %d sessions", MaxBatch)
 	}
-	r := rule{kind: wallet.RetainBatch, video: true}
+	r := rule{kind: wallet.RetainBatch, action: consent.AuditRetainBatch, video: true}
 	var res *BatchResult
 	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		res = &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
@@ -253,15 +267,24 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 			if e.Err = consent.CheckID("session_id", id); e.Err == nil {
 				kept, e.Err = s.keep(ctx, tx, companyID, id, r)
 			}
+			audit := consent.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
+				Detail: map[string]any{"index": i}}
 			switch code := consent.ErrorCode(e.Err); code {
 			case "":
 				e.Status = StatusQueued
 				res.Retained++
 				res.TotalCost += kept.Charged
+				audit.Detail = retentionDetail(kept, r)
 			case consent.Internal:
 				return e.Err // a storage failure fails the whole batch
 			default:
 				res.Failed++
+			}
+			if !consent.ValidID(id) {
+				audit.Target = "" // not an id: the index says which it was
+			}
+			if err := s.svc.Audit(ctx, tx, audit); err != nil {
+				return err
 			}
 			res.Results[i] = e
 		}

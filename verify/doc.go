@@ -22,4 +22,10 @@
 // Lookup, revocation check and charge run in one transaction that locks the
 // certificate, so a revocation that commits first is always seen, and a
 // check is charged exactly when it succeeds (D3).
+//
+// Each check from step 3 on is recorded in the caller's audit log (D42) in
+// that transaction, with its outcome: the answered ones with the charge and
+// whether consent was valid, the refused ones (403, 404, opted out, 402)
+// with the code they were refused with. Checks refused at steps 1 and 2
+// never reach the store and are not recorded.
 package verify

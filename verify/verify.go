@@ -86,7 +86,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind:  wallet.ExactMatch,
+		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -103,7 +103,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind:  wallet.PartialMatch,
+		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -136,6 +136,7 @@ type query struct {
 	certificateID, companyID, originatorID, propertyID string
 	lead                                               Lead
 	kind                                               wallet.EntryKind
+	action                                             string // of the audit entry
 	match                                              func(consent.Record) bool
 }
 
@@ -155,7 +156,12 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		owner, vtype = q.originatorID, ThirdParty
 	}
 	var res *Result
-	err = s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	detail := map[string]any{"verification_type": vtype}
+	if vtype == ThirdParty {
+		detail["originator_company_id"] = owner
+	}
+	audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
+	err = s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
 		if vtype == ThirdParty {
 			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
 				return err
@@ -174,6 +180,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		res.VerificationType = vtype
 		res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
 		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
+		detail["valid"], detail["charged"] = res.Valid, res.Charged
 		return err
 	})
 	if err != nil {
@@ -320,7 +327,9 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
 	}
 	var info *Info
-	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	detail := map[string]any{"property_id": req.PropertyID}
+	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
+	err := s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return err
 		}
@@ -336,6 +345,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 			UserAgent: cert.UserAgent, RecordingSHA256: cert.RecordingSHA256, Visibility: cert.Visibility,
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
+		detail["charged"] = info.Charged
 		return err
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/seed"
@@ -49,6 +50,7 @@ func prepare(ctx context.Context, svc *consent.Service, seedPath string, log *sl
 	for i := range file.Companies {
 		file.Companies[i].Tokens = nil
 	}
+	freshen(file, svc.Now())
 	var secret string
 	err = svc.Store().Update(ctx, func(tx consent.Tx) error {
 		empty, err := seed.Empty(ctx, tx)
@@ -107,4 +109,44 @@ func printGuide(w io.Writer, base, token string, demo bool) {
 	curl("Consumer opt-out (free, no token); verifications of cert-1 answer 403 afterwards", "/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, false)
 	fmt.Fprintf(&b, "Health: curl -s %s/healthz\n\n", base)
 	io.WriteString(w, b.String())
+}
+
+// freshen moves the times of the demo's sessions and certificates so that
+// the latest is now, keeping their order and spacing: the demo data is as
+// new on any day as the example file was when it was written, and no purge
+// (D43) takes it before its window ends.
+func freshen(f *seed.File, now time.Time) {
+	var latest time.Time
+	for _, s := range f.Sessions {
+		latest = later(latest, s.CreatedAt)
+	}
+	for _, c := range f.Certificates {
+		latest = later(latest, c.CreatedAt)
+	}
+	if latest.IsZero() {
+		return
+	}
+	shift := now.Sub(latest)
+	move := func(t *time.Time) {
+		if !t.IsZero() {
+			*t = t.Add(shift)
+		}
+	}
+	for i := range f.Sessions {
+		move(&f.Sessions[i].CreatedAt)
+	}
+	for i := range f.Certificates {
+		c := &f.Certificates[i]
+		move(&c.CreatedAt)
+		for j := range c.Consents {
+			move(&c.Consents[j].OptInAt)
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -38,6 +38,8 @@ type Store struct {
 	ledger        map[string][]*wallet.Entry
 	entryIDs      map[string]bool
 	jobs          map[jobID]*consent.Job
+	audit         map[string][]*consent.AuditEntry // each company's chain, by Seq
+	auditHeads    map[string]consent.AuditHead
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -58,6 +60,8 @@ func New() *Store {
 		ledger:        map[string][]*wallet.Entry{},
 		entryIDs:      map[string]bool{},
 		jobs:          map[jobID]*consent.Job{},
+		audit:         map[string][]*consent.AuditEntry{},
+		auditHeads:    map[string]consent.AuditHead{},
 	}
 }
 
@@ -740,6 +744,58 @@ func (t *tx) Ledger(_ context.Context, companyID string) ([]*wallet.Entry, error
 		out = append(out, &n)
 	}
 	return out, nil
+}
+
+// AppendAudit needs no lock of its own: Update runs one writer at a time.
+func (t *tx) AppendAudit(_ context.Context, e *consent.AuditEntry) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[e.CompanyID]; !ok {
+		return notFound("company")
+	}
+	head := t.s.auditHeads[e.CompanyID]
+	e.At = consent.UTC(e.At)
+	e.Seq, e.PrevHash = head.Seq+1, head.Hash
+	e.Hash = consent.AuditHash(e)
+	n := *e
+	appendUndo(t, t.s.audit, e.CompanyID, &n)
+	set(t, t.s.auditHeads, e.CompanyID, consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash})
+	return nil
+}
+
+func (t *tx) AuditEntries(_ context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	chain := t.s.audit[q.CompanyID]
+	out := []*consent.AuditEntry{}
+	for i := range chain {
+		e := chain[i]
+		if q.Newest {
+			e = chain[len(chain)-1-i]
+		}
+		if len(out) == q.Limit {
+			break
+		}
+		if q.Match(e) {
+			n := *e
+			out = append(out, &n)
+		}
+	}
+	return out, nil
+}
+
+func (t *tx) AuditHead(_ context.Context, companyID string) (*consent.AuditHead, error) {
+	if _, ok := t.s.companies[companyID]; !ok {
+		return nil, notFound("company")
+	}
+	h := t.s.auditHeads[companyID]
+	h.CompanyID = companyID
+	return &h, nil
 }
 
 func cloneCompany(c *consent.Company) *consent.Company {

@@ -2,10 +2,18 @@ package pgstore_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/storetest"
 )
 
@@ -24,3 +32,160 @@ func TestMigrateTwice(t *testing.T) {
 func BenchmarkDebit(b *testing.B) {
 	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store { return teststore.Postgres(tb) })
 }
+
+// tamperer writes to the store's tables through its pool, as someone with
+// access to the database could, with the triggers that keep the audit log
+// append-only disabled for the statement.
+type tamperer struct{ pool *pgxpool.Pool }
+
+func (m tamperer) exec(t testing.TB, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, m.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `ALTER TABLE audit_log DISABLE TRIGGER USER`); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, sql, args...)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() != 1 {
+			return fmt.Errorf("%d rows changed, want 1", tag.RowsAffected())
+		}
+		_, err = tx.Exec(ctx, `ALTER TABLE audit_log ENABLE TRIGGER USER`)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("tamper: %v", err)
+	}
+}
+
+func (m tamperer) ReplaceAudit(t testing.TB, companyID string, seq int64, e *consent.AuditEntry) {
+	m.exec(t, `UPDATE audit_log SET company_id = $1, seq = $2, at = $3, actor = $4, action = $5, target = $6,
+		outcome = $7, request_id = $8, detail = $9, prev_hash = $10, hash = $11 WHERE company_id = $12 AND seq = $13`,
+		e.CompanyID, e.Seq, e.At, e.Actor, e.Action, e.Target, e.Outcome, e.RequestID, e.Detail,
+		e.PrevHash[:], e.Hash[:], companyID, seq)
+}
+
+func (m tamperer) DeleteAudit(t testing.TB, companyID string, seq int64) {
+	m.exec(t, `DELETE FROM audit_log WHERE company_id = $1 AND seq = $2`, companyID, seq)
+}
+
+func TestAuditTamper(t *testing.T) {
+	storetest.RunAuditTamper(t, func(tb testing.TB) (consent.Store, storetest.AuditTamperer) {
+		s := teststore.Postgres(tb)
+		return s, tamperer{s.Pool()}
+	})
+}
+
+// The database itself refuses to change or delete an entry, to delete or
+// truncate the log or a head, or to move a head anywhere but one entry
+// forward.
+func TestAuditAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	s := teststore.Postgres(t)
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`UPDATE audit_log SET outcome = 'forged' WHERE seq = 1`,
+		`DELETE FROM audit_log WHERE seq = 2`,
+		`TRUNCATE audit_log`,
+		`DELETE FROM audit_heads`,
+		`TRUNCATE audit_heads`,
+		`UPDATE audit_heads SET seq = 1`,
+		`UPDATE audit_heads SET seq = 5`,
+	} {
+		if _, err := s.Pool().Exec(ctx, stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v, want refused as append-only", stmt, err)
+		}
+	}
+	var n int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE outcome = 'ok'`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("entries left: %d, %v; want both, unchanged", n, err)
+	}
+}
+
+// Many pools, as many instances of an application would have, appending to
+// one company's log at once, give one gapless, unforked chain.
+func TestAuditManyInstances(t *testing.T) {
+	ctx := context.Background()
+	url := teststore.PostgresURL(t)
+	var stores []*pgstore.Store
+	for range 4 {
+		s, err := pgstore.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	err := stores[0].Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const each = 25
+	var g errgroup
+	for i, s := range stores {
+		for w := range 4 {
+			g.Go(func() error {
+				for k := range each {
+					err := s.Update(ctx, func(tx consent.Tx) error {
+						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: fmt.Sprintf("i%d-w%d", i, w),
+							Action: "x.y", Target: fmt.Sprint(k), Outcome: "ok"})
+					})
+					if err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := consent.NewService(stores[1], consent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := svc.VerifyAuditChain(ctx, "acme")
+	if err != nil || n != int64(len(stores)*4*each) {
+		t.Errorf("VerifyAuditChain = %d, %v; want %d entries, intact", n, err, len(stores)*4*each)
+	}
+}
+
+// errgroup runs functions at once and returns the first error.
+type errgroup struct {
+	wg   sync.WaitGroup
+	once sync.Once
+	err  error
+}
+
+func (g *errgroup) Go(fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil {
+			g.once.Do(func() { g.err = err })
+		}
+	}()
+}
+
+func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }

@@ -604,3 +604,95 @@ func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, err
 	})
 	return out, err
 }
+
+// zeroHash is the PrevHash of a chain's first entry.
+var zeroHash = make([]byte, 32)
+
+// AppendAudit takes the company's head row first: the upsert locks it (or
+// inserts it, Postgres making a concurrent first insert wait and then
+// update), so appends of one company take turns across connections and
+// instances, and each reads the head its predecessor committed.
+func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	var prev []byte
+	err := t.tx.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 1, $2)
+		ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq + 1 RETURNING seq, hash`,
+		e.CompanyID, zeroHash).Scan(&e.Seq, &prev)
+	if err != nil {
+		return one(err, "company")
+	}
+	if e.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
+		return err
+	}
+	e.At = consent.UTC(e.At)
+	e.Hash = consent.AuditHash(e)
+	_, err = t.exec(ctx, `WITH h AS (UPDATE audit_heads SET hash = $11 WHERE company_id = $1)
+		INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id, detail, prev_hash, hash)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, e.CompanyID, e.Seq, e.At,
+		e.Actor, e.Action, e.Target, e.Outcome, e.RequestID, e.Detail, e.PrevHash[:], e.Hash[:])
+	return err
+}
+
+func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	order := "ASC"
+	if q.Newest {
+		order = "DESC"
+	}
+	rows, err := t.tx.Query(ctx, `SELECT seq, at, actor, action, target, outcome, request_id, detail,
+		prev_hash, hash FROM audit_log
+		WHERE company_id = $1 AND seq > $2 AND ($3 = 0 OR seq < $3)
+		AND left(action, length($4::text)) = $4::text AND ($5 = '' OR target = $5) AND ($6 = '' OR actor = $6)
+		AND ($7::timestamptz IS NULL OR at >= $7) AND ($8::timestamptz IS NULL OR at < $8)
+		ORDER BY seq `+order+` LIMIT $9`,
+		q.CompanyID, q.AfterSeq, q.BeforeSeq, q.ActionPrefix, q.Target, q.Actor,
+		nullTime(q.Since), nullTime(q.Until), q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := []*consent.AuditEntry{}
+	var (
+		e          consent.AuditEntry
+		at         time.Time
+		prev, hash []byte
+	)
+	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Outcome, &e.RequestID,
+		&e.Detail, &prev, &hash}, func() error {
+		n := e
+		n.CompanyID, n.At = q.CompanyID, at.UTC()
+		var err error
+		if n.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
+			return err
+		}
+		if n.Hash, err = sqlrow.ScanDigest(hash); err != nil {
+			return err
+		}
+		out = append(out, &n)
+		return nil
+	})
+	return out, err
+}
+
+func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
+	h := consent.AuditHead{CompanyID: companyID}
+	var (
+		seq  *int64
+		hash []byte
+	)
+	err := t.tx.QueryRow(ctx, `SELECT h.seq, h.hash FROM companies c
+		LEFT JOIN audit_heads h ON h.company_id = c.id WHERE c.id = $1`, companyID).Scan(&seq, &hash)
+	if err != nil {
+		return nil, one(err, "company")
+	}
+	if seq != nil {
+		h.Seq = *seq
+	}
+	if h.Hash, err = sqlrow.ScanDigest(hash); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}

@@ -1,10 +1,16 @@
 package sqlitestore_test
 
 import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/store/storetest"
 )
 
@@ -14,4 +20,94 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkDebit(b *testing.B) {
 	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store { return teststore.SQLite(tb) })
+}
+
+// tamperer writes to the store's file on a connection of its own, as
+// someone with access to the database could, without the triggers that
+// keep the audit log append-only.
+type tamperer struct{ db *sql.DB }
+
+func (m tamperer) ReplaceAudit(t testing.TB, companyID string, seq int64, e *consent.AuditEntry) {
+	r, err := m.db.Exec(`UPDATE audit_log SET company_id = ?, seq = ?, at = ?, actor = ?, action = ?, target = ?,
+		outcome = ?, request_id = ?, detail = ?, prev_hash = ?, hash = ? WHERE company_id = ? AND seq = ?`,
+		e.CompanyID, e.Seq, e.At.UnixMicro(), e.Actor, e.Action, e.Target, e.Outcome, e.RequestID, e.Detail,
+		e.PrevHash[:], e.Hash[:], companyID, seq)
+	if n, _ := r.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("replace audit entry %s %d: %d rows, %v", companyID, seq, n, err)
+	}
+}
+
+func (m tamperer) DeleteAudit(t testing.TB, companyID string, seq int64) {
+	r, err := m.db.Exec(`DELETE FROM audit_log WHERE company_id = ? AND seq = ?`, companyID, seq)
+	if n, _ := r.RowsAffected(); err != nil || n != 1 {
+		t.Fatalf("delete audit entry %s %d: %d rows, %v", companyID, seq, n, err)
+	}
+}
+
+// open returns a migrated store and a connection of its own to its file.
+func open(tb testing.TB) (*sqlitestore.Store, *sql.DB) {
+	path := filepath.Join(tb.TempDir(), "consent.db")
+	s, err := sqlitestore.Open(path, sqlitestore.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.Migrate(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return s, db
+}
+
+func TestAuditTamper(t *testing.T) {
+	storetest.RunAuditTamper(t, func(tb testing.TB) (consent.Store, storetest.AuditTamperer) {
+		s, db := open(tb)
+		for _, trigger := range []string{"audit_log_no_update", "audit_log_no_delete"} {
+			if _, err := db.Exec("DROP TRIGGER " + trigger); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		return s, tamperer{db}
+	})
+}
+
+// The database itself refuses to change or delete an entry, to delete a
+// head, or to move a head anywhere but one entry forward.
+func TestAuditAppendOnly(t *testing.T) {
+	ctx := context.Background()
+	s, db := open(t)
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{
+		`UPDATE audit_log SET outcome = 'forged' WHERE seq = 1`,
+		`DELETE FROM audit_log WHERE seq = 2`,
+		`DELETE FROM audit_heads`,
+		`UPDATE audit_heads SET seq = 1`,
+		`UPDATE audit_heads SET seq = 5`,
+		`UPDATE audit_heads SET company_id = 'other'`,
+	} {
+		if _, err := db.Exec(stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v, want refused as append-only", stmt, err)
+		}
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM audit_log WHERE outcome = 'ok'`).Scan(&n); err != nil || n != 2 {
+		t.Errorf("entries left: %d, %v; want both, unchanged", n, err)
+	}
 }

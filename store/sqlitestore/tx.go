@@ -643,3 +643,92 @@ func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, err
 	}
 	return out, rows.Err()
 }
+
+// AppendAudit moves the company's head first: SQLite's one writer already
+// serializes appends, and the head row is where the chain's order lives.
+func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	var prev []byte
+	err := t.tx.QueryRowContext(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, 1, zeroblob(32))
+		ON CONFLICT (company_id) DO UPDATE SET seq = seq + 1 RETURNING seq, hash`, e.CompanyID).Scan(&e.Seq, &prev)
+	if err != nil {
+		return one(err, "company")
+	}
+	if e.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
+		return err
+	}
+	e.At = consent.UTC(e.At)
+	e.Hash = consent.AuditHash(e)
+	if _, err := t.exec(ctx, `UPDATE audit_heads SET hash = ? WHERE company_id = ?`, e.Hash[:], e.CompanyID); err != nil {
+		return err
+	}
+	_, err = t.exec(ctx, `INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id,
+		detail, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, e.CompanyID, e.Seq, e.At.UnixMicro(),
+		e.Actor, e.Action, e.Target, e.Outcome, e.RequestID, e.Detail, e.PrevHash[:], e.Hash[:])
+	return err
+}
+
+func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	order := "ASC"
+	if q.Newest {
+		order = "DESC"
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT seq, at, actor, action, target, outcome, request_id, detail,
+		prev_hash, hash FROM audit_log
+		WHERE company_id = ?1 AND seq > ?2 AND (?3 = 0 OR seq < ?3)
+		AND substr(action, 1, length(?4)) = ?4 AND (?5 = '' OR target = ?5) AND (?6 = '' OR actor = ?6)
+		AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR at < ?8)
+		ORDER BY seq `+order+` LIMIT ?9`,
+		q.CompanyID, q.AfterSeq, q.BeforeSeq, q.ActionPrefix, q.Target, q.Actor,
+		sqlrow.Micros(q.Since), sqlrow.Micros(q.Until), q.Limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.AuditEntry{}
+	for rows.Next() {
+		e := consent.AuditEntry{CompanyID: q.CompanyID}
+		var (
+			at         int64
+			prev, hash []byte
+		)
+		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Outcome, &e.RequestID, &e.Detail,
+			&prev, &hash); err != nil {
+			return nil, err
+		}
+		e.At = sqlrow.Time(&at)
+		if e.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
+			return nil, err
+		}
+		if e.Hash, err = sqlrow.ScanDigest(hash); err != nil {
+			return nil, err
+		}
+		out = append(out, &e)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
+	h := consent.AuditHead{CompanyID: companyID}
+	var (
+		seq  *int64
+		hash []byte
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT h.seq, h.hash FROM companies c
+		LEFT JOIN audit_heads h ON h.company_id = c.id WHERE c.id = ?`, companyID).Scan(&seq, &hash)
+	if err != nil {
+		return nil, one(err, "company")
+	}
+	if seq != nil {
+		h.Seq = *seq
+	}
+	if h.Hash, err = sqlrow.ScanDigest(hash); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}

@@ -61,6 +61,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},
+		{"AuditAppend", testAuditAppend},
+		{"AuditQuery", testAuditQuery},
+		{"ConcurrentAudit", testConcurrentAudit},
+		{"AuditRollback", testAuditRollback},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

@@ -1,0 +1,475 @@
+package consent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// AuditEntry is one record of the audit log (D42): who did what, to what,
+// when, with what outcome, under which request. Each company has a chain of
+// its own: Seq counts its entries from 1 without a gap, and each entry holds
+// the Hash of the one before it (PrevHash; zero for the first), so that an
+// edited, inserted or deleted entry breaks the chain (VerifyAuditChain).
+type AuditEntry struct {
+	CompanyID string
+	Seq       int64     // assigned by the store: the company's last Seq plus one
+	At        time.Time // UTC, to the microsecond
+	// Actor is who acted: a token id, "property:<id>" for company-and-
+	// property credentials (D8), ActorOperator, ActorConsumer or ActorSystem.
+	Actor string
+	// Action is what was done, a short dotted name such as "verify.match"
+	// (the Audit… constants).
+	Action string
+	// Target is what it was done to: a certificate, session, token,
+	// property, revocation or ledger entry id; "" when nothing in particular.
+	Target string
+	// Outcome is "ok" (AuditOK) or the code of the error that refused it,
+	// such as "not_found" or "payment".
+	Outcome   string
+	RequestID string // the request it was part of; "" when none
+	// Detail is a short JSON object of facts about the action (never an
+	// email, a mobile number or a secret); "" when none.
+	Detail   string
+	PrevHash Digest // Hash of the entry Seq-1; zero for Seq 1
+	Hash     Digest // AuditHash of this entry
+}
+
+// AuditHead is the end of a company's chain, kept by the store apart from
+// the entries: the Seq and Hash of its last entry (zero when it has none).
+// A deleted last entry is found only by comparing the chain with it.
+type AuditHead struct {
+	CompanyID string
+	Seq       int64
+	Hash      Digest
+}
+
+// Outcome of an entry that was not refused.
+const AuditOK = "ok"
+
+// Actors that are not tokens.
+const (
+	ActorOperator = "operator" // the host application through the Go API
+	ActorConsumer = "consumer" // a consumer's opt-out
+	ActorSystem   = "system"   // a job of the library
+)
+
+// Actions recorded in the audit log.
+const (
+	AuditVerifyMatch           = "verify.match"
+	AuditVerifyPartialMatch    = "verify.partial_match"
+	AuditVerifyCertificateInfo = "verify.certificate_info"
+	AuditRetainSingle          = "retain.single"      // Retain API, one session
+	AuditRetainBatch           = "retain.batch"       // Retain API batch: one entry per session
+	AuditRetainSession         = "retain.session"     // /verify/session
+	AuditRetainCertificate     = "retain.certificate" // /verify/certificate
+	AuditOptOut                = "optout.revoke"
+	AuditTokenIssue            = "token.issue"
+	AuditTokenRevoke           = "token.revoke"
+	AuditWalletCredit          = "wallet.credit"
+	AuditCompanyCreate         = "company.create"
+	AuditCompanyUpdate         = "company.update"
+	AuditPropertyCreate        = "property.create"
+	AuditPropertyUpdate        = "property.update"
+)
+
+// Limits of an audit entry's text fields, in bytes.
+const (
+	MaxAuditField  = 256      // Actor, Action, Target, Outcome, RequestID
+	MaxAuditDetail = 16 << 10 // Detail
+	// MaxAuditPage is the most entries one AuditEntries call returns.
+	MaxAuditPage = 1000
+)
+
+// auditDomain starts every hashed encoding, so that an audit hash can never
+// be mistaken for the hash of anything else.
+const auditDomain = "consentkit.audit.v1"
+
+// AuditEncoding returns the canonical encoding of e that AuditHash hashes:
+// every field but Hash, PrevHash included, in a fixed order, each
+// length-prefixed or of fixed size, so that no two different entries encode
+// alike. See the package documentation for the layout.
+func AuditEncoding(e *AuditEntry) []byte {
+	b := make([]byte, 0, 128+len(e.Detail))
+	str := func(s string) {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+		b = append(b, s...)
+	}
+	str(auditDomain)
+	str(e.CompanyID)
+	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
+	b = binary.BigEndian.AppendUint64(b, uint64(e.At.UnixMicro()))
+	str(e.Actor)
+	str(e.Action)
+	str(e.Target)
+	str(e.Outcome)
+	str(e.RequestID)
+	str(e.Detail)
+	b = append(b, e.PrevHash[:]...)
+	return b
+}
+
+// AuditHash returns the SHA-256 of AuditEncoding(e): the Hash a store gives
+// e, and the PrevHash of the entry after it.
+func AuditHash(e *AuditEntry) Digest { return sha256.Sum256(AuditEncoding(e)) }
+
+// CheckText checks e's text fields and their lengths.
+func (e *AuditEntry) CheckText() error {
+	if err := checkTexts("company_id", e.CompanyID, "actor", e.Actor, "action", e.Action, "target", e.Target,
+		"outcome", e.Outcome, "request_id", e.RequestID, "detail", e.Detail); err != nil {
+		return err
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{"company_id", e.CompanyID}, {"actor", e.Actor}, {"action", e.Action}, {"target", e.Target},
+		{"outcome", e.Outcome}, {"request_id", e.RequestID},
+	} {
+		if len(f.v) > MaxAuditField {
+			return Errorf(Invalid, "audit %s must be at most %d bytes", f.name, MaxAuditField)
+		}
+	}
+	if len(e.Detail) > MaxAuditDetail {
+		return Errorf(Invalid, "audit detail must be at most %d bytes", MaxAuditDetail)
+	}
+	if e.CompanyID == "" || e.Action == "" || e.Actor == "" || e.Outcome == "" {
+		return Errorf(Invalid, "an audit entry needs a company_id, actor, action and outcome")
+	}
+	return nil
+}
+
+// AuditQuery selects entries of one company's audit log, one page at a time.
+type AuditQuery struct {
+	CompanyID string // required
+	// ActionPrefix keeps entries whose Action starts with it, such as
+	// "verify." or "retain.single"; "" keeps all.
+	ActionPrefix string
+	Target       string    // keeps entries of this Target; "" keeps all
+	Actor        string    // keeps entries of this Actor; "" keeps all
+	Since        time.Time // keeps entries at or after it; zero: no bound
+	Until        time.Time // keeps entries before it; zero: no bound
+	// AfterSeq and BeforeSeq are the keyset: entries with Seq > AfterSeq
+	// and, when BeforeSeq > 0, Seq < BeforeSeq.
+	AfterSeq, BeforeSeq int64
+	// Newest returns the newest entries first (page on with BeforeSeq set
+	// to the last Seq returned); otherwise the oldest first (page on with
+	// AfterSeq).
+	Newest bool
+	// Limit is the most entries returned: 1 to MaxAuditPage.
+	Limit int
+}
+
+// Check returns Invalid when q is not a query a store can run.
+func (q *AuditQuery) Check() error {
+	if q.CompanyID == "" {
+		return Errorf(Invalid, "company_id is required")
+	}
+	if q.Limit < 1 || q.Limit > MaxAuditPage {
+		return Errorf(Invalid, "limit must be 1 to %d", MaxAuditPage)
+	}
+	if q.AfterSeq < 0 || q.BeforeSeq < 0 {
+		return Errorf(Invalid, "after and before must not be negative")
+	}
+	return checkTexts("company_id", q.CompanyID, "action", q.ActionPrefix, "target", q.Target, "actor", q.Actor)
+}
+
+// Match reports whether e passes q's filters (not its keyset or limit).
+// Stores that filter in memory use it; the SQL stores filter alike.
+func (q *AuditQuery) Match(e *AuditEntry) bool {
+	return e.CompanyID == q.CompanyID &&
+		len(e.Action) >= len(q.ActionPrefix) && e.Action[:len(q.ActionPrefix)] == q.ActionPrefix &&
+		(q.Target == "" || e.Target == q.Target) &&
+		(q.Actor == "" || e.Actor == q.Actor) &&
+		(q.Since.IsZero() || !e.At.Before(q.Since)) &&
+		(q.Until.IsZero() || e.At.Before(q.Until)) &&
+		e.Seq > q.AfterSeq && (q.BeforeSeq == 0 || e.Seq < q.BeforeSeq)
+}
+
+// Request ids and actors travel in the context from the layer that knows
+// them (httpadapter) to the transaction that records them.
+type ctxKey int
+
+const (
+	requestIDKey ctxKey = iota
+	actorKey
+)
+
+// WithRequestID returns ctx carrying the request id, which audit entries
+// written under it record. An id that is not an identifier (ValidID) is
+// dropped.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	if !ValidID(id) {
+		return ctx
+	}
+	return context.WithValue(ctx, requestIDKey, id)
+}
+
+// RequestIDFrom returns the request id of ctx; "" when none.
+func RequestIDFrom(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// WithActor returns ctx carrying who acts, recorded by the audit entries
+// written under it: a token id, or "property:<id>" (D8). An actor that is
+// not ValidText or is longer than MaxAuditField is dropped.
+func WithActor(ctx context.Context, actor string) context.Context {
+	if actor == "" || len(actor) > MaxAuditField || !ValidText(actor) {
+		return ctx
+	}
+	return context.WithValue(ctx, actorKey, actor)
+}
+
+// ActorFrom returns the actor of ctx; "" when none.
+func ActorFrom(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey).(string)
+	return a
+}
+
+// AuditParams describes an entry for Service.Audit.
+type AuditParams struct {
+	CompanyID string
+	Action    string
+	Target    string
+	// Err is the outcome: nil is AuditOK, else its ErrorCode.
+	Err error
+	// Detail is marshalled to JSON (nil: none). Keep it short, and never
+	// put an email, a mobile number or a secret in it.
+	Detail any
+	// Actor, when set, is recorded instead of the context's (ActorFrom),
+	// which is recorded instead of ActorOperator.
+	Actor string
+}
+
+// Audit appends an entry to the audit log of p.CompanyID inside tx, at the
+// service clock's time, with the request id of ctx (D42). NotFound when the
+// company does not exist.
+func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
+	e := &AuditEntry{
+		CompanyID: p.CompanyID, At: s.Now(), Actor: p.Actor, Action: p.Action, Target: p.Target,
+		Outcome: AuditOK, RequestID: RequestIDFrom(ctx),
+	}
+	if e.Actor == "" {
+		e.Actor = ActorFrom(ctx)
+	}
+	if e.Actor == "" {
+		e.Actor = ActorOperator
+	}
+	if p.Err != nil {
+		e.Outcome = string(ErrorCode(p.Err))
+	}
+	if p.Detail != nil {
+		b, err := json.Marshal(p.Detail)
+		if err != nil {
+			return fmt.Errorf("audit detail: %w", err)
+		}
+		e.Detail = string(b)
+	}
+	return tx.AppendAudit(ctx, e)
+}
+
+// Refused reports whether err refuses a request for a reason of its own (a
+// coded error other than Internal), as opposed to a failure of storage.
+func Refused(err error) bool {
+	code := ErrorCode(err)
+	return code != "" && code != Internal
+}
+
+// UpdateAudited runs fn in one transaction and records its outcome in the
+// audit log in that same transaction: p describes the entry, and fn may fill
+// in p's Target and Detail as it learns them. When fn succeeds the entry
+// commits with its work. When fn refuses (Refused) the refusal is recorded
+// and committed — so fn must refuse before it writes anything — and returned;
+// when the refusal cannot be recorded (the company does not exist, or p
+// holds text a store refuses) it is returned and nothing is recorded. Any
+// other failure rolls everything back.
+//
+// The entry is appended after fn's work, so the lock of the company's chain
+// head is always the last lock a transaction takes (after its session,
+// certificate and wallet rows) and is held only until the commit: no two
+// flows take them in opposite orders.
+func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx Tx) error) error {
+	var refusal error
+	err := s.store.Update(ctx, func(tx Tx) error {
+		refusal = nil
+		err := fn(tx)
+		if err != nil && !Refused(err) {
+			return err
+		}
+		p.Err = err
+		if aerr := s.Audit(ctx, tx, *p); aerr != nil {
+			if err != nil && Refused(aerr) {
+				// No log to record it in (an unknown company), or
+				// nothing recordable (an id that is not text): roll
+				// back and refuse.
+				return err
+			}
+			return aerr
+		}
+		refusal = err
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return refusal
+}
+
+// DefaultAuditPage is the page size of AuditLog when the query sets none.
+const DefaultAuditPage = 100
+
+// AuditLog returns a page of a company's audit log: the entries q selects,
+// oldest first unless q.Newest. A zero q.Limit means DefaultAuditPage.
+func (s *Service) AuditLog(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
+	if q.Limit == 0 {
+		q.Limit = DefaultAuditPage
+	}
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	var out []*AuditEntry
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		out, err = tx.AuditEntries(ctx, q)
+		return err
+	})
+	return out, err
+}
+
+// AuditChainError reports where a company's audit chain is broken: the
+// first entry that is missing, out of place, edited or not linked to the one
+// before it, or a head that does not match the last entry.
+type AuditChainError struct {
+	CompanyID string
+	Seq       int64 // the first entry found wrong
+	Reason    string
+}
+
+func (e *AuditChainError) Error() string {
+	return fmt.Sprintf("audit log of %s is broken at entry %d: %s", e.CompanyID, e.Seq, e.Reason)
+}
+
+// auditVerifyPage is how many entries VerifyAuditChain reads per transaction.
+const auditVerifyPage = MaxAuditPage
+
+// VerifyAuditChain walks the company's whole audit chain and checks each
+// entry: Seq follows the one before, PrevHash is the Hash before it, and
+// Hash is AuditHash of its fields; then the last entry against the head the
+// store keeps apart. It returns the number of entries checked, and an
+// *AuditChainError naming the first broken entry when the chain is broken.
+//
+// It reads a page per transaction, so appends made meanwhile are fine: the
+// head is read before the walk, and the walk must reach it; entries past it
+// are checked too, up to the head read after the walk.
+func (s *Service) VerifyAuditChain(ctx context.Context, companyID string) (int64, error) {
+	head1, err := s.auditHead(ctx, companyID)
+	if err != nil {
+		return 0, err
+	}
+	broken := func(seq int64, format string, args ...any) error {
+		return &AuditChainError{CompanyID: companyID, Seq: seq, Reason: fmt.Sprintf(format, args...)}
+	}
+	var (
+		prev  *AuditEntry
+		n     int64
+		after int64
+		sawH1 bool
+	)
+	for {
+		page, err := s.AuditLog(ctx, AuditQuery{CompanyID: companyID, AfterSeq: after, Limit: auditVerifyPage})
+		if err != nil {
+			return n, err
+		}
+		for _, e := range page {
+			want := int64(1)
+			var wantPrev Digest
+			if prev != nil {
+				want, wantPrev = prev.Seq+1, prev.Hash
+			}
+			switch {
+			case e.Seq != want:
+				return n, broken(want, "entry %d is missing (the next is %d)", want, e.Seq)
+			case e.CompanyID != companyID:
+				return n, broken(e.Seq, "the entry names company %q", e.CompanyID)
+			case e.PrevHash != wantPrev:
+				return n, broken(e.Seq, "its previous hash is not the hash of entry %d", e.Seq-1)
+			case e.Hash != AuditHash(e):
+				return n, broken(e.Seq, "its content does not match its hash")
+			case e.Seq == head1.Seq && e.Hash != head1.Hash:
+				return n, broken(e.Seq, "it is not the entry the chain's head recorded")
+			}
+			sawH1 = sawH1 || e.Seq == head1.Seq
+			prev, after = e, e.Seq
+			n++
+		}
+		if len(page) < auditVerifyPage {
+			break
+		}
+	}
+	if head1.Seq > 0 && !sawH1 {
+		return n, broken(after+1, "the chain ends at entry %d but its head records %d entries", after, head1.Seq)
+	}
+	if after > head1.Seq {
+		// Entries past the first head: appended during the walk, or added
+		// behind the store's back. The head read now tells.
+		head2, err := s.auditHead(ctx, companyID)
+		if err != nil {
+			return n, err
+		}
+		switch {
+		case after > head2.Seq:
+			return n, broken(head2.Seq+1, "entries follow the chain's head (entry %d)", head2.Seq)
+		case after == head2.Seq && prev.Hash != head2.Hash:
+			return n, broken(after, "it is not the entry the chain's head recorded")
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) auditHead(ctx context.Context, companyID string) (*AuditHead, error) {
+	var h *AuditHead
+	err := s.store.View(ctx, func(tx Tx) error {
+		var err error
+		h, err = tx.AuditHead(ctx, companyID)
+		return err
+	})
+	return h, err
+}
+
+// VerifyAuditChains runs VerifyAuditChain on every company's chain. It
+// returns the number of entries checked and, when chains are broken, one
+// *AuditChainError per broken chain, joined (errors.As finds the first).
+func (s *Service) VerifyAuditChains(ctx context.Context) (int64, error) {
+	var (
+		total int64
+		errs  []error
+		after string
+	)
+	for {
+		var ids []string
+		err := s.store.View(ctx, func(tx Tx) error {
+			var err error
+			ids, err = tx.CompanyIDs(ctx, after, 500)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		for _, id := range ids {
+			n, err := s.VerifyAuditChain(ctx, id)
+			total += n
+			var ce *AuditChainError
+			if errors.As(err, &ce) {
+				errs = append(errs, err)
+			} else if err != nil {
+				return total, err
+			}
+		}
+		if len(ids) < 500 {
+			return total, errors.Join(errs...)
+		}
+		after = ids[len(ids)-1]
+	}
+}

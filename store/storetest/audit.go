@@ -1,0 +1,509 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// appendAudit appends e in a transaction of its own and returns it as the
+// store completed it.
+func appendAudit(t testing.TB, s consent.Store, e consent.AuditEntry) *consent.AuditEntry {
+	t.Helper()
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudit(ctx, &e) })
+	return &e
+}
+
+func auditEntries(t testing.TB, s consent.Store, q consent.AuditQuery) []*consent.AuditEntry {
+	t.Helper()
+	var out []*consent.AuditEntry
+	view(t, s, func(tx consent.Tx) error {
+		var err error
+		out, err = tx.AuditEntries(ctx, q)
+		return err
+	})
+	return out
+}
+
+func auditHead(t testing.TB, s consent.Store, companyID string) *consent.AuditHead {
+	t.Helper()
+	var h *consent.AuditHead
+	view(t, s, func(tx consent.Tx) error {
+		var err error
+		h, err = tx.AuditHead(ctx, companyID)
+		return err
+	})
+	return h
+}
+
+// checkChain fails t unless the entries are the company's whole chain:
+// Seq 1, 2, 3… without a gap, each linked to the one before and hashed by
+// consent.AuditHash, the last one being the head.
+func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
+	t.Helper()
+	var all []*consent.AuditEntry
+	for after := int64(0); ; {
+		page := auditEntries(t, s, consent.AuditQuery{CompanyID: companyID, AfterSeq: after, Limit: consent.MaxAuditPage})
+		all = append(all, page...)
+		if len(page) < consent.MaxAuditPage {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	if len(all) != want {
+		t.Fatalf("%s has %d audit entries, want %d", companyID, len(all), want)
+	}
+	var prev consent.Digest
+	for i, e := range all {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("%s: entry %d has Seq %d: the chain has a gap", companyID, i+1, e.Seq)
+		}
+		if e.PrevHash != prev {
+			t.Fatalf("%s: entry %d does not link to entry %d: the chain forked", companyID, e.Seq, e.Seq-1)
+		}
+		if e.Hash != consent.AuditHash(e) {
+			t.Fatalf("%s: entry %d's hash is not AuditHash of its fields", companyID, e.Seq)
+		}
+		prev = e.Hash
+	}
+	h := auditHead(t, s, companyID)
+	if h.Seq != int64(want) || h.Hash != prev {
+		t.Fatalf("%s: head is %d %s, want %d %s", companyID, h.Seq, h.Hash, want, prev)
+	}
+}
+
+// testAuditAppend: the store numbers each company's entries from 1, links
+// and hashes them with consent.AuditHash, moves the head, and reads every
+// field back byte for byte; it refuses invalid text and unknown companies.
+func testAuditAppend(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	if h := auditHead(t, s, "acme"); h.Seq != 0 || !h.Hash.IsZero() || h.CompanyID != "acme" {
+		t.Errorf("head of an empty log = %+v, want zero", h)
+	}
+	plus2 := time.FixedZone("+2", 2*3600)
+	in := []consent.AuditEntry{
+		{CompanyID: "acme", At: t0.In(plus2).Add(789 * time.Nanosecond), Actor: "tok_abc", Action: consent.AuditVerifyMatch,
+			Target: "cert-1", Outcome: consent.AuditOK, RequestID: "req-1", Detail: `{"valid":true,"charged":0.015}`},
+		{CompanyID: "other", At: t0, Actor: consent.ActorOperator, Action: consent.AuditWalletCredit, Outcome: consent.AuditOK},
+		{CompanyID: "acme", At: t0.Add(time.Second), Actor: "property:acme-web", Action: consent.AuditVerifyPartialMatch,
+			Target: "cert-2", Outcome: string(consent.Payment), Detail: "ünïcødé 𝄞 ✓\ttab\nline\r\n"},
+		{CompanyID: "acme", At: t0.Add(-time.Hour), Actor: consent.ActorConsumer, Action: consent.AuditOptOut,
+			Target: "rev-1", Outcome: consent.AuditOK, Detail: strings.Repeat("x", consent.MaxAuditDetail)},
+	}
+	var got []*consent.AuditEntry
+	for _, e := range in {
+		got = append(got, appendAudit(t, s, e))
+	}
+	for i, wantSeq := range []int64{1, 1, 2, 3} {
+		e := got[i]
+		if e.Seq != wantSeq {
+			t.Errorf("entry %d: Seq = %d, want %d", i, e.Seq, wantSeq)
+		}
+		if want := consent.UTC(in[i].At); !e.At.Equal(want) || e.At.Location() != time.UTC || e.At != want {
+			t.Errorf("entry %d: At = %v, want %v (UTC, to the microsecond)", i, e.At, want)
+		}
+		if e.Hash != consent.AuditHash(e) {
+			t.Errorf("entry %d: Hash is not AuditHash of the entry", i)
+		}
+	}
+	if !got[0].PrevHash.IsZero() || got[2].PrevHash != got[0].Hash || got[3].PrevHash != got[2].Hash || !got[1].PrevHash.IsZero() {
+		t.Errorf("entries are not chained per company")
+	}
+	acme := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", Limit: 10})
+	if d := cmp.Diff([]*consent.AuditEntry{got[0], got[2], got[3]}, acme); d != "" {
+		t.Errorf("AuditEntries(acme) (-appended +read):\n%s", d)
+	}
+	other := auditEntries(t, s, consent.AuditQuery{CompanyID: "other", Limit: 10})
+	if d := cmp.Diff([]*consent.AuditEntry{got[1]}, other); d != "" {
+		t.Errorf("AuditEntries(other) (-appended +read):\n%s", d)
+	}
+	if h := auditHead(t, s, "acme"); h.Seq != 3 || h.Hash != got[3].Hash {
+		t.Errorf("head of acme = %d %s, want 3 %s", h.Seq, h.Hash, got[3].Hash)
+	}
+
+	for name, e := range map[string]consent.AuditEntry{
+		"NUL in detail":     {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Detail: "a\x00b"},
+		"invalid UTF-8":     {CompanyID: "acme", Actor: "a\xff", Action: "x.y", Outcome: "ok"},
+		"long target":       {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Target: strings.Repeat("t", consent.MaxAuditField+1)},
+		"long detail":       {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Detail: strings.Repeat("d", consent.MaxAuditDetail+1)},
+		"no action":         {CompanyID: "acme", Actor: "a", Outcome: "ok"},
+		"no company":        {Actor: "a", Action: "x.y", Outcome: "ok"},
+		"unknown company":   {CompanyID: "nobody", Actor: "a", Action: "x.y", Outcome: "ok", At: t0},
+		"control in target": {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Target: "\x1b[31m"},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.AppendAudit(ctx, &e) })
+		code := consent.Invalid
+		if name == "unknown company" {
+			code = consent.NotFound
+		}
+		wantCode(t, "AppendAudit("+name+")", err, code)
+	}
+	checkChain(t, s, "acme", 3)
+	_, err := headErr(s, "nobody")
+	wantCode(t, "AuditHead(nobody)", err, consent.NotFound)
+	err = s.View(ctx, func(tx consent.Tx) error {
+		return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", At: t0})
+	})
+	if err == nil {
+		t.Errorf("AppendAudit in View succeeded")
+	}
+	checkChain(t, s, "acme", 3)
+}
+
+func headErr(s consent.Store, companyID string) (*consent.AuditHead, error) {
+	var h *consent.AuditHead
+	err := s.View(ctx, func(tx consent.Tx) error {
+		var err error
+		h, err = tx.AuditHead(ctx, companyID)
+		return err
+	})
+	return h, err
+}
+
+// testAuditQuery: every filter, alone and together, both orders, and
+// keyset pages that add up to the whole selection.
+func testAuditQuery(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	actions := []string{consent.AuditVerifyMatch, consent.AuditVerifyPartialMatch, consent.AuditRetainSingle,
+		consent.AuditRetainBatch, "verifyx.other", consent.AuditTokenIssue}
+	update(t, s, func(tx consent.Tx) error {
+		for i := range 40 {
+			e := &consent.AuditEntry{
+				CompanyID: "acme", At: t0.Add(time.Duration(i) * time.Minute), Actor: fmt.Sprintf("tok_%d", i%3),
+				Action: actions[i%len(actions)], Target: fmt.Sprintf("cert-%d", i%4), Outcome: consent.AuditOK,
+			}
+			if err := tx.AppendAudit(ctx, e); err != nil {
+				return err
+			}
+			// Another company's entries never show.
+			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "other", At: e.At, Actor: e.Actor,
+				Action: e.Action, Target: e.Target, Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// seqs lists the Seq of acme's entries (i+1) for which keep(i) holds.
+	seqs := func(keep func(i int) bool) []int64 {
+		out := []int64{}
+		for i := range 40 {
+			if keep(i) {
+				out = append(out, int64(i+1))
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		q    consent.AuditQuery
+		want []int64
+	}{
+		{"all", consent.AuditQuery{}, seqs(func(int) bool { return true })},
+		{"verify. prefix", consent.AuditQuery{ActionPrefix: "verify."}, seqs(func(i int) bool { return i%6 < 2 })},
+		{"verify prefix", consent.AuditQuery{ActionPrefix: "verify"}, seqs(func(i int) bool { return i%6 < 2 || i%6 == 4 })},
+		{"whole action", consent.AuditQuery{ActionPrefix: consent.AuditRetainBatch}, seqs(func(i int) bool { return i%6 == 3 })},
+		{"no such action", consent.AuditQuery{ActionPrefix: "verify.match.x"}, []int64{}},
+		{"target", consent.AuditQuery{Target: "cert-1"}, seqs(func(i int) bool { return i%4 == 1 })},
+		{"actor", consent.AuditQuery{Actor: "tok_2"}, seqs(func(i int) bool { return i%3 == 2 })},
+		{"since", consent.AuditQuery{Since: t0.Add(30 * time.Minute)}, seqs(func(i int) bool { return i >= 30 })},
+		{"until", consent.AuditQuery{Until: t0.Add(5 * time.Minute)}, seqs(func(i int) bool { return i < 5 })},
+		{"range", consent.AuditQuery{Since: t0.Add(10*time.Minute - time.Microsecond), Until: t0.Add(12*time.Minute + time.Microsecond)},
+			[]int64{11, 12, 13}},
+		{"together", consent.AuditQuery{ActionPrefix: "verify.", Actor: "tok_0", Target: "cert-0"},
+			seqs(func(i int) bool { return i%6 < 2 && i%3 == 0 && i%4 == 0 })},
+		{"after", consent.AuditQuery{AfterSeq: 35}, []int64{36, 37, 38, 39, 40}},
+		{"before", consent.AuditQuery{BeforeSeq: 4}, []int64{1, 2, 3}},
+		{"between", consent.AuditQuery{AfterSeq: 10, BeforeSeq: 13}, []int64{11, 12}},
+		{"limit", consent.AuditQuery{Limit: 3, ActionPrefix: "retain."}, []int64{3, 4, 9}},
+		{"newest", consent.AuditQuery{Newest: true, Limit: 3}, []int64{40, 39, 38}},
+		{"newest before", consent.AuditQuery{Newest: true, BeforeSeq: 20, Limit: 2, Actor: "tok_1"}, []int64{17, 14}},
+		{"unknown company", consent.AuditQuery{CompanyID: "nobody"}, []int64{}},
+	} {
+		q := tc.q
+		if q.CompanyID == "" {
+			q.CompanyID = "acme"
+		}
+		if q.Limit == 0 {
+			q.Limit = consent.MaxAuditPage
+		}
+		var got []int64
+		for _, e := range auditEntries(t, s, q) {
+			if e.CompanyID != q.CompanyID {
+				t.Errorf("%s: entry of company %s", tc.name, e.CompanyID)
+			}
+			got = append(got, e.Seq)
+		}
+		if d := cmp.Diff(tc.want, got, opts); d != "" {
+			t.Errorf("%s: seqs (-want +got):\n%s", tc.name, d)
+		}
+	}
+
+	// Pages of 7, both ways, add up to the whole selection in order.
+	for _, newest := range []bool{false, true} {
+		want := seqs(func(i int) bool { return i%6 < 2 || i%6 == 4 })
+		if newest {
+			slices.Reverse(want)
+		}
+		var got []int64
+		q := consent.AuditQuery{CompanyID: "acme", ActionPrefix: "verify", Limit: 7, Newest: newest}
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatalf("paging does not end")
+			}
+			page := auditEntries(t, s, q)
+			for _, e := range page {
+				got = append(got, e.Seq)
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			if newest {
+				q.BeforeSeq = page[len(page)-1].Seq
+			} else {
+				q.AfterSeq = page[len(page)-1].Seq
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("paging (newest %v) (-want +got):\n%s", newest, d)
+		}
+	}
+
+	for name, q := range map[string]consent.AuditQuery{
+		"no company":     {Limit: 10},
+		"zero limit":     {CompanyID: "acme"},
+		"limit too big":  {CompanyID: "acme", Limit: consent.MaxAuditPage + 1},
+		"negative after": {CompanyID: "acme", Limit: 10, AfterSeq: -1},
+		"NUL in action":  {CompanyID: "acme", Limit: 10, ActionPrefix: "verify\x00"},
+	} {
+		err := s.View(ctx, func(tx consent.Tx) error { _, err := tx.AuditEntries(ctx, q); return err })
+		wantCode(t, "AuditEntries("+name+")", err, consent.Invalid)
+	}
+}
+
+// testConcurrentAudit: many goroutines appending to two companies at once,
+// each append in a transaction with a debit as the domain does, give each
+// company one gapless, unforked chain.
+func testConcurrentAudit(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for _, c := range []string{"acme", "other"} {
+			if _, err := tx.Credit(ctx, entry("topup-"+c, c, wallet.TopUp, wallet.Dollar, t0)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	const workers, each = 20, 5
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		start = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			company := []string{"acme", "other"}[w%2]
+			for i := range each {
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					if _, err := tx.Debit(ctx, entry(fmt.Sprintf("d-%d-%d", w, i), company, wallet.ExactMatch, wallet.Cent/100, t0)); err != nil {
+						return err
+					}
+					return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+						Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
+				})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		t.Errorf("concurrent append: %v", err)
+	}
+	checkChain(t, s, "acme", workers/2*each)
+	checkChain(t, s, "other", workers/2*each)
+}
+
+// testAuditRollback: an append rolls back with its transaction, head
+// included, and the next append takes the Seq it freed.
+func testAuditRollback(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	first := appendAudit(t, s, consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "a", Action: "x.one", Outcome: "ok"})
+	errBoom := errors.New("boom")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		for range 3 {
+			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "a", Action: "x.gone", Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update = %v, want boom", err)
+	}
+	if h := auditHead(t, s, "acme"); h.Seq != 1 || h.Hash != first.Hash {
+		t.Errorf("head after rollback = %d %s, want 1 %s", h.Seq, h.Hash, first.Hash)
+	}
+	second := appendAudit(t, s, consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "a", Action: "x.two", Outcome: "ok"})
+	if second.Seq != 2 || second.PrevHash != first.Hash {
+		t.Errorf("append after rollback: Seq %d, linked %v; want 2, linked to entry 1", second.Seq, second.PrevHash == first.Hash)
+	}
+	if got := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", ActionPrefix: "x.gone", Limit: 10}); len(got) != 0 {
+		t.Errorf("rolled-back entries are stored: %d", len(got))
+	}
+	checkChain(t, s, "acme", 2)
+}
+
+// AuditTamperer changes a store's audit log behind its back, as someone
+// with access to its database could (for RunAuditTamper): it bypasses
+// whatever the store does to keep the log append-only.
+type AuditTamperer interface {
+	// ReplaceAudit overwrites the stored fields of the company's entry seq
+	// with e's, as they are: Hash and PrevHash are not recomputed, and a
+	// changed CompanyID or Seq moves the entry.
+	ReplaceAudit(t testing.TB, companyID string, seq int64, e *consent.AuditEntry)
+	// DeleteAudit deletes the company's entry seq, leaving the head alone.
+	DeleteAudit(t testing.TB, companyID string, seq int64)
+}
+
+// RunAuditTamper checks that consent.Service.VerifyAuditChain finds every
+// edit of any field of an entry, and the deletion of a first, middle or last
+// entry, in the store's own tables. open returns a new, empty, migrated
+// store and a tamperer of it.
+func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, AuditTamperer)) {
+	// Each case builds acme's chain of 5 entries and other's of 2, tampers,
+	// and expects VerifyAuditChain to name acme's entry wantSeq (0: intact).
+	type tc struct {
+		name    string
+		tamper  func(t testing.TB, tm AuditTamperer, chain []*consent.AuditEntry)
+		wantSeq int64
+	}
+	edit := func(seq int64, fn func(e *consent.AuditEntry)) func(testing.TB, AuditTamperer, []*consent.AuditEntry) {
+		return func(t testing.TB, tm AuditTamperer, chain []*consent.AuditEntry) {
+			e := *chain[seq-1]
+			fn(&e)
+			tm.ReplaceAudit(t, "acme", seq, &e)
+		}
+	}
+	rehash := func(fn func(e *consent.AuditEntry)) func(e *consent.AuditEntry) {
+		return func(e *consent.AuditEntry) { fn(e); e.Hash = consent.AuditHash(e) }
+	}
+	del := func(seq int64) func(testing.TB, AuditTamperer, []*consent.AuditEntry) {
+		return func(t testing.TB, tm AuditTamperer, _ []*consent.AuditEntry) { tm.DeleteAudit(t, "acme", seq) }
+	}
+	cases := []tc{
+		{"intact", func(testing.TB, AuditTamperer, []*consent.AuditEntry) {}, 0},
+		{"edit at", edit(3, func(e *consent.AuditEntry) { e.At = e.At.Add(time.Microsecond) }), 3},
+		{"edit actor", edit(3, func(e *consent.AuditEntry) { e.Actor = "operator" }), 3},
+		{"edit action", edit(3, func(e *consent.AuditEntry) { e.Action = "verify.partial_match" }), 3},
+		{"edit target", edit(3, func(e *consent.AuditEntry) { e.Target = "cert-x" }), 3},
+		{"edit outcome", edit(3, func(e *consent.AuditEntry) { e.Outcome = "ok" }), 3},
+		{"edit request id", edit(3, func(e *consent.AuditEntry) { e.RequestID = "req-forged" }), 3},
+		{"edit detail", edit(3, func(e *consent.AuditEntry) { e.Detail = `{"charged":0}` }), 3},
+		{"edit prev hash", edit(3, func(e *consent.AuditEntry) { e.PrevHash[0] ^= 1 }), 3},
+		{"edit hash", edit(3, func(e *consent.AuditEntry) { e.Hash[31] ^= 1 }), 3},
+		{"edit first", edit(1, func(e *consent.AuditEntry) { e.Actor = "someone" }), 1},
+		{"edit last", edit(5, func(e *consent.AuditEntry) { e.Detail = "" }), 5},
+		{"renumber", edit(3, func(e *consent.AuditEntry) { e.Seq = 99 }), 3},
+		{"move to another company", edit(3, func(e *consent.AuditEntry) { e.CompanyID = "other" }), 3},
+		{"edit and rehash", edit(3, rehash(func(e *consent.AuditEntry) { e.Outcome = "ok" })), 4},
+		{"edit and rehash last", edit(5, rehash(func(e *consent.AuditEntry) { e.Outcome = "ok" })), 5},
+		{"delete first", del(1), 1},
+		{"delete middle", del(3), 3},
+		{"delete last", del(5), 5},
+		{"delete two last", func(t testing.TB, tm AuditTamperer, _ []*consent.AuditEntry) {
+			tm.DeleteAudit(t, "acme", 5)
+			tm.DeleteAudit(t, "acme", 4)
+		}, 4},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			s, tm := open(t)
+			svc, err := consent.NewService(s, consent.Config{Now: func() time.Time { return t0 }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fixture(t, s)
+			outcomes := []error{nil, consent.ErrNotFound, &wallet.InsufficientFundsError{}, nil, consent.ErrOptedOut}
+			for i, err := range outcomes {
+				update(t, s, func(tx consent.Tx) error {
+					return svc.Audit(consent.WithRequestID(ctx, fmt.Sprintf("req-%d", i)), tx, consent.AuditParams{
+						CompanyID: "acme", Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("cert-%d", i),
+						Err: err, Detail: map[string]any{"i": i}, Actor: "tok_x",
+					})
+				})
+			}
+			for range 2 {
+				update(t, s, func(tx consent.Tx) error {
+					return svc.Audit(ctx, tx, consent.AuditParams{CompanyID: "other", Action: consent.AuditWalletCredit})
+				})
+			}
+			chain := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", Limit: 10})
+			if len(chain) != 5 {
+				t.Fatalf("acme has %d entries, want 5", len(chain))
+			}
+			c.tamper(t, tm, chain)
+
+			n, err := svc.VerifyAuditChain(ctx, "acme")
+			var ce *consent.AuditChainError
+			switch {
+			case c.wantSeq == 0 && (err != nil || n != 5):
+				t.Errorf("VerifyAuditChain = %d, %v; want 5 entries, intact", n, err)
+			case c.wantSeq == 0:
+			case !errors.As(err, &ce):
+				t.Errorf("VerifyAuditChain = %d, %v; want an *AuditChainError at entry %d", n, err, c.wantSeq)
+			case ce.Seq != c.wantSeq || ce.CompanyID != "acme":
+				t.Errorf("VerifyAuditChain names %s entry %d (%v), want acme entry %d", ce.CompanyID, ce.Seq, err, c.wantSeq)
+			}
+
+			// All companies at once: acme as above; other is intact unless
+			// an entry was moved into it.
+			_, err = svc.VerifyAuditChains(ctx)
+			broken := map[string]bool{}
+			for _, e := range unjoin(err) {
+				if errors.As(e, &ce) {
+					broken[ce.CompanyID] = true
+				} else {
+					t.Errorf("VerifyAuditChains: %v", e)
+				}
+			}
+			want := map[string]bool{}
+			if c.wantSeq != 0 {
+				want["acme"] = true
+			}
+			if c.name == "move to another company" {
+				want["other"] = true
+			}
+			if d := cmp.Diff(want, broken, opts); d != "" {
+				t.Errorf("VerifyAuditChains: broken chains (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// unjoin returns the errors joined in err (errors.Join), or err alone.
+func unjoin(err error) []error {
+	if err == nil {
+		return nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
