@@ -71,7 +71,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.scenario, "scenario", "capture", "capture or purge")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
 	fs.IntVar(&o.clients, "clients", 8, "purge: concurrent verification clients")
-	fs.IntVar(&o.batch, "batch", 500, "purge: rows per purge transaction")
+	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
 	fs.StringVar(&o.store, "store", "sqlite", "memory, sqlite (a new file in a temporary directory) or postgres")
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (its tables are created in the search_path)")
 	fs.IntVar(&o.sessions, "sessions", 200, "concurrent recording sessions")
