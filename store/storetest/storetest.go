@@ -59,6 +59,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},
+		{"WebhookEndpoint", testWebhookEndpoint},
+		{"WebhookDeliveries", testWebhookDeliveries},
+		{"WebhookRollsBack", testWebhookRollsBack},
+		{"WebhookText", testWebhookText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })
