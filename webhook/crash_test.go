@@ -40,7 +40,10 @@ func crashChild() int {
 		return fail(err)
 	}
 	steps := []func() error{
-		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			return err
+		},
 		func() error {
 			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err

@@ -98,7 +98,7 @@ func TestDialGuard(t *testing.T) {
 		_, port, _ := net.SplitHostPort(strings.TrimPrefix(rc.URL, "http://"))
 		guarded := newEnv(t, st, envOpts{guard: true})
 		urls := []string{
-			rc.URL,                          // 127.0.0.1
+			rc.URL,                           // 127.0.0.1
 			"http://localhost:" + port + "/", // a name for it
 			"http://10.1.2.3:9/",
 			"http://169.254.169.254/latest/meta-data/",
