@@ -9,7 +9,7 @@
 //
 // It serves GET /healthz, and every documented endpoint through
 // httpadapter; it logs one line per request; it runs the conversion worker
-// in-process; and it shuts down cleanly on SIGINT or SIGTERM.
+// and webhook delivery in-process; and it shuts down cleanly on SIGINT or SIGTERM.
 package main
 
 import (
@@ -63,6 +63,8 @@ type options struct {
 	toolsRecheck   time.Duration
 	conversions    int
 	s3             s3video.Config // Bucket empty: videos go to videoDir
+
+	webhookAllowPrivate bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -89,6 +91,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
+	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
 	if err := fs.Parse(args); err != nil {
@@ -247,6 +250,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	svc, err := consent.NewService(st, consent.Config{
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
+		WebhookAllowPrivate: o.webhookAllowPrivate,
 	})
 	if err != nil {
 		return err
@@ -301,6 +305,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	workerDone := startWorker(ctx, svc, videos, o, log)
+	webhooksDone := startWebhooks(ctx, svc, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -314,6 +319,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
 	<-workerDone
+	<-webhooksDone
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
