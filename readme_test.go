@@ -24,12 +24,16 @@ var readmeImports = map[string]string{
 	"wallet":      "wallet.ParseAmount",
 	"os":          "os.Getenv",
 	"s3video":     "s3video.New",
+	"webhook":     "webhook.Verify",
+	"jobs":        "jobs.New",
+	"io":          "io.ReadAll",
+	"time":        "time.Now",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
-	"s3video": "retain/s3video",
+	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each
