@@ -117,11 +117,11 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: true})
+	h, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := jobs.New(jobs.Config{Store: st, Handlers: []jobs.Handler{h}})
+	r, err := jobs.New(jobs.Config{Store: st, Handlers: []jobs.Handler{h}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,11 +72,11 @@ func TestEvents(t *testing.T) {
 	e.drain(t)
 
 	conv := func(c converter) {
-		h, err := retain.ConversionHandler(retain.WorkerConfig{Service: e.svc, Converter: c, Videos: retain.Dir{Root: t.TempDir()}})
+		h, err := retain.ConversionHandler(retain.WorkerConfig{Service: e.svc, Converter: c, Videos: retain.Dir{Root: t.TempDir()}, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: []jobs.Handler{h}, Now: e.clock.Now})
+		r, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: []jobs.Handler{h}, Now: e.clock.Now, Logger: quiet})
 		if err != nil {
 			t.Fatal(err)
 		}
