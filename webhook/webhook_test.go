@@ -542,6 +542,29 @@ func TestEndpointChoice(t *testing.T) {
 	if d := cmp.Diff([]int{1, 0, 0, 0}, counts); d != "" {
 		t.Errorf("requests at A (subscribed), B (not), C (disabled), other company (-want +got):\n%s", d)
 	}
+
+	// Another company can neither read C's log nor delete it.
+	if _, err := e.svc.WebhookDeliveries(ctx, "other", c.ID, 0, 10); !errors.Is(err, consent.ErrNotFound) {
+		t.Errorf("another company's log: %v; want NotFound", err)
+	}
+	if err := e.svc.DeleteWebhookEndpoint(ctx, "other", c.ID); !errors.Is(err, consent.ErrNotFound) {
+		t.Errorf("deleting another company's endpoint: %v; want NotFound", err)
+	}
+	if err := e.svc.DeleteWebhookEndpoint(ctx, "acme", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	eps, err := e.svc.WebhookEndpoints(ctx, "acme")
+	if err != nil || len(eps) != 2 {
+		t.Fatalf("endpoints after a delete: %v, %v; want 2", eps, err)
+	}
+	// At most MaxWebhookEndpoints a company.
+	for range consent.MaxWebhookEndpoints - len(eps) {
+		e.endpoint(t, rcB.URL, consent.EventVideoFailed)
+	}
+	_, err = e.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: rcB.URL, Events: []string{consent.EventVideoFailed}})
+	if !errors.Is(err, consent.ErrInvalid) {
+		t.Errorf("endpoint %d: %v; want Invalid", consent.MaxWebhookEndpoints+1, err)
+	}
 }
 
 // TestVerify checks Verify against requests signed by the test's own
