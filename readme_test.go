@@ -26,12 +26,14 @@ var readmeImports = map[string]string{
 	"s3video":     "s3video.New",
 	"jobs":        "jobs.New",
 	"time":        "time.Hour",
+	"webhook":     "webhook.Verify",
+	"io":          "io.ReadAll",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
-	"s3video": "retain/s3video", "jobs": "jobs",
+	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each

@@ -9,7 +9,8 @@ import (
 // Charge debits the price of kind (Config.Prices, D2) from the company's
 // wallet inside tx, with a ledger entry referring to reference (D5), and
 // returns the amount charged and the new balance. A price of zero debits
-// nothing and writes no entry. A short balance gives a
+// nothing and writes no entry. A charge that takes the balance below
+// Config.LowBalanceThreshold emits EventWalletLowBalance. A short balance gives a
 // *wallet.InsufficientFundsError and changes nothing (D4).
 func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wallet.EntryKind, reference string) (charged, balance wallet.Amount, err error) {
 	price := s.cfg.Prices.Of(kind)
@@ -22,6 +23,14 @@ func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wall
 	})
 	if err != nil {
 		return 0, 0, err
+	}
+	if low := s.cfg.LowBalanceThreshold; low > 0 && balance < low && balance+price >= low {
+		err = s.EmitEvent(ctx, tx, companyID, EventWalletLowBalance, map[string]any{
+			"company_id": companyID, "balance": balance, "threshold": low, "reference": reference,
+		})
+		if err != nil {
+			return 0, 0, err
+		}
 	}
 	return price, balance, nil
 }

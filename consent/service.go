@@ -39,6 +39,15 @@ type Config struct {
 	MaxChunkBytes int
 	// MaxRecordingBytes bounds a session's whole recording: default 64 MiB.
 	MaxRecordingBytes int64
+	// LowBalanceThreshold, when positive, makes a charge that takes a
+	// wallet from at least this much to below it emit
+	// EventWalletLowBalance (D44); zero emits none.
+	LowBalanceThreshold wallet.Amount
+	// WebhookAllowPrivate lets webhook endpoints have URLs whose host is a
+	// loopback, private or link-local IP address (see CheckWebhookURL):
+	// for tests and private deployments. The delivery's own guard is
+	// configured in package webhook.
+	WebhookAllowPrivate bool
 }
 
 // Defaults of Config.
@@ -67,7 +76,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("consent: NewService needs a Store")
 	}
-	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 {
+	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 {
 		return nil, errors.New("consent: Config durations and limits must not be negative (zero means the default)")
 	}
 	if cfg.Now == nil {
@@ -734,6 +743,13 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx Tx, p CertificatePa
 		return nil, err
 	}
 	if err := tx.CreateCertificate(ctx, c); err != nil {
+		return nil, err
+	}
+	err = s.EmitEvent(ctx, tx, c.CompanyID, EventCertificateIssued, map[string]any{
+		"certificate_id": c.ID, "company_id": c.CompanyID, "property_id": c.PropertyID,
+		"session_id": c.SessionID, "created_timestamp": c.CreatedAt,
+	})
+	if err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -162,6 +162,31 @@ type Tx interface {
 	// holds the lease; NotFound when there is no such job.
 	EndJob(ctx context.Context, kind, key, owner string, next *Job) error
 
+	// CreateWebhookEndpoint stores e. NotFound when e.CompanyID does not
+	// exist; Conflict when e.ID is taken.
+	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error
+	// WebhookEndpoint returns the endpoint. NotFound when there is none.
+	WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error)
+	// WebhookEndpoints returns the company's endpoints in the order they
+	// were created (none: an empty slice, no error).
+	WebhookEndpoints(ctx context.Context, companyID string) ([]*WebhookEndpoint, error)
+	// DisableWebhookEndpoint sets the endpoint's DisabledAt to at (the
+	// zero time enables it again). NotFound when the company has no
+	// endpoint of that id.
+	DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error
+	// DeleteWebhookEndpoint deletes the company's endpoint and its
+	// delivery log. NotFound when the company has no endpoint of that id.
+	DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error
+	// AppendWebhookDelivery appends d to its endpoint's delivery log with a
+	// Seq above every earlier entry's (d.Seq is ignored). Duration is kept
+	// to the microsecond. NotFound when the endpoint does not exist.
+	AppendWebhookDelivery(ctx context.Context, d *WebhookDelivery) error
+	// WebhookDeliveries returns up to limit entries of the endpoint's
+	// delivery log, newest (highest Seq) first, among those with Seq below
+	// before; before 0 starts at the newest. An unknown endpoint has an
+	// empty log.
+	WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*WebhookDelivery, error)
+
 	// Balance returns the company's wallet balance. NotFound when the
 	// company does not exist.
 	Balance(ctx context.Context, companyID string) (wallet.Amount, error)

@@ -41,7 +41,8 @@ const maxReason = 1000
 const errNoIdentifier = "one of certificate_id, email or mobile is required"
 
 // OptOut revokes every certificate of the company that the request
-// identifies. Invalid when company_id is missing or malformed, when no
+// identifies and, when it matched any, emits consent.revoked (D44) in the
+// same transaction. Invalid when company_id is missing or malformed, when no
 // identifier is given, or when one is malformed.
 func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
@@ -97,6 +98,16 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		rev.CertificateIDs = ids
 		if err := tx.CreateRevocation(ctx, rev); err != nil {
 			return err
+		}
+		if len(ids) > 0 {
+			// The event names the certificates, never the email or mobile
+			// the consumer gave: a receiver learns what it already holds.
+			err := s.svc.EmitEvent(ctx, tx, rev.CompanyID, consent.EventConsentRevoked, map[string]any{
+				"revocation_id": rev.ID, "company_id": rev.CompanyID, "certificate_ids": ids, "revoked_at": rev.CreatedAt,
+			})
+			if err != nil {
+				return err
+			}
 		}
 		// The identifiers given are named, never their values (D42).
 		var by []string

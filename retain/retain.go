@@ -57,7 +57,7 @@ type rule struct {
 // then one charge, and every item not yet retained is marked retained until
 // the long-term period ends (D26). An item retained earlier keeps its own,
 // earlier term. With video, the session's recording is queued for
-// conversion (D21, D22).
+// conversion (D21, D22). It emits session.retained (D44).
 func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID string, r rule) (*Retention, error) {
 	ses, err := consent.SessionOf(ctx, tx, sessionID, companyID)
 	var certs []*consent.Certificate
@@ -119,6 +119,14 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 		if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobConvert, Key: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
 			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
 		}
+	}
+	err = s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, map[string]any{
+		"session_id": sessionID, "company_id": companyID, "retention_status": ses.RetentionStatus,
+		"retained_until": ses.ExpiresAt, "certificate_ids": out.CertificateIDs,
+		"rrweb_to_video_status": ses.VideoStatus, "cost_charged": charged,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retain %s: webhook: %v", sessionID, err)
 	}
 	return out, nil
 }

@@ -85,7 +85,9 @@ func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 // and SHA-256 in the transaction that ends the job. A failed attempt puts
 // the session back to pending, to be tried again with exponential backoff;
 // after MaxAttempts, or at once when the recording can never be converted,
-// the session is marked failed and the job keeps the last error.
+// the session is marked failed and the job keeps the last error. Both ends
+// emit their webhook event (video.converted, video.failed; D44) in the
+// transaction that records them.
 func ConversionHandler(cfg WorkerConfig) (jobs.Handler, error) {
 	if cfg.Service == nil || cfg.Converter == nil || cfg.Videos == nil {
 		return jobs.Handler{}, errors.New("retain: WorkerConfig needs Service, Converter and Videos")
@@ -147,16 +149,30 @@ func (c *converter) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 			return err
 		}
 		ses.VideoStatus, ses.Video = consent.VideoConverted, video
-		return tx.UpdateSession(ctx, ses)
+		if err := tx.UpdateSession(ctx, ses); err != nil {
+			return err
+		}
+		return c.cfg.Service.EmitEvent(ctx, tx, ses.CompanyID, consent.EventVideoConverted, map[string]any{
+			"session_id": ses.ID, "company_id": ses.CompanyID, "rrweb_to_video_status": ses.VideoStatus,
+			"video": map[string]any{"bytes": video.Bytes, "sha256": video.SHA256.String(), "duration_ms": video.Duration.Milliseconds()},
+		})
 	}}, nil
 }
 
 func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
-	status := consent.VideoPending
-	if final {
-		status = consent.VideoFailed
+	if !final {
+		return setVideoStatus(ctx, tx, j.Key, consent.VideoPending)
 	}
-	return setVideoStatus(ctx, tx, j.Key, status)
+	if err := setVideoStatus(ctx, tx, j.Key, consent.VideoFailed); err != nil {
+		return err
+	}
+	ses, err := tx.Session(ctx, j.Key)
+	if err != nil {
+		return err
+	}
+	return c.cfg.Service.EmitEvent(ctx, tx, ses.CompanyID, consent.EventVideoFailed, map[string]any{
+		"session_id": ses.ID, "company_id": ses.CompanyID, "rrweb_to_video_status": ses.VideoStatus, "attempts": j.Attempts,
+	})
 }
 
 // convert reads the session's recording, runs the converter in a directory

@@ -12,7 +12,10 @@
 //	    "properties": [{"id": "acme-web", "name": "Quote form",
 //	                    "allowed_origins": ["https://forms.acme.example"]}],
 //	    "tokens": [{"token": "any-secret-string", "permissions": ["vzew_retention"],
-//	                "expires_at": "2030-01-01T00:00:00Z", "revoked": false}]
+//	                "expires_at": "2030-01-01T00:00:00Z", "revoked": false}],
+//	    "webhooks": [{"url": "https://hooks.acme.example/consent",
+//	                  "secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+//	                  "events": ["consent.revoked", "session.retained"]}]
 //	  }],
 //	  "sessions": [{
 //	    "id": "s1", "company_id": "acme", "property_id": "acme-web",
@@ -27,6 +30,13 @@
 //	    "events_combined": {"any": "json object"}
 //	  }]
 //	}
+//
+// webhooks (D44) are optional; a webhook's secret is optional too (a new one
+// is made, and can be read back with consent.Service.WebhookEndpoints). They
+// are added after the sessions and certificates, so loading a file sends no
+// webhook about what it loads. A webhook URL whose host is a loopback or
+// private IP address is refused unless the service's
+// Config.WebhookAllowPrivate is on.
 //
 // balance is dollars, parsed exactly (a number or a string; at most six
 // decimals). allowed_origins (D32), permissions, expires_at, revoked, email, mobile, the
@@ -67,6 +77,14 @@ type Company struct {
 	AuthorizedThirdParties        []string      `json:"authorized_third_parties"`
 	Properties                    []Property    `json:"properties"`
 	Tokens                        []Token       `json:"tokens"`
+	Webhooks                      []Webhook     `json:"webhooks"`
+}
+
+// Webhook is a webhook endpoint of a seed company (D44).
+type Webhook struct {
+	URL    string   `json:"url"`
+	Secret string   `json:"secret"`
+	Events []string `json:"events"`
 }
 
 // Property is a property of a seed company.
@@ -148,7 +166,7 @@ const MaxFileBytes = 128 << 20
 
 // Summary counts what Load loaded.
 type Summary struct {
-	Companies, Properties, Tokens, Sessions, Certificates int
+	Companies, Properties, Tokens, Sessions, Certificates, Webhooks int
 }
 
 // ErrNotEmpty is returned by Load when the store already holds a company.
@@ -208,6 +226,15 @@ func load(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File, sum
 			return fmt.Errorf("certificates[%d] %q: %w", i, c.ID, err)
 		}
 		sum.Certificates++
+	}
+	for i, c := range f.Companies {
+		for j, w := range c.Webhooks {
+			_, err := svc.AddWebhookEndpointTx(ctx, tx, consent.WebhookParams{CompanyID: c.ID, URL: w.URL, Secret: w.Secret, Events: w.Events})
+			if err != nil {
+				return fmt.Errorf("companies[%d] %q: webhooks[%d]: %w", i, c.ID, j, err)
+			}
+			sum.Webhooks++
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -228,4 +229,71 @@ func load(t *testing.T, st consent.Store, file string) consent.Store {
 		t.Fatal(err)
 	}
 	return st
+}
+
+// Webhooks load per company, after everything else: the file's own
+// certificates send no webhook. A bad webhook fails the whole file.
+func TestLoadWebhooks(t *testing.T) {
+	const file = `{"companies":[{"id":"acme","name":"Acme","properties":[{"id":"web","name":"Form"}],
+		"webhooks":[{"url":"https://hooks.acme.example/consent","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		             "events":["session.retained","consent.revoked"]},
+		            {"url":"%s","events":["certificate.issued"]}]}],
+		"sessions":[{"id":"s1","company_id":"acme","property_id":"web"}],
+		"certificates":[{"id":"cert-1","company_id":"acme","property_id":"web","session_id":"s1",
+		                 "consents":[{"text":"I agree."}]}]}`
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		st := open(t)
+		svc, err := consent.NewService(st, consent.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A private address is refused by default, and nothing loads.
+		_, err = seed.Load(t.Context(), svc, parse(t, strings.Replace(file, "%s", "http://10.0.0.7/hook", 1)))
+		if consent.ErrorCode(err) != consent.Invalid || !strings.Contains(err.Error(), `companies[0] "acme": webhooks[1]: url`) {
+			t.Fatalf("private webhook URL: %v; want Invalid naming companies[0] webhooks[1] url", err)
+		}
+		err = st.View(t.Context(), func(tx consent.Tx) error {
+			empty, err := seed.Empty(t.Context(), tx)
+			if err == nil && !empty {
+				t.Error("the store holds a company after a failed load")
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum, err := seed.Load(t.Context(), svc, parse(t, strings.Replace(file, "%s", "https://hooks.acme.example/certs", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum.Webhooks != 2 || sum.Certificates != 1 {
+			t.Errorf("summary %+v; want 2 webhooks and 1 certificate", *sum)
+		}
+		eps, err := svc.WebhookEndpoints(t.Context(), "acme")
+		if err != nil || len(eps) != 2 {
+			t.Fatalf("endpoints %v, %v", eps, err)
+		}
+		if eps[0].URL != "https://hooks.acme.example/consent" || eps[0].Secret != "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" ||
+			strings.Join(eps[0].Events, ",") != "consent.revoked,session.retained" {
+			t.Errorf("first endpoint %+v", eps[0])
+		}
+		if _, err := consent.WebhookSecretKey(eps[1].Secret); err != nil || eps[1].URL != "https://hooks.acme.example/certs" {
+			t.Errorf("second endpoint %+v: %v; want a generated secret", eps[1], err)
+		}
+		err = st.Update(t.Context(), func(tx consent.Tx) error {
+			_, err := tx.LeaseJob(t.Context(), []string{consent.JobWebhook}, "test", time.Now().Add(time.Hour), time.Now().Add(2*time.Hour))
+			return err
+		})
+		if consent.ErrorCode(err) != consent.NotFound {
+			t.Errorf("a webhook job after loading the file (%v); want none", err)
+		}
+	})
+	// With private addresses allowed, the same file loads.
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{WebhookAllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Load(t.Context(), svc, parse(t, strings.Replace(file, "%s", "http://10.0.0.7/hook", 1))); err != nil {
+		t.Errorf("private webhook URL with WebhookAllowPrivate: %v", err)
+	}
 }

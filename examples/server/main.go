@@ -9,7 +9,7 @@
 //
 // It serves GET /healthz, and every documented endpoint through
 // httpadapter; it logs one line per request; it runs the conversion worker
-// in-process; and it shuts down cleanly on SIGINT or SIGTERM.
+// and webhook delivery in-process; and it shuts down cleanly on SIGINT or SIGTERM.
 package main
 
 import (
@@ -64,6 +64,8 @@ type options struct {
 	conversions    int
 	purgeInterval  time.Duration
 	s3             s3video.Config // Bucket empty: videos go to videoDir
+
+	webhookAllowPrivate bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -91,6 +93,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
+	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
 	if err := fs.Parse(args); err != nil {
@@ -252,6 +255,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	svc, err := consent.NewService(st, consent.Config{
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
+		WebhookAllowPrivate: o.webhookAllowPrivate,
 	})
 	if err != nil {
 		return err
@@ -310,6 +314,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	webhooksDone := startWebhooks(ctx, svc, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -324,6 +329,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
 	<-workerDone
 	<-jobsDone
+	<-webhooksDone
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

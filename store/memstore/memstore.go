@@ -40,6 +40,10 @@ type Store struct {
 	jobs          map[jobID]*consent.Job
 	audit         map[string][]*consent.AuditEntry // each company's chain, by Seq
 	auditHeads    map[string]consent.AuditHead
+	endpoints     map[string]*consent.WebhookEndpoint
+	epByCompany   map[string][]string // endpoint ids of each company, oldest first
+	deliveries    map[string][]*consent.WebhookDelivery
+	deliverySeq   int64
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -62,6 +66,9 @@ func New() *Store {
 		jobs:          map[jobID]*consent.Job{},
 		audit:         map[string][]*consent.AuditEntry{},
 		auditHeads:    map[string]consent.AuditHead{},
+		endpoints:     map[string]*consent.WebhookEndpoint{},
+		epByCompany:   map[string][]string{},
+		deliveries:    map[string][]*consent.WebhookDelivery{},
 	}
 }
 
@@ -689,6 +696,121 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 	set(t, t.s.jobs, id, j)
 	return nil
+}
+
+func (t *tx) CreateWebhookEndpoint(_ context.Context, e *consent.WebhookEndpoint) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.companies[e.CompanyID]; !ok {
+		return notFound("company")
+	}
+	if _, ok := t.s.endpoints[e.ID]; ok {
+		return conflict("webhook endpoint")
+	}
+	set(t, t.s.endpoints, e.ID, cloneEndpoint(e))
+	appendUndo(t, t.s.epByCompany, e.CompanyID, e.ID)
+	return nil
+}
+
+func cloneEndpoint(e *consent.WebhookEndpoint) *consent.WebhookEndpoint {
+	n := *e
+	n.Events = slices.Clone(e.Events)
+	n.CreatedAt, n.DisabledAt = utc(n.CreatedAt), utc(n.DisabledAt)
+	return &n
+}
+
+func (t *tx) WebhookEndpoint(_ context.Context, id string) (*consent.WebhookEndpoint, error) {
+	e, ok := t.s.endpoints[id]
+	if !ok {
+		return nil, notFound("webhook endpoint")
+	}
+	return cloneEndpoint(e), nil
+}
+
+func (t *tx) WebhookEndpoints(_ context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
+	out := []*consent.WebhookEndpoint{}
+	for _, id := range t.s.epByCompany[companyID] {
+		out = append(out, cloneEndpoint(t.s.endpoints[id]))
+	}
+	return out, nil
+}
+
+// companyEndpoint returns the company's endpoint for writing.
+func (t *tx) companyEndpoint(companyID, id string) (*consent.WebhookEndpoint, error) {
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	e, ok := t.s.endpoints[id]
+	if !ok || e.CompanyID != companyID {
+		return nil, notFound("webhook endpoint")
+	}
+	return e, nil
+}
+
+func (t *tx) DisableWebhookEndpoint(_ context.Context, companyID, id string, at time.Time) error {
+	e, err := t.companyEndpoint(companyID, id)
+	if err != nil {
+		return err
+	}
+	n := cloneEndpoint(e)
+	n.DisabledAt = utc(at)
+	set(t, t.s.endpoints, id, n)
+	return nil
+}
+
+func (t *tx) DeleteWebhookEndpoint(_ context.Context, companyID, id string) error {
+	if _, err := t.companyEndpoint(companyID, id); err != nil {
+		return err
+	}
+	old, oldIDs := t.s.endpoints[id], t.s.epByCompany[companyID]
+	oldLog, hadLog := t.s.deliveries[id]
+	delete(t.s.endpoints, id)
+	delete(t.s.deliveries, id)
+	t.s.epByCompany[companyID] = slices.DeleteFunc(slices.Clone(oldIDs), func(s string) bool { return s == id })
+	t.undo = append(t.undo, func() {
+		t.s.endpoints[id], t.s.epByCompany[companyID] = old, oldIDs
+		if hadLog {
+			t.s.deliveries[id] = oldLog
+		}
+	})
+	return nil
+}
+
+func (t *tx) AppendWebhookDelivery(_ context.Context, d *consent.WebhookDelivery) error {
+	if err := d.CheckText(); err != nil {
+		return err
+	}
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.endpoints[d.EndpointID]; !ok {
+		return notFound("webhook endpoint")
+	}
+	n := *d
+	n.At, n.Duration = utc(n.At), n.Duration.Truncate(time.Microsecond)
+	seq := t.s.deliverySeq
+	t.s.deliverySeq++
+	n.Seq = t.s.deliverySeq
+	t.undo = append(t.undo, func() { t.s.deliverySeq = seq })
+	appendUndo(t, t.s.deliveries, d.EndpointID, &n)
+	return nil
+}
+
+func (t *tx) WebhookDeliveries(_ context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
+	out := []*consent.WebhookDelivery{}
+	log := t.s.deliveries[endpointID]
+	for i := len(log) - 1; i >= 0 && len(out) < limit; i-- {
+		if before > 0 && log[i].Seq >= before {
+			continue
+		}
+		n := *log[i]
+		out = append(out, &n)
+	}
+	return out, nil
 }
 
 func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {

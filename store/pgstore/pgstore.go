@@ -182,9 +182,9 @@ func mapErr(err error) error {
 		return consent.Errorf(consent.Conflict, "already exists")
 	case "23503": // foreign_key_violation: the constraint names the column
 		what := "the company, property or session referred to"
-		for _, col := range []string{"company", "property", "session"} {
+		for _, col := range []string{"company", "property", "session", "endpoint"} {
 			if strings.Contains(pe.ConstraintName, col+"_id") {
-				what = col
+				what = strings.Replace(col, "endpoint", "webhook endpoint", 1)
 			}
 		}
 		return consent.Errorf(consent.NotFound, "%s not found", what)

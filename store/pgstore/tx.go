@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"math"
 	"sort"
 	"time"
 
@@ -695,4 +696,101 @@ func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHea
 		return nil, err
 	}
 	return &h, nil
+}
+
+func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.CompanyID, e.URL, e.Secret, strs(e.Events), e.CreatedAt, nullTime(e.DisabledAt))
+	return err
+}
+
+const endpointColumns = `id, company_id, url, secret, events, created_at, disabled_at`
+
+func scanEndpoint(row pgx.Row) (*consent.WebhookEndpoint, error) {
+	var (
+		e        consent.WebhookEndpoint
+		created  time.Time
+		disabled *time.Time
+	)
+	if err := row.Scan(&e.ID, &e.CompanyID, &e.URL, &e.Secret, &e.Events, &created, &disabled); err != nil {
+		return nil, err
+	}
+	e.CreatedAt, e.DisabledAt = created.UTC(), utc(disabled)
+	return &e, nil
+}
+
+func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
+	e, err := scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
+	if err != nil {
+		return nil, one(err, "webhook endpoint")
+	}
+	return e, nil
+}
+
+func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE company_id = $1 ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.WebhookEndpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	tag, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = $1 WHERE id = $2 AND company_id = $3`,
+		nullTime(at), id, companyID)
+	return affected(tag, err, "webhook endpoint")
+}
+
+func (t *tx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
+	tag, err := t.exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2`, id, companyID)
+	return affected(tag, err, "webhook endpoint")
+}
+
+func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
+	if err := d.CheckText(); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, at, status, error, duration_us)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, d.EndpointID, d.MessageID, d.EventType, d.Attempt, d.At, d.Status,
+		d.Error, d.Duration.Microseconds())
+	return err
+}
+
+func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := t.tx.Query(ctx, `SELECT seq, message_id, event_type, attempt, at, status, error, duration_us
+		FROM webhook_deliveries WHERE endpoint_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, endpointID, before, max(limit, 0))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.WebhookDelivery{}
+	for rows.Next() {
+		d := consent.WebhookDelivery{EndpointID: endpointID}
+		var (
+			at time.Time
+			us int64
+		)
+		if err := rows.Scan(&d.Seq, &d.MessageID, &d.EventType, &d.Attempt, &at, &d.Status, &d.Error, &us); err != nil {
+			return nil, err
+		}
+		d.At, d.Duration = at.UTC(), time.Duration(us)*time.Microsecond
+		out = append(out, &d)
+	}
+	return out, rows.Err()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -731,4 +732,106 @@ func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHea
 		return nil, err
 	}
 	return &h, nil
+}
+
+func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.URL, e.Secret, jsonText(orEmpty(e.Events)),
+		e.CreatedAt.UnixMicro(), sqlrow.Micros(e.DisabledAt))
+	return err
+}
+
+const endpointColumns = `id, company_id, url, secret, events, created_at, disabled_at`
+
+func scanEndpoint(row interface{ Scan(...any) error }) (*consent.WebhookEndpoint, error) {
+	var (
+		e        consent.WebhookEndpoint
+		events   string
+		created  int64
+		disabled *int64
+	)
+	if err := row.Scan(&e.ID, &e.CompanyID, &e.URL, &e.Secret, &events, &created, &disabled); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(events), &e.Events); err != nil {
+		return nil, fmt.Errorf("webhook endpoint %s: events: %w", e.ID, err)
+	}
+	e.CreatedAt, e.DisabledAt = sqlrow.Time(&created), sqlrow.Time(disabled)
+	return &e, nil
+}
+
+func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
+	e, err := scanEndpoint(t.tx.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+	if err != nil {
+		return nil, one(err, "webhook endpoint")
+	}
+	return e, nil
+}
+
+func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+		WHERE company_id = ? ORDER BY seq`, companyID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.WebhookEndpoint{}
+	for rows.Next() {
+		e, err := scanEndpoint(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	r, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ? WHERE id = ? AND company_id = ?`,
+		sqlrow.Micros(at), id, companyID)
+	return affected(r, err, "webhook endpoint")
+}
+
+func (t *tx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
+	r, err := t.exec(ctx, `DELETE FROM webhook_endpoints WHERE id = ? AND company_id = ?`, id, companyID)
+	return affected(r, err, "webhook endpoint")
+}
+
+func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
+	if err := d.CheckText(); err != nil {
+		return err
+	}
+	_, err := t.exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, at, status, error, duration_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.EndpointID, d.MessageID, d.EventType, d.Attempt, d.At.UnixMicro(), d.Status,
+		d.Error, d.Duration.Microseconds())
+	if consent.ErrorCode(err) == consent.NotFound {
+		return consent.Errorf(consent.NotFound, "webhook endpoint not found")
+	}
+	return err
+}
+
+func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT seq, message_id, event_type, attempt, at, status, error, duration_us
+		FROM webhook_deliveries WHERE endpoint_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, endpointID, before, max(limit, 0))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*consent.WebhookDelivery{}
+	for rows.Next() {
+		d := consent.WebhookDelivery{EndpointID: endpointID}
+		var at, us int64
+		if err := rows.Scan(&d.Seq, &d.MessageID, &d.EventType, &d.Attempt, &at, &d.Status, &d.Error, &us); err != nil {
+			return nil, err
+		}
+		d.At, d.Duration = sqlrow.Time(&at), time.Duration(us)*time.Microsecond
+		out = append(out, &d)
+	}
+	return out, rows.Err()
 }

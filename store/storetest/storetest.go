@@ -65,6 +65,10 @@ func Run(t *testing.T, newStore NewStore) {
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
 		{"AuditRollback", testAuditRollback},
+		{"WebhookEndpoint", testWebhookEndpoint},
+		{"WebhookDeliveries", testWebhookDeliveries},
+		{"WebhookRollsBack", testWebhookRollsBack},
+		{"WebhookText", testWebhookText},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

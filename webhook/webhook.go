@@ -1,0 +1,358 @@
+// Package webhook delivers webhooks (D44) as the Standard Webhooks
+// specification says: each message is POSTed with the headers webhook-id
+// (the message id, the same on every attempt), webhook-timestamp (Unix
+// seconds of the attempt) and webhook-signature ("v1," and the base64 of
+// the HMAC-SHA256, keyed with the base64-decoded part of the endpoint's
+// "whsec_" secret, of "id.timestamp.body").
+//
+// Messages are written by consent.Service.EmitEvent inside the transaction
+// of the change they report, as jobs of kind consent.JobWebhook: the job
+// queue is the outbox, so a change that rolls back sends nothing and one
+// that commits is delivered at least once, even if the process dies right
+// after the commit. Handler returns the jobs.Handler that delivers them: a
+// 2xx answer delivers; anything else (another status, a redirect, which is
+// never followed, a timeout, a refused address) is retried with
+// exponential backoff, the first retry within seconds, for three days.
+// Every attempt is written to the endpoint's delivery log
+// (consent.Tx.AppendWebhookDelivery) in the transaction that ends or
+// reschedules the job.
+//
+// Receivers must therefore accept a message more than once: the
+// webhook-id tells repeats apart.
+//
+// By default a delivery never connects to a loopback, private, link-local,
+// unspecified or multicast address (consent.PrivateAddr): the check runs on
+// the address actually dialled, after DNS resolution, so a name that
+// resolves, or later re-resolves, to such an address is refused too.
+// Config.AllowPrivate turns the check off, for tests and private
+// deployments.
+package webhook
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/jobs"
+)
+
+// Config configures a Handler. Service is required; zero values of the rest
+// mean their defaults.
+type Config struct {
+	Service *consent.Service
+	// AllowPrivate lets deliveries connect to loopback, private and
+	// link-local addresses. Off by default: a webhook URL is chosen by a
+	// customer, and must not reach the service's own network.
+	AllowPrivate bool
+	// Timeout bounds one attempt, connection and answer included:
+	// default 15 s.
+	Timeout time.Duration
+	// Concurrency is how many deliveries run at once: default 4.
+	Concurrency int
+	// Backoff is the wait before the first retry, doubled for each further
+	// one up to MaxBackoff: defaults 5 s and 10 h.
+	Backoff, MaxBackoff time.Duration
+	// GiveUpAfter is how long a message is retried: default 3 days (72 h).
+	GiveUpAfter time.Duration
+	// UserAgent is sent with each delivery: default "consentkit-webhooks".
+	UserAgent string
+	Logger    *slog.Logger // default slog.Default()
+}
+
+// Defaults of Config.
+const (
+	DefaultTimeout     = 15 * time.Second
+	DefaultBackoff     = 5 * time.Second
+	DefaultMaxBackoff  = 10 * time.Hour
+	DefaultGiveUpAfter = 72 * time.Hour
+)
+
+// maxAttempts is high enough that GiveUpAfter, not a count, ends the
+// retries of a message.
+const maxAttempts = 1000
+
+// ErrPrivateAddress is matched (errors.Is) by the error of a delivery that
+// was refused because it would connect to a non-public address.
+var ErrPrivateAddress = errors.New("webhook: the address is loopback, private, link-local or otherwise not public")
+
+// Handler returns the jobs.Handler of consent.JobWebhook jobs. Run it in a
+// jobs.Runner on the service's store, beside the other handlers.
+func Handler(cfg Config) (jobs.Handler, error) {
+	if cfg.Service == nil {
+		return jobs.Handler{}, errors.New("webhook: Config needs a Service")
+	}
+	if cfg.Timeout < 0 || cfg.Concurrency < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.GiveUpAfter < 0 {
+		return jobs.Handler{}, errors.New("webhook: Config values must not be negative (zero means the default)")
+	}
+	cfg.Timeout = cmpOr(cfg.Timeout, DefaultTimeout)
+	cfg.Concurrency = cmpOr(cfg.Concurrency, 4)
+	cfg.Backoff = cmpOr(cfg.Backoff, DefaultBackoff)
+	cfg.MaxBackoff = cmpOr(cfg.MaxBackoff, DefaultMaxBackoff)
+	cfg.GiveUpAfter = cmpOr(cfg.GiveUpAfter, DefaultGiveUpAfter)
+	cfg.UserAgent = cmpOr(cfg.UserAgent, "consentkit-webhooks")
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	d := &deliverer{cfg: cfg, client: newClient(cfg.AllowPrivate), attempts: map[attemptKey]consent.WebhookDelivery{}}
+	return jobs.Handler{
+		Kind:        consent.JobWebhook,
+		Do:          d.do,
+		Failed:      d.failed,
+		Concurrency: cfg.Concurrency,
+		Timeout:     cfg.Timeout,
+		Lease:       max(time.Minute, 3*cfg.Timeout),
+		MaxAttempts: maxAttempts,
+		GiveUpAfter: cfg.GiveUpAfter,
+		Backoff:     cfg.Backoff,
+		MaxBackoff:  cfg.MaxBackoff,
+	}, nil
+}
+
+func cmpOr[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// newClient returns the HTTP client of deliveries: no proxy (a proxy would
+// dial for us, past the address check), no redirects, and unless
+// allowPrivate a dialer that refuses non-public addresses as it connects.
+func newClient(allowPrivate bool) *http.Client {
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	if !allowPrivate {
+		dialer.Control = refusePrivate
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                 nil,
+			DialContext:           dialer.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// refusePrivate is a net.Dialer Control function: it runs for each address
+// the dialer is about to connect to, after name resolution, so DNS
+// rebinding cannot slip a private address past it.
+func refusePrivate(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+	}
+	if consent.PrivateAddr(ap.Addr()) {
+		return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
+	}
+	return nil
+}
+
+// deliverer does webhook jobs.
+type deliverer struct {
+	cfg    Config
+	client *http.Client
+
+	// attempts holds the log entry of each failed attempt from Do until
+	// Failed writes it in the transaction that reschedules the job: the
+	// runner gives Failed the job, not the attempt's status and duration.
+	mu       sync.Mutex
+	attempts map[attemptKey]consent.WebhookDelivery
+}
+
+type attemptKey struct {
+	key     string
+	attempt int
+}
+
+// keepAttempt remembers a failed attempt's entry, forgetting the earlier
+// ones of the same job and any left behind (a lease lost) for an hour.
+func (d *deliverer) keepAttempt(k attemptKey, e consent.WebhookDelivery) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for o, old := range d.attempts {
+		if o.key == k.key || e.At.Sub(old.At) > time.Hour {
+			delete(d.attempts, o)
+		}
+	}
+	d.attempts[k] = e
+}
+
+func (d *deliverer) attempt(k attemptKey) (consent.WebhookDelivery, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.attempts[k]
+	return e, ok
+}
+
+// permanentError fails a job at once: trying again cannot help.
+type permanentError struct{ error }
+
+func (permanentError) Permanent() bool { return true }
+
+func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+	var m consent.WebhookMessage
+	if err := json.Unmarshal(j.Payload, &m); err != nil {
+		return jobs.Result{}, permanentError{fmt.Errorf("webhook job payload: %w", err)}
+	}
+	svc := d.cfg.Service
+	var ep *consent.WebhookEndpoint
+	err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		ep, err = tx.WebhookEndpoint(ctx, m.EndpointID)
+		return err
+	})
+	log := d.cfg.Logger.With("message", m.ID, "type", m.Type, "endpoint", m.EndpointID, "attempt", j.Attempts)
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		log.Info("webhook endpoint deleted; message dropped")
+		return jobs.Result{}, nil
+	case err != nil:
+		return jobs.Result{}, err
+	case ep.Disabled():
+		log.Info("webhook endpoint disabled; message dropped")
+		return jobs.Result{}, nil
+	}
+	entry := consent.WebhookDelivery{EndpointID: ep.ID, MessageID: m.ID, EventType: m.Type, Attempt: j.Attempts, At: svc.Now()}
+	start := time.Now()
+	entry.Status, err = d.post(ctx, ep, &m, entry.At)
+	entry.Duration = time.Since(start).Truncate(time.Microsecond)
+	if err != nil {
+		entry.Error = jobs.ErrorText(err)
+		d.keepAttempt(attemptKey{j.Key, j.Attempts}, entry)
+		return jobs.Result{}, err
+	}
+	log.Info("webhook delivered", "status", entry.Status, "duration", entry.Duration)
+	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error { return appendLog(ctx, tx, &entry) }}, nil
+}
+
+// failed writes the log entry of a failed attempt in the transaction that
+// records the failure.
+func (d *deliverer) failed(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
+	entry, ok := d.attempt(attemptKey{j.Key, j.Attempts})
+	if !ok { // Do panicked, or failed before it sent anything
+		var m consent.WebhookMessage
+		if json.Unmarshal(j.Payload, &m) != nil {
+			return nil
+		}
+		entry = consent.WebhookDelivery{EndpointID: m.EndpointID, MessageID: m.ID, EventType: m.Type, Attempt: j.Attempts, At: d.cfg.Service.Now()}
+		if now, err := tx.Job(ctx, j.Kind, j.Key); err == nil {
+			entry.Error = now.LastError // the runner has just written this attempt's error
+		}
+	}
+	if final {
+		d.cfg.Logger.Error("webhook not delivered; given up", "message", entry.MessageID, "endpoint", entry.EndpointID,
+			"attempts", j.Attempts, "err", entry.Error)
+	}
+	return appendLog(ctx, tx, &entry)
+}
+
+// appendLog writes e to its endpoint's log; an endpoint deleted meanwhile
+// has no log to write to.
+func appendLog(ctx context.Context, tx consent.Tx, e *consent.WebhookDelivery) error {
+	err := tx.AppendWebhookDelivery(ctx, e)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil
+	}
+	return err
+}
+
+// maxResponseRead bounds what is read of a receiver's answer, so that the
+// connection can be reused without a receiver making us read forever.
+const maxResponseRead = 64 << 10
+
+// post sends m to ep and returns the answer's status: nil error only for a
+// 2xx.
+func (d *deliverer) post(ctx context.Context, ep *consent.WebhookEndpoint, m *consent.WebhookMessage, at time.Time) (int, error) {
+	if err := consent.CheckWebhookURL(ep.URL, true); err != nil {
+		return 0, permanentError{err}
+	}
+	key, err := consent.WebhookSecretKey(ep.Secret)
+	if err != nil {
+		return 0, permanentError{err}
+	}
+	ts := strconv.FormatInt(at.Unix(), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, strings.NewReader(m.Body))
+	if err != nil {
+		return 0, permanentError{err}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", d.cfg.UserAgent)
+	req.Header.Set("webhook-id", m.ID)
+	req.Header.Set("webhook-timestamp", ts)
+	req.Header.Set("webhook-signature", sign(key, m.ID, ts, []byte(m.Body)))
+	resp, err := d.client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseRead))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode >= 200 && resp.StatusCode <= 299:
+		return resp.StatusCode, nil
+	case resp.StatusCode >= 300 && resp.StatusCode <= 399:
+		return resp.StatusCode, fmt.Errorf("HTTP %d: redirects are not followed", resp.StatusCode)
+	}
+	return resp.StatusCode, fmt.Errorf("HTTP %d", resp.StatusCode)
+}
+
+// sign returns the webhook-signature header's value.
+func sign(key []byte, id, ts string, body []byte) string {
+	mac := hmac.New(sha256.New, key)
+	mac.Write([]byte(id + "." + ts + "."))
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// Tolerance is how far a webhook-timestamp may be from now for Verify.
+const Tolerance = 5 * time.Minute
+
+// ErrSignature is matched (errors.Is) by every error of Verify.
+var ErrSignature = errors.New("webhook: signature verification failed")
+
+// Verify checks a received webhook, for a receiver written in Go: the
+// webhook-timestamp must be within Tolerance of now, and one of the
+// space-separated signatures of webhook-signature must be the v1 signature
+// of webhook-id, webhook-timestamp and body under secret. It compares in
+// constant time.
+func Verify(secret string, h http.Header, body []byte, now time.Time) error {
+	key, err := consent.WebhookSecretKey(secret)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrSignature, err)
+	}
+	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if id == "" || err != nil {
+		return fmt.Errorf("%w: webhook-id or webhook-timestamp missing or malformed", ErrSignature)
+	}
+	if d := now.Sub(time.Unix(sec, 0)); d > Tolerance || d < -Tolerance {
+		return fmt.Errorf("%w: webhook-timestamp is %s away from now", ErrSignature, d.Round(time.Second))
+	}
+	want := []byte(sign(key, id, ts, body))
+	for _, s := range strings.Fields(h.Get("webhook-signature")) {
+		if hmac.Equal([]byte(s), want) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: no matching v1 signature", ErrSignature)
+}
