@@ -44,9 +44,10 @@ type Handler struct {
 	// Started, when set, runs in the transaction that leases the job.
 	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
 	// Failed, when set, runs in the transaction that records a failed
-	// attempt, or hands back one cut short by shutdown; final says the job
-	// will not be tried again.
-	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error
+	// attempt, or hands back one cut short by shutdown: cause is what Do
+	// returned (or its panic), and final says the job will not be tried
+	// again.
+	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error
 	// Every, when positive, makes the kind recurring: one job of key
 	// EveryKey always exists (each Runner enqueues it when it starts, and
 	// the first to do so wins) and after each run it is due again Every
@@ -399,7 +400,7 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 			return err
 		}
 		if h.Failed != nil {
-			return h.Failed(ctx, tx, job, final)
+			return h.Failed(ctx, tx, job, cause, final)
 		}
 		return nil
 	})

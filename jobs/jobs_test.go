@@ -140,7 +140,10 @@ func TestRetriesThenFails(t *testing.T) {
 		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			return jobs.Result{}, fmt.Errorf("try %d: bad \xff byte", j.Attempts)
 		},
-		Failed: func(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
+		Failed: func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error {
+			if want := fmt.Sprintf("try %d: bad \xff byte", j.Attempts); cause == nil || cause.Error() != want {
+				t.Errorf("Failed got cause %v; want %q", cause, want)
+			}
 			finals = append(finals, final)
 			return nil
 		}})

@@ -159,7 +159,7 @@ func (c *converter) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 	}}, nil
 }
 
-func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
+func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _ error, final bool) error {
 	if !final {
 		return setVideoStatus(ctx, tx, j.Key, consent.VideoPending)
 	}

@@ -43,7 +43,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -108,7 +107,7 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &deliverer{cfg: cfg, client: newClient(cfg.AllowPrivate), attempts: map[attemptKey]consent.WebhookDelivery{}}
+	d := &deliverer{cfg: cfg, client: newClient(cfg.AllowPrivate)}
 	return jobs.Handler{
 		Kind:        consent.JobWebhook,
 		Do:          d.do,
@@ -172,38 +171,17 @@ func refusePrivate(network, address string, _ syscall.RawConn) error {
 type deliverer struct {
 	cfg    Config
 	client *http.Client
-
-	// attempts holds the log entry of each failed attempt from Do until
-	// Failed writes it in the transaction that reschedules the job: the
-	// runner gives Failed the job, not the attempt's status and duration.
-	mu       sync.Mutex
-	attempts map[attemptKey]consent.WebhookDelivery
 }
 
-type attemptKey struct {
-	key     string
-	attempt int
+// attemptError is a failed delivery attempt, with the log entry that Failed
+// writes in the transaction that records it.
+type attemptError struct {
+	entry consent.WebhookDelivery
+	err   error
 }
 
-// keepAttempt remembers a failed attempt's entry, forgetting the earlier
-// ones of the same job and any left behind (a lease lost) for an hour.
-func (d *deliverer) keepAttempt(k attemptKey, e consent.WebhookDelivery) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for o, old := range d.attempts {
-		if o.key == k.key || e.At.Sub(old.At) > time.Hour {
-			delete(d.attempts, o)
-		}
-	}
-	d.attempts[k] = e
-}
-
-func (d *deliverer) attempt(k attemptKey) (consent.WebhookDelivery, bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	e, ok := d.attempts[k]
-	return e, ok
-}
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
 
 // permanentError fails a job at once: trying again cannot help.
 type permanentError struct{ error }
@@ -239,8 +217,7 @@ func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 	entry.Duration = time.Since(start).Truncate(time.Microsecond)
 	if err != nil {
 		entry.Error = jobs.ErrorText(err)
-		d.keepAttempt(attemptKey{j.Key, j.Attempts}, entry)
-		return jobs.Result{}, err
+		return jobs.Result{}, &attemptError{entry, err}
 	}
 	log.Info("webhook delivered", "status", entry.Status, "duration", entry.Duration)
 	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error { return appendLog(ctx, tx, &entry) }}, nil
@@ -248,17 +225,17 @@ func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 
 // failed writes the log entry of a failed attempt in the transaction that
 // records the failure.
-func (d *deliverer) failed(ctx context.Context, tx consent.Tx, j *consent.Job, final bool) error {
-	entry, ok := d.attempt(attemptKey{j.Key, j.Attempts})
-	if !ok { // Do panicked, or failed before it sent anything
+func (d *deliverer) failed(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error {
+	var entry consent.WebhookDelivery
+	if ae := (*attemptError)(nil); errors.As(cause, &ae) {
+		entry = ae.entry
+	} else { // Do panicked, or failed before it sent anything
 		var m consent.WebhookMessage
 		if json.Unmarshal(j.Payload, &m) != nil {
 			return nil
 		}
-		entry = consent.WebhookDelivery{EndpointID: m.EndpointID, MessageID: m.ID, EventType: m.Type, Attempt: j.Attempts, At: d.cfg.Service.Now()}
-		if now, err := tx.Job(ctx, j.Kind, j.Key); err == nil {
-			entry.Error = now.LastError // the runner has just written this attempt's error
-		}
+		entry = consent.WebhookDelivery{EndpointID: m.EndpointID, MessageID: m.ID, EventType: m.Type, Attempt: j.Attempts,
+			At: d.cfg.Service.Now(), Error: jobs.ErrorText(cause)}
 	}
 	if final {
 		d.cfg.Logger.Error("webhook not delivered; given up", "message", entry.MessageID, "endpoint", entry.EndpointID,
