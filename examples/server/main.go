@@ -314,7 +314,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	webhooksDone := startWebhooks(ctx, svc, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -329,7 +328,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
 	<-workerDone
 	<-jobsDone
-	<-webhooksDone
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // startWorker runs the conversion worker in-process until ctx ends; the
@@ -59,17 +60,26 @@ func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoS
 	return done
 }
 
-// startJobs runs the service's other jobs in-process until ctx ends: the
-// purge of expired data every -purge-interval (D43) and the removal of the
-// videos it leaves. The returned channel closes when they have stopped.
+// startJobs runs the service's other jobs in-process, in one job runner,
+// until ctx ends: webhook deliveries (D44), the purge of expired data every
+// -purge-interval (D43) and the removal of the videos it leaves. They start
+// at once, while conversion (startWorker) may wait for its tools. The
+// returned channel closes when they have stopped.
 func startJobs(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
 	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
 	if err != nil {
 		return nil, err
 	}
-	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: purger.Handlers(), Now: svc.Now, Logger: log})
+	deliveries, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: o.webhookAllowPrivate, Logger: log})
 	if err != nil {
 		return nil, err
+	}
+	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: append(purger.Handlers(), deliveries), Now: svc.Now, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	if o.webhookAllowPrivate {
+		log.Warn("webhooks may be sent to loopback and private addresses (-webhook-allow-private)")
 	}
 	done := make(chan struct{})
 	go func() {
@@ -78,7 +88,7 @@ func startJobs(ctx context.Context, svc *consent.Service, videos retain.VideoSto
 			log.Error("jobs stopped", "err", err)
 		}
 	}()
-	log.Info("purge is on", "every", o.purgeInterval.String())
+	log.Info("purge and webhook delivery are on", "purge_every", o.purgeInterval.String())
 	return done, nil
 }
 
