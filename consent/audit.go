@@ -75,6 +75,10 @@ const (
 	AuditCompanyUpdate         = "company.update"
 	AuditPropertyCreate        = "property.create"
 	AuditPropertyUpdate        = "property.update"
+	AuditWebhookCreate         = "webhook.create"
+	AuditWebhookDelete         = "webhook.delete"
+	AuditWebhookDisable        = "webhook.disable"
+	AuditWebhookEnable         = "webhook.enable"
 )
 
 // Limits of an audit entry's text fields, in bytes.

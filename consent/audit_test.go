@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,6 +100,21 @@ func TestAuditServiceActions(t *testing.T) {
 	if _, err := svc.TopUp(op, "beta", 2*wallet.Dollar, "inv-7"); err != nil {
 		t.Fatal(err)
 	}
+	ep, err := svc.AddWebhookEndpoint(op, consent.WebhookParams{CompanyID: "beta", URL: "https://hooks.beta.example/in",
+		Events: []string{consent.EventConsentRevoked}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetWebhookEndpointDisabled(op, "beta", ep.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.SetWebhookEndpointDisabled(op, "beta", ep.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.DeleteWebhookEndpoint(op, "beta", ep.ID); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, "DeleteWebhookEndpoint(again)", svc.DeleteWebhookEndpoint(op, "beta", ep.ID), consent.NotFound)
 	// Unknown company: refused, nothing to record against.
 	_, err = svc.SetThirdParty(op, "nobody", false, nil)
 	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)
@@ -113,10 +129,26 @@ func TestAuditServiceActions(t *testing.T) {
 		{"admin:jo", "token.revoke", tok.ID, "ok", "req-1", ""},
 		{"admin:jo", "token.revoke", "tok_nope", "not_found", "req-1", ""},
 	}
-	got := log(t, svc, "beta")
-	if len(got) != len(want)+1 {
-		t.Fatalf("%d entries, want %d: %+v", len(got), len(want)+1, rows(got))
+	hooks := []row{ // after the top-up; the secret is never recorded
+		{"admin:jo", "webhook.create", ep.ID, "ok", "req-1", `{"events":["consent.revoked"],"url":"https://hooks.beta.example/in"}`},
+		{"admin:jo", "webhook.disable", ep.ID, "ok", "req-1", ""},
+		{"admin:jo", "webhook.enable", ep.ID, "ok", "req-1", ""},
+		{"admin:jo", "webhook.delete", ep.ID, "ok", "req-1", ""},
+		{"admin:jo", "webhook.delete", ep.ID, "not_found", "req-1", ""},
 	}
+	got := log(t, svc, "beta")
+	if len(got) != len(want)+1+len(hooks) {
+		t.Fatalf("%d entries, want %d: %+v", len(got), len(want)+1+len(hooks), rows(got))
+	}
+	if d := cmp.Diff(hooks, rows(got[len(want)+1:])); d != "" {
+		t.Errorf("webhook entries (-want +got):\n%s", d)
+	}
+	for _, e := range got {
+		if strings.Contains(e.Detail, ep.Secret) {
+			t.Errorf("entry %d holds the webhook secret", e.Seq)
+		}
+	}
+	got = got[:len(want)+1]
 	topUp := got[len(got)-1]
 	if d := cmp.Diff(want, rows(got[:len(want)])); d != "" {
 		t.Errorf("entries (-want +got):\n%s", d)
@@ -124,7 +156,7 @@ func TestAuditServiceActions(t *testing.T) {
 	if topUp.Action != "wallet.credit" || topUp.Detail != `{"amount":2,"balance":2,"reference":"inv-7"}` || topUp.Target == "" {
 		t.Errorf("top-up entry %+v", topUp)
 	}
-	if n, err := svc.VerifyAuditChain(ctx, "beta"); err != nil || n != int64(len(want)+1) {
+	if n, err := svc.VerifyAuditChain(ctx, "beta"); err != nil || n != int64(len(want)+1+len(hooks)) {
 		t.Errorf("VerifyAuditChain = %d, %v", n, err)
 	}
 	if _, err := svc.VerifyAuditChain(ctx, "nobody"); consent.ErrorCode(err) != consent.NotFound {

@@ -18,7 +18,8 @@
 // # Audit log
 //
 // Every verification, retention, revocation, token issue and revocation,
-// wallet credit and company or property settings change appends an
+// wallet credit, webhook endpoint change (never its secret) and company or
+// property settings change appends an
 // AuditEntry to its company's audit log (D42), in the same transaction as
 // the change: who (a token id, "property:<id>", "operator", "consumer" or
 // "system"), what (a dotted action and its target), when, the outcome ("ok"

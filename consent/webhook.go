@@ -291,6 +291,12 @@ func (s *Service) AddWebhookEndpointTx(ctx context.Context, tx Tx, p WebhookPara
 	if err := tx.CreateWebhookEndpoint(ctx, e); err != nil {
 		return nil, err
 	}
+	// The audit log names the endpoint, its URL and events, never its secret.
+	err = s.Audit(ctx, tx, AuditParams{CompanyID: e.CompanyID, Action: AuditWebhookCreate, Target: e.ID,
+		Detail: map[string]any{"url": e.URL, "events": e.Events}})
+	if err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -309,7 +315,11 @@ func (s *Service) WebhookEndpoints(ctx context.Context, companyID string) ([]*We
 // log; messages not yet delivered to it are dropped. NotFound when the
 // company has no such endpoint.
 func (s *Service) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
-	return s.store.Update(ctx, func(tx Tx) error { return tx.DeleteWebhookEndpoint(ctx, companyID, id) })
+	if !ValidID(id) {
+		return Errorf(NotFound, "webhook endpoint not found")
+	}
+	p := AuditParams{CompanyID: companyID, Action: AuditWebhookDelete, Target: id}
+	return s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.DeleteWebhookEndpoint(ctx, companyID, id) })
 }
 
 // SetWebhookEndpointDisabled disables the company's endpoint (nothing is
@@ -317,10 +327,15 @@ func (s *Service) DeleteWebhookEndpoint(ctx context.Context, companyID, id strin
 // again. NotFound when the company has no such endpoint.
 func (s *Service) SetWebhookEndpointDisabled(ctx context.Context, companyID, id string, disabled bool) error {
 	var at time.Time
+	action := AuditWebhookEnable
 	if disabled {
-		at = s.Now()
+		at, action = s.Now(), AuditWebhookDisable
 	}
-	return s.store.Update(ctx, func(tx Tx) error { return tx.DisableWebhookEndpoint(ctx, companyID, id, at) })
+	if !ValidID(id) {
+		return Errorf(NotFound, "webhook endpoint not found")
+	}
+	p := AuditParams{CompanyID: companyID, Action: action, Target: id}
+	return s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.DisableWebhookEndpoint(ctx, companyID, id, at) })
 }
 
 // WebhookDeliveries returns up to limit entries (at most 1000) of the

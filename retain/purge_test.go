@@ -110,6 +110,10 @@ func TestPurge(t *testing.T) {
 		if err := e.match(t, "c-plain"); err != nil {
 			t.Fatalf("Match before the purge: %v", err)
 		}
+		auditBefore, err := e.svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", Limit: 1000})
+		if err != nil || len(auditBefore) == 0 {
+			t.Fatalf("audit log before the purge: %d entries, %v", len(auditBefore), err)
+		}
 		e.clock.Add(89 * 24 * time.Hour)
 		if n := e.purge(t); n != (retain.Purged{}) {
 			t.Fatalf("purge within the window removed %+v", n)
@@ -125,6 +129,15 @@ func TestPurge(t *testing.T) {
 			if err := e.match(t, id); consent.ErrorCode(err) != consent.NotFound {
 				t.Errorf("Match(%s) after the purge: %v; want NotFound (404)", id, err)
 			}
+		}
+		// The audit log keeps every entry, its chain intact, those about the
+		// purged certificates included.
+		auditAfter, err := e.svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", Limit: 1000})
+		if err != nil || len(auditAfter) < len(auditBefore) || auditAfter[len(auditBefore)-1].Hash != auditBefore[len(auditBefore)-1].Hash {
+			t.Errorf("audit log after the purge: %d entries (%d before), %v", len(auditAfter), len(auditBefore), err)
+		}
+		if _, err := e.svc.VerifyAuditChain(ctx, "acme"); err != nil {
+			t.Errorf("audit chain after the purge: %v", err)
 		}
 		if err := e.match(t, "c-kept"); err != nil {
 			t.Errorf("Match of the retained certificate after the purge: %v", err)
