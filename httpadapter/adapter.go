@@ -2,7 +2,9 @@ package httpadapter
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
@@ -55,6 +57,10 @@ type Config struct {
 	// else capture.DefaultRRWebDir (in a checkout of this repository). When it holds no bundle, that route answers
 	// 503 saying what to install, and the rest works.
 	RRWebDir string
+	// OperatorSecret is the Bearer secret of the operator API that
+	// Handler.Operator serves: at least 32 bytes, and no company's token.
+	// Empty: the operator API refuses every request.
+	OperatorSecret string
 }
 
 // Handler serves the routes of Routes. Build it with New; mount it on any
@@ -72,6 +78,8 @@ type Handler struct {
 	retain  *retain.Service
 	capture *capture.Service
 	rrweb   []byte // the recorder bundle; nil when not installed
+
+	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
 }
 
 // router dispatches requests to a set of routes and answers the rest.
@@ -105,6 +113,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.RRWebDir == "" {
 		cfg.RRWebDir = cmp.Or(os.Getenv(capture.RRWebDirEnv), capture.DefaultRRWebDir)
 	}
+	if cfg.OperatorSecret != "" && len(cfg.OperatorSecret) < MinOperatorSecret {
+		return nil, fmt.Errorf("httpadapter: Config.OperatorSecret must be at least %d bytes", MinOperatorSecret)
+	}
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger,
 		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
@@ -126,9 +137,32 @@ func New(cfg Config) (*Handler, error) {
 	if b, err := os.ReadFile(filepath.Join(cfg.RRWebDir, "rrweb.umd.min.cjs")); err == nil {
 		h.rrweb = b
 	}
+	if cfg.OperatorSecret != "" {
+		d := sha256.Sum256([]byte(cfg.OperatorSecret))
+		h.operatorDigest = d[:]
+	}
 	h.routes = h.table()
-	h.router = h.newRouter(h.routes)
+	var public []*route
+	for _, rt := range h.routes {
+		if rt.Group != OperatorGroup {
+			public = append(public, rt)
+		}
+	}
+	h.router = h.newRouter(public)
 	return h, nil
+}
+
+// MinOperatorSecret is the shortest Config.OperatorSecret accepted.
+const MinOperatorSecret = 32
+
+// Operator returns the handler of the operator API (the routes of
+// OperatorGroup): never served beside the public routes by h itself, so
+// the host application decides where, if anywhere, it is reachable —
+// another listener, a path behind its own access control. Every request
+// needs "Authorization: Bearer <Config.OperatorSecret>"; a company's token
+// gets 401, as the operator secret does on the public routes.
+func (h *Handler) Operator() http.Handler {
+	return h.Only(OperatorGroup)
 }
 
 // Only returns a handler serving only the routes of the given groups, such

@@ -34,6 +34,19 @@
 //	GET  /capture/capture.js                    the snippet
 //	GET  /capture/rrweb.js                      rrweb's recorder (Config.RRWebDir)
 //
+// The operator API (Handler.Operator), a handler of its own that the host
+// mounts where only its operators reach it, with "Authorization: Bearer
+// <Config.OperatorSecret>"; every change it makes is audited as
+// "operator" (D42):
+//
+//	POST /operator/companies/{company_id}/webhooks            add a webhook endpoint (D44), 201; its secret shown once
+//	GET  /operator/companies/{company_id}/webhooks            the company's endpoints
+//	DELETE /operator/companies/{company_id}/webhooks/{endpoint_id} delete one, with its delivery log
+//	POST /operator/companies/{company_id}/webhooks/{endpoint_id}/disable stop deliveries to it
+//	POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable  resume them
+//	GET  /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries its delivery log, newest first (?before=&limit=)
+//	GET  /operator/companies/{company_id}/audit               the audit log (?after=&limit=&action=&target=&actor=)
+//
 // A session whose id is "batch" cannot be retained singly: the batch path
 // takes precedence. The last route goes beyond the documented contract, with
 // the Retain API's authentication: it answers the session's

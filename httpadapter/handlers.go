@@ -29,7 +29,7 @@ func (h *Handler) table() []*route {
 			handle(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate),
 		)
 	}
-	return append(rs,
+	return append(append(rs,
 		handle(Route{Method: post, Pattern: "/opt-out", Group: OptOutGroup, Auth: AuthNone, Limit: OptOutLimit}, h.optOut),
 		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
 		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
@@ -45,7 +45,7 @@ func (h *Handler) table() []*route {
 		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
 		handleRaw(Route{Method: get, Pattern: "/capture/capture.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.snippet),
 		handleRaw(Route{Method: get, Pattern: "/capture/rrweb.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.recorder),
-	)
+	), h.operatorRoutes()...)
 }
 
 // captureBodyBytes is the largest body of a chunk of events: the service's

@@ -2,9 +2,12 @@ package httpadapter
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"net/http"
 	"net/netip"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/consentkit/consentkit/consent"
@@ -39,8 +42,9 @@ type Route struct {
 	// (a script); "" for JSON.
 	ContentType string
 	// Request and Response are the struct types of the bodies. Fields of
-	// Request tagged `path:"name"` come from the pattern's wildcards, the
-	// others from the JSON body; a Request without JSON fields takes no
+	// Request tagged `path:"name"` come from the pattern's wildcards, those
+	// tagged `query:"name"` (strings and integers) from the query string,
+	// the others from the JSON body; a Request without JSON fields takes no
 	// body (one sent is ignored).
 	Request, Response reflect.Type
 }
@@ -61,6 +65,9 @@ const (
 	// AuthUpload needs the Bearer upload token of the session in the path
 	// (capture, D33); the capture service checks it.
 	AuthUpload
+	// AuthOperator needs the Bearer operator secret (Config.OperatorSecret),
+	// which is no company's token: the operator API (Handler.Operator).
+	AuthOperator
 )
 
 // Group is a part of the API that can be mounted alone (Handler.Only).
@@ -71,6 +78,9 @@ const (
 	OptOutGroup               // /opt-out
 	RetainGroup               // the Retain API, /api/integrations/…
 	CaptureGroup              // browser capture, /capture/… (D32–D36)
+	// OperatorGroup is the operator API, /operator/…: never served by the
+	// Handler itself, only by Handler.Operator.
+	OperatorGroup
 )
 
 // Limit names a rate limiter (D20, D28).
@@ -117,6 +127,7 @@ type route struct {
 	newReq func() any
 	call   func(ctx context.Context, c Caller, req any) (any, error)
 	path   []pathField // fields of Request set from the pattern
+	query  []pathField // fields of Request set from the query string
 	body   bool        // Request has JSON fields
 	// raw serves a route that is not JSON in and out (a script, a CORS
 	// preflight) instead of the wrapper.
@@ -150,6 +161,11 @@ func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req 
 				panic("httpadapter: " + rt.Pattern + ": path field " + f.Name + " names no wildcard")
 			}
 			out.path = append(out.path, pathField{i, name})
+		} else if name, ok := f.Tag.Lookup("query"); ok {
+			if k := f.Type.Kind(); k != reflect.String && k != reflect.Int && k != reflect.Int64 {
+				panic("httpadapter: " + rt.Pattern + ": query field " + f.Name + " is neither a string nor an integer")
+			}
+			out.query = append(out.query, pathField{i, name})
 		} else if f.IsExported() && f.Tag.Get("json") != "-" {
 			out.body = true
 		}
@@ -213,6 +229,11 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 			return nil, err
 		}
 		c.UploadToken = secret
+	} else if rt.Auth == AuthOperator {
+		if err := h.authenticateOperator(r); err != nil {
+			return nil, err
+		}
+		ctx = consent.WithActor(ctx, consent.ActorOperator)
 	} else if rt.Auth != AuthNone {
 		tok, err := h.authenticate(r, rt.Auth)
 		if err != nil {
@@ -236,6 +257,9 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 	for _, p := range rt.path {
 		v.Field(p.index).SetString(r.PathValue(p.name))
 	}
+	if err := setQuery(v, rt.query, r); err != nil {
+		return nil, err
+	}
 	if rt.Auth == AuthToken && c.Token == nil { // company-and-property credentials (D8)
 		pc, ok := req.(propertyCredentials)
 		if !ok {
@@ -255,6 +279,48 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 }
 
 var errNoToken = consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token is required")
+
+// setQuery sets the query fields of a request from the URL's query string:
+// a missing or empty parameter leaves its zero value; an integer that does
+// not parse is a 400 naming it.
+func setQuery(v reflect.Value, fields []pathField, r *http.Request) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	q := r.URL.Query()
+	for _, f := range fields {
+		s := q.Get(f.name)
+		if s == "" {
+			continue
+		}
+		field := v.Field(f.index)
+		if field.Kind() == reflect.String {
+			field.SetString(s)
+			continue
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || field.OverflowInt(n) {
+			return consent.Errorf(consent.Invalid, "%s must be an integer", f.name)
+		}
+		field.SetInt(n)
+	}
+	return nil
+}
+
+// authenticateOperator checks the Bearer operator secret, in constant time
+// against its digest. With no Config.OperatorSecret every request is
+// refused.
+func (h *Handler) authenticateOperator(r *http.Request) error {
+	secret, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	got := sha256.Sum256([]byte(secret))
+	if h.operatorDigest == nil || subtle.ConstantTimeCompare(got[:], h.operatorDigest) != 1 {
+		return consent.Errorf(consent.Unauthorized, "the operator secret is wrong")
+	}
+	return nil
+}
 
 // authenticate checks the Authorization header (D6, D7). It returns no
 // token and no error when the header is absent and company-and-property

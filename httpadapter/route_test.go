@@ -114,10 +114,14 @@ func TestRouteTable(t *testing.T) {
 		if rt.CORS != strings.HasPrefix(rt.Pattern, "/capture/sessions") {
 			t.Errorf("%s: CORS %v; the capture session routes, and only they, answer other origins", key, rt.CORS)
 		}
+		if strings.HasPrefix(rt.Pattern, "/operator/") != (rt.Group == OperatorGroup) ||
+			(rt.Group == OperatorGroup) != (rt.Auth == AuthOperator) {
+			t.Errorf("%s: group %v, auth %v; the operator routes, and only they, are the operator group with its secret", key, rt.Group, rt.Auth)
+		}
 	}
-	if len(seen) != 23 {
-		t.Errorf("%d routes, want 23 (5 verification routes in two spellings, opt-out, four Retain API routes, "+
-			"three capture routes with their preflights, two scripts)", len(seen))
+	if len(seen) != 30 {
+		t.Errorf("%d routes, want 30 (5 verification routes in two spellings, opt-out, four Retain API routes, "+
+			"three capture routes with their preflights, two scripts, seven operator routes)", len(seen))
 	}
 }
 
