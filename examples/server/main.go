@@ -68,6 +68,12 @@ type options struct {
 	webhookAllowPrivate bool
 }
 
+// OperatorSecretEnv names the environment variable whose value, when set,
+// turns on the operator API under /operator/ with that Bearer secret (at
+// least 32 bytes). An environment variable, not a flag, so that the secret
+// is not in the process list.
+const OperatorSecretEnv = "CONSENTKIT_OPERATOR_SECRET"
+
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{defaultRet: days(consent.DefaultRetention), longTermRet: days(5 * 365 * 24 * time.Hour)}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -270,9 +276,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	operatorSecret := os.Getenv(OperatorSecretEnv)
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
-		RRWebDir: o.replayer, Videos: videos,
+		RRWebDir: o.replayer, Videos: videos, OperatorSecret: operatorSecret,
 	})
 	if err != nil {
 		return err
@@ -289,6 +296,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		io.WriteString(w, `{"status":"ok"}`+"\n")
 	})
 	mux.Handle("/", api)
+	if operatorSecret != "" {
+		// Only when the operator chose a secret: the operator API is never
+		// served by default beside the public routes.
+		mux.Handle("/operator/", api.Operator())
+		log.Info("the operator API is on /operator/ (" + OperatorSecretEnv + ")")
+	}
 
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {

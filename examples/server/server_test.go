@@ -421,6 +421,29 @@ func TestServerPurges(t *testing.T) {
 	s.stop(t)
 }
 
+// With CONSENTKIT_OPERATOR_SECRET set, the operator API answers on
+// /operator/ to that secret only; without it, /operator/ is not served.
+func TestServerOperatorAPI(t *testing.T) {
+	const secret = "an-operator-secret-of-the-tests-0123456789"
+	t.Setenv(OperatorSecretEnv, secret)
+	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
+	body := `{"url":"https://hooks.acme.example/in","events":["consent.revoked"]}`
+	if code, got := s.call(t, "POST", "/operator/companies/acme/webhooks", secret, body); code != 201 || got["secret"] == nil {
+		t.Errorf("add a webhook through the operator API: %d %v", code, got)
+	}
+	if code, _ := s.call(t, "GET", "/operator/companies/acme/webhooks", acmeToken, ""); code != 401 {
+		t.Errorf("a company token on the operator API: %d, want 401", code)
+	}
+	s.stop(t)
+
+	t.Setenv(OperatorSecretEnv, "")
+	s = start(t, "-store", "memory", "-replayer", "/nonexistent")
+	if code, _ := s.call(t, "GET", "/operator/companies/acme/webhooks", secret, ""); code != 404 {
+		t.Errorf("the operator API without %s: %d, want 404", OperatorSecretEnv, code)
+	}
+	s.stop(t)
+}
+
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},
