@@ -220,6 +220,12 @@ type Certificate struct {
 	// Visibility is what the consumer could see of the consent text (D37);
 	// nil when not measured.
 	Visibility *Visibility
+
+	// KeyID and Signature are the Ed25519 signature of the certificate's
+	// canonical encoding (CertificateEncoding) and the id of the key that
+	// made it (D41); empty when issued without a signing key.
+	KeyID     string
+	Signature []byte
 }
 
 // Visibility holds the facts the snippet measured on the consent element at

@@ -39,6 +39,15 @@ type Config struct {
 	MaxChunkBytes int
 	// MaxRecordingBytes bounds a session's whole recording: default 64 MiB.
 	MaxRecordingBytes int64
+	// SigningKeys sign certificates (D41): the first signs every new
+	// certificate; all of them, and PublicKeys, verify. Rotate by putting a
+	// new key first and keeping the old one after it (or only its public
+	// half in PublicKeys). None: certificates are issued unsigned and only
+	// their recording's SHA-256 is checked. With keys, an unsigned
+	// certificate fails its integrity check.
+	SigningKeys []SigningKey
+	// PublicKeys are retired keys whose certificates still verify.
+	PublicKeys []PublicKey
 	// LowBalanceThreshold, when positive, makes a charge that takes a
 	// wallet from at least this much to below it emit
 	// EventWalletLowBalance (D44); zero emits none.
@@ -78,6 +87,9 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	}
 	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 {
 		return nil, errors.New("consent: Config durations and limits must not be negative (zero means the default)")
+	}
+	if err := checkKeys(cfg.SigningKeys, cfg.PublicKeys); err != nil {
+		return nil, err
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -733,6 +745,7 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx Tx, p CertificatePa
 	if err != nil {
 		return nil, err
 	}
+	s.sign(c)
 	if err := CheckProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
 		return nil, err
 	}

@@ -129,7 +129,7 @@ func (s *Session) CheckText() error {
 // character, and an escaped one such as \u0000 is kept as written).
 func (c *Certificate) CheckText() error {
 	if err := checkTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID,
-		"session_id", c.SessionID, "origin", c.Origin, "retention_status", string(c.RetentionStatus)); err != nil {
+		"session_id", c.SessionID, "origin", c.Origin, "retention_status", string(c.RetentionStatus), "key_id", c.KeyID); err != nil {
 		return err
 	}
 	for _, r := range c.Records {

@@ -954,6 +954,7 @@ func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 		n.Records[i] = consent.Record{Text: r.Text, Types: slices.Clone(r.Types), OptInAt: utc(r.OptInAt)}
 	}
 	n.EventsCombined = slices.Clone(c.EventsCombined)
+	n.Signature = slices.Clone(c.Signature)
 	if c.Visibility != nil {
 		v := *c.Visibility
 		n.Visibility = &v

@@ -272,12 +272,12 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
 		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
 		c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin, string(records), string(c.EventsCombined),
 		sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest), string(c.RetentionStatus),
 		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility)
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature))
 	return err
 }
 
@@ -291,10 +291,10 @@ func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, 
 	)
 	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, session_id, origin, records::text,
 		events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature
 		FROM certificates WHERE id = $1`+t.lock, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
 		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
-		&c.ClientIP, &c.UserAgent, &recording, &visibility)
+		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
 	if err != nil {
 		return nil, one(err, "certificate")
 	}
@@ -793,4 +793,12 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 		out = append(out, &d)
 	}
 	return out, rows.Err()
+}
+
+// signatureBytes stores a missing signature as an empty one.
+func signatureBytes(sig []byte) []byte {
+	if sig == nil {
+		return []byte{}
+	}
+	return sig
 }

@@ -293,11 +293,11 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
 		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
 		records, []byte(c.EventsCombined), sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest),
 		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility)
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature))
 	return err
 }
 
@@ -311,10 +311,10 @@ func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, 
 	)
 	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, session_id, origin, records, events_combined,
 		email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature
 		FROM certificates WHERE id = ?`, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
 		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
-		&c.ClientIP, &c.UserAgent, &recording, &visibility)
+		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
 	if err != nil {
 		return nil, one(err, "certificate")
 	}
@@ -834,4 +834,12 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 		out = append(out, &d)
 	}
 	return out, rows.Err()
+}
+
+// signatureBytes stores a missing signature as an empty one.
+func signatureBytes(sig []byte) []byte {
+	if sig == nil {
+		return []byte{}
+	}
+	return sig
 }

@@ -144,6 +144,8 @@ func certificate(id, company, property, sessionID string) *consent.Certificate {
 			{Text: "Ich stimme zu — ünïcødé ✓", OptInAt: t0.Add(6 * time.Second)},
 		},
 		EventsCombined:  []byte(`{"b": [1, 2.50, "x"],  "a":{}}`),
+		KeyID:           "key-2026",
+		Signature:       bytes.Repeat([]byte{0xff, 0x00, 0x7f}, 21), // any bytes, NUL included
 		RetentionStatus: consent.RetentionNone,
 		CreatedAt:       t0,
 		ExpiresAt:       t0.Add(90 * 24 * time.Hour),

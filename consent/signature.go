@@ -1,0 +1,271 @@
+package consent
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Signed certificates (D41).
+//
+// A certificate is signed with Ed25519 over its canonical encoding, a JSON
+// object written by these rules so that anyone can rebuild it from the
+// certificate's JSON and check the signature offline with the published
+// public key:
+//
+//   - the members, in this order (which is the sorted order of their
+//     names): "company_id", "consents", "created_at", "email_sha256", "id",
+//     "key_id", "mobile_sha256", "origin", "property_id",
+//     "recording_sha256", "session_id", "v";
+//   - "v" is "consentkit-certificate-1"; "key_id" is the id of the signing
+//     key; "consents" is an array, in the certificate's order, of objects
+//     with the members "opt_in_at", "text", "types" (in that order), where
+//     "types" is an array of strings in the certificate's order;
+//   - every other value is a string: times in UTC as
+//     2006-01-02T15:04:05.000000Z (always six decimals; "" for none),
+//     digests as 64 lowercase hex digits ("" for none);
+//   - no white space; strings escaped as RFC 8785 (JSON Canonicalization
+//     Scheme) escapes them: \" and \\, \b \t \n \f \r, other characters
+//     below U+0020 as \u00xx (lowercase hex), everything else as itself in
+//     UTF-8.
+//
+// The signature is the 64 bytes of Ed25519 over those bytes; the API shows
+// it in standard base64 with the key id. What is signed is the evidence
+// itself — ids, times, consents, origin, digests, the recording's SHA-256 —
+// and not what changes by design (retention, expiry, revocation).
+
+// CertificateEncodingVersion is the "v" of the canonical encoding.
+const CertificateEncodingVersion = "consentkit-certificate-1"
+
+// SigningKey is an Ed25519 private key with the id it is published under.
+type SigningKey struct {
+	ID      string
+	Private ed25519.PrivateKey
+}
+
+// PublicKey is a published Ed25519 public key.
+type PublicKey struct {
+	ID  string
+	Key ed25519.PublicKey
+}
+
+// NewSigningKey returns a new random key with the given id.
+func NewSigningKey(id string) (SigningKey, error) {
+	if err := CheckID("key_id", id); err != nil {
+		return SigningKey{}, err
+	}
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return SigningKey{}, err
+	}
+	return SigningKey{ID: id, Private: priv}, nil
+}
+
+// Public returns k's public key.
+func (k SigningKey) Public() PublicKey {
+	return PublicKey{ID: k.ID, Key: k.Private.Public().(ed25519.PublicKey)}
+}
+
+// checkKeys refuses keys that cannot be used: a bad id, a key of the wrong
+// size, or two keys of one id.
+func checkKeys(signing []SigningKey, public []PublicKey) error {
+	seen := map[string]bool{}
+	for _, k := range signing {
+		if err := CheckID("signing key id", k.ID); err != nil {
+			return err
+		}
+		if len(k.Private) != ed25519.PrivateKeySize {
+			return fmt.Errorf("consent: signing key %s is not an Ed25519 private key", k.ID)
+		}
+		if seen[k.ID] {
+			return fmt.Errorf("consent: two keys have the id %s", k.ID)
+		}
+		seen[k.ID] = true
+	}
+	for _, k := range public {
+		if err := CheckID("public key id", k.ID); err != nil {
+			return err
+		}
+		if len(k.Key) != ed25519.PublicKeySize {
+			return fmt.Errorf("consent: public key %s is not an Ed25519 public key", k.ID)
+		}
+		if seen[k.ID] {
+			return fmt.Errorf("consent: two keys have the id %s", k.ID)
+		}
+		seen[k.ID] = true
+	}
+	return nil
+}
+
+// PublicKeys returns the keys that verify certificates: those of
+// Config.SigningKeys, the first of which signs new certificates, then
+// Config.PublicKeys (retired keys whose certificates still verify).
+func (s *Service) PublicKeys() []PublicKey {
+	out := make([]PublicKey, 0, len(s.cfg.SigningKeys)+len(s.cfg.PublicKeys))
+	for _, k := range s.cfg.SigningKeys {
+		out = append(out, k.Public())
+	}
+	return append(out, s.cfg.PublicKeys...)
+}
+
+// sign sets c's KeyID and Signature with the first signing key; without
+// one, c stays unsigned.
+func (s *Service) sign(c *Certificate) {
+	if len(s.cfg.SigningKeys) == 0 {
+		return
+	}
+	k := s.cfg.SigningKeys[0]
+	c.KeyID = k.ID
+	c.Signature = ed25519.Sign(k.Private, CertificateEncoding(c))
+}
+
+// ErrIntegrity is the refusal of a certificate whose content, or whose
+// session's recording, no longer matches what was signed or hashed when it
+// was issued (D41): code Conflict, so the API answers 409.
+var ErrIntegrity = Errorf(Conflict, "certificate integrity check failed")
+
+// CheckIntegrity reports whether c still is what was issued: its signature
+// holds under the key of its KeyID (Config.SigningKeys or PublicKeys) and,
+// when recording is not nil, the recording hashes to c.RecordingSHA256. A
+// service with keys refuses an unsigned certificate; one without keys
+// checks only the recording. The error wraps ErrIntegrity.
+func (s *Service) CheckIntegrity(c *Certificate, recording []byte) error {
+	keys := s.PublicKeys()
+	switch {
+	case len(c.Signature) == 0 && len(keys) > 0:
+		return fmt.Errorf("%w: certificate %s is not signed", ErrIntegrity, c.ID)
+	case len(c.Signature) > 0:
+		i := slices.IndexFunc(keys, func(k PublicKey) bool { return k.ID == c.KeyID })
+		if i < 0 {
+			return fmt.Errorf("%w: certificate %s is signed with key %q, which is not configured", ErrIntegrity, c.ID, c.KeyID)
+		}
+		if !ed25519.Verify(keys[i].Key, CertificateEncoding(c), c.Signature) {
+			return fmt.Errorf("%w: the signature of certificate %s does not match its content", ErrIntegrity, c.ID)
+		}
+	}
+	if recording != nil && !c.RecordingSHA256.IsZero() && DigestOf(string(recording)) != c.RecordingSHA256 {
+		return fmt.Errorf("%w: the recording of certificate %s no longer has the SHA-256 it was issued with", ErrIntegrity, c.ID)
+	}
+	return nil
+}
+
+// VerifyCertificate checks a signature offline: that signature (64 bytes)
+// is key's Ed25519 signature of c's canonical encoding, c.KeyID being the
+// key's id. It needs no store and no service.
+func VerifyCertificate(c *Certificate, key PublicKey, signature []byte) error {
+	if c.KeyID != key.ID {
+		return fmt.Errorf("consent: certificate %s names key %q, not %q", c.ID, c.KeyID, key.ID)
+	}
+	if len(key.Key) != ed25519.PublicKeySize || !ed25519.Verify(key.Key, CertificateEncoding(c), signature) {
+		return errors.New("consent: the signature does not match the certificate")
+	}
+	return nil
+}
+
+// CertificateEncoding returns the canonical encoding of c that its
+// signature covers (see the package's notes on signed certificates).
+func CertificateEncoding(c *Certificate) []byte {
+	var b bytes.Buffer
+	member := func(first bool, name string) {
+		if !first {
+			b.WriteByte(',')
+		}
+		jcsString(&b, name)
+		b.WriteByte(':')
+	}
+	str := func(first bool, name, value string) {
+		member(first, name)
+		jcsString(&b, value)
+	}
+	b.WriteByte('{')
+	str(true, "company_id", c.CompanyID)
+	member(false, "consents")
+	b.WriteByte('[')
+	for i, r := range c.Records {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('{')
+		str(true, "opt_in_at", canonicalTime(r.OptInAt))
+		str(false, "text", r.Text)
+		member(false, "types")
+		b.WriteByte('[')
+		for j, t := range r.Types {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			jcsString(&b, t)
+		}
+		b.WriteString("]}")
+	}
+	b.WriteByte(']')
+	str(false, "created_at", canonicalTime(c.CreatedAt))
+	str(false, "email_sha256", canonicalDigest(c.EmailDigest))
+	str(false, "id", c.ID)
+	str(false, "key_id", c.KeyID)
+	str(false, "mobile_sha256", canonicalDigest(c.MobileDigest))
+	str(false, "origin", c.Origin)
+	str(false, "property_id", c.PropertyID)
+	str(false, "recording_sha256", canonicalDigest(c.RecordingSHA256))
+	str(false, "session_id", c.SessionID)
+	str(false, "v", CertificateEncodingVersion)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func canonicalTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+}
+
+func canonicalDigest(d Digest) string {
+	if d.IsZero() {
+		return ""
+	}
+	return hex.EncodeToString(d[:])
+}
+
+// jcsString writes s as RFC 8785 writes a string. Stored text is valid
+// UTF-8 (ValidText); an invalid byte is written as U+FFFD all the same.
+func jcsString(b *bytes.Buffer, s string) {
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\b':
+			b.WriteString(`\b`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\f':
+			b.WriteString(`\f`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20:
+			b.WriteString(`\u00`)
+			b.WriteString(strconv.FormatInt(int64(r)>>4, 16))
+			b.WriteString(strconv.FormatInt(int64(r)&0xf, 16))
+		default:
+			var buf [utf8.UTFMax]byte
+			b.Write(buf[:utf8.EncodeRune(buf[:], r)])
+		}
+	}
+	b.WriteByte('"')
+}
+
+// EncodeSignature returns a signature as the API shows it: standard base64.
+func EncodeSignature(sig []byte) string { return base64.StdEncoding.EncodeToString(sig) }

@@ -1,0 +1,194 @@
+package consent_test
+
+import (
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+)
+
+// escape writes a string as the package documentation says the canonical
+// encoding does (RFC 8785), written here from that text and not from the
+// package's code.
+func escape(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// A certificate's signature, checked with the published public key over
+// bytes this test builds from the documented encoding alone.
+func TestSignatureOverDocumentedEncoding(t *testing.T) {
+	key, err := consent.NewSigningKey("key-2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 11, 22, 10, 30, 0, 123456000, time.UTC)
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{key}, Now: func() time.Time { return created }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, svc)
+	text := "I agree — \"Acme\" may call me.\tC:\\path\nsecond line \u2028 ✓ 𝄞"
+	optIn := created.Add(-5 * time.Second)
+	c, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+		Origin: "https://acme.example/quote?a=1&b=<2>", Email: "Jane@Example.com",
+		Records: []consent.Record{{Text: text, Types: []string{"tcpa", "marketing"}, OptInAt: optIn}, {Text: "second"}}}) // its opt-in is the creation
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.KeyID != "key-2026-11" || len(c.Signature) != ed25519.SignatureSize {
+		t.Fatalf("issued certificate: key %q, %d-byte signature", c.KeyID, len(c.Signature))
+	}
+	email := sha256.Sum256([]byte("jane@example.com"))
+	want := fmt.Sprintf(`{"company_id":"acme","consents":[{"opt_in_at":"2026-11-22T10:29:55.123456Z","text":%s,"types":["tcpa","marketing"]},`+
+		`{"opt_in_at":"2026-11-22T10:30:00.123456Z","text":"second","types":[]}],"created_at":"2026-11-22T10:30:00.123456Z","email_sha256":"%s","id":"cert-1",`+
+		`"key_id":"key-2026-11","mobile_sha256":"","origin":%s,"property_id":"web","recording_sha256":"","session_id":"s1",`+
+		`"v":"consentkit-certificate-1"}`, escape(text), hex.EncodeToString(email[:]), escape("https://acme.example/quote?a=1&b=<2>"))
+	var published consent.PublicKey
+	for _, k := range svc.PublicKeys() {
+		if k.ID == c.KeyID {
+			published = k
+		}
+	}
+	if !ed25519.Verify(published.Key, []byte(want), c.Signature) {
+		t.Errorf("the signature does not verify over the documented encoding\nbuilt: %s\nours:  %s", want, consent.CertificateEncoding(c))
+	}
+	// The certificate as stored verifies; so does it offline.
+	stored := certificate(t, svc, "cert-1")
+	if err := svc.CheckIntegrity(stored, nil); err != nil {
+		t.Errorf("CheckIntegrity of the stored certificate: %v", err)
+	}
+	if err := consent.VerifyCertificate(stored, published, stored.Signature); err != nil {
+		t.Errorf("VerifyCertificate: %v", err)
+	}
+}
+
+// Any change to the signed content fails the integrity check; what is not
+// signed (retention, revocation) does not; the recording is checked against
+// its SHA-256; keys rotate.
+func TestCheckIntegrity(t *testing.T) {
+	old, _ := consent.NewSigningKey("k1")
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{old}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustDo(t, svc)
+	recording := []byte(`[{"type":4,"timestamp":1}]`)
+	if _, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+		Origin: "https://acme.example/", Records: []consent.Record{{Text: "I agree", Types: []string{"tcpa"}}},
+		RecordingSHA256: sha256.Sum256(recording)}); err != nil {
+		t.Fatal(err)
+	}
+	good := certificate(t, svc, "cert-1")
+	if err := svc.CheckIntegrity(good, recording); err != nil {
+		t.Fatalf("untouched: %v", err)
+	}
+	for name, edit := range map[string]func(c *consent.Certificate){
+		"text":       func(c *consent.Certificate) { c.Records[0].Text = "I agree!" },
+		"type":       func(c *consent.Certificate) { c.Records[0].Types = []string{"marketing"} },
+		"opt-in":     func(c *consent.Certificate) { c.Records[0].OptInAt = c.Records[0].OptInAt.Add(-time.Second) },
+		"created":    func(c *consent.Certificate) { c.CreatedAt = c.CreatedAt.Add(time.Microsecond) },
+		"origin":     func(c *consent.Certificate) { c.Origin = "https://evil.example/" },
+		"email":      func(c *consent.Certificate) { c.EmailDigest = consent.Digest{1} },
+		"company":    func(c *consent.Certificate) { c.CompanyID = "other" },
+		"recording":  func(c *consent.Certificate) { c.RecordingSHA256[0] ^= 1 },
+		"signature":  func(c *consent.Certificate) { c.Signature[0] ^= 1 },
+		"unsigned":   func(c *consent.Certificate) { c.Signature, c.KeyID = nil, "" },
+		"other key":  func(c *consent.Certificate) { c.KeyID = "k9" },
+		"extra text": func(c *consent.Certificate) { c.Records = append(c.Records, consent.Record{Text: "more"}) },
+	} {
+		c := certificate(t, svc, "cert-1")
+		edit(c)
+		if err := svc.CheckIntegrity(c, nil); !errors.Is(err, consent.ErrIntegrity) || consent.ErrorCode(err) != consent.Conflict {
+			t.Errorf("%s changed: %v; want ErrIntegrity (409)", name, err)
+		}
+	}
+	c := certificate(t, svc, "cert-1")
+	c.RetentionStatus, c.ExpiresAt, c.RevokedAt = consent.RetentionRetained, c.ExpiresAt.AddDate(5, 0, 0), time.Now()
+	if err := svc.CheckIntegrity(c, nil); err != nil {
+		t.Errorf("retention and revocation are not signed, yet: %v", err)
+	}
+	tampered := append([]byte{}, recording...)
+	tampered[3] = 'X'
+	if err := svc.CheckIntegrity(good, tampered); !errors.Is(err, consent.ErrIntegrity) {
+		t.Errorf("a changed recording: %v; want ErrIntegrity", err)
+	}
+
+	// Rotation: a new key signs, the old one still verifies, as a signing
+	// key or as a public key only.
+	next, _ := consent.NewSigningKey("k2")
+	for name, cfg := range map[string]consent.Config{
+		"both signing": {SigningKeys: []consent.SigningKey{next, old}},
+		"old public":   {SigningKeys: []consent.SigningKey{next}, PublicKeys: []consent.PublicKey{old.Public()}},
+	} {
+		rotated, err := consent.NewService(teststore.Memory(t), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rotated.CheckIntegrity(good, recording); err != nil {
+			t.Errorf("%s: a certificate of the old key: %v", name, err)
+		}
+	}
+	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}})
+	if err := without.CheckIntegrity(good, nil); !errors.Is(err, consent.ErrIntegrity) {
+		t.Errorf("a certificate of a key no longer configured: %v; want ErrIntegrity", err)
+	}
+	for name, cfg := range map[string]consent.Config{
+		"short key": {SigningKeys: []consent.SigningKey{{ID: "k", Private: old.Private[:10]}}},
+		"two k1":    {SigningKeys: []consent.SigningKey{old}, PublicKeys: []consent.PublicKey{old.Public()}},
+		"bad id":    {SigningKeys: []consent.SigningKey{{ID: "a b", Private: old.Private}}},
+	} {
+		if _, err := consent.NewService(teststore.Memory(t), cfg); err == nil {
+			t.Errorf("%s: NewService accepted it", name)
+		}
+	}
+}
+
+func mustDo(t *testing.T, svc *consent.Service) {
+	t.Helper()
+	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func certificate(t *testing.T, svc *consent.Service, id string) *consent.Certificate {
+	t.Helper()
+	var c *consent.Certificate
+	if err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		c, err = tx.Certificate(ctx, id)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
