@@ -170,6 +170,50 @@ func VerifyCertificate(c *Certificate, key PublicKey, signature []byte) error {
 	return nil
 }
 
+// SignedContent is what a certificate's signature covers, as a JSON
+// object: its canonical encoding (RFC 8785) is CertificateEncoding. The
+// API shows it beside the signature, so that anyone can check the
+// signature offline and see what it vouches for.
+type SignedContent struct {
+	CompanyID       string          `json:"company_id"`
+	Consents        []SignedConsent `json:"consents"`
+	CreatedAt       string          `json:"created_at"`
+	EmailSHA256     string          `json:"email_sha256"`
+	ID              string          `json:"id"`
+	KeyID           string          `json:"key_id"`
+	MobileSHA256    string          `json:"mobile_sha256"`
+	Origin          string          `json:"origin"`
+	PropertyID      string          `json:"property_id"`
+	RecordingSHA256 string          `json:"recording_sha256"`
+	SessionID       string          `json:"session_id"`
+	V               string          `json:"v"`
+}
+
+// SignedConsent is one consent of SignedContent.
+type SignedConsent struct {
+	OptInAt string   `json:"opt_in_at"`
+	Text    string   `json:"text"`
+	Types   []string `json:"types"`
+}
+
+// Signed returns what c's signature covers.
+func Signed(c *Certificate) SignedContent {
+	out := SignedContent{
+		CompanyID: c.CompanyID, Consents: []SignedConsent{}, CreatedAt: canonicalTime(c.CreatedAt),
+		EmailSHA256: canonicalDigest(c.EmailDigest), ID: c.ID, KeyID: c.KeyID, MobileSHA256: canonicalDigest(c.MobileDigest),
+		Origin: c.Origin, PropertyID: c.PropertyID, RecordingSHA256: canonicalDigest(c.RecordingSHA256), SessionID: c.SessionID,
+		V: CertificateEncodingVersion,
+	}
+	for _, r := range c.Records {
+		types := r.Types
+		if types == nil {
+			types = []string{}
+		}
+		out.Consents = append(out.Consents, SignedConsent{OptInAt: canonicalTime(r.OptInAt), Text: r.Text, Types: types})
+	}
+	return out
+}
+
 // CertificateEncoding returns the canonical encoding of c that its
 // signature covers (see the package's notes on signed certificates).
 func CertificateEncoding(c *Certificate) []byte {

@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -45,7 +46,32 @@ func (h *Handler) table() []*route {
 		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
 		handleRaw(Route{Method: get, Pattern: "/capture/capture.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.snippet),
 		handleRaw(Route{Method: get, Pattern: "/capture/rrweb.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.recorder),
+
+		// The public keys of signed certificates (D41).
+		handle(Route{Method: get, Pattern: "/.well-known/consentkit-keys", Group: VerifyGroup, Auth: AuthNone}, h.keys),
 	), h.operatorRoutes()...)
+}
+
+type keysRequest struct{}
+
+type keyBody struct {
+	KeyID     string `json:"key_id"`
+	Algorithm string `json:"algorithm"`  // "Ed25519"
+	PublicKey string `json:"public_key"` // the 32 bytes, standard base64
+}
+
+type keysResponse struct {
+	Keys []keyBody `json:"keys"`
+}
+
+// keys publishes the public keys that certificates are signed with, the
+// signing key first, so that anyone can check a certificate offline.
+func (h *Handler) keys(context.Context, Caller, *keysRequest) (*keysResponse, error) {
+	out := &keysResponse{Keys: []keyBody{}}
+	for _, k := range h.svc.PublicKeys() {
+		out.Keys = append(out.Keys, keyBody{KeyID: k.ID, Algorithm: "Ed25519", PublicKey: base64.StdEncoding.EncodeToString(k.Key)})
+	}
+	return out, nil
 }
 
 // captureBodyBytes is the largest body of a chunk of events: the service's
@@ -154,6 +180,12 @@ type infoResponse struct {
 	UserAgent         string              `json:"user_agent,omitempty"`
 	RecordingSHA256   string              `json:"recording_sha256,omitempty"`
 	ConsentVisibility *consent.Visibility `json:"consent_visibility,omitempty"`
+	// The certificate's signature (D41): Ed25519, base64, by the key of
+	// key_id (GET /.well-known/consentkit-keys), over the canonical
+	// encoding of signed; absent for a certificate issued unsigned.
+	Signature string                 `json:"signature,omitempty"`
+	KeyID     string                 `json:"key_id,omitempty"`
+	Signed    *consent.SignedContent `json:"signed,omitempty"`
 }
 
 func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*infoResponse, error) {
@@ -163,13 +195,17 @@ func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoReques
 	if err != nil {
 		return nil, err
 	}
-	return &infoResponse{
+	resp := &infoResponse{
 		Valid: true, CertificateID: info.CertificateID, CreatedTimestamp: timestamp(info.CreatedAt),
 		HasConsents: info.ConsentCount > 0, ConsentCount: info.ConsentCount, EventsCombined: info.EventsCombined,
 		SessionID: info.SessionID, Origin: info.Origin, ConsentOptIn: timestamp(info.ConsentOptIn),
 		ConsentTypes: info.ConsentTypes, ClientIP: info.ClientIP, UserAgent: info.UserAgent,
 		RecordingSHA256: hexDigest(info.RecordingSHA256), ConsentVisibility: info.Visibility,
-	}, nil
+	}
+	if len(info.Signature) > 0 {
+		resp.Signature, resp.KeyID, resp.Signed = consent.EncodeSignature(info.Signature), info.KeyID, &info.Signed
+	}
+	return resp, nil
 }
 
 // hexDigest is d in hex, or "" for none.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -172,7 +173,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 				return err
 			}
 		}
-		cert, err := certificateOf(ctx, tx, q.certificateID, owner)
+		cert, err := s.certificateOf(ctx, tx, q.certificateID, owner)
 		if err != nil {
 			return err
 		}
@@ -253,7 +254,7 @@ func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller s
 
 // certificateOf returns the certificate when it belongs to owner and is not
 // revoked. Another company's certificate is reported as not found (D9).
-func certificateOf(ctx context.Context, tx consent.Tx, id, owner string) (*consent.Certificate, error) {
+func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner string) (*consent.Certificate, error) {
 	cert, err := tx.Certificate(ctx, id)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && cert.CompanyID != owner {
 		return nil, consent.Errorf(consent.NotFound, "certificate not found")
@@ -261,10 +262,40 @@ func certificateOf(ctx context.Context, tx consent.Tx, id, owner string) (*conse
 	if err != nil {
 		return nil, err
 	}
+	if err := s.integrity(ctx, tx, cert); err != nil {
+		return nil, err
+	}
 	if cert.Revoked() {
 		return nil, consent.Errorf(consent.OptedOut, "This session has opted out")
 	}
 	return cert, nil
+}
+
+// integrity refuses a certificate whose content no longer matches its
+// signature, or whose session's recording no longer has the SHA-256 the
+// certificate was issued with (D41): a 409, logged, before any charge. The
+// recording of a purged session is gone by design and is not checked.
+func (s *Service) integrity(ctx context.Context, tx consent.Tx, cert *consent.Certificate) error {
+	var recording []byte
+	if !cert.RecordingSHA256.IsZero() {
+		ses, err := tx.Session(ctx, cert.SessionID)
+		if err != nil {
+			return err
+		}
+		if ses.RetentionStatus != consent.RetentionExpired {
+			chunks, err := tx.Events(ctx, cert.SessionID)
+			if err != nil {
+				return err
+			}
+			recording = consent.JoinChunks(chunks)
+		}
+	}
+	if err := s.svc.CheckIntegrity(cert, recording); err != nil {
+		slog.ErrorContext(ctx, "consentkit: a certificate failed its integrity check; it is refused", "certificate", cert.ID,
+			"company", cert.CompanyID, "err", err, "request_id", consent.RequestIDFrom(ctx))
+		return err
+	}
+	return nil
 }
 
 // result builds the answer of D12.
@@ -307,9 +338,14 @@ type Info struct {
 	ClientIP        string
 	UserAgent       string
 	RecordingSHA256 consent.Digest
-	Visibility      *consent.Visibility
-	Charged         wallet.Amount
-	Balance         wallet.Amount
+	// KeyID and Signature are the certificate's signature (D41); empty
+	// when it was issued unsigned.
+	KeyID      string
+	Signature  []byte
+	Signed     consent.SignedContent // what the signature covers
+	Visibility *consent.Visibility
+	Charged    wallet.Amount
+	Balance    wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
@@ -333,7 +369,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return err
 		}
-		cert, err := certificateOf(ctx, tx, req.CertificateID, req.CompanyID)
+		cert, err := s.certificateOf(ctx, tx, req.CertificateID, req.CompanyID)
 		if err != nil {
 			return err
 		}
@@ -343,6 +379,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 			EventsCombined: cert.EventsCombined, SessionID: cert.SessionID, Origin: cert.Origin,
 			ConsentTypes: r.ConsentTypes, ConsentOptIn: r.ConsentOptIn, ClientIP: cert.ClientIP,
 			UserAgent: cert.UserAgent, RecordingSHA256: cert.RecordingSHA256, Visibility: cert.Visibility,
+			KeyID: cert.KeyID, Signature: cert.Signature, Signed: consent.Signed(cert),
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		detail["charged"] = info.Charged
