@@ -161,13 +161,8 @@ func (s *Service) CheckIntegrity(c *Certificate, recording []byte) error {
 // is key's Ed25519 signature of c's canonical encoding, c.KeyID being the
 // key's id. It needs no store and no service.
 func VerifyCertificate(c *Certificate, key PublicKey, signature []byte) error {
-	if c.KeyID != key.ID {
-		return fmt.Errorf("consent: certificate %s names key %q, not %q", c.ID, c.KeyID, key.ID)
-	}
-	if len(key.Key) != ed25519.PublicKeySize || !ed25519.Verify(key.Key, CertificateEncoding(c), signature) {
-		return errors.New("consent: the signature does not match the certificate")
-	}
-	return nil
+	sc := Signed(c)
+	return VerifySigned(&sc, key, signature)
 }
 
 // SignedContent is what a certificate's signature covers, as a JSON
@@ -217,6 +212,13 @@ func Signed(c *Certificate) SignedContent {
 // CertificateEncoding returns the canonical encoding of c that its
 // signature covers (see the package's notes on signed certificates).
 func CertificateEncoding(c *Certificate) []byte {
+	sc := Signed(c)
+	return sc.Encoding()
+}
+
+// Encoding returns the canonical encoding of the content: the bytes the
+// signature covers.
+func (sc *SignedContent) Encoding() []byte {
 	var b bytes.Buffer
 	member := func(first bool, name string) {
 		if !first {
@@ -230,15 +232,15 @@ func CertificateEncoding(c *Certificate) []byte {
 		jcsString(&b, value)
 	}
 	b.WriteByte('{')
-	str(true, "company_id", c.CompanyID)
+	str(true, "company_id", sc.CompanyID)
 	member(false, "consents")
 	b.WriteByte('[')
-	for i, r := range c.Records {
+	for i, r := range sc.Consents {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		b.WriteByte('{')
-		str(true, "opt_in_at", canonicalTime(r.OptInAt))
+		str(true, "opt_in_at", r.OptInAt)
 		str(false, "text", r.Text)
 		member(false, "types")
 		b.WriteByte('[')
@@ -251,18 +253,34 @@ func CertificateEncoding(c *Certificate) []byte {
 		b.WriteString("]}")
 	}
 	b.WriteByte(']')
-	str(false, "created_at", canonicalTime(c.CreatedAt))
-	str(false, "email_sha256", canonicalDigest(c.EmailDigest))
-	str(false, "id", c.ID)
-	str(false, "key_id", c.KeyID)
-	str(false, "mobile_sha256", canonicalDigest(c.MobileDigest))
-	str(false, "origin", c.Origin)
-	str(false, "property_id", c.PropertyID)
-	str(false, "recording_sha256", canonicalDigest(c.RecordingSHA256))
-	str(false, "session_id", c.SessionID)
-	str(false, "v", CertificateEncodingVersion)
+	str(false, "created_at", sc.CreatedAt)
+	str(false, "email_sha256", sc.EmailSHA256)
+	str(false, "id", sc.ID)
+	str(false, "key_id", sc.KeyID)
+	str(false, "mobile_sha256", sc.MobileSHA256)
+	str(false, "origin", sc.Origin)
+	str(false, "property_id", sc.PropertyID)
+	str(false, "recording_sha256", sc.RecordingSHA256)
+	str(false, "session_id", sc.SessionID)
+	str(false, "v", sc.V)
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+// VerifySigned checks offline that signature is key's Ed25519 signature of
+// the content, as certificate-info shows them ("signed", "signature",
+// "key_id"): the content must name the key and be of this encoding's
+// version.
+func VerifySigned(sc *SignedContent, key PublicKey, signature []byte) error {
+	switch {
+	case sc.V != CertificateEncodingVersion:
+		return fmt.Errorf("consent: signed content of version %q, not %q", sc.V, CertificateEncodingVersion)
+	case sc.KeyID != key.ID:
+		return fmt.Errorf("consent: certificate %s names key %q, not %q", sc.ID, sc.KeyID, key.ID)
+	case len(key.Key) != ed25519.PublicKeySize || !ed25519.Verify(key.Key, sc.Encoding(), signature):
+		return errors.New("consent: the signature does not match the certificate")
+	}
+	return nil
 }
 
 func canonicalTime(t time.Time) string {

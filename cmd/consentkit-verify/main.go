@@ -1,0 +1,126 @@
+// Command consentkit-verify checks a consent certificate's signature
+// offline (D41), from the JSON that certificate-info answered and the
+// public keys that GET /.well-known/consentkit-keys publishes, both saved
+// to files: no database, no network.
+//
+//	curl -s -X POST https://consent.example/verify/certificate-info -H "Authorization: Bearer $TOKEN" \
+//	  -d '{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}' > cert.json
+//	curl -s https://consent.example/.well-known/consentkit-keys > keys.json
+//	go run ./cmd/consentkit-verify -keys keys.json cert.json
+//
+// It prints what the signature vouches for and exits 0 when it holds, 1
+// when it does not, and 2 when the input cannot be read.
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// info is the part of a certificate-info answer that the check reads.
+type info struct {
+	Signature string                 `json:"signature"`
+	KeyID     string                 `json:"key_id"`
+	Signed    *consent.SignedContent `json:"signed"`
+}
+
+type keys struct {
+	Keys []struct {
+		KeyID     string `json:"key_id"`
+		Algorithm string `json:"algorithm"`
+		PublicKey string `json:"public_key"`
+	} `json:"keys"`
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("consentkit-verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	keysPath := fs.String("keys", "", "`file` of the public keys, as GET /.well-known/consentkit-keys answers them (required)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: consentkit-verify -keys keys.json [certificate.json]\n\n"+
+			"Checks the signature of a certificate-info answer (read from the file, or standard input) offline.\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *keysPath == "" || fs.NArg() > 1 {
+		fs.Usage()
+		return 2
+	}
+	in := stdin
+	if fs.NArg() == 1 {
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintln(stderr, "consentkit-verify:", err)
+			return 2
+		}
+		defer f.Close()
+		in = f
+	}
+	var cert info
+	if err := json.NewDecoder(io.LimitReader(in, 64<<20)).Decode(&cert); err != nil {
+		fmt.Fprintln(stderr, "consentkit-verify: the certificate is not JSON:", err)
+		return 2
+	}
+	kb, err := os.ReadFile(*keysPath)
+	if err != nil {
+		fmt.Fprintln(stderr, "consentkit-verify:", err)
+		return 2
+	}
+	var ks keys
+	if err := json.Unmarshal(kb, &ks); err != nil {
+		fmt.Fprintln(stderr, "consentkit-verify: the keys are not JSON:", err)
+		return 2
+	}
+	if err := check(&cert, &ks); err != nil {
+		fmt.Fprintln(stdout, "NOT VALID:", err)
+		return 1
+	}
+	s := cert.Signed
+	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s\n",
+		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID)
+	for i, c := range s.Consents {
+		fmt.Fprintf(stdout, "  consent %d, opted in %s, types %v: %q\n", i+1, c.OptInAt, c.Types, c.Text)
+	}
+	return 0
+}
+
+func check(cert *info, ks *keys) error {
+	if cert.Signed == nil || cert.Signature == "" {
+		return errors.New("the certificate carries no signature (issued without a signing key?)")
+	}
+	sig, err := base64.StdEncoding.DecodeString(cert.Signature)
+	if err != nil {
+		return fmt.Errorf("the signature is not base64: %v", err)
+	}
+	if cert.KeyID != cert.Signed.KeyID {
+		return fmt.Errorf("key_id %q differs from the signed content's %q", cert.KeyID, cert.Signed.KeyID)
+	}
+	for _, k := range ks.Keys {
+		if k.KeyID != cert.KeyID {
+			continue
+		}
+		if k.Algorithm != "Ed25519" {
+			return fmt.Errorf("key %s is %s, not Ed25519", k.KeyID, k.Algorithm)
+		}
+		pub, err := base64.StdEncoding.DecodeString(k.PublicKey)
+		if err != nil || len(pub) != ed25519.PublicKeySize {
+			return fmt.Errorf("key %s is not a base64 Ed25519 public key", k.KeyID)
+		}
+		return consent.VerifySigned(cert.Signed, consent.PublicKey{ID: k.KeyID, Key: pub}, sig)
+	}
+	return fmt.Errorf("no published key has the id %q", cert.KeyID)
+}

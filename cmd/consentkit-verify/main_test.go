@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// serve issues a signed certificate and returns the certificate-info
+// answer and the published keys, as the API gives them.
+func serve(t *testing.T) (certJSON, keysJSON []byte) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := consent.NewSigningKey("key-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := consent.NewSigningKey("key-0")
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{key}, PublicKeys: []consent.PublicKey{old.Public()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []func() error{
+		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			return err
+		},
+		func() error { _, err := svc.TopUp(ctx, "acme", wallet.Dollar, ""); return err },
+		func() error {
+			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			return err
+		},
+		func() error {
+			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+				Origin: "https://acme.example/quote?x=<1>&y=2", Mobile: "(555) 010-2000",
+				Records: []consent.Record{{Text: "I agree to \"calls\"\tand texts\n— Acme ✓", Types: []string{"tcpa", "sms"}}}})
+			return err
+		},
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	req, _ := http.NewRequest("POST", srv.URL+"/verify/certificate-info",
+		strings.NewReader(`{"certificate_id":"cert-1","company_id":"acme","property_id":"web"}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	certJSON = body(t, req)
+	req, _ = http.NewRequest("GET", srv.URL+"/.well-known/consentkit-keys", nil)
+	return certJSON, body(t, req)
+}
+
+func body(t *testing.T, req *http.Request) []byte {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)
+	}
+	return b
+}
+
+// canonical writes v as the documentation of the encoding says (sorted
+// members, no white space, RFC 8785 strings): written from that text for
+// this test, not from the package's code.
+func canonical(b *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for n := range v {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.WriteByte('{')
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonical(b, n)
+			b.WriteByte(':')
+			canonical(b, v[n])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			canonical(b, x)
+		}
+		b.WriteByte(']')
+	case string:
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`)
+		b.WriteString(`"` + r.Replace(v) + `"`)
+	default:
+		panic("not in the encoding")
+	}
+}
+
+// The published key verifies the signature over the canonical form of
+// "signed", rebuilt here by the documented rules; the command agrees, and
+// refuses any change.
+func TestVerifyOffline(t *testing.T) {
+	certJSON, keysJSON := serve(t)
+	var answer struct {
+		Sig    string         `json:"signature"`
+		Key    string         `json:"key_id"`
+		Signed map[string]any `json:"signed"`
+	}
+	if err := json.Unmarshal(certJSON, &answer); err != nil {
+		t.Fatal(err)
+	}
+	var ks keys
+	if err := json.Unmarshal(keysJSON, &ks); err != nil || len(ks.Keys) != 2 || ks.Keys[0].KeyID != "key-1" {
+		t.Fatalf("published keys %s, %v; want key-1 (signing) and key-0 (retired)", keysJSON, err)
+	}
+	pub, _ := base64.StdEncoding.DecodeString(ks.Keys[0].PublicKey)
+	sig, _ := base64.StdEncoding.DecodeString(answer.Sig)
+	var enc bytes.Buffer
+	canonical(&enc, answer.Signed)
+	if answer.Key != "key-1" || !ed25519.Verify(pub, enc.Bytes(), sig) {
+		t.Fatalf("the published key does not verify the signature over %s", enc.Bytes())
+	}
+
+	dir := t.TempDir()
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	keysPath := write("keys.json", keysJSON)
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-keys", keysPath, write("cert.json", certJSON)}, nil, &out, &errOut); code != 0 ||
+		!strings.HasPrefix(out.String(), "VALID: certificate cert-1 of company acme") {
+		t.Fatalf("exit %d: %s%s", code, out.String(), errOut.String())
+	}
+	for name, edit := range map[string][2]string{
+		"consent text": {`and texts`, `and emails`},
+		"origin":       {`quote?x=`, `quote?z=`},
+		"type":         {`"sms"`, `"fax"`},
+		"key":          {`"key_id":"key-1"`, `"key_id":"key-0"`},
+	} {
+		changed := bytes.Replace(certJSON, []byte(edit[0]), []byte(edit[1]), -1)
+		if bytes.Equal(changed, certJSON) {
+			t.Fatalf("%s: the edit changed nothing", name)
+		}
+		out.Reset()
+		if code := run([]string{"-keys", keysPath}, bytes.NewReader(changed), &out, &errOut); code != 1 || !strings.HasPrefix(out.String(), "NOT VALID") {
+			t.Errorf("%s changed: exit %d, %s; want 1, NOT VALID", name, code, out.String())
+		}
+	}
+	if code := run([]string{"-keys", keysPath}, strings.NewReader("{"), &out, &errOut); code != 2 {
+		t.Errorf("not JSON: exit %d, want 2", code)
+	}
+	if code := run([]string{}, nil, &out, &errOut); code != 2 {
+		t.Errorf("no -keys: exit %d, want 2", code)
+	}
+}
