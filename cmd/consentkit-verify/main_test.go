@@ -37,7 +37,10 @@ func serve(t *testing.T) (certJSON, keysJSON []byte) {
 		t.Fatal(err)
 	}
 	for _, step := range []func() error{
-		func() error { _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); return err },
+		func() error {
+			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			return err
+		},
 		func() error {
 			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err
