@@ -48,6 +48,12 @@ type Config struct {
 	SigningKeys []SigningKey
 	// PublicKeys are retired keys whose certificates still verify.
 	PublicKeys []PublicKey
+	// UnsignedBefore, with keys, lets certificates created before it that
+	// carry no signature pass the signature check: those issued before
+	// signing was turned on. Zero: every certificate must be signed. (Their
+	// creation time is not signed, so set it no later than when signing
+	// began.)
+	UnsignedBefore time.Time
 	// LowBalanceThreshold, when positive, makes a charge that takes a
 	// wallet from at least this much to below it emit
 	// EventWalletLowBalance (D44); zero emits none.

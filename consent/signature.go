@@ -135,12 +135,12 @@ var ErrIntegrity = Errorf(Conflict, "certificate integrity check failed")
 // CheckIntegrity reports whether c still is what was issued: its signature
 // holds under the key of its KeyID (Config.SigningKeys or PublicKeys) and,
 // when recording is not nil, the recording hashes to c.RecordingSHA256. A
-// service with keys refuses an unsigned certificate; one without keys
-// checks only the recording. The error wraps ErrIntegrity.
+// service with keys refuses an unsigned certificate (unless created before
+// Config.UnsignedBefore); one without keys checks only the recording. The error wraps ErrIntegrity.
 func (s *Service) CheckIntegrity(c *Certificate, recording []byte) error {
 	keys := s.PublicKeys()
 	switch {
-	case len(c.Signature) == 0 && len(keys) > 0:
+	case len(c.Signature) == 0 && len(keys) > 0 && !c.CreatedAt.Before(s.cfg.UnsignedBefore):
 		return fmt.Errorf("%w: certificate %s is not signed", ErrIntegrity, c.ID)
 	case len(c.Signature) > 0:
 		i := slices.IndexFunc(keys, func(k PublicKey) bool { return k.ID == c.KeyID })

@@ -152,6 +152,16 @@ func TestCheckIntegrity(t *testing.T) {
 			t.Errorf("%s: a certificate of the old key: %v", name, err)
 		}
 	}
+	unsigned := certificate(t, svc, "cert-1")
+	unsigned.Signature, unsigned.KeyID = nil, ""
+	legacy, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
+	if err := legacy.CheckIntegrity(unsigned, recording); err != nil {
+		t.Errorf("an unsigned certificate from before UnsignedBefore: %v", err)
+	}
+	legacy, _ = consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
+	if err := legacy.CheckIntegrity(unsigned, recording); !errors.Is(err, consent.ErrIntegrity) {
+		t.Errorf("an unsigned certificate created at UnsignedBefore: %v; want ErrIntegrity", err)
+	}
 	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}})
 	if err := without.CheckIntegrity(good, nil); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a certificate of a key no longer configured: %v; want ErrIntegrity", err)

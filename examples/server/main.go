@@ -63,6 +63,7 @@ type options struct {
 	toolsRecheck   time.Duration
 	conversions    int
 	purgeInterval  time.Duration
+	signingKey     string
 	s3             s3video.Config // Bucket empty: videos go to videoDir
 
 	webhookAllowPrivate bool
@@ -97,6 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.s3.Region, "video-s3-region", os.Getenv("AWS_REGION"), "the bucket's `region` (default $AWS_REGION, else us-east-1)")
 	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
+	fs.StringVar(&o.signingKey, "signing-key", "", "`file` of the Ed25519 key that signs certificates (D41), made on first start: default beside the SQLite file, consentkit-signing.key with Postgres, none kept with memory")
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
@@ -259,7 +261,18 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if !o.longTermSet {
 		longTerm = 0 // the library's default: five calendar years
 	}
+	keyPath := signingKeyPath(o)
+	key, since, created, err := loadSigningKey(keyPath, time.Now())
+	if err != nil {
+		return err
+	}
+	if created && keyPath != "" {
+		log.Info("made the key that signs certificates; keep it with the data, and back it up", "key_id", key.ID, "file", keyPath)
+	}
 	svc, err := consent.NewService(st, consent.Config{
+		// Certificates of a database older than its key were issued
+		// unsigned; they still verify (their recording hash is checked).
+		SigningKeys: []consent.SigningKey{key}, UnsignedBefore: since,
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
 		WebhookAllowPrivate: o.webhookAllowPrivate,
 	})

@@ -444,6 +444,40 @@ func TestServerOperatorAPI(t *testing.T) {
 	s.stop(t)
 }
 
+// The server signs certificates with a key it makes on first start and
+// keeps beside its SQLite file, readable by its owner only, and uses again
+// after a restart; the key is published (D41).
+func TestServerSignsCertificates(t *testing.T) {
+	dsn := filepath.Join(t.TempDir(), "consent.db")
+	var keyIDs []string
+	for range 2 {
+		s := start(t, "-store", "sqlite", "-dsn", dsn, "-replayer", "/nonexistent")
+		if !s.waitFor("Health: curl") {
+			t.Fatalf("no guide:\n%s", s.output())
+		}
+		code, keys := s.call(t, "GET", "/.well-known/consentkit-keys", "", "")
+		list, _ := keys["keys"].([]any)
+		if code != 200 || len(list) != 1 {
+			t.Fatalf("keys: %d %v", code, keys)
+		}
+		keyIDs = append(keyIDs, list[0].(map[string]any)["key_id"].(string))
+		if m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output()); m != nil { // first start only
+			code, info := s.call(t, "POST", "/verify/certificate-info", m[1], `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`)
+			if code != 200 || info["signature"] == nil || info["key_id"] != keyIDs[0] || info["signed"] == nil {
+				t.Errorf("certificate-info: %d %v; want it signed by %s", code, info, keyIDs[0])
+			}
+		}
+		s.stop(t)
+	}
+	if keyIDs[0] != keyIDs[1] {
+		t.Errorf("key %s after a restart, %s before; want the same key", keyIDs[1], keyIDs[0])
+	}
+	st, err := os.Stat(dsn + ".signing-key")
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v, %v; want mode 0600 beside the database", st, err)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},

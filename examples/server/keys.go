@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// keyFile is how the server keeps its certificate signing key (D41): the
+// key's id and the 32-byte Ed25519 seed in base64, in a file only its owner
+// may read.
+type keyFile struct {
+	KeyID      string `json:"key_id"`
+	PrivateKey string `json:"private_key"`
+	// CreatedAt is when the key was made: certificates created before it
+	// were issued unsigned (consent.Config.UnsignedBefore).
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// signingKeyPath is where the signing key is kept: -signing-key, else
+// beside the SQLite file, else consentkit-signing.key in the working
+// directory (Postgres); "" for the memory store, whose key lives as long as
+// its data.
+func signingKeyPath(o *options) string {
+	switch {
+	case o.signingKey != "":
+		return o.signingKey
+	case o.store == "sqlite":
+		return o.dsn + ".signing-key"
+	case o.store == "postgres":
+		return "consentkit-signing.key"
+	}
+	return ""
+}
+
+// loadSigningKey reads the key at path, or makes one and keeps it there on
+// first start (created says so), and returns when it was made. An empty
+// path makes a key kept nowhere.
+func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since time.Time, created bool, err error) {
+	now = now.UTC()
+	id := "key-" + now.Format("20060102")
+	if path == "" {
+		key, err = consent.NewSigningKey(id)
+		return key, now, true, err
+	}
+	b, err := os.ReadFile(path)
+	if err == nil {
+		var f keyFile
+		if err := json.Unmarshal(b, &f); err != nil {
+			return key, since, false, fmt.Errorf("signing key %s: %w", path, err)
+		}
+		seed, err := base64.StdEncoding.DecodeString(f.PrivateKey)
+		if err != nil || len(seed) != ed25519.SeedSize {
+			return key, since, false, fmt.Errorf("signing key %s: private_key is not the base64 of a 32-byte Ed25519 seed", path)
+		}
+		return consent.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt, false, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, since, false, err
+	}
+	if key, err = consent.NewSigningKey(id); err != nil {
+		return key, since, false, err
+	}
+	b, _ = json.MarshalIndent(keyFile{KeyID: key.ID, PrivateKey: base64.StdEncoding.EncodeToString(key.Private.Seed()), CreatedAt: now}, "", "  ")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
+	}
+	_, err = f.Write(append(b, '\n'))
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
+	}
+	return key, now, true, nil
+}
