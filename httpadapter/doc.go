@@ -35,6 +35,10 @@
 //	GET  /capture/capture.js                    the snippet
 //	GET  /capture/rrweb.js                      rrweb's recorder (Config.RRWebDir)
 //
+// The description of the API, public:
+//
+//	GET  /openapi.json                          the OpenAPI 3.1 document of every route (Handler.OpenAPI)
+//
 // The operator API (Handler.Operator), a handler of its own that the host
 // mounts where only its operators reach it, with "Authorization: Bearer
 // <Config.OperatorSecret>"; every change it makes is audited as
@@ -82,6 +86,22 @@
 //
 // A request field tagged `path:"name"` is read from the pattern's {name}.
 // The functions know nothing of HTTP and are tested without it.
+//
+// # OpenAPI
+//
+// Handler.OpenAPI returns an OpenAPI 3.1 document of every route of
+// Handler.Routes, the operator routes included, generated from the route
+// table: path and query parameters from the request types' path and query
+// tags, request bodies and success answers from their JSON fields (a
+// pointer, slice or map that may be nil is nullable, wallet.Amount a
+// number, times date-time strings), the security scheme of each route's
+// authentication, and every status a route can answer with its error shape
+// (a 402 with required and current_balance, a 429 with Retry-After). The
+// scripts, the video (with Range, 206 and X-Content-SHA256) and the CORS
+// preflights are described with their content types. GET /openapi.json
+// serves it. The tests check it against the table in both directions, lint
+// it with Redocly CLI (npm ci --prefix httpadapter/openapi) and validate
+// real answers against its schemas.
 //
 // # Authentication
 //

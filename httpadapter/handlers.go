@@ -49,6 +49,9 @@ func (h *Handler) table() []*route {
 
 		// The public keys of signed certificates (D41).
 		handle(Route{Method: get, Pattern: "/.well-known/consentkit-keys", Group: VerifyGroup, Auth: AuthNone}, h.keys),
+
+		// The OpenAPI document of this table (openapi.go).
+		handle(Route{Method: get, Pattern: "/openapi.json", Group: DocGroup, Auth: AuthNone}, h.openAPI),
 	), h.operatorRoutes()...)
 }
 
@@ -95,7 +98,7 @@ func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.Pr
 
 type matchResponse struct {
 	Valid            bool     `json:"valid"`
-	ConsentOptIn     *string  `json:"consent_opt_in"`
+	ConsentOptIn     *rfc3339 `json:"consent_opt_in"`
 	Origin           string   `json:"origin"`
 	ConsentTypes     []string `json:"consent_types"`
 	VerificationType string   `json:"verification_type"`
@@ -132,12 +135,12 @@ type partialMatchRequest struct {
 func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
 
 type partialMatchResponse struct {
-	Valid            bool    `json:"valid"`
-	ConsentOptIn     *string `json:"consent_opt_in"`
-	Origin           string  `json:"origin"`
-	VerificationType string  `json:"verification_type"`
-	EmailMatched     *bool   `json:"email_matched,omitempty"`
-	MobileMatched    *bool   `json:"mobile_matched,omitempty"`
+	Valid            bool     `json:"valid"`
+	ConsentOptIn     *rfc3339 `json:"consent_opt_in"`
+	Origin           string   `json:"origin"`
+	VerificationType string   `json:"verification_type"`
+	EmailMatched     *bool    `json:"email_matched,omitempty"`
+	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*partialMatchResponse, error) {
@@ -166,7 +169,7 @@ func (r *infoRequest) credentials() (string, string) { return r.CompanyID, r.Pro
 type infoResponse struct {
 	Valid            bool            `json:"valid"`
 	CertificateID    string          `json:"certificate_id"`
-	CreatedTimestamp *string         `json:"created_timestamp"`
+	CreatedTimestamp *rfc3339        `json:"created_timestamp"`
 	HasConsents      bool            `json:"has_consents"`
 	ConsentCount     int             `json:"consent_count"`
 	EventsCombined   json.RawMessage `json:"events_combined"`
@@ -174,7 +177,7 @@ type infoResponse struct {
 	// D37). The browser's facts are there for captured certificates only.
 	SessionID         string              `json:"session_id"`
 	Origin            string              `json:"origin"`
-	ConsentOptIn      *string             `json:"consent_opt_in"`
+	ConsentOptIn      *rfc3339            `json:"consent_opt_in"`
 	ConsentTypes      []string            `json:"consent_types"`
 	ClientIP          string              `json:"client_ip,omitempty"`
 	UserAgent         string              `json:"user_agent,omitempty"`
@@ -228,7 +231,7 @@ type retentionResponse struct {
 	Success          bool          `json:"success"`
 	SessionID        string        `json:"session_id"`
 	RetentionStatus  string        `json:"retention_status"`
-	RetainedUntil    *string       `json:"retained_until"`
+	RetainedUntil    *rfc3339      `json:"retained_until"`
 	CostCharged      wallet.Amount `json:"cost_charged"`
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
 }
@@ -274,7 +277,7 @@ type optOutResponse struct {
 	Success      bool     `json:"success"`
 	Revoked      int      `json:"revoked"`
 	Certificates []string `json:"certificates"`
-	Timestamp    *string  `json:"timestamp"`
+	Timestamp    *rfc3339 `json:"timestamp"`
 }
 
 func (h *Handler) optOut(ctx context.Context, c Caller, req *optOutRequest) (*optOutResponse, error) {
@@ -373,7 +376,7 @@ type statusResponse struct {
 	SessionID          string     `json:"sessionId"`
 	RetentionStatus    string     `json:"retention_status"`
 	RrwebToVideoStatus string     `json:"rrweb_to_video_status"`
-	RetainedUntil      *string    `json:"retained_until"`
+	RetainedUntil      *rfc3339   `json:"retained_until"`
 	Video              *videoBody `json:"video,omitempty"`
 }
 

@@ -41,9 +41,9 @@ type webhookBody struct {
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 	// Secret is shown when the endpoint is added, never again.
-	Secret     string  `json:"secret,omitempty"`
-	CreatedAt  *string `json:"created_at"`
-	DisabledAt *string `json:"disabled_at"`
+	Secret     string   `json:"secret,omitempty"`
+	CreatedAt  *rfc3339 `json:"created_at"`
+	DisabledAt *rfc3339 `json:"disabled_at"`
 }
 
 func newWebhookBody(e *consent.WebhookEndpoint) webhookBody {
@@ -135,14 +135,14 @@ type deliveriesRequest struct {
 }
 
 type deliveryBody struct {
-	Seq        int64   `json:"seq"`
-	MessageID  string  `json:"message_id"`
-	EventType  string  `json:"event_type"`
-	Attempt    int     `json:"attempt"`
-	At         *string `json:"at"`
-	Status     int     `json:"status"`
-	Error      string  `json:"error"`
-	DurationMS float64 `json:"duration_ms"`
+	Seq        int64    `json:"seq"`
+	MessageID  string   `json:"message_id"`
+	EventType  string   `json:"event_type"`
+	Attempt    int      `json:"attempt"`
+	At         *rfc3339 `json:"at"`
+	Status     int      `json:"status"`
+	Error      string   `json:"error"`
+	DurationMS float64  `json:"duration_ms"`
 }
 
 type deliveriesResponse struct {
@@ -187,16 +187,16 @@ type auditRequest struct {
 }
 
 type auditBody struct {
-	Seq       int64   `json:"seq"`
-	At        *string `json:"at"`
-	Actor     string  `json:"actor"`
-	Action    string  `json:"action"`
-	Target    string  `json:"target"`
-	Outcome   string  `json:"outcome"`
-	RequestID string  `json:"request_id"`
-	Detail    string  `json:"detail"`
-	PrevHash  string  `json:"prev_hash"`
-	Hash      string  `json:"hash"`
+	Seq       int64    `json:"seq"`
+	At        *rfc3339 `json:"at"`
+	Actor     string   `json:"actor"`
+	Action    string   `json:"action"`
+	Target    string   `json:"target"`
+	Outcome   string   `json:"outcome"`
+	RequestID string   `json:"request_id"`
+	Detail    string   `json:"detail"`
+	PrevHash  string   `json:"prev_hash"`
+	Hash      string   `json:"hash"`
 }
 
 type auditResponse struct {

@@ -194,11 +194,15 @@ func kindOf(v any, field string) string {
 	return "a string"
 }
 
+// rfc3339 is a time as RFC 3339 text in UTC: a JSON string that the
+// OpenAPI document describes with format date-time.
+type rfc3339 string
+
 // timestamp renders t as RFC 3339 in UTC, or null for the zero time.
-func timestamp(t time.Time) *string {
+func timestamp(t time.Time) *rfc3339 {
 	if t.IsZero() {
 		return nil
 	}
-	s := t.UTC().Format(time.RFC3339Nano)
+	s := rfc3339(t.UTC().Format(time.RFC3339Nano))
 	return &s
 }

@@ -81,6 +81,8 @@ const (
 	// OperatorGroup is the operator API, /operator/…: never served by the
 	// Handler itself, only by Handler.Operator.
 	OperatorGroup
+	// DocGroup is the description of the API: GET /openapi.json.
+	DocGroup
 )
 
 // Limit names a rate limiter (D20, D28).
