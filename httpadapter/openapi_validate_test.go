@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/memstore"
 )
@@ -310,5 +311,46 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 		if !validated[want] {
 			t.Errorf("no answer %s was validated", want)
 		}
+	}
+}
+
+// A signed certificate's certificate-info answer (signature, key_id,
+// signed) and the published keys match the document too.
+func TestOpenAPIValidatesSignedAnswers(t *testing.T) {
+	key, err := consent.NewSigningKey("key-1")
+	must(t, err)
+	st := memstore.New()
+	svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}})
+	must(t, err)
+	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+	must(t, err)
+	_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+	must(t, err)
+	_, err = svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+	must(t, err)
+	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+		Origin: "https://acme.example/", Email: "a@b.example", Records: []consent.Record{{Text: "I agree", Types: []string{"tcpa"}}}})
+	must(t, err)
+	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	must(t, err)
+	h, err := httpadapter.New(httpadapter.Config{Service: svc})
+	must(t, err)
+	c := newChecker(openAPIDoc(t, h))
+	rec := serve(h, request{path: "/verify/certificate-info", token: secret,
+		body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"web"}`})
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"signature"`) || !strings.Contains(rec.Body.String(), `"signed"`) {
+		t.Fatalf("certificate-info of a signed certificate: %d %s", rec.Code, rec.Body)
+	}
+	for _, err := range c.check(httptest.NewRequest(http.MethodPost, "/verify/certificate-info", nil), rec) {
+		t.Error(err)
+	}
+	keys := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodGet, "/.well-known/consentkit-keys", nil)
+	h.ServeHTTP(keys, req)
+	if keys.Code != 200 || !strings.Contains(keys.Body.String(), `"key-1"`) {
+		t.Fatalf("keys: %d %s", keys.Code, keys.Body)
+	}
+	for _, err := range c.check(req, keys) {
+		t.Error(err)
 	}
 }
