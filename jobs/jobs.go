@@ -20,6 +20,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -149,22 +150,15 @@ func New(cfg Config) (*Runner, error) {
 			return nil, fmt.Errorf("jobs: handler %q: values must not be negative (zero means the default)", h.Kind)
 		}
 		h.Concurrency = max(h.Concurrency, 1)
-		h.MaxAttempts = cmpOr(h.MaxAttempts, 5)
-		h.Lease = cmpOr(h.Lease, time.Minute)
-		h.Backoff = cmpOr(h.Backoff, 30*time.Second)
-		h.MaxBackoff = cmpOr(h.MaxBackoff, time.Hour)
+		h.MaxAttempts = cmp.Or(h.MaxAttempts, 5)
+		h.Lease = cmp.Or(h.Lease, time.Minute)
+		h.Backoff = cmp.Or(h.Backoff, 30*time.Second)
+		h.MaxBackoff = cmp.Or(h.MaxBackoff, time.Hour)
 		r.handlers[h.Kind] = &h
 	}
 	return r, nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // Run does jobs until ctx is done, then returns once the jobs in hand are
 // handed back. Errors are logged and retried, not returned, except when a

@@ -29,6 +29,7 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -98,12 +99,12 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	if cfg.Timeout < 0 || cfg.Concurrency < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.GiveUpAfter < 0 {
 		return jobs.Handler{}, errors.New("webhook: Config values must not be negative (zero means the default)")
 	}
-	cfg.Timeout = cmpOr(cfg.Timeout, DefaultTimeout)
-	cfg.Concurrency = cmpOr(cfg.Concurrency, 4)
-	cfg.Backoff = cmpOr(cfg.Backoff, DefaultBackoff)
-	cfg.MaxBackoff = cmpOr(cfg.MaxBackoff, DefaultMaxBackoff)
-	cfg.GiveUpAfter = cmpOr(cfg.GiveUpAfter, DefaultGiveUpAfter)
-	cfg.UserAgent = cmpOr(cfg.UserAgent, "consentkit-webhooks")
+	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.Concurrency = cmp.Or(cfg.Concurrency, 4)
+	cfg.Backoff = cmp.Or(cfg.Backoff, DefaultBackoff)
+	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
+	cfg.GiveUpAfter = cmp.Or(cfg.GiveUpAfter, DefaultGiveUpAfter)
+	cfg.UserAgent = cmp.Or(cfg.UserAgent, "consentkit-webhooks")
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -122,13 +123,6 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	}, nil
 }
 
-func cmpOr[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
-		return def
-	}
-	return v
-}
 
 // newClient returns the HTTP client of deliveries: no proxy (a proxy would
 // dial for us, past the address check), no redirects, and unless
