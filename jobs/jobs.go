@@ -159,7 +159,6 @@ func New(cfg Config) (*Runner, error) {
 	return r, nil
 }
 
-
 // Run does jobs until ctx is done, then returns once the jobs in hand are
 // handed back. Errors are logged and retried, not returned, except when a
 // recurring job cannot be scheduled at start.

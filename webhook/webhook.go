@@ -123,7 +123,6 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	}, nil
 }
 
-
 // newClient returns the HTTP client of deliveries: no proxy (a proxy would
 // dial for us, past the address check), no redirects, and unless
 // allowPrivate a dialer that refuses non-public addresses as it connects.
