@@ -134,10 +134,12 @@ var ErrIntegrity = Errorf(Conflict, "certificate integrity check failed")
 
 // CheckIntegrity reports whether c still is what was issued: its signature
 // holds under the key of its KeyID (Config.SigningKeys or PublicKeys) and,
-// when recording is not nil, the recording hashes to c.RecordingSHA256. A
-// service with keys refuses an unsigned certificate (unless created before
-// Config.UnsignedBefore); one without keys checks only the recording. The error wraps ErrIntegrity.
-func (s *Service) CheckIntegrity(c *Certificate, recording []byte) error {
+// when recording is not nil, it (the SHA-256 of the session's recording as
+// Service.Recording returns it) is c.RecordingSHA256. A service with keys
+// refuses an unsigned certificate (unless created before
+// Config.UnsignedBefore); one without keys checks only the recording. The
+// error wraps ErrIntegrity.
+func (s *Service) CheckIntegrity(c *Certificate, recording *Digest) error {
 	keys := s.PublicKeys()
 	switch {
 	case len(c.Signature) == 0 && len(keys) > 0 && !c.CreatedAt.Before(s.cfg.UnsignedBefore):
@@ -151,7 +153,7 @@ func (s *Service) CheckIntegrity(c *Certificate, recording []byte) error {
 			return fmt.Errorf("%w: the signature of certificate %s does not match its content", ErrIntegrity, c.ID)
 		}
 	}
-	if recording != nil && !c.RecordingSHA256.IsZero() && DigestOf(string(recording)) != c.RecordingSHA256 {
+	if recording != nil && !c.RecordingSHA256.IsZero() && *recording != c.RecordingSHA256 {
 		return fmt.Errorf("%w: the recording of certificate %s no longer has the SHA-256 it was issued with", ErrIntegrity, c.ID)
 	}
 	return nil

@@ -103,7 +103,8 @@ func TestCheckIntegrity(t *testing.T) {
 		t.Fatal(err)
 	}
 	good := certificate(t, svc, "cert-1")
-	if err := svc.CheckIntegrity(good, recording); err != nil {
+	digest := consent.Digest(sha256.Sum256(recording))
+	if err := svc.CheckIntegrity(good, &digest); err != nil {
 		t.Fatalf("untouched: %v", err)
 	}
 	for name, edit := range map[string]func(c *consent.Certificate){
@@ -133,7 +134,8 @@ func TestCheckIntegrity(t *testing.T) {
 	}
 	tampered := append([]byte{}, recording...)
 	tampered[3] = 'X'
-	if err := svc.CheckIntegrity(good, tampered); !errors.Is(err, consent.ErrIntegrity) {
+	tamperedDigest := consent.Digest(sha256.Sum256(tampered))
+	if err := svc.CheckIntegrity(good, &tamperedDigest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a changed recording: %v; want ErrIntegrity", err)
 	}
 
@@ -148,18 +150,18 @@ func TestCheckIntegrity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rotated.CheckIntegrity(good, recording); err != nil {
+		if err := rotated.CheckIntegrity(good, &digest); err != nil {
 			t.Errorf("%s: a certificate of the old key: %v", name, err)
 		}
 	}
 	unsigned := certificate(t, svc, "cert-1")
 	unsigned.Signature, unsigned.KeyID = nil, ""
 	legacy, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
-	if err := legacy.CheckIntegrity(unsigned, recording); err != nil {
+	if err := legacy.CheckIntegrity(unsigned, &digest); err != nil {
 		t.Errorf("an unsigned certificate from before UnsignedBefore: %v", err)
 	}
 	legacy, _ = consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
-	if err := legacy.CheckIntegrity(unsigned, recording); !errors.Is(err, consent.ErrIntegrity) {
+	if err := legacy.CheckIntegrity(unsigned, &digest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("an unsigned certificate created at UnsignedBefore: %v; want ErrIntegrity", err)
 	}
 	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}})

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/sha256"
 	"log/slog"
 	"slices"
 	"strings"
@@ -156,6 +157,10 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if q.originatorID != "" && q.originatorID != q.companyID {
 		owner, vtype = q.originatorID, ThirdParty
 	}
+	recording, err := s.recordingDigest(ctx, q.certificateID)
+	if err != nil {
+		return nil, err
+	}
 	var res *Result
 	detail := map[string]any{"verification_type": vtype}
 	if vtype == ThirdParty {
@@ -173,7 +178,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 				return err
 			}
 		}
-		cert, err := s.certificateOf(ctx, tx, q.certificateID, owner)
+		cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
 		if err != nil {
 			return err
 		}
@@ -254,7 +259,7 @@ func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller s
 
 // certificateOf returns the certificate when it belongs to owner and is not
 // revoked. Another company's certificate is reported as not found (D9).
-func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner string) (*consent.Certificate, error) {
+func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner string, recording *consent.Digest) (*consent.Certificate, error) {
 	cert, err := tx.Certificate(ctx, id)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && cert.CompanyID != owner {
 		return nil, consent.Errorf(consent.NotFound, "certificate not found")
@@ -262,7 +267,7 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.integrity(ctx, tx, cert); err != nil {
+	if err := s.integrity(ctx, cert, recording); err != nil {
 		return nil, err
 	}
 	if cert.Revoked() {
@@ -271,25 +276,44 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 	return cert, nil
 }
 
-// integrity refuses a certificate whose content no longer matches its
-// signature, or whose session's recording no longer has the SHA-256 the
-// certificate was issued with (D41): a 409, logged, before any charge. The
-// recording of a purged session is gone by design and is not checked.
-func (s *Service) integrity(ctx context.Context, tx consent.Tx, cert *consent.Certificate) error {
-	var recording []byte
-	if !cert.RecordingSHA256.IsZero() {
+// recordingDigest returns the SHA-256 of the recording behind the
+// certificate, for its integrity check (D41): nil when there is nothing to
+// check — no such certificate, one issued without a recording hash, or a
+// session purged since (its recording is gone by design). It reads in a
+// read-only transaction of its own, before the verification's write
+// transaction: a recording may be up to 64 MiB, and on SQLite a write
+// transaction holds the one writer, so every charge would queue behind the
+// read.
+func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*consent.Digest, error) {
+	var d *consent.Digest
+	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
+		d = nil
+		cert, err := tx.Certificate(ctx, certificateID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		if err != nil || cert.RecordingSHA256.IsZero() {
+			return err
+		}
 		ses, err := tx.Session(ctx, cert.SessionID)
+		if err != nil || ses.RetentionStatus == consent.RetentionExpired {
+			return err
+		}
+		chunks, err := tx.Events(ctx, cert.SessionID)
 		if err != nil {
 			return err
 		}
-		if ses.RetentionStatus != consent.RetentionExpired {
-			chunks, err := tx.Events(ctx, cert.SessionID)
-			if err != nil {
-				return err
-			}
-			recording = consent.JoinChunks(chunks)
-		}
-	}
+		sum := consent.Digest(sha256.Sum256(consent.JoinChunks(chunks)))
+		d = &sum
+		return nil
+	})
+	return d, err
+}
+
+// integrity refuses a certificate whose content no longer matches its
+// signature, or whose recording no longer has the SHA-256 it was issued
+// with (recordingDigest): a 409, logged, before any charge.
+func (s *Service) integrity(ctx context.Context, cert *consent.Certificate, recording *consent.Digest) error {
 	if err := s.svc.CheckIntegrity(cert, recording); err != nil {
 		slog.ErrorContext(ctx, "consentkit: a certificate failed its integrity check; it is refused", "certificate", cert.ID,
 			"company", cert.CompanyID, "err", err, "request_id", consent.RequestIDFrom(ctx))
@@ -362,14 +386,18 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	if caller != req.CompanyID {
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
 	}
+	recording, err := s.recordingDigest(ctx, req.CertificateID)
+	if err != nil {
+		return nil, err
+	}
 	var info *Info
 	detail := map[string]any{"property_id": req.PropertyID}
 	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
-	err := s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
+	err = s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return err
 		}
-		cert, err := s.certificateOf(ctx, tx, req.CertificateID, req.CompanyID)
+		cert, err := s.certificateOf(ctx, tx, req.CertificateID, req.CompanyID, recording)
 		if err != nil {
 			return err
 		}
