@@ -128,10 +128,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.sessions, MaxConnsPerHost: o.sessions}}
 
 	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-		failures  = map[string]int{}
-		wg        sync.WaitGroup
+		got samples
+		wg  sync.WaitGroup
 	)
 	deadline := time.Now().Add(o.duration)
 	for i := range o.sessions {
@@ -142,9 +140,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			time.Sleep(time.Duration(i) * o.interval / time.Duration(o.sessions))
 			s, err := startSession(client, srv.URL, origin)
 			if err != nil {
-				mu.Lock()
-				failures[err.Error()]++
-				mu.Unlock()
+				got.fail(err.Error())
 				return
 			}
 			body := []byte(`{"seq":0,"events":` + string(chunk) + `}`)
@@ -154,35 +150,67 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 				body = append(body, '}')
 				t0 := time.Now()
 				code, err := post(client, srv.URL+"/capture/sessions/"+s.SessionID+"/events", origin, s.UploadToken, body)
-				d := time.Since(t0)
-				mu.Lock()
-				if err != nil || code != 200 {
-					failures[fmt.Sprintf("status %d %v", code, err)]++
-				} else {
-					latencies = append(latencies, d)
-				}
-				mu.Unlock()
+				got.add(code, 200, err, time.Since(t0))
 			}
 		}()
 	}
 	wg.Wait()
 	elapsed := o.duration
-	slices.Sort(latencies)
-	pct := func(p float64) time.Duration {
-		if len(latencies) == 0 {
-			return 0
-		}
-		return latencies[min(len(latencies)-1, int(p*float64(len(latencies))))]
-	}
+	latencies, failures := got.result()
 	fmt.Fprintf(stdout, "capture chunks of %d bytes, %d sessions, one chunk per %s each, for %s:\n", o.chunkBytes, o.sessions, o.interval, elapsed)
 	fmt.Fprintf(stdout, "  %d chunks stored, %.0f chunks/s; latency p50 %s, p99 %s, p99.9 %s, max %s\n",
-		len(latencies), float64(len(latencies))/elapsed.Seconds(), pct(0.50).Round(10*time.Microsecond),
-		pct(0.99).Round(10*time.Microsecond), pct(0.999).Round(10*time.Microsecond), pct(1).Round(10*time.Microsecond))
+		len(latencies), float64(len(latencies))/elapsed.Seconds(), pct(latencies, 0.50),
+		pct(latencies, 0.99), pct(latencies, 0.999), pct(latencies, 1))
 	for f, n := range failures {
 		fmt.Fprintf(stdout, "  failed %d×: %s\n", n, f)
 	}
 	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %s\n", peakRSS())
 	return nil
+}
+
+// samples collects the latency of each request answered as wanted and
+// counts the others by reason; it is safe for concurrent use.
+type samples struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	failures  map[string]int
+}
+
+// add records a request that took d and got code or err.
+func (s *samples) add(code, want int, err error, d time.Duration) {
+	if err != nil || code != want {
+		s.fail(fmt.Sprintf("status %d %v", code, err))
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latencies = append(s.latencies, d)
+}
+
+// fail counts a failed request.
+func (s *samples) fail(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failures == nil {
+		s.failures = map[string]int{}
+	}
+	s.failures[reason]++
+}
+
+// result returns the latencies, sorted, and the failures.
+func (s *samples) result() ([]time.Duration, map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slices.Sort(s.latencies)
+	return s.latencies, s.failures
+}
+
+// pct returns the p-quantile of sorted latencies, rounded to 10 µs.
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))].Round(10 * time.Microsecond)
 }
 
 // checkpoint lets Postgres write the preload's dirty buffers before the

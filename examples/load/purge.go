@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -55,10 +54,8 @@ func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout 
 	// verify runs the clients until stop closes and returns the latencies.
 	verify := func(stop <-chan struct{}) ([]time.Duration, map[string]int) {
 		var (
-			mu        sync.Mutex
-			latencies []time.Duration
-			failures  = map[string]int{}
-			wg        sync.WaitGroup
+			got samples
+			wg  sync.WaitGroup
 		)
 		for c := range o.clients {
 			wg.Add(1)
@@ -83,20 +80,13 @@ func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout 
 						io.Copy(io.Discard, resp.Body)
 						resp.Body.Close()
 					}
-					mu.Lock()
-					if err != nil || code != 200 {
-						failures[fmt.Sprintf("status %d %v", code, err)]++
-					} else {
-						latencies = append(latencies, d)
-					}
-					mu.Unlock()
+					got.add(code, 200, err, d)
 				}
 			}()
 		}
 		<-stop
 		wg.Wait()
-		slices.Sort(latencies)
-		return latencies, failures
+		return got.result()
 	}
 	report := func(what string, lat []time.Duration, took time.Duration, failures map[string]int) time.Duration {
 		fmt.Fprintf(stdout, "  %s: %d matches, %.0f/s; latency p50 %s, p99 %s, p99.9 %s, max %s\n", what, len(lat),
@@ -179,12 +169,4 @@ func certificates(ctx context.Context, svc *consent.Service, n int, created time
 		done += batch
 	}
 	return nil
-}
-
-// pct returns the p-quantile of sorted latencies, rounded to 10 µs.
-func pct(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))].Round(10 * time.Microsecond)
 }
