@@ -221,7 +221,7 @@ func TestOpenAPIDeclaresTheRulesStatuses(t *testing.T) {
 // declares: none or bad credentials, a body over the route's limit,
 // malformed JSON.
 func TestOpenAPIDeclaresWhatRoutesAnswer(t *testing.T) {
-	h, svc := newTestHandler(t)
+	_, svc := newTestHandler(t)
 	const operator = "operator-secret-operator-secret-0001"
 	h, err := New(Config{Service: svc, OperatorSecret: operator, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
