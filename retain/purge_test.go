@@ -36,19 +36,15 @@ type purgeEnv struct {
 
 func newPurgeEnv(t *testing.T, st consent.Store) *purgeEnv {
 	t.Helper()
-	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	must := func(_ any, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	svc, err := consent.NewService(st, consent.Config{Now: clk.Now})
-	must(svc, err)
-	must(svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}))
-	must(svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
-	must(svc.TopUp(ctx, "acme", 100*wallet.Dollar, ""))
-	e := &purgeEnv{store: st, svc: svc, clock: clk, videos: retain.Dir{Root: t.TempDir()}}
+	base := setup(t, st, 0) // company acme, its property web and 100 dollars, on a settable clock
+	svc, clk := base.svc, base.clock
+	e := &purgeEnv{store: st, svc: svc, clock: clk, videos: retain.Dir{Root: base.videos}}
 	for _, id := range []string{"plain", "kept", "revoked"} {
 		must(svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web", URL: "https://acme.example/quote"}))
 		must(svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"session":"`+id+`"}}]`)))
