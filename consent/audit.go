@@ -295,30 +295,8 @@ func Refused(err error) bool {
 // certificate and wallet rows) and is held only until the commit: no two
 // flows take them in opposite orders.
 func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx Tx) error) error {
-	var refusal error
-	err := s.store.Update(ctx, func(tx Tx) error {
-		refusal = nil
-		err := fn(tx)
-		if err != nil && !Refused(err) {
-			return err
-		}
-		p.Err = err
-		if aerr := s.Audit(ctx, tx, *p); aerr != nil {
-			if err != nil && Refused(aerr) {
-				// No log to record it in (an unknown company), or
-				// nothing recordable (an id that is not text): roll
-				// back and refuse.
-				return err
-			}
-			return aerr
-		}
-		refusal = err
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return refusal
+	_, err := s.once(ctx, p, func(tx Tx) (any, error) { return nil, fn(tx) })
+	return err
 }
 
 // DefaultAuditPage is the page size of AuditLog when the query sets none.

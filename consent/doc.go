@@ -28,7 +28,9 @@
 // out, a short wallet, a session already retained) are recorded and
 // committed too; checks of the request itself (a malformed body, a token of
 // another company) are refused before any transaction and are not.
-// Service.UpdateAudited is the one way the flows do this.
+// Paid (for paid and state-changing operations: verification, retention,
+// opt-out, which also claim their idempotency key there, D40) and
+// Service.UpdateAudited (for settings) are the ways the flows do this.
 //
 // Each company has its own chain: entry Seq n holds in PrevHash the Hash of
 // entry n-1 (zero for entry 1), and Hash is AuditHash, the SHA-256 of this

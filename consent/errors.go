@@ -21,7 +21,10 @@ const (
 	OptedOut     Code = "opted_out"    // the certificate was revoked by its consumer (D13)
 	TooLarge     Code = "too_large"    // a body or recording exceeds its limit
 	Payment      Code = "payment"      // the wallet cannot cover the price (wallet.ErrInsufficientFunds)
-	Internal     Code = "internal"     // anything else: a bug or a storage failure
+	// Unprocessable: the request is well formed but cannot be taken as
+	// sent: an idempotency key reused with another request (D40).
+	Unprocessable Code = "unprocessable"
+	Internal      Code = "internal" // anything else: a bug or a storage failure
 )
 
 // Error is an error with a code and a message fit for the caller.

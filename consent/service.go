@@ -63,6 +63,10 @@ type Config struct {
 	// for tests and private deployments. The delivery's own guard is
 	// configured in package webhook.
 	WebhookAllowPrivate bool
+	// IdempotencyWait is how long a call waits for an earlier call with
+	// its idempotency key, running on this instance, to end before it is
+	// refused with ErrKeyInFlight (D40): default DefaultIdempotencyWait.
+	IdempotencyWait time.Duration
 }
 
 // Defaults of Config.
@@ -81,8 +85,9 @@ const (
 // works on — companies, properties, tokens, top-ups, session recordings and
 // certificates — and authenticates callers. It is safe for concurrent use.
 type Service struct {
-	store Store
-	cfg   Config // with defaults
+	store   Store
+	cfg     Config // with defaults
+	flights flights
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
@@ -112,6 +117,9 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	}
 	if cfg.DefaultRetention == 0 {
 		cfg.DefaultRetention = DefaultRetention
+	}
+	if cfg.IdempotencyWait == 0 {
+		cfg.IdempotencyWait = DefaultIdempotencyWait
 	}
 	if cfg.MaxChunkBytes == 0 {
 		cfg.MaxChunkBytes = DefaultMaxChunkBytes

@@ -162,6 +162,24 @@ type Tx interface {
 	// holds the lease; NotFound when there is no such job.
 	EndJob(ctx context.Context, kind, key, owner string, next *Job) error
 
+	// ClaimIdempotencyKey records r, the claim of a key by the running
+	// transaction (r.Status 0), unless a record of r.Scope and r.Key whose
+	// ExpiresAt is after now exists: then it records nothing and returns
+	// that record. An expired record is replaced. Where transactions run
+	// concurrently (PostgreSQL), a claim of a key that another running
+	// transaction claimed waits for that transaction to end (D40).
+	ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error)
+	// AnswerIdempotencyKey stores the answer of the key claimed in this
+	// transaction, its body byte for byte. NotFound when there is no
+	// such record.
+	AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error
+	// ReleaseIdempotencyKey deletes the record of scope and key (a claim
+	// whose answer is not kept); none is no error.
+	ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
+	// PruneIdempotencyKeys deletes up to limit records whose ExpiresAt is
+	// not after now, and returns how many it deleted.
+	PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
+
 	// CreateWebhookEndpoint stores e. NotFound when e.CompanyID does not
 	// exist; Conflict when e.ID is taken.
 	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error

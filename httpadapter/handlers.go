@@ -23,17 +23,17 @@ func (h *Handler) table() []*route {
 	var rs []*route
 	for _, p := range []string{"", "/api"} { // both spellings (D30)
 		rs = append(rs,
-			handle(Route{Method: post, Pattern: p + "/verify/match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.ExactMatch}, h.match),
-			handle(Route{Method: post, Pattern: p + "/verify/partial-match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.PartialMatch}, h.partialMatch),
-			handle(Route{Method: post, Pattern: p + "/verify/certificate-info", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateInfo}, h.certificateInfo),
-			handle(Route{Method: post, Pattern: p + "/verify/session/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.SessionRetention}, h.retainSession),
-			handle(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate),
+			handlePaid(Route{Method: post, Pattern: p + "/verify/match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.ExactMatch}, h.match, matchAnswer),
+			handlePaid(Route{Method: post, Pattern: p + "/verify/partial-match", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.PartialMatch}, h.partialMatch, partialMatchAnswer),
+			handlePaid(Route{Method: post, Pattern: p + "/verify/certificate-info", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateInfo}, h.certificateInfo, infoAnswer),
+			handlePaid(Route{Method: post, Pattern: p + "/verify/session/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.SessionRetention}, h.retainSession, retention),
+			handlePaid(Route{Method: post, Pattern: p + "/verify/certificate/{company_id}", Group: VerifyGroup, Auth: AuthToken, Limit: VerifyLimit, Price: wallet.CertificateRetention}, h.retainCertificate, certificateRetention),
 		)
 	}
 	return append(append(rs,
-		handle(Route{Method: post, Pattern: "/opt-out", Group: OptOutGroup, Auth: AuthNone, Limit: OptOutLimit}, h.optOut),
-		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne),
-		handle(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch),
+		handlePaid(Route{Method: post, Pattern: "/opt-out", Group: OptOutGroup, Auth: AuthNone, Limit: OptOutLimit}, h.optOut, optOutAnswer),
+		handlePaid(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne, retainAnswer),
+		handlePaid(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch, batchAnswer),
 		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
 		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}/video", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "video/mp4"}, h.video),
 
@@ -106,20 +106,20 @@ type matchResponse struct {
 	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
 }
 
-func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*matchResponse, error) {
-	res, err := h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
+func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*verify.Result, error) {
+	return h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
 		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+func matchAnswer(res *verify.Result) *matchResponse {
 	return &matchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
 		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
-	}, nil
+	}
 }
 
 type partialMatchRequest struct {
@@ -143,19 +143,19 @@ type partialMatchResponse struct {
 	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
 }
 
-func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*partialMatchResponse, error) {
-	res, err := h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
+func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*verify.Result, error) {
+	return h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
 		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+func partialMatchAnswer(res *verify.Result) *partialMatchResponse {
 	return &partialMatchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
-	}, nil
+	}
 }
 
 type infoRequest struct {
@@ -191,13 +191,13 @@ type infoResponse struct {
 	Signed    *consent.SignedContent `json:"signed,omitempty"`
 }
 
-func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*infoResponse, error) {
-	info, err := h.verify.CertificateInfo(ctx, c.CompanyID, verify.InfoRequest{
+func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*verify.Info, error) {
+	return h.verify.CertificateInfo(ctx, c.CompanyID, verify.InfoRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, PropertyID: req.PropertyID,
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+func infoAnswer(info *verify.Info) *infoResponse {
 	resp := &infoResponse{
 		Valid: true, CertificateID: info.CertificateID, CreatedTimestamp: timestamp(info.CreatedAt),
 		HasConsents: info.ConsentCount > 0, ConsentCount: info.ConsentCount, EventsCombined: info.EventsCombined,
@@ -208,7 +208,7 @@ func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoReques
 	if len(info.Signature) > 0 {
 		resp.Signature, resp.KeyID, resp.Signed = consent.EncodeSignature(info.Signature), info.KeyID, &info.Signed
 	}
-	return resp, nil
+	return resp
 }
 
 // hexDigest is d in hex, or "" for none.
@@ -236,20 +236,15 @@ type retentionResponse struct {
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
 }
 
-func retention(r *retain.Retention) retentionResponse {
-	return retentionResponse{
+func retention(r *retain.Retention) *retentionResponse {
+	return &retentionResponse{
 		Success: true, SessionID: r.SessionID, RetentionStatus: string(r.RetentionStatus),
 		RetainedUntil: timestamp(r.RetainedUntil), CostCharged: r.Charged, RemainingBalance: r.Balance,
 	}
 }
 
-func (h *Handler) retainSession(ctx context.Context, c Caller, req *sessionRequest) (*retentionResponse, error) {
-	res, err := h.retain.RetainSession(ctx, c.CompanyID, req.CompanyID, req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	body := retention(res)
-	return &body, nil
+func (h *Handler) retainSession(ctx context.Context, c Caller, req *sessionRequest) (*retain.Retention, error) {
+	return h.retain.RetainSession(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 }
 
 type certificateRetentionResponse struct {
@@ -257,12 +252,12 @@ type certificateRetentionResponse struct {
 	CertificateIDs []string `json:"certificate_ids"`
 }
 
-func (h *Handler) retainCertificate(ctx context.Context, c Caller, req *sessionRequest) (*certificateRetentionResponse, error) {
-	res, err := h.retain.RetainCertificates(ctx, c.CompanyID, req.CompanyID, req.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	return &certificateRetentionResponse{retentionResponse: retention(res), CertificateIDs: res.CertificateIDs}, nil
+func (h *Handler) retainCertificate(ctx context.Context, c Caller, req *sessionRequest) (*retain.Retention, error) {
+	return h.retain.RetainCertificates(ctx, c.CompanyID, req.CompanyID, req.SessionID)
+}
+
+func certificateRetention(res *retain.Retention) *certificateRetentionResponse {
+	return &certificateRetentionResponse{retentionResponse: *retention(res), CertificateIDs: res.CertificateIDs}
 }
 
 type optOutRequest struct {
@@ -280,18 +275,22 @@ type optOutResponse struct {
 	Timestamp    *rfc3339 `json:"timestamp"`
 }
 
-func (h *Handler) optOut(ctx context.Context, c Caller, req *optOutRequest) (*optOutResponse, error) {
-	res, err := h.optout.OptOut(ctx, optout.Request{
+// company makes an opt-out's idempotency key the client's and the
+// company's (D40).
+func (r *optOutRequest) company() string { return r.CompanyID }
+
+func (h *Handler) optOut(ctx context.Context, c Caller, req *optOutRequest) (*optout.Result, error) {
+	return h.optout.OptOut(ctx, optout.Request{
 		CompanyID: req.CompanyID, CertificateID: req.CertificateID, Email: req.Email, Mobile: req.Mobile,
 		Reason: req.Reason, ClientIP: c.ClientIP.String(),
 	})
-	if err != nil {
-		return nil, err
-	}
+}
+
+func optOutAnswer(res *optout.Result) *optOutResponse {
 	return &optOutResponse{
 		Success: true, Revoked: len(res.CertificateIDs), Certificates: res.CertificateIDs,
 		Timestamp: timestamp(res.Timestamp),
-	}, nil
+	}
 }
 
 type retainRequest struct {
@@ -307,15 +306,15 @@ type retainResponse struct {
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
 }
 
-func (h *Handler) retainOne(ctx context.Context, c Caller, req *retainRequest) (*retainResponse, error) {
-	res, err := h.retain.Retain(ctx, c.CompanyID, req.CompanyID, req.SessionID)
-	if err != nil {
-		return nil, err
-	}
+func (h *Handler) retainOne(ctx context.Context, c Caller, req *retainRequest) (*retain.Retention, error) {
+	return h.retain.Retain(ctx, c.CompanyID, req.CompanyID, req.SessionID)
+}
+
+func retainAnswer(res *retain.Retention) *retainResponse {
 	return &retainResponse{
 		Success: true, SessionID: res.SessionID, Status: res.Status,
 		CostCharged: res.Charged, RemainingBalance: res.Balance,
-	}, nil
+	}
 }
 
 type batchRequest struct {
@@ -339,14 +338,14 @@ type batchResponse struct {
 	Results          []batchEntry  `json:"results"`
 }
 
-func (h *Handler) retainBatch(ctx context.Context, c Caller, req *batchRequest) (*batchResponse, error) {
+func (h *Handler) retainBatch(ctx context.Context, c Caller, req *batchRequest) (*retain.BatchResult, error) {
 	if req.SessionIDs == nil {
 		return nil, consent.Errorf(consent.Invalid, "session_ids is required")
 	}
-	res, err := h.retain.RetainBatch(ctx, c.CompanyID, req.CompanyID, *req.SessionIDs)
-	if err != nil {
-		return nil, err
-	}
+	return h.retain.RetainBatch(ctx, c.CompanyID, req.CompanyID, *req.SessionIDs)
+}
+
+func batchAnswer(res *retain.BatchResult) *batchResponse {
 	body := &batchResponse{
 		Success: true, Retained: res.Retained, Failed: res.Failed, TotalCost: res.TotalCost,
 		RemainingBalance: res.Balance, Results: make([]batchEntry, len(res.Results)),
@@ -357,7 +356,7 @@ func (h *Handler) retainBatch(ctx context.Context, c Caller, req *batchRequest) 
 			body.Results[i].Error = consent.ErrorMessage(e.Err)
 		}
 	}
-	return body, nil
+	return body
 }
 
 type statusRequest struct {

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -273,6 +274,13 @@ func parameters(rt Route) []object {
 			ps = append(ps, object{"name": name, "in": "query", "required": false, "schema": object{"type": typ}})
 		}
 	}
+	if rt.Idempotent {
+		ps = append(ps, object{"name": IdempotencyHeader, "in": "header", "required": false,
+			"schema": object{"type": "string", "minLength": 1, "maxLength": consent.MaxIdempotencyKey, "pattern": "^[!-~]+$"},
+			"description": "A key of the client's choosing, such as a UUID (D40). Sent again with the same request within 24 hours, " +
+				"the call is not done again: the first answer (a success, 409 or 422) is replayed byte for byte with " +
+				ReplayedHeader + ": true. The same key with another request is a 422; while the first call runs, a 409."})
+	}
 	switch {
 	case rt.Method == http.MethodOptions:
 		ps = append(ps,
@@ -331,6 +339,9 @@ func statusesOf(rt Route, d routeDoc) []int {
 	if rt.Price != "" && rt.Price != wallet.RetainBatch {
 		out = append(out, http.StatusPaymentRequired)
 	}
+	if rt.Idempotent {
+		out = append(out, http.StatusBadRequest, http.StatusConflict, http.StatusUnprocessableEntity)
+	}
 	out = append(out, d.answers...)
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -352,7 +363,8 @@ var statusText = map[int]string{
 	403: "Forbidden: another company's credentials, a missing permission, an opted-out certificate, " +
 		"unauthorized third-party verification, or an origin the property does not allow.",
 	404: "The certificate, session, property, company or endpoint does not exist, or is not the company's.",
-	409: "Conflict with the current state, such as already retained.",
+	409: "Conflict with the current state, such as already retained, or a call with the same Idempotency-Key still in progress (D40).",
+	422: "The Idempotency-Key was used before with another request (D40).",
 	413: "The request body is too large (1 MiB; capture chunks: the service's chunk limit).",
 	429: "Rate limited (D20, D28); retry after Retry-After seconds.",
 	500: "Internal error, logged; the body says nothing of its cause.",
@@ -366,6 +378,10 @@ func (h *Handler) responses(rt Route, d routeDoc) object {
 		if rt.CORS {
 			headers["Access-Control-Allow-Origin"] = object{"schema": object{"type": "string"},
 				"description": "The request's Origin, when the property allows it."}
+		}
+		if rt.Idempotent && (s < 300 || s == http.StatusConflict || s == http.StatusUnprocessableEntity) {
+			headers[ReplayedHeader] = object{"schema": object{"type": "string", "enum": []string{"true"}},
+				"description": "Present when the answer is the stored answer of an earlier call with the Idempotency-Key (D40)."}
 		}
 		r := object{"headers": headers}
 		switch {

@@ -294,6 +294,25 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 	h.ServeHTTP(rec, pre)
 	record(t, pre, rec)
 
+	// A keyed match, its replay, and the key with another body (D40).
+	keyedPost := func(body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/verify/match", strings.NewReader(body))
+		req.RemoteAddr = "192.0.2.1:1234"
+		req.Header.Set("Authorization", "Bearer "+acmeToken)
+		req.Header.Set(httpadapter.IdempotencyHeader, "doc-key")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		record(t, req, rec)
+		return rec
+	}
+	keyedPost(matchBody("cert-1", "acme", consentText))
+	if rec := keyedPost(matchBody("cert-1", "acme", consentText)); rec.Header().Get(httpadapter.ReplayedHeader) != "true" {
+		t.Errorf("the keyed match sent again was not replayed: %d %s", rec.Code, rec.Body)
+	}
+	if rec := keyedPost(matchBody("cert-2", "acme", consentText)); rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("the key with another body: %d %s; want 422", rec.Code, rec.Body)
+	}
+
 	// Opt-out until its rate limit answers 429 with Retry-After.
 	for i := 0; i < 12; i++ {
 		_, rec := post("/opt-out", "", `{"company_id":"acme","email":"nobody@example.com"}`)
@@ -306,7 +325,7 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 		"POST /verify/match 200", "POST /verify/match 403", "POST /verify/match 401", "POST /verify/match 402",
 		"POST /api/integrations/{companyId}/retain/{sessionId} 402", "POST /api/integrations/{companyId}/retain/batch 200",
 		"POST /opt-out 200", "POST /opt-out 429", "GET /openapi.json 200", "GET /capture/capture.js 200",
-		"GET /operator/companies/{company_id}/audit 200",
+		"GET /operator/companies/{company_id}/audit 200", "POST /verify/match 422",
 	} {
 		if !validated[want] {
 			t.Errorf("no answer %s was validated", want)

@@ -20,15 +20,16 @@ import (
 
 // statuses is the one table from error codes to HTTP statuses.
 var statuses = map[consent.Code]int{
-	consent.Invalid:      http.StatusBadRequest,
-	consent.Unauthorized: http.StatusUnauthorized,
-	consent.Payment:      http.StatusPaymentRequired,
-	consent.Forbidden:    http.StatusForbidden,
-	consent.OptedOut:     http.StatusForbidden,
-	consent.NotFound:     http.StatusNotFound,
-	consent.Conflict:     http.StatusConflict,
-	consent.TooLarge:     http.StatusRequestEntityTooLarge,
-	consent.Internal:     http.StatusInternalServerError,
+	consent.Invalid:       http.StatusBadRequest,
+	consent.Unauthorized:  http.StatusUnauthorized,
+	consent.Payment:       http.StatusPaymentRequired,
+	consent.Forbidden:     http.StatusForbidden,
+	consent.OptedOut:      http.StatusForbidden,
+	consent.NotFound:      http.StatusNotFound,
+	consent.Conflict:      http.StatusConflict,
+	consent.TooLarge:      http.StatusRequestEntityTooLarge,
+	consent.Unprocessable: http.StatusUnprocessableEntity,
+	consent.Internal:      http.StatusInternalServerError,
 }
 
 // StatusClientClosedRequest is the status recorded for a request whose
@@ -78,15 +79,26 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape Error
 	var he *httpError
 	if r.Context().Err() != nil && !errors.As(err, &he) {
 		h.log.InfoContext(r.Context(), "consentkit: request cancelled by the client", "method", r.Method, "path", r.URL.Path)
-		he = &httpError{status: StatusClientClosedRequest, msg: "request cancelled"}
+		err = &httpError{status: StatusClientClosedRequest, msg: "request cancelled"}
 	}
-	body := errorBody{}
-	var status int
-	if he != nil || errors.As(err, &he) {
-		status, body.Error = he.status, he.msg
+	if errors.As(err, &he) {
 		for k, v := range he.header {
 			w.Header()[k] = v
 		}
+	}
+	status, body := h.errorAnswer(r, shape, err)
+	writeJSON(w, status, body)
+}
+
+// errorAnswer is the status and body that answer err in the given shape:
+// an *httpError with its own status, a coded error through the table above;
+// a 402 adds the price and the balance (D4). Uncoded errors are logged.
+func (h *Handler) errorAnswer(r *http.Request, shape ErrorShape, err error) (int, *errorBody) {
+	body := &errorBody{}
+	var status int
+	var he *httpError
+	if errors.As(err, &he) {
+		status, body.Error = he.status, he.msg
 	} else {
 		code := consent.ErrorCode(err)
 		status, body.Error = statuses[code], consent.ErrorMessage(err)
@@ -108,7 +120,7 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape Error
 	if errors.As(err, &closed) {
 		body.CertificateID = closed.CertificateID
 	}
-	writeJSON(w, status, body)
+	return status, body
 }
 
 // limited is the 429 of a rate limit, with Retry-After (D20).
@@ -120,14 +132,24 @@ func limited(wait time.Duration) error {
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	writeBody(w, status, encodeJSON(v))
+}
+
+// encodeJSON is the body of a JSON answer: v and a newline.
+func encodeJSON(v any) []byte {
 	b, err := json.Marshal(v)
 	if err != nil { // only our own response types are marshalled
 		panic(fmt.Sprintf("httpadapter: marshal %T: %v", v, err))
 	}
+	return append(b, '\n')
+}
+
+// writeBody writes a JSON answer's status and body.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	w.Write(body)
 }
 
 // MaxBodyBytes is the largest request body accepted (D29).

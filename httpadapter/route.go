@@ -38,6 +38,11 @@ type Route struct {
 	MaxBody int64
 	// Group is the part of the API the route belongs to (Handler.Only).
 	Group Group
+	// Idempotent routes are paid or state-changing: they take an
+	// Idempotency-Key header, and a call sent again with its key is
+	// answered with the first call's stored answer, without doing
+	// anything again (D40; consent.Idempotency has the rules).
+	Idempotent bool
 	// ContentType is that of a route answering something other than JSON
 	// (a script); "" for JSON.
 	ContentType string
@@ -134,6 +139,9 @@ type route struct {
 	// raw serves a route that is not JSON in and out (a script, a CORS
 	// preflight) instead of the wrapper.
 	raw http.HandlerFunc
+	// render turns the result of an Idempotent route's operation into its
+	// Response, inside the operation's transaction (handlePaid).
+	render func(any) any
 }
 
 // handleRaw binds a route that the wrapper does not serve: it answers
@@ -178,6 +186,24 @@ func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req 
 	return out
 }
 
+// handlePaid binds a paid or state-changing route (Route.Idempotent): call
+// runs the operation and render turns its result — what the operation's
+// consent.Paid transaction returns — into the Response. The two are apart
+// so that the answer can be rendered inside that transaction and stored
+// with the call's idempotency key (D40).
+func handlePaid[Req, Res, Resp any](rt Route, call func(ctx context.Context, c Caller, req *Req) (Res, error), render func(Res) *Resp) *route {
+	rt.Idempotent = true
+	out := handle(rt, func(ctx context.Context, c Caller, req *Req) (*Resp, error) {
+		res, err := call(ctx, c, req)
+		if err != nil {
+			return nil, err
+		}
+		return render(res), nil
+	})
+	out.render = func(v any) any { return render(v.(Res)) }
+	return out
+}
+
 // propertyCredentials is implemented by the requests of routes that accept
 // company-and-property credentials (D8): it names the company and property.
 type propertyCredentials interface {
@@ -192,9 +218,18 @@ func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		rt.raw(w, r)
 		return
 	}
-	resp, err := h.run(rt, w, r)
+	resp, idem, err := h.run(rt, w, r)
 	if rt.CORS {
 		h.cors(w, r, err)
+	}
+	if idem != nil {
+		if status, body, ok := idem.Stored(); ok {
+			if idem.Replayed() {
+				w.Header().Set("Idempotent-Replayed", "true")
+			}
+			writeBody(w, status, body)
+			return
+		}
 	}
 	if err != nil {
 		h.writeError(w, r, rt.Errors, err)
@@ -217,42 +252,46 @@ type streamer interface {
 	stream(w http.ResponseWriter, r *http.Request)
 }
 
-func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, error) {
+// run authenticates, limits and decodes the request and calls the route's
+// function. For an Idempotent route called with an Idempotency-Key it
+// returns the key too, which holds the answer to send once the call is
+// done (D40).
+func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *consent.Idempotency, error) {
 	ctx := r.Context()
 	c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r), Origin: r.Header.Get("Origin"), UserAgent: r.UserAgent()}
 	if rt.Limit.byClient() { // taken before anything is read
 		if err := h.take(r, rt.Limit, c); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if rt.Auth == AuthUpload {
 		secret, err := bearer(r)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.UploadToken = secret
 	} else if rt.Auth == AuthOperator {
 		if err := h.authenticateOperator(r); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ctx = consent.WithActor(ctx, consent.ActorOperator)
 	} else if rt.Auth != AuthNone {
 		tok, err := h.authenticate(r, rt.Auth)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if tok != nil {
 			c.Token, c.CompanyID = tok, tok.CompanyID
 			ctx = consent.WithActor(ctx, tok.ID) // who acted, in the audit log (D42)
 			if err := h.take(r, rt.Limit, c); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	req := rt.newReq()
 	if rt.body {
 		if err := decode(w, r, req, rt.MaxBody); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	v := reflect.ValueOf(req).Elem()
@@ -260,24 +299,33 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, e
 		v.Field(p.index).SetString(r.PathValue(p.name))
 	}
 	if err := setQuery(v, rt.query, r); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rt.Auth == AuthToken && c.Token == nil { // company-and-property credentials (D8)
 		pc, ok := req.(propertyCredentials)
 		if !ok {
-			return nil, errNoToken
+			return nil, nil, errNoToken
 		}
 		company, property := pc.credentials()
 		if err := h.svc.AuthenticateProperty(ctx, company, property); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		c.CompanyID = company
 		ctx = consent.WithActor(ctx, "property:"+property)
 		if err := h.take(r, rt.Limit, c); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return rt.call(ctx, c, req)
+	var idem *consent.Idempotency
+	if key, ok := idempotencyKey(r); ok && rt.render != nil {
+		var err error
+		if idem, err = h.idempotency(rt, r, c, req, key); err != nil {
+			return nil, nil, err
+		}
+		ctx = consent.WithIdempotency(ctx, idem)
+	}
+	resp, err := rt.call(ctx, c, req)
+	return resp, idem, err
 }
 
 var errNoToken = consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token is required")

@@ -64,7 +64,7 @@ func TestTypedFunctionsWithoutHTTP(t *testing.T) {
 		t.Errorf("match by another company: %v, want Forbidden", err)
 	}
 	r, err := h.retainSession(ctx, acme, &sessionRequest{CompanyID: "acme", SessionID: "s1"})
-	if err != nil || r.RetentionStatus != "retained" || r.CostCharged != 10*wallet.Cent {
+	if err != nil || r.RetentionStatus != "retained" || r.Charged != 10*wallet.Cent {
 		t.Errorf("retainSession = %+v, %v", r, err)
 	}
 	if _, err := h.retainBatch(ctx, acme, &batchRequest{CompanyID: "acme"}); consent.ErrorCode(err) != consent.Invalid {

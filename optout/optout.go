@@ -79,25 +79,24 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 
-	err = s.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*Result, error) {
 		ids, err := s.match(ctx, tx, rev)
 		if consent.ErrorCode(err) == consent.NotFound {
 			// An unknown company: nothing to revoke and nothing to record
 			// against, answered like any request that matched nothing.
-			rev.CertificateIDs = []string{}
-			return nil
+			return &Result{CertificateIDs: []string{}, Timestamp: rev.CreatedAt}, nil
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, id := range ids {
 			if err := tx.RevokeCertificate(ctx, id, rev.CreatedAt); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		rev.CertificateIDs = ids
 		if err := tx.CreateRevocation(ctx, rev); err != nil {
-			return err
+			return nil, err
 		}
 		if len(ids) > 0 {
 			// The event names the certificates, never the email or mobile
@@ -106,7 +105,7 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 				"revocation_id": rev.ID, "company_id": rev.CompanyID, "certificate_ids": ids, "revoked_at": rev.CreatedAt,
 			})
 			if err != nil {
-				return err
+				return nil, err
 			}
 		}
 		// The identifiers given are named, never their values (D42).
@@ -119,13 +118,10 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 				by = append(by, f.name)
 			}
 		}
-		return s.svc.Audit(ctx, tx, consent.AuditParams{CompanyID: rev.CompanyID, Action: consent.AuditOptOut,
+		err = s.svc.Audit(ctx, tx, consent.AuditParams{CompanyID: rev.CompanyID, Action: consent.AuditOptOut,
 			Target: rev.ID, Actor: consent.ActorConsumer, Detail: map[string]any{"revoked": len(ids), "by": by}})
+		return &Result{CertificateIDs: ids, Timestamp: rev.CreatedAt}, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return &Result{CertificateIDs: rev.CertificateIDs, Timestamp: rev.CreatedAt}, nil
 }
 
 // match returns the sorted union of the company's certificates that the

@@ -18,6 +18,9 @@ const (
 	// JobDeleteVideo removes the video of a purged session from the video
 	// store; its key is the session id, its payload the video's Path.
 	JobDeleteVideo = "video.delete"
+	// JobPruneKeys is the recurring removal of idempotency keys past
+	// consent.IdempotencyTTL (D40).
+	JobPruneKeys = "idempotency.prune"
 )
 
 // PurgeConfig configures the purge. Service and Videos are required.
@@ -85,9 +88,15 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 }
 
 // Handlers returns the job handlers of the purge, for a jobs.Runner: the
-// recurring purge, every cfg.Every, and the removal of videos.
+// recurring purge, every cfg.Every, the removal of videos, and the
+// recurring removal of expired idempotency keys (PruneKeys), every
+// cfg.Every too.
 func (p *Purger) Handlers() []jobs.Handler {
 	return []jobs.Handler{
+		{Kind: JobPruneKeys, Every: p.cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			_, err := p.PruneKeys(ctx)
+			return jobs.Result{}, err
+		}},
 		{Kind: JobPurge, Every: p.cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			_, err := p.Purge(ctx)
 			return jobs.Result{}, err
@@ -100,6 +109,28 @@ func (p *Purger) Handlers() []jobs.Handler {
 				p.cfg.Logger.Info("purge: video removed", "session", j.Key, "video", string(j.Payload))
 				return jobs.Result{}, nil
 			}},
+	}
+}
+
+// PruneKeys deletes the idempotency keys past consent.IdempotencyTTL (D40),
+// in batches of cfg.Batch with cfg.Pause between them, and returns how
+// many it deleted.
+func (p *Purger) PruneKeys(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		var n int
+		err := p.batch(ctx, func(tx consent.Tx) error {
+			var err error
+			n, err = tx.PruneIdempotencyKeys(ctx, p.cfg.Service.Now(), p.cfg.Batch)
+			return err
+		})
+		if err != nil {
+			return total, fmt.Errorf("prune idempotency keys: %w", err)
+		}
+		total += n
+		if n < p.cfg.Batch {
+			return total, nil
+		}
 	}
 }
 

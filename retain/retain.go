@@ -162,20 +162,14 @@ func (s *Service) one(ctx context.Context, caller, companyID, sessionID string, 
 	if err := consent.CheckID(fields[r.video].session, sessionID); err != nil {
 		return nil, err
 	}
-	var out *Retention
 	audit := &consent.AuditParams{CompanyID: companyID, Action: r.action, Target: sessionID}
-	err := s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
-		var err error
-		out, err = s.keep(ctx, tx, companyID, sessionID, r)
+	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Retention, error) {
+		out, err := s.keep(ctx, tx, companyID, sessionID, r)
 		if err == nil {
 			audit.Detail = retentionDetail(out, r)
 		}
-		return err
+		return out, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // retentionDetail is what the audit log keeps of a retention.
@@ -266,9 +260,8 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 		return nil, consent.Errorf(consent.Invalid, "session_ids must list 1 to %d sessions", MaxBatch)
 	}
 	r := rule{kind: wallet.RetainBatch, action: consent.AuditRetainBatch, video: true}
-	var res *BatchResult
-	err := s.svc.Store().Update(ctx, func(tx consent.Tx) error {
-		res = &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
+	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
+		res := &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
 		for i, id := range sessionIDs {
 			e := BatchEntry{SessionID: id}
 			var kept *Retention
@@ -284,7 +277,7 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 				res.TotalCost += kept.Charged
 				audit.Detail = retentionDetail(kept, r)
 			case consent.Internal:
-				return e.Err // a storage failure fails the whole batch
+				return nil, e.Err // a storage failure fails the whole batch
 			default:
 				res.Failed++
 			}
@@ -292,18 +285,14 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 				audit.Target = "" // not an id: the index says which it was
 			}
 			if err := s.svc.Audit(ctx, tx, audit); err != nil {
-				return err
+				return nil, err
 			}
 			res.Results[i] = e
 		}
 		var err error
 		res.Balance, err = tx.Balance(ctx, companyID)
-		return err
+		return res, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // Video returns the session's converted video (D45) for the caller: the

@@ -161,38 +161,33 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	var res *Result
 	detail := map[string]any{"verification_type": vtype}
 	if vtype == ThirdParty {
 		detail["originator_company_id"] = owner
 	}
 	audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
-	err = s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
+	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
 		if vtype == ThirdParty {
 			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if q.propertyID != "" {
 			if err := consent.CheckProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		res = result(cert, q.match)
+		res := result(cert, q.match)
 		res.VerificationType = vtype
 		res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
 		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
 		detail["valid"], detail["charged"] = res.Valid, res.Charged
-		return err
+		return res, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return res, nil
 }
 
 // digests returns the digests of the lead's email and mobile; nil for one
@@ -390,19 +385,18 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	if err != nil {
 		return nil, err
 	}
-	var info *Info
 	detail := map[string]any{"property_id": req.PropertyID}
 	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
-	err = s.svc.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
+	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
-			return err
+			return nil, err
 		}
 		cert, err := s.certificateOf(ctx, tx, req.CertificateID, req.CompanyID, recording)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r := result(cert, func(consent.Record) bool { return false })
-		info = &Info{
+		info := &Info{
 			CertificateID: cert.ID, CreatedAt: cert.CreatedAt, ConsentCount: len(cert.Records),
 			EventsCombined: cert.EventsCombined, SessionID: cert.SessionID, Origin: cert.Origin,
 			ConsentTypes: r.ConsentTypes, ConsentOptIn: r.ConsentOptIn, ClientIP: cert.ClientIP,
@@ -411,10 +405,6 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		detail["charged"] = info.Charged
-		return err
+		return info, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return info, nil
 }

@@ -44,7 +44,11 @@ type Store struct {
 	epByCompany   map[string][]string // endpoint ids of each company, oldest first
 	deliveries    map[string][]*consent.WebhookDelivery
 	deliverySeq   int64
+	keys          map[keyID]*consent.IdempotencyRecord
 }
+
+// keyID names an idempotency key: its scope and the key.
+type keyID struct{ scope, key string }
 
 var _ consent.Store = (*Store)(nil)
 
@@ -69,6 +73,7 @@ func New() *Store {
 		endpoints:     map[string]*consent.WebhookEndpoint{},
 		epByCompany:   map[string][]string{},
 		deliveries:    map[string][]*consent.WebhookDelivery{},
+		keys:          map[keyID]*consent.IdempotencyRecord{},
 	}
 }
 
@@ -968,4 +973,74 @@ func cloneRevocation(r *consent.Revocation) *consent.Revocation {
 	n.CertificateIDs = slices.Clone(r.CertificateIDs)
 	n.CreatedAt = utc(n.CreatedAt)
 	return &n
+}
+
+func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
+	n := *r
+	n.Body = bytes.Clone(r.Body)
+	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
+	return &n
+}
+
+func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	if err := t.write(); err != nil {
+		return nil, err
+	}
+	id := keyID{r.Scope, r.Key}
+	if old, ok := t.s.keys[id]; ok && old.ExpiresAt.After(now) {
+		return cloneKey(old), nil
+	}
+	n := cloneKey(r)
+	n.Status, n.Body = 0, nil
+	set(t, t.s.keys, id, n)
+	return nil, nil
+}
+
+func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status int, body []byte) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	id := keyID{scope, key}
+	old, ok := t.s.keys[id]
+	if !ok {
+		return notFound("idempotency key")
+	}
+	n := cloneKey(old)
+	n.Status, n.Body = status, bytes.Clone(body)
+	if n.Body == nil {
+		n.Body = []byte{}
+	}
+	set(t, t.s.keys, id, n)
+	return nil
+}
+
+func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	id := keyID{scope, key}
+	if old, ok := t.s.keys[id]; ok {
+		delete(t.s.keys, id)
+		t.undo = append(t.undo, func() { t.s.keys[id] = old })
+	}
+	return nil
+}
+
+func (t *tx) PruneIdempotencyKeys(_ context.Context, now time.Time, limit int) (int, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for id, r := range t.s.keys {
+		if n >= limit {
+			break
+		}
+		if r.ExpiresAt.After(now) {
+			continue
+		}
+		delete(t.s.keys, id)
+		t.undo = append(t.undo, func() { t.s.keys[id] = r })
+		n++
+	}
+	return n, nil
 }

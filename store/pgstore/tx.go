@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -801,4 +802,68 @@ func signatureBytes(sig []byte) []byte {
 		return []byte{}
 	}
 	return sig
+}
+
+const keyColumns = `scope, key, fingerprint, status, body, created_at, expires_at`
+
+func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
+	var (
+		r                consent.IdempotencyRecord
+		fp               []byte
+		created, expires time.Time
+	)
+	if err := row.Scan(&r.Scope, &r.Key, &fp, &r.Status, &r.Body, &created, &expires); err != nil {
+		return nil, err
+	}
+	if len(fp) != len(r.Fingerprint) {
+		return nil, fmt.Errorf("idempotency key %q: fingerprint of %d bytes", r.Key, len(fp))
+	}
+	copy(r.Fingerprint[:], fp)
+	r.CreatedAt, r.ExpiresAt = created.UTC(), expires.UTC()
+	return &r, nil
+}
+
+// ClaimIdempotencyKey inserts the claim with ON CONFLICT DO NOTHING: an
+// insert of a key that another running transaction inserted waits for that
+// transaction to end, then either finds its committed answer or, when it
+// rolled back, inserts. A key released by a third transaction between the
+// insert and the read is tried again.
+func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	for range 3 {
+		if _, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND expires_at <= $3`, r.Scope, r.Key, now); err != nil {
+			return nil, err
+		}
+		tag, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, fingerprint, created_at, expires_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, key) DO NOTHING`, r.Scope, r.Key, r.Fingerprint[:], r.CreatedAt, r.ExpiresAt)
+		if err != nil {
+			return nil, err
+		}
+		if tag.RowsAffected() == 1 {
+			return nil, nil
+		}
+		old, err := scanKey(t.tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = $1 AND key = $2`, r.Scope, r.Key))
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return old, mapErr(err)
+		}
+	}
+	return nil, fmt.Errorf("idempotency key %q: claimed and released by others three times running", r.Key)
+}
+
+func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
+	tag, err := t.exec(ctx, `UPDATE idempotency_keys SET status = $1, body = $2 WHERE scope = $3 AND key = $4`, status, payload(body), scope, key)
+	return affected(tag, err, "idempotency key")
+}
+
+func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2`, scope, key)
+	return err
+}
+
+func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys
+		WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, max(limit, 0))
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
 }

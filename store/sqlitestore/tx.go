@@ -843,3 +843,57 @@ func signatureBytes(sig []byte) []byte {
 	}
 	return sig
 }
+
+const keyColumns = `scope, key, fingerprint, status, body, created_at, expires_at`
+
+func scanKey(row interface{ Scan(...any) error }) (*consent.IdempotencyRecord, error) {
+	var (
+		r                consent.IdempotencyRecord
+		fp               []byte
+		created, expires int64
+	)
+	if err := row.Scan(&r.Scope, &r.Key, &fp, &r.Status, &r.Body, &created, &expires); err != nil {
+		return nil, err
+	}
+	if len(fp) != len(r.Fingerprint) {
+		return nil, fmt.Errorf("idempotency key %q: fingerprint of %d bytes", r.Key, len(fp))
+	}
+	copy(r.Fingerprint[:], fp)
+	r.CreatedAt, r.ExpiresAt = sqlrow.Time(&created), sqlrow.Time(&expires)
+	return &r, nil
+}
+
+// ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
+// claim at a time.
+func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	old, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
+	switch {
+	case err == nil && old.ExpiresAt.After(now):
+		return old, nil
+	case err != nil && !errors.Is(err, sql.ErrNoRows):
+		return nil, mapErr(err)
+	}
+	_, err = t.exec(ctx, `INSERT OR REPLACE INTO idempotency_keys (scope, key, fingerprint, status, body, created_at, expires_at)
+		VALUES (?, ?, ?, 0, x'', ?, ?)`, r.Scope, r.Key, r.Fingerprint[:], r.CreatedAt.UnixMicro(), r.ExpiresAt.UnixMicro())
+	return nil, err
+}
+
+func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
+	r, err := t.exec(ctx, `UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND key = ?`, status, payload(body), scope, key)
+	return affected(r, err, "idempotency key")
+}
+
+func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key)
+	return err
+}
+
+func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	res, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE rowid IN
+		(SELECT rowid FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, now.UnixMicro(), max(limit, 0))
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}

@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"LeaseJob", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"JobRollsBack", testJobRollsBack},
+		{"IdempotencyKey", testIdempotencyKey},
+		{"ConcurrentClaims", testConcurrentClaims},
 		{"Purge", testPurge},
 		{"PurgeRollsBack", testPurgeRollsBack},
 		{"CertificatesByDigest", testCertificatesByDigest},

@@ -1,0 +1,78 @@
+package httpadapter
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"net/http"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// IdempotencyHeader is the request header that carries an idempotency key
+// (D40); ReplayedHeader, "true", marks an answer replayed from an earlier
+// call with the key.
+const (
+	IdempotencyHeader = "Idempotency-Key"
+	ReplayedHeader    = "Idempotent-Replayed"
+)
+
+// idempotencyKey returns the request's Idempotency-Key header; ok is false
+// when there is none. Several are one too many: the value is then "" and
+// refused.
+func idempotencyKey(r *http.Request) (key string, ok bool) {
+	vs := r.Header.Values(IdempotencyHeader)
+	switch len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	}
+	return "", true
+}
+
+// optOutScoped is a request whose key is scoped to the client's address and
+// a company it names, not to an authenticated company (D40).
+type optOutScoped interface {
+	company() string
+}
+
+// idempotency builds the key of an Idempotent route's call: scoped to the
+// authenticated company, or for an opt-out to the client's address and the
+// company; its fingerprint is the route and the decoded request, so that
+// the same request sent with other white space or member order is the same
+// request, and another body or route is ErrKeyReused. Its Answer renders an
+// outcome as the wrapper would write it; successes, 409s and 422s are kept,
+// other refusals are not (a 402 or a 404 may succeed when sent again).
+func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key string) (*consent.Idempotency, error) {
+	if err := consent.CheckIdempotencyKey(key); err != nil {
+		return nil, err
+	}
+	scope := consent.IdempotencyScope(c.CompanyID, "")
+	if o, ok := req.(optOutScoped); ok && c.CompanyID == "" {
+		if err := consent.CheckID("company_id", o.company()); err != nil {
+			return nil, err
+		}
+		scope = consent.IdempotencyScope(o.company(), c.ClientIP.String())
+	}
+	fields, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	fp := sha256.New()
+	fp.Write([]byte(rt.Method + " " + r.URL.Path + "\n"))
+	fp.Write(fields)
+	k := &consent.Idempotency{Scope: scope, Key: key}
+	fp.Sum(k.Fingerprint[:0])
+	k.Answer = func(result any, err error) (int, []byte, bool) {
+		if err != nil {
+			status, body := h.errorAnswer(r, rt.Errors, err)
+			return status, encodeJSON(body), status == http.StatusConflict || status == http.StatusUnprocessableEntity
+		}
+		status := rt.Status
+		if status == 0 {
+			status = http.StatusOK
+		}
+		return status, encodeJSON(rt.render(result)), true
+	}
+	return k, nil
+}
