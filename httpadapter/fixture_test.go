@@ -188,9 +188,8 @@ type request struct {
 	header http.Header
 }
 
-func serve(h http.Handler, r request) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, r.path, strings.NewReader(r.body))
-	req.Header.Set("Content-Type", "application/json")
+// setHeaders sets req's Authorization header and r.header.
+func (r request) setHeaders(req *http.Request) {
 	switch {
 	case r.auth != "":
 		req.Header.Set("Authorization", r.auth)
@@ -200,6 +199,12 @@ func serve(h http.Handler, r request) *httptest.ResponseRecorder {
 	for k, v := range r.header {
 		req.Header[k] = v
 	}
+}
+
+func serve(h http.Handler, r request) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, r.path, strings.NewReader(r.body))
+	req.Header.Set("Content-Type", "application/json")
+	r.setHeaders(req)
 	req.RemoteAddr = "192.0.2.1:1234"
 	if r.remote != "" {
 		req.RemoteAddr = r.remote

@@ -158,15 +158,7 @@ func TestPrismValidatesAnswers(t *testing.T) {
 			// content type says; the handler reads any body as JSON.
 			req.Header.Set("Content-Type", "text/plain")
 		}
-		switch {
-		case r.auth != "":
-			req.Header.Set("Authorization", r.auth)
-		case r.token != "":
-			req.Header.Set("Authorization", "Bearer "+r.token)
-		}
-		for k, v := range r.header {
-			req.Header[k] = v
-		}
+		r.setHeaders(req)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
