@@ -24,6 +24,12 @@ type keyFile struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// SigningKeyEnv, when set, holds the signing key itself, as the JSON of a
+// key file ({"key_id":…,"private_key":…,"created_at":…}): for deployments
+// that pass secrets in the environment. It wins over any file, and nothing
+// is written.
+const SigningKeyEnv = "CONSENTKIT_SIGNING_KEY"
+
 // signingKeyPath is where the signing key is kept: -signing-key, else
 // beside the SQLite file, else consentkit-signing.key in the working
 // directory (Postgres); "" for the memory store, whose key lives as long as
@@ -52,15 +58,8 @@ func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since t
 	}
 	b, err := os.ReadFile(path)
 	if err == nil {
-		var f keyFile
-		if err := json.Unmarshal(b, &f); err != nil {
-			return key, since, false, fmt.Errorf("signing key %s: %w", path, err)
-		}
-		seed, err := base64.StdEncoding.DecodeString(f.PrivateKey)
-		if err != nil || len(seed) != ed25519.SeedSize {
-			return key, since, false, fmt.Errorf("signing key %s: private_key is not the base64 of a 32-byte Ed25519 seed", path)
-		}
-		return consent.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt, false, nil
+		key, since, err = parseKey(b, path)
+		return key, since, false, err
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, since, false, err
@@ -85,4 +84,20 @@ func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since t
 		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
 	}
 	return key, now, true, nil
+}
+
+// parseKey reads a key file's JSON; where names it in errors.
+func parseKey(b []byte, where string) (consent.SigningKey, time.Time, error) {
+	var f keyFile
+	if err := json.Unmarshal(b, &f); err != nil {
+		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: %w", where, err)
+	}
+	seed, err := base64.StdEncoding.DecodeString(f.PrivateKey)
+	if err != nil || len(seed) != ed25519.SeedSize {
+		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: private_key is not the base64 of a 32-byte Ed25519 seed", where)
+	}
+	if !consent.ValidID(f.KeyID) {
+		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: key_id %q is not an identifier", where, f.KeyID)
+	}
+	return consent.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt.UTC(), nil
 }

@@ -98,7 +98,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.s3.Region, "video-s3-region", os.Getenv("AWS_REGION"), "the bucket's `region` (default $AWS_REGION, else us-east-1)")
 	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
-	fs.StringVar(&o.signingKey, "signing-key", "", "`file` of the Ed25519 key that signs certificates (D41), made on first start: default beside the SQLite file, consentkit-signing.key with Postgres, none kept with memory")
+	fs.StringVar(&o.signingKey, "signing-key", "", "`file` of the Ed25519 key that signs certificates (D41), made on first start: default beside the SQLite file, consentkit-signing.key with Postgres, none kept with memory; $"+SigningKeyEnv+", the file's JSON, wins over it")
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
@@ -262,7 +262,17 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		longTerm = 0 // the library's default: five calendar years
 	}
 	keyPath := signingKeyPath(o)
-	key, since, created, err := loadSigningKey(keyPath, time.Now())
+	var (
+		key     consent.SigningKey
+		since   time.Time
+		created bool
+	)
+	if env := os.Getenv(SigningKeyEnv); env != "" {
+		keyPath = ""
+		key, since, err = parseKey([]byte(env), "in $"+SigningKeyEnv)
+	} else {
+		key, since, created, err = loadSigningKey(keyPath, time.Now())
+	}
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -634,4 +637,37 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 		t.Errorf("the log says %d times that conversion is on, want once", n)
 	}
 	s.stop(t)
+}
+
+// A key given in the environment signs instead of a file, and no file is
+// written; a malformed one stops the server with an error naming it.
+func TestServerSigningKeyFromEnv(t *testing.T) {
+	seed := make([]byte, 32)
+	for i := range seed {
+		seed[i] = byte(i)
+	}
+	t.Setenv(SigningKeyEnv, `{"key_id":"env-key-1","private_key":"`+base64.StdEncoding.EncodeToString(seed)+`","created_at":"2026-01-01T00:00:00Z"}`)
+	dsn := filepath.Join(t.TempDir(), "consent.db")
+	s := start(t, "-store", "sqlite", "-dsn", dsn, "-replayer", "/nonexistent")
+	if !s.waitFor("Health: curl") {
+		t.Fatalf("no guide:\n%s", s.output())
+	}
+	code, keys := s.call(t, "GET", "/.well-known/consentkit-keys", "", "")
+	list, _ := keys["keys"].([]any)
+	want := base64.StdEncoding.EncodeToString(ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey))
+	if code != 200 || len(list) != 1 || list[0].(map[string]any)["key_id"] != "env-key-1" || list[0].(map[string]any)["public_key"] != want {
+		t.Errorf("keys: %d %v; want env-key-1 with public key %s", code, keys, want)
+	}
+	s.stop(t)
+	if _, err := os.Stat(dsn + ".signing-key"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a key file was written beside the database: %v", err)
+	}
+
+	t.Setenv(SigningKeyEnv, `{"key_id":"k","private_key":"c2hvcnQ="}`)
+	var stderr strings.Builder
+	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-store", "memory", "-replayer", "/nonexistent")
+	cmd.Dir, cmd.Stderr, cmd.Stdout = "../..", &stderr, &stderr
+	if err := cmd.Run(); err == nil || !strings.Contains(stderr.String(), SigningKeyEnv) {
+		t.Errorf("a malformed key in the environment: %v, %q; want the server to stop naming %s", err, stderr.String(), SigningKeyEnv)
+	}
 }
