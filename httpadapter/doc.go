@@ -87,6 +87,19 @@
 // A request field tagged `path:"name"` is read from the pattern's {name}.
 // The functions know nothing of HTTP and are tested without it.
 //
+// # Idempotency keys
+//
+// A paid or state-changing route is bound with handlePaid instead: its
+// function returns the operation's result, and a second function renders
+// it, so that the answer can be rendered inside the operation's
+// transaction (consent.Paid) and stored there with the request's
+// Idempotency-Key (D40). A call sent again with the key gets that answer
+// byte for byte with Idempotent-Replayed: true; the same key with another
+// request (route and decoded body) gets 422; a call whose first attempt is
+// still running waits for it, then replays it, or gets 409 past
+// consent.Config.IdempotencyWait. Successes, 409s and 422s are kept; other
+// 4xx answers are not, so a retry after a top-up succeeds.
+//
 // # OpenAPI
 //
 // Handler.OpenAPI returns an OpenAPI 3.1 document of every route of
