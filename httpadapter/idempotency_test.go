@@ -349,3 +349,35 @@ func TestIdempotencyDocumented(t *testing.T) {
 		t.Errorf("%d Idempotent routes; want %d", n, len(paidCases)+5)
 	}
 }
+
+// BenchmarkKeyedMatch measures what an Idempotency-Key costs a match, per
+// store: a fresh key each call (claim, answer, store the body) against no
+// key, and a replay of one key.
+//
+//	go test -run '^$' -bench KeyedMatch -benchtime 2000x ./httpadapter
+func BenchmarkKeyedMatch(b *testing.B) {
+	for _, k := range teststore.Kinds {
+		for _, mode := range []string{"no key", "fresh key", "replay"} {
+			b.Run(k.Name+"/"+strings.ReplaceAll(mode, " ", "-"), func(b *testing.B) {
+				e := setup(b, k.Open(b))
+				_, err := e.svc.TopUp(ctx, "acme", 1_000_000*wallet.Dollar, "bench")
+				must(b, err)
+				h := e.handler(b, httpadapter.Config{VerifyPerMinute: 1 << 30})
+				match := request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText)}
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					r := match
+					switch mode {
+					case "fresh key":
+						r = keyed(match, fmt.Sprint("bench-", i))
+					case "replay":
+						r = keyed(match, "bench")
+					}
+					if rec := serve(h, r); rec.Code != 200 {
+						b.Fatalf("%d %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
+	}
+}

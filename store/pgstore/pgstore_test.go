@@ -221,3 +221,128 @@ func TestIntegrityTamper(t *testing.T) {
 		return s, integrityTamperer{s.Pool()}
 	})
 }
+
+// A claim of a key that another running transaction claimed waits for that
+// transaction, on another instance too (D40): when it commits, the claim
+// finds its answer; when it rolls back, the claim gets the key.
+func TestClaimWaitsForClaimant(t *testing.T) {
+	for _, commit := range []bool{true, false} {
+		t.Run(map[bool]string{true: "commit", false: "rollback"}[commit], func(t *testing.T) {
+			testClaimWaits(t, commit)
+		})
+	}
+}
+
+func testClaimWaits(t *testing.T, commit bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	url := teststore.PostgresURL(t)
+	var a, b *pgstore.Store // two instances
+	for _, s := range []**pgstore.Store{&a, &b} {
+		var err error
+		if *s, err = pgstore.Open(ctx, url); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*s).Close() })
+	}
+	if err := a.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last first: A's transaction ends before the stores close.
+	var (
+		claimed, release       = make(chan struct{}), make(chan struct{})
+		claimedOnce, releaseAt sync.Once
+	)
+	t.Cleanup(func() { releaseAt.Do(func() { close(release) }); cancel() })
+
+	at := time.Date(2026, 11, 20, 10, 0, 0, 123456000, time.UTC)
+	record := func(fp byte) *consent.IdempotencyRecord {
+		return &consent.IdempotencyRecord{Scope: "company:acme", Key: "K", Fingerprint: consent.Digest{fp},
+			CreatedAt: at, ExpiresAt: at.Add(consent.IdempotencyTTL)}
+	}
+	body := []byte("{\"id\":\"c1\"}\n\x00\xff")
+	errRollback := fmt.Errorf("roll back")
+
+	aDone := make(chan error, 1)
+	go func() {
+		aDone <- a.Update(ctx, func(tx consent.Tx) error {
+			prior, err := tx.ClaimIdempotencyKey(ctx, record(1), at)
+			if err != nil {
+				return err
+			}
+			if prior != nil {
+				return fmt.Errorf("A found %+v", prior)
+			}
+			claimedOnce.Do(func() { close(claimed) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !commit {
+				return errRollback
+			}
+			return tx.AnswerIdempotencyKey(ctx, "company:acme", "K", 201, body)
+		})
+	}()
+	select {
+	case <-claimed:
+	case err := <-aDone:
+		t.Fatalf("A ended before claiming: %v", err)
+	case <-ctx.Done():
+		t.Fatal("A did not claim the key")
+	}
+
+	type result struct {
+		prior *consent.IdempotencyRecord
+		err   error
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		var prior *consent.IdempotencyRecord
+		err := b.Update(ctx, func(tx consent.Tx) error {
+			var err error
+			prior, err = tx.ClaimIdempotencyKey(ctx, record(2), at)
+			return err
+		})
+		bDone <- result{prior, err}
+	}()
+	select {
+	case r := <-bDone:
+		t.Fatalf("B's claim returned while A was open: %+v, %v", r.prior, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	releaseAt.Do(func() { close(release) })
+	if err := <-aDone; commit && err != nil || !commit && err != errRollback {
+		t.Fatalf("A: %v", err)
+	}
+	var r result
+	select {
+	case r = <-bDone:
+	case <-ctx.Done():
+		t.Fatal("B's claim did not return after A ended")
+	}
+	if r.err != nil {
+		t.Fatalf("B: %v", r.err)
+	}
+	if commit {
+		if r.prior == nil || r.prior.Fingerprint != (consent.Digest{1}) || r.prior.Status != 201 || string(r.prior.Body) != string(body) {
+			t.Errorf("B found %+v; want A's answered record", r.prior)
+		}
+		return
+	}
+	if r.prior != nil {
+		t.Errorf("B found %+v after A rolled back; want the key free", r.prior)
+	}
+	// B's claim is the one that stands.
+	err := a.Update(ctx, func(tx consent.Tx) error {
+		got, err := tx.ClaimIdempotencyKey(ctx, record(3), at)
+		if err == nil && (got == nil || got.Fingerprint != (consent.Digest{2})) {
+			err = fmt.Errorf("after B's claim: %+v; want B's record", got)
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}

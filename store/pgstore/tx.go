@@ -825,14 +825,12 @@ func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
 
 // ClaimIdempotencyKey inserts the claim with ON CONFLICT DO NOTHING: an
 // insert of a key that another running transaction inserted waits for that
-// transaction to end, then either finds its committed answer or, when it
-// rolled back, inserts. A key released by a third transaction between the
-// insert and the read is tried again.
+// transaction to end, then either finds its committed record or, when it
+// rolled back, inserts. An expired record found is deleted and the insert
+// tried again, as is a key released by another transaction between the
+// insert and the read.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
 	for range 3 {
-		if _, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND expires_at <= $3`, r.Scope, r.Key, now); err != nil {
-			return nil, err
-		}
 		tag, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, fingerprint, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, key) DO NOTHING`, r.Scope, r.Key, r.Fingerprint[:], r.CreatedAt, r.ExpiresAt)
 		if err != nil {
@@ -842,8 +840,16 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 			return nil, nil
 		}
 		old, err := scanKey(t.tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = $1 AND key = $2`, r.Scope, r.Key))
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return old, mapErr(err)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			continue
+		case err != nil:
+			return nil, mapErr(err)
+		case old.ExpiresAt.After(now):
+			return old, nil
+		}
+		if _, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND expires_at <= $3`, r.Scope, r.Key, now); err != nil {
+			return nil, err
 		}
 	}
 	return nil, fmt.Errorf("idempotency key %q: claimed and released by others three times running", r.Key)

@@ -37,7 +37,13 @@ func claim(t *testing.T, s consent.Store, r *consent.IdempotencyRecord, now time
 // claim rolled back and an expired key are free; scopes are apart; pruning
 // removes only expired keys, at most limit at a time (D40).
 func testIdempotencyKey(t *testing.T, s consent.Store) {
-	for i, body := range [][]byte{[]byte("{\"ok\":true}\n\x00\xff\xfe"), {}} {
+	// A body with NUL, 0xff and every other byte value, so not UTF-8; and
+	// an empty one.
+	first := []byte("{\"ok\":true}\n\x00\xff\xfe")
+	for i := range 256 {
+		first = append(first, byte(i))
+	}
+	for i, body := range [][]byte{first, {}} {
 		key := fmt.Sprint("k", i)
 		if prior := claim(t, s, keyRecord("company:acme", key, 1, t0), t0, body); prior != nil {
 			t.Fatalf("a fresh key was found: %+v", prior)
@@ -54,6 +60,44 @@ func testIdempotencyKey(t *testing.T, s consent.Store) {
 	if prior := claim(t, s, keyRecord("company:other", "k0", 3, t0), t0, []byte("x")); prior != nil {
 		t.Errorf("another scope's k0 was found: %+v", prior)
 	}
+	for _, w := range []struct {
+		scope string
+		fp    byte
+		body  string
+	}{{"company:acme", 1, string(first)}, {"company:other", 3, "x"}} {
+		got := claim(t, s, keyRecord(w.scope, "k0", 7, t0), t0, nil)
+		if got == nil || got.Scope != w.scope || got.Fingerprint != (consent.Digest{w.fp}) || string(got.Body) != w.body {
+			t.Errorf("%s's k0 = %+v; want its own record", w.scope, got)
+		}
+	}
+
+	// The caller's slices are its own: changing the body it answered with,
+	// or the one it got back, changes nothing stored. (Claimed an hour
+	// later, this key outlives the pruning below.)
+	hour := t0.Add(time.Hour)
+	mine := []byte("abc")
+	claim(t, s, keyRecord("company:acme", "alias", 1, hour), hour, mine)
+	mine[0] = 'X'
+	got := claim(t, s, keyRecord("company:acme", "alias", 1, hour), hour, nil)
+	if got == nil || string(got.Body) != "abc" {
+		t.Fatalf("after changing the answered body: %+v", got)
+	}
+	got.Body[0] = 'Y'
+	if got := claim(t, s, keyRecord("company:acme", "alias", 1, hour), hour, nil); got == nil || string(got.Body) != "abc" {
+		t.Errorf("after changing a returned body: %+v", got)
+	}
+
+	// A View cannot claim.
+	err := s.View(ctx, func(tx consent.Tx) error {
+		_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "view", 1, hour), hour)
+		return err
+	})
+	if err == nil {
+		t.Error("ClaimIdempotencyKey inside View succeeded")
+	}
+	if prior := claim(t, s, keyRecord("company:acme", "view", 1, hour), hour, []byte("v")); prior != nil {
+		t.Errorf("a key claimed in a View was found: %+v", prior)
+	}
 
 	// Released: free again.
 	update(t, s, func(tx consent.Tx) error {
@@ -69,7 +113,7 @@ func testIdempotencyKey(t *testing.T, s consent.Store) {
 
 	// Rolled back: nothing kept.
 	errBack := errors.New("roll back")
-	err := s.Update(ctx, func(tx consent.Tx) error {
+	err = s.Update(ctx, func(tx consent.Tx) error {
 		if _, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "rb", 1, t0), t0); err != nil {
 			return err
 		}
@@ -108,8 +152,13 @@ func testIdempotencyKey(t *testing.T, s consent.Store) {
 	if n1 != 3 || n2 != 1 || n3 != 0 {
 		t.Errorf("PruneIdempotencyKeys removed %d, %d, %d; want 3, 1, 0", n1, n2, n3)
 	}
-	if got := claim(t, s, keyRecord("company:acme", "k0", 1, later), later, nil); got == nil {
-		t.Errorf("pruning removed a key that had not expired")
+	for _, key := range []string{"k0", "alias", "view"} {
+		if got := claim(t, s, keyRecord("company:acme", key, 1, later), later, nil); got == nil {
+			t.Errorf("pruning removed %s, which had not expired", key)
+		}
+	}
+	if prior := claim(t, s, keyRecord("company:acme", "k1", 1, later), later, nil); prior != nil {
+		t.Errorf("a pruned key was found: %+v", prior)
 	}
 }
 
