@@ -131,3 +131,66 @@ func TestValidID(t *testing.T) {
 		t.Errorf("NewID = %q", id)
 	}
 }
+
+// go test -run '^$' -fuzz FuzzNormalizeEmail ./consent
+func FuzzNormalizeEmail(f *testing.F) {
+	for _, s := range []string{"Jane@Example.com", " a@b ", "@b", "a@", "İ@x", "a b@c", "\xff@x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := consent.NormalizeEmail(s)
+		if err != nil {
+			return
+		}
+		if m, err := consent.NormalizeEmail(n); err != nil || m != n {
+			t.Fatalf("NormalizeEmail(%q) = %q, but NormalizeEmail(%q) = %q, %v", s, n, n, m, err)
+		}
+		if d, err := consent.EmailDigest(s); err != nil || d != consent.DigestOf(n) {
+			t.Fatalf("EmailDigest(%q) = %v, %v; want the digest of %q", s, d, err, n)
+		}
+	})
+}
+
+// An allowed origin that NormalizeOrigin accepts is stored: it must be
+// text every store keeps, and normalizing it again changes nothing.
+//
+// go test -run '^$' -fuzz FuzzNormalizeOrigin ./consent
+func FuzzNormalizeOrigin(f *testing.F) {
+	for _, s := range []string{"https://Acme.example", "http://a.example:80/", "https://[::1]:8443", "ftp://x", "https://a/b", "https://a\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := consent.NormalizeOrigin(s)
+		if err != nil {
+			return
+		}
+		if !consent.ValidText(n) {
+			t.Fatalf("NormalizeOrigin(%q) = %q, which is not text a store keeps", s, n)
+		}
+		if m, err := consent.NormalizeOrigin(n); err != nil || m != n {
+			t.Fatalf("NormalizeOrigin(%q) = %q, but NormalizeOrigin(%q) = %q, %v", s, n, n, m, err)
+		}
+		if o, ok := consent.OriginOf(n); !ok || o != n {
+			t.Fatalf("OriginOf(%q) = %q, %v; want it unchanged", n, o, ok)
+		}
+	})
+}
+
+// go test -run '^$' -fuzz FuzzCleanText ./consent
+func FuzzCleanText(f *testing.F) {
+	for _, s := range []string{"ok", "a\x00b", "\xff\xfe", "tab\tnew\nline\r", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c := consent.CleanText(s)
+		if !consent.ValidText(c) {
+			t.Fatalf("CleanText(%q) = %q, not ValidText", s, c)
+		}
+		if consent.ValidText(s) && c != s {
+			t.Fatalf("CleanText changed valid text %q to %q", s, c)
+		}
+		if (consent.CheckText("f", s) == nil) != consent.ValidText(s) {
+			t.Fatalf("CheckText and ValidText disagree on %q", s)
+		}
+	})
+}

@@ -8,8 +8,9 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 )
 
-// Whatever the body, every endpoint answers a documented status with a JSON
-// body of its error shape, and never an internal error.
+// Whatever the body and Idempotency-Key, every endpoint answers a
+// documented status with a JSON body of its error shape, and never an
+// internal error.
 //
 // go test -run '^$' -fuzz FuzzRequestBodies ./httpadapter
 func FuzzRequestBodies(f *testing.F) {
@@ -19,18 +20,26 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"company_id":"acme","email":"jane@example.com"}`, batchBody("s1", "s2"), `{"session_ids":[1,"x"]}`,
 		``, `null`, `[]`, `{"consent":{"a":1}}`, `{"certificate_id":"\u0000"}`, `{"company_id":"acme","mobile":"+"}`,
 	} {
-		f.Add(s)
+		f.Add(s, "")
+		f.Add(s, "key-1")
 	}
+	f.Add(`{}`, "a b")
+	f.Add(`{}`, "\x00")
 	e := setup(f, teststore.Memory(f))
 	h := e.handler(f, httpadapter.Config{OptOutPerMinute: -1, RetainPerMinute: -1})
 	paths := []string{
 		"/verify/match", "/verify/partial-match", "/verify/certificate-info", "/verify/session/acme",
 		"/verify/certificate/acme", "/opt-out", "/api/integrations/acme/retain/batch",
 	}
-	allowed := map[int]bool{200: true, 400: true, 401: true, 402: true, 403: true, 404: true, 409: true, 413: true}
-	f.Fuzz(func(t *testing.T, body string) {
+	// 422: a key the fuzzer gave before with another body (D40).
+	allowed := map[int]bool{200: true, 400: true, 401: true, 402: true, 403: true, 404: true, 409: true, 413: true, 422: true}
+	f.Fuzz(func(t *testing.T, body, key string) {
 		for _, path := range paths {
-			rec := serve(h, request{path: path, token: acmeToken, body: body})
+			r := request{path: path, token: acmeToken, body: body}
+			if key != "" {
+				r = keyed(r, key)
+			}
+			rec := serve(h, r)
 			if !allowed[rec.Code] {
 				t.Fatalf("%s %q: status %d: %s", path, body, rec.Code, rec.Body)
 			}
