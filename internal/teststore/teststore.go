@@ -55,7 +55,13 @@ func Memory(tb testing.TB) *memstore.Store {
 // SQLite returns a migrated store in a new file, closed when tb ends.
 func SQLite(tb testing.TB) *sqlitestore.Store {
 	tb.Helper()
-	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), sqlitestore.Config{})
+	return SQLiteConfig(tb, sqlitestore.Config{})
+}
+
+// SQLiteConfig is SQLite with a Config.
+func SQLiteConfig(tb testing.TB, cfg sqlitestore.Config) *sqlitestore.Store {
+	tb.Helper()
+	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -111,6 +117,12 @@ func PostgresURL(tb testing.TB) string {
 // PostgresURL). It skips tb when DSNVar is unset.
 func Postgres(tb testing.TB) *pgstore.Store {
 	tb.Helper()
+	return PostgresConfig(tb, pgstore.Config{})
+}
+
+// PostgresConfig is Postgres with a Config.
+func PostgresConfig(tb testing.TB, cfg pgstore.Config) *pgstore.Store {
+	tb.Helper()
 	dsn := PostgresURL(tb)
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, dsn)
@@ -118,7 +130,7 @@ func Postgres(tb testing.TB) *pgstore.Store {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(pool.Close)
-	s := pgstore.New(pool)
+	s := pgstore.New(pool, cfg)
 	if err := s.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}

@@ -12,6 +12,7 @@
 package pgstore
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -26,6 +27,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store"
+	"github.com/consentkit/consentkit/store/internal/group"
 )
 
 //go:embed migrations/*.sql
@@ -35,17 +38,41 @@ var migrations embed.FS
 type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
+	group   *group.Group[pgx.Tx] // nil when group commit is off
 }
 
 var _ consent.Store = (*Store)(nil)
 
+// Config tunes a Store. Zero values mean the defaults.
+type Config struct {
+	// GroupCommit runs concurrent Update calls together in one transaction
+	// (see store.GroupCommit; on by default). Its batches hold a
+	// connection each while they run: Runners defaults to half the pool's
+	// connections, leaving the rest to View and to single calls.
+	GroupCommit store.GroupCommit
+}
+
 // New returns a Store on the caller's pool, which Close leaves open. The
-// pool's search_path decides the schema.
-func New(pool *pgxpool.Pool) *Store { return &Store{pool: pool} }
+// pool's search_path decides the schema. A Config, when given, tunes it.
+func New(pool *pgxpool.Pool, cfg ...Config) *Store {
+	s := &Store{pool: pool}
+	var c Config
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	if gc := c.GroupCommit; !gc.Off {
+		runners := cmp.Or(gc.Runners, max(1, int(pool.Config().MaxConns)/2))
+		s.group = group.New(groupOps(pool), group.Config{
+			MaxBatch: cmp.Or(gc.MaxBatch, store.DefaultMaxBatch), Delay: gc.Delay, Runners: runners,
+		})
+	}
+	return s
+}
 
 // Open opens a pool from a connection URL such as
-// "postgres://user@host:5432/db?sslmode=disable"; Close closes it.
-func Open(ctx context.Context, url string) (*Store, error) {
+// "postgres://user@host:5432/db?sslmode=disable"; Close closes it. A
+// Config, when given, tunes the Store.
+func Open(ctx context.Context, url string, cfg ...Config) (*Store, error) {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
@@ -54,8 +81,77 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	return &Store{pool: pool, ownPool: true}, nil
+	s := New(pool, cfg...)
+	s.ownPool = true
+	return s, nil
 }
+
+// GroupStats returns how many group-commit batches have run and how many
+// Update functions they ran (zero when group commit is off).
+func (s *Store) GroupStats() (batches, calls int64) {
+	if s.group == nil {
+		return 0, 0
+	}
+	return s.group.Stats()
+}
+
+// groupOps are the statements of a group-commit batch.
+func groupOps(pool *pgxpool.Pool) group.Ops[pgx.Tx] {
+	exec := func(ctx context.Context, t pgx.Tx, q string) error {
+		_, err := t.Exec(ctx, q)
+		return err
+	}
+	return group.Ops[pgx.Tx]{
+		Begin: func(ctx context.Context) (pgx.Tx, error) {
+			return pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+		},
+		Commit:    func(ctx context.Context, t pgx.Tx) error { return t.Commit(ctx) },
+		Rollback:  func(ctx context.Context, t pgx.Tx) error { return t.Rollback(ctx) },
+		Savepoint: func(ctx context.Context, t pgx.Tx) error { return exec(ctx, t, "SAVEPOINT call") },
+		Release:   func(ctx context.Context, t pgx.Tx) error { return exec(ctx, t, "RELEASE SAVEPOINT call") },
+		RollbackTo: func(ctx context.Context, t pgx.Tx) error {
+			// Also the way out of a transaction that a failed statement
+			// of this call aborted.
+			if err := exec(ctx, t, "ROLLBACK TO SAVEPOINT call"); err != nil {
+				return err
+			}
+			return exec(ctx, t, "RELEASE SAVEPOINT call")
+		},
+	}
+}
+
+// detached runs a group-commit batch's statements so that a cancelled
+// caller's context never interrupts one (pgx would cancel the statement,
+// or close the connection, and with it the other callers' work): a
+// statement that starts runs to its end, and one that a cancelled caller
+// would start fails at once with the context's error, so the caller's
+// function fails and only its work is undone.
+type detached struct{ pgx.Tx }
+
+func (d detached) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := ctx.Err(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return d.Tx.Exec(context.WithoutCancel(ctx), sql, args...)
+}
+
+func (d detached) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return d.Tx.Query(context.WithoutCancel(ctx), sql, args...)
+}
+
+func (d detached) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := ctx.Err(); err != nil {
+		return errRow{err}
+	}
+	return d.Tx.QueryRow(context.WithoutCancel(ctx), sql, args...)
+}
+
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
 
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -125,12 +221,17 @@ func (s *Store) migrate(ctx context.Context, name string) error {
 // break a deadlock or a serialization conflict.
 const maxAttempts = 5
 
-// Update runs fn in a READ COMMITTED read-write transaction, retrying it
-// when Postgres aborts it for a deadlock or serialization failure.
+// Update runs fn in a READ COMMITTED read-write transaction, shared with
+// concurrent calls when group commit is on (Config.GroupCommit), retrying
+// it when Postgres aborts it for a deadlock or serialization failure.
 func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
+		if s.group != nil {
+			err = mapErr(s.group.Do(ctx, func(t pgx.Tx) error { return fn(&tx{tx: detached{t}, lock: " FOR UPDATE"}) }))
+		} else {
+			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
+		}
 		if !retryable(err) {
 			return err
 		}

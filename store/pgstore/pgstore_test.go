@@ -13,6 +13,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/storetest"
 )
@@ -345,4 +346,25 @@ func testClaimWaits(t *testing.T, commit bool) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// Every Update in a transaction of its own, as before group commit.
+func TestConformanceWithoutGroupCommit(t *testing.T) {
+	storetest.Run(t, func(tb testing.TB) consent.Store {
+		return teststore.PostgresConfig(tb, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	})
+}
+
+// Concurrent calls share transactions; a lone call runs alone.
+func TestGroupCommitGroups(t *testing.T) {
+	s := teststore.Postgres(t)
+	storetest.CheckGrouping(t, s, s.GroupStats)
+	off := teststore.PostgresConfig(t, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	storetest.CheckGrouping(t, off, off.GroupStats)
+}
+
+func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
+	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store {
+		return teststore.PostgresConfig(tb, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	})
 }

@@ -11,6 +11,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -25,6 +26,8 @@ import (
 	"github.com/mattn/go-sqlite3"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store"
+	"github.com/consentkit/consentkit/store/internal/group"
 )
 
 //go:embed migrations/*.sql
@@ -43,12 +46,17 @@ type Config struct {
 	// fsync. A negative value leaves checkpoints to SQLite's automatic ones,
 	// run by the committing writer every 1,000 pages.
 	CheckpointInterval time.Duration
+	// GroupCommit runs concurrent Update calls together in one transaction
+	// (see store.GroupCommit; on by default). SQLite has one writer, so the
+	// batches take turns and Runners is ignored.
+	GroupCommit store.GroupCommit
 }
 
 // Store is a consent.Store on one SQLite database file.
 type Store struct {
 	write *sql.DB // one connection: SQLite has one writer at a time
 	read  *sql.DB
+	group *group.Group[*sql.Tx] // nil when group commit is off
 	// checkpoints runs until stop is closed; done is closed when it ends.
 	stop, done chan struct{}
 }
@@ -116,6 +124,11 @@ func Open(path string, opts Config) (*Store, error) {
 	read.SetMaxOpenConns(opts.ReadConns)
 	read.SetMaxIdleConns(opts.ReadConns)
 	s := &Store{write: write, read: read, stop: make(chan struct{}), done: make(chan struct{})}
+	if !opts.GroupCommit.Off {
+		s.group = group.New(groupOps(write), group.Config{
+			MaxBatch: cmp.Or(opts.GroupCommit.MaxBatch, store.DefaultMaxBatch), Delay: opts.GroupCommit.Delay, Runners: 1,
+		})
+	}
 	if opts.CheckpointInterval < 0 {
 		close(s.done)
 		return s, nil
@@ -211,9 +224,71 @@ func (s *Store) migrate(ctx context.Context, name string) error {
 	return tx.Commit()
 }
 
-// Update runs fn in a write transaction (BEGIN IMMEDIATE).
+// Update runs fn in a write transaction (BEGIN IMMEDIATE), shared with
+// concurrent calls when group commit is on (Config.GroupCommit).
 func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	return s.run(ctx, s.write, nil, fn)
+	if s.group == nil {
+		return s.run(ctx, s.write, nil, fn)
+	}
+	return mapErr(s.group.Do(ctx, func(t *sql.Tx) error { return fn(&tx{tx: detached{t}}) }))
+}
+
+// GroupStats returns how many group-commit batches have run and how many
+// Update functions they ran (zero when group commit is off).
+func (s *Store) GroupStats() (batches, calls int64) {
+	if s.group == nil {
+		return 0, 0
+	}
+	return s.group.Stats()
+}
+
+// groupOps are the statements of a group-commit batch on the writer.
+func groupOps(write *sql.DB) group.Ops[*sql.Tx] {
+	exec := func(ctx context.Context, t *sql.Tx, q string) error {
+		_, err := t.ExecContext(ctx, q)
+		return err
+	}
+	return group.Ops[*sql.Tx]{
+		Begin:     func(ctx context.Context) (*sql.Tx, error) { return write.BeginTx(ctx, nil) },
+		Commit:    func(_ context.Context, t *sql.Tx) error { return t.Commit() },
+		Rollback:  func(_ context.Context, t *sql.Tx) error { return t.Rollback() },
+		Savepoint: func(ctx context.Context, t *sql.Tx) error { return exec(ctx, t, "SAVEPOINT call") },
+		Release:   func(ctx context.Context, t *sql.Tx) error { return exec(ctx, t, "RELEASE call") },
+		RollbackTo: func(ctx context.Context, t *sql.Tx) error {
+			if err := exec(ctx, t, "ROLLBACK TO call"); err != nil {
+				return err
+			}
+			return exec(ctx, t, "RELEASE call")
+		},
+	}
+}
+
+// detached runs a group-commit batch's statements so that a cancelled
+// caller's context never interrupts one (on SQLite an interrupted write
+// rolls back the whole transaction, the other callers' work with it): a
+// statement that starts runs to its end, and one that a cancelled caller
+// would start fails at once with the context's error (database/sql checks
+// the context before it reaches the driver), so the caller's function
+// fails and only its work is undone.
+type detached struct{ *sql.Tx }
+
+func uncancelled(ctx context.Context) context.Context {
+	if ctx.Err() != nil {
+		return ctx
+	}
+	return context.WithoutCancel(ctx)
+}
+
+func (d detached) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return d.Tx.ExecContext(uncancelled(ctx), q, args...)
+}
+
+func (d detached) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	return d.Tx.QueryContext(uncancelled(ctx), q, args...)
+}
+
+func (d detached) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
+	return d.Tx.QueryRowContext(uncancelled(ctx), q, args...)
 }
 
 // View runs fn in a read transaction on the read pool.
@@ -230,7 +305,13 @@ func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(c
 		sqlTx.Rollback()
 		return err
 	}
-	return mapErr(sqlTx.Commit())
+	err = sqlTx.Commit()
+	if errors.Is(err, sql.ErrTxDone) && ctx.Err() != nil {
+		// database/sql rolls a transaction back as soon as its context
+		// ends; Commit then reports ErrTxDone, which would hide why.
+		return ctx.Err()
+	}
+	return mapErr(err)
 }
 
 // mapErr turns constraint violations into consent's error kinds, by code.

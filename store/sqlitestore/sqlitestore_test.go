@@ -10,6 +10,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/store/storetest"
 )
@@ -140,5 +141,26 @@ func TestIntegrityTamper(t *testing.T) {
 	storetest.RunIntegrityTamper(t, func(tb testing.TB) (consent.Store, storetest.IntegrityTamperer) {
 		s, db := open(tb)
 		return s, tamperer{db}
+	})
+}
+
+// Every Update in a transaction of its own, as before group commit.
+func TestConformanceWithoutGroupCommit(t *testing.T) {
+	storetest.Run(t, func(tb testing.TB) consent.Store {
+		return teststore.SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	})
+}
+
+// Concurrent calls share transactions; a lone call runs alone.
+func TestGroupCommitGroups(t *testing.T) {
+	s := teststore.SQLite(t)
+	storetest.CheckGrouping(t, s, s.GroupStats)
+	off := teststore.SQLiteConfig(t, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	storetest.CheckGrouping(t, off, off.GroupStats)
+}
+
+func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
+	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store {
+		return teststore.SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
 	})
 }

@@ -17,7 +17,14 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-type tx struct{ tx *sql.Tx }
+type tx struct{ tx querier }
+
+// querier is a *sql.Tx, or a detached one in a group-commit batch.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	r, err := t.tx.ExecContext(ctx, query, args...)

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"TimesUTC", testTimesUTC},
 		{"ConcurrentDebits", testConcurrentDebits},
+		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},

@@ -1,0 +1,40 @@
+package store
+
+import "time"
+
+// GroupCommit configures group commit in the SQL stores: concurrent Update
+// calls run together in one database transaction, each inside a savepoint
+// of its own, so that one commit — one fsync — makes all of them durable.
+//
+//   - A call whose function fails rolls back to its savepoint: its own work
+//     is undone and its caller gets its error at once; the others' work is
+//     kept.
+//   - A call whose function succeeds returns only after the shared commit
+//     is durable, with the commit's outcome: a 2xx still means durable
+//     (D31).
+//   - A batch whose transaction breaks is rolled back whole and the other
+//     calls run their functions again in a later batch (consent.Store
+//     allows a function to run more than once).
+//   - A caller's context ends its wait for a turn, and a cancelled caller's
+//     next statement fails with the context's error, so that its function
+//     fails and its work is undone; but a statement that has started runs
+//     to its end (interrupting it could abort the shared transaction).
+//
+// A batch forms while earlier batches run: on an idle store a call runs at
+// once, alone (and then without a savepoint); under load the batches grow,
+// up to MaxBatch.
+type GroupCommit struct {
+	// Off runs every Update in a transaction of its own.
+	Off bool
+	// MaxBatch bounds the calls one transaction runs: default 64.
+	MaxBatch int
+	// Delay holds a batch open that long for more calls even when it could
+	// start: default 0, no added latency.
+	Delay time.Duration
+	// Runners is how many batches run at once on PostgreSQL: default half
+	// the pool's connections, at least one. SQLite has one writer, so one.
+	Runners int
+}
+
+// DefaultMaxBatch is GroupCommit.MaxBatch's default.
+const DefaultMaxBatch = 64

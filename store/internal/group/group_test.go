@@ -1,0 +1,299 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// db is a database of named values with transactions and one level of
+// savepoints, enough to watch what a Group commits.
+type db struct {
+	mu        sync.Mutex
+	committed map[string]int
+	commits   int
+	failBegin error
+	breakNext map[string]bool // a Release after the write of this key fails
+}
+
+type tx struct {
+	db       *db
+	writes   map[string]int
+	sp       map[string]int // writes at the savepoint
+	inSP     bool
+	lastKey  string
+	finished bool
+}
+
+func newDB() *db { return &db{committed: map[string]int{}, breakNext: map[string]bool{}} }
+
+func (d *db) ops() Ops[*tx] {
+	return Ops[*tx]{
+		Begin: func(context.Context) (*tx, error) {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			if d.failBegin != nil {
+				return nil, d.failBegin
+			}
+			return &tx{db: d, writes: map[string]int{}}, nil
+		},
+		Commit: func(_ context.Context, t *tx) error {
+			if t.inSP {
+				return errors.New("commit inside a savepoint")
+			}
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			for k, v := range t.writes {
+				d.committed[k] = v
+			}
+			d.commits++
+			t.finished = true
+			return nil
+		},
+		Rollback: func(context.Context, *tx) error { return nil },
+		Savepoint: func(_ context.Context, t *tx) error {
+			if t.inSP {
+				return errors.New("savepoint inside a savepoint")
+			}
+			t.sp, t.inSP = maps(t.writes), true
+			return nil
+		},
+		Release: func(_ context.Context, t *tx) error {
+			d.mu.Lock()
+			bad := d.breakNext[t.lastKey]
+			delete(d.breakNext, t.lastKey)
+			d.mu.Unlock()
+			if bad {
+				return errors.New("disk I/O error")
+			}
+			t.inSP = false
+			return nil
+		},
+		RollbackTo: func(_ context.Context, t *tx) error {
+			t.writes, t.inSP = t.sp, false
+			return nil
+		},
+	}
+}
+
+func maps(m map[string]int) map[string]int {
+	c := make(map[string]int, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (d *db) get(k string) (int, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.committed[k]
+	return v, ok
+}
+
+// write is a member function: it writes key and fails with err.
+func write(key string, err error) func(*tx) error {
+	return func(t *tx) error {
+		t.writes[key] = len(key)
+		t.lastKey = key
+		return err
+	}
+}
+
+// Concurrent callers share commits; each returns only once its write is
+// committed; a failing caller's write is undone and the others' kept.
+func TestBatchesShareCommits(t *testing.T) {
+	d := newDB()
+	g := New(d.ops(), Config{MaxBatch: 8, Runners: 1, Delay: 20 * time.Millisecond})
+	boom := errors.New("refused")
+	var wg sync.WaitGroup
+	errs := make([]error, 40)
+	for i := range errs {
+		wg.Go(func() {
+			var fail error
+			if i%5 == 0 {
+				fail = boom
+			}
+			key := fmt.Sprint("k", i)
+			errs[i] = g.Do(context.Background(), write(key, fail))
+			if _, ok := d.get(key); errs[i] == nil && !ok {
+				t.Errorf("%s: Do returned before its write was committed", key)
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		_, ok := d.get(fmt.Sprint("k", i))
+		if i%5 == 0 {
+			if !errors.Is(err, boom) || ok {
+				t.Errorf("k%d: err %v, committed %v; want its own error and nothing committed", i, err, ok)
+			}
+		} else if err != nil || !ok {
+			t.Errorf("k%d: err %v, committed %v; want committed", i, err, ok)
+		}
+	}
+	batches, members := g.Stats()
+	if d.commits >= 32 || batches >= 40 || members != 40 {
+		t.Errorf("%d commits, %d batches, %d members for 40 callers: no grouping", d.commits, batches, members)
+	}
+	t.Logf("%d commits, %d batches for 40 callers", d.commits, batches)
+}
+
+// A batch whose transaction breaks is rolled back: the caller whose
+// statement broke it fails, and the others run again and commit once.
+func TestBrokenBatchRunsOthersAgain(t *testing.T) {
+	d := newDB()
+	d.breakNext["bad"] = true
+	g := New(d.ops(), Config{MaxBatch: 10, Runners: 1, Delay: 50 * time.Millisecond})
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		runs = map[string]int{}
+	)
+	keys := []string{"a", "b", "bad", "c", "d"}
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		wg.Go(func() {
+			time.Sleep(time.Duration(i) * time.Millisecond) // join in this order
+			errs[i] = g.Do(context.Background(), func(t *tx) error {
+				mu.Lock()
+				runs[k]++
+				mu.Unlock()
+				return write(k, nil)(t)
+			})
+		})
+	}
+	wg.Wait()
+	for i, k := range keys {
+		v, ok := d.get(k)
+		if k == "bad" {
+			if errs[i] == nil || ok {
+				t.Errorf("bad: err %v, committed %v; want an error and nothing", errs[i], ok)
+			}
+			continue
+		}
+		if errs[i] != nil || !ok || v != len(k) {
+			t.Errorf("%s: err %v, committed %v %d", k, errs[i], ok, v)
+		}
+	}
+	if runs["a"] < 2 || runs["d"] < 1 {
+		t.Errorf("runs %v: a should have run again after the batch broke", runs)
+	}
+}
+
+// A caller that gives up before its turn never runs; one whose turn came
+// runs to its end.
+func TestCancelledCallerDoesNotRun(t *testing.T) {
+	d := newDB()
+	g := New(d.ops(), Config{MaxBatch: 4, Runners: 1})
+	hold := make(chan struct{})
+	started := make(chan struct{})
+	go g.Do(context.Background(), func(t *tx) error { // occupies the runner
+		close(started)
+		<-hold
+		return write("first", nil)(t)
+	})
+	<-started
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := false
+	done := make(chan error)
+	go func() { done <- g.Do(ctx, func(t *tx) error { ran = true; return write("late", nil)(t) }) }()
+	time.Sleep(20 * time.Millisecond)
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled Do: %v", err)
+	}
+	close(hold)
+	if err := g.Do(context.Background(), write("after", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.get("late"); ran || ok {
+		t.Errorf("a cancelled caller's function ran (%v) or committed (%v)", ran, ok)
+	}
+	for _, k := range []string{"first", "after"} {
+		if _, ok := d.get(k); !ok {
+			t.Errorf("%s not committed", k)
+		}
+	}
+}
+
+// A failure to begin reaches every caller of the batch; nothing ran.
+func TestBeginFails(t *testing.T) {
+	d := newDB()
+	d.failBegin = errors.New("connection refused")
+	g := New(d.ops(), Config{MaxBatch: 4, Runners: 1, Delay: 20 * time.Millisecond})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			ran := false
+			err := g.Do(context.Background(), func(t *tx) error { ran = true; return nil })
+			if !errors.Is(err, d.failBegin) || ran {
+				t.Errorf("caller %d: err %v, ran %v", i, err, ran)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// A panic reaches its own caller; the batch goes on without its work.
+func TestPanicStaysWithItsCaller(t *testing.T) {
+	d := newDB()
+	g := New(d.ops(), Config{MaxBatch: 3, Runners: 1, Delay: 50 * time.Millisecond})
+	var wg sync.WaitGroup
+	var recovered any
+	wg.Go(func() {
+		defer func() { recovered = recover() }()
+		g.Do(context.Background(), func(t *tx) error { t.writes["p"] = 1; panic("bug") })
+	})
+	var errs [2]error
+	for i := range 2 {
+		wg.Go(func() {
+			time.Sleep(5 * time.Millisecond)
+			errs[i] = g.Do(context.Background(), write(fmt.Sprint("ok", i), nil))
+		})
+	}
+	wg.Wait()
+	if recovered != "bug" {
+		t.Errorf("recovered %v, want the panic", recovered)
+	}
+	if _, ok := d.get("p"); ok {
+		t.Error("the panicking function's write was committed")
+	}
+	for i, err := range errs {
+		if _, ok := d.get(fmt.Sprint("ok", i)); err != nil || !ok {
+			t.Errorf("ok%d: %v %v", i, err, ok)
+		}
+	}
+}
+
+// MaxBatch bounds a batch.
+func TestMaxBatch(t *testing.T) {
+	d := newDB()
+	var sizes []int
+	var mu sync.Mutex
+	ops := d.ops()
+	commit := ops.Commit
+	ops.Commit = func(ctx context.Context, t *tx) error {
+		mu.Lock()
+		sizes = append(sizes, len(t.writes))
+		mu.Unlock()
+		return commit(ctx, t)
+	}
+	g := New(ops, Config{MaxBatch: 3, Runners: 1, Delay: time.Second})
+	var wg sync.WaitGroup
+	for i := range 9 {
+		wg.Go(func() {
+			if err := g.Do(context.Background(), write(fmt.Sprint("k", i), nil)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if slices.Max(sizes) > 3 {
+		t.Errorf("batch sizes %v, want at most 3", sizes)
+	}
+}

@@ -1,0 +1,159 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// testConcurrentUpdatesFailAlone: concurrent Update calls, some of which
+// fail after writing (by returning an error, by a refused statement, by a
+// cancelled context), leave exactly the work of the others, each visible
+// as soon as its Update returns. On the SQL stores these calls share
+// group-commit transactions: one call's failure must roll back only its own
+// work.
+func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
+		return err
+	})
+	errBoom := errors.New("boom")
+	const n = 60
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		mu    sync.Mutex
+		kept  = map[string]bool{}
+	)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			id := fmt.Sprint("d", i)
+			cctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			err := s.Update(cctx, func(tx consent.Tx) error {
+				if _, err := tx.Debit(cctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
+					return err
+				}
+				switch i % 4 {
+				case 1: // fails by its own choice
+					return errBoom
+				case 2: // a refused statement: the company exists
+					return tx.CreateCompany(cctx, &consent.Company{ID: "acme", Name: "again", CreatedAt: t0})
+				case 3: // its caller gives up before it ends
+					cancel()
+				}
+				return nil
+			})
+			switch i % 4 {
+			case 0:
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
+					return
+				}
+				// Visible to a new transaction as soon as Update returns.
+				view(t, s, func(tx consent.Tx) error {
+					entries, err := tx.Ledger(ctx, "acme")
+					for _, e := range entries {
+						if e.ID == id {
+							return err
+						}
+					}
+					t.Errorf("%s: not in the ledger when its Update returned", id)
+					return err
+				})
+				mu.Lock()
+				kept[id] = true
+				mu.Unlock()
+			case 1:
+				if !errors.Is(err, errBoom) {
+					t.Errorf("%s: %v, want its own error", id, err)
+				}
+			case 2:
+				wantCode(t, id, err, consent.Conflict)
+			case 3:
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s: %v, want context.Canceled", id, err)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	view(t, s, func(tx consent.Tx) error {
+		entries, err := tx.Ledger(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		debits := 0
+		for _, e := range entries {
+			if e.Kind == wallet.TopUp {
+				continue
+			}
+			debits++
+			if !kept[e.ID] {
+				t.Errorf("ledger entry %s belongs to a failed Update", e.ID)
+			}
+		}
+		if debits != len(kept) || len(kept) != n/4 {
+			t.Errorf("%d debits in the ledger, %d kept, want %d", debits, len(kept), n/4)
+		}
+		bal, err := tx.Balance(ctx, "acme")
+		if want := 10*wallet.Dollar - wallet.Amount(n/4)*wallet.Cent; bal != want {
+			t.Errorf("balance %v, want %v", bal, want)
+		}
+		c, err2 := tx.Company(ctx, "acme")
+		if err2 == nil && c.Name != "acme" {
+			t.Errorf("company renamed to %q by a failed Update", c.Name)
+		}
+		return errors.Join(err, err2)
+	})
+}
+
+// CheckGrouping runs 200 concurrent debits on s, each Update its own, and
+// checks from stats (a SQL store's GroupStats) that they shared
+// transactions when group commit is on — fewer batches than calls — and
+// that none ran when it is off; the balance must be exact either way.
+func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls int64)) {
+	t.Helper()
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
+		return err
+	})
+	b0, c0 := stats()
+	const n = 200
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			update(t, s, func(tx consent.Tx) error {
+				_, err := tx.Debit(ctx, entry(fmt.Sprint("d", i), "acme", wallet.ExactMatch, wallet.Cent, t0))
+				return err
+			})
+		})
+	}
+	wg.Wait()
+	b1, c1 := stats()
+	batches, calls := b1-b0, c1-c0
+	switch {
+	case calls == 0 && batches == 0:
+		t.Logf("group commit off: no batches")
+	case calls != n || batches >= n:
+		t.Errorf("%d calls ran in %d batches, want %d calls in fewer batches", calls, batches, n)
+	default:
+		t.Logf("%d calls ran in %d batches", calls, batches)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		bal, err := tx.Balance(ctx, "acme")
+		if want := 10*wallet.Dollar - n*wallet.Cent; bal != want {
+			t.Errorf("balance %v, want %v", bal, want)
+		}
+		return err
+	})
+}
