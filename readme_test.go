@@ -28,12 +28,13 @@ var readmeImports = map[string]string{
 	"time":        "time.Hour",
 	"webhook":     "webhook.Verify",
 	"io":          "io.ReadAll",
+	"store":       "store.DefaultMaxBatch",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
-	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs",
+	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs", "store": "store",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each

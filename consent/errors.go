@@ -66,13 +66,13 @@ func Errorf(code Code, format string, args ...any) error {
 // ErrorCode returns the code of err: that of the first *Error in its chain,
 // Payment for insufficient funds, and Internal for anything else or "" for nil.
 func ErrorCode(err error) Code {
-	var e *Error
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &e):
+	}
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Code
-	case errors.Is(err, wallet.ErrInsufficientFunds):
+	}
+	if errors.Is(err, wallet.ErrInsufficientFunds) {
 		return Payment
 	}
 	return Internal
@@ -82,11 +82,10 @@ func ErrorCode(err error) Code {
 // wallet's message for insufficient funds, and "internal error" otherwise:
 // text of uncoded errors (SQL, driver) never reaches a caller.
 func ErrorMessage(err error) string {
-	var e *Error
-	switch {
-	case errors.As(err, &e):
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e.Error()
-	case errors.Is(err, wallet.ErrInsufficientFunds):
+	}
+	if errors.Is(err, wallet.ErrInsufficientFunds) {
 		return wallet.ErrInsufficientFunds.Error()
 	}
 	return "internal error"

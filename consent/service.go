@@ -67,6 +67,16 @@ type Config struct {
 	// its idempotency key, running on this instance, to end before it is
 	// refused with ErrKeyInFlight (D40): default DefaultIdempotencyWait.
 	IdempotencyWait time.Duration
+	// TokenCacheTTL is how long Authenticate trusts a token it read from
+	// the store without reading it again: default DefaultTokenCacheTTL; a
+	// negative value turns the cache off. RevokeToken on this Service
+	// takes effect here at once; a revocation made anywhere else — another
+	// instance on the same database, RevokeTokenTx, the store directly —
+	// takes effect here within this long.
+	TokenCacheTTL time.Duration
+	// TokenCacheSize bounds the tokens the cache holds: default
+	// DefaultTokenCacheSize.
+	TokenCacheSize int
 }
 
 // Defaults of Config.
@@ -88,6 +98,7 @@ type Service struct {
 	store   Store
 	cfg     Config // with defaults
 	flights flights
+	tokens  tokenCache
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
@@ -127,7 +138,13 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.MaxRecordingBytes == 0 {
 		cfg.MaxRecordingBytes = DefaultMaxRecordingBytes
 	}
-	return &Service{store: store, cfg: cfg}, nil
+	if cfg.TokenCacheTTL == 0 {
+		cfg.TokenCacheTTL = DefaultTokenCacheTTL
+	}
+	if cfg.TokenCacheSize <= 0 {
+		cfg.TokenCacheSize = DefaultTokenCacheSize
+	}
+	return &Service{store: store, cfg: cfg, tokens: tokenCache{ttl: cfg.TokenCacheTTL, size: cfg.TokenCacheSize}}, nil
 }
 
 // Store returns the store the service works on.
@@ -443,22 +460,30 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx Tx, p TokenParams) (*Toke
 	return t, secret, nil
 }
 
-// RevokeToken revokes a token of the company; it stops authenticating at
-// once. Revoking it again does nothing. NotFound when the company has no
-// such token.
+// RevokeToken revokes a token of the company; it stops authenticating on
+// this Service at once, and on other instances sharing the store within
+// their Config.TokenCacheTTL. Revoking it again does nothing. NotFound
+// when the company has no such token.
 func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) error {
 	if !ValidID(tokenID) {
 		return Errorf(NotFound, "token not found")
 	}
 	p := AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID}
-	return s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.Now()) })
+	err := s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.Now()) })
+	// After the commit: a request that read the token before it is not
+	// cached (see tokenCache.epoch), and an entry it cached is removed.
+	s.tokens.forget(companyID, tokenID)
+	return err
 }
 
-// RevokeTokenTx is RevokeToken inside tx.
+// RevokeTokenTx is RevokeToken inside tx. The Service cannot know when tx
+// commits, so the token stops authenticating everywhere, this Service
+// included, within Config.TokenCacheTTL of the commit.
 func (s *Service) RevokeTokenTx(ctx context.Context, tx Tx, companyID, tokenID string) error {
 	if err := tx.RevokeToken(ctx, companyID, tokenID, s.Now()); err != nil {
 		return err
 	}
+	s.tokens.forget(companyID, tokenID)
 	return s.Audit(ctx, tx, AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID})
 }
 
@@ -468,17 +493,31 @@ const errBadToken = "the token is unknown, expired or revoked"
 
 // Authenticate returns the active token whose secret is given. Unauthorized
 // when the secret is empty, unknown, expired or revoked (D6), all with the
-// same message.
+// same message. A token that authenticated recently is taken from a cache
+// (Config.TokenCacheTTL), without a transaction. The token returned is
+// shared: do not change it.
 func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, error) {
 	if secret == "" || len(secret) > maxSecretLength {
 		return nil, Errorf(Unauthorized, errBadToken)
 	}
+	d := DigestOf(secret)
+	now := s.Now()
+	if t := s.tokens.get(d, now); t != nil {
+		if !t.Active(now) {
+			return nil, Errorf(Unauthorized, errBadToken)
+		}
+		return t, nil
+	}
+	epoch := s.tokens.epoch.Load()
 	var t *Token
 	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
-		t, err = tx.TokenByDigest(ctx, DigestOf(secret))
+		t, err = tx.TokenByDigest(ctx, d)
 		return err
 	})
+	if err == nil {
+		s.tokens.put(t, now, epoch)
+	}
 	switch {
 	case ErrorCode(err) == NotFound || err == nil && !t.Active(s.Now()):
 		return nil, Errorf(Unauthorized, errBadToken)
