@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (see the README); without it an empty store gets demo data")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is honoured (default none)")
 	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
-	fs.StringVar(&o.chromium, "chromium", "", "Chromium `binary` for video conversion (default /usr/lib/chromium/chromium, else chromium on PATH)")
+	fs.StringVar(&o.chromium, "chromium", "", "Chromium headless shell `binary` for video conversion (default /usr/lib/chromium/chromium-headless-shell, else chromium-headless-shell on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
 	fs.StringVar(&o.replayer, "replayer", "", "`directory` of rrweb's dist files (rrweb 2.2.2 from npm) for the recorder and the video converter (default $"+mp4.RRWebDirEnv+", else "+mp4.DefaultReplayer+", where npm ci --prefix retain/mp4/replayer installs it)")
 	fs.StringVar(&o.s3.Bucket, "video-s3-bucket", "", "keep videos in this S3 `bucket` instead of -video-dir; credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")

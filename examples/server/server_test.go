@@ -611,7 +611,7 @@ func TestServerDemoForm(t *testing.T) {
 // A server started before rrweb's replayer was installed notices it once
 // installed, without a restart, and says so.
 func TestServerNoticesToolsInstalledLater(t *testing.T) {
-	for _, need := range []string{"/usr/lib/chromium/chromium", filepath.Join("../..", replayer, "rrweb.umd.min.cjs")} {
+	for _, need := range []string{"/usr/lib/chromium/chromium-headless-shell", filepath.Join("../..", replayer, "rrweb.umd.min.cjs")} {
 		if _, err := os.Stat(need); err != nil && os.Getenv("CI") != "true" {
 			t.Skipf("video tools not set up here (%v); the test copies rrweb's bundle and needs the other tools in place", err)
 		}

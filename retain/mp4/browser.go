@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -19,6 +20,19 @@ type browser struct {
 	ctx    context.Context
 	cancel context.CancelFunc // stops the allocator: the process is killed
 	uses   int
+	// After a conversion the browser prepares the next one's tab in the
+	// background (see Converter.prepare): spare delivers it, nil when that
+	// failed, and preparing says one is on its way.
+	spare     chan *tab
+	preparing bool
+}
+
+// tab is a tab ready for a replay: in a fresh browser context of its own,
+// cut off the network, showing the replay page (the clock, rrweb and an
+// empty stage), its first frame drawn.
+type tab struct {
+	ctx   context.Context
+	close func()
 }
 
 // ErrClosed is returned by Convert after Close.
@@ -43,8 +57,7 @@ func (c *Converter) launch() (*browser, error) {
 		chromedp.Flag("disable-component-update", true),
 		// No network for the replayed page: every host resolves to nothing.
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
-		chromedp.Flag("disable-gpu-vsync", true),
-		chromedp.Flag("disable-frame-rate-limit", true),
+		chromedp.Flag("deterministic-mode", true),
 		chromedp.Flag("font-render-hinting", "none"),
 		// Media never plays on its own: a replayed <video> moves only when
 		// the recording says so.
@@ -65,7 +78,7 @@ func (c *Converter) launch() (*browser, error) {
 		append(chromedp.DefaultExecAllocatorOptions[:], flags...)...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx, chromedp.WithLogf(func(string, ...any) {}),
 		chromedp.WithErrorf(func(f string, a ...any) { c.opts.Logger.Debug("chromium: " + fmt.Sprintf(f, a...)) }))
-	b := &browser{dir: dir, ctx: ctx, cancel: func() { cancelCtx(); cancelAlloc() }}
+	b := &browser{dir: dir, ctx: ctx, cancel: func() { cancelCtx(); cancelAlloc() }, spare: make(chan *tab, 1)}
 	// The first run starts the process and binds it to ctx, so it gets no
 	// shorter context; the allocator gives up on a browser that does not
 	// start.
@@ -75,6 +88,36 @@ func (c *Converter) launch() (*browser, error) {
 	}
 	c.started.Add(1)
 	return b, nil
+}
+
+// newTab opens a tab in a fresh browser context whose frames are drawn
+// only when HeadlessExperimental.beginFrame asks. close closes both; it
+// does not depend on the caller's context.
+func (b *browser) newTab() (tab context.Context, close func(), err error) {
+	bc, err := chromedp.CallBrowser(b.ctx, target.CreateBrowserContext, target.CreateBrowserContextParams{})
+	if err != nil {
+		return nil, nil, err
+	}
+	dispose := func() {
+		ctx, stop := context.WithTimeout(b.ctx, 10*time.Second)
+		defer stop()
+		chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: bc.BrowserContextID})
+	}
+	t, err := chromedp.CallBrowser(b.ctx, target.CreateTarget, target.CreateTargetParams{
+		URL: "about:blank", BrowserContextID: bc.BrowserContextID, EnableBeginFrameControl: ptr(true),
+	})
+	if err != nil {
+		dispose()
+		return nil, nil, err
+	}
+	tab, cancel := chromedp.NewContext(b.ctx, chromedp.WithTargetID(t.TargetID))
+	return tab, func() {
+		closeCtx, stop := context.WithTimeout(tab, 10*time.Second)
+		defer stop()
+		chromedp.Cancel(closeCtx)
+		cancel()
+		dispose()
+	}, nil
 }
 
 // alive reports whether the browser still runs.
@@ -90,7 +133,59 @@ func (b *browser) close() {
 	chromedp.Cancel(closeCtx)
 	stop()
 	b.cancel()
+	if b.preparing { // it fails at once now that the browser is gone
+		if t := <-b.spare; t != nil {
+			t.close()
+		}
+		b.preparing = false
+	}
 	os.RemoveAll(b.dir)
+}
+
+// prepare opens the next conversion's tab in the background, so that a
+// conversion starts at its first frame rather than with a tab to set up.
+// The tab's browser context is new and unused until that conversion.
+func (c *Converter) prepare(b *browser) {
+	b.preparing = true
+	go func() {
+		t, err := c.openTab(b)
+		if err != nil {
+			t = nil
+		}
+		b.spare <- t
+	}()
+}
+
+// takeTab returns the tab that prepare made, or opens one.
+func (c *Converter) takeTab(b *browser) (*tab, error) {
+	if b.preparing {
+		b.preparing = false
+		if t := <-b.spare; t != nil {
+			return t, nil
+		}
+	}
+	return c.openTab(b)
+}
+
+// openTab opens a tab in a fresh browser context of b and readies it for a
+// replay (see tab). It does not depend on any conversion's context.
+func (c *Converter) openTab(b *browser) (*tab, error) {
+	ctx, closeTab, err := b.newTab()
+	if err != nil {
+		return nil, fmt.Errorf("mp4: open a tab: %w", err)
+	}
+	t := &tab{ctx: ctx, close: closeTab}
+	setup, stop := context.WithTimeout(ctx, time.Minute)
+	defer stop()
+	if err := c.isolate(ctx, setup); err != nil {
+		t.close()
+		return nil, fmt.Errorf("mp4: cut the replay off the network: %w", err)
+	}
+	if err := c.openPage(setup); err != nil {
+		t.close()
+		return nil, fmt.Errorf("mp4: open the replay page: %w", err)
+	}
+	return t, nil
 }
 
 // acquire waits until fewer than Parallel conversions run, then returns a
@@ -134,6 +229,9 @@ func (c *Converter) release(b *browser, failed bool) {
 	if failed || c.closed.Load() {
 		b.close()
 	} else {
+		if b.uses < c.opts.BrowserUses {
+			c.prepare(b)
+		}
 		c.idle = append(c.idle, b)
 	}
 	c.mu.Unlock()

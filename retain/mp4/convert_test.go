@@ -369,3 +369,26 @@ func TestWarmBrowsers(t *testing.T) {
 		t.Errorf("Convert after Close: %v, want ErrClosed", err)
 	}
 }
+
+// Full Chromium cannot draw frames on demand: a Converter pointed at it
+// fails its conversion with an error that names what to install, and
+// leaves nothing behind.
+func TestConvertNeedsHeadlessShell(t *testing.T) {
+	const full = "/usr/lib/chromium/chromium"
+	if _, err := os.Stat(full); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI installs Debian's chromium: %v", err)
+		}
+		t.Skipf("full Chromium is not installed at %s", full)
+	}
+	c, tmp := converter(t, mp4.Config{Chromium: full})
+	dst := filepath.Join(t.TempDir(), "v.mp4")
+	_, err := c.Convert(context.Background(), testRecording(t), dst)
+	if err == nil || !strings.Contains(err.Error(), "apt-get install chromium-headless-shell") {
+		t.Fatalf("Convert with full Chromium: %v, want an error naming chromium-headless-shell", err)
+	}
+	if _, err := os.Stat(dst); !os.IsNotExist(err) {
+		t.Errorf("a partial video was left at %s", dst)
+	}
+	checkClean(t, c, tmp)
+}

@@ -14,8 +14,13 @@
 // window, so focus rings and carets appear where the replayer focuses an
 // element, as in rrweb's own player. The video lasts as long as the
 // recording, within one frame; frames before the first full snapshot show
-// that snapshot; the viewport is the recording's (from its meta event). A
-// frame in which nothing can have changed reuses the previous screenshot.
+// that snapshot; the viewport is the recording's (from its meta event). The
+// tab draws only when the converter asks, once per frame, and the frame's
+// screenshot comes back with the drawing (HeadlessExperimental.beginFrame,
+// a feature of Chromium's headless shell): a frame in which nothing can
+// have changed, or which Chromium draws without damage, reuses the previous
+// screenshot. Frames travel to ffmpeg as PNG, so the H.264 encoding is the
+// only lossy step.
 //
 // Work is bounded whatever a recording says: one larger than
 // Config.MaxRecordingBytes, or spanning more than Config.MaxDuration (an
@@ -39,7 +44,8 @@
 // is removed when it stops; ffmpeg writes straight to the destination, which
 // is removed when a conversion fails.
 //
-// It needs Debian's chromium-headless-shell (or chromium) and ffmpeg, with
+// It needs Debian's chromium-headless-shell (full Chromium cannot draw on
+// demand) and ffmpeg, with
 // fonts-liberation for stable text, and rrweb's browser bundle from npm
 // (D39):
 //
@@ -64,9 +70,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/headlessexperimental"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -74,12 +82,12 @@ import (
 
 // Config configures a Converter. Zero values mean the defaults.
 type Config struct {
-	// Chromium is the browser binary. Default: Debian's headless shell,
-	// /usr/lib/chromium/chromium-headless-shell (package
-	// chromium-headless-shell), which renders as Chromium does with a
-	// third of its processor time; else /usr/lib/chromium/chromium (the
-	// real binary, not Debian's wrapper script); else
-	// chromium-headless-shell, chromium or chromium-browser on PATH.
+	// Chromium is Chromium's headless shell binary, which renders as
+	// Chromium does and draws frames on demand (full Chromium does not, and
+	// fails the first conversion with an error that says so). Default:
+	// Debian's /usr/lib/chromium/chromium-headless-shell (package
+	// chromium-headless-shell), else chromium-headless-shell on PATH. Chrome
+	// for Testing's chrome-headless-shell works too.
 	Chromium string
 	// FFmpeg is the encoder binary: default ffmpeg on PATH.
 	FFmpeg string
@@ -189,8 +197,8 @@ func (c *Converter) BlockedRequests() int64 { return c.blocked.Load() }
 // when one of them is missing.
 func New(opts Config) (*Converter, error) {
 	var err error
-	if opts.Chromium, err = findTool(opts.Chromium, []string{"/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium"},
-		"chromium-headless-shell", "chromium", "chromium-browser"); err != nil {
+	if opts.Chromium, err = findTool(opts.Chromium, []string{"/usr/lib/chromium/chromium-headless-shell"},
+		"chromium-headless-shell", "chrome-headless-shell"); err != nil {
 		return nil, &MissingError{"chromium", "install it with: apt-get install chromium-headless-shell fonts-liberation"}
 	}
 	if opts.FFmpeg, err = findTool(opts.FFmpeg, nil, "ffmpeg"); err != nil {
@@ -264,11 +272,11 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
+	frames := tl.frames(c.opts.FPS)
 	b, err := c.acquire(ctx)
 	if err != nil {
 		return 0, err
 	}
-	frames := tl.frames(c.opts.FPS)
 	enc, err := c.startEncoder(ctx, dst)
 	if err != nil {
 		c.release(b, false)
@@ -289,27 +297,29 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	return time.Duration(len(frames)) * time.Second / time.Duration(c.opts.FPS), nil
 }
 
-// replay opens a tab in a fresh browser context of b and writes one JPEG
+// replay opens a tab in a fresh browser context of b and writes one PNG
 // per frame to w.
+//
+// The tab draws a frame only when HeadlessExperimental.beginFrame asks for
+// one, and that call returns the frame's screenshot: one round trip per
+// frame, no frame drawn that is not shot, and nothing drawn on Chromium's
+// own clock. A frame in which nothing can have changed (no event, no
+// running animation) is not drawn at all: it is the previous frame again,
+// and its time is added to the next advance of the virtual clock. A frame
+// drawn without damage is the previous screenshot again.
 func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events []byte, frames []frame, w io.Writer) error {
 	// The tab lives in a context that the caller's cancellation does not
 	// tear down, so that it can always be closed cleanly; the steps run in
 	// one that it does cancel.
-	tabCtx, cancelTab := chromedp.NewContext(b.ctx, chromedp.WithNewBrowserContext())
-	defer func() {
-		closeCtx, stop := context.WithTimeout(tabCtx, 10*time.Second)
-		defer stop()
-		chromedp.Cancel(closeCtx)
-		cancelTab()
-	}()
-	stepCtx, stopSteps := context.WithCancel(tabCtx)
-	defer stopSteps()
-	defer context.AfterFunc(ctx, stopSteps)()
-
-	if err := c.isolate(stepCtx); err != nil {
-		return fmt.Errorf("mp4: cut the replay off the network: %w", err)
+	t, err := c.takeTab(b)
+	if err != nil {
+		return err
 	}
-	if err := c.load(stepCtx, tl, events); err != nil {
+	defer t.close()
+	tab, stop := context.WithCancel(t.ctx)
+	defer stop()
+	defer context.AfterFunc(ctx, stop)()
+	if err := c.load(tab, tl, events); err != nil {
 		return fmt.Errorf("mp4: load the replay: %w", err)
 	}
 	// Frames go to the encoder from a goroutine of their own, so that
@@ -322,13 +332,13 @@ func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events 
 			if err == nil {
 				if _, err = w.Write(shot); err != nil {
 					err = fmt.Errorf("mp4: encoder: %w", err)
-					stopSteps()
+					stop()
 				}
 			}
 		}
 		written <- err
 	}()
-	err := c.shoot(stepCtx, frames, out)
+	err = c.shoot(tab, frames, out)
 	close(out)
 	if werr := <-written; werr != nil {
 		return werr
@@ -337,9 +347,7 @@ func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events 
 }
 
 // shoot advances the replay's clock frame by frame and sends each frame's
-// screenshot to out. A frame in which nothing can have changed (no event,
-// no running animation) reuses the previous screenshot without asking the
-// page; its time is added to the next advance.
+// screenshot to out.
 func (c *Converter) shoot(ctx context.Context, frames []frame, out chan<- []byte) error {
 	var (
 		shot     []byte
@@ -350,28 +358,24 @@ func (c *Converter) shoot(ctx context.Context, frames []frame, out chan<- []byte
 	for i, f := range frames {
 		pending += f.at - prevAt
 		prevAt = f.at
-		if shot != nil && !f.dirty && !animated {
-			select {
-			case out <- shot:
-				continue
-			case <-ctx.Done():
-				return ctx.Err()
+		if shot == nil || f.dirty || animated {
+			ms := float64(pending) / float64(time.Millisecond)
+			pending = 0
+			running, err := chromedp.Run(ctx, chromedp.Evaluate[int]("__consentkit.advance("+strconv.FormatFloat(ms, 'f', -1, 64)+")"))
+			if err != nil {
+				return fmt.Errorf("mp4: frame %d: %w", i, err)
+			}
+			animated = running > 0
+			res, err := chromedp.Call(ctx, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: png})
+			if err != nil {
+				return fmt.Errorf("mp4: screenshot of frame %d: %w", i, err)
+			}
+			if len(res.ScreenshotData) > 0 {
+				shot = res.ScreenshotData
+			} else if shot == nil {
+				return fmt.Errorf("mp4: Chromium returned no screenshot of frame %d", i)
 			}
 		}
-		ms := float64(pending) / float64(time.Millisecond)
-		pending = 0
-		running, err := chromedp.Run(ctx, chromedp.Evaluate[int]("__consentkit.advance("+strconv.FormatFloat(ms, 'f', -1, 64)+")"))
-		if err != nil {
-			return fmt.Errorf("mp4: frame %d: %w", i, err)
-		}
-		res, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{
-			Format: page.CaptureScreenshotFormatJpeg, Quality: ptr[int64](90), OptimizeForSpeed: ptr(true),
-		})
-		if err != nil {
-			return fmt.Errorf("mp4: screenshot of frame %d: %w", i, err)
-		}
-		shot = res.Data
-		animated = running > 0
 		select {
 		case out <- shot:
 		case <-ctx.Done():
@@ -381,12 +385,19 @@ func (c *Converter) shoot(ctx context.Context, frames []frame, out chan<- []byte
 	return nil
 }
 
+// png is how frames are shot: lossless, and on the machines measured
+// (BenchmarkConvert) cheaper in all than JPEG — Chromium's fast PNG
+// encoder costs less than its JPEG encoder and ffmpeg decodes either
+// quickly.
+var png = &headlessexperimental.ScreenshotParams{Format: headlessexperimental.ScreenshotParamsFormatPng, OptimizeForSpeed: true}
+
 func ptr[T any](v T) *T { return &v }
 
-// isolate makes the page fail every request it makes, IP literals and
-// local files included; the host resolver rules already leave no host name
-// to reach.
-func (c *Converter) isolate(ctx context.Context) error {
+// isolate makes the page of the tab ctx fail every request it makes, IP
+// literals and local files included; the host resolver rules already leave
+// no host name to reach. The listener lives as long as the tab; call runs
+// the commands.
+func (c *Converter) isolate(ctx, call context.Context) error {
 	err := chromedp.Listen(ctx, func(ev any) {
 		if e, ok := ev.(*fetch.EventRequestPaused); ok {
 			c.blocked.Add(1)
@@ -399,19 +410,14 @@ func (c *Converter) isolate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = chromedp.Call(ctx, fetch.Enable, fetch.EnableParams{})
+	_, err = chromedp.Call(call, fetch.Enable, fetch.EnableParams{})
 	return err
 }
 
-// load opens the replay page from memory, sizes the viewport and starts the
-// replayer at time zero of the virtual clock.
-func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error {
+// openPage opens the replay page from memory, as the focused window, and
+// draws it.
+func (c *Converter) openPage(ctx context.Context) error {
 	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
-		return err
-	}
-	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: int64(tl.width), Height: int64(tl.height), DeviceScaleFactor: 1,
-	}); err != nil {
 		return err
 	}
 	// The tab behaves as the focused window, so that the replayer's
@@ -428,13 +434,43 @@ func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error 
 	}); err != nil {
 		return err
 	}
+	// The first frame a new tab draws comes back without its screenshot:
+	// draw until one does, before the replay starts, so that every frame
+	// of the replay is shot.
+	for try := 0; ; try++ {
+		res, err := chromedp.Call(ctx, headlessexperimental.BeginFrame, headlessexperimental.BeginFrameParams{Screenshot: png})
+		var cerr *cdproto.Error
+		if errors.As(err, &cerr) && cerr.Code == -32601 { // method not found
+			return fmt.Errorf("%s cannot draw frames on demand (HeadlessExperimental.beginFrame); "+
+				"the converter needs Chromium's headless shell: apt-get install chromium-headless-shell", c.opts.Chromium)
+		}
+		if err != nil {
+			return err
+		}
+		if len(res.ScreenshotData) > 0 {
+			return nil
+		}
+		if try == 5 {
+			return errors.New("Chromium returns no screenshots")
+		}
+	}
+}
+
+// load sizes the viewport to the recording's and starts the replayer at
+// time zero of the virtual clock.
+func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error {
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: int64(tl.width), Height: int64(tl.height), DeviceScaleFactor: 1,
+	}); err != nil {
+		return err
+	}
 	rules, _ := json.Marshal(replayRules)
 	// events is JSON that json.Marshal wrote, hence a plain JavaScript literal.
-	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("__consentkit.load("+string(events)+","+string(rules)+")"))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("__consentkit.load("+string(events)+","+string(rules)+")"))
 	return err
 }
 
-// encoder is a running ffmpeg reading JPEG frames on stdin.
+// encoder is a running ffmpeg reading PNG frames on stdin.
 type encoder struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -444,7 +480,7 @@ type encoder struct {
 func (c *Converter) startEncoder(ctx context.Context, dst string) (*encoder, error) {
 	cmd := exec.CommandContext(ctx, c.opts.FFmpeg,
 		"-hide_banner", "-loglevel", "error", "-nostdin",
-		"-f", "image2pipe", "-framerate", strconv.Itoa(c.opts.FPS), "-c:v", "mjpeg", "-i", "-",
+		"-f", "image2pipe", "-framerate", strconv.Itoa(c.opts.FPS), "-c:v", "png", "-i", "-",
 		"-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2,format=yuv420p",
 		"-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
 		"-movflags", "+faststart", "-f", "mp4", "-y", dst)
