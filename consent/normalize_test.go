@@ -156,7 +156,7 @@ func FuzzNormalizeEmail(f *testing.F) {
 //
 // go test -run '^$' -fuzz FuzzNormalizeOrigin ./consent
 func FuzzNormalizeOrigin(f *testing.F) {
-	for _, s := range []string{"https://Acme.example", "http://a.example:80/", "https://[::1]:8443", "ftp://x", "https://a/b", "https://a\x00"} {
+	for _, s := range []string{"https://Acme.example", "http://a.example:80/", "https://[::1]:8443", "ftp://x", "https://a/b", "https://a\x00", "https://]:0", "https://[1.2.3.4]", "http://[::ffff:1.2.3.4]:80"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -2,6 +2,7 @@ package consent
 
 import (
 	"net"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -35,8 +36,13 @@ func OriginOf(rawURL string) (string, bool) {
 func originOf(u *url.URL) (string, bool) {
 	scheme := strings.ToLower(u.Scheme)
 	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if (scheme != "http" && scheme != "https") || host == "" || u.Opaque != "" {
+	if (scheme != "http" && scheme != "https") || host == "" || u.Opaque != "" || strings.ContainsAny(host, "[]") {
 		return "", false
+	}
+	if strings.Contains(host, ":") { // must be an IPv6 literal
+		if a, err := netip.ParseAddr(host); err != nil || !a.Is6() {
+			return "", false
+		}
 	}
 	if port == "80" && scheme == "http" || port == "443" && scheme == "https" {
 		port = ""
