@@ -161,9 +161,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	detail := map[string]any{"verification_type": vtype}
+	detail := &auditDetail{VerificationType: vtype}
 	if vtype == ThirdParty {
-		detail["originator_company_id"] = owner
+		detail.Originator = owner
 	}
 	audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
 	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
@@ -185,9 +185,27 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		res.VerificationType = vtype
 		res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
 		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
-		detail["valid"], detail["charged"] = res.Valid, res.Charged
+		detail.Valid, detail.Charged = &res.Valid, &res.Charged
 		return res, err
 	})
+}
+
+// auditDetail is the Detail of a verification's audit entry: what was
+// known when it ended (a refusal before the charge has no Valid or
+// Charged). A struct, not a map: its JSON takes a few allocations instead
+// of a map's dozen, on every verification. Fields are in the order of
+// their names, as a map's would be.
+type auditDetail struct {
+	Charged          *wallet.Amount `json:"charged,omitempty"`
+	Originator       string         `json:"originator_company_id,omitempty"`
+	Valid            *bool          `json:"valid,omitempty"`
+	VerificationType string         `json:"verification_type"`
+}
+
+// infoDetail is the Detail of a certificate-info's audit entry.
+type infoDetail struct {
+	Charged    *wallet.Amount `json:"charged,omitempty"`
+	PropertyID string         `json:"property_id"`
 }
 
 // digests returns the digests of the lead's email and mobile; nil for one
@@ -385,7 +403,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	if err != nil {
 		return nil, err
 	}
-	detail := map[string]any{"property_id": req.PropertyID}
+	detail := &infoDetail{PropertyID: req.PropertyID}
 	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
 	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
@@ -404,7 +422,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 			KeyID: cert.KeyID, Signature: cert.Signature, Signed: consent.Signed(cert),
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
-		detail["charged"] = info.Charged
+		detail.Charged = &info.Charged
 		return info, err
 	})
 }
