@@ -42,6 +42,46 @@ func BenchmarkConvert(b *testing.B) {
 	b.Run("parallel2", func(b *testing.B) { benchConvert(b, raw, 5.642, mp4.Config{Parallel: 2}) })
 }
 
+// recordingsVar names a directory of recordings (*.json) that
+// BenchmarkConvertFiles converts, one sub-benchmark per file: TestFixtures
+// writes its recordings there with CONSENTKIT_FIXTURES_DIR, and a host can
+// put its own.
+const recordingsVar = "CONSENTKIT_BENCH_RECORDINGS"
+
+// BenchmarkConvertFiles converts each recording of the directory that
+// CONSENTKIT_BENCH_RECORDINGS names, as BenchmarkConvert does the form
+// recording, so that other converters can be measured on the same files:
+//
+//	CONSENTKIT_FIXTURES_DIR=/tmp/rec go test -run TestFixtures ./retain/mp4
+//	CONSENTKIT_BENCH_RECORDINGS=/tmp/rec go test -run '^$' -bench ConvertFiles -benchtime 5x ./retain/mp4
+func BenchmarkConvertFiles(b *testing.B) {
+	dir := os.Getenv(recordingsVar)
+	if dir == "" {
+		b.Skipf("%s names no directory of recordings to convert", recordingsVar)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		b.Fatalf("no recordings (*.json) in %s: %v", dir, err)
+	}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		b.Run(name, func(b *testing.B) { benchConvert(b, raw, span(b, raw), mp4.Config{}) })
+	}
+}
+
+// span returns the seconds from a recording's first event to its last.
+func span(b *testing.B, raw []byte) float64 {
+	var events []struct{ Timestamp float64 }
+	if err := json.Unmarshal(raw, &events); err != nil || len(events) < 2 {
+		b.Fatalf("not a recording: %v", err)
+	}
+	return (events[len(events)-1].Timestamp - events[0].Timestamp) / 1000
+}
+
 func benchConvert(b *testing.B, raw []byte, seconds float64, cfg mp4.Config) {
 	parallel := max(cfg.Parallel, 1)
 	c, tmp := converter(b, cfg)

@@ -25,6 +25,10 @@ type browser struct {
 	// failed, and preparing says one is on its way.
 	spare     chan *tab
 	preparing bool
+	// encoder is the next conversion's ffmpeg, started ahead like its tab;
+	// encoders counts the ones started, to name their output files.
+	encoder  *encoder
+	encoders int
 }
 
 // tab is a tab ready for a replay: in a fresh browser context of its own,
@@ -133,6 +137,10 @@ func (b *browser) close() {
 	chromedp.Cancel(closeCtx)
 	stop()
 	b.cancel()
+	if b.encoder != nil {
+		b.encoder.finish(true)
+		b.encoder = nil
+	}
 	if b.preparing { // it fails at once now that the browser is gone
 		if t := <-b.spare; t != nil {
 			t.close()
@@ -146,6 +154,9 @@ func (b *browser) close() {
 // conversion starts at its first frame rather than with a tab to set up.
 // The tab's browser context is new and unused until that conversion.
 func (c *Converter) prepare(b *browser) {
+	// ffmpeg too: its start-up, loading its libraries, takes about a tenth
+	// of a second. Without it the next conversion starts its own.
+	b.encoder, _ = c.newEncoder(b)
 	b.preparing = true
 	go func() {
 		t, err := c.openTab(b)
@@ -165,6 +176,25 @@ func (c *Converter) takeTab(b *browser) (*tab, error) {
 		}
 	}
 	return c.openTab(b)
+}
+
+// takeEncoder returns the ffmpeg that prepare started, or starts one.
+func (c *Converter) takeEncoder(b *browser) (*encoder, error) {
+	e := b.encoder
+	b.encoder = nil
+	if e != nil && e.alive() {
+		return e, nil
+	}
+	if e != nil {
+		e.finish(true)
+	}
+	return c.newEncoder(b)
+}
+
+// newEncoder starts an ffmpeg writing to a file of b's directory.
+func (c *Converter) newEncoder(b *browser) (*encoder, error) {
+	b.encoders++
+	return c.startEncoder(filepath.Join(b.dir, fmt.Sprintf("video-%d.mp4", b.encoders)))
 }
 
 // openTab opens a tab in a fresh browser context of b and readies it for a

@@ -34,15 +34,17 @@
 // conversions at once, each in a Chromium of its own that serves
 // Config.BrowserUses conversions before it is restarted (and is restarted
 // after any failure). Every conversion gets a fresh browser context — no
-// cookies, storage or cache shared with the one before — and one tab. Close
-// stops the browsers and removes their directories.
+// cookies, storage or cache shared with the one before — and one tab.
+// Between conversions each browser readies the next one's tab and starts
+// its ffmpeg, so that a conversion starts at its first frame. Close stops
+// the browsers and removes their directories.
 //
 // Recordings are untrusted. The replay page has no network: every host name
 // resolves to nothing, every request the page makes is refused, and the
 // page itself is loaded from memory, never from a URL. Each browser has its
-// own temporary directory, which holds its profile and temporary files and
-// is removed when it stops; ffmpeg writes straight to the destination, which
-// is removed when a conversion fails.
+// own temporary directory, which holds its profile, temporary files and the
+// video being encoded, and is removed when it stops; the video is moved to
+// the destination when its conversion succeeds, and removed when it fails.
 //
 // It needs Debian's chromium-headless-shell (full Chromium cannot draw on
 // demand) and ffmpeg, with
@@ -277,15 +279,21 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	if err != nil {
 		return 0, err
 	}
-	enc, err := c.startEncoder(ctx, dst)
+	enc, err := c.takeEncoder(b)
 	if err != nil {
-		c.release(b, false)
+		c.release(b, true)
 		return 0, err
 	}
+	stopKill := context.AfterFunc(ctx, enc.kill) // a write to a stuck ffmpeg ends too
 	err = c.replay(ctx, b, tl, replay, frames, enc.stdin)
 	if cerr := enc.finish(err != nil); err == nil {
 		err = cerr
 	}
+	stopKill()
+	if err == nil {
+		err = moveFile(enc.out, dst)
+	}
+	os.Remove(enc.out)
 	c.release(b, err != nil)
 	if err != nil {
 		os.Remove(dst)
@@ -295,6 +303,28 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 		return 0, err
 	}
 	return time.Duration(len(frames)) * time.Second / time.Duration(c.opts.FPS), nil
+}
+
+// moveFile renames src to dst, or copies it where a rename cannot cross
+// file systems.
+func moveFile(src, dst string) error {
+	if os.Rename(src, dst) == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // replay opens a tab in a fresh browser context of b and writes one PNG
@@ -470,20 +500,25 @@ func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error 
 	return err
 }
 
-// encoder is a running ffmpeg reading PNG frames on stdin.
+// encoder is a running ffmpeg reading PNG frames on stdin and writing the
+// video to out. It is started before its conversion (see takeEncoder), so
+// that no conversion waits for ffmpeg to start.
 type encoder struct {
 	cmd    *exec.Cmd
+	out    string
 	stdin  io.WriteCloser
 	stderr *bytes.Buffer
+	exited chan struct{} // closed when the process has ended; err is then set
+	err    error
 }
 
-func (c *Converter) startEncoder(ctx context.Context, dst string) (*encoder, error) {
-	cmd := exec.CommandContext(ctx, c.opts.FFmpeg,
+func (c *Converter) startEncoder(out string) (*encoder, error) {
+	cmd := exec.Command(c.opts.FFmpeg,
 		"-hide_banner", "-loglevel", "error", "-nostdin",
 		"-f", "image2pipe", "-framerate", strconv.Itoa(c.opts.FPS), "-c:v", "png", "-i", "-",
 		"-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2,format=yuv420p",
 		"-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
-		"-movflags", "+faststart", "-f", "mp4", "-y", dst)
+		"-movflags", "+faststart", "-f", "mp4", "-y", out)
 	var stderr bytes.Buffer
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 8 << 10}
 	stdin, err := cmd.StdinPipe()
@@ -493,18 +528,36 @@ func (c *Converter) startEncoder(ctx context.Context, dst string) (*encoder, err
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("mp4: start ffmpeg: %w", err)
 	}
-	return &encoder{cmd: cmd, stdin: stdin, stderr: &stderr}, nil
+	e := &encoder{cmd: cmd, out: out, stdin: stdin, stderr: &stderr, exited: make(chan struct{})}
+	go func() {
+		e.err = cmd.Wait()
+		close(e.exited)
+	}()
+	return e, nil
 }
+
+// alive reports whether ffmpeg still runs.
+func (e *encoder) alive() bool {
+	select {
+	case <-e.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// kill stops ffmpeg at once.
+func (e *encoder) kill() { e.cmd.Process.Kill() }
 
 // finish closes ffmpeg's input and waits for it; abort kills it first.
 func (e *encoder) finish(abort bool) error {
 	if abort {
-		e.cmd.Process.Kill()
+		e.kill()
 	}
 	e.stdin.Close()
-	err := e.cmd.Wait()
-	if err != nil && !abort {
-		return fmt.Errorf("mp4: ffmpeg: %v: %s", err, bytes.TrimSpace(e.stderr.Bytes()))
+	<-e.exited
+	if e.err != nil && !abort {
+		return fmt.Errorf("mp4: ffmpeg: %v: %s", e.err, bytes.TrimSpace(e.stderr.Bytes()))
 	}
 	return nil
 }
