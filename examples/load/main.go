@@ -1,37 +1,49 @@
-// Command load drives the real consentkit handler over loopback and reports
-// throughput, latency percentiles and the process's peak memory. The server
-// and the load run in one process: the peak memory reported is both
-// together. Scenarios:
+// Command load drives the real consentkit handler over loopback with C
+// clients and reports, per scenario, throughput, latency percentiles
+// (p50, p99, p99.9, max), the server's allocations per request and its
+// peak resident memory, and the group commit's average batch. The server
+// runs in a process of its own (this program, started again), so that its
+// memory and allocations are its own; it preloads what the scenarios need.
 //
-// capture (the default): C recording sessions, each sending one chunk of
-// rrweb events every interval, as the snippet does. -preload stores that
-// many finished sessions (with a chunk each) first, so that the figures can
-// be compared at different store sizes.
+// In the same run it measures the ceilings the figures are judged
+// against: a trivial net/http handler in the same server, driven by the
+// same clients; for SQLite, a bare debit transaction loop (BEGIN
+// IMMEDIATE; UPDATE; INSERT; COMMIT with synchronous=FULL); for
+// PostgreSQL, pgbench's TPC-B with as many clients, when pgbench is
+// installed. It prints the match scenario's ratio to each.
 //
-//	go run ./examples/load -store sqlite -sessions 200 -chunk-bytes 16384 -duration 30s -preload 1000
+// Scenarios (-scenario, comma-separated, or all): match, partial (partial
+// match), info (certificate-info), retain (Retain API, one session),
+// batch (Retain API, batches of 100 sessions), optout (by email, among
+// -certs certificates), capture (chunks of -chunk-bytes of rrweb events,
+// each client recording one session after another).
 //
-// purge: -expired certificates past their window are purged in batches of
-// -batch while -clients verify live certificates; it reports the purge's
-// rows per second and the verifications' latency without and during it.
+//	go run ./examples/load -store sqlite -scenario all -clients 32 -duration 10s
+//	go run ./examples/load -store postgres -dsn postgres://postgres@127.0.0.1:5432/test -scenario match
+//	go run ./examples/load -store sqlite -scenario optout -certs 1000000 -clients 1
+//
+// purge runs in one process: -expired certificates past their window are
+// purged in batches of -batch while -clients verify live certificates; it
+// reports the purge's rows per second and the verifications' latency
+// without and during it.
 //
 //	go run ./examples/load -scenario purge -store sqlite -expired 1000000 -clients 8 -duration 10s
+//
+// BENCHMARKS.md holds figures measured with it.
 package main
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,23 +51,48 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 )
 
+// order is the order in which -scenario all runs the scenarios: opt-outs
+// revoke certificates, so they come after the verifications.
+var order = []string{"match", "partial", "info", "retain", "batch", "capture", "optout"}
+
 type options struct {
-	scenario   string
-	store, dsn string
-	expired    int
-	clients    int
-	batch      int
-	sessions   int
-	interval   time.Duration
-	chunkBytes int
-	duration   time.Duration
-	preload    int
+	scenario       string
+	store, dsn     string
+	clients        int
+	duration       time.Duration
+	certs          int
+	retainSessions int
+	chunkBytes     int
+	preload        int
+	ceilings       bool
+	cpuProfile     string
+	seed           uint64
+	// purge
+	expired int
+	batch   int
+}
+
+// needs reports whether one of the scenarios named runs.
+func (o options) needs(names ...string) bool {
+	for _, n := range names {
+		if slices.Contains(o.list(), n) {
+			return true
+		}
+	}
+	return false
+}
+
+// list returns the scenarios to run, in order.
+func (o options) list() []string {
+	if o.scenario == "all" {
+		return order
+	}
+	return strings.Split(o.scenario, ",")
 }
 
 func main() {
@@ -68,104 +105,130 @@ func main() {
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.StringVar(&o.scenario, "scenario", "capture", "capture or purge")
-	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
-	fs.IntVar(&o.clients, "clients", 8, "purge: concurrent verification clients")
-	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
+	fs.StringVar(&o.scenario, "scenario", "all", "comma-separated scenarios ("+strings.Join(order, ", ")+"), all, or purge")
 	fs.StringVar(&o.store, "store", "sqlite", "memory, sqlite (a new file in a temporary directory) or postgres")
-	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (its tables are created in the search_path)")
-	fs.IntVar(&o.sessions, "sessions", 200, "concurrent recording sessions")
-	fs.DurationVar(&o.interval, "interval", time.Second, "time between a session's chunks")
-	fs.IntVar(&o.chunkBytes, "chunk-bytes", 16<<10, "size of a chunk of events")
-	fs.DurationVar(&o.duration, "duration", 30*time.Second, "how long to send")
-	fs.IntVar(&o.preload, "preload", 1000, "finished sessions stored before the run")
+	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (the tables go in a schema made for the run and dropped after it)")
+	fs.IntVar(&o.clients, "clients", 32, "concurrent clients, each with its own connection")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each scenario and each ceiling runs")
+	fs.IntVar(&o.certs, "certs", 10000, "certificates preloaded (match, partial and info use up to 1,000 of them; optout picks among all)")
+	fs.IntVar(&o.retainSessions, "retain-sessions", 200000, "sessions preloaded for retain and batch, each retained once")
+	fs.IntVar(&o.chunkBytes, "chunk-bytes", 16<<10, "capture: size of a chunk of events")
+	fs.IntVar(&o.preload, "preload", 0, "capture: finished sessions with a chunk each stored before the run")
+	fs.BoolVar(&o.ceilings, "ceilings", true, "measure the ceilings (trivial handler, the store's own) in the same run")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
+	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
+	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if o.sessions < 1 || o.chunkBytes < 64 || o.interval <= 0 || o.duration <= 0 || o.preload < 0 {
-		return errors.New("-sessions, -chunk-bytes, -interval, -duration must be positive, -preload not negative")
+	if o.clients < 1 || o.duration <= 0 || o.certs < 1 || o.retainSessions < 0 || o.chunkBytes < 64 || o.preload < 0 ||
+		o.expired < 0 || o.batch < 1 {
+		return errors.New("-clients, -duration, -certs, -chunk-bytes and -batch must be positive; -retain-sessions, -preload and -expired not negative")
 	}
-	if o.scenario != "capture" && o.scenario != "purge" {
-		return fmt.Errorf("-scenario must be capture or purge, not %q", o.scenario)
-	}
-	if o.expired < 0 || o.clients < 1 || o.batch < 1 {
-		return errors.New("-expired must not be negative, -clients and -batch must be positive")
-	}
-	st, cleanup, err := open(ctx, o)
-	if err != nil {
-		return err
-	}
-	defer cleanup()
-	svc, err := consent.NewService(st, consent.Config{})
-	if err != nil {
-		return err
-	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-		return err
-	}
-	const origin = "https://forms.acme.example"
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{origin}}); err != nil {
-		return err
+	if o.store == "postgres" && o.dsn == "" {
+		return errors.New("-store postgres needs -dsn")
 	}
 	if o.scenario == "purge" {
-		return purgeScenario(ctx, o, svc, stdout)
+		return purge(ctx, o, stdout)
 	}
-	chunk := events(o.chunkBytes)
-	start := time.Now()
-	if err := preload(ctx, svc, o.preload, chunk); err != nil {
-		return err
+	known := scenarios(o)
+	for _, n := range o.list() {
+		if _, ok := known[n]; !ok || n == "trivial" {
+			return fmt.Errorf("unknown scenario %q: want %s, all or purge", n, strings.Join(order, ", "))
+		}
 	}
-	fmt.Fprintf(stdout, "store %s: %d sessions preloaded in %s\n", o.store, o.preload, time.Since(start).Round(time.Millisecond))
-	checkpoint(ctx, o, stdout)
+	if os.Getenv(childEnv) != "" {
+		return serve(ctx, o, stdout)
+	}
+	return load(ctx, o, args, stdout)
+}
 
-	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})
+// load starts the server, measures the ceilings and runs the scenarios.
+func load(ctx context.Context, o options, args []string, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "machine: %d cores, %s, %s %s/%s\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	fx, stop, err := startServer(ctx, args)
 	if err != nil {
 		return err
 	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.sessions, MaxConnsPerHost: o.sessions}}
+	defer stop()
+	fmt.Fprintf(stdout, "store %s: %d certificates and %d sessions preloaded in %s; %d clients, %s per run\n",
+		o.store, fx.CertCount, fx.RetainSessions, fx.Took, o.clients, o.duration)
+	known := scenarios(o)
 
-	var (
-		got samples
-		wg  sync.WaitGroup
-	)
-	deadline := time.Now().Add(o.duration)
-	for i := range o.sessions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Spread the sessions' chunks over the interval.
-			time.Sleep(time.Duration(i) * o.interval / time.Duration(o.sessions))
-			s, err := startSession(client, srv.URL, origin)
-			if err != nil {
-				got.fail(err.Error())
-				return
+	var trivial, engine float64
+	engineName := map[string]string{"sqlite": "bare SQLite debit loop, tx/s", "postgres": "pgbench TPC-B, same clients, tps"}[o.store]
+	if o.ceilings {
+		fmt.Fprintln(stdout, "ceilings:")
+		r := drive(fx, known["trivial"], o.clients, o.duration, o.seed)
+		trivial = r.rate()
+		fmt.Fprintf(stdout, "  %-44s %9.0f\n", "trivial net/http handler, req/s", trivial)
+		switch o.store {
+		case "sqlite":
+			engine, err = sqliteLoop(ctx, o.duration)
+		case "postgres":
+			engine, err = pgbench(ctx, o.dsn, o.clients, o.duration)
+			if err == nil && engine == 0 {
+				fmt.Fprintln(stdout, "  (pgbench is not installed: no PostgreSQL ceiling)")
 			}
-			body := []byte(`{"seq":0,"events":` + string(chunk) + `}`)
-			for seq, next := 0, time.Now(); next.Before(deadline); seq, next = seq+1, next.Add(o.interval) {
-				time.Sleep(time.Until(next))
-				body = append(append(body[:0], `{"seq":`+strconv.Itoa(seq)+`,"events":`...), chunk...)
-				body = append(body, '}')
-				t0 := time.Now()
-				code, err := post(client, srv.URL+"/capture/sessions/"+s.SessionID+"/events", origin, s.UploadToken, body)
-				got.add(code, 200, err, time.Since(t0))
-			}
-		}()
+		}
+		if err != nil {
+			return err
+		}
+		if engine > 0 {
+			fmt.Fprintf(stdout, "  %-44s %9.0f\n", engineName, engine)
+		}
 	}
-	wg.Wait()
-	elapsed := o.duration
-	latencies, failures := got.result()
-	fmt.Fprintf(stdout, "capture chunks of %d bytes, %d sessions, one chunk per %s each, for %s:\n", o.chunkBytes, o.sessions, o.interval, elapsed)
-	fmt.Fprintf(stdout, "  %d chunks stored, %.0f chunks/s; latency p50 %s, p99 %s, p99.9 %s, max %s\n",
-		len(latencies), float64(len(latencies))/elapsed.Seconds(), pct(latencies, 0.50),
-		pct(latencies, 0.99), pct(latencies, 0.999), pct(latencies, 1))
-	for f, n := range failures {
-		fmt.Fprintf(stdout, "  failed %d×: %s\n", n, f)
+	fmt.Fprintf(stdout, "%-8s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
+	rates := map[string]float64{}
+	for _, n := range o.list() {
+		resetPeak(fx)
+		before, err := serverStats(fx)
+		if err != nil {
+			return err
+		}
+		r := drive(fx, known[n], o.clients, o.duration, o.seed)
+		after, err := serverStats(fx)
+		if err != nil {
+			return err
+		}
+		rates[n] = r.rate()
+		answered := len(r.latencies)
+		for _, k := range r.failures {
+			answered += k
+		}
+		batch := "-"
+		if calls := after.GroupCalls - before.GroupCalls; calls > 0 {
+			batch = fmt.Sprintf("%.1f", float64(calls)/float64(after.GroupBatches-before.GroupBatches))
+		}
+		per := float64(max(answered, 1))
+		fmt.Fprintf(stdout, "%-8s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", n, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
+			pct(r.latencies, 0.999), pct(r.latencies, 1), (time.Duration(float64(after.CPU-before.CPU) / per)).Round(time.Microsecond),
+			float64(after.Mallocs-before.Mallocs)/per,
+			after.PeakRSSKB>>10, batch)
+		for f, k := range r.failures {
+			fmt.Fprintf(stdout, "           failed %d×: %s\n", k, f)
+		}
 	}
-	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %s\n", peakRSS())
+	if m, ok := rates["match"]; ok && o.ceilings {
+		fmt.Fprintln(stdout, "ratios of match:")
+		fmt.Fprintf(stdout, "  ÷ trivial handler: %.2f×\n", m/trivial)
+		if engine > 0 {
+			fmt.Fprintf(stdout, "  ÷ %s: %.2f×\n", strings.Split(engineName, ",")[0], m/engine)
+		}
+	}
 	return nil
+}
+
+// cpuModel returns the processor's name (Linux), or "unknown processor".
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown processor"
 }
 
 // samples collects the latency of each request answered as wanted and
@@ -245,11 +308,34 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 		if o.dsn == "" {
 			return nil, nil, errors.New("-store postgres needs -dsn")
 		}
-		st, err := pgstore.Open(ctx, o.dsn)
+		// A schema of its own, dropped at the end, so that runs never
+		// meet each other's rows.
+		schema := fmt.Sprintf("consentload_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+		admin := func(q string) error {
+			conn, err := pgx.Connect(ctx, o.dsn)
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, q)
+			return err
+		}
+		if err := admin("CREATE SCHEMA " + schema); err != nil {
+			return nil, nil, err
+		}
+		u, err := url.Parse(o.dsn)
 		if err != nil {
 			return nil, nil, err
 		}
-		return st, func() { st.Close() }, st.Migrate(ctx)
+		q := u.Query()
+		q.Set("search_path", schema) // pgx passes it on as a run-time setting
+		u.RawQuery = q.Encode()
+		st, err := pgstore.Open(ctx, u.String())
+		if err != nil {
+			admin("DROP SCHEMA " + schema + " CASCADE")
+			return nil, nil, err
+		}
+		return st, func() { st.Close(); admin("DROP SCHEMA " + schema + " CASCADE") }, st.Migrate(ctx)
 	}
 	return nil, nil, fmt.Errorf("unknown -store %q", o.store)
 }
@@ -292,53 +378,4 @@ func preload(ctx context.Context, svc *consent.Service, n int, chunk []byte) err
 		done += batch
 	}
 	return nil
-}
-
-type session struct {
-	SessionID   string `json:"session_id"`
-	UploadToken string `json:"upload_token"`
-}
-
-func startSession(c *http.Client, base, origin string) (*session, error) {
-	req, _ := http.NewRequest("POST", base+"/capture/sessions",
-		strings.NewReader(`{"property_id":"acme-web","url":"`+origin+`/quote"}`))
-	req.Header.Set("Origin", origin)
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 201 {
-		return nil, fmt.Errorf("start: status %d", resp.StatusCode)
-	}
-	var s session
-	return &s, json.NewDecoder(resp.Body).Decode(&s)
-}
-
-func post(c *http.Client, url, origin, token string, body []byte) (int, error) {
-	req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-	req.Header.Set("Origin", origin)
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, nil
-}
-
-// peakRSS reads the process's peak resident set size (Linux).
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }

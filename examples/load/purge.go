@@ -17,13 +17,32 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
+// purge opens the store and runs purgeScenario in this process.
+func purge(ctx context.Context, o options, stdout io.Writer) error {
+	st, cleanup, err := open(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	svc, err := consent.NewService(st, consent.Config{})
+	if err != nil {
+		return err
+	}
+	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		return err
+	}
+	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{loadOrigin}}); err != nil {
+		return err
+	}
+	return purgeScenario(ctx, o, svc, stdout)
+}
+
 // purgeScenario measures the purge (D43): -expired certificates past their
 // window (one expired session per 100 of them) are purged while -clients
 // keep verifying live certificates over loopback with /verify/match. It
 // reports the purge's rows per second, and the verifications' latency
 // before the purge and while it runs.
 func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout io.Writer) error {
-	const consentText = "I agree to be contacted by Acme."
 	live := make([]string, 1000)
 	start := time.Now()
 	past := svc.Now().Add(-consent.DefaultRetention - 24*time.Hour)
@@ -131,13 +150,13 @@ func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout 
 	fmt.Fprintf(stdout, "  purge: %d certificates and %d sessions in %s, %.0f rows/s\n", res.n.Certificates, res.n.Sessions,
 		res.took.Round(time.Millisecond), float64(rows)/res.took.Seconds())
 	fmt.Fprintf(stdout, "  p99 during the purge / p99 without: %.2f×\n", float64(during)/float64(base))
-	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %s\n", peakRSS())
+	fmt.Fprintf(stdout, "  peak resident memory of the process (server and load): %d MiB\n", peakRSSKB()>>10)
 	return nil
 }
 
 // certificates issues n certificates created at created (zero: now), one
-// session per 100, 1,000 to a transaction; ids, when given, receives their
-// ids.
+// session per 100, 1,000 to a transaction; the first len(ids) of them have their
+// ids written to ids.
 func certificates(ctx context.Context, svc *consent.Service, n int, created time.Time, ids []string) error {
 	var ses *consent.Session
 	for done := 0; done < n; {
@@ -152,12 +171,12 @@ func certificates(ctx context.Context, svc *consent.Service, n int, created time
 					}
 				}
 				c, err := svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web",
-					SessionID: ses.ID, Origin: "https://forms.acme.example/quote", Email: fmt.Sprintf("lead%d@example.com", done+i),
-					Records: []consent.Record{{Text: "I agree to be contacted by Acme.", Types: []string{"tcpa"}}}, CreatedAt: created})
+					SessionID: ses.ID, Origin: loadOrigin + "/quote", Email: fmt.Sprintf("lead%d@example.com", done+i),
+					Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}}}, CreatedAt: created})
 				if err != nil {
 					return err
 				}
-				if ids != nil {
+				if done+i < len(ids) {
 					ids[done+i] = c.ID
 				}
 			}
