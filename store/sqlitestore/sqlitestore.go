@@ -109,6 +109,10 @@ func Open(path string, opts Config) (*Store, error) {
 	common := url.Values{
 		"_busy_timeout": {fmt.Sprint(opts.BusyTimeout.Milliseconds())},
 		"_foreign_keys": {"on"},
+		// Each connection keeps its prepared statements: the store's
+		// statements are a fixed set, and preparing one costs more than
+		// running it.
+		"_stmt_cache_size": {"256"},
 	}
 	wq := url.Values{"_txlock": {"immediate"}, "_journal_mode": {"WAL"}, "_synchronous": {"FULL"}}
 	rq := url.Values{"mode": {"ro"}}
