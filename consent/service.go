@@ -544,9 +544,13 @@ func (s *Service) AuthenticateProperty(ctx context.Context, companyID, propertyI
 }
 
 // TopUp credits the company's wallet (D5) and returns the new balance.
-// reference names the payment (optional, at most 128 bytes).
+// reference names the payment (optional, at most 128 bytes). It runs
+// through Paid: when ctx carries an Idempotency (D40), a top-up sent again
+// with its key credits nothing more and returns ErrReplayed, the first
+// answer being in the Idempotency — the operator API requires a key, so
+// that a retried top-up never credits twice.
 func (s *Service) TopUp(ctx context.Context, companyID string, amount wallet.Amount, reference string) (wallet.Amount, error) {
-	return update(ctx, s, func(tx Tx) (wallet.Amount, error) { return s.TopUpTx(ctx, tx, companyID, amount, reference) })
+	return Paid(ctx, s, nil, func(tx Tx) (wallet.Amount, error) { return s.TopUpTx(ctx, tx, companyID, amount, reference) })
 }
 
 // TopUpTx is TopUp inside tx.

@@ -65,6 +65,10 @@ type Tx interface {
 	// UpdateProperty replaces the name and allowed origins of p.ID.
 	// NotFound when there is none.
 	UpdateProperty(ctx context.Context, p *Property) error
+	// Properties returns the company's properties, oldest first (by
+	// CreatedAt, then ID). A company with none, or no such company: an
+	// empty slice, no error.
+	Properties(ctx context.Context, companyID string) ([]*Property, error)
 
 	// CreateToken stores t. NotFound when t.CompanyID does not exist;
 	// Conflict when t.ID or t.Digest is taken.
@@ -76,6 +80,11 @@ type Tx interface {
 	// revoking a revoked token keeps its first time. NotFound when the
 	// company has no token of that id.
 	RevokeToken(ctx context.Context, companyID, id string, at time.Time) error
+	// Tokens returns the company's tokens, revoked and expired ones
+	// included, oldest first (by CreatedAt, then ID), each with its
+	// Digest (never shown to anyone: it is for finding the token). A
+	// company with none, or no such company: an empty slice, no error.
+	Tokens(ctx context.Context, companyID string) ([]*Token, error)
 
 	// CreateSession stores s with no events. NotFound when s.CompanyID or
 	// s.PropertyID does not exist; Conflict when s.ID is taken.
@@ -90,6 +99,10 @@ type Tx interface {
 	// EventChunk returns the session's chunk of that sequence number (0 for
 	// the first). NotFound when the session or the chunk does not exist.
 	EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error)
+	// SessionPage returns the page p of p.CompanyID's sessions, newest
+	// first (see Page), purged ones included. None matching, or no such
+	// company: an empty slice, no error. Invalid when p.Check fails.
+	SessionPage(ctx context.Context, p Page) ([]*Session, error)
 	// UpdateSession writes s's RetentionStatus, VideoStatus, ExpiresAt,
 	// Video and ClosedAt.
 	// NotFound when the session does not exist.
@@ -111,6 +124,10 @@ type Tx interface {
 	// CertificatesBySession returns the ids, sorted, of the session's
 	// certificates (none: an empty slice, no error).
 	CertificatesBySession(ctx context.Context, sessionID string) ([]string, error)
+	// CertificatePage returns the page p of p.CompanyID's certificates,
+	// newest first (see Page); purged ones are gone. None matching, or no
+	// such company: an empty slice, no error. Invalid when p.Check fails.
+	CertificatePage(ctx context.Context, p Page) ([]*Certificate, error)
 	// UpdateCertificate writes c's RetentionStatus and ExpiresAt.
 	// NotFound when the certificate does not exist.
 	UpdateCertificate(ctx context.Context, c *Certificate) error
@@ -122,8 +139,13 @@ type Tx interface {
 	// CreateRevocation stores r. NotFound when r.CompanyID does not exist;
 	// Conflict when r.ID is taken.
 	CreateRevocation(ctx context.Context, r *Revocation) error
-	// Revocations returns the company's revocations, oldest first.
+	// Revocations returns the company's revocations, oldest first (none,
+	// or no such company: an empty slice).
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
+	// RevocationPage returns the page p of p.CompanyID's revocations,
+	// newest first (see Page). None matching, or no such company: an
+	// empty slice, no error. Invalid when p.Check fails.
+	RevocationPage(ctx context.Context, p Page) ([]*Revocation, error)
 
 	// PurgeSessions purges up to limit sessions whose ExpiresAt is not
 	// after before and that are not purged yet, earliest ExpiresAt first
@@ -217,8 +239,14 @@ type Tx interface {
 	// is short it changes nothing and returns a *wallet.InsufficientFundsError
 	// holding the balance. NotFound when the company does not exist.
 	Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
-	// Ledger returns the company's entries in the order they were made.
+	// Ledger returns the company's entries in the order they were made
+	// (none, or no such company: an empty slice).
 	Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error)
+	// LedgerPage returns the page p of p.CompanyID's ledger, newest first
+	// (see Page; entries made in one microsecond are ordered by ID, not
+	// by the order they were made). None matching, or no such company:
+	// an empty slice, no error. Invalid when p.Check fails.
+	LedgerPage(ctx context.Context, p Page) ([]*wallet.Entry, error)
 
 	// AppendAudit appends e to the audit log of e.CompanyID (D42). The
 	// store sets e.At to UTC with microsecond precision, e.Seq to the

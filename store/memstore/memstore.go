@@ -264,6 +264,52 @@ func (t *tx) UpdateProperty(_ context.Context, p *consent.Property) error {
 	return nil
 }
 
+// byCreation sorts items oldest first, by creation time and then id.
+func byCreation[V any](items []V, key func(V) (time.Time, string)) {
+	slices.SortFunc(items, func(a, b V) int {
+		at, aid := key(a)
+		bt, bid := key(b)
+		if c := at.Compare(bt); c != 0 {
+			return c
+		}
+		return strings.Compare(aid, bid)
+	})
+}
+
+// page returns the items of the page p: those of p's company that p
+// includes, newest first, at most p.Limit. The memory store scans; the
+// SQL stores read an index on (company_id, created_at, id).
+func page[V any](p consent.Page, items []V, key func(V) (company string, at time.Time, id string), clone func(V) V) ([]V, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	var in []V
+	for _, v := range items {
+		company, at, id := key(v)
+		if company == p.CompanyID && p.Includes(at, id) {
+			in = append(in, v)
+		}
+	}
+	byCreation(in, func(v V) (time.Time, string) { _, at, id := key(v); return at, id })
+	slices.Reverse(in)
+	out := make([]V, 0, min(len(in), p.Limit))
+	for _, v := range in[:min(len(in), p.Limit)] {
+		out = append(out, clone(v))
+	}
+	return out, nil
+}
+
+func (t *tx) Properties(_ context.Context, companyID string) ([]*consent.Property, error) {
+	out := []*consent.Property{}
+	for _, p := range t.s.properties {
+		if p.CompanyID == companyID {
+			out = append(out, cloneProperty(p))
+		}
+	}
+	byCreation(out, func(p *consent.Property) (time.Time, string) { return p.CreatedAt, p.ID })
+	return out, nil
+}
+
 func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
 	if err := tok.CheckText(); err != nil {
 		return err
@@ -309,6 +355,17 @@ func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) 
 	return nil
 }
 
+func (t *tx) Tokens(_ context.Context, companyID string) ([]*consent.Token, error) {
+	out := []*consent.Token{}
+	for _, tok := range t.s.tokens {
+		if tok.CompanyID == companyID {
+			out = append(out, cloneToken(tok))
+		}
+	}
+	byCreation(out, func(tok *consent.Token) (time.Time, string) { return tok.CreatedAt, tok.ID })
+	return out, nil
+}
+
 func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
 	if err := ses.CheckText(); err != nil {
 		return err
@@ -338,6 +395,21 @@ func (t *tx) Session(_ context.Context, id string) (*consent.Session, error) {
 		return nil, notFound("session")
 	}
 	return cloneSession(ses), nil
+}
+
+func (t *tx) SessionPage(_ context.Context, p consent.Page) ([]*consent.Session, error) {
+	return page(p, mapValues(t.s.sessions), func(s *consent.Session) (string, time.Time, string) {
+		return s.CompanyID, s.CreatedAt, s.ID
+	}, cloneSession)
+}
+
+// mapValues returns the values of m, in no order.
+func mapValues[V any](m map[string]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
 }
 
 func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) error {
@@ -459,6 +531,12 @@ func (t *tx) CertificatesBySession(_ context.Context, sessionID string) ([]strin
 	return ids, nil
 }
 
+func (t *tx) CertificatePage(_ context.Context, p consent.Page) ([]*consent.Certificate, error) {
+	return page(p, mapValues(t.s.certs), func(c *consent.Certificate) (string, time.Time, string) {
+		return c.CompanyID, c.CreatedAt, c.ID
+	}, cloneCertificate)
+}
+
 func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error {
 	if err := c.CheckText(); err != nil {
 		return err
@@ -516,6 +594,16 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 		out = append(out, cloneRevocation(t.s.revocations[id]))
 	}
 	return out, nil
+}
+
+func (t *tx) RevocationPage(_ context.Context, p consent.Page) ([]*consent.Revocation, error) {
+	var revs []*consent.Revocation
+	for _, id := range t.s.revByCompany[p.CompanyID] {
+		revs = append(revs, t.s.revocations[id])
+	}
+	return page(p, revs, func(r *consent.Revocation) (string, time.Time, string) {
+		return r.CompanyID, r.CreatedAt, r.ID
+	}, cloneRevocation)
 }
 
 // expiring returns up to limit keys of items whose expiry is not after
@@ -871,6 +959,12 @@ func (t *tx) Ledger(_ context.Context, companyID string) ([]*wallet.Entry, error
 		out = append(out, &n)
 	}
 	return out, nil
+}
+
+func (t *tx) LedgerPage(_ context.Context, p consent.Page) ([]*wallet.Entry, error) {
+	return page(p, t.s.ledger[p.CompanyID], func(e *wallet.Entry) (string, time.Time, string) {
+		return e.CompanyID, e.CreatedAt, e.ID
+	}, func(e *wallet.Entry) *wallet.Entry { n := *e; return &n })
 }
 
 // AppendAudit needs no lock of its own: Update runs one writer at a time.

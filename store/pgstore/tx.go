@@ -184,23 +184,24 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 	return err
 }
 
-func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
-	s := consent.Session{ID: id}
+// sessionColumns are the columns scanSession reads, in its order.
+const sessionColumns = `id, company_id, property_id, retention_status, video_status,
+	event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
+	upload_digest, certificate_id, url, closed_at`
+
+func scanSession(row pgx.Row) (*consent.Session, error) {
 	var (
+		s                consent.Session
 		created, expires time.Time
 		closed           *time.Time
 		videoSHA, upload []byte
 		videoMS          int64
 	)
-	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
-		upload_digest, certificate_id, url, closed_at
-		FROM sessions WHERE id = $1`+t.lock, id).Scan(
-		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
+	err := row.Scan(&s.ID, &s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
 		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
 		&upload, &s.CertificateID, &s.URL, &closed)
 	if err != nil {
-		return nil, one(err, "session")
+		return nil, err
 	}
 	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
 		return nil, err
@@ -211,6 +212,14 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
 	s.CreatedAt, s.ExpiresAt, s.ClosedAt = created.UTC(), expires.UTC(), utc(closed)
 	return &s, nil
+}
+
+func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
+	s, err := scanSession(t.tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`+t.lock, id))
+	if err != nil {
+		return nil, one(err, "session")
+	}
+	return s, nil
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
@@ -282,22 +291,24 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	return err
 }
 
-func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
-	c := consent.Certificate{ID: id}
+// certificateColumns are the columns scanCertificate reads, in its order.
+const certificateColumns = `id, company_id, property_id, session_id, origin, records::text,
+	events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
+
+func scanCertificate(row pgx.Row) (*consent.Certificate, error) {
 	var (
+		c                           consent.Certificate
 		records, events, visibility string
 		email, mobile, recording    []byte
 		created, expires            time.Time
 		revoked                     *time.Time
 	)
-	err := t.tx.QueryRow(ctx, `SELECT company_id, property_id, session_id, origin, records::text,
-		events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility, key_id, signature
-		FROM certificates WHERE id = $1`+t.lock, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
+	err := row.Scan(&c.ID, &c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
 		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
 		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
 	if err != nil {
-		return nil, one(err, "certificate")
+		return nil, err
 	}
 	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
 		return nil, err
@@ -317,6 +328,14 @@ func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, 
 	c.EventsCombined = []byte(events)
 	c.CreatedAt, c.ExpiresAt, c.RevokedAt = created.UTC(), expires.UTC(), utc(revoked)
 	return &c, nil
+}
+
+func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
+	c, err := scanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
+	if err != nil {
+		return nil, one(err, "certificate")
+	}
+	return c, nil
 }
 
 func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
@@ -370,33 +389,33 @@ func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error 
 	return err
 }
 
-func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, certificate_id, email_digest, mobile_digest, reason, client_ip,
-		certificate_ids, created_at FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
-	if err != nil {
-		return nil, err
-	}
-	out := []*consent.Revocation{}
+// revocationColumns are the columns scanRevocation reads, in its order.
+const revocationColumns = `id, company_id, certificate_id, email_digest, mobile_digest, reason, client_ip,
+	certificate_ids, created_at`
+
+func scanRevocation(row pgx.Row) (*consent.Revocation, error) {
 	var (
 		r             consent.Revocation
 		email, mobile []byte
 		created       time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP,
-		&r.CertificateIDs, &created}, func() error {
-		n := r
-		n.CompanyID, n.CreatedAt = companyID, created.UTC()
-		var err error
-		if n.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-			return err
-		}
-		if n.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-			return err
-		}
-		out = append(out, &n)
-		return nil
-	})
-	return out, err
+	err := row.Scan(&r.ID, &r.CompanyID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &r.CertificateIDs, &created)
+	if err != nil {
+		return nil, err
+	}
+	if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+		return nil, err
+	}
+	if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+		return nil, err
+	}
+	r.CreatedAt = created.UTC()
+	return &r, nil
+}
+
+func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+revocationColumns+` FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
+	return collect(rows, err, scanRevocation)
 }
 
 // purgedSession is what PurgeSessions leaves of a session.
@@ -586,25 +605,25 @@ func (t *tx) post(ctx context.Context, e *wallet.Entry, update string) (wallet.A
 	return wallet.Amount(bal), nil
 }
 
-func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, kind, amount, reference, created_at FROM ledger
-		WHERE company_id = $1 ORDER BY seq`, companyID)
-	if err != nil {
-		return nil, err
-	}
-	out := []*wallet.Entry{}
+// entryColumns are the columns scanEntry reads, in its order.
+const entryColumns = `id, company_id, kind, amount, reference, created_at`
+
+func scanEntry(row pgx.Row) (*wallet.Entry, error) {
 	var (
 		e       wallet.Entry
 		amount  int64
 		created time.Time
 	)
-	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.Kind, &amount, &e.Reference, &created}, func() error {
-		n := e
-		n.CompanyID, n.Amount, n.CreatedAt = companyID, wallet.Amount(amount), created.UTC()
-		out = append(out, &n)
-		return nil
-	})
-	return out, err
+	if err := row.Scan(&e.ID, &e.CompanyID, &e.Kind, &amount, &e.Reference, &created); err != nil {
+		return nil, err
+	}
+	e.Amount, e.CreatedAt = wallet.Amount(amount), created.UTC()
+	return &e, nil
+}
+
+func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = $1 ORDER BY seq`, companyID)
+	return collect(rows, err, scanEntry)
 }
 
 // zeroHash is the PrevHash of a chain's first entry.

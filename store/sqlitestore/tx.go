@@ -204,22 +204,23 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 	return err
 }
 
-func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
-	s := consent.Session{ID: id}
+// sessionColumns are the columns scanSession reads, in its order.
+const sessionColumns = `id, company_id, property_id, retention_status, video_status,
+	event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
+	upload_digest, certificate_id, url, closed_at`
+
+func scanSession(row interface{ Scan(...any) error }) (*consent.Session, error) {
 	var (
+		s                         consent.Session
 		created, expires, videoMS int64
 		closed                    *int64
 		videoSHA, upload          []byte
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, retention_status, video_status,
-		event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
-		upload_digest, certificate_id, url, closed_at
-		FROM sessions WHERE id = ?`, id).Scan(
-		&s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
+	err := row.Scan(&s.ID, &s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
 		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
 		&upload, &s.CertificateID, &s.URL, &closed)
 	if err != nil {
-		return nil, one(err, "session")
+		return nil, err
 	}
 	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
 		return nil, err
@@ -230,6 +231,14 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
 	s.CreatedAt, s.ExpiresAt, s.ClosedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(closed)
 	return &s, nil
+}
+
+func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
+	s, err := scanSession(t.tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
+	if err != nil {
+		return nil, one(err, "session")
+	}
+	return s, nil
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
@@ -308,22 +317,24 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	return err
 }
 
-func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
-	c := consent.Certificate{ID: id}
+// certificateColumns are the columns scanCertificate reads, in its order.
+const certificateColumns = `id, company_id, property_id, session_id, origin, records, events_combined,
+	email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
+	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
+
+func scanCertificate(row interface{ Scan(...any) error }) (*consent.Certificate, error) {
 	var (
+		c                                 consent.Certificate
 		records, email, mobile, recording []byte
 		created, expires                  int64
 		revoked                           *int64
 		visibility                        string
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT company_id, property_id, session_id, origin, records, events_combined,
-		email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility, key_id, signature
-		FROM certificates WHERE id = ?`, id).Scan(&c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
+	err := row.Scan(&c.ID, &c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
 		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
 		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
 	if err != nil {
-		return nil, one(err, "certificate")
+		return nil, err
 	}
 	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
 		return nil, err
@@ -342,6 +353,14 @@ func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, 
 	}
 	c.CreatedAt, c.ExpiresAt, c.RevokedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(revoked)
 	return &c, nil
+}
+
+func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
+	c, err := scanCertificate(t.tx.QueryRowContext(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = ?`, id))
+	if err != nil {
+		return nil, one(err, "certificate")
+	}
+	return c, nil
 }
 
 func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
@@ -408,37 +427,38 @@ func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error 
 	return err
 }
 
-func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, certificate_id, email_digest, mobile_digest, reason, client_ip,
-		certificate_ids, created_at FROM revocations WHERE company_id = ? ORDER BY seq`, companyID)
+// revocationColumns are the columns scanRevocation reads, in its order.
+const revocationColumns = `id, company_id, certificate_id, email_digest, mobile_digest, reason, client_ip,
+	certificate_ids, created_at`
+
+func scanRevocation(row interface{ Scan(...any) error }) (*consent.Revocation, error) {
+	var (
+		r             consent.Revocation
+		email, mobile []byte
+		ids           string
+		created       int64
+	)
+	err := row.Scan(&r.ID, &r.CompanyID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &ids, &created)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []*consent.Revocation{}
-	for rows.Next() {
-		r := consent.Revocation{CompanyID: companyID}
-		var (
-			email, mobile []byte
-			ids           string
-			created       int64
-		)
-		if err := rows.Scan(&r.ID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &ids, &created); err != nil {
-			return nil, err
-		}
-		if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-			return nil, err
-		}
-		if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(ids), &r.CertificateIDs); err != nil {
-			return nil, fmt.Errorf("revocation %s: certificate_ids: %w", r.ID, err)
-		}
-		r.CreatedAt = sqlrow.Time(&created)
-		out = append(out, &r)
+	if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(ids), &r.CertificateIDs); err != nil {
+		return nil, fmt.Errorf("revocation %s: certificate_ids: %w", r.ID, err)
+	}
+	r.CreatedAt = sqlrow.Time(&created)
+	return &r, nil
+}
+
+func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+revocationColumns+` FROM revocations
+		WHERE company_id = ? ORDER BY seq`, companyID)
+	return collect(rows, err, scanRevocation)
 }
 
 // purgedSession is what PurgeSessions leaves of a session.
@@ -632,24 +652,24 @@ func (t *tx) appendEntry(ctx context.Context, e *wallet.Entry) error {
 	return err
 }
 
-func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, kind, amount, reference, created_at FROM ledger
-		WHERE company_id = ? ORDER BY seq`, companyID)
-	if err != nil {
+// entryColumns are the columns scanEntry reads, in its order.
+const entryColumns = `id, company_id, kind, amount, reference, created_at`
+
+func scanEntry(row interface{ Scan(...any) error }) (*wallet.Entry, error) {
+	var (
+		e       wallet.Entry
+		created int64
+	)
+	if err := row.Scan(&e.ID, &e.CompanyID, &e.Kind, &e.Amount, &e.Reference, &created); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := []*wallet.Entry{}
-	for rows.Next() {
-		e := wallet.Entry{CompanyID: companyID}
-		var created int64
-		if err := rows.Scan(&e.ID, &e.Kind, &e.Amount, &e.Reference, &created); err != nil {
-			return nil, err
-		}
-		e.CreatedAt = sqlrow.Time(&created)
-		out = append(out, &e)
-	}
-	return out, rows.Err()
+	e.CreatedAt = sqlrow.Time(&created)
+	return &e, nil
+}
+
+func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = ? ORDER BY seq`, companyID)
+	return collect(rows, err, scanEntry)
 }
 
 // AppendAudit moves the company's head first: SQLite's one writer already

@@ -72,6 +72,12 @@ func Run(t *testing.T, newStore NewStore) {
 		{"WebhookDeliveries", testWebhookDeliveries},
 		{"WebhookRollsBack", testWebhookRollsBack},
 		{"WebhookText", testWebhookText},
+		{"Properties", testProperties},
+		{"Tokens", testTokens},
+		{"LedgerPage", testLedgerPage},
+		{"CertificatePage", testCertificatePage},
+		{"SessionPage", testSessionPage},
+		{"RevocationPage", testRevocationPage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

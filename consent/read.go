@@ -1,0 +1,235 @@
+package consent
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// The reads of the operator surface (issue 14): what an operator looks up
+// about a company. Each runs in one read-only transaction and answers
+// NotFound for a company that does not exist, so that an unknown company is
+// told apart from one with nothing to show; each reads one company's data
+// only (D9).
+
+// Company returns the company. Invalid when id is not an identifier;
+// NotFound when there is no such company.
+func (s *Service) Company(ctx context.Context, id string) (*Company, error) {
+	var c *Company
+	err := s.companyView(ctx, id, func(tx Tx) error {
+		var err error
+		c, err = tx.Company(ctx, id)
+		return err
+	})
+	return c, err
+}
+
+// Companies returns up to limit companies (1 to MaxPage; 0 means
+// DefaultPage) in the order of their ids, compared byte by byte, starting
+// after the id after ("" for the first page). None: an empty slice.
+func (s *Service) Companies(ctx context.Context, after string, limit int) ([]*Company, error) {
+	if limit == 0 {
+		limit = DefaultPage
+	}
+	if limit < 1 || limit > MaxPage {
+		return nil, Errorf(Invalid, "limit must be 1 to %d", MaxPage)
+	}
+	if err := CheckText("after", after); err != nil {
+		return nil, err
+	}
+	out := []*Company{}
+	err := s.store.View(ctx, func(tx Tx) error {
+		out = out[:0]
+		ids, err := tx.CompanyIDs(ctx, after, limit)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			c, err := tx.Company(ctx, id)
+			if err != nil {
+				return err
+			}
+			out = append(out, c)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// companyView runs fn in a read-only transaction once the company is found:
+// Invalid when companyID is not an identifier, NotFound when there is no
+// such company.
+func (s *Service) companyView(ctx context.Context, companyID string, fn func(tx Tx) error) error {
+	if err := CheckID("company_id", companyID); err != nil {
+		return err
+	}
+	return s.store.View(ctx, func(tx Tx) error {
+		if _, err := tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// companyList reads a list of the company in companyView.
+func companyList[T any](ctx context.Context, s *Service, companyID string, read func(tx Tx) ([]T, error)) ([]T, error) {
+	var out []T
+	err := s.companyView(ctx, companyID, func(tx Tx) error {
+		var err error
+		out, err = read(tx)
+		return err
+	})
+	return out, err
+}
+
+// Properties returns the company's properties, oldest first. NotFound when
+// the company does not exist.
+func (s *Service) Properties(ctx context.Context, companyID string) ([]*Property, error) {
+	return companyList(ctx, s, companyID, func(tx Tx) ([]*Property, error) { return tx.Properties(ctx, companyID) })
+}
+
+// Tokens returns the company's tokens, revoked and expired ones included,
+// oldest first, without their digests: a token's secret is shown once,
+// when issued (D6), and nothing that identifies it is shown after.
+// NotFound when the company does not exist.
+func (s *Service) Tokens(ctx context.Context, companyID string) ([]*Token, error) {
+	ts, err := companyList(ctx, s, companyID, func(tx Tx) ([]*Token, error) { return tx.Tokens(ctx, companyID) })
+	for _, t := range ts {
+		t.Digest = Digest{}
+	}
+	return ts, err
+}
+
+// pageOf reads the page p (a zero Limit means DefaultPage) with read in
+// companyView.
+func pageOf[T any](ctx context.Context, s *Service, p Page, read func(Tx, context.Context, Page) ([]T, error)) ([]T, error) {
+	if p.Limit == 0 {
+		p.Limit = DefaultPage
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return companyList(ctx, s, p.CompanyID, func(tx Tx) ([]T, error) { return read(tx, ctx, p) })
+}
+
+// LedgerPage returns a page of the company's ledger, newest first (D5; see
+// Page). Invalid when p is not a valid page; NotFound when the company does
+// not exist.
+func (s *Service) LedgerPage(ctx context.Context, p Page) ([]*wallet.Entry, error) {
+	return pageOf(ctx, s, p, Tx.LedgerPage)
+}
+
+// CertificatePage returns a page of the company's certificates, newest
+// first (see Page); Since and Until select by creation time. Invalid when
+// p is not a valid page; NotFound when the company does not exist.
+func (s *Service) CertificatePage(ctx context.Context, p Page) ([]*Certificate, error) {
+	return pageOf(ctx, s, p, Tx.CertificatePage)
+}
+
+// SessionPage returns a page of the company's sessions, newest first (see
+// Page). Invalid when p is not a valid page; NotFound when the company does
+// not exist.
+func (s *Service) SessionPage(ctx context.Context, p Page) ([]*Session, error) {
+	return pageOf(ctx, s, p, Tx.SessionPage)
+}
+
+// RevocationPage returns a page of the company's revocations (D19), newest
+// first (see Page). Invalid when p is not a valid page; NotFound when the
+// company does not exist.
+func (s *Service) RevocationPage(ctx context.Context, p Page) ([]*Revocation, error) {
+	return pageOf(ctx, s, p, Tx.RevocationPage)
+}
+
+// CompanyCertificate returns the company's certificate. NotFound when the
+// company does not exist, or the certificate does not, was purged, or is
+// another company's (D9).
+func (s *Service) CompanyCertificate(ctx context.Context, companyID, id string) (*Certificate, error) {
+	var c *Certificate
+	err := s.companyView(ctx, companyID, func(tx Tx) error {
+		var err error
+		c, err = companyCertificate(ctx, tx, companyID, id)
+		return err
+	})
+	return c, err
+}
+
+func companyCertificate(ctx context.Context, tx Tx, companyID, id string) (*Certificate, error) {
+	if !ValidID(id) {
+		return nil, Errorf(NotFound, "certificate not found")
+	}
+	c, err := tx.Certificate(ctx, id)
+	if ErrorCode(err) == NotFound || err == nil && c.CompanyID != companyID {
+		return nil, Errorf(NotFound, "certificate not found")
+	}
+	return c, err
+}
+
+// CompanySession returns the company's session. NotFound when the company
+// does not exist, or the session does not or is another company's (D9).
+func (s *Service) CompanySession(ctx context.Context, companyID, id string) (*Session, error) {
+	var ses *Session
+	err := s.companyView(ctx, companyID, func(tx Tx) error {
+		if !ValidID(id) {
+			return Errorf(NotFound, "session not found")
+		}
+		var err error
+		ses, err = tx.Session(ctx, id)
+		if ErrorCode(err) == NotFound || err == nil && ses.CompanyID != companyID {
+			return Errorf(NotFound, "session not found")
+		}
+		return err
+	})
+	return ses, err
+}
+
+// FindCertificates returns the company's certificates of a consumer: those
+// whose email or mobile, normalized as opt-out normalizes them (D17), is one
+// given — the union when both are — found through their digests, never by
+// a scan. They come newest first, at most MaxPage of them. Invalid when
+// neither is given, or one does not normalize; NotFound when the company
+// does not exist. None: an empty slice.
+func (s *Service) FindCertificates(ctx context.Context, companyID, email, mobile string) ([]*Certificate, error) {
+	var ed, md Digest
+	var err error
+	if strings.TrimSpace(email) == "" && strings.TrimSpace(mobile) == "" {
+		return nil, Errorf(Invalid, "one of email or mobile is required")
+	}
+	if strings.TrimSpace(email) != "" {
+		if ed, err = EmailDigest(email); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(mobile) != "" {
+		if md, err = MobileDigest(mobile); err != nil {
+			return nil, err
+		}
+	}
+	return companyList(ctx, s, companyID, func(tx Tx) ([]*Certificate, error) {
+		byEmail, err := tx.CertificatesByEmail(ctx, companyID, ed)
+		if err != nil {
+			return nil, err
+		}
+		byMobile, err := tx.CertificatesByMobile(ctx, companyID, md)
+		if err != nil {
+			return nil, err
+		}
+		ids := slices.Compact(slices.Sorted(slices.Values(append(byEmail, byMobile...))))
+		out := make([]*Certificate, 0, len(ids))
+		for _, id := range ids {
+			c, err := tx.Certificate(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, c)
+		}
+		slices.SortFunc(out, func(a, b *Certificate) int {
+			if Newer(a.CreatedAt, a.ID, b.CreatedAt, b.ID) {
+				return -1
+			}
+			return 1
+		})
+		return out[:min(len(out), MaxPage)], nil
+	})
+}

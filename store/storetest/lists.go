@@ -1,0 +1,304 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// The lists of the operator surface (issue 14): a company's properties and
+// tokens, and pages of its ledger, certificates, sessions and revocations.
+
+func testProperties(t *testing.T, s consent.Store) {
+	fixture(t, s) // acme-web and other-web, at t0
+	early := &consent.Property{ID: "p-early", CompanyID: "acme", Name: "Early", AllowedOrigins: []string{"https://acme.example"},
+		CreatedAt: t0.Add(-time.Hour)}
+	tieB := &consent.Property{ID: "acme-B", CompanyID: "acme", Name: "Same time, upper-case id", CreatedAt: t0}
+	late := &consent.Property{ID: "a-late", CompanyID: "acme", Name: "Late", CreatedAt: t0.Add(time.Hour)}
+	update(t, s, func(tx consent.Tx) error {
+		for _, p := range []*consent.Property{late, tieB, early} {
+			if err := tx.CreateProperty(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	web := &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Form", CreatedAt: t0}
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Properties(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		// Oldest first; at one time, ids byte by byte ("B" before "w").
+		if d := cmp.Diff([]*consent.Property{early, tieB, web, late}, got, opts); d != "" {
+			t.Errorf("Properties(acme) (-want +got):\n%s", d)
+		}
+		got, err = tx.Properties(ctx, "other")
+		if err != nil || len(got) != 1 || got[0].ID != "other-web" {
+			t.Errorf("Properties(other) = %v, %v; want other-web alone", got, err)
+		}
+		got, err = tx.Properties(ctx, "nobody")
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("Properties(nobody) = %#v, %v; want an empty slice", got, err)
+		}
+		return nil
+	})
+}
+
+func testTokens(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	first := &consent.Token{ID: "tok_b", CompanyID: "acme", Digest: consent.DigestOf("secret-b"),
+		Permissions: []consent.Permission{consent.PermissionRetention}, CreatedAt: t0}
+	tie := &consent.Token{ID: "tok_a", CompanyID: "acme", Digest: consent.DigestOf("secret-a"),
+		ExpiresAt: t0.Add(time.Hour), CreatedAt: t0}
+	revoked := &consent.Token{ID: "tok_0", CompanyID: "acme", Digest: consent.DigestOf("secret-0"), CreatedAt: t0.Add(time.Minute)}
+	others := &consent.Token{ID: "tok_o", CompanyID: "other", Digest: consent.DigestOf("secret-o"), CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error {
+		for _, tok := range []*consent.Token{revoked, first, others, tie} {
+			if err := tx.CreateToken(ctx, tok); err != nil {
+				return err
+			}
+		}
+		return tx.RevokeToken(ctx, "acme", "tok_0", t0.Add(2*time.Minute))
+	})
+	revoked.RevokedAt = t0.Add(2 * time.Minute)
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Tokens(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff([]*consent.Token{tie, first, revoked}, got, opts); d != "" {
+			t.Errorf("Tokens(acme) (-want +got):\n%s", d)
+		}
+		got, err = tx.Tokens(ctx, "nobody")
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("Tokens(nobody) = %#v, %v; want an empty slice", got, err)
+		}
+		return nil
+	})
+}
+
+// stamp is an item's place in a page's order.
+type stamp struct {
+	at time.Time
+	id string
+}
+
+// pageStamps are the creation times and ids of every list's items: ties in
+// time ordered by id byte by byte (upper case before lower case, which a
+// locale's collation would put the other way), and one item far back.
+var pageStamps = []stamp{
+	{t0.Add(2 * time.Second), "x-m"},
+	{t0.Add(time.Second), "x-a"},
+	{t0.Add(time.Second), "x-B"},
+	{t0.Add(time.Second), "x-0"},
+	{t0, "x-z"},
+	{t0.Add(-24 * time.Hour), "x-old"},
+}
+
+// newestFirst is stamps in a page's order.
+func newestFirst(stamps []stamp) []stamp {
+	out := slices.Clone(stamps)
+	slices.SortFunc(out, func(a, b stamp) int {
+		if consent.Newer(a.at, a.id, b.at, b.id) {
+			return -1
+		}
+		return 1
+	})
+	return out
+}
+
+// checkPage checks a list read by read: want holds the company acme's items
+// as created, in any order, and other items of other companies exist with
+// the same stamps. It reads the whole list in one page, then page by page,
+// then within time bounds, and checks the refusals of bad pages.
+func checkPage[T any](t *testing.T, s consent.Store, want []*T, key func(*T) stamp, read func(tx consent.Tx, ctx context.Context, p consent.Page) ([]*T, error)) {
+	t.Helper()
+	slices.SortFunc(want, func(a, b *T) int {
+		ka, kb := key(a), key(b)
+		if consent.Newer(ka.at, ka.id, kb.at, kb.id) {
+			return -1
+		}
+		return 1
+	})
+	stampsOf := func(items []*T) []string {
+		out := []string{}
+		for _, it := range items {
+			k := key(it)
+			out = append(out, fmt.Sprintf("%s@%s", k.id, k.at.Format(time.RFC3339Nano)))
+		}
+		return out
+	}
+	get := func(p consent.Page) []*T {
+		t.Helper()
+		var got []*T
+		view(t, s, func(tx consent.Tx) error {
+			var err error
+			got, err = read(tx, ctx, p)
+			return err
+		})
+		return got
+	}
+	// The whole list, every field.
+	if d := cmp.Diff(want, get(consent.Page{CompanyID: "acme", Limit: consent.MaxPage}), opts); d != "" {
+		t.Errorf("one page of all (-want +got):\n%s", d)
+	}
+	// Page by page, each starting after the last item of the one before.
+	var walked []*T
+	p := consent.Page{CompanyID: "acme", Limit: 2}
+	for range len(want) + 2 {
+		page := get(p)
+		if len(page) > 2 {
+			t.Fatalf("a page of limit 2 has %d items", len(page))
+		}
+		walked = append(walked, page...)
+		if len(page) < 2 {
+			break
+		}
+		last := key(page[len(page)-1])
+		p.Before = consent.Cursor{At: last.at, ID: last.id}
+	}
+	if d := cmp.Diff(stampsOf(want), stampsOf(walked)); d != "" {
+		t.Errorf("page by page (-want +got):\n%s", d)
+	}
+	// Time bounds: at or after Since, before Until, and a cursor within them.
+	since, until := t0, t0.Add(2*time.Second)
+	var bounded []*T
+	for _, w := range want {
+		if k := key(w); !k.at.Before(since) && k.at.Before(until) {
+			bounded = append(bounded, w)
+		}
+	}
+	got := get(consent.Page{CompanyID: "acme", Since: since, Until: until, Limit: consent.MaxPage})
+	if d := cmp.Diff(stampsOf(bounded), stampsOf(got)); d != "" {
+		t.Errorf("Since %v, Until %v (-want +got):\n%s", since, until, d)
+	}
+	cursor := key(bounded[0])
+	got = get(consent.Page{CompanyID: "acme", Since: since, Until: until, Before: consent.Cursor{At: cursor.at, ID: cursor.id}, Limit: 2})
+	if d := cmp.Diff(stampsOf(bounded[1:3]), stampsOf(got)); d != "" {
+		t.Errorf("bounded page after %v (-want +got):\n%s", cursor, d)
+	}
+	// A cursor between ids of one time: the items of that time with a
+	// lower id, then the older ones.
+	got = get(consent.Page{CompanyID: "acme", Before: consent.Cursor{At: t0.Add(time.Second), ID: "x-C"}, Limit: 2})
+	if d := cmp.Diff([]string{"x-B", "x-0"}, idsOf(stampsOf(got))); d != "" {
+		t.Errorf("page before (t0+1s, x-C) (-want +got):\n%s", d)
+	}
+	if got := get(consent.Page{CompanyID: "nobody", Limit: 10}); got == nil || len(got) != 0 {
+		t.Errorf("a page of an unknown company = %#v; want an empty slice", got)
+	}
+	for _, bad := range []consent.Page{
+		{CompanyID: "acme"},
+		{CompanyID: "acme", Limit: consent.MaxPage + 1},
+		{Limit: 10},
+	} {
+		err := s.View(ctx, func(tx consent.Tx) error { _, err := read(tx, ctx, bad); return err })
+		wantCode(t, fmt.Sprintf("page %+v", bad), err, consent.Invalid)
+	}
+}
+
+func idsOf(stamps []string) []string {
+	out := []string{}
+	for _, s := range stamps {
+		id, _, _ := strings.Cut(s, "@")
+		out = append(out, id)
+	}
+	return out
+}
+
+func testLedgerPage(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	var want []*wallet.Entry
+	update(t, s, func(tx consent.Tx) error {
+		for i, st := range pageStamps {
+			e := entry(st.id, "acme", wallet.TopUp, wallet.Amount(i+1)*wallet.Cent, st.at)
+			if _, err := tx.Credit(ctx, e); err != nil {
+				return err
+			}
+			want = append(want, e)
+			if _, err := tx.Credit(ctx, entry("o-"+st.id, "other", wallet.TopUp, wallet.Cent, st.at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	checkPage(t, s, want, func(e *wallet.Entry) stamp { return stamp{e.CreatedAt, e.ID} }, consent.Tx.LedgerPage)
+}
+
+func testCertificatePage(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	var want []*consent.Certificate
+	update(t, s, func(tx consent.Tx) error {
+		for _, st := range pageStamps {
+			c := certificate(st.id, "acme", "acme-web", "s1")
+			c.CreatedAt = st.at
+			c.EmailDigest = consent.DigestOf(st.id + "@example.com")
+			if err := tx.CreateCertificate(ctx, c); err != nil {
+				return err
+			}
+			want = append(want, c)
+			o := certificate("o-"+st.id, "other", "other-web", "s2")
+			o.CreatedAt = st.at
+			if err := tx.CreateCertificate(ctx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	checkPage(t, s, want, func(c *consent.Certificate) stamp { return stamp{c.CreatedAt, c.ID} }, consent.Tx.CertificatePage)
+}
+
+func testSessionPage(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	var want []*consent.Session
+	update(t, s, func(tx consent.Tx) error {
+		for _, st := range pageStamps {
+			ses := session(st.id, "acme", "acme-web")
+			ses.CreatedAt, ses.URL, ses.CertificateID = st.at, "https://acme.example/"+st.id, "cert-"+st.id
+			ses.UploadDigest = consent.DigestOf(st.id)
+			if err := tx.CreateSession(ctx, ses); err != nil {
+				return err
+			}
+			want = append(want, ses)
+			o := session("o-"+st.id, "other", "other-web")
+			o.CreatedAt = st.at
+			if err := tx.CreateSession(ctx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// The fixture's s1 is acme's too.
+	s1 := session("s1", "acme", "acme-web")
+	want = append(want, s1)
+	checkPage(t, s, want, func(s *consent.Session) stamp { return stamp{s.CreatedAt, s.ID} }, consent.Tx.SessionPage)
+}
+
+func testRevocationPage(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	var want []*consent.Revocation
+	update(t, s, func(tx consent.Tx) error {
+		for _, st := range pageStamps {
+			r := &consent.Revocation{ID: st.id, CompanyID: "acme", CertificateID: "cert-" + st.id,
+				MobileDigest: consent.DigestOf("+1555" + st.id), Reason: "asked", ClientIP: "203.0.113.9",
+				CertificateIDs: []string{"cert-" + st.id}, CreatedAt: st.at}
+			if err := tx.CreateRevocation(ctx, r); err != nil {
+				return err
+			}
+			want = append(want, r)
+			if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "o-" + st.id, CompanyID: "other", CreatedAt: st.at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	checkPage(t, s, want, func(r *consent.Revocation) stamp { return stamp{r.CreatedAt, r.ID} }, consent.Tx.RevocationPage)
+}
