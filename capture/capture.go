@@ -255,35 +255,46 @@ const maxEventsPerChunk = 100_000
 
 // CheckEvents accepts a non-empty JSON array of rrweb event objects: each
 // has an integer "type" and a "timestamp" that is a non-negative number of
-// milliseconds (D34).
+// milliseconds (D34). Both are JSON numbers: a string such as "2" is not
+// one, and the replayer would not play the event.
 func CheckEvents(events json.RawMessage) error {
 	var list []struct {
-		Type      *json.Number `json:"type"`
-		Timestamp *json.Number `json:"timestamp"`
+		Type      json.RawMessage `json:"type"`
+		Timestamp json.RawMessage `json:"timestamp"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(events))
-	dec.UseNumber()
-	if err := dec.Decode(&list); err != nil || len(list) == 0 || dec.More() {
+	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
 		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
 	}
 	if len(list) > maxEventsPerChunk {
 		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", maxEventsPerChunk)
 	}
 	for i, e := range list {
-		if e.Type == nil || strings.ContainsAny(e.Type.String(), ".eE") {
+		typ, ok := number(e.Type)
+		if !ok || strings.ContainsAny(typ.String(), ".eE") {
 			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
 		}
-		if _, err := e.Type.Int64(); err != nil {
+		if _, err := typ.Int64(); err != nil {
 			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
 		}
-		if e.Timestamp == nil {
+		ts, ok := number(e.Timestamp)
+		if !ok {
 			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
 		}
-		if ts, err := e.Timestamp.Float64(); err != nil || ts < 0 || ts > 1<<53 {
+		if ms, err := ts.Float64(); err != nil || ms < 0 || ms > 1<<53 {
 			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
 		}
 	}
 	return nil
+}
+
+// number returns the JSON value raw as a number, when it is one: a JSON
+// number starts with a minus sign or a digit; anything else (a string, a
+// null, a missing member) is not.
+func number(raw json.RawMessage) (json.Number, bool) {
+	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return "", false
+	}
+	return json.Number(raw), true
 }
 
 // Consent is the consumer's consent, sent when the form is submitted (D35).
