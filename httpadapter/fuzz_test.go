@@ -10,7 +10,8 @@ import (
 
 // Whatever the body and Idempotency-Key, every endpoint answers a
 // documented status with a JSON body of its error shape, and never an
-// internal error.
+// internal error; a refusal stores nothing but its audit entry and the
+// key's own record (D3, D40).
 //
 // go test -run '^$' -fuzz FuzzRequestBodies ./httpadapter
 func FuzzRequestBodies(f *testing.F) {
@@ -25,7 +26,8 @@ func FuzzRequestBodies(f *testing.F) {
 	}
 	f.Add(`{}`, "a b")
 	f.Add(`{}`, "\x00")
-	e := setup(f, teststore.Memory(f))
+	j := &journal{Store: teststore.Memory(f)}
+	e := setup(f, j)
 	h := e.handler(f, httpadapter.Config{OptOutPerMinute: -1, RetainPerMinute: -1})
 	paths := []string{
 		"/verify/match", "/verify/partial-match", "/verify/certificate-info", "/verify/session/acme",
@@ -39,6 +41,7 @@ func FuzzRequestBodies(f *testing.F) {
 			if key != "" {
 				r = keyed(r, key)
 			}
+			mark := j.mark()
 			rec := serve(h, r)
 			if !allowed[rec.Code] {
 				t.Fatalf("%s %q: status %d: %s", path, body, rec.Code, rec.Body)
@@ -49,6 +52,10 @@ func FuzzRequestBodies(f *testing.F) {
 			}
 			if _, ok := v["error"]; rec.Code != 200 && !ok {
 				t.Fatalf("%s %q: error body without an error: %s", path, body, rec.Body)
+			}
+			writes := j.since(mark, "AppendAudit", "ClaimIdempotencyKey", "AnswerIdempotencyKey", "ReleaseIdempotencyKey")
+			if rec.Code != 200 && len(writes) > 0 {
+				t.Fatalf("%s %q: %d %s stored %v", path, body, rec.Code, rec.Body, writes)
 			}
 		}
 	})
