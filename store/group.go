@@ -31,8 +31,11 @@ type GroupCommit struct {
 	// Delay holds a batch open that long for more calls even when it could
 	// start: default 0, no added latency.
 	Delay time.Duration
-	// Runners is how many batches run at once on PostgreSQL: default half
-	// the pool's connections, at least one. SQLite has one writer, so one.
+	// Runners is how many batches are under way at once on PostgreSQL:
+	// default one. Batches still take turns on the database (an advisory
+	// lock: two batches holding rows the other wants would deadlock), so a
+	// second runner only lets the next batch begin and wait for the lock.
+	// SQLite has one writer, so one.
 	Runners int
 }
 

@@ -46,9 +46,12 @@ var _ consent.Store = (*Store)(nil)
 // Config tunes a Store. Zero values mean the defaults.
 type Config struct {
 	// GroupCommit runs concurrent Update calls together in one transaction
-	// (see store.GroupCommit; on by default). Its batches hold a
-	// connection each while they run: Runners defaults to half the pool's
-	// connections, leaving the rest to View and to single calls.
+	// (see store.GroupCommit; on by default). Batches take turns on the
+	// schema, across instances too (an advisory lock, batchLock): a batch
+	// holds the row locks of all its calls until its commit, so two
+	// batches at once could each hold a row the other wants — a deadlock
+	// that Postgres breaks only after deadlock_timeout (1 s by default).
+	// Runners defaults to 1.
 	GroupCommit store.GroupCommit
 }
 
@@ -61,7 +64,7 @@ func New(pool *pgxpool.Pool, cfg ...Config) *Store {
 		c = cfg[0]
 	}
 	if gc := c.GroupCommit; !gc.Off {
-		runners := cmp.Or(gc.Runners, max(1, int(pool.Config().MaxConns)/2))
+		runners := cmp.Or(gc.Runners, 1)
 		s.group = group.New(groupOps(pool), group.Config{
 			MaxBatch: cmp.Or(gc.MaxBatch, store.DefaultMaxBatch), Delay: gc.Delay, Runners: runners,
 		})
@@ -95,6 +98,15 @@ func (s *Store) GroupStats() (batches, calls int64) {
 	return s.group.Stats()
 }
 
+// batchLock makes group-commit batches on one schema take turns, those of
+// other instances and other runners included, before any of their calls
+// locks a row: a batch keeps every call's row locks until its commit, and
+// batches running at once, each holding a row that the other wants next,
+// deadlock (calls that each lock one wallet, in any order, did). Its keys
+// are two integers — "cons" and the schema's hash — a key space apart from
+// migrationLock's single one.
+const batchLock = `SELECT pg_advisory_xact_lock(1668246131, hashtext(current_schema()))`
+
 // groupOps are the statements of a group-commit batch.
 func groupOps(pool *pgxpool.Pool) group.Ops[pgx.Tx] {
 	exec := func(ctx context.Context, t pgx.Tx, q string) error {
@@ -103,7 +115,15 @@ func groupOps(pool *pgxpool.Pool) group.Ops[pgx.Tx] {
 	}
 	return group.Ops[pgx.Tx]{
 		Begin: func(ctx context.Context) (pgx.Tx, error) {
-			return pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+			t, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+			if err != nil {
+				return nil, err
+			}
+			if _, err := t.Exec(ctx, batchLock); err != nil {
+				t.Rollback(ctx)
+				return nil, err
+			}
+			return t, nil
 		},
 		Commit:    func(ctx context.Context, t pgx.Tx) error { return t.Commit(ctx) },
 		Rollback:  func(ctx context.Context, t pgx.Tx) error { return t.Rollback(ctx) },

@@ -2,13 +2,16 @@ package pgstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit/consent"
@@ -16,6 +19,7 @@ import (
 	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/storetest"
+	"github.com/consentkit/consentkit/wallet"
 )
 
 func TestConformance(t *testing.T) {
@@ -367,4 +371,109 @@ func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
 	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store {
 		return teststore.PostgresConfig(tb, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
 	})
+}
+
+// deadlocks counts the statements that Postgres aborted to break a
+// deadlock (SQLSTATE 40P01) on the connections of a pool.
+type deadlocks struct{ n atomic.Int64 }
+
+func (d *deadlocks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+func (d *deadlocks) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
+	var pe *pgconn.PgError
+	if errors.As(data.Err, &pe) && pe.Code == "40P01" {
+		d.n.Add(1)
+	}
+}
+
+// Group-commit batches never deadlock with each other, on one instance or
+// on several sharing a database: each call here locks a single wallet, so
+// no two calls can deadlock, but a batch holds the locks of all its calls
+// until its commit, and two batches running at once, each holding one
+// wallet and wanting the other's, did — every such deadlock cost a second
+// (deadlock_timeout) before Postgres broke it and the batch ran again.
+func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
+	ctx := context.Background()
+	url := teststore.PostgresURL(t)
+	var dl deadlocks
+	var stores []*pgstore.Store
+	for range 2 { // two instances on one database
+		cfg, err := pgxpool.ParseConfig(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.ConnConfig.Tracer = &dl
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+		stores = append(stores, pgstore.New(pool))
+	}
+	if err := stores[0].Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	wallets := []string{"w0", "w1"}
+	err := stores[0].Update(ctx, func(tx consent.Tx) error {
+		for _, id := range wallets {
+			if err := tx.CreateCompany(ctx, &consent.Company{ID: id, Name: id, CreatedAt: at}); err != nil {
+				return err
+			}
+			if _, err := tx.Credit(ctx, &wallet.Entry{ID: "topup-" + id, CompanyID: id, Kind: wallet.TopUp, Amount: wallet.Dollar, Reference: "t", CreatedAt: at}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		instances int
+	}{{"one instance", 1}, {"two instances", 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dl.n.Store(0)
+			var b0, m0 int64
+			for _, s := range stores[:tc.instances] {
+				b, m := s.GroupStats()
+				b0, m0 = b0+b, m0+m
+			}
+			const workers, calls = 16, 40
+			var wg sync.WaitGroup
+			for w := range workers {
+				s := stores[w%tc.instances]
+				wg.Go(func() {
+					for i := range calls {
+						if dl.n.Load() > 0 {
+							return // it failed: no need to wait out more deadlocks
+						}
+						id := wallets[(w+i)%len(wallets)]
+						err := s.Update(ctx, func(tx consent.Tx) error {
+							_, err := tx.Debit(ctx, &wallet.Entry{ID: fmt.Sprintf("%s-%d-%d-%d", tc.name, w, i, len(wallets)), CompanyID: id,
+								Kind: wallet.ExactMatch, Amount: wallet.Cent / 10, Reference: "r", CreatedAt: at})
+							return err
+						})
+						if err != nil {
+							t.Errorf("debit %s: %v", id, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			var batches, members int64
+			for _, s := range stores[:tc.instances] {
+				b, m := s.GroupStats()
+				batches, members = batches+b, members+m
+			}
+			t.Logf("%d calls in %d batches", members-m0, batches-b0)
+			if n := dl.n.Load(); n > 0 {
+				t.Errorf("Postgres broke %d deadlocks between batches", n)
+			}
+		})
+	}
 }
