@@ -92,7 +92,8 @@ type IdempotencyRecord struct {
 // claimed, and Answer's rendering of the outcome is stored with it.
 type Idempotency struct {
 	// Scope is whose key it is: "company:<id>" for an authenticated call,
-	// "optout:<address> <company>" for an opt-out (IdempotencyScope).
+	// "optout:<address> <company>" for an opt-out (IdempotencyScope),
+	// "operator:<company>" for the operator's (OperatorIdempotencyScope).
 	Scope string
 	// Key is the client's key (CheckIdempotencyKey).
 	Key string
@@ -119,6 +120,11 @@ func IdempotencyScope(companyID, clientAddr string) string {
 	}
 	return "company:" + companyID
 }
+
+// OperatorIdempotencyScope returns the scope of the operator's keys for
+// calls about a company (a top-up through the operator API): apart from
+// the company's own keys, so that neither can replay the other's answers.
+func OperatorIdempotencyScope(companyID string) string { return "operator:" + companyID }
 
 // Stored returns the answer stored with the key, by this call or by the
 // first; ok is false when none is (the call failed, or Answer kept

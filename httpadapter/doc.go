@@ -44,6 +44,24 @@
 // <Config.OperatorSecret>"; every change it makes is audited as
 // "operator" (D42):
 //
+//	POST /operator/companies                                  create a company with an empty wallet, 201
+//	GET  /operator/companies                                  the companies by id (?after=&limit=)
+//	GET  /operator/companies/{company_id}                     a company
+//	POST /operator/companies/{company_id}/properties          add a property, 201
+//	GET  /operator/companies/{company_id}/properties          its properties
+//	PUT  /operator/companies/{company_id}/properties/{property_id}/allowed-origins replace the allowed origins (D32)
+//	POST /operator/companies/{company_id}/tokens              issue a token (D6), 201; its secret shown once
+//	GET  /operator/companies/{company_id}/tokens              its tokens, never their secrets or digests
+//	POST /operator/companies/{company_id}/tokens/{token_id}/revoke revoke one
+//	POST /operator/companies/{company_id}/wallet/top-ups      credit the wallet (D5), 201; Idempotency-Key required
+//	GET  /operator/companies/{company_id}/wallet              the balance
+//	GET  /operator/companies/{company_id}/wallet/ledger       the ledger (?since=&until=&before=&limit=)
+//	GET  /operator/companies/{company_id}/certificates        its certificates (?since=&until=&before=&limit=)
+//	POST /operator/companies/{company_id}/certificates/search a consumer's certificates by email or mobile (D17)
+//	GET  /operator/companies/{company_id}/certificates/{certificate_id} one, with its consents and signature
+//	GET  /operator/companies/{company_id}/sessions            its sessions (?since=&until=&before=&limit=)
+//	GET  /operator/companies/{company_id}/sessions/{session_id} one session
+//	GET  /operator/companies/{company_id}/revocations         its revocations (D19) (?since=&until=&before=&limit=)
 //	POST /operator/companies/{company_id}/webhooks            add a webhook endpoint (D44), 201; its secret shown once
 //	GET  /operator/companies/{company_id}/webhooks            the company's endpoints
 //	DELETE /operator/companies/{company_id}/webhooks/{endpoint_id} delete one, with its delivery log
@@ -51,6 +69,19 @@
 //	POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable  resume them
 //	GET  /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries its delivery log, newest first (?before=&limit=)
 //	GET  /operator/companies/{company_id}/audit               the audit log (?after=&limit=&action=&target=&actor=)
+//
+// The operator's lists that grow without bound (ledger, certificates,
+// sessions, revocations) come newest first, by creation time and then id,
+// a page at a time: an answer whose page is full carries next_before, an
+// opaque cursor to send as ?before= for the next, older page
+// (consent.Page); since and until bound the creation time (RFC 3339). A
+// company's data is read only under its own path: another company's
+// certificate or session is 404 there (D9). A top-up moves money with no
+// charge that a retry could fail on, so it requires an Idempotency-Key
+// (D40): a retry with the key is answered with the first answer and
+// credits nothing; a top-up without one is refused with 400. Issuing a
+// token is not idempotent: its answer holds the secret, which is never
+// stored, so it cannot be replayed.
 //
 // A session whose id is "batch" cannot be retained singly: the batch path
 // takes precedence. The last route goes beyond the documented contract, with

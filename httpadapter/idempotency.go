@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/consentkit/consentkit/consent"
@@ -30,15 +31,16 @@ func idempotencyKey(r *http.Request) (key string, ok bool) {
 	return "", true
 }
 
-// optOutScoped is a request whose key is scoped to the client's address and
-// a company it names, not to an authenticated company (D40).
-type optOutScoped interface {
+// companyNamed is a request that names the company its key is scoped to
+// when no token authenticated one (D40): an opt-out's, with the client's
+// address, and an operator route's, with the operator.
+type companyNamed interface {
 	company() string
 }
 
 // idempotency builds the key of an Idempotent route's call: scoped to the
-// authenticated company, or for an opt-out to the client's address and the
-// company; its fingerprint is the route and the decoded request, so that
+// authenticated company, for an opt-out to the client's address and the
+// company, for an operator route to the operator and the company; its fingerprint is the route and the decoded request, so that
 // the same request sent with other white space or member order is the same
 // request, and another body or route is ErrKeyReused. Its Answer renders an
 // outcome as the wrapper would write it; successes, 409s and 422s are kept,
@@ -48,11 +50,18 @@ func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key
 		return nil, err
 	}
 	scope := consent.IdempotencyScope(c.CompanyID, "")
-	if o, ok := req.(optOutScoped); ok && c.CompanyID == "" {
+	o, named := req.(companyNamed)
+	switch {
+	case rt.Auth == AuthOperator && !named:
+		return nil, fmt.Errorf("httpadapter: %s %s: an idempotent operator route's request must name its company", rt.Method, rt.Pattern)
+	case named && c.CompanyID == "":
 		if err := consent.CheckID("company_id", o.company()); err != nil {
 			return nil, err
 		}
 		scope = consent.IdempotencyScope(o.company(), c.ClientIP.String())
+		if rt.Auth == AuthOperator {
+			scope = consent.OperatorIdempotencyScope(o.company())
+		}
 	}
 	fields, err := json.Marshal(req)
 	if err != nil {

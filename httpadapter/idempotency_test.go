@@ -345,8 +345,24 @@ func TestIdempotencyDocumented(t *testing.T) {
 			t.Errorf("%s %s: the operation does not document the key: %s", rt.Method, rt.Pattern, s)
 		}
 	}
-	if n != len(paidCases)+5 { // the five /verify/ routes are also under /api
-		t.Errorf("%d Idempotent routes; want %d", n, len(paidCases)+5)
+	// The five /verify/ routes are also under /api; the operator's top-up
+	// is no paid case, and requires its key.
+	if n != len(paidCases)+5+1 {
+		t.Errorf("%d Idempotent routes; want %d", n, len(paidCases)+5+1)
+	}
+	for _, rt := range h.Routes() {
+		if rt.RequireKey && !rt.Idempotent {
+			t.Errorf("%s %s requires a key it does not take", rt.Method, rt.Pattern)
+		}
+		if !rt.Idempotent {
+			continue
+		}
+		op := paths[rt.Pattern].(map[string]any)[strings.ToLower(rt.Method)].(map[string]any)
+		for _, p := range op["parameters"].([]map[string]any) {
+			if p["name"] == httpadapter.IdempotencyHeader && p["required"] != rt.RequireKey {
+				t.Errorf("%s %s: the key's parameter says required %v", rt.Method, rt.Pattern, p["required"])
+			}
+		}
 	}
 }
 

@@ -42,33 +42,51 @@ type routeDoc struct {
 // verification route under its documented one (D30). Every route has an
 // entry (TestOpenAPIDocumentsEveryRoute).
 var routeDocs = map[string]routeDoc{
-	"POST /verify/match":                                                     {"Exact match of consent text, 0.015", []int{403, 404, 409}},
-	"POST /verify/partial-match":                                             {"Partial match of a term, 0.015", []int{403, 404, 409}},
-	"POST /verify/certificate-info":                                          {"Certificate metadata and signature", []int{404, 409}},
-	"POST /verify/session/{company_id}":                                      {"Long-term retention of a session", []int{404, 409}},
-	"POST /verify/certificate/{company_id}":                                  {"Long-term retention of a session's certificates", []int{404, 409}},
-	"POST /opt-out":                                                          {"Revocation (opt-out), free, no authentication", nil},
-	"POST /api/integrations/{companyId}/retain/{sessionId}":                  {"Retain API: retain one session, 0.10", []int{404, 409}},
-	"POST /api/integrations/{companyId}/retain/batch":                        {"Retain API: retain up to 100 sessions, 0.10 each", nil},
-	"GET /api/integrations/{companyId}/sessions/{sessionId}":                 {"Retain API: where a session stands", []int{404}},
-	"GET /api/integrations/{companyId}/sessions/{sessionId}/video":           {"Retain API: the session's MP4 video", []int{404, http.StatusServiceUnavailable}},
-	"POST /capture/sessions":                                                 {"Capture: start a recording session", []int{403, 404}},
-	"POST /capture/sessions/{session_id}/events":                             {"Capture: one numbered chunk of rrweb events", []int{403, 404, 409}},
-	"POST /capture/sessions/{session_id}/consent":                            {"Capture: give consent and issue the certificate", []int{403, 404, 409}},
-	"OPTIONS /capture/sessions":                                              {"CORS preflight of starting a session", []int{403, 500}},
-	"OPTIONS /capture/sessions/{session_id}/events":                          {"CORS preflight of sending events", []int{403, 500}},
-	"OPTIONS /capture/sessions/{session_id}/consent":                         {"CORS preflight of giving consent", []int{403, 500}},
-	"GET /capture/capture.js":                                                {"The capture snippet", nil},
-	"GET /capture/rrweb.js":                                                  {"rrweb's recorder", []int{http.StatusServiceUnavailable}},
-	"GET /openapi.json":                                                      {"This OpenAPI document", nil},
-	"GET /.well-known/consentkit-keys":                                       {"The public keys of signed certificates (D41)", nil},
-	"POST /operator/companies/{company_id}/webhooks":                         {"Add a webhook endpoint; its secret is shown once", []int{404}},
-	"GET /operator/companies/{company_id}/webhooks":                          {"The company's webhook endpoints", []int{404}},
-	"DELETE /operator/companies/{company_id}/webhooks/{endpoint_id}":         {"Delete a webhook endpoint and its delivery log", []int{404}},
-	"POST /operator/companies/{company_id}/webhooks/{endpoint_id}/disable":   {"Stop deliveries to a webhook endpoint", []int{404}},
-	"POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable":    {"Resume deliveries to a webhook endpoint", []int{404}},
-	"GET /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries": {"A webhook endpoint's delivery log, newest first", []int{404}},
-	"GET /operator/companies/{company_id}/audit":                             {"The company's audit log", []int{404}},
+	"POST /verify/match":                                                            {"Exact match of consent text, 0.015", []int{403, 404, 409}},
+	"POST /verify/partial-match":                                                    {"Partial match of a term, 0.015", []int{403, 404, 409}},
+	"POST /verify/certificate-info":                                                 {"Certificate metadata and signature", []int{404, 409}},
+	"POST /verify/session/{company_id}":                                             {"Long-term retention of a session", []int{404, 409}},
+	"POST /verify/certificate/{company_id}":                                         {"Long-term retention of a session's certificates", []int{404, 409}},
+	"POST /opt-out":                                                                 {"Revocation (opt-out), free, no authentication", nil},
+	"POST /api/integrations/{companyId}/retain/{sessionId}":                         {"Retain API: retain one session, 0.10", []int{404, 409}},
+	"POST /api/integrations/{companyId}/retain/batch":                               {"Retain API: retain up to 100 sessions, 0.10 each", nil},
+	"GET /api/integrations/{companyId}/sessions/{sessionId}":                        {"Retain API: where a session stands", []int{404}},
+	"GET /api/integrations/{companyId}/sessions/{sessionId}/video":                  {"Retain API: the session's MP4 video", []int{404, http.StatusServiceUnavailable}},
+	"POST /capture/sessions":                                                        {"Capture: start a recording session", []int{403, 404}},
+	"POST /capture/sessions/{session_id}/events":                                    {"Capture: one numbered chunk of rrweb events", []int{403, 404, 409}},
+	"POST /capture/sessions/{session_id}/consent":                                   {"Capture: give consent and issue the certificate", []int{403, 404, 409}},
+	"OPTIONS /capture/sessions":                                                     {"CORS preflight of starting a session", []int{403, 500}},
+	"OPTIONS /capture/sessions/{session_id}/events":                                 {"CORS preflight of sending events", []int{403, 500}},
+	"OPTIONS /capture/sessions/{session_id}/consent":                                {"CORS preflight of giving consent", []int{403, 500}},
+	"GET /capture/capture.js":                                                       {"The capture snippet", nil},
+	"GET /capture/rrweb.js":                                                         {"rrweb's recorder", []int{http.StatusServiceUnavailable}},
+	"GET /openapi.json":                                                             {"This OpenAPI document", nil},
+	"GET /.well-known/consentkit-keys":                                              {"The public keys of signed certificates (D41)", nil},
+	"POST /operator/companies":                                                      {"Create a company with an empty wallet", []int{409}},
+	"GET /operator/companies":                                                       {"The companies, by id, a page at a time", nil},
+	"GET /operator/companies/{company_id}":                                          {"A company", []int{404}},
+	"POST /operator/companies/{company_id}/properties":                              {"Add a property", []int{404, 409}},
+	"GET /operator/companies/{company_id}/properties":                               {"The company's properties, oldest first", []int{404}},
+	"PUT /operator/companies/{company_id}/properties/{property_id}/allowed-origins": {"Replace a property's allowed origins (D32)", []int{404}},
+	"POST /operator/companies/{company_id}/tokens":                                  {"Issue a token; its secret is shown once", []int{404}},
+	"GET /operator/companies/{company_id}/tokens":                                   {"The company's tokens, without their secrets", []int{404}},
+	"POST /operator/companies/{company_id}/tokens/{token_id}/revoke":                {"Revoke a token", []int{404}},
+	"POST /operator/companies/{company_id}/wallet/top-ups":                          {"Credit the wallet; an Idempotency-Key is required", []int{404}},
+	"GET /operator/companies/{company_id}/wallet":                                   {"The wallet's balance", []int{404}},
+	"GET /operator/companies/{company_id}/wallet/ledger":                            {"The ledger, newest first, a page at a time", []int{404}},
+	"GET /operator/companies/{company_id}/certificates":                             {"The company's certificates, newest first, a page at a time", []int{404}},
+	"POST /operator/companies/{company_id}/certificates/search":                     {"A consumer's certificates, by email or mobile (D17)", []int{404}},
+	"GET /operator/companies/{company_id}/certificates/{certificate_id}":            {"A certificate with its consents and signature", []int{404}},
+	"GET /operator/companies/{company_id}/sessions":                                 {"The company's sessions, newest first, a page at a time", []int{404}},
+	"GET /operator/companies/{company_id}/sessions/{session_id}":                    {"A session", []int{404}},
+	"GET /operator/companies/{company_id}/revocations":                              {"The company's revocations (D19), newest first, a page at a time", []int{404}},
+	"POST /operator/companies/{company_id}/webhooks":                                {"Add a webhook endpoint; its secret is shown once", []int{404}},
+	"GET /operator/companies/{company_id}/webhooks":                                 {"The company's webhook endpoints", []int{404}},
+	"DELETE /operator/companies/{company_id}/webhooks/{endpoint_id}":                {"Delete a webhook endpoint and its delivery log", []int{404}},
+	"POST /operator/companies/{company_id}/webhooks/{endpoint_id}/disable":          {"Stop deliveries to a webhook endpoint", []int{404}},
+	"POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable":           {"Resume deliveries to a webhook endpoint", []int{404}},
+	"GET /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries":        {"A webhook endpoint's delivery log, newest first", []int{404}},
+	"GET /operator/companies/{company_id}/audit":                                    {"The company's audit log", []int{404}},
 }
 
 // docKey is the key of rt in routeDocs.
@@ -275,11 +293,15 @@ func parameters(rt Route) []object {
 		}
 	}
 	if rt.Idempotent {
-		ps = append(ps, object{"name": IdempotencyHeader, "in": "header", "required": false,
-			"schema": object{"type": "string", "minLength": 1, "maxLength": consent.MaxIdempotencyKey, "pattern": "^[!-~]+$"},
-			"description": "A key of the client's choosing, such as a UUID (D40). Sent again with the same request within 24 hours, " +
-				"the call is not done again: the first answer (a success, 409 or 422) is replayed byte for byte with " +
-				ReplayedHeader + ": true. The same key with another request is a 422; while the first call runs, a 409."})
+		desc := "A key of the client's choosing, such as a UUID (D40). Sent again with the same request within 24 hours, " +
+			"the call is not done again: the first answer (a success, 409 or 422) is replayed byte for byte with " +
+			ReplayedHeader + ": true. The same key with another request is a 422; while the first call runs, a 409."
+		if rt.RequireKey {
+			desc += " Required here: a call without it gets 400, so that a retry can never take effect twice."
+		}
+		ps = append(ps, object{"name": IdempotencyHeader, "in": "header", "required": rt.RequireKey,
+			"schema":      object{"type": "string", "minLength": 1, "maxLength": consent.MaxIdempotencyKey, "pattern": "^[!-~]+$"},
+			"description": desc})
 	}
 	switch {
 	case rt.Method == http.MethodOptions:
@@ -455,6 +477,9 @@ var (
 // request's unknown fields are ignored (D29), and which fields it needs is
 // the service's to say (400 naming the field).
 func schemaOf(t reflect.Type, response bool) object {
+	if t.Kind() == reflect.Pointer { // nil is null, which fields adds
+		return schemaOf(t.Elem(), response)
+	}
 	switch t {
 	case amountType:
 		return object{"type": "number", "description": "Dollars, exact (micro-dollars)."}
@@ -467,8 +492,6 @@ func schemaOf(t reflect.Type, response bool) object {
 		panic(fmt.Sprintf("httpadapter: the OpenAPI document does not know the JSON of %v", t))
 	}
 	switch t.Kind() {
-	case reflect.Pointer:
-		return schemaOf(t.Elem(), response)
 	case reflect.Bool:
 		return object{"type": "boolean"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,

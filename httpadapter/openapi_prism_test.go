@@ -206,6 +206,16 @@ func TestPrismValidatesAnswers(t *testing.T) {
 			t.Errorf("GET %s: %d, want %d: %s", r.path, resp.StatusCode, r.status, body)
 		}
 	}
+	// Every operator route but the webhooks' (operatorRequests).
+	for _, r := range operatorRequests {
+		req := request{path: r.path, token: operator, body: r.body}
+		if r.key != "" {
+			req = keyed(req, r.key)
+		}
+		if resp, body := send(t, r.method, req); resp.StatusCode != r.status {
+			t.Errorf("%s %s: %d, want %d: %s", r.method, r.path, resp.StatusCode, r.status, body)
+		}
+	}
 	if resp, body := send(t, http.MethodPost, request{path: "/capture/sessions", body: `{"property_id":"acme-web","url":"https://acme.example/quote"}`,
 		header: http.Header{"Origin": {"https://evil.example"}}}); resp.StatusCode != 403 {
 		t.Errorf("capture start from an origin not allowed: %d: %s", resp.StatusCode, body)

@@ -268,6 +268,20 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 		}
 		record(t, req, rec)
 	}
+	for _, r := range operatorRequests {
+		req := httptest.NewRequest(r.method, r.path, strings.NewReader(r.body))
+		req.RemoteAddr = "192.0.2.1:1234"
+		req.Header.Set("Authorization", "Bearer "+operator)
+		if r.key != "" {
+			req.Header.Set(httpadapter.IdempotencyHeader, r.key)
+		}
+		rec := httptest.NewRecorder()
+		h.Operator().ServeHTTP(rec, req)
+		if rec.Code != r.status {
+			t.Errorf("%s %s: %d, want %d: %s", r.method, r.path, rec.Code, r.status, rec.Body)
+		}
+		record(t, req, rec)
+	}
 
 	// Capture: a session started, a chunk sent, consent given; a preflight
 	// from an origin the property does not allow.
@@ -326,6 +340,10 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 		"POST /api/integrations/{companyId}/retain/{sessionId} 402", "POST /api/integrations/{companyId}/retain/batch 200",
 		"POST /opt-out 200", "POST /opt-out 429", "GET /openapi.json 200", "GET /capture/capture.js 200",
 		"GET /operator/companies/{company_id}/audit 200", "POST /verify/match 422",
+		"POST /operator/companies 201", "POST /operator/companies/{company_id}/tokens 201",
+		"POST /operator/companies/{company_id}/wallet/top-ups 201", "POST /operator/companies/{company_id}/wallet/top-ups 422",
+		"GET /operator/companies/{company_id}/certificates/{certificate_id} 200",
+		"GET /operator/companies/{company_id}/sessions/{session_id} 200",
 	} {
 		if !validated[want] {
 			t.Errorf("no answer %s was validated", want)

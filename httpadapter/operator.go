@@ -1,23 +1,53 @@
 package httpadapter
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
 )
 
-// operatorRoutes are the operator API's routes (Handler.Operator): a
-// company's webhook endpoints and their delivery logs (D44), and its audit
-// log (D42). Every change is audited with the actor "operator".
+// operatorRoutes are the operator API's routes (Handler.Operator):
+// companies, their properties and allowed origins (D32), tokens (D6),
+// wallets and ledgers (D5), certificates, sessions and revocations (D19),
+// webhook endpoints and their delivery logs (D44), and audit logs (D42).
+// Every change is audited with the actor "operator"; lists of things that
+// grow without bound are read page by page (consent.Page).
 func (h *Handler) operatorRoutes() []*route {
-	const post, get, del = http.MethodPost, http.MethodGet, http.MethodDelete
+	const post, get, put, del = http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete
 	const base = "/operator/companies/{company_id}"
 	op := func(method, pattern string, status int) Route {
 		return Route{Method: method, Pattern: base + pattern, Group: OperatorGroup, Auth: AuthOperator, Status: status}
 	}
+	companies := func(method string, status int) Route {
+		return Route{Method: method, Pattern: "/operator/companies", Group: OperatorGroup, Auth: AuthOperator, Status: status}
+	}
+	topUp := op(post, "/wallet/top-ups", http.StatusCreated)
+	topUp.RequireKey = true
 	return []*route{
+		handle(companies(post, http.StatusCreated), h.createCompany),
+		handle(companies(get, 0), h.listCompanies),
+		handle(op(get, "", 0), h.getCompany),
+		handle(op(post, "/properties", http.StatusCreated), h.addProperty),
+		handle(op(get, "/properties", 0), h.listProperties),
+		handle(op(put, "/properties/{property_id}/allowed-origins", 0), h.setAllowedOrigins),
+		handle(op(post, "/tokens", http.StatusCreated), h.issueToken),
+		handle(op(get, "/tokens", 0), h.listTokens),
+		handle(op(post, "/tokens/{token_id}/revoke", 0), h.revokeToken),
+		handlePaid(topUp, h.topUp, topUpAnswer),
+		handle(op(get, "/wallet", 0), h.balance),
+		handle(op(get, "/wallet/ledger", 0), h.ledger),
+		handle(op(get, "/certificates", 0), h.listCertificates),
+		handle(op(post, "/certificates/search", 0), h.searchCertificates),
+		handle(op(get, "/certificates/{certificate_id}", 0), h.getCertificate),
+		handle(op(get, "/sessions", 0), h.listSessions),
+		handle(op(get, "/sessions/{session_id}", 0), h.getSession),
+		handle(op(get, "/revocations", 0), h.listRevocations),
 		handle(op(post, "/webhooks", http.StatusCreated), h.addWebhook),
 		handle(op(get, "/webhooks", 0), h.listWebhooks),
 		handle(op(del, "/webhooks/{endpoint_id}", 0), h.deleteWebhook),
@@ -231,4 +261,577 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*a
 		out.NextAfter = &next
 	}
 	return out, nil
+}
+
+// Companies.
+
+type createCompanyRequest struct {
+	ID                            string   `json:"id"`
+	Name                          string   `json:"name"`
+	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
+	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
+}
+
+type companyBody struct {
+	ID                            string   `json:"id"`
+	Name                          string   `json:"name"`
+	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
+	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
+	CreatedAt                     *rfc3339 `json:"created_at"`
+}
+
+func newCompanyBody(c *consent.Company) companyBody {
+	return companyBody{ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
+		AuthorizedThirdParties: orNone(c.AuthorizedThirdParties), CreatedAt: timestamp(c.CreatedAt)}
+}
+
+// orNone returns list, or an empty list for nil: a JSON array, never null.
+func orNone[T any](list []T) []T {
+	if list == nil {
+		return []T{}
+	}
+	return list
+}
+
+// createCompany creates a company with an empty wallet. A retry after a
+// lost answer is told by its 409: the id is the caller's.
+func (h *Handler) createCompany(ctx context.Context, _ Caller, req *createCompanyRequest) (*companyBody, error) {
+	c, err := h.svc.CreateCompany(ctx, consent.CompanyParams{ID: req.ID, Name: req.Name,
+		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties})
+	if err != nil {
+		return nil, err
+	}
+	body := newCompanyBody(c)
+	return &body, nil
+}
+
+type companiesRequest struct {
+	After string `query:"after" json:"-"` // companies with a greater id; "": from the first
+	Limit int    `query:"limit" json:"-"` // default consent.DefaultPage
+}
+
+type companiesResponse struct {
+	Companies []companyBody `json:"companies"`
+	// NextAfter, when set, is the after of the next page.
+	NextAfter *string `json:"next_after,omitempty"`
+}
+
+func (h *Handler) listCompanies(ctx context.Context, _ Caller, req *companiesRequest) (*companiesResponse, error) {
+	cs, err := h.svc.Companies(ctx, req.After, req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &companiesResponse{Companies: []companyBody{}}
+	for _, c := range cs {
+		out.Companies = append(out.Companies, newCompanyBody(c))
+	}
+	if len(cs) == cmp.Or(req.Limit, consent.DefaultPage) {
+		next := cs[len(cs)-1].ID
+		out.NextAfter = &next
+	}
+	return out, nil
+}
+
+func (h *Handler) getCompany(ctx context.Context, _ Caller, req *companyRequest) (*companyBody, error) {
+	c, err := h.svc.Company(ctx, req.CompanyID)
+	if err != nil {
+		return nil, err
+	}
+	body := newCompanyBody(c)
+	return &body, nil
+}
+
+// Properties and their allowed origins (D32).
+
+type addPropertyRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	// ID is optional: a random one is made. Give one to make a retry safe
+	// (a second call with it is a 409).
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	AllowedOrigins []string `json:"allowed_origins"`
+}
+
+type propertyBody struct {
+	ID             string   `json:"id"`
+	Name           string   `json:"name"`
+	AllowedOrigins []string `json:"allowed_origins"`
+	CreatedAt      *rfc3339 `json:"created_at"`
+}
+
+func newPropertyBody(p *consent.Property) propertyBody {
+	return propertyBody{ID: p.ID, Name: p.Name, AllowedOrigins: orNone(p.AllowedOrigins), CreatedAt: timestamp(p.CreatedAt)}
+}
+
+func (h *Handler) addProperty(ctx context.Context, _ Caller, req *addPropertyRequest) (*propertyBody, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	p, err := h.svc.AddProperty(ctx, consent.PropertyParams{ID: req.ID, CompanyID: req.CompanyID, Name: req.Name,
+		AllowedOrigins: req.AllowedOrigins})
+	if err != nil {
+		return nil, err
+	}
+	body := newPropertyBody(p)
+	return &body, nil
+}
+
+type propertiesResponse struct {
+	Properties []propertyBody `json:"properties"`
+}
+
+func (h *Handler) listProperties(ctx context.Context, _ Caller, req *companyRequest) (*propertiesResponse, error) {
+	ps, err := h.svc.Properties(ctx, req.CompanyID)
+	if err != nil {
+		return nil, err
+	}
+	out := &propertiesResponse{Properties: []propertyBody{}}
+	for _, p := range ps {
+		out.Properties = append(out.Properties, newPropertyBody(p))
+	}
+	return out, nil
+}
+
+type originsRequest struct {
+	CompanyID  string `path:"company_id" json:"-"`
+	PropertyID string `path:"property_id" json:"-"`
+	// AllowedOrigins replaces the list; [] allows none.
+	AllowedOrigins []string `json:"allowed_origins"`
+}
+
+func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *originsRequest) (*propertyBody, error) {
+	if req.AllowedOrigins == nil { // an absent list is no order to clear it
+		return nil, consent.Errorf(consent.Invalid, "allowed_origins is required: the full list, [] for none")
+	}
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	p, err := h.svc.SetAllowedOrigins(ctx, req.CompanyID, req.PropertyID, req.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	body := newPropertyBody(p)
+	return &body, nil
+}
+
+// Tokens (D6).
+
+type issueTokenRequest struct {
+	CompanyID   string   `path:"company_id" json:"-"`
+	Permissions []string `json:"permissions"` // vzew_retention, or none
+	ExpiresAt   string   `json:"expires_at"`  // RFC 3339; "": never
+}
+
+type tokenBody struct {
+	ID          string   `json:"id"`
+	Permissions []string `json:"permissions"`
+	ExpiresAt   *rfc3339 `json:"expires_at"`
+	RevokedAt   *rfc3339 `json:"revoked_at"`
+	CreatedAt   *rfc3339 `json:"created_at"`
+	// Active: neither revoked nor expired now.
+	Active bool `json:"active"`
+	// Secret is shown in the answer that issues the token, never again:
+	// only its digest is kept (D6).
+	Secret string `json:"secret,omitempty"`
+}
+
+func (h *Handler) newTokenBody(t *consent.Token) tokenBody {
+	perms := []string{}
+	for _, p := range t.Permissions {
+		perms = append(perms, string(p))
+	}
+	return tokenBody{ID: t.ID, Permissions: perms, ExpiresAt: timestamp(t.ExpiresAt), RevokedAt: timestamp(t.RevokedAt),
+		CreatedAt: timestamp(t.CreatedAt), Active: t.Active(h.svc.Now())}
+}
+
+// issueToken is no idempotent route: its answer holds the secret, which
+// is never stored (D6), so it cannot be replayed. A retry after a lost
+// answer issues another token; revoke the one never received.
+func (h *Handler) issueToken(ctx context.Context, _ Caller, req *issueTokenRequest) (*tokenBody, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	expires, err := parseTime("expires_at", req.ExpiresAt)
+	if err != nil {
+		return nil, err
+	}
+	p := consent.TokenParams{CompanyID: req.CompanyID, ExpiresAt: expires}
+	for _, perm := range req.Permissions {
+		p.Permissions = append(p.Permissions, consent.Permission(perm))
+	}
+	t, secret, err := h.svc.IssueToken(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	body := h.newTokenBody(t)
+	body.Secret = secret
+	return &body, nil
+}
+
+// parseTime reads an RFC 3339 time of the field; "" is the zero time.
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, consent.Errorf(consent.Invalid, "%s must be an RFC 3339 time such as 2027-01-31T00:00:00Z", field)
+	}
+	return t.UTC(), nil
+}
+
+type tokensResponse struct {
+	Tokens []tokenBody `json:"tokens"`
+}
+
+func (h *Handler) listTokens(ctx context.Context, _ Caller, req *companyRequest) (*tokensResponse, error) {
+	ts, err := h.svc.Tokens(ctx, req.CompanyID)
+	if err != nil {
+		return nil, err
+	}
+	out := &tokensResponse{Tokens: []tokenBody{}}
+	for _, t := range ts {
+		out.Tokens = append(out.Tokens, h.newTokenBody(t))
+	}
+	return out, nil
+}
+
+type tokenRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	TokenID   string `path:"token_id" json:"-"`
+}
+
+// revokeToken revokes a token of the company; revoking it again answers
+// the same.
+func (h *Handler) revokeToken(ctx context.Context, _ Caller, req *tokenRequest) (*successResponse, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	if err := h.svc.RevokeToken(ctx, req.CompanyID, req.TokenID); err != nil {
+		return nil, err
+	}
+	return &successResponse{Success: true}, nil
+}
+
+// The wallet (D1, D5).
+
+type topUpRequest struct {
+	CompanyID string         `path:"company_id" json:"-"`
+	Amount    *wallet.Amount `json:"amount"`    // dollars, exact (D1)
+	Reference string         `json:"reference"` // the payment's reference; optional
+}
+
+func (r *topUpRequest) company() string { return r.CompanyID }
+
+type topUpBody struct {
+	CompanyID string        `json:"company_id"`
+	Amount    wallet.Amount `json:"amount"`
+	Reference string        `json:"reference"`
+	Balance   wallet.Amount `json:"balance"`
+}
+
+// topUp credits the wallet. It requires an Idempotency-Key
+// (Route.RequireKey): a top-up moves money and charges nothing that a
+// retry could fail on, so without a key a retry after a lost answer would
+// credit twice. The key is claimed, and the answer stored, in the
+// transaction of the credit (D40), scoped to the operator and the company.
+func (h *Handler) topUp(ctx context.Context, _ Caller, req *topUpRequest) (*topUpBody, error) {
+	if req.Amount == nil {
+		return nil, consent.Errorf(consent.Invalid, "amount is required: dollars, such as 25 or 12.50")
+	}
+	return consent.Paid(ctx, h.svc, nil, func(tx consent.Tx) (*topUpBody, error) {
+		bal, err := h.svc.TopUpTx(ctx, tx, req.CompanyID, *req.Amount, req.Reference)
+		if err != nil {
+			return nil, err
+		}
+		return &topUpBody{CompanyID: req.CompanyID, Amount: *req.Amount, Reference: req.Reference, Balance: bal}, nil
+	})
+}
+
+func topUpAnswer(b *topUpBody) *topUpBody { return b }
+
+type balanceBody struct {
+	CompanyID string        `json:"company_id"`
+	Balance   wallet.Amount `json:"balance"`
+}
+
+func (h *Handler) balance(ctx context.Context, _ Caller, req *companyRequest) (*balanceBody, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	bal, err := h.svc.Balance(ctx, req.CompanyID)
+	if err != nil {
+		return nil, err
+	}
+	return &balanceBody{CompanyID: req.CompanyID, Balance: bal}, nil
+}
+
+// pageRequest reads a page of a company's list (consent.Page), newest
+// first.
+type pageRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	Since     string `query:"since" json:"-"`  // RFC 3339: created at or after it
+	Until     string `query:"until" json:"-"`  // RFC 3339: created before it
+	Before    string `query:"before" json:"-"` // the next_before of the previous page
+	Limit     int    `query:"limit" json:"-"`  // 1 to consent.MaxPage; default consent.DefaultPage
+}
+
+func (r *pageRequest) page() (consent.Page, error) {
+	p := consent.Page{CompanyID: r.CompanyID, Limit: cmp.Or(r.Limit, consent.DefaultPage)}
+	var err error
+	if p.Since, err = parseTime("since", r.Since); err != nil {
+		return p, err
+	}
+	if p.Until, err = parseTime("until", r.Until); err != nil {
+		return p, err
+	}
+	p.Before, err = consent.ParseCursor("before", r.Before)
+	return p, err
+}
+
+// readPage reads a page with read and renders its items; the answer's next
+// cursor is set when the page is full.
+func readPage[T, B any](ctx context.Context, req *pageRequest, read func(context.Context, consent.Page) ([]T, error),
+	render func(T) B, key func(T) (time.Time, string)) ([]B, *string, error) {
+	p, err := req.page()
+	if err != nil {
+		return nil, nil, err
+	}
+	items, err := read(ctx, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]B, 0, len(items))
+	for _, it := range items {
+		out = append(out, render(it))
+	}
+	if len(items) == 0 || len(items) < p.Limit {
+		return out, nil, nil
+	}
+	next := consent.CursorOf(key(items[len(items)-1])).String()
+	return out, &next, nil
+}
+
+type entryBody struct {
+	ID     string        `json:"id"`
+	Kind   string        `json:"kind"`
+	Amount wallet.Amount `json:"amount"`
+	// Credit: the amount was added to the balance (a top-up); otherwise
+	// taken from it.
+	Credit    bool     `json:"credit"`
+	Reference string   `json:"reference"`
+	CreatedAt *rfc3339 `json:"created_at"`
+}
+
+type ledgerResponse struct {
+	Entries []entryBody `json:"entries"`
+	// NextBefore, when set, is the before of the next (older) page.
+	NextBefore *string `json:"next_before,omitempty"`
+}
+
+func (h *Handler) ledger(ctx context.Context, _ Caller, req *pageRequest) (*ledgerResponse, error) {
+	entries, next, err := readPage(ctx, req, h.svc.LedgerPage, func(e *wallet.Entry) entryBody {
+		return entryBody{ID: e.ID, Kind: string(e.Kind), Amount: e.Amount, Credit: e.Kind.IsCredit(), Reference: e.Reference,
+			CreatedAt: timestamp(e.CreatedAt)}
+	}, func(e *wallet.Entry) (time.Time, string) { return e.CreatedAt, e.ID })
+	if err != nil {
+		return nil, err
+	}
+	return &ledgerResponse{Entries: entries, NextBefore: next}, nil
+}
+
+// Certificates, sessions and revocations: read only.
+
+// certificateSummary is a certificate in a list: what it is, not what it
+// holds. The consumer's email and mobile are never shown, nor their
+// digests (D17): only whether they were given.
+type certificateSummary struct {
+	ID              string   `json:"id"`
+	PropertyID      string   `json:"property_id"`
+	SessionID       string   `json:"session_id"`
+	Origin          string   `json:"origin"`
+	RetentionStatus string   `json:"retention_status"`
+	CreatedAt       *rfc3339 `json:"created_at"`
+	ExpiresAt       *rfc3339 `json:"expires_at"`
+	RevokedAt       *rfc3339 `json:"revoked_at"`
+	EmailGiven      bool     `json:"email_given"`
+	MobileGiven     bool     `json:"mobile_given"`
+	Signed          bool     `json:"signed"`
+}
+
+func newCertificateSummary(c *consent.Certificate) certificateSummary {
+	return certificateSummary{ID: c.ID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin,
+		RetentionStatus: string(c.RetentionStatus), CreatedAt: timestamp(c.CreatedAt), ExpiresAt: timestamp(c.ExpiresAt),
+		RevokedAt: timestamp(c.RevokedAt), EmailGiven: !c.EmailDigest.IsZero(), MobileGiven: !c.MobileDigest.IsZero(),
+		Signed: len(c.Signature) > 0}
+}
+
+type certificatesResponse struct {
+	Certificates []certificateSummary `json:"certificates"`
+	// NextBefore, when set, is the before of the next (older) page.
+	NextBefore *string `json:"next_before,omitempty"`
+}
+
+func certificateKey(c *consent.Certificate) (time.Time, string) { return c.CreatedAt, c.ID }
+
+func (h *Handler) listCertificates(ctx context.Context, _ Caller, req *pageRequest) (*certificatesResponse, error) {
+	list, next, err := readPage(ctx, req, h.svc.CertificatePage, newCertificateSummary, certificateKey)
+	if err != nil {
+		return nil, err
+	}
+	return &certificatesResponse{Certificates: list, NextBefore: next}, nil
+}
+
+// searchRequest finds a consumer's certificates. The email and mobile
+// travel in the body, not the URL, so that no access log keeps them.
+type searchRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	Email     string `json:"email"`
+	Mobile    string `json:"mobile"`
+}
+
+// searchCertificates finds the company's certificates by the digests of
+// the normalized email and mobile (D17), newest first.
+func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *searchRequest) (*certificatesResponse, error) {
+	cs, err := h.svc.FindCertificates(ctx, req.CompanyID, req.Email, req.Mobile)
+	if err != nil {
+		return nil, err
+	}
+	out := &certificatesResponse{Certificates: []certificateSummary{}}
+	for _, c := range cs {
+		out.Certificates = append(out.Certificates, newCertificateSummary(c))
+	}
+	return out, nil
+}
+
+type certificateRequest struct {
+	CompanyID     string `path:"company_id" json:"-"`
+	CertificateID string `path:"certificate_id" json:"-"`
+}
+
+type recordBody struct {
+	Text    string   `json:"text"`
+	Types   []string `json:"types"`
+	OptInAt *rfc3339 `json:"opt_in_at"`
+}
+
+// certificateBody is a certificate with its content: the consents, where
+// and how they were given (D35, D37), and its signature (D41).
+type certificateBody struct {
+	certificateSummary
+	Consents        []recordBody        `json:"consents"`
+	ClientIP        string              `json:"client_ip"`
+	UserAgent       string              `json:"user_agent"`
+	RecordingSHA256 string              `json:"recording_sha256"`
+	Visibility      *consent.Visibility `json:"visibility"`
+	KeyID           string              `json:"key_id"`
+	Signature       string              `json:"signature"` // base64; "" when unsigned
+	EventsCombined  json.RawMessage     `json:"events_combined"`
+}
+
+func (h *Handler) getCertificate(ctx context.Context, _ Caller, req *certificateRequest) (*certificateBody, error) {
+	c, err := h.svc.CompanyCertificate(ctx, req.CompanyID, req.CertificateID)
+	if err != nil {
+		return nil, err
+	}
+	out := &certificateBody{
+		certificateSummary: newCertificateSummary(c), Consents: []recordBody{},
+		ClientIP: c.ClientIP, UserAgent: c.UserAgent, RecordingSHA256: hexDigest(c.RecordingSHA256),
+		Visibility: c.Visibility, KeyID: c.KeyID, Signature: base64.StdEncoding.EncodeToString(c.Signature),
+		EventsCombined: c.EventsCombined,
+	}
+	for _, r := range c.Records {
+		out.Consents = append(out.Consents, recordBody{Text: r.Text, Types: orNone(r.Types), OptInAt: timestamp(r.OptInAt)})
+	}
+	if len(out.EventsCombined) == 0 {
+		out.EventsCombined = json.RawMessage("{}")
+	}
+	return out, nil
+}
+
+// opSessionBody is a session as the operator sees it; its upload
+// capability (D33) is never shown.
+type opSessionBody struct {
+	ID              string   `json:"id"`
+	PropertyID      string   `json:"property_id"`
+	RetentionStatus string   `json:"retention_status"`
+	VideoStatus     string   `json:"rrweb_to_video_status"`
+	EventChunks     int      `json:"event_chunks"`
+	EventBytes      int64    `json:"event_bytes"`
+	CertificateID   string   `json:"certificate_id"`
+	URL             string   `json:"url"`
+	CreatedAt       *rfc3339 `json:"created_at"`
+	ExpiresAt       *rfc3339 `json:"expires_at"`
+	ClosedAt        *rfc3339 `json:"closed_at"`
+	VideoBytes      int64    `json:"video_bytes"`
+	VideoSHA256     string   `json:"video_sha256"`
+	VideoDurationMS int64    `json:"video_duration_ms"`
+}
+
+func newOpSessionBody(s *consent.Session) opSessionBody {
+	return opSessionBody{ID: s.ID, PropertyID: s.PropertyID, RetentionStatus: string(s.RetentionStatus),
+		VideoStatus: string(s.VideoStatus), EventChunks: s.EventChunks, EventBytes: s.EventBytes,
+		CertificateID: s.CertificateID, URL: s.URL, CreatedAt: timestamp(s.CreatedAt), ExpiresAt: timestamp(s.ExpiresAt),
+		ClosedAt: timestamp(s.ClosedAt), VideoBytes: s.Video.Bytes, VideoSHA256: hexDigest(s.Video.SHA256),
+		VideoDurationMS: s.Video.Duration.Milliseconds()}
+}
+
+type sessionsResponse struct {
+	Sessions []opSessionBody `json:"sessions"`
+	// NextBefore, when set, is the before of the next (older) page.
+	NextBefore *string `json:"next_before,omitempty"`
+}
+
+func (h *Handler) listSessions(ctx context.Context, _ Caller, req *pageRequest) (*sessionsResponse, error) {
+	list, next, err := readPage(ctx, req, h.svc.SessionPage, newOpSessionBody,
+		func(s *consent.Session) (time.Time, string) { return s.CreatedAt, s.ID })
+	if err != nil {
+		return nil, err
+	}
+	return &sessionsResponse{Sessions: list, NextBefore: next}, nil
+}
+
+type opSessionRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	SessionID string `path:"session_id" json:"-"`
+}
+
+func (h *Handler) getSession(ctx context.Context, _ Caller, req *opSessionRequest) (*opSessionBody, error) {
+	s, err := h.svc.CompanySession(ctx, req.CompanyID, req.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	body := newOpSessionBody(s)
+	return &body, nil
+}
+
+// revocationBody is a revocation record (D19); like a certificate's, the
+// consumer's email and mobile are shown only as given or not.
+type revocationBody struct {
+	ID             string   `json:"id"`
+	CertificateID  string   `json:"certificate_id"`
+	EmailGiven     bool     `json:"email_given"`
+	MobileGiven    bool     `json:"mobile_given"`
+	Reason         string   `json:"reason"`
+	ClientIP       string   `json:"client_ip"`
+	CertificateIDs []string `json:"certificate_ids"`
+	CreatedAt      *rfc3339 `json:"created_at"`
+}
+
+type revocationsResponse struct {
+	Revocations []revocationBody `json:"revocations"`
+	// NextBefore, when set, is the before of the next (older) page.
+	NextBefore *string `json:"next_before,omitempty"`
+}
+
+func (h *Handler) listRevocations(ctx context.Context, _ Caller, req *pageRequest) (*revocationsResponse, error) {
+	list, next, err := readPage(ctx, req, h.svc.RevocationPage, func(r *consent.Revocation) revocationBody {
+		return revocationBody{ID: r.ID, CertificateID: r.CertificateID, EmailGiven: !r.EmailDigest.IsZero(),
+			MobileGiven: !r.MobileDigest.IsZero(), Reason: r.Reason, ClientIP: r.ClientIP,
+			CertificateIDs: orNone(r.CertificateIDs), CreatedAt: timestamp(r.CreatedAt)}
+	}, func(r *consent.Revocation) (time.Time, string) { return r.CreatedAt, r.ID })
+	if err != nil {
+		return nil, err
+	}
+	return &revocationsResponse{Revocations: list, NextBefore: next}, nil
 }

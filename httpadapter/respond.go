@@ -183,6 +183,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 		if errors.As(err, &te) {
 			return consent.Errorf(consent.Invalid, "request body must be a JSON object")
 		}
+		// Well-formed JSON that a field's own decoder refused: a
+		// wallet.Amount that is no exact number of dollars (D1).
+		var se *json.SyntaxError
+		if field := amountField(v); field != "" && !errors.As(err, &se) {
+			return consent.Errorf(consent.Invalid, "%s must be a number of dollars with at most 6 decimal places", field)
+		}
 		return consent.Errorf(consent.Invalid, "request body is not valid JSON")
 	}
 	// encoding/json turns invalid UTF-8 and lone surrogate escapes into
@@ -195,6 +201,20 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
 	}
 	return nil
+}
+
+// amountField is the JSON name of the wallet.Amount field of the request
+// struct v; "" when it has none.
+func amountField(v any) string {
+	t := reflect.TypeOf(v).Elem()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type == amountType || f.Type == reflect.PointerTo(amountType) {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			return name
+		}
+	}
+	return ""
 }
 
 // kindOf says what the JSON field of the request struct v must be.

@@ -43,6 +43,10 @@ type Route struct {
 	// answered with the first call's stored answer, without doing
 	// anything again (D40; consent.Idempotency has the rules).
 	Idempotent bool
+	// RequireKey routes refuse a call without an Idempotency-Key (400):
+	// those that move money without a charge to fail on, such as a top-up,
+	// where a retry without a key would credit twice.
+	RequireKey bool
 	// ContentType is that of a route answering something other than JSON
 	// (a script); "" for JSON.
 	ContentType string
@@ -317,7 +321,12 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 		}
 	}
 	var idem *consent.Idempotency
-	if key, ok := idempotencyKey(r); ok && rt.render != nil {
+	key, ok := idempotencyKey(r)
+	if rt.RequireKey && !ok {
+		return nil, nil, consent.Errorf(consent.Invalid, "the %s header is required: send a key of your choosing, "+
+			"such as a UUID, and the same key with any retry, so that the call takes effect once", IdempotencyHeader)
+	}
+	if ok && rt.render != nil {
 		var err error
 		if idem, err = h.idempotency(rt, r, c, req, key); err != nil {
 			return nil, nil, err
