@@ -70,16 +70,21 @@ func ParseCursor(field, s string) (Cursor, error) {
 	}
 	bad := Errorf(Invalid, "%s must be a cursor that this API returned", field)
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) > 2*MaxIDLength {
+	if err != nil || len(b) > maxCursor {
 		return Cursor{}, bad
 	}
+	// The id is any text: ledger entries made through the Go API may have
+	// ids that are not identifiers (ValidID).
 	micros, id, ok := strings.Cut(string(b), " ")
 	us, err := strconv.ParseInt(micros, 10, 64)
-	if !ok || err != nil || !ValidID(id) {
+	if !ok || err != nil || id == "" || !ValidText(id) {
 		return Cursor{}, bad
 	}
 	return Cursor{At: time.UnixMicro(us).UTC(), ID: id}, nil
 }
+
+// maxCursor bounds the decoded text of a cursor: a time and an id.
+const maxCursor = 1024
 
 // Check returns Invalid when p is not a page a store can read.
 func (p *Page) Check() error {

@@ -574,7 +574,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 					t.Errorf("ledger%s: %d %v, want %d entries", q, code, page, want)
 				}
 			}
-			for _, q := range []string{"?since=yesterday", "?until=1", "?before=nope", "?before=" + consent.CursorOf(now, "bad id").String(), "?limit=0x1", "?limit=501", "?limit=-1"} {
+			for _, q := range []string{"?since=yesterday", "?until=1", "?before=nope", "?before=" + consent.CursorOf(now, "bad\x00id").String(), "?limit=0x1", "?limit=501", "?limit=-1"} {
 				if code, out := call("GET", ledger+q, ""); code != 400 {
 					t.Errorf("ledger%s: %d %v, want 400", q, code, out)
 				}
