@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/consentkit/consentkit/consent"
 )
@@ -38,6 +39,15 @@ type companyNamed interface {
 	company() string
 }
 
+// canonicalPath is the path a request's fingerprint takes: a /verify/
+// path's two spellings are one endpoint (D30), so a retry may take either.
+func canonicalPath(p string) string {
+	if rest, ok := strings.CutPrefix(p, "/api/verify/"); ok {
+		return "/verify/" + rest
+	}
+	return p
+}
+
 // idempotency builds the key of an Idempotent route's call: scoped to the
 // authenticated company, for an opt-out to the client's address and the
 // company, for an operator route to the operator and the company; its fingerprint is the route and the decoded request, so that
@@ -68,7 +78,7 @@ func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key
 		return nil, err
 	}
 	fp := sha256.New()
-	fp.Write([]byte(rt.Method + " " + r.URL.Path + "\n"))
+	fp.Write([]byte(rt.Method + " " + canonicalPath(r.URL.Path) + "\n"))
 	fp.Write(fields)
 	k := &consent.Idempotency{Scope: scope, Key: key}
 	fp.Sum(k.Fingerprint[:0])

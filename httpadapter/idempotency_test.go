@@ -165,8 +165,17 @@ func TestIdempotencyRules(t *testing.T) {
 		if rec := serve(h, keyed(reordered, "k1")); rec.Code != 200 || rec.Header().Get(httpadapter.ReplayedHeader) != "true" {
 			t.Errorf("the same request reordered: %d %s; want a replay", rec.Code, rec.Body)
 		}
+		// The /api/ spelling is the same endpoint (D30): a retry sent
+		// through it replays the first answer.
+		apiSpelling := match
+		apiSpelling.path = "/api/verify/match"
+		if rec := serve(h, keyed(apiSpelling, "k1")); rec.Code != 200 || rec.Header().Get(httpadapter.ReplayedHeader) != "true" ||
+			!bytes.Equal(rec.Body.Bytes(), first.Body.Bytes()) {
+			t.Errorf("the same request through /api/verify/match: %d replayed=%q %s; want the first answer replayed",
+				rec.Code, rec.Header().Get(httpadapter.ReplayedHeader), rec.Body)
+		}
 		if n := len(e.ledger(t, "acme", wallet.ExactMatch)); n != 1 {
-			t.Errorf("%d exact-match charges after three calls with one key; want 1", n)
+			t.Errorf("%d exact-match charges after four calls with one key; want 1", n)
 		}
 
 		// Another body, or another route, with the key: 422, nothing done.
