@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
@@ -323,7 +324,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		// Only when the operator chose a secret: the operator API is never
 		// served by default beside the public routes.
 		mux.Handle("/operator/", api.Operator())
-		log.Info("the operator API is on /operator/ (" + OperatorSecretEnv + ")")
+		dash, err := dashboard.New(svc, dashboard.Config{OperatorSecret: operatorSecret, Videos: videos})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/dashboard/", dash)
+		mux.Handle("/dashboard", dash)
+		log.Info("the operator API is on /operator/ and the dashboard on /dashboard/ (" + OperatorSecretEnv + ")")
 	}
 
 	ln, err := net.Listen("tcp", o.addr)

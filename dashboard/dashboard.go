@@ -1,0 +1,368 @@
+// Package dashboard serves an operator's pages in the browser: companies
+// and their balance and ledger, tokens, properties with the snippet tag
+// ready to copy, certificates (search, detail, signature status, the
+// recording's video), revocations, webhooks and the audit log.
+//
+// Pages are rendered on the server with html/template: no front-end build
+// step, no external asset, one small inline script (copying the snippet
+// tag). They are usable on a phone-sized screen and with the keyboard
+// alone.
+//
+// An operator logs in with the operator secret, the credential of the
+// operator API (httpadapter.Config.OperatorSecret); company tokens never
+// log in here. A login is a signed, HttpOnly, SameSite=Strict cookie that
+// expires after Config.SessionTTL; it holds no server state, so every
+// instance sharing the secret accepts it, and changing the secret logs
+// every operator out. Every form carries a CSRF token derived from the
+// login cookie, and a POST without it is refused with 403. Everything the
+// dashboard changes goes through consent.Service and is audited with the
+// actor "operator" (D42).
+//
+// Mount the handler under its prefix:
+//
+//	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+//	mux.Handle("/dashboard/", d)
+package dashboard
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/retain"
+)
+
+// Config configures the dashboard.
+type Config struct {
+	// OperatorSecret is what an operator types to log in: required, at
+	// least MinSecret bytes. Use the operator API's secret.
+	OperatorSecret string
+	// Prefix is the path the handler is mounted at: default "/dashboard".
+	Prefix string
+	// Videos is where the conversion worker keeps videos, for the
+	// certificate page's player; nil: no video is shown.
+	Videos retain.VideoStore
+	// PublicURL is the service's base URL as pages see it, for the snippet
+	// tag (https://consent.example.com); default: the scheme and Host of
+	// the request.
+	PublicURL string
+	// SessionTTL is how long a login lasts: default DefaultSessionTTL.
+	SessionTTL time.Duration
+	// LoginsPerMinute bounds login attempts, all clients together, against
+	// guessing: default DefaultLoginsPerMinute.
+	LoginsPerMinute int
+}
+
+// Defaults and bounds of Config.
+const (
+	MinSecret              = 32
+	DefaultSessionTTL      = 12 * time.Hour
+	DefaultLoginsPerMinute = 30
+)
+
+// Handler serves the dashboard. It is safe for concurrent use.
+type Handler struct {
+	svc    *consent.Service
+	cfg    Config
+	key    []byte // signs login cookies and CSRF tokens
+	secret [sha256.Size]byte
+	logins *rate.Limiter
+	mux    *http.ServeMux
+}
+
+// New returns the dashboard over svc.
+func New(svc *consent.Service, cfg Config) (*Handler, error) {
+	if svc == nil {
+		return nil, errors.New("dashboard: nil service")
+	}
+	if len(cfg.OperatorSecret) < MinSecret {
+		return nil, fmt.Errorf("dashboard: Config.OperatorSecret must be at least %d bytes", MinSecret)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/dashboard"
+	}
+	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = DefaultSessionTTL
+	}
+	if cfg.LoginsPerMinute <= 0 {
+		cfg.LoginsPerMinute = DefaultLoginsPerMinute
+	}
+	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	mac := hmac.New(sha256.New, []byte(cfg.OperatorSecret))
+	mac.Write([]byte("consentkit dashboard login v1"))
+	h := &Handler{
+		svc: svc, cfg: cfg, key: mac.Sum(nil),
+		secret: sha256.Sum256([]byte(cfg.OperatorSecret)),
+		logins: rate.NewLimiter(rate.Limit(float64(cfg.LoginsPerMinute)/60), cfg.LoginsPerMinute/3+1),
+		mux:    http.NewServeMux(),
+	}
+	h.routes()
+	return h, nil
+}
+
+// ServeHTTP serves a dashboard page.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hd := w.Header()
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set("Referrer-Policy", "same-origin")
+	hd.Set("X-Frame-Options", "DENY")
+	h.mux.ServeHTTP(w, r)
+}
+
+// A page handler returns the page to render, or an error to show.
+type pageFunc func(w http.ResponseWriter, r *http.Request, p *page) error
+
+func (h *Handler) routes() {
+	pre := h.cfg.Prefix
+	open := func(method, path string, fn pageFunc) {
+		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, false) })
+	}
+	authed := func(method, path string, fn pageFunc) {
+		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, true) })
+	}
+	h.mux.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, pre+"/", http.StatusSeeOther)
+	})
+	open("GET", "/login", h.loginPage)
+	open("POST", "/login", h.login)
+	authed("POST", "/logout", h.logout)
+	authed("GET", "/{$}", h.companies)
+	authed("POST", "/companies", h.createCompany)
+	authed("GET", "/companies/{company}", h.overview)
+	authed("POST", "/companies/{company}/topup", h.topUp)
+	authed("GET", "/companies/{company}/tokens", h.tokens)
+	authed("POST", "/companies/{company}/tokens", h.issueToken)
+	authed("POST", "/companies/{company}/tokens/{token}/revoke", h.revokeToken)
+	authed("GET", "/companies/{company}/properties", h.properties)
+	authed("POST", "/companies/{company}/properties", h.addProperty)
+	authed("POST", "/companies/{company}/properties/{property}/origins", h.setOrigins)
+	authed("GET", "/companies/{company}/certificates", h.certificates)
+	authed("GET", "/companies/{company}/certificates/{certificate}", h.certificate)
+	authed("GET", "/companies/{company}/sessions/{session}/video", h.video)
+	authed("GET", "/companies/{company}/revocations", h.revocations)
+	authed("GET", "/companies/{company}/ledger", h.ledger)
+	authed("GET", "/companies/{company}/webhooks", h.webhooks)
+	authed("POST", "/companies/{company}/webhooks", h.addWebhook)
+	authed("GET", "/companies/{company}/webhooks/{endpoint}", h.deliveries)
+	authed("POST", "/companies/{company}/webhooks/{endpoint}", h.setWebhook)
+	authed("GET", "/companies/{company}/audit", h.audit)
+}
+
+// serve authenticates the request when it must, checks a POST's CSRF token,
+// runs fn and renders what it chose, or the error.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, auth bool) {
+	p := &page{Prefix: h.cfg.Prefix, Nonce: nonce()}
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+p.Nonce+"'; script-src 'nonce-"+p.Nonce+
+		"'; img-src 'self' data:; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	if auth {
+		login, ok := h.loggedIn(r)
+		if !ok {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, h.cfg.Prefix+"/login?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
+				return
+			}
+			h.fail(w, p, http.StatusUnauthorized, "Log in first.")
+			return
+		}
+		p.LoggedIn, p.CSRF = true, h.csrfToken(login)
+		if r.Method == http.MethodPost && !h.sameSite(r, login) {
+			h.fail(w, p, http.StatusForbidden, "This form is stale or came from another site; reload the page and try again.")
+			return
+		}
+	}
+	ctx := consent.WithActor(r.Context(), consent.ActorOperator)
+	r = r.WithContext(ctx)
+	if err := fn(w, r, p); err != nil {
+		h.fail(w, p, statusOf(err), messageOf(err))
+		return
+	}
+	if p.redirect != "" {
+		http.Redirect(w, r, p.redirect, http.StatusSeeOther)
+		return
+	}
+	if p.done {
+		return
+	}
+	h.render(w, p, http.StatusOK)
+}
+
+// fail renders an error page.
+func (h *Handler) fail(w http.ResponseWriter, p *page, status int, msg string) {
+	p.Template, p.Title, p.Error = "error", http.StatusText(status), msg
+	h.render(w, p, status)
+}
+
+func (h *Handler) render(w http.ResponseWriter, p *page, status int) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, p.Template, p); err != nil {
+		slog.Error("consentkit: dashboard page failed to render", "page", p.Template, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	w.Write([]byte(b.String()))
+}
+
+// statusOf maps the service's error codes to HTTP statuses.
+func statusOf(err error) int {
+	switch consent.ErrorCode(err) {
+	case consent.Invalid:
+		return http.StatusBadRequest
+	case consent.NotFound:
+		return http.StatusNotFound
+	case consent.Conflict:
+		return http.StatusConflict
+	case consent.Unprocessable:
+		return http.StatusUnprocessableEntity
+	case consent.Payment:
+		return http.StatusPaymentRequired
+	case consent.Forbidden:
+		return http.StatusForbidden
+	}
+	return http.StatusInternalServerError
+}
+
+// messageOf is what an error page says: the service's message, never the
+// text of a store's error.
+func messageOf(err error) string {
+	if consent.ErrorCode(err) == consent.Internal {
+		slog.Error("consentkit: dashboard request failed", "err", err)
+	}
+	return consent.ErrorMessage(err)
+}
+
+// Login cookies: "<unix expiry>.<base64 HMAC of it>".
+
+const cookieName = "consentkit_dashboard"
+
+func (h *Handler) sign(msg string) string {
+	mac := hmac.New(sha256.New, h.key)
+	mac.Write([]byte(msg))
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// loggedIn returns the login cookie's value when it is one this handler
+// signed and has not expired.
+func (h *Handler) loggedIn(r *http.Request) (string, bool) {
+	c, err := r.Cookie(cookieName)
+	if err != nil {
+		return "", false
+	}
+	exp, sig, ok := strings.Cut(c.Value, ".")
+	if !ok || !hmac.Equal([]byte(sig), []byte(h.sign("login|"+exp))) {
+		return "", false
+	}
+	unix, err := strconv.ParseInt(exp, 10, 64)
+	if err != nil || !time.Now().Before(time.Unix(unix, 0)) {
+		return "", false
+	}
+	return c.Value, true
+}
+
+func (h *Handler) csrfToken(login string) string { return h.sign("csrf|" + login) }
+
+// sameSite reports whether a POST carries the CSRF token of its login and,
+// when the browser says where it came from, came from this origin.
+func (h *Handler) sameSite(r *http.Request, login string) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" {
+		return false
+	}
+	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
+	token := r.PostFormValue("csrf")
+	return token != "" && hmac.Equal([]byte(token), []byte(h.csrfToken(login)))
+}
+
+// maxForm bounds a form's body.
+const maxForm = 64 << 10
+
+func (h *Handler) setLogin(w http.ResponseWriter, r *http.Request) {
+	exp := strconv.FormatInt(time.Now().Add(h.cfg.SessionTTL).Unix(), 10)
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: exp + "." + h.sign("login|"+exp), Path: h.cfg.Prefix,
+		MaxAge: int(h.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+	})
+}
+
+func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request, p *page) error {
+	if _, ok := h.loggedIn(r); ok {
+		p.redirect = h.cfg.Prefix + "/"
+		return nil
+	}
+	p.Template, p.Title, p.Next = "login", "Log in", localPath(h.cfg.Prefix, r.URL.Query().Get("next"))
+	return nil
+}
+
+func (h *Handler) login(w http.ResponseWriter, r *http.Request, p *page) error {
+	if !h.logins.Allow() {
+		w.Header().Set("Retry-After", "10")
+		h.fail(w, p, http.StatusTooManyRequests, "Too many login attempts; wait a few seconds.")
+		p.done = true
+		return nil
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	got := sha256.Sum256([]byte(r.PostFormValue("secret")))
+	if !hmac.Equal(got[:], h.secret[:]) {
+		p.Template, p.Title, p.Error, p.Next = "login", "Log in", "That is not the operator secret.", localPath(h.cfg.Prefix, r.PostFormValue("next"))
+		h.render(w, p, http.StatusUnauthorized)
+		p.done = true
+		return nil
+	}
+	h.setLogin(w, r)
+	p.redirect = localPath(h.cfg.Prefix, r.PostFormValue("next"))
+	return nil
+}
+
+func (h *Handler) logout(w http.ResponseWriter, r *http.Request, p *page) error {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: h.cfg.Prefix, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	p.redirect = h.cfg.Prefix + "/login"
+	return nil
+}
+
+// localPath returns next when it is a path of the dashboard, else the
+// dashboard's home: a login never redirects elsewhere.
+func localPath(prefix, next string) string {
+	if strings.HasPrefix(next, prefix+"/") && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
+		return next
+	}
+	return prefix + "/"
+}
+
+func nonce() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+// companyOf returns the company of the request's {company}; NotFound when
+// there is none.
+func (h *Handler) companyOf(ctx context.Context, r *http.Request) (*consent.Company, error) {
+	id := r.PathValue("company")
+	if err := consent.CheckID("company_id", id); err != nil {
+		return nil, consent.Errorf(consent.NotFound, "company not found")
+	}
+	var c *consent.Company
+	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		c, err = tx.Company(ctx, id)
+		return err
+	})
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil, consent.Errorf(consent.NotFound, "company %s not found", id)
+	}
+	return c, err
+}

@@ -1,0 +1,689 @@
+package dashboard
+
+import (
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// page is what a template renders: the layout's fields and the page's Data.
+type page struct {
+	Template string
+	Title    string
+	Prefix   string
+	Nonce    string // of the page's inline style and script (CSP)
+	CSRF     string // of the page's forms
+	LoggedIn bool
+	Company  *consent.Company // the company the page is about; nil: none
+	Tab      string           // the company tab shown
+	Error    string           // an error to show
+	Notice   string           // a confirmation to show
+	Next     string           // login: where to go after
+	Data     any
+
+	redirect string // answer with a redirect here instead of the page
+	done     bool   // the handler answered itself
+}
+
+// Redirects carry a short confirmation to the page they lead to.
+func (h *Handler) redirectTo(p *page, path, notice string) {
+	p.redirect = h.cfg.Prefix + path
+	if notice != "" {
+		p.redirect += "?notice=" + url.QueryEscape(notice)
+	}
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
+
+// companyPage loads the request's company into p, for a tab of it.
+func (h *Handler) companyPage(r *http.Request, p *page, tab, template, title string) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	p.Company, p.Tab, p.Template, p.Title = c, tab, template, title+" · "+c.ID
+	p.Notice = r.URL.Query().Get("notice")
+	return nil
+}
+
+const companiesPage = 50
+
+func (h *Handler) companies(w http.ResponseWriter, r *http.Request, p *page) error {
+	ctx := r.Context()
+	after := r.URL.Query().Get("after")
+	var ids []string
+	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		ids, err = tx.CompanyIDs(ctx, after, companiesPage+1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(ids) > companiesPage {
+		ids, next = ids[:companiesPage], ids[companiesPage-1]
+	}
+	p.Template, p.Title, p.Notice = "companies", "Companies", r.URL.Query().Get("notice")
+	p.Data = struct {
+		IDs  []string
+		Next string
+	}{ids, next}
+	return nil
+}
+
+func (h *Handler) createCompany(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.svc.CreateCompany(r.Context(), consent.CompanyParams{ID: strings.TrimSpace(r.PostFormValue("id")), Name: strings.TrimSpace(r.PostFormValue("name"))})
+	if err != nil {
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID, "Company "+c.ID+" created.")
+	return nil
+}
+
+// recentLedger is how many ledger entries the overview shows.
+const recentLedger = 20
+
+func (h *Handler) overview(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "overview", "overview", "Overview"); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var (
+		bal     wallet.Amount
+		entries []*wallet.Entry
+		props   []*consent.Property
+	)
+	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		if bal, err = tx.Balance(ctx, p.Company.ID); err != nil {
+			return err
+		}
+		if entries, err = tx.LedgerPage(ctx, consent.Page{CompanyID: p.Company.ID, Limit: recentLedger}); err != nil {
+			return err
+		}
+		props, err = tx.Properties(ctx, p.Company.ID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	p.Data = struct {
+		Balance    wallet.Amount
+		Ledger     []*wallet.Entry
+		Properties []*consent.Property
+		TopUpKey   string
+	}{bal, entries, props, nonce()}
+	return nil
+}
+
+// pageOf reads the page of a list that the request's query names: its
+// since and until dates (YYYY-MM-DD, UTC; until inclusive) and its cursor
+// (before), pageSize items.
+func pageOf(r *http.Request, companyID string) (consent.Page, listQuery, error) {
+	q := r.URL.Query()
+	lq := listQuery{Since: q.Get("since"), Until: q.Get("until")}
+	pg := consent.Page{CompanyID: companyID, Limit: pageSize}
+	var err error
+	if lq.Since != "" {
+		if pg.Since, err = time.Parse(time.DateOnly, lq.Since); err != nil {
+			return pg, lq, consent.Errorf(consent.Invalid, "since must be a date such as 2026-11-24")
+		}
+	}
+	if lq.Until != "" {
+		until, err := time.Parse(time.DateOnly, lq.Until)
+		if err != nil {
+			return pg, lq, consent.Errorf(consent.Invalid, "until must be a date such as 2026-11-24")
+		}
+		pg.Until = until.AddDate(0, 0, 1)
+	}
+	pg.Before, err = consent.ParseCursor("before", q.Get("before"))
+	return pg, lq, err
+}
+
+// pageSize is how many items a page of a list shows.
+const pageSize = 50
+
+// listQuery is a list's filter as the page shows it, and the link to its
+// next page.
+type listQuery struct {
+	Since, Until string
+	Next         string // query of the next page; "" when this is the last
+}
+
+// next sets the link to the page after one of n items whose last item is
+// at last.
+func (lq *listQuery) next(n int, last consent.Cursor) {
+	if n < pageSize {
+		return
+	}
+	v := url.Values{"before": {last.String()}}
+	if lq.Since != "" {
+		v.Set("since", lq.Since)
+	}
+	if lq.Until != "" {
+		v.Set("until", lq.Until)
+	}
+	lq.Next = v.Encode()
+}
+
+func (h *Handler) ledger(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "overview", "ledger", "Ledger"); err != nil {
+		return err
+	}
+	pg, lq, err := pageOf(r, p.Company.ID)
+	if err != nil {
+		return err
+	}
+	es, err := h.svc.LedgerPage(r.Context(), pg)
+	if err != nil {
+		return err
+	}
+	if len(es) > 0 {
+		last := es[len(es)-1]
+		lq.next(len(es), consent.CursorOf(last.CreatedAt, last.ID))
+	}
+	p.Data = struct {
+		Entries []*wallet.Entry
+		Query   listQuery
+	}{es, lq}
+	return nil
+}
+
+// topUp credits the wallet. The form carries a key made when it was
+// shown, sent as an idempotency key (D40): a form sent twice — a double
+// click, a reload of the answer — credits once.
+func (h *Handler) topUp(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	amount, err := wallet.ParseAmount(strings.TrimSpace(r.PostFormValue("amount")))
+	if err != nil || amount <= 0 {
+		return consent.Errorf(consent.Invalid, "amount must be a positive amount such as 25 or 12.50")
+	}
+	ref := strings.TrimSpace(r.PostFormValue("reference"))
+	if ref == "" {
+		ref = "dashboard"
+	}
+	k := &consent.Idempotency{Scope: consent.OperatorIdempotencyScope(c.ID), Key: r.PostFormValue("key"),
+		Fingerprint: sha256.Sum256([]byte("dashboard top-up\n" + amount.String() + "\n" + ref)),
+		Answer: func(result any, err error) (int, []byte, bool) {
+			if err != nil {
+				return 0, nil, false
+			}
+			return http.StatusOK, []byte(result.(wallet.Amount).String()), true
+		}}
+	_, err = h.svc.TopUp(consent.WithIdempotency(r.Context(), k), c.ID, amount, ref)
+	switch {
+	case errors.Is(err, consent.ErrReplayed):
+		h.redirectTo(p, "/companies/"+c.ID, "That top-up was already made (the form was sent twice); the wallet was credited once.")
+		return nil
+	case err != nil:
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID, "Wallet topped up by "+money(amount)+".")
+	return nil
+}
+
+type tokensData struct {
+	Tokens []*consent.Token
+	Now    time.Time
+	// Issued and Secret are set once, on the page that answers the
+	// issue: the secret is never shown again.
+	Issued *consent.Token
+	Secret string
+}
+
+func (h *Handler) tokens(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "tokens", "tokens", "Tokens"); err != nil {
+		return err
+	}
+	return h.loadTokens(r, p, nil, "")
+}
+
+func (h *Handler) loadTokens(r *http.Request, p *page, issued *consent.Token, secret string) error {
+	ctx := r.Context()
+	ts, err := h.svc.Tokens(ctx, p.Company.ID)
+	p.Data = tokensData{Tokens: ts, Now: h.svc.Now(), Issued: issued, Secret: secret}
+	return err
+}
+
+func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "tokens", "tokens", "Tokens"); err != nil {
+		return err
+	}
+	params := consent.TokenParams{CompanyID: p.Company.ID}
+	if r.PostFormValue("retention") != "" {
+		params.Permissions = append(params.Permissions, consent.PermissionRetention)
+	}
+	if d := strings.TrimSpace(r.PostFormValue("days")); d != "" {
+		n, err := strconv.Atoi(d)
+		if err != nil || n < 1 || n > 3650 {
+			return consent.Errorf(consent.Invalid, "days must be a whole number from 1 to 3650, or empty for a token that does not expire")
+		}
+		params.ExpiresAt = h.svc.Now().AddDate(0, 0, n)
+	}
+	t, secret, err := h.svc.IssueToken(r.Context(), params)
+	if err != nil {
+		return err
+	}
+	p.Notice = "Token " + t.ID + " issued. Copy its secret now: it is not shown again."
+	return h.loadTokens(r, p, t, secret)
+}
+
+func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("token")
+	if err := h.svc.RevokeToken(r.Context(), c.ID, id); err != nil {
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID+"/tokens", "Token "+id+" revoked.")
+	return nil
+}
+
+type propertiesData struct {
+	Properties []propertyView
+}
+
+type propertyView struct {
+	*consent.Property
+	Snippet string // the script tag to paste into the property's pages
+}
+
+// SnippetTag returns the tag that a page of the property embeds to
+// capture consent, base being the service's URL.
+func SnippetTag(base, propertyID string) string {
+	return `<script src="` + strings.TrimSuffix(base, "/") + `/capture/capture.js" data-property-id="` + propertyID + `" async></script>`
+}
+
+func (h *Handler) publicURL(r *http.Request) string {
+	if h.cfg.PublicURL != "" {
+		return h.cfg.PublicURL
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (h *Handler) properties(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "properties", "properties", "Properties"); err != nil {
+		return err
+	}
+	props, err := h.svc.Properties(r.Context(), p.Company.ID)
+	base := h.publicURL(r)
+	var d propertiesData
+	for _, prop := range props {
+		d.Properties = append(d.Properties, propertyView{Property: prop, Snippet: SnippetTag(base, prop.ID)})
+	}
+	p.Data = d
+	return err
+}
+
+// origins splits a textarea of origins, one a line or separated by commas
+// or spaces.
+func origins(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
+}
+
+func (h *Handler) addProperty(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	prop, err := h.svc.AddProperty(r.Context(), consent.PropertyParams{
+		ID: strings.TrimSpace(r.PostFormValue("id")), CompanyID: c.ID, Name: strings.TrimSpace(r.PostFormValue("name")),
+		AllowedOrigins: origins(r.PostFormValue("origins")),
+	})
+	if err != nil {
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID+"/properties", "Property "+prop.ID+" added.")
+	return nil
+}
+
+func (h *Handler) setOrigins(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	prop, err := h.svc.SetAllowedOrigins(r.Context(), c.ID, r.PathValue("property"), origins(r.PostFormValue("origins")))
+	if err != nil {
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID+"/properties", "Allowed origins of "+prop.ID+" saved.")
+	return nil
+}
+
+type certificatesData struct {
+	By, Q    string // the search: by "email", "mobile" or "id", and its term
+	Results  []*consent.Certificate
+	Searched bool
+	// Without a search: the newest certificates, within the query's dates.
+	Recent []*consent.Certificate
+	Query  listQuery
+}
+
+func (h *Handler) certificates(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "certificates", "certificates", "Certificates"); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	q := r.URL.Query()
+	d := certificatesData{By: q.Get("by"), Q: strings.TrimSpace(q.Get("q"))}
+	if d.By == "" {
+		d.By = "email"
+	}
+	p.Data = &d
+	if d.Q == "" {
+		pg, lq, err := pageOf(r, p.Company.ID)
+		if err != nil {
+			return err
+		}
+		if d.Recent, err = h.svc.CertificatePage(ctx, pg); err != nil {
+			return err
+		}
+		if n := len(d.Recent); n > 0 {
+			lq.next(n, consent.CursorOf(d.Recent[n-1].CreatedAt, d.Recent[n-1].ID))
+		}
+		d.Query = lq
+		return nil
+	}
+	d.Searched = true
+	var err error
+	switch d.By {
+	case "email":
+		d.Results, err = h.svc.FindCertificates(ctx, p.Company.ID, d.Q, "")
+	case "mobile":
+		d.Results, err = h.svc.FindCertificates(ctx, p.Company.ID, "", d.Q)
+	case "id":
+		var c *consent.Certificate
+		c, err = h.svc.CompanyCertificate(ctx, p.Company.ID, d.Q)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil // no result; never another company's
+		}
+		if c != nil {
+			d.Results = []*consent.Certificate{c}
+		}
+	default:
+		return consent.Errorf(consent.Invalid, "search by email, mobile or id")
+	}
+	return err
+}
+
+type certificateData struct {
+	Cert      *consent.Certificate
+	Records   []recordView
+	Session   *consent.Session
+	Term      string
+	Integrity string // "" when it holds, else why not
+	Signed    bool
+	Video     bool // a converted video can be played
+}
+
+type recordView struct {
+	consent.Record
+	Parts []textPart // the text, with the term's occurrences marked
+}
+
+type textPart struct {
+	Text string
+	Mark bool
+}
+
+// mark splits text around the case-insensitive occurrences of term.
+func mark(text, term string) []textPart {
+	if term == "" {
+		return []textPart{{Text: text}}
+	}
+	var parts []textPart
+	lower, t := strings.ToLower(text), strings.ToLower(term)
+	if len(lower) != len(text) { // a case mapping changed lengths: no marks
+		return []textPart{{Text: text}}
+	}
+	for {
+		i := strings.Index(lower, t)
+		if i < 0 {
+			break
+		}
+		if i > 0 {
+			parts = append(parts, textPart{Text: text[:i]})
+		}
+		parts = append(parts, textPart{Text: text[i : i+len(t)], Mark: true})
+		text, lower = text[i+len(t):], lower[i+len(t):]
+	}
+	if text != "" {
+		parts = append(parts, textPart{Text: text})
+	}
+	return parts
+}
+
+func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "certificates", "certificate", "Certificate"); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	id := r.PathValue("certificate")
+	d := certificateData{Term: strings.TrimSpace(r.URL.Query().Get("term"))}
+	var chunks [][]byte
+	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		c, err := tx.Certificate(ctx, id)
+		if err != nil {
+			return err
+		}
+		if c.CompanyID != p.Company.ID {
+			return consent.Errorf(consent.NotFound, "certificate not found")
+		}
+		d.Cert = c
+		if c.SessionID == "" {
+			return nil
+		}
+		ses, err := tx.Session(ctx, c.SessionID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		d.Session = ses
+		if !c.RecordingSHA256.IsZero() && ses.RetentionStatus != consent.RetentionExpired {
+			chunks, err = tx.Events(ctx, ses.ID)
+		}
+		return err
+	})
+	if consent.ErrorCode(err) == consent.NotFound {
+		return consent.Errorf(consent.NotFound, "certificate %s not found", id)
+	}
+	if err != nil {
+		return err
+	}
+	var recording *consent.Digest
+	if chunks != nil {
+		sum := consent.Digest(sha256.Sum256(consent.JoinChunks(chunks)))
+		recording = &sum
+	}
+	if err := h.svc.CheckIntegrity(d.Cert, recording); err != nil {
+		d.Integrity = err.Error()
+	}
+	d.Signed = len(d.Cert.Signature) > 0
+	d.Video = h.cfg.Videos != nil && d.Session != nil && d.Session.VideoStatus == consent.VideoConverted
+	for _, rec := range d.Cert.Records {
+		d.Records = append(d.Records, recordView{Record: rec, Parts: mark(rec.Text, d.Term)})
+	}
+	p.Title = "Certificate " + id
+	p.Data = d
+	return nil
+}
+
+// video streams a session's converted MP4, Range requests included.
+func (h *Handler) video(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	var ses *consent.Session
+	err = h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		ses, err = tx.Session(ctx, r.PathValue("session"))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if ses.CompanyID != c.ID || ses.VideoStatus != consent.VideoConverted || h.cfg.Videos == nil {
+		return consent.Errorf(consent.NotFound, "no video for this session")
+	}
+	f, err := h.cfg.Videos.Open(ctx, ses.Video)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "video/mp4")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	http.ServeContent(w, r, "", ses.CreatedAt, f)
+	p.done = true
+	return nil
+}
+
+func (h *Handler) revocations(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "revocations", "revocations", "Revocations"); err != nil {
+		return err
+	}
+	pg, lq, err := pageOf(r, p.Company.ID)
+	if err != nil {
+		return err
+	}
+	rs, err := h.svc.RevocationPage(r.Context(), pg)
+	if err != nil {
+		return err
+	}
+	if n := len(rs); n > 0 {
+		lq.next(n, consent.CursorOf(rs[n-1].CreatedAt, rs[n-1].ID))
+	}
+	p.Data = struct {
+		Revocations []*consent.Revocation
+		Query       listQuery
+	}{rs, lq}
+	return nil
+}
+
+type webhooksData struct {
+	Endpoints []*consent.WebhookEndpoint
+	Events    []string // every event type, for the form
+	// Added is set once, on the page that answers the addition: its
+	// secret is not shown again.
+	Added *consent.WebhookEndpoint
+}
+
+func (h *Handler) webhooks(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "webhooks", "webhooks", "Webhooks"); err != nil {
+		return err
+	}
+	return h.loadWebhooks(r, p, nil)
+}
+
+func (h *Handler) loadWebhooks(r *http.Request, p *page, added *consent.WebhookEndpoint) error {
+	eps, err := h.svc.WebhookEndpoints(r.Context(), p.Company.ID)
+	p.Data = webhooksData{Endpoints: eps, Events: consent.EventTypes, Added: added}
+	return err
+}
+
+func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "webhooks", "webhooks", "Webhooks"); err != nil {
+		return err
+	}
+	r.ParseForm()
+	ep, err := h.svc.AddWebhookEndpoint(r.Context(), consent.WebhookParams{
+		CompanyID: p.Company.ID, URL: strings.TrimSpace(r.PostFormValue("url")), Events: r.PostForm["events"],
+	})
+	if err != nil {
+		return err
+	}
+	p.Notice = "Endpoint " + ep.ID + " added. Copy its signing secret now: it is not shown again."
+	return h.loadWebhooks(r, p, ep)
+}
+
+// setWebhook disables, enables or deletes an endpoint, as the form's
+// action says.
+func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("endpoint")
+	var done string
+	switch action := r.PostFormValue("action"); action {
+	case "disable", "enable":
+		err, done = h.svc.SetWebhookEndpointDisabled(r.Context(), c.ID, id, action == "disable"), action+"d"
+	case "delete":
+		err, done = h.svc.DeleteWebhookEndpoint(r.Context(), c.ID, id), "deleted"
+	default:
+		return consent.Errorf(consent.Invalid, "action must be disable, enable or delete")
+	}
+	if err != nil {
+		return err
+	}
+	h.redirectTo(p, "/companies/"+c.ID+"/webhooks", "Endpoint "+id+" "+done+".")
+	return nil
+}
+
+// deliveriesPage is how many delivery attempts a page shows.
+const deliveriesPage = 50
+
+func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "webhooks", "deliveries", "Deliveries"); err != nil {
+		return err
+	}
+	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	id := r.PathValue("endpoint")
+	ds, err := h.svc.WebhookDeliveries(r.Context(), p.Company.ID, id, max(before, 0), deliveriesPage)
+	if err != nil {
+		return err
+	}
+	var next int64
+	if len(ds) == deliveriesPage {
+		next = ds[len(ds)-1].Seq
+	}
+	p.Data = struct {
+		EndpointID string
+		Deliveries []*consent.WebhookDelivery
+		Next       int64
+	}{id, ds, next}
+	return nil
+}
+
+// auditPage is how many audit entries a page shows.
+const auditPage = 50
+
+func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
+	if err := h.companyPage(r, p, "audit", "audit", "Audit log"); err != nil {
+		return err
+	}
+	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
+	es, err := h.svc.AuditLog(r.Context(), consent.AuditQuery{CompanyID: p.Company.ID, Newest: true, BeforeSeq: max(before, 0), Limit: auditPage})
+	if err != nil {
+		return err
+	}
+	var next int64
+	if len(es) == auditPage {
+		next = es[len(es)-1].Seq
+	}
+	p.Data = struct {
+		Entries []*consent.AuditEntry
+		Next    int64
+	}{es, next}
+	return nil
+}
