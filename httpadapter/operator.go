@@ -210,10 +210,15 @@ func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveri
 type auditRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 	After     int64  `query:"after" json:"-"`  // entries with a higher seq; 0: from the first
-	Limit     int    `query:"limit" json:"-"`  // default 100
-	Action    string `query:"action" json:"-"` // a prefix, such as "verify." or "webhook.create"
-	Target    string `query:"target" json:"-"`
-	Actor     string `query:"actor" json:"-"`
+	Before    int64  `query:"before" json:"-"` // entries with a lower seq; 0: no bound
+	// Order is "oldest" (the default: oldest first, paged on with after) or
+	// "newest" (newest first, paged on with before), for reading the tail
+	// of a long log without paging through all of it.
+	Order  string `query:"order" json:"-"`
+	Limit  int    `query:"limit" json:"-"`  // default 100
+	Action string `query:"action" json:"-"` // a prefix, such as "verify." or "webhook.create"
+	Target string `query:"target" json:"-"`
+	Actor  string `query:"actor" json:"-"`
 }
 
 type auditBody struct {
@@ -231,16 +236,21 @@ type auditBody struct {
 
 type auditResponse struct {
 	Entries []auditBody `json:"entries"`
-	// NextAfter, when set, is the after of the next page.
+	// NextAfter, when set, is the after of the next page (oldest first).
 	NextAfter *int64 `json:"next_after,omitempty"`
+	// NextBefore, when set, is the before of the next page (newest first).
+	NextBefore *int64 `json:"next_before,omitempty"`
 }
 
 func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*auditResponse, error) {
 	if _, err := h.company(ctx, req.CompanyID); err != nil {
 		return nil, err
 	}
-	q := consent.AuditQuery{CompanyID: req.CompanyID, AfterSeq: req.After, Limit: req.Limit, ActionPrefix: req.Action,
-		Target: req.Target, Actor: req.Actor}
+	if req.Order != "" && req.Order != "oldest" && req.Order != "newest" {
+		return nil, consent.Errorf(consent.Invalid, "order must be oldest or newest")
+	}
+	q := consent.AuditQuery{CompanyID: req.CompanyID, AfterSeq: req.After, BeforeSeq: req.Before, Newest: req.Order == "newest",
+		Limit: req.Limit, ActionPrefix: req.Action, Target: req.Target, Actor: req.Actor}
 	entries, err := h.svc.AuditLog(ctx, q)
 	if err != nil {
 		return nil, err
@@ -258,7 +268,11 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*a
 	}
 	if len(entries) == limit {
 		next := entries[len(entries)-1].Seq
-		out.NextAfter = &next
+		if q.Newest {
+			out.NextBefore = &next
+		} else {
+			out.NextAfter = &next
+		}
 	}
 	return out, nil
 }
