@@ -425,7 +425,8 @@ func TestServerPurges(t *testing.T) {
 }
 
 // With CONSENTKIT_OPERATOR_SECRET set, the operator API answers on
-// /operator/ to that secret only; without it, /operator/ is not served.
+// /operator/ to that secret only, and the dashboard's login is on
+// /dashboard/; without it, neither is served.
 func TestServerOperatorAPI(t *testing.T) {
 	const secret = "an-operator-secret-of-the-tests-0123456789"
 	t.Setenv(OperatorSecretEnv, secret)
@@ -437,6 +438,12 @@ func TestServerOperatorAPI(t *testing.T) {
 	if code, _ := s.call(t, "GET", "/operator/companies/acme/webhooks", acmeToken, ""); code != 401 {
 		t.Errorf("a company token on the operator API: %d, want 401", code)
 	}
+	if code, page := get(t, s.base+"/dashboard/companies/acme"); code != 200 || !strings.Contains(page, `name="secret"`) {
+		t.Errorf("the dashboard: %d, want its login form: %s", code, page)
+	}
+	if !strings.Contains(s.output(), "/dashboard/") {
+		t.Errorf("the server does not say where the dashboard is:\n%s", s.output())
+	}
 	s.stop(t)
 
 	t.Setenv(OperatorSecretEnv, "")
@@ -444,7 +451,25 @@ func TestServerOperatorAPI(t *testing.T) {
 	if code, _ := s.call(t, "GET", "/operator/companies/acme/webhooks", secret, ""); code != 404 {
 		t.Errorf("the operator API without %s: %d, want 404", OperatorSecretEnv, code)
 	}
+	if code, _ := get(t, s.base+"/dashboard/"); code != 404 {
+		t.Errorf("the dashboard without %s: %d, want 404", OperatorSecretEnv, code)
+	}
 	s.stop(t)
+}
+
+// get fetches url and returns its status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
 }
 
 // The server signs certificates with a key it makes on first start and
