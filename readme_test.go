@@ -29,12 +29,13 @@ var readmeImports = map[string]string{
 	"webhook":     "webhook.Verify",
 	"io":          "io.ReadAll",
 	"store":       "store.DefaultMaxBatch",
+	"dashboard":   "dashboard.New",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
-	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs", "store": "store",
+	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs", "store": "store", "dashboard": "dashboard",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each
