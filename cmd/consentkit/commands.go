@@ -1,0 +1,788 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// commands is every command, in the order consentkit -h lists them.
+var commands = []*command{
+	{group: "migrate", local: true, summary: "Create or upgrade the schema of a database (-dsn)",
+		about: `Applies the schema migrations that the database lacks, each in its own
+transaction; safe to run again. No other command changes a schema: they
+refuse a database that has none.`,
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				dsn, err := c.database()
+				if err != nil {
+					return err
+				}
+				if err := migrate(ctx, dsn); err != nil {
+					return err
+				}
+				if c.json {
+					return c.writeJSON(map[string]any{"migrated": true, "dsn": redact(dsn)})
+				}
+				fmt.Fprintf(c.stdout, "%s: migrated\n", redact(dsn))
+				return nil
+			}
+		}},
+
+	{group: "companies", name: "create", summary: "Create a company with an empty wallet",
+		about: `The id is yours to choose: sent again after a lost answer, the create is
+refused with 409 and the company stands.`,
+		setup: func(fs *flag.FlagSet) action {
+			id := fs.String("id", "", "the company's `id` (required)")
+			name := fs.String("name", "", "its `name` (required)")
+			thirdParty := fs.Bool("third-party", false, "let the authorized companies verify its certificates (third-party verification)")
+			var authorized list
+			fs.Var(&authorized, "authorize", "a company `id` allowed third-party verification; repeat for more")
+			return func(ctx context.Context, c *call) error {
+				if *id == "" || *name == "" {
+					return usagef("-id and -name are required")
+				}
+				body := map[string]any{"id": *id, "name": *name, "third_party_verification_enabled": *thirdParty,
+					"authorized_third_parties": authorized.orEmpty()}
+				a, err := c.do(ctx, http.MethodPost, "/companies", nil, body, nil)
+				return show(c, a, err, func(v *companyBody) { c.showCompany(v) })
+			}
+		}},
+	{group: "companies", name: "list", summary: "List the companies by id, a page at a time",
+		setup: func(fs *flag.FlagSet) action {
+			after := fs.String("after", "", "start after this company `id` (the next page's, printed below a full page)")
+			limit := fs.Int("limit", 0, "the most companies listed, 1 to 500 (default 50)")
+			return func(ctx context.Context, c *call) error {
+				q := url.Values{}
+				setQuery(q, "after", *after)
+				setInt(q, "limit", *limit)
+				a, err := c.do(ctx, http.MethodGet, "/companies", q, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Companies []companyBody `json:"companies"`
+					NextAfter *string       `json:"next_after"`
+				}) {
+					t := c.table("ID", "NAME", "THIRD-PARTY", "AUTHORIZED", "CREATED")
+					for _, co := range v.Companies {
+						t.row(co.ID, co.Name, onOff(co.ThirdParty), join(co.Authorized), ts(co.CreatedAt))
+					}
+					t.flush()
+					if v.NextAfter != nil {
+						fmt.Fprintf(c.stdout, "next page: -after %s\n", *v.NextAfter)
+					}
+				})
+			}
+		}},
+	{group: "companies", name: "show", company: true, summary: "Show a company and its balance",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath(), nil, nil, nil)
+				if err != nil || c.json {
+					return show(c, a, err, func(*companyBody) {})
+				}
+				// The balance is a second request, made for the text only:
+				// -json stays the answer of one API call.
+				b, err := c.do(ctx, http.MethodGet, c.companyPath("wallet"), nil, nil, nil)
+				if err != nil {
+					return err
+				}
+				var bal balanceBody
+				if err := json.Unmarshal(b.body, &bal); err != nil {
+					return err
+				}
+				return show(c, a, nil, func(v *companyBody) {
+					c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdParty),
+						"authorized third parties", join(v.Authorized), "created", ts(v.CreatedAt), "balance", bal.Balance.String())
+				})
+			}
+		}},
+
+	{group: "properties", name: "add", company: true, summary: "Add a property (a site or form) to a company",
+		setup: func(fs *flag.FlagSet) action {
+			id := fs.String("id", "", "the property's `id` (default: a random one; give one to make a retry safe)")
+			name := fs.String("name", "", "its `name` (required)")
+			var origins list
+			fs.Var(&origins, "origin", "an allowed `origin` of capture, scheme://host[:port] (D32); repeat for more")
+			return func(ctx context.Context, c *call) error {
+				if *name == "" {
+					return usagef("-name is required")
+				}
+				body := map[string]any{"id": *id, "name": *name, "allowed_origins": origins.orEmpty()}
+				a, err := c.do(ctx, http.MethodPost, c.companyPath("properties"), nil, body, nil)
+				return show(c, a, err, func(v *propertyBody) { c.showProperty(v) })
+			}
+		}},
+	{group: "properties", name: "list", company: true, summary: "List a company's properties, oldest first",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("properties"), nil, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Properties []propertyBody `json:"properties"`
+				}) {
+					t := c.table("ID", "NAME", "ALLOWED ORIGINS", "CREATED")
+					for _, p := range v.Properties {
+						t.row(p.ID, p.Name, join(p.AllowedOrigins), ts(p.CreatedAt))
+					}
+					t.flush()
+				})
+			}
+		}},
+	{group: "properties", name: "origins", company: true, args: []string{"PROPERTY_ID"},
+		summary: "Show or replace a property's allowed origins (D32)",
+		about: `Without -origin or -none it shows them. With -origin, the list given
+replaces the property's; -none allows no origin at all.`,
+		setup: func(fs *flag.FlagSet) action {
+			var origins list
+			fs.Var(&origins, "origin", "an allowed `origin`, scheme://host[:port]; repeat for more")
+			none := fs.Bool("none", false, "allow no origin: capture is refused everywhere")
+			return func(ctx context.Context, c *call) error {
+				id := c.args[0]
+				switch {
+				case *none && len(origins) > 0:
+					return usagef("-none and -origin contradict each other")
+				case *none || len(origins) > 0:
+					body := map[string]any{"allowed_origins": origins.orEmpty()}
+					a, err := c.do(ctx, http.MethodPut, c.companyPath("properties", id, "allowed-origins"), nil, body, nil)
+					return show(c, a, err, func(v *propertyBody) { c.showProperty(v) })
+				}
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("properties"), nil, nil, nil)
+				if err != nil {
+					return err
+				}
+				var v struct {
+					Properties []json.RawMessage `json:"properties"`
+				}
+				if err := json.Unmarshal(a.body, &v); err != nil {
+					return err
+				}
+				for _, raw := range v.Properties {
+					var p propertyBody
+					if err := json.Unmarshal(raw, &p); err != nil {
+						return err
+					}
+					if p.ID == id {
+						return show(c, &answer{body: raw}, nil, func(p *propertyBody) { c.showProperty(p) })
+					}
+				}
+				return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("company %s has no property %s", c.company, id)}
+			}
+		}},
+
+	{group: "tokens", name: "issue", company: true, summary: "Issue a token; its secret is shown once",
+		about: `Only the secret's SHA-256 digest is kept (D6): copy the secret from this
+answer, which is the only place it is ever shown. A token that was issued
+but whose answer was lost cannot be recovered: revoke it and issue another.`,
+		setup: func(fs *flag.FlagSet) action {
+			var perms list
+			fs.Var(&perms, "permission", "a `permission` granted beyond the Verification API; repeat for more")
+			retention := fs.Bool("retention", false, "grant "+string(consent.PermissionRetention)+", the Retain API (same as -permission "+string(consent.PermissionRetention)+")")
+			expires := fs.String("expires", "", "when the token expires: an RFC 3339 `time`, or a duration from now such as 720h or 90d (default never)")
+			return func(ctx context.Context, c *call) error {
+				if *retention {
+					perms = append(perms, string(consent.PermissionRetention))
+				}
+				exp, err := c.expiry(*expires)
+				if err != nil {
+					return err
+				}
+				body := map[string]any{"permissions": perms.orEmpty(), "expires_at": exp}
+				a, err := c.do(ctx, http.MethodPost, c.companyPath("tokens"), nil, body, nil)
+				return show(c, a, err, func(v *tokenBody) {
+					c.pairs("id", v.ID, "permissions", join(v.Permissions), "expires", ts(v.ExpiresAt), "created", ts(v.CreatedAt),
+						"secret", v.Secret)
+					fmt.Fprintln(c.stdout, "The secret is shown this once: only its digest is kept.")
+				})
+			}
+		}},
+	{group: "tokens", name: "list", company: true, summary: "List a company's tokens, without their secrets",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("tokens"), nil, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Tokens []tokenBody `json:"tokens"`
+				}) {
+					t := c.table("ID", "ACTIVE", "PERMISSIONS", "EXPIRES", "REVOKED", "CREATED")
+					for _, k := range v.Tokens {
+						t.row(k.ID, yesNo(k.Active), join(k.Permissions), ts(k.ExpiresAt), ts(k.RevokedAt), ts(k.CreatedAt))
+					}
+					t.flush()
+				})
+			}
+		}},
+	{group: "tokens", name: "revoke", company: true, args: []string{"TOKEN_ID"}, summary: "Revoke a token",
+		about: `It stops authenticating at once on the server that revokes it, and within
+the token cache's lifetime (2 s by default) on other instances; with -dsn,
+on every server of the database within that time. Revoking it again
+answers the same.`,
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodPost, c.companyPath("tokens", c.args[0], "revoke"), nil, nil, nil)
+				return show(c, a, err, func(*successBody) { fmt.Fprintf(c.stdout, "revoked %s\n", c.args[0]) })
+			}
+		}},
+
+	{group: "wallet", name: "topup", company: true, summary: "Credit a company's wallet, once (D40)",
+		about: `The top-up is sent with an Idempotency-Key: -key, or a new one printed
+here. When the answer is lost (a timeout, a dropped connection), send the
+same command again with that -key: it credits at most once and answers as
+the first did, through either backend. The same key with another amount or
+reference is refused (422).`,
+		setup: func(fs *flag.FlagSet) action {
+			amount := fs.String("amount", "", "dollars to credit, an exact decimal such as 25 or 12.50 (required)")
+			reference := fs.String("reference", "", "the payment's `reference`, such as an invoice number")
+			key := fs.String("key", "", "the Idempotency-Key: a retry's, or one of your own (default: a new one)")
+			return func(ctx context.Context, c *call) error {
+				if *amount == "" {
+					return usagef("-amount is required")
+				}
+				a, err := wallet.ParseAmount(*amount)
+				if err != nil || a <= 0 {
+					return usagef("-amount %q must be a positive number of dollars with at most 6 decimals", *amount)
+				}
+				k := *key
+				if k == "" {
+					k = consent.NewID("topup")
+				}
+				if err := consent.CheckIdempotencyKey(k); err != nil {
+					return usagef("-key: %s", consent.ErrorMessage(err))
+				}
+				// The amount goes as the decimal text it was given: exact (D1).
+				body := map[string]any{"amount": json.RawMessage(a.String()), "reference": *reference}
+				ans, err := c.do(ctx, http.MethodPost, c.companyPath("wallet", "top-ups"), nil, body,
+					http.Header{"Idempotency-Key": {k}})
+				if err != nil {
+					if ae, ok := err.(*apiError); !ok || ae.status >= 500 || ae.status == http.StatusConflict {
+						return fmt.Errorf("%w; whether it was credited is unknown: run it again with -key %s, which credits at most once", err, k)
+					}
+					return err
+				}
+				replayed := ans.header.Get("Idempotent-Replayed") == "true"
+				if c.json {
+					fmt.Fprintf(c.stderr, "idempotency key: %s\n", k)
+					if replayed {
+						fmt.Fprintln(c.stderr, "replayed: this key's top-up was made before; nothing more was credited")
+					}
+				}
+				return show(c, ans, nil, func(v *topUpBody) {
+					c.pairs("company", v.CompanyID, "credited", v.Amount.String(), "reference", dash(v.Reference),
+						"balance", v.Balance.String(), "idempotency key", k)
+					if replayed {
+						fmt.Fprintln(c.stdout, "Replayed: this key's top-up was made before; nothing more was credited.")
+					}
+				})
+			}
+		}},
+	{group: "wallet", name: "balance", company: true, summary: "Show a company's balance",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("wallet"), nil, nil, nil)
+				return show(c, a, err, func(v *balanceBody) { c.pairs("company", v.CompanyID, "balance", v.Balance.String()) })
+			}
+		}},
+	{group: "wallet", name: "ledger", company: true, summary: "List a company's ledger, newest first, a page at a time (D5)",
+		setup: func(fs *flag.FlagSet) action {
+			pf := pageFlags(fs, "entries")
+			return func(ctx context.Context, c *call) error {
+				q, err := pf.query()
+				if err != nil {
+					return err
+				}
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("wallet", "ledger"), q, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Entries    []entryBody `json:"entries"`
+					NextBefore *string     `json:"next_before"`
+				}) {
+					t := c.table("CREATED", "KIND", "AMOUNT", "REFERENCE", "ID")
+					for _, e := range v.Entries {
+						amount := "-" + e.Amount.String()
+						if e.Credit {
+							amount = "+" + e.Amount.String()
+						}
+						t.row(ts(e.CreatedAt), e.Kind, amount, dash(e.Reference), e.ID)
+					}
+					t.flush()
+					c.nextPage(v.NextBefore)
+				})
+			}
+		}},
+
+	{group: "certificates", name: "find", company: true, summary: "Find a company's certificates: by email or mobile, by id, or by time",
+		about: `With -email or -mobile: the certificates of that consumer, matched by the
+digests of the normalized values (D17), newest first. With -id: that
+certificate, as certificates show prints it. Otherwise: the certificates
+created in -since … -until, newest first, a page at a time.`,
+		setup: func(fs *flag.FlagSet) action {
+			email := fs.String("email", "", "the consumer's `email`")
+			mobile := fs.String("mobile", "", "the consumer's `mobile` number")
+			id := fs.String("id", "", "a certificate `id`")
+			pf := pageFlags(fs, "certificates")
+			return func(ctx context.Context, c *call) error {
+				byConsumer := *email != "" || *mobile != ""
+				switch {
+				case *id != "" && (byConsumer || pf.set()), byConsumer && pf.set():
+					return usagef("search by -email/-mobile, by -id or by time (-since, -until, -before, -limit): one of them")
+				case *id != "":
+					return c.showCertificate(ctx, *id)
+				case byConsumer:
+					// In the body, not the URL, so that no access log keeps them.
+					body := map[string]any{"email": *email, "mobile": *mobile}
+					a, err := c.do(ctx, http.MethodPost, c.companyPath("certificates", "search"), nil, body, nil)
+					return show(c, a, err, func(v *certificatesBody) { c.showCertificates(v) })
+				}
+				q, err := pf.query()
+				if err != nil {
+					return err
+				}
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("certificates"), q, nil, nil)
+				return show(c, a, err, func(v *certificatesBody) { c.showCertificates(v) })
+			}
+		}},
+	{group: "certificates", name: "show", company: true, args: []string{"CERTIFICATE_ID"},
+		summary: "Show a certificate with its consents and signature",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error { return c.showCertificate(ctx, c.args[0]) }
+		}},
+
+	{group: "sessions", name: "list", company: true, summary: "List a company's recorded sessions, newest first, a page at a time",
+		setup: func(fs *flag.FlagSet) action {
+			pf := pageFlags(fs, "sessions")
+			return func(ctx context.Context, c *call) error {
+				q, err := pf.query()
+				if err != nil {
+					return err
+				}
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("sessions"), q, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Sessions   []sessionBody `json:"sessions"`
+					NextBefore *string       `json:"next_before"`
+				}) {
+					t := c.table("ID", "CREATED", "PROPERTY", "RETENTION", "VIDEO", "CHUNKS", "BYTES", "CERTIFICATE")
+					for _, s := range v.Sessions {
+						t.row(s.ID, ts(s.CreatedAt), s.PropertyID, s.RetentionStatus, s.VideoStatus, strconv.Itoa(s.EventChunks),
+							strconv.FormatInt(s.EventBytes, 10), dash(s.CertificateID))
+					}
+					t.flush()
+					c.nextPage(v.NextBefore)
+				})
+			}
+		}},
+	{group: "sessions", name: "show", company: true, args: []string{"SESSION_ID"}, summary: "Show a recorded session",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("sessions", c.args[0]), nil, nil, nil)
+				return show(c, a, err, func(s *sessionBody) {
+					c.pairs("id", s.ID, "property", s.PropertyID, "url", dash(s.URL), "created", ts(s.CreatedAt),
+						"expires", ts(s.ExpiresAt), "closed", ts(s.ClosedAt), "retention", s.RetentionStatus,
+						"video", s.VideoStatus, "event chunks", strconv.Itoa(s.EventChunks), "event bytes", strconv.FormatInt(s.EventBytes, 10),
+						"certificate", dash(s.CertificateID), "video bytes", strconv.FormatInt(s.VideoBytes, 10),
+						"video sha256", dash(s.VideoSHA256), "video duration", (time.Duration(s.VideoDurationMS) * time.Millisecond).String())
+				})
+			}
+		}},
+
+	{group: "revocations", name: "list", company: true, summary: "List a company's revocations (D19), newest first, a page at a time",
+		setup: func(fs *flag.FlagSet) action {
+			pf := pageFlags(fs, "revocations")
+			return func(ctx context.Context, c *call) error {
+				q, err := pf.query()
+				if err != nil {
+					return err
+				}
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("revocations"), q, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Revocations []revocationBody `json:"revocations"`
+					NextBefore  *string          `json:"next_before"`
+				}) {
+					t := c.table("ID", "CREATED", "CERTIFICATES", "BY", "CLIENT IP", "REASON")
+					for _, r := range v.Revocations {
+						var by []string
+						if r.CertificateID != "" {
+							by = append(by, "certificate "+r.CertificateID)
+						}
+						if r.EmailGiven {
+							by = append(by, "email")
+						}
+						if r.MobileGiven {
+							by = append(by, "mobile")
+						}
+						t.row(r.ID, ts(r.CreatedAt), join(r.CertificateIDs), join(by), dash(r.ClientIP), dash(r.Reason))
+					}
+					t.flush()
+					c.nextPage(v.NextBefore)
+				})
+			}
+		}},
+
+	{group: "webhooks", name: "add", company: true, summary: "Add a webhook endpoint (D44); its secret is shown once",
+		about: "Events: " + strings.Join(consent.EventTypes, ", ") + ".",
+		setup: func(fs *flag.FlagSet) action {
+			u := fs.String("endpoint", "", "the endpoint's `URL`, https:// (required)")
+			var events list
+			fs.Var(&events, "event", "an `event` type to deliver; repeat for more (required)")
+			return func(ctx context.Context, c *call) error {
+				if *u == "" || len(events) == 0 {
+					return usagef("-endpoint and at least one -event are required")
+				}
+				// The signing secret is made by the server, never passed on
+				// a command line.
+				body := map[string]any{"url": *u, "events": events.orEmpty()}
+				a, err := c.do(ctx, http.MethodPost, c.companyPath("webhooks"), nil, body, nil)
+				return show(c, a, err, func(v *webhookBody) {
+					c.pairs("id", v.ID, "url", v.URL, "events", join(v.Events), "created", ts(v.CreatedAt), "secret", v.Secret)
+					fmt.Fprintln(c.stdout, "The secret is shown this once: keep it where the receiver verifies signatures.")
+				})
+			}
+		}},
+	{group: "webhooks", name: "list", company: true, summary: "List a company's webhook endpoints",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("webhooks"), nil, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Endpoints []webhookBody `json:"endpoints"`
+				}) {
+					t := c.table("ID", "URL", "EVENTS", "DISABLED", "CREATED")
+					for _, e := range v.Endpoints {
+						t.row(e.ID, e.URL, join(e.Events), ts(e.DisabledAt), ts(e.CreatedAt))
+					}
+					t.flush()
+				})
+			}
+		}},
+	webhookChange("disable", http.MethodPost, "Stop deliveries to a webhook endpoint", "disabled"),
+	webhookChange("enable", http.MethodPost, "Resume deliveries to a webhook endpoint", "enabled"),
+	webhookChange("delete", http.MethodDelete, "Delete a webhook endpoint and its delivery log", "deleted"),
+	{group: "webhooks", name: "deliveries", company: true, args: []string{"ENDPOINT_ID"},
+		summary: "List a webhook endpoint's deliveries, newest first",
+		setup: func(fs *flag.FlagSet) action {
+			before := fs.Int64("before", 0, "deliveries with a lower `seq` (the next page's, printed below a full page)")
+			limit := fs.Int("limit", 0, "the most deliveries listed, 1 to 1000 (default 50)")
+			return func(ctx context.Context, c *call) error {
+				q := url.Values{}
+				setInt(q, "before", int(*before))
+				setInt(q, "limit", *limit)
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("webhooks", c.args[0], "deliveries"), q, nil, nil)
+				return show(c, a, err, func(v *struct {
+					Deliveries []deliveryBody `json:"deliveries"`
+					NextBefore *int64         `json:"next_before"`
+				}) {
+					t := c.table("SEQ", "AT", "EVENT", "MESSAGE", "ATTEMPT", "STATUS", "MS", "ERROR")
+					for _, d := range v.Deliveries {
+						t.row(strconv.FormatInt(d.Seq, 10), ts(d.At), d.EventType, d.MessageID, strconv.Itoa(d.Attempt),
+							strconv.Itoa(d.Status), strconv.FormatFloat(d.DurationMS, 'f', -1, 64), dash(d.Error))
+					}
+					t.flush()
+					if v.NextBefore != nil {
+						fmt.Fprintf(c.stdout, "next page: -before %d\n", *v.NextBefore)
+					}
+				})
+			}
+		}},
+
+	{group: "audit", name: "tail", company: true, summary: "Show the newest entries of a company's audit log (D42); -f follows it",
+		about: `Entries are printed oldest first, the newest last. With -f it keeps
+polling for new entries until interrupted. With -json each entry is one
+JSON object on a line of its own, as the operator API answers it.`,
+		setup: func(fs *flag.FlagSet) action {
+			n := fs.Int("n", 20, "how many of the newest entries to show first, 0 to 1000")
+			follow := fs.Bool("f", false, "follow: poll for new entries until interrupted")
+			interval := fs.Duration("interval", 2*time.Second, "with -f, how often to poll")
+			action := fs.String("action", "", "keep entries whose action starts with this `prefix`, such as wallet. or token.revoke")
+			actor := fs.String("actor", "", "keep entries of this `actor`: a token id, operator, consumer, system")
+			target := fs.String("target", "", "keep entries about this `id`")
+			return func(ctx context.Context, c *call) error {
+				if *n < 0 || *n > consent.MaxAuditPage {
+					return usagef("-n must be 0 to %d", consent.MaxAuditPage)
+				}
+				if *interval <= 0 {
+					return usagef("-interval must be positive")
+				}
+				filter := url.Values{}
+				setQuery(filter, "action", *action)
+				setQuery(filter, "actor", *actor)
+				setQuery(filter, "target", *target)
+				return c.tail(ctx, *n, *follow, *interval, filter)
+			}
+		}},
+}
+
+// webhookChange is a command that acts on one webhook endpoint.
+func webhookChange(name, method, summary, done string) *command {
+	return &command{group: "webhooks", name: name, company: true, args: []string{"ENDPOINT_ID"}, summary: summary,
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				path := c.companyPath("webhooks", c.args[0])
+				if method == http.MethodPost {
+					path += "/" + name
+				}
+				a, err := c.do(ctx, method, path, nil, nil, nil)
+				return show(c, a, err, func(*successBody) { fmt.Fprintf(c.stdout, "%s %s\n", done, c.args[0]) })
+			}
+		}}
+}
+
+// tail prints the newest n entries of the audit log and, when follow is
+// set, every entry added after them until ctx ends.
+func (c *call) tail(ctx context.Context, n int, follow bool, interval time.Duration, filter url.Values) error {
+	var last int64 // the highest seq printed
+	if n > 0 {
+		q := clone(filter)
+		q.Set("order", "newest")
+		setInt(q, "limit", n)
+		page, err := c.auditPage(ctx, q)
+		if err != nil {
+			return err
+		}
+		slices.Reverse(page) // oldest first, as tail(1) prints
+		c.printEntries(page)
+		if len(page) > 0 {
+			last = page[len(page)-1].Seq
+		}
+	} else if follow {
+		// Start at the newest entry without printing it.
+		q := clone(filter)
+		q.Set("order", "newest")
+		q.Set("limit", "1")
+		page, err := c.auditPage(ctx, q)
+		if err != nil {
+			return err
+		}
+		if len(page) > 0 {
+			last = page[0].Seq
+		}
+	}
+	for follow {
+		q := clone(filter)
+		setInt(q, "after", int(last))
+		setInt(q, "limit", consent.MaxAuditPage)
+		page, err := c.auditPage(ctx, q)
+		if ctx.Err() != nil {
+			return nil // interrupted: the end of following, not a failure
+		}
+		if err != nil {
+			return err
+		}
+		c.printEntries(page)
+		if len(page) > 0 {
+			last = page[len(page)-1].Seq
+		}
+		if len(page) == consent.MaxAuditPage {
+			continue // more are waiting
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(interval):
+		}
+	}
+	return nil
+}
+
+// auditEntry is an entry of an audit page, with its JSON as answered.
+type auditEntry struct {
+	auditBody
+	raw json.RawMessage
+}
+
+func (c *call) auditPage(ctx context.Context, q url.Values) ([]auditEntry, error) {
+	a, err := c.do(ctx, http.MethodGet, c.companyPath("audit"), q, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var v struct {
+		Entries []json.RawMessage `json:"entries"`
+	}
+	if err := json.Unmarshal(a.body, &v); err != nil {
+		return nil, err
+	}
+	out := make([]auditEntry, len(v.Entries))
+	for i, raw := range v.Entries {
+		out[i].raw = raw
+		if err := json.Unmarshal(raw, &out[i].auditBody); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// printEntries prints a batch of entries, in columns of their own.
+func (c *call) printEntries(entries []auditEntry) {
+	if c.json {
+		for _, e := range entries {
+			fmt.Fprintf(c.stdout, "%s\n", e.raw)
+		}
+		return
+	}
+	t := &table{tw: tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)}
+	for _, e := range entries {
+		detail := e.Detail
+		if detail == "{}" || detail == "null" {
+			detail = ""
+		}
+		t.row(strconv.FormatInt(e.Seq, 10), ts(e.At), e.Actor, e.Action, dash(e.Target), e.Outcome, detail)
+	}
+	t.flush()
+}
+
+// showCertificate prints the certificate id of the call's company.
+func (c *call) showCertificate(ctx context.Context, id string) error {
+	a, err := c.do(ctx, http.MethodGet, c.companyPath("certificates", id), nil, nil, nil)
+	return show(c, a, err, func(v *certificateBody) {
+		c.pairs("id", v.ID, "property", v.PropertyID, "session", v.SessionID, "origin", v.Origin,
+			"created", ts(v.CreatedAt), "expires", ts(v.ExpiresAt), "revoked", ts(v.RevokedAt), "retention", v.RetentionStatus,
+			"email given", yesNo(v.EmailGiven), "mobile given", yesNo(v.MobileGiven), "client ip", dash(v.ClientIP),
+			"user agent", dash(v.UserAgent), "recording sha256", dash(v.RecordingSHA256), "signed", yesNo(v.Signed),
+			"key id", dash(v.KeyID))
+		for i, r := range v.Consents {
+			fmt.Fprintf(c.stdout, "\nconsent %d  opted in %s  types %s\n", i+1, ts(r.OptInAt), join(r.Types))
+			for _, line := range strings.Split(r.Text, "\n") {
+				fmt.Fprintf(c.stdout, "    %s\n", line)
+			}
+		}
+	})
+}
+
+func (c *call) showCertificates(v *certificatesBody) {
+	t := c.table("ID", "CREATED", "PROPERTY", "SESSION", "RETENTION", "REVOKED", "EMAIL", "MOBILE", "ORIGIN")
+	for _, x := range v.Certificates {
+		t.row(x.ID, ts(x.CreatedAt), x.PropertyID, x.SessionID, x.RetentionStatus, ts(x.RevokedAt),
+			given(x.EmailGiven), given(x.MobileGiven), x.Origin)
+	}
+	t.flush()
+	c.nextPage(v.NextBefore)
+}
+
+func (c *call) showCompany(v *companyBody) {
+	c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdParty),
+		"authorized third parties", join(v.Authorized), "created", ts(v.CreatedAt))
+}
+
+func (c *call) showProperty(v *propertyBody) {
+	c.pairs("id", v.ID, "name", v.Name, "allowed origins", join(v.AllowedOrigins), "created", ts(v.CreatedAt))
+}
+
+// nextPage prints how to ask for the next page of a keyset-paged list.
+func (c *call) nextPage(next *string) {
+	if next != nil {
+		fmt.Fprintf(c.stdout, "next page: -before %s\n", *next)
+	}
+}
+
+// expiry reads -expires: "" (never), an RFC 3339 time, or a duration
+// from now (Go's, or whole days such as 90d).
+func (c *call) expiry(s string) (string, error) {
+	if s == "" {
+		return "", nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC().Format(time.RFC3339Nano), nil
+	}
+	d, err := time.ParseDuration(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		var n int
+		n, err = strconv.Atoi(days)
+		d = time.Duration(n) * 24 * time.Hour
+		if n > 1_000_000 {
+			err = strconv.ErrRange
+		}
+	}
+	if err != nil || d <= 0 {
+		return "", usagef("-expires %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z, or a positive duration such as 720h or 90d", s)
+	}
+	now := time.Now
+	if c.now != nil {
+		now = c.now
+	}
+	return now().Add(d).UTC().Format(time.RFC3339), nil
+}
+
+// pageFlagSet are the flags of a list read by consent.Page: newest first,
+// cut by keyset.
+type pageFlagSet struct {
+	fs                   *flag.FlagSet
+	since, until, before string
+	limit                int
+}
+
+func pageFlags(fs *flag.FlagSet, what string) *pageFlagSet {
+	p := &pageFlagSet{fs: fs}
+	fs.StringVar(&p.since, "since", "", what+" created at or after this RFC 3339 `time`")
+	fs.StringVar(&p.until, "until", "", what+" created before this RFC 3339 `time`")
+	fs.StringVar(&p.before, "before", "", "the next page: the `cursor` printed below a full page")
+	fs.IntVar(&p.limit, "limit", 0, "the most "+what+" listed, 1 to 500 (default 50)")
+	return p
+}
+
+// set reports whether any page flag was given.
+func (p *pageFlagSet) set() bool {
+	return p.since != "" || p.until != "" || p.before != "" || p.limit != 0
+}
+
+func (p *pageFlagSet) query() (url.Values, error) {
+	q := url.Values{}
+	for _, f := range []struct{ name, v string }{{"since", p.since}, {"until", p.until}} {
+		if f.v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.v)
+		if err != nil {
+			return nil, usagef("-%s %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z", f.name, f.v)
+		}
+		q.Set(f.name, t.UTC().Format(time.RFC3339Nano))
+	}
+	setQuery(q, "before", p.before)
+	setInt(q, "limit", p.limit)
+	return q, nil
+}
+
+func setQuery(q url.Values, name, v string) {
+	if v != "" {
+		q.Set(name, v)
+	}
+}
+
+func setInt(q url.Values, name string, v int) {
+	if v != 0 {
+		q.Set(name, strconv.Itoa(v))
+	}
+}
+
+func clone(q url.Values) url.Values {
+	out := url.Values{}
+	for k, v := range q {
+		out[k] = append([]string(nil), v...)
+	}
+	return out
+}
+
+// list is a flag that may be repeated; a value may also hold several,
+// separated by commas.
+type list []string
+
+func (l *list) String() string { return strings.Join(*l, ",") }
+
+func (l *list) Set(s string) error {
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l = append(*l, v)
+		}
+	}
+	return nil
+}
+
+// orEmpty is l, or an empty list for none: a JSON array, never null.
+func (l list) orEmpty() []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
