@@ -93,6 +93,9 @@ func (k *call) remote(base, secretFile string) error {
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || pu.RawQuery != "" || pu.Fragment != "" {
 		return usagef("-url %q must be a server's base URL such as https://consent.example or http://127.0.0.1:8080", base)
 	}
+	if pu.User != nil {
+		return usagef("-url holds a user or password: the operator secret goes in $%s or -secret-file", SecretEnv)
+	}
 	if pu.Scheme == "http" && !loopback(pu.Hostname()) {
 		fmt.Fprintf(k.stderr, "consentkit: warning: the operator secret is sent to %s without TLS\n", pu.Host)
 	}

@@ -661,6 +661,7 @@ func TestUsageErrors(t *testing.T) {
 		{remote, []string{"migrate", "-url", "http://x"}, "flag provided but not defined: -url"},
 		{remote, []string{"companies", "list", "-url", "http://x", "-dsn", "y"}, "give one"},
 		{remote, []string{"companies", "list", "-url", "ftp://x"}, "base URL"},
+		{remote, []string{"companies", "list", "-url", "https://op:pw@consent.example"}, "holds a user or password"},
 		{none, []string{"companies", "list"}, "say where"},
 		{both, []string{"companies", "list"}, "both set"},
 		{noSecret, []string{"companies", "list"}, "operator secret is missing"},
