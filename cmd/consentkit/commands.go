@@ -238,9 +238,9 @@ same command again with that -key: it credits at most once and answers as
 the first did, through either backend. The same key with another amount or
 reference is refused (422).`,
 		setup: func(fs *flag.FlagSet) action {
-			amount := fs.String("amount", "", "dollars to credit, an exact decimal such as 25 or 12.50 (required)")
+			amount := fs.String("amount", "", "`dollars` to credit, an exact decimal such as 25 or 12.50 (required)")
 			reference := fs.String("reference", "", "the payment's `reference`, such as an invoice number")
-			key := fs.String("key", "", "the Idempotency-Key: a retry's, or one of your own (default: a new one)")
+			key := fs.String("key", "", "the Idempotency-Key: a retry's, or a `key` of your own (default: a new one)")
 			return func(ctx context.Context, c *call) error {
 				if *amount == "" {
 					return usagef("-amount is required")
