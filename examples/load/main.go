@@ -44,6 +44,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -63,13 +65,15 @@ var order = []string{"match", "partial", "info", "retain", "batch", "capture", "
 type options struct {
 	scenario       string
 	store, dsn     string
-	clients        int
+	clients        int   // the most of clientList, for the ceilings and the purge
+	clientList     []int // each scenario runs with each
 	duration       time.Duration
 	certs          int
 	retainSessions int
 	chunkBytes     int
 	preload        int
 	ceilings       bool
+	groupCommit    bool
 	cpuProfile     string
 	seed           uint64
 	// purge
@@ -85,6 +89,28 @@ func (o options) needs(names ...string) bool {
 		}
 	}
 	return false
+}
+
+// A loadRun is one scenario at one number of clients.
+type loadRun struct {
+	scenario, label string
+	clients         int
+}
+
+// runs returns the runs, in order: each scenario with each number of
+// clients.
+func (o options) runs() []loadRun {
+	var out []loadRun
+	for _, n := range o.list() {
+		for _, c := range o.clientList {
+			label := n
+			if len(o.clientList) > 1 {
+				label += "@" + strconv.Itoa(c)
+			}
+			out = append(out, loadRun{n, label, c})
+		}
+	}
+	return out
 }
 
 // list returns the scenarios to run, in order.
@@ -108,19 +134,27 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.scenario, "scenario", "all", "comma-separated scenarios ("+strings.Join(order, ", ")+"), all, or purge")
 	fs.StringVar(&o.store, "store", "sqlite", "memory, sqlite (a new file in a temporary directory) or postgres")
 	fs.StringVar(&o.dsn, "dsn", "", "PostgreSQL URL, for -store postgres (the tables go in a schema made for the run and dropped after it)")
-	fs.IntVar(&o.clients, "clients", 32, "concurrent clients, each with its own connection")
+	clients := fs.String("clients", "32", "concurrent clients, each with its own connection; a list (1,8) runs each scenario with each")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "how long each scenario and each ceiling runs")
 	fs.IntVar(&o.certs, "certs", 10000, "certificates preloaded (match, partial and info use up to 1,000 of them; optout picks among all)")
 	fs.IntVar(&o.retainSessions, "retain-sessions", 200000, "sessions preloaded for retain and batch, each retained once")
 	fs.IntVar(&o.chunkBytes, "chunk-bytes", 16<<10, "capture: size of a chunk of events")
 	fs.IntVar(&o.preload, "preload", 0, "capture: finished sessions with a chunk each stored before the run")
 	fs.BoolVar(&o.ceilings, "ceilings", true, "measure the ceilings (trivial handler, the store's own) in the same run")
+	fs.BoolVar(&o.groupCommit, "group-commit", true, "the SQL stores run concurrent calls in shared transactions (store.GroupCommit); false: each in its own")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
 	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	for _, c := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(c))
+		if err != nil || n < 1 {
+			return fmt.Errorf("-clients %q: want positive numbers separated by commas", *clients)
+		}
+		o.clientList, o.clients = append(o.clientList, n), max(o.clients, n)
 	}
 	if o.clients < 1 || o.duration <= 0 || o.certs < 1 || o.retainSessions < 0 || o.chunkBytes < 64 || o.preload < 0 ||
 		o.expired < 0 || o.batch < 1 {
@@ -152,8 +186,8 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		return err
 	}
 	defer stop()
-	fmt.Fprintf(stdout, "store %s: %d certificates and %d sessions preloaded in %s; %d clients, %s per run\n",
-		o.store, fx.CertCount, fx.RetainSessions, fx.Took, o.clients, o.duration)
+	fmt.Fprintf(stdout, "store %s: %d certificates and %d sessions preloaded in %s; %v clients, %s per run\n",
+		o.store, fx.CertCount, fx.RetainSessions, fx.Took, o.clientList, o.duration)
 	known := scenarios(o)
 
 	var trivial, engine float64
@@ -179,20 +213,23 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 			fmt.Fprintf(stdout, "  %-44s %9.0f\n", engineName, engine)
 		}
 	}
-	fmt.Fprintf(stdout, "%-8s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
+	fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
 	rates := map[string]float64{}
-	for _, n := range o.list() {
+	for _, run := range o.runs() {
+		n, clients := run.scenario, run.clients
 		resetPeak(fx)
 		before, err := serverStats(fx)
 		if err != nil {
 			return err
 		}
-		r := drive(fx, known[n], o.clients, o.duration, o.seed)
+		r := drive(fx, known[n], clients, o.duration, o.seed)
 		after, err := serverStats(fx)
 		if err != nil {
 			return err
 		}
-		rates[n] = r.rate()
+		if clients == o.clients {
+			rates[n] = r.rate()
+		}
 		answered := len(r.latencies)
 		for _, k := range r.failures {
 			answered += k
@@ -202,7 +239,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 			batch = fmt.Sprintf("%.1f", float64(calls)/float64(after.GroupBatches-before.GroupBatches))
 		}
 		per := float64(max(answered, 1))
-		fmt.Fprintf(stdout, "%-8s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", n, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
+		fmt.Fprintf(stdout, "%-10s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
 			pct(r.latencies, 0.999), pct(r.latencies, 1), (time.Duration(float64(after.CPU-before.CPU) / per)).Round(time.Microsecond),
 			float64(after.Mallocs-before.Mallocs)/per,
 			after.PeakRSSKB>>10, batch)
@@ -299,7 +336,7 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		st, err := sqlitestore.Open(filepath.Join(dir, "consent.db"), sqlitestore.Config{})
+		st, err := sqlitestore.Open(filepath.Join(dir, "consent.db"), sqlitestore.Config{GroupCommit: store.GroupCommit{Off: !o.groupCommit}})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -330,7 +367,7 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 		q := u.Query()
 		q.Set("search_path", schema) // pgx passes it on as a run-time setting
 		u.RawQuery = q.Encode()
-		st, err := pgstore.Open(ctx, u.String())
+		st, err := pgstore.Open(ctx, u.String(), pgstore.Config{GroupCommit: store.GroupCommit{Off: !o.groupCommit}})
 		if err != nil {
 			admin("DROP SCHEMA " + schema + " CASCADE")
 			return nil, nil, err
