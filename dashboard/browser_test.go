@@ -161,6 +161,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text("#state"); got != "not revoked" {
 		t.Errorf("state shown: %q", got)
 	}
+	if got := text("#integrity"); !strings.HasPrefix(got, "valid (key dashboard-test)") {
+		t.Errorf("signature status shown: %q, want valid with its key", got)
+	}
+	if got := text("#visibility"); !strings.Contains(got, "14 px") || !strings.Contains(got, "contrast 18.88:1") {
+		t.Errorf("visibility facts shown: %q", got)
+	}
 
 	// Play the video to its end: the recording's MP4, served with Range
 	// support, decodes in the browser.

@@ -37,7 +37,9 @@ func must(t testing.TB, err error) {
 // fixture: companies acme and other, a property, a token and a
 // certificate each; it returns the service and acme's token secret.
 func fixture(t *testing.T, st consent.Store) (*consent.Service, string) {
-	svc, err := consent.NewService(st, consent.Config{})
+	key, err := consent.NewSigningKey("dashboard-test")
+	must(t, err)
+	svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}})
 	must(t, err)
 	var acmeSecret string
 	for _, id := range []string{"acme", "other"} {
@@ -59,6 +61,8 @@ func fixture(t *testing.T, st consent.Store) (*consent.Service, string) {
 		_, err = svc.IssueCertificate(ctx, consent.CertificateParams{
 			ID: "cert-" + id, CompanyID: id, PropertyID: id + "-web", SessionID: "s-" + id, Origin: "https://forms." + id + ".example/quote",
 			Email: email, Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}}},
+			Visibility: &consent.Visibility{InViewport: true, Visible: true, FontSizePx: 14, TextColor: "rgb(17, 17, 17)",
+				BackgroundColor: "rgb(255, 255, 255)", ContrastRatio: 18.88},
 		})
 		must(t, err)
 	}
