@@ -251,6 +251,15 @@ type AuditParams struct {
 // service clock's time, with the request id of ctx (D42). NotFound when the
 // company does not exist.
 func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
+	e, err := s.auditEntry(ctx, p)
+	if err != nil {
+		return err
+	}
+	return tx.AppendAudit(ctx, e)
+}
+
+// auditEntry is the entry Audit appends, stamped now.
+func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, error) {
 	e := &AuditEntry{
 		CompanyID: p.CompanyID, At: s.Now(), Actor: p.Actor, Action: p.Action, Target: p.Target,
 		Outcome: AuditOK, RequestID: RequestIDFrom(ctx),
@@ -267,11 +276,11 @@ func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
 	if p.Detail != nil {
 		b, err := json.Marshal(p.Detail)
 		if err != nil {
-			return fmt.Errorf("audit detail: %w", err)
+			return nil, fmt.Errorf("audit detail: %w", err)
 		}
 		e.Detail = string(b)
 	}
-	return tx.AppendAudit(ctx, e)
+	return e, nil
 }
 
 // Refused reports whether err refuses a request for a reason of its own (a

@@ -91,6 +91,12 @@ type Tx interface {
 	CreateSession(ctx context.Context, s *Session) error
 	// Session returns the session. NotFound when there is none.
 	Session(ctx context.Context, id string) (*Session, error)
+	// Sessions returns the sessions of ids at once: out[i] is the session
+	// ids[i], nil when there is none (no error), so len(out) == len(ids);
+	// a repeated id gets a copy of its session at each place. Within
+	// Update it locks them as Session does (in an order of their own, so
+	// that two transactions locking overlapping sets cannot deadlock).
+	Sessions(ctx context.Context, ids []string) ([]*Session, error)
 	// AppendEvents adds chunk, stored byte for byte, after the session's
 	// other chunks and adds to its EventChunks and EventBytes; the chunk's
 	// sequence number is the session's EventChunks before the call.
@@ -107,6 +113,11 @@ type Tx interface {
 	// Video and ClosedAt.
 	// NotFound when the session does not exist.
 	UpdateSession(ctx context.Context, s *Session) error
+	// UpdateSessions is UpdateSession for several sessions in one step:
+	// all of them are written, or none. Invalid when an id is repeated or
+	// a session fails CheckText; NotFound when one of them does not exist.
+	// None is no error.
+	UpdateSessions(ctx context.Context, list []*Session) error
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.
 	Events(ctx context.Context, sessionID string) ([][]byte, error)
@@ -165,6 +176,11 @@ type Tx interface {
 	// EnqueueJob adds j to the queue. Conflict when a job of j.Kind and
 	// j.Key exists (a done job is deleted, so its key can be used again).
 	EnqueueJob(ctx context.Context, j *Job) error
+	// EnqueueJobs is EnqueueJob for several jobs in one step: all of them
+	// are added, or none. Conflict when a job of one's Kind and Key exists
+	// or two of them share a Kind and Key; Invalid when one fails
+	// CheckText. None is no error.
+	EnqueueJobs(ctx context.Context, jobs []*Job) error
 	// Job returns the job of that kind and key. NotFound when there is none.
 	Job(ctx context.Context, kind, key string) (*Job, error)
 	// LeaseJob takes, among the due jobs of the given kinds — not failed,
@@ -239,6 +255,16 @@ type Tx interface {
 	// is short it changes nothing and returns a *wallet.InsufficientFundsError
 	// holding the balance. NotFound when the company does not exist.
 	Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
+	// DebitAll is Debit for several entries of one company in one step:
+	// it takes the sum of their amounts only when the balance covers all
+	// of it, appends the entries to the ledger in the order given and
+	// returns the new balance. When the balance is short it changes nothing
+	// and returns a *wallet.InsufficientFundsError holding the sum and the
+	// balance. Invalid when the entries name more than one company or one
+	// fails CheckEntryText; NotFound when the company does not exist;
+	// Conflict when an entry's ID is taken or two of them share one, and
+	// then nothing is changed. No entries: nothing changes and the balance is not read (0, nil).
+	DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amount, error)
 	// Ledger returns the company's entries in the order they were made
 	// (none, or no such company: an empty slice).
 	Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error)
@@ -262,6 +288,14 @@ type Tx interface {
 	// or deleted through Tx, and nothing that deletes sessions or
 	// certificates touches them.
 	AppendAudit(ctx context.Context, e *AuditEntry) error
+	// AppendAudits is AppendAudit for several entries of one company in
+	// one step: they are appended in the order given, each chained to the
+	// one before it (the first to the company's last entry), under one
+	// lock of the head, which moves once to the last of them; all of them
+	// are appended, or none. Invalid when they name more than one company
+	// or one fails CheckText; NotFound when the company does not exist.
+	// None is no error.
+	AppendAudits(ctx context.Context, entries []*AuditEntry) error
 	// AuditEntries returns the entries of q.CompanyID's audit log that q
 	// selects, ordered by Seq (descending when q.Newest), at most q.Limit of
 	// them (none: an empty slice). Invalid when q.Check fails.

@@ -374,16 +374,38 @@ func (s *Service) EmitEvent(ctx context.Context, tx Tx, companyID, eventType str
 	if err != nil {
 		return err
 	}
-	eps = slices.DeleteFunc(eps, func(e *WebhookEndpoint) bool { return e.Disabled() || !e.Subscribed(eventType) })
-	if len(eps) == 0 {
-		return nil
-	}
-	raw, err := json.Marshal(data)
+	jobs, err := s.eventJobs(eps, eventType, func() any { return data }, NewID)
 	if err != nil {
 		return err
 	}
+	for _, j := range jobs {
+		if err := tx.EnqueueJob(ctx, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventJobs returns the jobs that carry a message of the event, its id
+// made by newID("msg") and its data by data(), to each of eps that is
+// enabled and subscribed to its type (none: no jobs, and neither the clock,
+// newID nor data is called).
+func (s *Service) eventJobs(eps []*WebhookEndpoint, eventType string, data func() any, newID func(string) string) ([]*Job, error) {
+	n := 0
+	for _, e := range eps {
+		if !e.Disabled() && e.Subscribed(eventType) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	raw, err := json.Marshal(data())
+	if err != nil {
+		return nil, err
+	}
 	if len(raw) == 0 || raw[0] != '{' {
-		return Errorf(Invalid, "webhook event data must be a JSON object")
+		return nil, Errorf(Invalid, "webhook event data must be a JSON object")
 	}
 	now := s.Now()
 	body, err := json.Marshal(struct {
@@ -392,19 +414,20 @@ func (s *Service) EmitEvent(ctx context.Context, tx Tx, companyID, eventType str
 		Data      json.RawMessage `json:"data"`
 	}{eventType, now.Format(time.RFC3339Nano), raw})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	msg := WebhookMessage{ID: NewID("msg"), Type: eventType, Body: string(body)}
+	msg := WebhookMessage{ID: newID("msg"), Type: eventType, Body: string(body)}
+	jobs := make([]*Job, 0, n)
 	for _, e := range eps {
+		if e.Disabled() || !e.Subscribed(eventType) {
+			continue
+		}
 		msg.EndpointID = e.ID
 		payload, err := json.Marshal(msg)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		err = tx.EnqueueJob(ctx, &Job{Kind: JobWebhook, Key: msg.ID + ":" + e.ID, Payload: payload, RunAfter: now, CreatedAt: now})
-		if err != nil {
-			return err
-		}
+		jobs = append(jobs, &Job{Kind: JobWebhook, Key: msg.ID + ":" + e.ID, Payload: payload, RunAfter: now, CreatedAt: now})
 	}
-	return nil
+	return jobs, nil
 }

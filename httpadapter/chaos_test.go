@@ -880,3 +880,33 @@ func (t cancelTx) AuditHead(ctx context.Context, companyID string) (*consent.Aud
 	defer t.p.point()
 	return t.Tx.AuditHead(ctx, companyID)
 }
+
+func (t cancelTx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, error) {
+	t.p.point()
+	defer t.p.point()
+	return t.Tx.Sessions(ctx, ids)
+}
+
+func (t cancelTx) UpdateSessions(ctx context.Context, list []*consent.Session) error {
+	t.p.point()
+	defer t.p.point()
+	return t.Tx.UpdateSessions(ctx, list)
+}
+
+func (t cancelTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
+	t.p.point()
+	defer t.p.point()
+	return t.Tx.EnqueueJobs(ctx, jobs)
+}
+
+func (t cancelTx) DebitAll(ctx context.Context, es []*wallet.Entry) (wallet.Amount, error) {
+	t.p.point()
+	defer t.p.point()
+	return t.Tx.DebitAll(ctx, es)
+}
+
+func (t cancelTx) AppendAudits(ctx context.Context, es []*consent.AuditEntry) error {
+	t.p.point()
+	defer t.p.point()
+	return t.Tx.AppendAudits(ctx, es)
+}

@@ -279,3 +279,24 @@ func (t *journalTx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, 
 func (t *journalTx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 	return t.done("AppendAudit", t.Tx.AppendAudit(ctx, e))
 }
+
+// The bulk writes are journalled under the names of their one-row forms,
+// so that a test's list of writes to leave out covers both.
+
+func (t *journalTx) AppendAudits(ctx context.Context, es []*consent.AuditEntry) error {
+	return t.done("AppendAudit", t.Tx.AppendAudits(ctx, es))
+}
+
+func (t *journalTx) UpdateSessions(ctx context.Context, list []*consent.Session) error {
+	return t.done("UpdateSession", t.Tx.UpdateSessions(ctx, list))
+}
+
+func (t *journalTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
+	return t.done("EnqueueJob", t.Tx.EnqueueJobs(ctx, jobs))
+}
+
+func (t *journalTx) DebitAll(ctx context.Context, es []*wallet.Entry) (wallet.Amount, error) {
+	v, err := t.Tx.DebitAll(ctx, es)
+	t.done("Debit", err)
+	return v, err
+}

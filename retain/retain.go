@@ -3,6 +3,7 @@ package retain
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -70,18 +71,8 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	if err != nil {
 		return nil, err
 	}
-	if ses.RetentionStatus == consent.RetentionExpired {
-		return nil, consent.Errorf(consent.Conflict, "session expired: its retention window ended and its recording was purged")
-	}
-	pending := ses.RetentionStatus != consent.RetentionRetained
-	for _, c := range certs {
-		pending = pending || c.RetentionStatus != consent.RetentionRetained
-	}
-	switch {
-	case !pending && r.certificates:
-		return nil, consent.Errorf(consent.Conflict, "certificates already retained")
-	case !pending:
-		return nil, consent.Errorf(consent.Conflict, "session already retained")
+	if err := admit(ses, certs, r); err != nil {
+		return nil, err
 	}
 	charged, bal, err := s.svc.Charge(ctx, tx, companyID, r.kind, sessionID)
 	if err != nil {
@@ -89,19 +80,61 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	}
 	// Past the charge every error is a storage failure: %v drops any code,
 	// so a batch fails whole instead of counting a charged entry as failed.
-	until := s.svc.RetainUntil(s.svc.Now())
-	out := &Retention{
-		SessionID: sessionID, RetentionStatus: consent.RetentionRetained, RetainedUntil: until,
-		CertificateIDs: []string{}, Charged: charged, Balance: bal,
-	}
-	for _, c := range certs {
-		out.CertificateIDs = append(out.CertificateIDs, c.ID)
-		if c.RetentionStatus == consent.RetentionRetained {
-			continue
-		}
-		c.RetentionStatus, c.ExpiresAt = consent.RetentionRetained, until
+	out, changed := s.mark(ses, certs, r, charged, bal)
+	for _, c := range changed {
 		if err := tx.UpdateCertificate(ctx, c); err != nil {
 			return nil, fmt.Errorf("retain certificate %s: %v", c.ID, err)
+		}
+	}
+	if err := tx.UpdateSession(ctx, ses); err != nil {
+		return nil, fmt.Errorf("retain %s: %v", sessionID, err)
+	}
+	if r.video {
+		if err := tx.EnqueueJob(ctx, s.conversion(sessionID)); err != nil {
+			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
+		}
+	}
+	if err := s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, retainedEvent(ses, out)); err != nil {
+		return nil, fmt.Errorf("retain %s: webhook: %v", sessionID, err)
+	}
+	return out, nil
+}
+
+// admit checks that the session, read with its certificates, can be
+// retained: not purged, and something left to retain (Conflict).
+func admit(ses *consent.Session, certs []*consent.Certificate, r rule) error {
+	if ses.RetentionStatus == consent.RetentionExpired {
+		return consent.Errorf(consent.Conflict, "session expired: its retention window ended and its recording was purged")
+	}
+	pending := ses.RetentionStatus != consent.RetentionRetained
+	for _, c := range certs {
+		pending = pending || c.RetentionStatus != consent.RetentionRetained
+	}
+	switch {
+	case !pending && r.certificates:
+		return consent.Errorf(consent.Conflict, "certificates already retained")
+	case !pending:
+		return consent.Errorf(consent.Conflict, "session already retained")
+	}
+	return nil
+}
+
+// mark marks the session and the certificates not yet retained as retained
+// until the long-term period ends, counted from now (D26), and with video
+// the session's recording pending conversion (D21), and returns the
+// outcome and the certificates it changed.
+func (s *Service) mark(ses *consent.Session, certs []*consent.Certificate, r rule, charged, bal wallet.Amount) (*Retention, []*consent.Certificate) {
+	until := s.svc.RetainUntil(s.svc.Now())
+	out := &Retention{
+		SessionID: ses.ID, RetentionStatus: consent.RetentionRetained, RetainedUntil: until,
+		CertificateIDs: []string{}, Charged: charged, Balance: bal,
+	}
+	var changed []*consent.Certificate
+	for _, c := range certs {
+		out.CertificateIDs = append(out.CertificateIDs, c.ID)
+		if c.RetentionStatus != consent.RetentionRetained {
+			c.RetentionStatus, c.ExpiresAt = consent.RetentionRetained, until
+			changed = append(changed, c)
 		}
 	}
 	if ses.RetentionStatus != consent.RetentionRetained {
@@ -111,24 +144,23 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 		ses.VideoStatus = consent.VideoPending
 		out.Status = StatusQueued
 	}
-	if err := tx.UpdateSession(ctx, ses); err != nil {
-		return nil, fmt.Errorf("retain %s: %v", sessionID, err)
-	}
-	if r.video {
-		now := s.svc.Now()
-		if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobConvert, Key: sessionID, RunAfter: now, CreatedAt: now}); err != nil {
-			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
-		}
-	}
-	err = s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, map[string]any{
-		"session_id": sessionID, "company_id": companyID, "retention_status": ses.RetentionStatus,
+	return out, changed
+}
+
+// conversion is the job that converts the session's recording (D22),
+// due now.
+func (s *Service) conversion(sessionID string) *consent.Job {
+	now := s.svc.Now()
+	return &consent.Job{Kind: consent.JobConvert, Key: sessionID, RunAfter: now, CreatedAt: now}
+}
+
+// retainedEvent is the data of the session.retained event (D44).
+func retainedEvent(ses *consent.Session, out *Retention) map[string]any {
+	return map[string]any{
+		"session_id": ses.ID, "company_id": ses.CompanyID, "retention_status": ses.RetentionStatus,
 		"retained_until": ses.ExpiresAt, "certificate_ids": out.CertificateIDs,
-		"rrweb_to_video_status": ses.VideoStatus, "cost_charged": charged,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("retain %s: webhook: %v", sessionID, err)
+		"rrweb_to_video_status": ses.VideoStatus, "cost_charged": out.Charged,
 	}
-	return out, nil
 }
 
 // certificatesOf returns the session company's certificates of the
@@ -252,6 +284,14 @@ type BatchResult struct {
 // insufficient balance. All successes commit together. Invalid when the list
 // is empty or longer than MaxBatch; an entry that is not an identifier
 // fails by itself.
+//
+// The batch does its work set-wise (issue 13): one read of all its
+// sessions, one of the wallet, the rules applied to each entry in order in
+// memory, then one write of each kind — the charges, the sessions, the
+// conversion jobs and webhook messages, the audit entries — so that it
+// costs a few statements, not a single retention's for each entry. What it
+// answers and stores is what retaining its entries one after another in
+// one transaction would.
 func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, sessionIDs []string) (*BatchResult, error) {
 	if err := checkCaller(caller, companyID, true); err != nil {
 		return nil, err
@@ -261,38 +301,113 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 	}
 	r := rule{kind: wallet.RetainBatch, action: consent.AuditRetainBatch, video: true}
 	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
-		res := &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
-		for i, id := range sessionIDs {
-			e := BatchEntry{SessionID: id}
-			var kept *Retention
-			if e.Err = consent.CheckID("session_id", id); e.Err == nil {
-				kept, e.Err = s.keep(ctx, tx, companyID, id, r)
-			}
-			audit := consent.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
-				Detail: map[string]any{"index": i}}
-			switch code := consent.ErrorCode(e.Err); code {
-			case "":
-				e.Status = StatusQueued
-				res.Retained++
-				res.TotalCost += kept.Charged
-				audit.Detail = retentionDetail(kept, r)
-			case consent.Internal:
-				return nil, e.Err // a storage failure fails the whole batch
-			default:
-				res.Failed++
-			}
-			if !consent.ValidID(id) {
-				audit.Target = "" // not an id: the index says which it was
-			}
-			if err := s.svc.Audit(ctx, tx, audit); err != nil {
-				return nil, err
-			}
-			res.Results[i] = e
-		}
-		var err error
-		res.Balance, err = tx.Balance(ctx, companyID)
-		return res, err
+		return s.batch(ctx, tx, companyID, sessionIDs, r)
 	})
+}
+
+// batch is RetainBatch inside tx: keep's rules for each entry, on the
+// sessions read at once and kept up to date in memory, so that an entry
+// sees the ones before it as a run of keep would (a repeated id finds its
+// session retained).
+func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, ids []string, r rule) (*BatchResult, error) {
+	var read []string
+	for _, id := range ids {
+		if consent.ValidID(id) && !slices.Contains(read, id) {
+			read = append(read, id)
+		}
+	}
+	found, err := tx.Sessions(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	sessions := make(map[string]*consent.Session, len(read))
+	for i, ses := range found {
+		if ses != nil && ses.CompanyID == companyID { // another company's is not found (D9)
+			sessions[read[i]] = ses
+		}
+	}
+	b, err := s.svc.NewBatch(ctx, tx, companyID)
+	if err != nil {
+		return nil, err
+	}
+	res := &BatchResult{Results: make([]BatchEntry, len(ids))}
+	var retained []*consent.Session
+	for i, id := range ids {
+		e := BatchEntry{SessionID: id}
+		var kept *Retention
+		if e.Err = consent.CheckID("session_id", id); e.Err == nil {
+			kept, e.Err = s.keepIn(ctx, b, sessions[id], r)
+		}
+		// The details are retentionDetail's and the index's, as structs:
+		// the same JSON, made faster than from maps.
+		audit := consent.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
+			Detail: indexDetail{i}}
+		switch code := consent.ErrorCode(e.Err); code {
+		case "":
+			e.Status = StatusQueued
+			res.Retained++
+			res.TotalCost += kept.Charged
+			audit.Detail = batchDetail{kept.Charged, kept.RetainedUntil.Format(time.RFC3339Nano)}
+			retained = append(retained, sessions[id])
+		case consent.Internal:
+			return nil, e.Err // a storage failure fails the whole batch
+		default:
+			res.Failed++
+		}
+		if !consent.ValidID(id) {
+			audit.Target = "" // not an id: the index says which it was
+		}
+		if err := b.Audit(ctx, audit); err != nil {
+			return nil, err
+		}
+		res.Results[i] = e
+	}
+	if err := tx.UpdateSessions(ctx, retained); err != nil {
+		return nil, fmt.Errorf("retain batch: %v", err)
+	}
+	if err := b.Flush(ctx); err != nil {
+		return nil, err
+	}
+	res.Balance = b.Balance()
+	return res, nil
+}
+
+// batchDetail is retentionDetail of a batch's entry, which has no
+// certificates; indexDetail is a refused entry's detail. Their fields are in
+// the order json.Marshal gives a map's keys.
+type (
+	batchDetail struct {
+		Charged       wallet.Amount `json:"charged"`
+		RetainedUntil string        `json:"retained_until"`
+	}
+	indexDetail struct {
+		Index int `json:"index"`
+	}
+)
+
+// keepIn is keep for one entry of a batch, on its session as read (nil
+// when it is not the company's) and in b: the same checks, charge, marks,
+// conversion job and event, gathered in b and the session instead of
+// written.
+func (s *Service) keepIn(ctx context.Context, b *consent.Batch, ses *consent.Session, r rule) (*Retention, error) {
+	if ses == nil {
+		return nil, consent.Errorf(consent.NotFound, "session not found")
+	}
+	if err := admit(ses, nil, r); err != nil {
+		return nil, err
+	}
+	charged, bal, err := b.Charge(ctx, r.kind, ses.ID)
+	if err != nil {
+		return nil, err
+	}
+	out, _ := s.mark(ses, nil, r, charged, bal)
+	if r.video {
+		b.Enqueue(s.conversion(ses.ID))
+	}
+	if err := b.Emit(ctx, consent.EventSessionRetained, func() any { return retainedEvent(ses, out) }); err != nil {
+		return nil, fmt.Errorf("retain %s: webhook: %v", ses.ID, err)
+	}
+	return out, nil
 }
 
 // Video returns the session's converted video (D45) for the caller: the

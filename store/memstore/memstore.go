@@ -397,6 +397,16 @@ func (t *tx) Session(_ context.Context, id string) (*consent.Session, error) {
 	return cloneSession(ses), nil
 }
 
+func (t *tx) Sessions(_ context.Context, ids []string) ([]*consent.Session, error) {
+	out := make([]*consent.Session, len(ids))
+	for i, id := range ids {
+		if ses, ok := t.s.sessions[id]; ok {
+			out[i] = cloneSession(ses)
+		}
+	}
+	return out, nil
+}
+
 func (t *tx) SessionPage(_ context.Context, p consent.Page) ([]*consent.Session, error) {
 	return page(p, mapValues(t.s.sessions), func(s *consent.Session) (string, time.Time, string) {
 		return s.CompanyID, s.CreatedAt, s.ID
@@ -454,6 +464,33 @@ func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 	n.RetentionStatus, n.VideoStatus, n.ExpiresAt, n.Video = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt), ses.Video
 	n.ClosedAt = utc(ses.ClosedAt)
 	set(t, t.s.sessions, ses.ID, n)
+	return nil
+}
+
+// UpdateSessions checks every session before it writes one, so that it
+// writes all of them or none.
+func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(list))
+	for _, ses := range list {
+		if err := ses.CheckText(); err != nil {
+			return err
+		}
+		if seen[ses.ID] {
+			return consent.Errorf(consent.Invalid, "session %s is listed twice", ses.ID)
+		}
+		seen[ses.ID] = true
+		if _, ok := t.s.sessions[ses.ID]; !ok {
+			return notFound("session")
+		}
+	}
+	for _, ses := range list {
+		if err := t.UpdateSession(ctx, ses); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -685,6 +722,31 @@ func (t *tx) EnqueueJob(_ context.Context, j *consent.Job) error {
 		return conflict("job")
 	}
 	set(t, t.s.jobs, id, cloneJob(j))
+	return nil
+}
+
+// EnqueueJobs checks every job before it adds one, so that it adds all of
+// them or none.
+func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	seen := make(map[jobID]bool, len(jobs))
+	for _, j := range jobs {
+		if err := j.CheckText(); err != nil {
+			return err
+		}
+		id := jobID{j.Kind, j.Key}
+		if _, ok := t.s.jobs[id]; ok || seen[id] {
+			return conflict("job")
+		}
+		seen[id] = true
+	}
+	for _, j := range jobs {
+		if err := t.EnqueueJob(ctx, j); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -928,6 +990,47 @@ func (t *tx) Debit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	return t.post(e, -e.Amount)
 }
 
+// DebitAll checks the entries and the balance before it posts one, so
+// that it posts all of them or none.
+func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	company := entries[0].CompanyID
+	var sum wallet.Amount
+	ids := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		if err := consent.CheckEntryText(e); err != nil {
+			return 0, err
+		}
+		if e.CompanyID != company {
+			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
+		}
+		if t.s.entryIDs[e.ID] || ids[e.ID] {
+			return 0, conflict("ledger entry")
+		}
+		ids[e.ID] = true
+		sum += e.Amount
+	}
+	bal, ok := t.s.balances[company]
+	if !ok {
+		return 0, notFound("company")
+	}
+	if bal < sum {
+		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
+	}
+	for _, e := range entries {
+		var err error
+		if bal, err = t.post(e, -e.Amount); err != nil {
+			return 0, err
+		}
+	}
+	return bal, nil
+}
+
 // post applies delta to the wallet and appends e to the ledger. A debit
 // that would take the balance below zero changes nothing (D4).
 func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
@@ -985,6 +1088,33 @@ func (t *tx) AppendAudit(_ context.Context, e *consent.AuditEntry) error {
 	n := *e
 	appendUndo(t, t.s.audit, e.CompanyID, &n)
 	set(t, t.s.auditHeads, e.CompanyID, consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash})
+	return nil
+}
+
+// AppendAudits checks every entry before it appends one, so that it
+// appends all of them or none.
+func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := e.CheckText(); err != nil {
+			return err
+		}
+		if e.CompanyID != entries[0].CompanyID {
+			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
+		}
+	}
+	if len(entries) > 0 {
+		if _, ok := t.s.companies[entries[0].CompanyID]; !ok {
+			return notFound("company")
+		}
+	}
+	for _, e := range entries {
+		if err := t.AppendAudit(ctx, e); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -1,0 +1,70 @@
+package retain_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// BenchmarkRetain compares a Retain API batch of retain.MaxBatch sessions
+// with a single retention on every store (issue 13: a batch of 100 should
+// cost at most about three single ones). Each iteration retains sessions
+// made for it, outside the timer; ns/op is one call.
+//
+//	go test ./retain -run '^$' -bench Retain -benchmem
+func BenchmarkRetain(b *testing.B) {
+	for _, k := range teststore.Kinds {
+		for _, n := range []int{1, retain.MaxBatch} {
+			b.Run(fmt.Sprintf("%s/sessions=%d", k.Name, n), func(b *testing.B) {
+				st := k.Open(b)
+				svc, err := consent.NewService(st, consent.Config{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+					b.Fatal(err)
+				}
+				r := retain.New(svc)
+				made := 0
+				ids := make([]string, n)
+				for b.Loop() {
+					b.StopTimer()
+					err := st.Update(ctx, func(tx consent.Tx) error {
+						for i := range ids {
+							made++
+							ids[i] = fmt.Sprintf("s%07d", made)
+							if _, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{ID: ids[i], CompanyID: "acme", PropertyID: "web"}); err != nil {
+								return err
+							}
+						}
+						_, err := svc.TopUpTx(ctx, tx, "acme", wallet.Amount(n)*wallet.Dollar, "")
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					if n == 1 {
+						_, err = r.Retain(ctx, "acme", "acme", ids[0])
+					} else {
+						var res *retain.BatchResult
+						res, err = r.RetainBatch(ctx, "acme", "acme", ids)
+						if err == nil && res.Retained != n {
+							err = fmt.Errorf("retained %d of %d", res.Retained, n)
+						}
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,467 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// The Tx methods that read or write many rows in one step (issue 13):
+// each does what its one-row form does for every row, in the order given,
+// and a refusal leaves nothing written. A refusal that a SQL store finds
+// before it runs a statement (Invalid, NotFound of a row, a short wallet)
+// is checked by committing the transaction after it; one that a statement
+// finds (Conflict) aborts a PostgreSQL transaction, so it is checked after
+// a rollback.
+
+// sessions returns the sessions of ids as Sessions reads them.
+func sessions(t testing.TB, s consent.Store, ids ...string) []*consent.Session {
+	t.Helper()
+	var out []*consent.Session
+	view(t, s, func(tx consent.Tx) error {
+		var err error
+		out, err = tx.Sessions(ctx, ids)
+		return err
+	})
+	return out
+}
+
+// testSessions: out[i] is ids[i]'s session or nil, a repeated id gets a
+// copy of its own, and the read sees the transaction's own writes.
+func testSessions(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for i := range 3 {
+			if err := tx.CreateSession(ctx, session(fmt.Sprintf("b%d", i), "acme", "acme-web")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	one := func(id string) *consent.Session {
+		var ses *consent.Session
+		view(t, s, func(tx consent.Tx) error {
+			var err error
+			ses, err = tx.Session(ctx, id)
+			return err
+		})
+		return ses
+	}
+	ids := []string{"b2", "nobody", "s2", "b0", "b2", "s1"}
+	got := sessions(t, s, ids...)
+	want := []*consent.Session{one("b2"), nil, one("s2"), one("b0"), one("b2"), one("s1")}
+	if d := cmp.Diff(want, got, opts); d != "" {
+		t.Errorf("Sessions(%q) (-want +got):\n%s", ids, d)
+	}
+	if len(got) == len(ids) && got[0] == got[4] {
+		t.Errorf("Sessions gave a repeated id one *Session for both places, want a copy each")
+	}
+	if got := sessions(t, s); len(got) != 0 {
+		t.Errorf("Sessions() = %v, want none", got)
+	}
+	if got := sessions(t, s, "x", "y"); len(got) != 2 || got[0] != nil || got[1] != nil {
+		t.Errorf("Sessions(unknown, unknown) = %v, want [nil nil]", got)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		ses := session("b9", "acme", "acme-web")
+		if err := tx.CreateSession(ctx, ses); err != nil {
+			return err
+		}
+		ses.RetentionStatus = consent.RetentionRetained
+		if err := tx.UpdateSession(ctx, ses); err != nil {
+			return err
+		}
+		got, err := tx.Sessions(ctx, []string{"b9", "b1"})
+		if err != nil {
+			return err
+		}
+		if len(got) != 2 || got[0] == nil || got[0].RetentionStatus != consent.RetentionRetained || got[1] == nil || got[1].ID != "b1" {
+			t.Errorf("Sessions in the transaction that wrote them = %+v, want b9 retained and b1", got)
+		}
+		return nil
+	})
+}
+
+// testUpdateSessions: every session is written as UpdateSession writes
+// it; an unknown or repeated one, or invalid text, writes none.
+func testUpdateSessions(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for i := range 4 {
+			if err := tx.CreateSession(ctx, session(fmt.Sprintf("b%d", i), "acme", "acme-web")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	before := sessions(t, s, "b0", "b1", "b2", "b3", "s1")
+	retained := func(ses *consent.Session, i int) *consent.Session {
+		n := *ses
+		n.RetentionStatus, n.VideoStatus, n.ExpiresAt = consent.RetentionRetained, consent.VideoPending, t0.AddDate(5, 0, i)
+		if i == 1 { // every field UpdateSession writes, NULL columns included
+			n.Video = consent.Video{Path: "videos/b1.mp4", Bytes: 4242, SHA256: consent.DigestOf("mp4"), Duration: 1500 * time.Millisecond}
+			n.ClosedAt = t0.Add(time.Minute)
+		}
+		return &n
+	}
+	list := []*consent.Session{retained(before[2], 2), retained(before[0], 0), retained(before[1], 1)}
+	written := make([]*consent.Session, len(list))
+	for i, ses := range list {
+		n := *ses
+		written[i] = &n
+		ses.CompanyID, ses.PropertyID, ses.CreatedAt = "other", "other-web", t0.Add(time.Hour) // not written
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, list) })
+	want := []*consent.Session{written[1], written[2], written[0], before[3], before[4]}
+	if d := cmp.Diff(want, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
+		t.Errorf("sessions after UpdateSessions (-want +got):\n%s", d)
+	}
+	// Back to where they were, in one more call: it writes over anything.
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, before[:3]) })
+	if d := cmp.Diff(before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
+		t.Errorf("sessions after a second UpdateSessions (-want +got):\n%s", d)
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, nil) })
+
+	bad := *retained(before[3], 3)
+	bad.Video.Path = "bad\x00path"
+	for _, c := range []struct {
+		name string
+		list []*consent.Session
+		code consent.Code
+	}{
+		{"an unknown session", []*consent.Session{retained(before[0], 0), retained(session("b9", "acme", "acme-web"), 9)}, consent.NotFound},
+		{"a session twice", []*consent.Session{retained(before[0], 0), retained(before[1], 1), retained(before[0], 0)}, consent.Invalid},
+		{"invalid text", []*consent.Session{retained(before[0], 0), &bad}, consent.Invalid},
+	} {
+		update(t, s, func(tx consent.Tx) error {
+			wantCode(t, "UpdateSessions with "+c.name, tx.UpdateSessions(ctx, c.list), c.code)
+			return nil // commit: the refusal wrote nothing
+		})
+		if d := cmp.Diff(before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
+			t.Errorf("UpdateSessions with %s changed sessions (-want +got):\n%s", c.name, d)
+		}
+	}
+}
+
+// jobs returns the jobs of kind and keys (nil where there is none).
+func jobsOf(t testing.TB, s consent.Store, kind string, keys ...string) []*consent.Job {
+	t.Helper()
+	out := make([]*consent.Job, len(keys))
+	view(t, s, func(tx consent.Tx) error {
+		for i, k := range keys {
+			j, err := tx.Job(ctx, kind, k)
+			if consent.ErrorCode(err) == consent.NotFound {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[i] = j
+		}
+		return nil
+	})
+	return out
+}
+
+// testEnqueueJobs: every job is added as EnqueueJob adds it, payloads
+// byte for byte; a taken kind and key, one listed twice, or invalid text
+// adds none.
+func testEnqueueJobs(t *testing.T, s consent.Store) {
+	withPayload := func(j *consent.Job, p []byte) *consent.Job { j.Payload = p; return j }
+	list := []*consent.Job{
+		withPayload(job("webhook", "msg_1:ep_1", t0), []byte("{\"id\":1}\x00\xff\xfe")),
+		job(consent.JobConvert, "s1", t0.Add(time.Second)),
+		withPayload(job("webhook", "msg_1:ep_2", t0), []byte{}),
+		{Kind: "purge", Key: "p1", Attempts: 2, LastError: "line 1\nline \"2\"\t\\ ünï ✓ 𝄞", RunAfter: t0.Add(time.Hour), CreatedAt: t0},
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, list) })
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, nil) })
+	got := append(jobsOf(t, s, "webhook", "msg_1:ep_1"), jobsOf(t, s, consent.JobConvert, "s1")[0],
+		jobsOf(t, s, "webhook", "msg_1:ep_2")[0], jobsOf(t, s, "purge", "p1")[0])
+	want := make([]*consent.Job, len(list))
+	for i, j := range list {
+		n := *j
+		if n.Payload == nil {
+			n.Payload = []byte{}
+		}
+		want[i] = &n
+	}
+	if d := cmp.Diff(want, got, opts); d != "" {
+		t.Errorf("jobs after EnqueueJobs (-want +got):\n%s", d)
+	}
+	if got := jobsOf(t, s, "webhook", "msg_1:ep_2")[0]; got == nil || got.Payload == nil || len(got.Payload) != 0 {
+		t.Errorf("an empty payload came back as %+v, want empty", got)
+	}
+
+	for _, c := range []struct {
+		name string
+		list []*consent.Job
+		code consent.Code
+	}{
+		{"a taken key", []*consent.Job{job("webhook", "new-1", t0), job(consent.JobConvert, "s1", t0)}, consent.Conflict},
+		{"a key twice", []*consent.Job{job("webhook", "new-1", t0), job("webhook", "new-2", t0), job("webhook", "new-1", t0)}, consent.Conflict},
+		{"invalid text", []*consent.Job{job("webhook", "new-1", t0), job("webhook", "new\x00", t0)}, consent.Invalid},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, c.list) })
+		wantCode(t, "EnqueueJobs with "+c.name, err, c.code)
+		if got := jobsOf(t, s, "webhook", "new-1", "new-2"); got[0] != nil || got[1] != nil {
+			t.Errorf("EnqueueJobs with %s added %+v", c.name, got)
+		}
+	}
+	// Invalid text is refused before anything is written, so the
+	// transaction can go on and commit.
+	update(t, s, func(tx consent.Tx) error {
+		err := tx.EnqueueJobs(ctx, []*consent.Job{job("webhook", "new-1", t0), {Kind: "webhook", Key: "new-2", LastError: "\x01", RunAfter: t0, CreatedAt: t0}})
+		wantCode(t, "EnqueueJobs with invalid text", err, consent.Invalid)
+		return nil
+	})
+	if got := jobsOf(t, s, "webhook", "new-1", "new-2"); got[0] != nil || got[1] != nil {
+		t.Errorf("EnqueueJobs with invalid text added %+v", got)
+	}
+}
+
+func ledgerOf(t testing.TB, s consent.Store, companyID string) []*wallet.Entry {
+	t.Helper()
+	var out []*wallet.Entry
+	view(t, s, func(tx consent.Tx) error {
+		var err error
+		out, err = tx.Ledger(ctx, companyID)
+		return err
+	})
+	return out
+}
+
+func balanceOf(t testing.TB, s consent.Store, companyID string) wallet.Amount {
+	t.Helper()
+	var bal wallet.Amount
+	view(t, s, func(tx consent.Tx) error {
+		var err error
+		bal, err = tx.Balance(ctx, companyID)
+		return err
+	})
+	return bal
+}
+
+// testDebitAll: the entries are debited together, in the ledger in the
+// order given, only when the balance covers their sum; otherwise, and on
+// every other refusal, nothing changes.
+func testDebitAll(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	topup := entry("top", "acme", wallet.TopUp, 50*wallet.Cent, t0)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, topup)
+		return err
+	})
+	var list []*wallet.Entry
+	for i := range 4 {
+		e := entry(fmt.Sprintf("b%d", 3-i), "acme", wallet.RetainBatch, 10*wallet.Cent, t0.Add(time.Duration(i)*time.Second))
+		e.Reference = fmt.Sprintf("ses-%d", i)
+		list = append(list, e)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		bal, err := tx.DebitAll(ctx, list)
+		if err != nil || bal != 10*wallet.Cent {
+			t.Errorf("DebitAll(4 × 0.1 of 0.5) = %v, %v; want 0.1", bal, err)
+		}
+		return err
+	})
+	if d := cmp.Diff(append([]*wallet.Entry{topup}, list...), ledgerOf(t, s, "acme"), opts); d != "" {
+		t.Errorf("Ledger after DebitAll (-want +got):\n%s", d)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		if bal, err := tx.DebitAll(ctx, nil); bal != 0 || err != nil {
+			t.Errorf("DebitAll(none) = %v, %v; want 0, nil", bal, err)
+		}
+		return nil
+	})
+
+	ledger := ledgerOf(t, s, "acme")
+	two := func(a, b wallet.Amount) []*wallet.Entry {
+		return []*wallet.Entry{entry("n1", "acme", wallet.RetainBatch, a, t0), entry("n2", "acme", wallet.RetainBatch, b, t0)}
+	}
+	badText := two(1, 1)
+	badText[1].Reference = "bad\x00"
+	mixed := two(1, 1)
+	mixed[1].CompanyID = "other"
+	unknown := two(1, 1)
+	unknown[0].CompanyID, unknown[1].CompanyID = "nobody", "nobody"
+	for _, c := range []struct {
+		name string
+		list []*wallet.Entry
+		code consent.Code
+	}{
+		// 0.06 + 0.05 of 0.1: each would pass alone, not both.
+		{"a sum over the balance", two(6*wallet.Cent, 5*wallet.Cent), consent.Payment},
+		{"invalid text", badText, consent.Invalid},
+		{"two companies", mixed, consent.Invalid},
+		{"an unknown company", unknown, consent.NotFound},
+	} {
+		update(t, s, func(tx consent.Tx) error {
+			_, err := tx.DebitAll(ctx, c.list)
+			wantCode(t, "DebitAll with "+c.name, err, c.code)
+			var ife *wallet.InsufficientFundsError
+			if c.code == consent.Payment && (!errors.As(err, &ife) || ife.Required != 11*wallet.Cent || ife.Balance != 10*wallet.Cent) {
+				t.Errorf("DebitAll with %s: %v, want InsufficientFundsError{0.11, 0.1}", c.name, err)
+			}
+			return nil // commit: the refusal changed nothing
+		})
+		if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Cent {
+			t.Errorf("DebitAll with %s: balance %v, want 0.1", c.name, bal)
+		}
+		if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
+			t.Errorf("DebitAll with %s changed the ledger (-want +got):\n%s", c.name, d)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		list []*wallet.Entry
+	}{
+		{"a taken id", []*wallet.Entry{entry("n1", "acme", wallet.RetainBatch, 1, t0), entry("b0", "acme", wallet.RetainBatch, 1, t0)}},
+		{"an id twice", []*wallet.Entry{entry("n1", "acme", wallet.RetainBatch, 1, t0), entry("n1", "acme", wallet.RetainBatch, 1, t0)}},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			_, err := tx.DebitAll(ctx, c.list)
+			return err
+		})
+		wantCode(t, "DebitAll with "+c.name, err, consent.Conflict)
+		if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Cent {
+			t.Errorf("DebitAll with %s: balance %v, want 0.1", c.name, bal)
+		}
+	}
+	// The whole balance may go, leaving exactly zero.
+	update(t, s, func(tx consent.Tx) error {
+		bal, err := tx.DebitAll(ctx, two(4*wallet.Cent, 6*wallet.Cent))
+		if err != nil || bal != 0 {
+			t.Errorf("DebitAll of the whole balance = %v, %v; want 0", bal, err)
+		}
+		return err
+	})
+}
+
+// testAppendAudits: entries appended in one step chain on from the head
+// as one-by-one appends would — to a new chain, after single appends and
+// before them — and a refusal appends none.
+func testAppendAudits(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	batch := func(company string, n int, tag string) []*consent.AuditEntry {
+		var out []*consent.AuditEntry
+		for i := range n {
+			out = append(out, &consent.AuditEntry{CompanyID: company, At: t0.Add(time.Duration(i) * time.Millisecond),
+				Actor: "tok_1", Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%s-%d", tag, i),
+				Outcome: []string{"ok", "not_found", "conflict", "payment"}[i%4], RequestID: "req-" + tag,
+				Detail: fmt.Sprintf(`{"index":%d,"note":"ünï \"q\"\n"}`, i)})
+		}
+		return out
+	}
+	first := batch("acme", 3, "a") // a new chain
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, first) })
+	for i, e := range first {
+		if e.Seq != int64(i+1) || e.Hash != consent.AuditHash(e) || (i > 0 && e.PrevHash != first[i-1].Hash) {
+			t.Errorf("entry %d as AppendAudits completed it: %+v", i, e)
+		}
+	}
+	checkChain(t, s, "acme", 3)
+	appendAudit(t, s, *batch("acme", 1, "single")[0])
+	second := batch("acme", 120, "b") // the head moves by many
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, second) })
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("acme", 1, "c")) })
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, nil) })
+	appendAudit(t, s, *batch("acme", 1, "single2")[0])
+	checkChain(t, s, "acme", 126)
+	got := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", AfterSeq: 4, BeforeSeq: 125, Limit: 1000})
+	if d := cmp.Diff(second, got, opts); d != "" {
+		t.Errorf("entries appended by AppendAudits, read back (-want +got):\n%s", d)
+	}
+	// Two transactions that each append and then roll back leave nothing.
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.AppendAudits(ctx, batch("acme", 5, "gone")); err != nil {
+			return err
+		}
+		return errBulk
+	})
+	if !errors.Is(err, errBulk) {
+		t.Errorf("Update = %v, want the callback's error", err)
+	}
+	checkChain(t, s, "acme", 126)
+
+	badText := batch("acme", 2, "x")
+	badText[1].Detail = "\x00"
+	mixed := batch("acme", 2, "x")
+	mixed[1].CompanyID = "other"
+	for _, c := range []struct {
+		name string
+		list []*consent.AuditEntry
+		code consent.Code
+	}{
+		{"invalid text", badText, consent.Invalid},
+		{"two companies", mixed, consent.Invalid},
+	} {
+		update(t, s, func(tx consent.Tx) error {
+			wantCode(t, "AppendAudits with "+c.name, tx.AppendAudits(ctx, c.list), c.code)
+			return nil // commit: the refusal appended nothing
+		})
+	}
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("nobody", 2, "x")) })
+	wantCode(t, "AppendAudits of an unknown company", err, consent.NotFound)
+	checkChain(t, s, "acme", 126)
+	checkChain(t, s, "other", 0)
+}
+
+var errBulk = errors.New("boom")
+
+// testConcurrentAppendAudits: appends in one step and one by one, from
+// many transactions at once, never fork a company's chain.
+func testConcurrentAppendAudits(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	const workers, each, size = 8, 4, 10
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		start = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			company := []string{"acme", "other"}[w%2]
+			for i := range each {
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					if w%4 < 2 { // one by one
+						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+							Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
+					}
+					var list []*consent.AuditEntry
+					for k := range size {
+						list = append(list, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+							Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%d-%d", i, k), Outcome: "ok"})
+					}
+					return tx.AppendAudits(ctx, list)
+				})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		t.Errorf("concurrent append: %v", err)
+	}
+	// Per company: half the workers append one at a time, half ten at a time.
+	n := workers / 4 * each * (1 + size)
+	checkChain(t, s, "acme", n)
+	checkChain(t, s, "other", n)
+}
