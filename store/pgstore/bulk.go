@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,15 +31,21 @@ func nullTimePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// Sessions locks the rows in the order of their ids, so that transactions
-// locking overlapping sets take them in one order and never deadlock.
+// Sessions looks each session up by its key — a lateral subquery per id,
+// so that no plan, whatever the table's size or statistics, scans the
+// table — and locks them in the order of their ids (sorted and without
+// repeats here), so that transactions locking overlapping sets take them
+// in one order and never deadlock.
 func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, error) {
 	out := make([]*consent.Session, len(ids))
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := t.tx.Query(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ANY($1)
-		ORDER BY id COLLATE "C"`+t.lock, ids)
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	rows, err := t.tx.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u (id)
+		CROSS JOIN LATERAL (SELECT `+sessionColumns+` FROM sessions WHERE id = u.id LIMIT 1`+t.lock+`) AS s`, sorted)
 	list, err := collect(rows, err, scanSession)
 	if err != nil {
 		return nil, err
@@ -83,12 +90,15 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 		expires[i], closed[i] = s.ExpiresAt, nullTimePtr(s.ClosedAt)
 		sizes[i], ms[i], shas[i] = s.Video.Bytes, s.Video.Duration.Milliseconds(), nullBytes(sqlrow.Digest(s.Video.SHA256))
 	}
+	// The sessions are found by their key, in the count (a lateral lookup
+	// per id) and in the update (id = ANY), so that no plan scans the table.
 	tag, err := t.exec(ctx, `WITH u AS (
 			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamptz[], $5::text[], $6::bigint[],
-				$7::bytea[], $8::bigint[], $9::timestamptz[]) AS u (id, rs, vs, expires, path, size, sha, ms, closed))
+				$7::bytea[], $8::bigint[], $9::timestamptz[]) AS u (id, rs, vs, expires, path, size, sha, ms, closed)),
+		n AS (SELECT count(*) AS found FROM u CROSS JOIN LATERAL (SELECT 1 FROM sessions WHERE id = u.id LIMIT 1) AS x)
 		UPDATE sessions s SET retention_status = u.rs, video_status = u.vs, expires_at = u.expires,
 			video_path = u.path, video_bytes = u.size, video_sha256 = u.sha, video_duration_ms = u.ms, closed_at = u.closed
-		FROM u WHERE s.id = u.id AND (SELECT count(*) FROM sessions x JOIN u y ON x.id = y.id) = $10`,
+		FROM u WHERE s.id = u.id AND s.id = ANY($1) AND (SELECT found FROM n) = $10`,
 		ids, rs, vs, expires, paths, sizes, shas, ms, closed, n)
 	if err != nil {
 		return err
