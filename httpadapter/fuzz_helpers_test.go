@@ -21,7 +21,9 @@ import (
 // the scheme Bearer in any case, white space, the credential; white space
 // around the two is forgiven.
 func bearerOf(header string) (string, bool) {
-	f := strings.Fields(header)
+	// HTTP's optional white space is spaces and tabs (RFC 9110, 5.6.3);
+	// any other character, a line feed too, is part of a word.
+	f := strings.FieldsFunc(header, func(r rune) bool { return r == ' ' || r == '\t' })
 	if len(f) != 2 || !strings.EqualFold(f[0], "Bearer") {
 		return "", false
 	}

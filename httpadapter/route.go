@@ -412,9 +412,15 @@ func bearer(r *http.Request) (string, error) {
 	if header == "" {
 		return "", errNoToken
 	}
-	scheme, secret, ok := strings.Cut(header, " ")
-	secret = strings.TrimSpace(secret)
-	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+	// RFC 6750's "Bearer" SP credential, forgiving the optional white
+	// space of HTTP (spaces and tabs) around and between the two.
+	header = strings.Trim(header, " \t")
+	i := strings.IndexAny(header, " \t")
+	if i < 0 || !strings.EqualFold(header[:i], "Bearer") {
+		return "", consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
+	}
+	secret := strings.TrimLeft(header[i:], " \t")
+	if secret == "" {
 		return "", consent.Errorf(consent.Unauthorized, "the Authorization header must be Bearer <token>")
 	}
 	return secret, nil
