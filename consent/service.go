@@ -77,6 +77,12 @@ type Config struct {
 	// TokenCacheSize bounds the tokens the cache holds: default
 	// DefaultTokenCacheSize.
 	TokenCacheSize int
+	// SignatureCacheSize bounds how many good certificate signatures the
+	// service remembers, so that a certificate verified again costs a
+	// SHA-256 instead of an Ed25519 check (D41; see sigCache: a changed
+	// certificate is always checked in full): default
+	// DefaultSignatureCacheSize; a negative value turns the cache off.
+	SignatureCacheSize int
 }
 
 // Defaults of Config.
@@ -99,6 +105,10 @@ type Service struct {
 	cfg     Config // with defaults
 	flights flights
 	tokens  tokenCache
+	// keys are PublicKeys(), made once; signatures the good signatures
+	// checked lately.
+	keys       []PublicKey
+	signatures *sigCache
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
@@ -144,7 +154,16 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.TokenCacheSize <= 0 {
 		cfg.TokenCacheSize = DefaultTokenCacheSize
 	}
-	return &Service{store: store, cfg: cfg, tokens: tokenCache{ttl: cfg.TokenCacheTTL, size: cfg.TokenCacheSize}}, nil
+	if cfg.SignatureCacheSize == 0 {
+		cfg.SignatureCacheSize = DefaultSignatureCacheSize
+	}
+	s := &Service{store: store, cfg: cfg, tokens: tokenCache{ttl: cfg.TokenCacheTTL, size: cfg.TokenCacheSize},
+		signatures: newSigCache(cfg.SignatureCacheSize)}
+	for _, k := range cfg.SigningKeys {
+		s.keys = append(s.keys, k.Public())
+	}
+	s.keys = append(s.keys, cfg.PublicKeys...)
+	return s, nil
 }
 
 // Store returns the store the service works on.

@@ -109,11 +109,7 @@ func checkKeys(signing []SigningKey, public []PublicKey) error {
 // Config.SigningKeys, the first of which signs new certificates, then
 // Config.PublicKeys (retired keys whose certificates still verify).
 func (s *Service) PublicKeys() []PublicKey {
-	out := make([]PublicKey, 0, len(s.cfg.SigningKeys)+len(s.cfg.PublicKeys))
-	for _, k := range s.cfg.SigningKeys {
-		out = append(out, k.Public())
-	}
-	return append(out, s.cfg.PublicKeys...)
+	return append([]PublicKey{}, s.keys...)
 }
 
 // sign sets c's KeyID and Signature with the first signing key; without
@@ -140,7 +136,7 @@ var ErrIntegrity = Errorf(Conflict, "certificate integrity check failed")
 // Config.UnsignedBefore); one without keys checks only the recording. The
 // error wraps ErrIntegrity.
 func (s *Service) CheckIntegrity(c *Certificate, recording *Digest) error {
-	keys := s.PublicKeys()
+	keys := s.keys
 	switch {
 	case len(c.Signature) == 0 && len(keys) > 0 && !c.CreatedAt.Before(s.cfg.UnsignedBefore):
 		return fmt.Errorf("%w: certificate %s is not signed", ErrIntegrity, c.ID)
@@ -149,7 +145,7 @@ func (s *Service) CheckIntegrity(c *Certificate, recording *Digest) error {
 		if i < 0 {
 			return fmt.Errorf("%w: certificate %s is signed with key %q, which is not configured", ErrIntegrity, c.ID, c.KeyID)
 		}
-		if !ed25519.Verify(keys[i].Key, CertificateEncoding(c), c.Signature) {
+		if !s.signatures.verify(keys[i].Key, CertificateEncoding(c), c.Signature) {
 			return fmt.Errorf("%w: the signature of certificate %s does not match its content", ErrIntegrity, c.ID)
 		}
 	}

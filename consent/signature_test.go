@@ -12,6 +12,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store/memstore"
 )
 
 // escape writes a string as the package documentation says the canonical
@@ -203,4 +204,38 @@ func certificate(t *testing.T, svc *consent.Service, id string) *consent.Certifi
 		t.Fatal(err)
 	}
 	return c
+}
+
+// BenchmarkCheckIntegrity is what checking a signed certificate costs,
+// with the signature cache (a certificate verified before) and without.
+//
+//	go test -run '^$' -bench CheckIntegrity ./consent
+func BenchmarkCheckIntegrity(b *testing.B) {
+	key, err := consent.NewSigningKey("k1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, size := range []int{0, -1} {
+		b.Run(map[int]string{0: "cached", -1: "uncached"}[size], func(b *testing.B) {
+			st := memstore.New()
+			svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}, SignatureCacheSize: size})
+			if err != nil {
+				b.Fatal(err)
+			}
+			_, err1 := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			_, err2 := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			_, err3 := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			c, err4 := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+				Origin: "https://acme.example/quote", Records: []consent.Record{{Text: "I agree to be contacted by Acme.", Types: []string{"tcpa"}}}})
+			if err := errors.Join(err1, err2, err3, err4); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := svc.CheckIntegrity(c, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

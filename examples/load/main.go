@@ -74,6 +74,8 @@ type options struct {
 	preload        int
 	ceilings       bool
 	groupCommit    bool
+	sign           bool
+	sigCache       bool
 	cpuProfile     string
 	seed           uint64
 	// purge
@@ -142,6 +144,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.IntVar(&o.preload, "preload", 0, "capture: finished sessions with a chunk each stored before the run")
 	fs.BoolVar(&o.ceilings, "ceilings", true, "measure the ceilings (trivial handler, the store's own) in the same run")
 	fs.BoolVar(&o.groupCommit, "group-commit", true, "the SQL stores run concurrent calls in shared transactions (store.GroupCommit); false: each in its own")
+	fs.BoolVar(&o.sign, "sign", true, "certificates are signed, as examples/server signs them, and every verification checks the signature (D41)")
+	fs.BoolVar(&o.sigCache, "signature-cache", true, "the service remembers good signatures (consent.Config.SignatureCacheSize); false: each verification checks in full")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")

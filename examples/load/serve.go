@@ -62,7 +62,18 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	svc, err := consent.NewService(st, consent.Config{})
+	cfg := consent.Config{}
+	if o.sign {
+		key, err := consent.NewSigningKey("load")
+		if err != nil {
+			return err
+		}
+		cfg.SigningKeys = []consent.SigningKey{key}
+	}
+	if !o.sigCache {
+		cfg.SignatureCacheSize = -1
+	}
+	svc, err := consent.NewService(st, cfg)
 	if err != nil {
 		return err
 	}
