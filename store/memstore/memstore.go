@@ -32,19 +32,24 @@ type Store struct {
 	sessions      map[string]*consent.Session
 	events        map[string][][]byte
 	certs         map[string]*consent.Certificate
-	revocations   map[string]*consent.Revocation
-	revByCompany  map[string][]string // revocation ids of each company, oldest first
-	balances      map[string]wallet.Amount
-	ledger        map[string][]*wallet.Entry
-	entryIDs      map[string]bool
-	jobs          map[jobID]*consent.Job
-	audit         map[string][]*consent.AuditEntry // each company's chain, by Seq
-	auditHeads    map[string]consent.AuditHead
-	endpoints     map[string]*consent.WebhookEndpoint
-	epByCompany   map[string][]string // endpoint ids of each company, oldest first
-	deliveries    map[string][]*consent.WebhookDelivery
-	deliverySeq   int64
-	keys          map[keyID]*consent.IdempotencyRecord
+	// Certificate ids by email digest, mobile digest and session: the
+	// indexes of D17, so that an opt-out never scans.
+	certsByEmail   map[consent.Digest][]string
+	certsByMobile  map[consent.Digest][]string
+	certsBySession map[string][]string
+	revocations    map[string]*consent.Revocation
+	revByCompany   map[string][]string // revocation ids of each company, oldest first
+	balances       map[string]wallet.Amount
+	ledger         map[string][]*wallet.Entry
+	entryIDs       map[string]bool
+	jobs           map[jobID]*consent.Job
+	audit          map[string][]*consent.AuditEntry // each company's chain, by Seq
+	auditHeads     map[string]consent.AuditHead
+	endpoints      map[string]*consent.WebhookEndpoint
+	epByCompany    map[string][]string // endpoint ids of each company, oldest first
+	deliveries     map[string][]*consent.WebhookDelivery
+	deliverySeq    int64
+	keys           map[keyID]*consent.IdempotencyRecord
 }
 
 // keyID names an idempotency key: its scope and the key.
@@ -55,25 +60,28 @@ var _ consent.Store = (*Store)(nil)
 // New returns an empty store.
 func New() *Store {
 	return &Store{
-		companies:     map[string]*consent.Company{},
-		properties:    map[string]*consent.Property{},
-		tokens:        map[string]*consent.Token{},
-		tokenByDigest: map[consent.Digest]string{},
-		sessions:      map[string]*consent.Session{},
-		events:        map[string][][]byte{},
-		certs:         map[string]*consent.Certificate{},
-		revocations:   map[string]*consent.Revocation{},
-		revByCompany:  map[string][]string{},
-		balances:      map[string]wallet.Amount{},
-		ledger:        map[string][]*wallet.Entry{},
-		entryIDs:      map[string]bool{},
-		jobs:          map[jobID]*consent.Job{},
-		audit:         map[string][]*consent.AuditEntry{},
-		auditHeads:    map[string]consent.AuditHead{},
-		endpoints:     map[string]*consent.WebhookEndpoint{},
-		epByCompany:   map[string][]string{},
-		deliveries:    map[string][]*consent.WebhookDelivery{},
-		keys:          map[keyID]*consent.IdempotencyRecord{},
+		companies:      map[string]*consent.Company{},
+		properties:     map[string]*consent.Property{},
+		tokens:         map[string]*consent.Token{},
+		tokenByDigest:  map[consent.Digest]string{},
+		sessions:       map[string]*consent.Session{},
+		events:         map[string][][]byte{},
+		certs:          map[string]*consent.Certificate{},
+		certsByEmail:   map[consent.Digest][]string{},
+		certsByMobile:  map[consent.Digest][]string{},
+		certsBySession: map[string][]string{},
+		revocations:    map[string]*consent.Revocation{},
+		revByCompany:   map[string][]string{},
+		balances:       map[string]wallet.Amount{},
+		ledger:         map[string][]*wallet.Entry{},
+		entryIDs:       map[string]bool{},
+		jobs:           map[jobID]*consent.Job{},
+		audit:          map[string][]*consent.AuditEntry{},
+		auditHeads:     map[string]consent.AuditHead{},
+		endpoints:      map[string]*consent.WebhookEndpoint{},
+		epByCompany:    map[string][]string{},
+		deliveries:     map[string][]*consent.WebhookDelivery{},
+		keys:           map[keyID]*consent.IdempotencyRecord{},
 	}
 }
 
@@ -526,7 +534,27 @@ func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error 
 		return conflict("certificate")
 	}
 	set(t, t.s.certs, c.ID, cloneCertificate(c))
+	if !c.EmailDigest.IsZero() {
+		appendUndo(t, t.s.certsByEmail, c.EmailDigest, c.ID)
+	}
+	if !c.MobileDigest.IsZero() {
+		appendUndo(t, t.s.certsByMobile, c.MobileDigest, c.ID)
+	}
+	appendUndo(t, t.s.certsBySession, c.SessionID, c.ID)
 	return nil
+}
+
+// unindex takes id out of m[k], in a new slice so that undo can put the
+// old one back.
+func unindex[K comparable](t *tx, m map[K][]string, k K, id string) {
+	ids := slices.DeleteFunc(slices.Clone(m[k]), func(x string) bool { return x == id })
+	if len(ids) == 0 {
+		old := m[k]
+		delete(m, k)
+		t.undo = append(t.undo, func() { m[k] = old })
+		return
+	}
+	set(t, m, k, ids)
 }
 
 func (t *tx) Certificate(_ context.Context, id string) (*consent.Certificate, error) {
@@ -537,35 +565,35 @@ func (t *tx) Certificate(_ context.Context, id string) (*consent.Certificate, er
 	return cloneCertificate(c), nil
 }
 
-// The memory store scans; the SQL stores use indexes on the digests.
-func (t *tx) certificatesBy(companyID string, match func(*consent.Certificate) bool) []string {
-	ids := []string{}
-	for _, c := range t.s.certs {
-		if c.CompanyID == companyID && match(c) {
-			ids = append(ids, c.ID)
+// certificatesOf returns the ids among those of an index's entry that are
+// companyID's (all of them when companyID is ""), sorted.
+func (t *tx) certificatesOf(ids []string, companyID string) []string {
+	out := []string{}
+	for _, id := range ids {
+		if companyID == "" || t.s.certs[id].CompanyID == companyID {
+			out = append(out, id)
 		}
 	}
-	sort.Strings(ids)
-	return ids
+	sort.Strings(out)
+	return out
 }
 
 func (t *tx) CertificatesByEmail(_ context.Context, companyID string, d consent.Digest) ([]string, error) {
-	return t.certificatesBy(companyID, func(c *consent.Certificate) bool { return !d.IsZero() && c.EmailDigest == d }), nil
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.certificatesOf(t.s.certsByEmail[d], companyID), nil
 }
 
 func (t *tx) CertificatesByMobile(_ context.Context, companyID string, d consent.Digest) ([]string, error) {
-	return t.certificatesBy(companyID, func(c *consent.Certificate) bool { return !d.IsZero() && c.MobileDigest == d }), nil
+	if d.IsZero() {
+		return []string{}, nil
+	}
+	return t.certificatesOf(t.s.certsByMobile[d], companyID), nil
 }
 
 func (t *tx) CertificatesBySession(_ context.Context, sessionID string) ([]string, error) {
-	ids := []string{}
-	for _, c := range t.s.certs {
-		if c.SessionID == sessionID {
-			ids = append(ids, c.ID)
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
+	return t.certificatesOf(t.s.certsBySession[sessionID], ""), nil
 }
 
 func (t *tx) CertificatePage(_ context.Context, p consent.Page) ([]*consent.Certificate, error) {
@@ -702,6 +730,13 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 		old := t.s.certs[id]
 		delete(t.s.certs, id)
 		t.undo = append(t.undo, func() { t.s.certs[id] = old })
+		if !old.EmailDigest.IsZero() {
+			unindex(t, t.s.certsByEmail, old.EmailDigest, id)
+		}
+		if !old.MobileDigest.IsZero() {
+			unindex(t, t.s.certsByMobile, old.MobileDigest, id)
+		}
+		unindex(t, t.s.certsBySession, old.SessionID, id)
 	}
 	sort.Strings(ids)
 	return ids, nil

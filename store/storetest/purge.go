@@ -120,6 +120,33 @@ func testPurge(t *testing.T, s consent.Store) {
 	if ids := purgeSessions(t, s, t0.Add(time.Hour), 10); len(ids) != 0 {
 		t.Errorf("third batch = %v; want none (purged sessions are not purged again, retained ones are kept)", ids)
 	}
+	// A purge rolled back leaves the certificates findable as they were.
+	lookups := func() [2][]string {
+		var got [2][]string
+		view(t, s, func(tx consent.Tx) error {
+			var err1, err2 error
+			got[0], err1 = tx.CertificatesByEmail(ctx, "acme", consent.Digest{7})
+			got[1], err2 = tx.CertificatesBySession(ctx, "old")
+			return errors.Join(err1, err2)
+		})
+		return got
+	}
+	found := lookups()
+	if len(found[0]) == 0 || len(found[1]) == 0 {
+		t.Fatalf("before purge, by email %v and by session %v; want the fixture's", found[0], found[1])
+	}
+	errUndo := errors.New("undo")
+	if err := s.Update(ctx, func(tx consent.Tx) error {
+		if _, err := tx.PurgeCertificates(ctx, t0.Add(time.Hour), 10); err != nil {
+			return err
+		}
+		return errUndo
+	}); !errors.Is(err, errUndo) {
+		t.Fatalf("a purge rolled back: %v", err)
+	}
+	if after := lookups(); !cmp.Equal(after, found) {
+		t.Errorf("after a purge rolled back, by email and by session %v; want %v", after, found)
+	}
 	if ids := purgeCertificates(t, s, t0, 1); !cmp.Equal(ids, []string{"c-older"}) {
 		t.Errorf("first certificate batch = %v; want [c-older]", ids)
 	}

@@ -660,7 +660,9 @@ func testRollback(t *testing.T, s consent.Store) {
 		if err := tx.AppendEvents(ctx, "s1", []byte(`[{"type":4}]`)); err != nil {
 			return err
 		}
-		if err := tx.CreateCertificate(ctx, certificate("cert-g", "acme", "acme-web", "s1")); err != nil {
+		ghost := certificate("cert-g", "acme", "acme-web", "s1")
+		ghost.EmailDigest = consent.DigestOf("ghost@example.com")
+		if err := tx.CreateCertificate(ctx, ghost); err != nil {
 			return err
 		}
 		if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-g", CompanyID: "acme", CreatedAt: t0}); err != nil {
@@ -682,6 +684,12 @@ func testRollback(t *testing.T, s consent.Store) {
 		wantCode(t, "Company created in a rolled-back transaction", err, consent.NotFound)
 		_, err = tx.Certificate(ctx, "cert-g")
 		wantCode(t, "Certificate created in a rolled-back transaction", err, consent.NotFound)
+		if ids, err := tx.CertificatesBySession(ctx, "s1"); err != nil || len(ids) != 0 {
+			t.Errorf("CertificatesBySession after rollback = %v, %v; want none", ids, err)
+		}
+		if ids, err := tx.CertificatesByEmail(ctx, "acme", consent.DigestOf("ghost@example.com")); err != nil || len(ids) != 0 {
+			t.Errorf("CertificatesByEmail after rollback = %v, %v; want none", ids, err)
+		}
 		if ev, err := tx.Events(ctx, "s1"); err != nil || len(ev) != 0 {
 			t.Errorf("Events after rollback = %d chunks, %v; want none", len(ev), err)
 		}
