@@ -677,11 +677,30 @@ func TestChaosCancel(t *testing.T) {
 		h := e.handler(t, httpadapter.Config{OptOutPerMinute: -1, RetainPerMinute: -1, VerifyPerMinute: -1})
 		auditFrom := chaosAuditFrom(t, e)
 		var timed, pointed, fired atomic.Int32
+		// The first call of each kind is cancelled at its first Tx call
+		// and the second never, so that every kind both fails and is
+		// answered however the timing of the random others falls
+		// (chaosSummary checks it).
+		forced, seen := map[int]int{}, map[string]int{}
+		for _, c := range calls {
+			if seen[c.op]++; seen[c.op] <= 2 {
+				forced[c.i] = seen[c.op]
+			}
+		}
 		start := time.Now()
 		chaosRound(calls, h, func(c *chaosCall) (context.Context, func()) {
 			rng := mrand.New(mrand.NewPCG(seed, 1000+uint64(c.i)))
 			reqCtx, cancel := context.WithCancel(context.Background())
-			switch k := rng.IntN(8); {
+			k := rng.IntN(8)
+			switch forced[c.i] {
+			case 1:
+				pointed.Add(1)
+				p := &cancelPlan{at: 1, cancel: cancel, fired: &fired}
+				return context.WithValue(reqCtx, cancelPlanKey{}, p), cancel
+			case 2:
+				k = 0
+			}
+			switch {
 			case k < 2: // never
 			case k < 5:
 				timed.Add(1)
