@@ -1,7 +1,6 @@
 package consent
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -217,52 +215,52 @@ func CertificateEncoding(c *Certificate) []byte {
 // Encoding returns the canonical encoding of the content: the bytes the
 // signature covers.
 func (sc *SignedContent) Encoding() []byte {
-	var b bytes.Buffer
-	member := func(first bool, name string) {
-		if !first {
-			b.WriteByte(',')
+	size := 256 + len(sc.CompanyID) + len(sc.ID) + len(sc.KeyID) + len(sc.Origin) + len(sc.PropertyID) + len(sc.SessionID)
+	for _, r := range sc.Consents {
+		size += 64 + len(r.Text)
+		for _, t := range r.Types {
+			size += 3 + len(t)
 		}
-		jcsString(&b, name)
-		b.WriteByte(':')
 	}
-	str := func(first bool, name, value string) {
-		member(first, name)
-		jcsString(&b, value)
+	b := make([]byte, 0, size)
+	str := func(name, value string) {
+		b = append(b, ',')
+		b = appendJCS(b, name)
+		b = append(b, ':')
+		b = appendJCS(b, value)
 	}
-	b.WriteByte('{')
-	str(true, "company_id", sc.CompanyID)
-	member(false, "consents")
-	b.WriteByte('[')
+	b = append(b, `{"company_id":`...)
+	b = appendJCS(b, sc.CompanyID)
+	b = append(b, `,"consents":[`...)
 	for i, r := range sc.Consents {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteByte('{')
-		str(true, "opt_in_at", r.OptInAt)
-		str(false, "text", r.Text)
-		member(false, "types")
-		b.WriteByte('[')
+		b = append(b, `{"opt_in_at":`...)
+		b = appendJCS(b, r.OptInAt)
+		b = append(b, `,"text":`...)
+		b = appendJCS(b, r.Text)
+		b = append(b, `,"types":[`...)
 		for j, t := range r.Types {
 			if j > 0 {
-				b.WriteByte(',')
+				b = append(b, ',')
 			}
-			jcsString(&b, t)
+			b = appendJCS(b, t)
 		}
-		b.WriteString("]}")
+		b = append(b, "]}"...)
 	}
-	b.WriteByte(']')
-	str(false, "created_at", sc.CreatedAt)
-	str(false, "email_sha256", sc.EmailSHA256)
-	str(false, "id", sc.ID)
-	str(false, "key_id", sc.KeyID)
-	str(false, "mobile_sha256", sc.MobileSHA256)
-	str(false, "origin", sc.Origin)
-	str(false, "property_id", sc.PropertyID)
-	str(false, "recording_sha256", sc.RecordingSHA256)
-	str(false, "session_id", sc.SessionID)
-	str(false, "v", sc.V)
-	b.WriteByte('}')
-	return b.Bytes()
+	b = append(b, ']')
+	str("created_at", sc.CreatedAt)
+	str("email_sha256", sc.EmailSHA256)
+	str("id", sc.ID)
+	str("key_id", sc.KeyID)
+	str("mobile_sha256", sc.MobileSHA256)
+	str("origin", sc.Origin)
+	str("property_id", sc.PropertyID)
+	str("recording_sha256", sc.RecordingSHA256)
+	str("session_id", sc.SessionID)
+	str("v", sc.V)
+	return append(b, '}')
 }
 
 // VerifySigned checks offline that signature is key's Ed25519 signature of
@@ -295,36 +293,53 @@ func canonicalDigest(d Digest) string {
 	return hex.EncodeToString(d[:])
 }
 
-// jcsString writes s as RFC 8785 writes a string. Stored text is valid
-// UTF-8 (ValidText); an invalid byte is written as U+FFFD all the same.
-func jcsString(b *bytes.Buffer, s string) {
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20:
-			b.WriteString(`\u00`)
-			b.WriteString(strconv.FormatInt(int64(r)>>4, 16))
-			b.WriteString(strconv.FormatInt(int64(r)&0xf, 16))
-		default:
-			var buf [utf8.UTFMax]byte
-			b.Write(buf[:utf8.EncodeRune(buf[:], r)])
+// appendJCS appends s as RFC 8785 writes a string: quoted, with \" and
+// \\, the short escapes \b \t \n \f \r, other characters below U+0020
+// as \u00xx, and everything else as itself. Stored text is valid UTF-8
+// (ValidText); an invalid byte is written as U+FFFD all the same. Runs of
+// characters written as themselves are copied whole.
+func appendJCS(b []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0 // s[start:i] is still to copy as it is
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && size == 1 {
+				b = append(b, s[start:i]...)
+				b = utf8.AppendRune(b, utf8.RuneError)
+				start = i + 1
+			}
+			i += size
+			continue
 		}
+		if c >= 0x20 && c != '"' && c != '\\' {
+			i++
+			continue
+		}
+		b = append(b, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, `\b`...)
+		case '\t':
+			b = append(b, `\t`...)
+		case '\n':
+			b = append(b, `\n`...)
+		case '\f':
+			b = append(b, `\f`...)
+		case '\r':
+			b = append(b, `\r`...)
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+		start = i
 	}
-	b.WriteByte('"')
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // EncodeSignature returns a signature as the API shows it: standard base64.
