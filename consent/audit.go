@@ -98,7 +98,8 @@ const auditDomain = "consentkit.audit.v1"
 // length-prefixed or of fixed size, so that no two different entries encode
 // alike. See the package documentation for the layout.
 func AuditEncoding(e *AuditEntry) []byte {
-	b := make([]byte, 0, 128+len(e.Detail))
+	b := make([]byte, 0, 8*4+len(auditDomain)+len(e.CompanyID)+8+8+len(e.Actor)+len(e.Action)+len(e.Target)+
+		len(e.Outcome)+len(e.RequestID)+len(e.Detail)+len(e.PrevHash))
 	str := func(s string) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)

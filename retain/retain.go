@@ -3,7 +3,6 @@ package retain
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -310,9 +309,11 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 // sees the ones before it as a run of keep would (a repeated id finds its
 // session retained).
 func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, ids []string, r rule) (*BatchResult, error) {
-	var read []string
+	read := make([]string, 0, len(ids))
+	listed := make(map[string]bool, len(ids))
 	for _, id := range ids {
-		if consent.ValidID(id) && !slices.Contains(read, id) {
+		if consent.ValidID(id) && !listed[id] {
+			listed[id] = true
 			read = append(read, id)
 		}
 	}

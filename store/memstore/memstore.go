@@ -1140,16 +1140,31 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
 		}
 	}
-	if len(entries) > 0 {
-		if _, ok := t.s.companies[entries[0].CompanyID]; !ok {
-			return notFound("company")
-		}
+	if len(entries) == 0 {
+		return nil
 	}
-	for _, e := range entries {
-		if err := t.AppendAudit(ctx, e); err != nil {
-			return err
-		}
+	company := entries[0].CompanyID
+	if _, ok := t.s.companies[company]; !ok {
+		return notFound("company")
 	}
+	// The chain goes on from the head, and the copies are appended at once,
+	// with one undo, and the head set once.
+	head := t.s.auditHeads[company]
+	copies := make([]consent.AuditEntry, len(entries))
+	added := make([]*consent.AuditEntry, len(entries))
+	for i, e := range entries {
+		e.At = consent.UTC(e.At)
+		e.Seq, e.PrevHash = head.Seq+1, head.Hash
+		e.Hash = consent.AuditHash(e)
+		head = consent.AuditHead{CompanyID: company, Seq: e.Seq, Hash: e.Hash}
+		copies[i] = *e
+		added[i] = &copies[i]
+	}
+	old := t.s.audit[company]
+	t.s.audit[company] = append(old, added...)
+	n := len(old)
+	t.undo = append(t.undo, func() { t.s.audit[company] = t.s.audit[company][:n] })
+	set(t, t.s.auditHeads, company, head)
 	return nil
 }
 
