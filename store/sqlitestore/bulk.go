@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
@@ -252,15 +253,14 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	return bal, mapErr(err)
 }
 
-// AppendAudits reads the head, appends the entries in one statement and
-// moves the head once, onto the last of them (which the head's trigger
+// AppendAudits reads the head, appends the entries in a statement per
+// auditRowsPerInsert of them and moves the head once, onto the last of them (which the head's trigger
 // checks is in the log: migration 0012).
 func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
 	company := entries[0].CompanyID
-	size := 0
 	for _, e := range entries {
 		if err := e.CheckText(); err != nil {
 			return err
@@ -268,7 +268,6 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 		if e.CompanyID != company {
 			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
 		}
-		size += 256 + len(e.Detail) + len(e.Target) + len(e.Actor) + len(e.RequestID)
 	}
 	var (
 		seq  int64
@@ -285,33 +284,48 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	if err != nil {
 		return err
 	}
-	r := newJSONRows(size)
 	for _, e := range entries {
 		seq++
 		e.Seq, e.PrevHash, e.At = seq, last, consent.UTC(e.At)
 		e.Hash = consent.AuditHash(e)
 		last = e.Hash
-		r.num(e.Seq)
-		r.num(e.At.UnixMicro())
-		r.str(e.Actor)
-		r.str(e.Action)
-		r.str(e.Target)
-		r.str(e.Outcome)
-		r.str(e.RequestID)
-		r.str(e.Detail)
-		r.blob(e.PrevHash[:])
-		r.blob(e.Hash[:])
-		r.end()
 	}
-	_, err = t.exec(ctx, `INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id,
-		detail, prev_hash, hash)
-		SELECT ?1, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3, j.value ->> 4, j.value ->> 5,
-		j.value ->> 6, j.value ->> 7, unhex(j.value ->> 8), unhex(j.value ->> 9)
-		FROM json_each(?2) AS j ORDER BY j.key`, company, r.String())
-	if err != nil {
-		return err
+	// The rows go as bound values of a multi-row VALUES, at most
+	// auditRowsPerInsert at a time: half the time of passing them as JSON
+	// for json_each, where every column of every row is taken from the
+	// row's text again.
+	for rest := entries; len(rest) > 0; {
+		chunk := rest[:min(len(rest), auditRowsPerInsert)]
+		rest = rest[len(chunk):]
+		args := make([]any, 0, 11*len(chunk))
+		for _, e := range chunk {
+			args = append(args, company, e.Seq, e.At.UnixMicro(), e.Actor, e.Action, e.Target, e.Outcome, e.RequestID,
+				e.Detail, e.PrevHash[:], e.Hash[:])
+		}
+		if _, err := t.exec(ctx, auditInsert(len(chunk)), args...); err != nil {
+			return err
+		}
 	}
 	_, err = t.exec(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, ?, ?)
 		ON CONFLICT (company_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`, company, seq, last[:])
 	return err
+}
+
+// auditRowsPerInsert bounds the rows of one INSERT of AppendAudits: 11
+// bound values each, far below SQLite's limit on a statement's.
+const auditRowsPerInsert = 250
+
+// auditInsert is the INSERT of n audit entries.
+func auditInsert(n int) string {
+	const row = "(?,?,?,?,?,?,?,?,?,?,?)"
+	var b strings.Builder
+	b.Grow(160 + n*(len(row)+1))
+	b.WriteString("INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id, detail, prev_hash, hash) VALUES ")
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(row)
+	}
+	return b.String()
 }
