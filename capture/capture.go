@@ -256,12 +256,11 @@ const maxEventsPerChunk = 100_000
 // CheckEvents accepts a non-empty JSON array of rrweb event objects: each
 // has an integer "type" and a "timestamp" that is a non-negative number of
 // milliseconds (D34). Both are JSON numbers: a string such as "2" is not
-// one, and the replayer would not play the event.
+// one, and the replayer would not play the event. The names are matched
+// exactly, as the replayer reads them: "Type" is not "type" (encoding/json
+// would match a struct field's name in any case).
 func CheckEvents(events json.RawMessage) error {
-	var list []struct {
-		Type      json.RawMessage `json:"type"`
-		Timestamp json.RawMessage `json:"timestamp"`
-	}
+	var list []map[string]eventMember
 	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
 		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
 	}
@@ -269,14 +268,14 @@ func CheckEvents(events json.RawMessage) error {
 		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", maxEventsPerChunk)
 	}
 	for i, e := range list {
-		typ, ok := number(e.Type)
+		typ, ok := number(e["type"])
 		if !ok || strings.ContainsAny(typ.String(), ".eE") {
 			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
 		}
 		if _, err := typ.Int64(); err != nil {
 			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
 		}
-		ts, ok := number(e.Timestamp)
+		ts, ok := number(e["timestamp"])
 		if !ok {
 			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
 		}
@@ -287,14 +286,29 @@ func CheckEvents(events json.RawMessage) error {
 	return nil
 }
 
-// number returns the JSON value raw as a number, when it is one: a JSON
-// number starts with a minus sign or a digit; anything else (a string, a
-// null, a missing member) is not.
-func number(raw json.RawMessage) (json.Number, bool) {
-	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
-		return "", false
+// eventMember is a member of an event object, as CheckEvents needs it: the
+// number it is, if it is one. Other values (the event's data, however
+// large) are scanned by the decoder and not kept.
+type eventMember struct {
+	num json.Number // "" when the value is not a number
+}
+
+func (m *eventMember) UnmarshalJSON(b []byte) error {
+	if isNumber(b) {
+		m.num = json.Number(b)
 	}
-	return json.Number(raw), true
+	return nil
+}
+
+// number returns the member as a number, when it is one; a missing member
+// is not.
+func number(m eventMember) (json.Number, bool) { return m.num, m.num != "" }
+
+// isNumber reports whether the JSON value raw is a number: a JSON number
+// starts with a minus sign or a digit; anything else (a string, a null)
+// is not.
+func isNumber(raw []byte) bool {
+	return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9')
 }
 
 // Consent is the consumer's consent, sent when the form is submitted (D35).

@@ -8,9 +8,9 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-// An rrweb event's type and timestamp are JSON numbers (D34): a string
-// that holds a number is refused, as the replayer would not play the event
-// (found by FuzzCaptureEvents).
+// An rrweb event's type and timestamp are JSON numbers (D34) under those
+// very names: a string that holds a number is refused, as the replayer
+// would not play the event (found by FuzzCaptureEvents).
 func TestCheckEventsNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		events string
@@ -28,6 +28,16 @@ func TestCheckEventsNumbers(t *testing.T) {
 		{`[{"type":3.0,"timestamp":5}]`, false},
 		{`[{"type":3,"timestamp":-5}]`, false},
 		{`[{"type":3,"timestamp":5}] ]`, false},
+		// Names as the replayer reads them, exactly (found by
+		// FuzzCaptureEvents): encoding/json matches a struct field in any
+		// case.
+		{`[{"TYpe":0,"timestAmp":0}]`, false},
+		{`[{"Type":3,"timestamp":5}]`, false},
+		{`[{"type":3,"Timestamp":5}]`, false},
+		{`[{"type":3,"timestamp":5,"Type":"x","data":{"type":"y"}}]`, true},
+		{`[{"type":"x","timestamp":5,"type":3}]`, true}, // the last of a repeated name, as JSON.parse takes it
+		{`[null]`, false},
+		{`[{"type":3,"timestamp":5,"data":{"source":0,"texts":[],"attributes":[{"id":1,"attributes":{"value":"a"}}]}}]`, true},
 	} {
 		err := capture.CheckEvents(json.RawMessage(tc.events))
 		if (err == nil) != tc.ok || err != nil && consent.ErrorCode(err) != consent.Invalid {
