@@ -99,6 +99,8 @@ func FuzzOperatorAPI(f *testing.F) {
 		{6, "acme", "", "actor=operator&target=acme", "", ""}, {6, "acme", "", "action=%25&target=_", "", ""},
 		{6, "acme", "", "action=%00", "", ""}, {6, "acme", "", "limit=1001", "", ""}, {6, "acme", "", "after=-1", "", ""},
 		{6, "nobody", "", "", "", ""}, {6, "acme", "", "action=w%C3", "", ""},
+		{6, "acme", "", "before=1", "", ""}, {6, "acme", "", "before=4&after=1", "", ""}, {6, "acme", "", "order=newest&limit=3", "", ""},
+		{6, "acme", "", "order=newest&before=5&action=wallet.", "", ""}, {6, "acme", "", "order=sideways", "", ""},
 	} {
 		f.Add(s.route, s.company, s.endpoint, s.query, s.body, s.a)
 	}
@@ -205,7 +207,11 @@ func FuzzOperatorAPI(f *testing.F) {
 		case rt.suffix == "/deliveries":
 			checkPage(t, what, query, got, "deliveries", "before", 50, func(prev, seq int64) bool { return seq < prev })
 		case rt.suffix == "/audit":
-			checkPage(t, what, query, got, "entries", "after", 100, func(prev, seq int64) bool { return seq > prev })
+			if q, _ := url.ParseQuery(query); q.Get("order") == "newest" { // newest first, paged on with before
+				checkPage(t, what, query, got, "entries", "before", 100, func(prev, seq int64) bool { return seq < prev })
+			} else {
+				checkPage(t, what, query, got, "entries", "after", 100, func(prev, seq int64) bool { return seq > prev })
+			}
 			checkAuditPage(t, sqlite, auditFixture, company, query, got)
 		}
 	})
@@ -293,6 +299,10 @@ func checkAuditPage(t *testing.T, sqlite consent.Store, fixture int, company, qu
 	if s := q.Get("after"); s != "" {
 		aq.AfterSeq, _ = strconv.ParseInt(s, 10, 64)
 	}
+	if s := q.Get("before"); s != "" {
+		aq.BeforeSeq, _ = strconv.ParseInt(s, 10, 64)
+	}
+	aq.Newest = q.Get("order") == "newest"
 	var seqs []int64
 	for _, it := range got["entries"].([]any) {
 		en := it.(map[string]any)
