@@ -159,12 +159,22 @@ func set[K comparable, V any](t *tx, m map[K]V, k K, v V) {
 	})
 }
 
-// appendUndo appends v to m[k] and records how to undo it: the slice is
+// del deletes k from m, when it is there, and records how to undo it.
+func del[K comparable, V any](t *tx, m map[K]V, k K) {
+	old, had := m[k]
+	if !had {
+		return
+	}
+	delete(m, k)
+	t.undo = append(t.undo, func() { m[k] = old })
+}
+
+// appendUndo appends vs to m[k] and records how to undo it: the slice is
 // cut back to its old length. Writers hold the store's lock, and readers
 // copy what they return, so appending in place is safe.
-func appendUndo[K comparable, V any](t *tx, m map[K][]V, k K, v V) {
+func appendUndo[K comparable, V any](t *tx, m map[K][]V, k K, vs ...V) {
 	old := m[k]
-	m[k] = append(old, v)
+	m[k] = append(old, vs...)
 	n := len(old)
 	t.undo = append(t.undo, func() { m[k] = m[k][:n] })
 }
@@ -549,9 +559,7 @@ func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error 
 func unindex[K comparable](t *tx, m map[K][]string, k K, id string) {
 	ids := slices.DeleteFunc(slices.Clone(m[k]), func(x string) bool { return x == id })
 	if len(ids) == 0 {
-		old := m[k]
-		delete(m, k)
-		t.undo = append(t.undo, func() { m[k] = old })
+		del(t, m, k)
 		return
 	}
 	set(t, m, k, ids)
@@ -713,10 +721,7 @@ func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*c
 		n.RetentionStatus, n.VideoStatus, n.Video = consent.RetentionExpired, consent.VideoNone, consent.Video{}
 		n.EventChunks, n.EventBytes, n.URL, n.UploadDigest = 0, 0, "", consent.Digest{}
 		set(t, t.s.sessions, id, n)
-		if chunks, ok := t.s.events[id]; ok {
-			delete(t.s.events, id)
-			t.undo = append(t.undo, func() { t.s.events[id] = chunks })
-		}
+		del(t, t.s.events, id)
 	}
 	return out, nil
 }
@@ -728,8 +733,7 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 	ids := expiring(t.s.certs, func(c *consent.Certificate) (time.Time, bool) { return c.ExpiresAt, true }, before, limit)
 	for _, id := range ids {
 		old := t.s.certs[id]
-		delete(t.s.certs, id)
-		t.undo = append(t.undo, func() { t.s.certs[id] = old })
+		del(t, t.s.certs, id)
 		if !old.EmailDigest.IsZero() {
 			unindex(t, t.s.certsByEmail, old.EmailDigest, id)
 		}
@@ -876,9 +880,7 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 	}
 	id := jobID{kind, key}
 	if next == nil {
-		old := t.s.jobs[id]
-		delete(t.s.jobs, id)
-		t.undo = append(t.undo, func() { t.s.jobs[id] = old })
+		del(t, t.s.jobs, id)
 		return nil
 	}
 	n := cloneJob(next)
@@ -1106,24 +1108,8 @@ func (t *tx) LedgerPage(_ context.Context, p consent.Page) ([]*wallet.Entry, err
 }
 
 // AppendAudit needs no lock of its own: Update runs one writer at a time.
-func (t *tx) AppendAudit(_ context.Context, e *consent.AuditEntry) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
-	if err := t.write(); err != nil {
-		return err
-	}
-	if _, ok := t.s.companies[e.CompanyID]; !ok {
-		return notFound("company")
-	}
-	head := t.s.auditHeads[e.CompanyID]
-	e.At = consent.UTC(e.At)
-	e.Seq, e.PrevHash = head.Seq+1, head.Hash
-	e.Hash = consent.AuditHash(e)
-	n := *e
-	appendUndo(t, t.s.audit, e.CompanyID, &n)
-	set(t, t.s.auditHeads, e.CompanyID, consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash})
-	return nil
+func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
+	return t.AppendAudits(ctx, []*consent.AuditEntry{e})
 }
 
 // AppendAudits checks every entry before it appends one, so that it
@@ -1147,8 +1133,8 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	if _, ok := t.s.companies[company]; !ok {
 		return notFound("company")
 	}
-	// The chain goes on from the head, and the copies are appended at once,
-	// with one undo, and the head set once.
+	// The chain goes on from the head; the copies are appended at once and
+	// the head is set once.
 	head := t.s.auditHeads[company]
 	copies := make([]consent.AuditEntry, len(entries))
 	added := make([]*consent.AuditEntry, len(entries))
@@ -1160,10 +1146,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 		copies[i] = *e
 		added[i] = &copies[i]
 	}
-	old := t.s.audit[company]
-	t.s.audit[company] = append(old, added...)
-	n := len(old)
-	t.undo = append(t.undo, func() { t.s.audit[company] = t.s.audit[company][:n] })
+	appendUndo(t, t.s.audit, company, added...)
 	set(t, t.s.auditHeads, company, head)
 	return nil
 }
@@ -1293,10 +1276,7 @@ func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
 		return err
 	}
 	id := keyID{scope, key}
-	if old, ok := t.s.keys[id]; ok {
-		delete(t.s.keys, id)
-		t.undo = append(t.undo, func() { t.s.keys[id] = old })
-	}
+	del(t, t.s.keys, id)
 	return nil
 }
 
@@ -1312,8 +1292,7 @@ func (t *tx) PruneIdempotencyKeys(_ context.Context, now time.Time, limit int) (
 		if r.ExpiresAt.After(now) {
 			continue
 		}
-		delete(t.s.keys, id)
-		t.undo = append(t.undo, func() { t.s.keys[id] = r })
+		del(t, t.s.keys, id)
 		n++
 	}
 	return n, nil

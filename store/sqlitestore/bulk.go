@@ -254,8 +254,8 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 }
 
 // AppendAudits reads the head, appends the entries in a statement per
-// auditRowsPerInsert of them and moves the head once, onto the last of them (which the head's trigger
-// checks is in the log: migration 0012).
+// auditRowsPerInsert of them and moves the head once, onto the last of them
+// (which the head's trigger checks is in the log: migration 0012).
 func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
