@@ -513,9 +513,13 @@ type encoder struct {
 }
 
 func (c *Converter) startEncoder(out string) (*encoder, error) {
+	// The input's format, codec and rate are given, so ffmpeg need not
+	// probe it: by default it would hold the first 5 MB of frames (about
+	// a hundred) before encoding any, and a short recording's whole
+	// encoding would wait for the end of its replay.
 	cmd := exec.Command(c.opts.FFmpeg,
 		"-hide_banner", "-loglevel", "error", "-nostdin",
-		"-f", "image2pipe", "-framerate", strconv.Itoa(c.opts.FPS), "-c:v", "png", "-i", "-",
+		"-probesize", "32", "-analyzeduration", "0", "-f", "image2pipe", "-framerate", strconv.Itoa(c.opts.FPS), "-c:v", "png", "-i", "-",
 		"-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2,format=yuv420p",
 		"-c:v", "libx264", "-preset", "veryfast", "-crf", "23", "-pix_fmt", "yuv420p",
 		"-movflags", "+faststart", "-f", "mp4", "-y", out)
