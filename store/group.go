@@ -12,6 +12,10 @@ import "time"
 //   - A call whose function succeeds returns only after the shared commit
 //     is durable, with the commit's outcome: a 2xx still means durable
 //     (D31).
+//   - The functions of a batch run one after the other in the goroutine
+//     of the call that opened it (a panic is raised again in its own
+//     caller's goroutine): a function must not depend on the goroutine it
+//     runs in.
 //   - A batch whose transaction breaks is rolled back whole and the other
 //     calls run their functions again in a later batch (consent.Store
 //     allows a function to run more than once).

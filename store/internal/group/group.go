@@ -2,12 +2,18 @@
 // database transaction (group commit), so that one commit — one fsync —
 // makes many callers' work durable.
 //
-// Each caller's function runs in the caller's own goroutine, in turn,
-// inside a savepoint of its own: a function that fails rolls back to its
-// savepoint, undoing only its own work, and its caller gets its error at
-// once. A function that succeeds waits for the shared commit and gets the
-// commit's outcome, so no caller hears of success before its work is
-// durable. A batch whose transaction breaks (a savepoint that cannot be
+// The batch's leader — the caller who opened it — runs every member's
+// function in turn in its own goroutine, each inside a savepoint of its own,
+// while the other callers wait: the transaction is never handed from
+// goroutine to goroutine, so a busy scheduler cannot stretch the time the
+// store's one writer is held (on SQLite the batch is the critical section
+// of every write). A function that fails rolls back to its savepoint,
+// undoing only its own work, and its caller gets its error at once; a
+// function that panics has its panic raised again in its caller's
+// goroutine. A function that succeeds waits for the shared commit and gets
+// the commit's outcome, so no caller hears of success before its work is
+// durable. A function must therefore not depend on the goroutine it runs
+// in (a test's t.FailNow, for one, belongs in the test's goroutine). A batch whose transaction breaks (a savepoint that cannot be
 // released, a storage failure) is rolled back whole, and the callers whose
 // work it held run their functions again in a later batch: store
 // functions may run more than once (consent.Store's contract).
@@ -81,20 +87,23 @@ const (
 
 type member[T any] struct {
 	state atomic.Int32
-	turn  chan turn[T] // runner → caller: run now
-	done  chan outcome // caller → runner: how the function ended
-	after chan error   // runner → caller: the batch's end
+	ctx   context.Context
+	fn    func(T) error
+	res   chan result // runner → caller: how the call ended
 }
 
 type turn[T any] struct {
 	tx   T
-	solo bool  // the only member: no savepoint, the runner rolls back on failure
-	skip error // do not run: return this (errAgain: join another batch)
+	solo bool // the only member: no savepoint, the runner rolls back on failure
 }
 
-type outcome struct {
-	kept   bool  // the function succeeded and its work waits for the commit
-	broken error // the transaction can no longer be used
+// result ends a member's call: err is what Do returns (errAgain: join
+// another batch), unless the function panicked, when p is raised again in
+// the caller's goroutine.
+type result struct {
+	err      error
+	panicked bool
+	p        any
 }
 
 type batch[T any] struct {
@@ -123,7 +132,7 @@ func (g *Group[T]) Do(ctx context.Context, fn func(T) error) error {
 }
 
 func (g *Group[T]) do(ctx context.Context, fn func(T) error) error {
-	m := &member[T]{turn: make(chan turn[T], 1), done: make(chan outcome, 1), after: make(chan error, 1)}
+	m := &member[T]{ctx: ctx, fn: fn, res: make(chan result, 1)}
 	g.mu.Lock()
 	b := g.open
 	lead := b == nil
@@ -138,36 +147,22 @@ func (g *Group[T]) do(ctx context.Context, fn func(T) error) error {
 	}
 	g.mu.Unlock()
 	if lead {
-		// The caller who opened the batch runs it, its own function
-		// included, in its goroutine: a lone call makes no hand-off.
-		return g.lead(ctx, b, m, fn)
+		return g.lead(ctx, b, m)
 	}
 
-	var t turn[T]
+	var r result
 	select {
-	case t = <-m.turn:
+	case r = <-m.res:
 	case <-ctx.Done():
 		if m.state.CompareAndSwap(waiting, gone) {
 			return ctx.Err()
 		}
-		t = <-m.turn // the leader took this member first: its turn has come
+		r = <-m.res // the leader took this member first: it runs to its end
 	}
-	if t.skip != nil {
-		return t.skip
+	if r.panicked {
+		panic(r.p)
 	}
-	fnErr, broken, panicked, p := g.runMember(ctx, t, fn)
-	m.done <- outcome{kept: fnErr == nil && broken == nil, broken: broken}
-	switch {
-	case panicked:
-		panic(p)
-	case fnErr != nil:
-		return fnErr
-	case broken != nil:
-		// This member's own statement broke the batch: it fails, and the
-		// others run again without it.
-		return fmt.Errorf("group: the transaction broke: %w", broken)
-	}
-	return <-m.after
+	return r.err
 }
 
 // runMember runs fn in the member's savepoint (none when it is alone) and
@@ -211,25 +206,29 @@ func (g *Group[T]) runMember(ctx context.Context, t turn[T], fn func(T) error) (
 // lead waits for a runner and runs b, whose first member is self, the
 // caller. A caller who gives up while waiting hands the batch to a
 // goroutine that runs the others.
-func (g *Group[T]) lead(ctx context.Context, b *batch[T], self *member[T], fn func(T) error) error {
+func (g *Group[T]) lead(ctx context.Context, b *batch[T], self *member[T]) error {
 	select {
 	case g.runners <- struct{}{}:
 	case <-ctx.Done():
 		self.state.Store(gone) // no one else reads it before the batch runs
 		go func() {
 			g.runners <- struct{}{}
-			g.runBatch(ctx, b, self, nil)
+			g.runBatch(ctx, b, self)
 		}()
 		return ctx.Err()
 	}
-	return g.runBatch(ctx, b, self, fn)
+	r := g.runBatch(ctx, b, self)
+	if r.panicked {
+		panic(r.p)
+	}
+	return r.err
 }
 
-// runBatch closes b to new members and runs them in one transaction, with
-// a runner held (it lets go of it); self's function runs in place. It
-// returns self's outcome after every other member has its own. The batch
+// runBatch closes b to new members and runs their functions in one
+// transaction, in this goroutine, with a runner held (it lets go of it).
+// It returns self's result after every other member has its own. The batch
 // runs to its end even when self's ctx ends: the others' work is in it.
-func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T], fn func(T) error) error {
+func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) result {
 	defer func() { <-g.runners }()
 	if g.cfg.Delay > 0 {
 		t := time.NewTimer(g.cfg.Delay)
@@ -248,90 +247,73 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T], f
 	if ctx.Err() != nil {
 		self.state.CompareAndSwap(waiting, gone) // it gave up before its turn
 	}
+	// self's result is returned, the others' are sent.
+	var selfRes result
+	settle := func(m *member[T], r result) {
+		if m == self {
+			selfRes = r
+		} else {
+			m.res <- r
+		}
+	}
 
 	bg := context.Background()
 	tx, err := g.ops.Begin(bg)
 	if err != nil {
 		// No function ran: each caller gets the failure to begin.
-		skip(members[1:], err)
-		return err
+		for _, m := range members[1:] {
+			if m.state.CompareAndSwap(waiting, running) {
+				settle(m, result{err: err})
+			}
+		}
+		return result{err: err}
 	}
 	g.batches.Add(1)
 	solo := len(members) == 1
 	var (
-		kept     []*member[T]
-		broken   bool
-		failed   bool // the solo member's function failed
-		selfErr  = ctx.Err()
-		panicked bool
-		p        any
+		kept   []*member[T]
+		broken bool
+		failed bool // the solo member's function failed
 	)
+	selfRes = result{err: ctx.Err()} // self gave up before its turn, unless it runs
 	for i, m := range members {
 		if !m.state.CompareAndSwap(waiting, running) {
 			continue // its caller gave up
 		}
 		g.members.Add(1)
-		var out outcome
-		if m == self {
-			var fnErr, brk error
-			fnErr, brk, panicked, p = g.runMember(ctx, turn[T]{tx: tx, solo: solo}, fn)
-			out = outcome{kept: fnErr == nil && brk == nil, broken: brk}
-			switch {
-			case fnErr != nil:
-				selfErr = fnErr
-			case brk != nil:
-				selfErr = fmt.Errorf("group: the transaction broke: %w", brk)
-			}
-		} else {
-			m.turn <- turn[T]{tx: tx, solo: solo}
-			out = <-m.done
-			if out.broken != nil {
-				m.after <- errAgain // not read: it returns its own error
-			}
-		}
+		fnErr, brk, panicked, p := g.runMember(m.ctx, turn[T]{tx: tx, solo: solo}, m.fn)
 		switch {
-		case out.broken != nil:
+		case brk != nil:
+			// This member's own statement broke the batch: it fails,
+			// and the others run again in another batch.
 			broken = true
-			skip(members[i+1:], errAgain)
-		case out.kept:
+			if fnErr == nil { // else undoing fn's work broke it: fn's error stands
+				fnErr = fmt.Errorf("group: the transaction broke: %w", brk)
+			}
+			settle(m, result{err: fnErr, panicked: panicked, p: p})
+			for _, rest := range members[i+1:] {
+				if rest.state.CompareAndSwap(waiting, running) {
+					settle(rest, result{err: errAgain})
+				}
+			}
+		case fnErr != nil:
+			failed = failed || solo
+			settle(m, result{err: fnErr, panicked: panicked, p: p})
+		default:
 			kept = append(kept, m)
-		case solo:
-			failed = true
 		}
 		if broken {
 			break
 		}
 	}
+	err = errAgain
 	if broken || failed || len(kept) == 0 {
 		g.ops.Rollback(bg, tx)
-		for _, m := range kept {
-			if m == self {
-				selfErr = errAgain
-			} else {
-				m.after <- errAgain
-			}
-		}
 	} else {
 		err = g.ops.Commit(bg, tx)
-		for _, m := range kept {
-			if m == self {
-				selfErr = err
-			} else {
-				m.after <- err
-			}
-		}
 	}
-	if panicked {
-		panic(p)
+	for _, m := range kept {
+		settle(m, result{err: err})
 	}
-	return selfErr
-}
-
-// skip tells the members that still wait not to run, with err.
-func skip[T any](members []*member[T], err error) {
-	for _, m := range members {
-		if m.state.CompareAndSwap(waiting, running) {
-			m.turn <- turn[T]{skip: err}
-		}
-	}
+	return selfRes
 }
