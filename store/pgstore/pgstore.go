@@ -38,7 +38,7 @@ var migrations embed.FS
 type Store struct {
 	pool    *pgxpool.Pool
 	ownPool bool
-	group   *group.Group[pgx.Tx] // nil when group commit is off
+	group   *group.Group[*batchTx] // nil when group commit is off
 }
 
 var _ consent.Store = (*Store)(nil)
@@ -97,81 +97,6 @@ func (s *Store) GroupStats() (batches, calls int64) {
 	}
 	return s.group.Stats()
 }
-
-// batchLock makes group-commit batches on one schema take turns, those of
-// other instances and other runners included, before any of their calls
-// locks a row: a batch keeps every call's row locks until its commit, and
-// batches running at once, each holding a row that the other wants next,
-// deadlock (calls that each lock one wallet, in any order, did). Its keys
-// are two integers — "cons" and the schema's hash — a key space apart from
-// migrationLock's single one.
-const batchLock = `SELECT pg_advisory_xact_lock(1668246131, hashtext(current_schema()))`
-
-// groupOps are the statements of a group-commit batch.
-func groupOps(pool *pgxpool.Pool) group.Ops[pgx.Tx] {
-	exec := func(ctx context.Context, t pgx.Tx, q string) error {
-		_, err := t.Exec(ctx, q)
-		return err
-	}
-	return group.Ops[pgx.Tx]{
-		Begin: func(ctx context.Context) (pgx.Tx, error) {
-			t, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-			if err != nil {
-				return nil, err
-			}
-			if _, err := t.Exec(ctx, batchLock); err != nil {
-				t.Rollback(ctx)
-				return nil, err
-			}
-			return t, nil
-		},
-		Commit:    func(ctx context.Context, t pgx.Tx) error { return t.Commit(ctx) },
-		Rollback:  func(ctx context.Context, t pgx.Tx) error { return t.Rollback(ctx) },
-		Savepoint: func(ctx context.Context, t pgx.Tx) error { return exec(ctx, t, "SAVEPOINT call") },
-		Release:   func(ctx context.Context, t pgx.Tx) error { return exec(ctx, t, "RELEASE SAVEPOINT call") },
-		RollbackTo: func(ctx context.Context, t pgx.Tx) error {
-			// Also the way out of a transaction that a failed statement
-			// of this call aborted.
-			if err := exec(ctx, t, "ROLLBACK TO SAVEPOINT call"); err != nil {
-				return err
-			}
-			return exec(ctx, t, "RELEASE SAVEPOINT call")
-		},
-	}
-}
-
-// detached runs a group-commit batch's statements so that a cancelled
-// caller's context never interrupts one (pgx would cancel the statement,
-// or close the connection, and with it the other callers' work): a
-// statement that starts runs to its end, and one that a cancelled caller
-// would start fails at once with the context's error, so the caller's
-// function fails and only its work is undone.
-type detached struct{ pgx.Tx }
-
-func (d detached) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if err := ctx.Err(); err != nil {
-		return pgconn.CommandTag{}, err
-	}
-	return d.Tx.Exec(context.WithoutCancel(ctx), sql, args...)
-}
-
-func (d detached) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return d.Tx.Query(context.WithoutCancel(ctx), sql, args...)
-}
-
-func (d detached) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if err := ctx.Err(); err != nil {
-		return errRow{err}
-	}
-	return d.Tx.QueryRow(context.WithoutCancel(ctx), sql, args...)
-}
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
 
 // Pool returns the store's connection pool.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
@@ -248,7 +173,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if s.group != nil {
-			err = mapErr(s.group.Do(ctx, func(t pgx.Tx) error { return fn(&tx{tx: detached{t}, lock: " FOR UPDATE"}) }))
+			err = mapErr(s.group.Do(ctx, func(t *batchTx) error { return fn(&tx{tx: detached{t}, lock: " FOR UPDATE"}) }))
 		} else {
 			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
 		}

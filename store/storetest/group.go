@@ -13,8 +13,9 @@ import (
 
 // testConcurrentUpdatesFailAlone: concurrent Update calls, some of which
 // fail after writing (by returning an error, by a refused statement, by a
-// cancelled context), leave exactly the work of the others, each visible
-// as soon as its Update returns. On the SQL stores these calls share
+// cancelled context) and some of which make no statement at all (and
+// succeed or fail), leave exactly the work of the others, each visible as
+// soon as its Update returns. On the SQL stores these calls share
 // group-commit transactions: one call's failure must roll back only its own
 // work.
 func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
@@ -24,7 +25,7 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 		return err
 	})
 	errBoom := errors.New("boom")
-	const n = 60
+	const kinds, n = 6, 60
 	var (
 		wg    sync.WaitGroup
 		start = make(chan struct{})
@@ -38,10 +39,16 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 			cctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			err := s.Update(cctx, func(tx consent.Tx) error {
+				switch i % kinds {
+				case 4: // no statement, and succeeds
+					return nil
+				case 5: // no statement, and fails
+					return errBoom
+				}
 				if _, err := tx.Debit(cctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
 					return err
 				}
-				switch i % 4 {
+				switch i % kinds {
 				case 1: // fails by its own choice
 					return errBoom
 				case 2: // a refused statement: the company exists
@@ -51,7 +58,7 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 				}
 				return nil
 			})
-			switch i % 4 {
+			switch i % kinds {
 			case 0:
 				if err != nil {
 					t.Errorf("%s: %v", id, err)
@@ -71,7 +78,7 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 				mu.Lock()
 				kept[id] = true
 				mu.Unlock()
-			case 1:
+			case 1, 5:
 				if !errors.Is(err, errBoom) {
 					t.Errorf("%s: %v, want its own error", id, err)
 				}
@@ -80,6 +87,10 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 			case 3:
 				if !errors.Is(err, context.Canceled) {
 					t.Errorf("%s: %v, want context.Canceled", id, err)
+				}
+			case 4:
+				if err != nil {
+					t.Errorf("%s: %v", id, err)
 				}
 			}
 		})
@@ -101,11 +112,11 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 				t.Errorf("ledger entry %s belongs to a failed Update", e.ID)
 			}
 		}
-		if debits != len(kept) || len(kept) != n/4 {
-			t.Errorf("%d debits in the ledger, %d kept, want %d", debits, len(kept), n/4)
+		if debits != len(kept) || len(kept) != n/kinds {
+			t.Errorf("%d debits in the ledger, %d kept, want %d", debits, len(kept), n/kinds)
 		}
 		bal, err := tx.Balance(ctx, "acme")
-		if want := 10*wallet.Dollar - wallet.Amount(n/4)*wallet.Cent; bal != want {
+		if want := 10*wallet.Dollar - wallet.Amount(n/kinds)*wallet.Cent; bal != want {
 			t.Errorf("balance %v, want %v", bal, want)
 		}
 		c, err2 := tx.Company(ctx, "acme")
