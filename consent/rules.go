@@ -18,8 +18,9 @@ func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wall
 		balance, err = tx.Balance(ctx, companyID)
 		return 0, balance, err
 	}
+	now := s.Now()
 	balance, err = tx.Debit(ctx, &wallet.Entry{
-		ID: NewID("le"), CompanyID: companyID, Kind: kind, Amount: price, Reference: reference, CreatedAt: s.Now(),
+		ID: newEntryID(now), CompanyID: companyID, Kind: kind, Amount: price, Reference: reference, CreatedAt: now,
 	})
 	if err != nil {
 		return 0, 0, err

@@ -583,9 +583,10 @@ func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount w
 	if err := CheckText("reference", reference); err != nil {
 		return 0, err
 	}
+	now := s.Now()
 	e := &wallet.Entry{
-		ID: NewID("le"), CompanyID: companyID, Kind: wallet.TopUp,
-		Amount: amount, Reference: reference, CreatedAt: s.Now(),
+		ID: newEntryID(now), CompanyID: companyID, Kind: wallet.TopUp,
+		Amount: amount, Reference: reference, CreatedAt: now,
 	}
 	bal, err := tx.Credit(ctx, e)
 	if err != nil {

@@ -1,0 +1,37 @@
+package consent
+
+import (
+	"encoding/binary"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newEntryID keeps NewID's form, carries its time in its first 48 bits, and
+// stays unique among ids of the same millisecond.
+func TestNewEntryID(t *testing.T) {
+	at := time.Date(2026, 11, 25, 3, 30, 0, 123456789, time.UTC)
+	seen := map[string]bool{}
+	for range 10000 {
+		id := newEntryID(at)
+		if !ValidID(id) || len(id) != len(NewID("le")) || !strings.HasPrefix(id, "le_") {
+			t.Fatalf("%q is not of NewID's form", id)
+		}
+		if seen[id] {
+			t.Fatalf("%q twice", id)
+		}
+		seen[id] = true
+		b, err := idEncoding.DecodeString(strings.TrimPrefix(id, "le_"))
+		if err != nil || len(b) != 16 {
+			t.Fatalf("%q: %v", id, err)
+		}
+		if ms := int64(binary.BigEndian.Uint16(b[:2]))<<32 | int64(binary.BigEndian.Uint32(b[2:6])); ms != at.UnixMilli() {
+			t.Fatalf("%q carries %d ms, want %d", id, ms, at.UnixMilli())
+		}
+	}
+	// A millisecond later, the ids still share their leading characters.
+	a, b := newEntryID(at), newEntryID(at.Add(time.Millisecond))
+	if a[:10] != b[:10] {
+		t.Errorf("%q and %q, a millisecond apart, share no prefix", a, b)
+	}
+}
