@@ -95,7 +95,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 			// Also the way out of a transaction that a failed statement
 			// of this call aborted. held is empty: the call's first
 			// statement took it.
-			br := t.Tx.SendBatch(ctx, queue(nil, rollbackTo, release))
+			br := t.Tx.SendBatch(ctx, queue([]string{rollbackTo}, release))
 			_, err := br.Exec()
 			if err == nil {
 				_, err = br.Exec()

@@ -127,10 +127,12 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 	})
 }
 
-// CheckGrouping runs 200 concurrent debits on s, each Update its own, and
-// checks from stats (a SQL store's GroupStats) that they shared
-// transactions when group commit is on — fewer batches than calls — and
-// that none ran when it is off; the balance must be exact either way.
+// CheckGrouping runs 200 concurrent debits on s, each Update its own, every
+// fourth failing after its debit, and checks from stats (a SQL store's
+// GroupStats) that they shared transactions when group commit is on —
+// fewer batches than calls, and each call run once: undoing a failed call
+// must not break its batch and make the others run again — and that none
+// ran when it is off; the balance must be exact either way.
 func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls int64)) {
 	t.Helper()
 	fixture(t, s)
@@ -139,14 +141,22 @@ func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls i
 		return err
 	})
 	b0, c0 := stats()
-	const n = 200
+	const n, failing = 200, 50
+	errBoom := errors.New("boom")
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			update(t, s, func(tx consent.Tx) error {
+			fail := i%(n/failing) == 0
+			err := s.Update(ctx, func(tx consent.Tx) error {
 				_, err := tx.Debit(ctx, entry(fmt.Sprint("d", i), "acme", wallet.ExactMatch, wallet.Cent, t0))
+				if err == nil && fail {
+					err = errBoom
+				}
 				return err
 			})
+			if fail && !errors.Is(err, errBoom) || !fail && err != nil {
+				t.Errorf("call %d (failing: %v): %v", i, fail, err)
+			}
 		})
 	}
 	wg.Wait()
@@ -162,7 +172,7 @@ func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls i
 	}
 	view(t, s, func(tx consent.Tx) error {
 		bal, err := tx.Balance(ctx, "acme")
-		if want := 10*wallet.Dollar - n*wallet.Cent; bal != want {
+		if want := 10*wallet.Dollar - (n-failing)*wallet.Cent; bal != want {
 			t.Errorf("balance %v, want %v", bal, want)
 		}
 		return err
