@@ -144,7 +144,10 @@ func (t *batchTx) send(ctx context.Context, sql string, args []any) (pgx.BatchRe
 // statement that starts runs to its end, and one that a cancelled caller
 // would start fails at once with the context's error, so the caller's
 // function fails and only its work is undone. Each statement carries the
-// batch's held framing statements (batchTx).
+// batch's held framing statements (batchTx). Only Exec, Query and QueryRow
+// do: tx uses no other pgx.Tx method, and one that did (SendBatch,
+// CopyFrom) would run before the held statements, outside its call's
+// savepoint.
 type detached struct{ *batchTx }
 
 func (d detached) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
