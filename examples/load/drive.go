@@ -22,7 +22,7 @@ type scenario struct {
 	// recording session. Nil: none.
 	start func(c *client) error
 	// next writes the client's next request into c.req and returns the
-	// status it wants.
+	// status it wants, or exhausted when it has none left to write.
 	next func(c *client) (want int)
 }
 
@@ -75,6 +75,12 @@ func (c *client) do() (int, error) {
 // retainNext hands out the sessions that retain and batch retain, each once.
 var retainNext atomic.Int64
 
+// exhausted is what a scenario's next returns when it has nothing left to
+// send: retain and batch once every preloaded session was handed out (a
+// batch of sessions that do not exist would still be answered 200, and be
+// measured as if it had retained them).
+const exhausted = -1
+
 func scenarios(o options) map[string]scenario {
 	cert := func(c *client) string { return c.fx.Certs[c.rng.IntN(len(c.fx.Certs))] }
 	chunk := events(o.chunkBytes)
@@ -92,11 +98,18 @@ func scenarios(o options) map[string]scenario {
 			return 200
 		}},
 		"retain": {name: "retain", next: func(c *client) int {
-			c.post("/api/integrations/acme/retain/rs-"+strconv.FormatInt(retainNext.Add(1)-1, 10), "")
+			i := retainNext.Add(1) - 1
+			if i >= int64(c.fx.RetainSessions) {
+				return exhausted
+			}
+			c.post("/api/integrations/acme/retain/rs-"+strconv.FormatInt(i, 10), "")
 			return 200
 		}},
 		"batch": {name: "batch", next: func(c *client) int {
 			first := retainNext.Add(100) - 100
+			if first+100 > int64(c.fx.RetainSessions) {
+				return exhausted
+			}
 			var b strings.Builder
 			b.WriteString(`{"session_ids":[`)
 			for i := range int64(100) {
@@ -191,6 +204,10 @@ func drive(fx *fixture, sc scenario, clients int, d time.Duration, seed uint64) 
 			}
 			for time.Now().Before(deadline) {
 				want := sc.next(c)
+				if want == exhausted {
+					got.fail("ran out of preloaded sessions before the time was up (raise -retain-sessions); the rate is over the time until then")
+					return
+				}
 				if want == 0 {
 					got.fail("could not make a request")
 					return
