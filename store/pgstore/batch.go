@@ -94,28 +94,12 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 			}
 			// Also the way out of a transaction that a failed statement
 			// of this call aborted. held is empty: the call's first
-			// statement took it.
-			br := t.Tx.SendBatch(ctx, queue([]string{rollbackTo}, release))
-			_, err := br.Exec()
-			if err == nil {
-				_, err = br.Exec()
-			}
-			if cerr := br.Close(); err == nil {
-				err = cerr
-			}
+			// statement took it. Without arguments pgx sends both
+			// statements as one query string, in one round trip.
+			_, err := t.Tx.Exec(ctx, rollbackTo+"; "+release)
 			return err
 		},
 	}
-}
-
-// queue returns a batch of the framing statements followed by sql.
-func queue(held []string, sql string, args ...any) *pgx.Batch {
-	b := &pgx.Batch{}
-	for _, h := range held {
-		b.Queue(h)
-	}
-	b.Queue(sql, args...)
-	return b
 }
 
 // send sends the held statements and sql in one round trip and reads the
@@ -127,7 +111,12 @@ func (t *batchTx) send(ctx context.Context, sql string, args []any) (pgx.BatchRe
 	}
 	held := t.held
 	t.held, t.spHeld = nil, false
-	br := t.Tx.SendBatch(ctx, queue(held, sql, args...))
+	b := &pgx.Batch{}
+	for _, h := range held {
+		b.Queue(h)
+	}
+	b.Queue(sql, args...)
+	br := t.Tx.SendBatch(ctx, b)
 	for _, h := range held {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
@@ -156,10 +145,10 @@ func (d detached) Exec(ctx context.Context, sql string, args ...any) (pgconn.Com
 	}
 	ctx = context.WithoutCancel(ctx)
 	br, err := d.send(ctx, sql, args)
-	if err != nil || br == nil {
-		if err != nil {
-			return pgconn.CommandTag{}, err
-		}
+	switch {
+	case err != nil:
+		return pgconn.CommandTag{}, err
+	case br == nil: // nothing held
 		return d.Tx.Exec(ctx, sql, args...)
 	}
 	tag, err := br.Exec()
@@ -175,10 +164,10 @@ func (d detached) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 	}
 	ctx = context.WithoutCancel(ctx)
 	br, err := d.send(ctx, sql, args)
-	if err != nil || br == nil {
-		if err != nil {
-			return nil, err
-		}
+	switch {
+	case err != nil:
+		return nil, err
+	case br == nil: // nothing held
 		return d.Tx.Query(ctx, sql, args...)
 	}
 	rows, err := br.Query()
@@ -195,10 +184,10 @@ func (d detached) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	}
 	ctx = context.WithoutCancel(ctx)
 	br, err := d.send(ctx, sql, args)
-	if err != nil || br == nil {
-		if err != nil {
-			return errRow{err}
-		}
+	switch {
+	case err != nil:
+		return errRow{err}
+	case br == nil: // nothing held
 		return d.Tx.QueryRow(ctx, sql, args...)
 	}
 	return batchRow{br.QueryRow(), br}

@@ -13,10 +13,11 @@
 // goroutine. A function that succeeds waits for the shared commit and gets
 // the commit's outcome, so no caller hears of success before its work is
 // durable. A function must therefore not depend on the goroutine it runs
-// in (a test's t.FailNow, for one, belongs in the test's goroutine). A batch whose transaction breaks (a savepoint that cannot be
-// released, a storage failure) is rolled back whole, and the callers whose
-// work it held run their functions again in a later batch: store
-// functions may run more than once (consent.Store's contract).
+// in (a test's t.FailNow, for one, belongs in the test's goroutine). A
+// batch whose transaction breaks (a savepoint that cannot be released, a
+// storage failure) is rolled back whole, and the callers whose work it held
+// run their functions again in a later batch: store functions may run more
+// than once (consent.Store's contract).
 //
 // A batch forms while the previous ones run: a caller who finds no open
 // batch opens one and waits for a free runner; callers arriving meanwhile
@@ -261,11 +262,7 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 	tx, err := g.ops.Begin(bg)
 	if err != nil {
 		// No function ran: each caller gets the failure to begin.
-		for _, m := range members[1:] {
-			if m.state.CompareAndSwap(waiting, running) {
-				settle(m, result{err: err})
-			}
-		}
+		skip(members[1:], err)
 		return result{err: err}
 	}
 	g.batches.Add(1)
@@ -291,11 +288,7 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 				fnErr = fmt.Errorf("group: the transaction broke: %w", brk)
 			}
 			settle(m, result{err: fnErr, panicked: panicked, p: p})
-			for _, rest := range members[i+1:] {
-				if rest.state.CompareAndSwap(waiting, running) {
-					settle(rest, result{err: errAgain})
-				}
-			}
+			skip(members[i+1:], errAgain)
 		case fnErr != nil:
 			failed = failed || solo
 			settle(m, result{err: fnErr, panicked: panicked, p: p})
@@ -316,4 +309,14 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 		settle(m, result{err: err})
 	}
 	return selfRes
+}
+
+// skip ends, with err, the calls of members that still wait, none of them
+// the leader's (members[0]), without running their functions.
+func skip[T any](members []*member[T], err error) {
+	for _, m := range members {
+		if m.state.CompareAndSwap(waiting, running) {
+			m.res <- result{err: err}
+		}
+	}
 }
