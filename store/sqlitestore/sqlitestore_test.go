@@ -3,6 +3,7 @@ package sqlitestore_test
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/store/storetest"
+	"github.com/consentkit/consentkit/wallet"
 )
 
 func TestConformance(t *testing.T) {
@@ -163,4 +165,78 @@ func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
 	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store {
 		return teststore.SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
 	})
+}
+
+// TestBulkWritesAllOrNothing: a write of more rows than one statement
+// binds runs in a savepoint, so that a refusal found by its last
+// statement leaves nothing of the earlier ones even when the transaction
+// goes on to commit (which SQLite, unlike PostgreSQL, allows after a
+// failed statement).
+func TestBulkWritesAllOrNothing(t *testing.T) {
+	s, db := open(t)
+	ctx := context.Background()
+	if err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		_, err := tx.Credit(ctx, &wallet.Entry{ID: "top", CompanyID: "acme", Kind: wallet.TopUp, Amount: 10000 * wallet.Dollar, CreatedAt: time.Now()})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const many = 2500
+	count := func(table string) int {
+		var n int
+		if err := db.QueryRow(`SELECT count(*) FROM ` + table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var jobs []*consent.Job
+	var entries []*wallet.Entry
+	for i := range many {
+		jobs = append(jobs, &consent.Job{Kind: "k", Key: fmt.Sprintf("j%04d", i%(many-1)), RunAfter: time.Now(), CreatedAt: time.Now()})
+		entries = append(entries, &wallet.Entry{ID: fmt.Sprintf("e%04d", i%(many-1)), CompanyID: "acme", Kind: wallet.RetainBatch,
+			Amount: wallet.Cent, CreatedAt: time.Now()})
+	}
+	// The last job and the last entry repeat the first one's key.
+	if err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.EnqueueJobs(ctx, jobs); consent.ErrorCode(err) != consent.Conflict {
+			t.Errorf("EnqueueJobs with the last key taken: %v, want a conflict", err)
+		}
+		if _, err := tx.DebitAll(ctx, entries); consent.ErrorCode(err) != consent.Conflict {
+			t.Errorf("DebitAll with the last id taken: %v, want a conflict", err)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := count("jobs"); n != 0 {
+		t.Errorf("%d jobs after a refused EnqueueJobs, want 0", n)
+	}
+	if n := count("ledger"); n != 1 {
+		t.Errorf("%d ledger entries after a refused DebitAll, want only the top-up", n)
+	}
+	var bal int64
+	if err := db.QueryRow(`SELECT balance FROM wallets WHERE company_id = 'acme'`).Scan(&bal); err != nil || bal != int64(10000*wallet.Dollar) {
+		t.Errorf("balance after a refused DebitAll: %d, %v; want 10000 dollars", bal, err)
+	}
+	// Without the repeat, all of them.
+	if err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.EnqueueJobs(ctx, jobs[:many-1]); err != nil {
+			return err
+		}
+		_, err := tx.DebitAll(ctx, entries[:many-1])
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if j, l := count("jobs"), count("ledger"); j != many-1 || l != many {
+		t.Errorf("%d jobs and %d ledger entries, want %d and %d", j, l, many-1, many)
+	}
+	var seqOrder int
+	if err := db.QueryRow(`SELECT count(*) FROM ledger a JOIN ledger b ON b.seq = a.seq + 1
+		WHERE a.id LIKE 'e%' AND b.id LIKE 'e%' AND b.id < a.id`).Scan(&seqOrder); err != nil || seqOrder != 0 {
+		t.Errorf("%d ledger entries out of the order given (%v), want none", seqOrder, err)
+	}
 }

@@ -149,6 +149,37 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 			t.Errorf("UpdateSessions with %s changed sessions (-want +got):\n%s", c.name, d)
 		}
 	}
+
+	// More sessions than one statement binds on SQLite: all are written,
+	// or, when the last is unknown, none.
+	const many = 2500
+	var ids []string
+	update(t, s, func(tx consent.Tx) error {
+		for i := range many {
+			ids = append(ids, fmt.Sprintf("m%04d", i))
+			if err := tx.CreateSession(ctx, session(ids[i], "acme", "acme-web")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	fresh := sessions(t, s, ids...)
+	list = make([]*consent.Session, many)
+	for i, ses := range fresh {
+		list[i] = retained(ses, i)
+	}
+	unknown := append(list[1:], retained(session("m9999", "acme", "acme-web"), 0))
+	update(t, s, func(tx consent.Tx) error {
+		wantCode(t, "UpdateSessions of 2,500 with the last unknown", tx.UpdateSessions(ctx, unknown), consent.NotFound)
+		return nil // commit: the refusal wrote nothing
+	})
+	if d := cmp.Diff(fresh, sessions(t, s, ids...), opts); d != "" {
+		t.Errorf("UpdateSessions of 2,500 with the last unknown changed sessions (-want +got):\n%s", d)
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, list) })
+	if d := cmp.Diff(list, sessions(t, s, ids...), opts); d != "" {
+		t.Errorf("sessions after UpdateSessions of 2,500 (-want +got):\n%s", d)
+	}
 }
 
 // jobs returns the jobs of kind and keys (nil where there is none).
@@ -370,13 +401,16 @@ func testAppendAudits(t *testing.T, s consent.Store) {
 	}
 	checkChain(t, s, "acme", 3)
 	appendAudit(t, s, *batch("acme", 1, "single")[0])
-	second := batch("acme", 620, "b") // the head moves by many, more than one statement's rows on SQLite
+	second := batch("acme", 2620, "b") // the head moves by many, more than one statement's rows on SQLite
 	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, second) })
 	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("acme", 1, "c")) })
 	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, nil) })
 	appendAudit(t, s, *batch("acme", 1, "single2")[0])
-	checkChain(t, s, "acme", 626)
-	got := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", AfterSeq: 4, BeforeSeq: 625, Limit: 1000})
+	checkChain(t, s, "acme", 2626)
+	var got []*consent.AuditEntry
+	for after := int64(4); after < 2624; after += 1000 {
+		got = append(got, auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", AfterSeq: after, BeforeSeq: 2625, Limit: 1000})...)
+	}
 	if d := cmp.Diff(second, got, opts); d != "" {
 		t.Errorf("entries appended by AppendAudits, read back (-want +got):\n%s", d)
 	}
@@ -390,7 +424,7 @@ func testAppendAudits(t *testing.T, s consent.Store) {
 	if !errors.Is(err, errBulk) {
 		t.Errorf("Update = %v, want the callback's error", err)
 	}
-	checkChain(t, s, "acme", 626)
+	checkChain(t, s, "acme", 2626)
 
 	badText := batch("acme", 2, "x")
 	badText[1].Detail = "\x00"
@@ -411,7 +445,7 @@ func testAppendAudits(t *testing.T, s consent.Store) {
 	}
 	err = s.Update(ctx, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("nobody", 2, "x")) })
 	wantCode(t, "AppendAudits of an unknown company", err, consent.NotFound)
-	checkChain(t, s, "acme", 626)
+	checkChain(t, s, "acme", 2626)
 	checkChain(t, s, "other", 0)
 }
 
