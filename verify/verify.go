@@ -3,9 +3,12 @@ package verify
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -17,7 +20,8 @@ import (
 // Service answers verification requests with the store, clock and prices
 // of a consent.Service. It is safe for concurrent use.
 type Service struct {
-	svc *consent.Service
+	svc      *consent.Service
+	recorded recordedSet
 }
 
 // New returns a Service built from svc.
@@ -157,36 +161,34 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if q.originatorID != "" && q.originatorID != q.companyID {
 		owner, vtype = q.originatorID, ThirdParty
 	}
-	recording, err := s.recordingDigest(ctx, q.certificateID)
-	if err != nil {
-		return nil, err
-	}
-	detail := &auditDetail{VerificationType: vtype}
-	if vtype == ThirdParty {
-		detail.Originator = owner
-	}
-	audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
-	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
+	return withRecording(ctx, s, q.certificateID, func(recording recordingCheck) (*Result, error) {
+		detail := &auditDetail{VerificationType: vtype}
 		if vtype == ThirdParty {
-			if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
+			detail.Originator = owner
+		}
+		audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
+		return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
+			if vtype == ThirdParty {
+				if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
+					return nil, err
+				}
+			}
+			if q.propertyID != "" {
+				if err := consent.CheckProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
+					return nil, err
+				}
+			}
+			cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
+			if err != nil {
 				return nil, err
 			}
-		}
-		if q.propertyID != "" {
-			if err := consent.CheckProperty(ctx, tx, q.companyID, q.propertyID); err != nil {
-				return nil, err
-			}
-		}
-		cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
-		if err != nil {
-			return nil, err
-		}
-		res := result(cert, q.match)
-		res.VerificationType = vtype
-		res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
-		res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
-		detail.Valid, detail.Charged = &res.Valid, &res.Charged
-		return res, err
+			res := result(cert, q.match)
+			res.VerificationType = vtype
+			res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
+			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
+			detail.Valid, detail.Charged = &res.Valid, &res.Charged
+			return res, err
+		})
 	})
 }
 
@@ -272,7 +274,7 @@ func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller s
 
 // certificateOf returns the certificate when it belongs to owner and is not
 // revoked. Another company's certificate is reported as not found (D9).
-func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner string, recording *consent.Digest) (*consent.Certificate, error) {
+func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner string, recording recordingCheck) (*consent.Certificate, error) {
 	cert, err := tx.Certificate(ctx, id)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && cert.CompanyID != owner {
 		return nil, consent.Errorf(consent.NotFound, "certificate not found")
@@ -280,7 +282,10 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 	if err != nil {
 		return nil, err
 	}
-	if err := s.integrity(ctx, cert, recording); err != nil {
+	if !recording.read && !cert.RecordingSHA256.IsZero() {
+		return nil, errRecordingUnread
+	}
+	if err := s.integrity(ctx, cert, recording.digest); err != nil {
 		return nil, err
 	}
 	if cert.Revoked() {
@@ -289,14 +294,81 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 	return cert, nil
 }
 
+// A certificate issued with a recording's SHA-256 is checked against the
+// recording as it is now (D41), which may be up to 64 MiB: it is read and
+// hashed in a read-only transaction before the verification's write
+// transaction, since on SQLite a write transaction holds the one writer
+// and every charge would queue behind the read. Most certificates of a
+// store either have a recording or do not, and reading the certificate
+// only to learn which would cost every verification of one without a
+// recording a transaction of its own; so the write transaction goes first
+// unless the certificate is known to have one, and when it finds a
+// recording hash that was not read it rolls back (nothing charged or
+// audited), the certificate is remembered, and the verification starts
+// again with the recording read first.
+
+// recordingCheck is what the write transaction knows of the recording:
+// read, the recording was looked at before it; digest is its SHA-256, nil
+// when there was nothing to check (recordingDigest).
+type recordingCheck struct {
+	read   bool
+	digest *consent.Digest
+}
+
+// errRecordingUnread ends a write transaction that found a recording hash
+// on a certificate whose recording was not read. It is not a refusal, so
+// the transaction rolls back.
+var errRecordingUnread = errors.New("verify: the certificate has a recording, which was not read")
+
+// withRecording runs attempt, which runs the verification's write
+// transaction, with the recording's check: read first when the certificate
+// is known to have a recording, else not read and, should the certificate
+// turn out to have one, read and attempted again.
+func withRecording[T any](ctx context.Context, s *Service, certificateID string, attempt func(recordingCheck) (T, error)) (T, error) {
+	if !s.recorded.has(certificateID) {
+		out, err := attempt(recordingCheck{})
+		if !errors.Is(err, errRecordingUnread) {
+			return out, err
+		}
+		s.recorded.add(certificateID)
+	}
+	digest, err := s.recordingDigest(ctx, certificateID)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return attempt(recordingCheck{read: true, digest: digest})
+}
+
+// recordedSlots is the size of a recordedSet: 16 Ki ids, 128 KiB of
+// pointers.
+const recordedSlots = 1 << 14
+
+// recordedSet remembers ids of certificates that have a recording, in a
+// fixed table where an id takes the slot of its hash: another id with the
+// same slot takes its place, and the next verification of the first one
+// costs a transaction that rolls back. It is only a hint; the write
+// transaction checks what it reads.
+type recordedSet struct {
+	slots [recordedSlots]atomic.Pointer[string]
+}
+
+func slotOf(id string) uint64 { return maphash.String(recordedSeed, id) % recordedSlots }
+
+var recordedSeed = maphash.MakeSeed()
+
+func (r *recordedSet) has(id string) bool {
+	p := r.slots[slotOf(id)].Load()
+	return p != nil && *p == id
+}
+
+func (r *recordedSet) add(id string) { r.slots[slotOf(id)].Store(&id) }
+
 // recordingDigest returns the SHA-256 of the recording behind the
 // certificate, for its integrity check (D41): nil when there is nothing to
 // check — no such certificate, one issued without a recording hash, or a
 // session purged since (its recording is gone by design). It reads in a
-// read-only transaction of its own, before the verification's write
-// transaction: a recording may be up to 64 MiB, and on SQLite a write
-// transaction holds the one writer, so every charge would queue behind the
-// read.
+// read-only transaction of its own.
 func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*consent.Digest, error) {
 	var d *consent.Digest
 	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -399,10 +471,13 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	if caller != req.CompanyID {
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
 	}
-	recording, err := s.recordingDigest(ctx, req.CertificateID)
-	if err != nil {
-		return nil, err
-	}
+	return withRecording(ctx, s, req.CertificateID, func(recording recordingCheck) (*Info, error) {
+		return s.info(ctx, caller, req, recording)
+	})
+}
+
+// info is CertificateInfo with the recording's check.
+func (s *Service) info(ctx context.Context, caller string, req InfoRequest, recording recordingCheck) (*Info, error) {
 	detail := &infoDetail{PropertyID: req.PropertyID}
 	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
 	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {

@@ -2,6 +2,9 @@ package verify_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,5 +81,112 @@ func TestMatchExactness(t *testing.T) {
 	}
 	if res, _ := s.Match(ctx, "acme", verify.MatchRequest{CertificateID: "c1", CompanyID: "acme", Consent: "I agree."}); res.Charged != 15000 || res.Balance != wallet.Dollar-7*15000 {
 		t.Errorf("charged %s, balance %s after 7 checks", res.Charged, res.Balance)
+	}
+}
+
+// countingStore counts the transactions run on a store.
+type countingStore struct {
+	consent.Store
+	views, updates int
+}
+
+func (c *countingStore) View(ctx context.Context, fn func(consent.Tx) error) error {
+	c.views++
+	return c.Store.View(ctx, fn)
+}
+
+func (c *countingStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	c.updates++
+	return c.Store.Update(ctx, fn)
+}
+
+// A certificate without a recording is verified in one write transaction;
+// one with a recording has it read first (D41). The first verification of
+// such a certificate learns that it has one in a write transaction that
+// rolls back — nothing charged, nothing audited — and the ones after it
+// read the recording first.
+func TestRecordingReadOnlyWhenThereIsOne(t *testing.T) {
+	const text = "I agree."
+	st := &countingStore{Store: memstore.New()}
+	svc, err := consent.NewService(st, consent.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recording := json.RawMessage(`[{"type":4,"data":{"href":"https://acme.example/"},"timestamp":1}]`)
+	steps := []error{}
+	for _, step := range []func() (any, error){
+		func() (any, error) { return svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}) },
+		func() (any, error) {
+			return svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+		},
+		func() (any, error) { return svc.TopUp(ctx, "acme", wallet.Dollar, "") },
+		func() (any, error) {
+			return svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+		},
+		func() (any, error) { return svc.AppendEvents(ctx, "s1", recording) },
+		func() (any, error) {
+			return svc.IssueCertificate(ctx, consent.CertificateParams{ID: "plain", CompanyID: "acme", PropertyID: "web",
+				SessionID: "s1", Records: []consent.Record{{Text: text}}})
+		},
+		func() (any, error) {
+			return svc.IssueCertificate(ctx, consent.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
+				SessionID: "s1", Records: []consent.Record{{Text: text}}, RecordingSHA256: sha256.Sum256(recording)})
+		},
+	} {
+		_, err := step()
+		steps = append(steps, err)
+	}
+	for _, err := range steps {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := verify.New(svc)
+	for _, c := range []struct {
+		id             string
+		views, updates int
+	}{
+		{"plain", 0, 1},
+		{"plain", 0, 1},
+		{"recorded", 1, 2}, // learns that it has a recording
+		{"recorded", 1, 1},
+		{"recorded", 1, 1},
+	} {
+		st.views, st.updates = 0, 0
+		res, err := v.Match(ctx, "acme", verify.MatchRequest{CertificateID: c.id, CompanyID: "acme", Consent: text})
+		if err != nil || !res.Valid {
+			t.Fatalf("Match(%s) = %+v, %v; want valid", c.id, res, err)
+		}
+		if st.views != c.views || st.updates != c.updates {
+			t.Errorf("Match(%s) ran %d read and %d write transactions, want %d and %d", c.id, st.views, st.updates, c.views, c.updates)
+		}
+	}
+	var ledger []*wallet.Entry
+	var audit []*consent.AuditEntry
+	if err := st.View(ctx, func(tx consent.Tx) error {
+		var err error
+		if ledger, err = tx.Ledger(ctx, "acme"); err != nil {
+			return err
+		}
+		audit, err = tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Limit: 100})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	charged := map[string]int{}
+	for _, e := range ledger {
+		if e.Kind == wallet.ExactMatch {
+			charged[e.Reference]++
+		}
+	}
+	audited := map[string]int{}
+	for _, e := range audit {
+		if e.Action == consent.AuditVerifyMatch {
+			audited[e.Target]++
+		}
+	}
+	want := map[string]int{"plain": 2, "recorded": 3}
+	if fmt.Sprint(charged) != fmt.Sprint(want) || fmt.Sprint(audited) != fmt.Sprint(want) {
+		t.Errorf("charges %v and audit entries %v per certificate, want %v of each", charged, audited, want)
 	}
 }
