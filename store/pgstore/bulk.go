@@ -200,6 +200,14 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
 		}
 	}
+	if t.batch != nil {
+		for _, e := range entries {
+			if err := t.batch.appendAudit(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var (
 		seq  int64
 		prev []byte

@@ -19,6 +19,18 @@ import (
 type tx struct {
 	tx   pgx.Tx
 	lock string // " FOR UPDATE" inside Update, "" inside View
+	// batch is the group-commit batch the transaction is a call of (nil
+	// outside one): its audit entries are written behind (auditBuffer).
+	batch *batchTx
+}
+
+// auditRead writes the batch's buffered audit entries before a read of the
+// log or of a head.
+func (t *tx) auditRead(ctx context.Context) error {
+	if t.batch == nil {
+		return nil
+	}
+	return t.batch.writeAudit(ctx)
 }
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
@@ -637,6 +649,9 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 	if err := e.CheckText(); err != nil {
 		return err
 	}
+	if t.batch != nil {
+		return t.batch.appendAudit(ctx, e)
+	}
 	var prev []byte
 	err := t.tx.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 1, $2)
 		ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq + 1 RETURNING seq, hash`,
@@ -658,6 +673,9 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 
 func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
 	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	if err := t.auditRead(ctx); err != nil {
 		return nil, err
 	}
 	order := "ASC"
@@ -699,6 +717,9 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
+	if err := t.auditRead(ctx); err != nil {
+		return nil, err
+	}
 	h := consent.AuditHead{CompanyID: companyID}
 	var (
 		seq  *int64

@@ -310,6 +310,7 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 		mu    sync.Mutex
 		errs  []error
 		kept  = map[string]int{}
+		want  = map[string][]string{} // the targets of the kept entries of each company, in no order
 		start = make(chan struct{})
 	)
 	for w := range workers {
@@ -321,14 +322,32 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 			for i := range each {
 				// Every third call fails after its append: its entry
 				// and head move are undone, and the calls after it in
-				// the same batch chain on from the head before it.
-				fail := (w+i)%3 == 2
+				// the same batch chain on from the head before it. Every
+				// fourth reads the head after its first append (which
+				// sees it) and appends a second entry.
+				fail, reads := (w+i)%3 == 2, (w+i)%4 == 1
+				var targets []string
 				err := s.Update(ctx, func(tx consent.Tx) error {
+					targets = nil
 					if _, err := tx.Debit(ctx, entry(fmt.Sprintf("d-%d-%d", w, i), company, wallet.ExactMatch, wallet.Cent/100, t0)); err != nil {
 						return err
 					}
-					err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
-						Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
+					e := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+						Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d", w, i), Outcome: "ok"}
+					err := tx.AppendAudit(ctx, e)
+					targets = append(targets, e.Target)
+					if err == nil && reads {
+						var head *consent.AuditHead
+						if head, err = tx.AuditHead(ctx, company); err == nil && (head.Seq != e.Seq || head.Hash != e.Hash) {
+							err = fmt.Errorf("the head after an append is %d %x, want the entry's %d %x", head.Seq, head.Hash, e.Seq, e.Hash)
+						}
+						if err == nil {
+							second := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+								Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d-second", w, i), Outcome: "ok"}
+							err = tx.AppendAudit(ctx, second)
+							targets = append(targets, second.Target)
+						}
+					}
 					if err == nil && fail {
 						err = errBoom
 					}
@@ -341,7 +360,8 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 				case !fail && err != nil:
 					errs = append(errs, err)
 				case !fail:
-					kept[company]++
+					kept[company] += len(targets)
+					want[company] = append(want[company], targets...)
 				}
 				mu.Unlock()
 			}
@@ -352,8 +372,18 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 	for _, err := range errs {
 		t.Errorf("concurrent append: %v", err)
 	}
-	checkChain(t, s, "acme", kept["acme"])
-	checkChain(t, s, "other", kept["other"])
+	for _, c := range []string{"acme", "other"} {
+		checkChain(t, s, c, kept[c])
+		var got []string
+		for _, e := range auditEntries(t, s, consent.AuditQuery{CompanyID: c, Limit: consent.MaxAuditPage}) {
+			got = append(got, e.Target)
+		}
+		slices.Sort(got)
+		slices.Sort(want[c])
+		if d := cmp.Diff(want[c], got); d != "" {
+			t.Errorf("the targets in %s's chain (-kept calls' +chain's):\n%s", c, d)
+		}
+	}
 }
 
 // testAuditRollback: an append rolls back with its transaction, head
