@@ -3,17 +3,12 @@ package pgstore
 import (
 	"context"
 	"fmt"
-	"maps"
-	"slices"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/group"
-	"github.com/consentkit/consentkit/store/internal/sqlrow"
 )
 
 // batchLock makes group-commit batches on one schema take turns, those of
@@ -45,129 +40,12 @@ type batchTx struct {
 	// broken is set when a held statement failed: the transaction can no
 	// longer be trusted, and undoing the call reports it.
 	broken error
-	// audit holds the audit entries the batch's calls appended, written
-	// at once before the commit (or before a read of the log); saved is
-	// what it held when the current call began, which undoing the call
-	// puts back.
-	audit, saved auditBuffer
-}
-
-// auditBuffer is write-behind for the audit log inside a batch. A chain's
-// head is read and locked on the server once per batch, by the first call
-// that appends to it; the entries of that call and the next ones are
-// chained in memory from it and written, with the moved heads, in one round
-// trip before COMMIT. A call's appends then cost no round trip of their
-// own, where each cost two (the head's lock and the entry's insert). A
-// call that fails has its entries dropped with its savepoint; one that
-// fails after a write of the buffer (a read of the log writes it first)
-// has the buffer as it began put back, since ROLLBACK TO has undone that
-// write on the server.
-type auditBuffer struct {
-	heads   map[string]consent.AuditHead // each chain's head as the batch has it, locked on the server
-	pending []*consent.AuditEntry        // appended and not yet written, in order
-}
-
-// snapshot is the buffer as it is, to put back when the call fails: the
-// entries are never changed once appended, and a write of the buffer
-// starts a new slice, so sharing pending is safe.
-func (a auditBuffer) snapshot() auditBuffer {
-	return auditBuffer{heads: maps.Clone(a.heads), pending: a.pending}
-}
-
-// appendAudit chains e onto its company's head, locking and reading the
-// head first when the batch has not yet; e gets its Seq, PrevHash and Hash,
-// and a copy of it is kept for the write.
-func (t *batchTx) appendAudit(ctx context.Context, e *consent.AuditEntry) error {
-	head, ok := t.audit.heads[e.CompanyID]
-	if !ok {
-		var prev []byte
-		err := detached{t}.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 0, $2)
-			ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash`,
-			e.CompanyID, zeroHash).Scan(&head.Seq, &prev)
-		if err != nil {
-			return one(err, "company")
-		}
-		if head.Hash, err = sqlrow.ScanDigest(prev); err != nil {
-			return err
-		}
-		head.CompanyID = e.CompanyID
-		if t.audit.heads == nil {
-			t.audit.heads = map[string]consent.AuditHead{}
-		}
-	}
-	e.Seq, e.PrevHash, e.At = head.Seq+1, head.Hash, consent.UTC(e.At)
-	e.Hash = consent.AuditHash(e)
-	kept := *e
-	t.audit.pending = append(t.audit.pending, &kept)
-	t.audit.heads[e.CompanyID] = consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash}
-	return nil
-}
-
-// writeAudit writes the buffered entries and moves their chains' heads, in
-// one round trip with the held framing statements: the entries first, so
-// that each head moves onto an entry in the log (migration 0012).
-func (t *batchTx) writeAudit(ctx context.Context) error {
-	if len(t.audit.pending) == 0 {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	ctx = context.WithoutCancel(ctx)
-	n := len(t.audit.pending)
-	var (
-		companies, actors, actions, targets, outcomes, requests, details = make([]string, n), make([]string, n),
-			make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		seqs          = make([]int64, n)
-		ats           = make([]time.Time, n)
-		prevs, hashes = make([][]byte, n), make([][]byte, n)
-	)
-	for i, e := range t.audit.pending {
-		companies[i], seqs[i], ats[i], actors[i], actions[i], targets[i] = e.CompanyID, e.Seq, e.At, e.Actor, e.Action, e.Target
-		outcomes[i], requests[i], details[i], prevs[i], hashes[i] = e.Outcome, e.RequestID, e.Detail, e.PrevHash[:], e.Hash[:]
-	}
-	var (
-		headCos    []string
-		headSeqs   []int64
-		headHashes [][]byte
-	)
-	for _, c := range slices.Sorted(maps.Keys(t.audit.heads)) {
-		h := t.audit.heads[c]
-		headCos, headSeqs, headHashes = append(headCos, c), append(headSeqs, h.Seq), append(headHashes, h.Hash[:])
-	}
-	b := &pgx.Batch{}
-	held := t.held
-	t.held, t.spHeld = nil, false
-	for _, h := range held {
-		b.Queue(h)
-	}
-	b.Queue(`INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id, detail, prev_hash, hash)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::bytea[], $11::bytea[])`,
-		companies, seqs, ats, actors, actions, targets, outcomes, requests, details, prevs, hashes)
-	b.Queue(`UPDATE audit_heads h SET seq = u.seq, hash = u.hash
-		FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (company_id, seq, hash)
-		WHERE h.company_id = u.company_id AND h.seq <> u.seq`, headCos, headSeqs, headHashes)
-	br := t.Tx.SendBatch(ctx, b)
-	for _, h := range held {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			t.broken = fmt.Errorf("pgstore: %s: %w", h, err)
-			return t.broken
-		}
-	}
-	_, err := br.Exec()
-	if err == nil {
-		_, err = br.Exec()
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return mapErr(err)
-	}
-	t.audit.pending = nil
-	return nil
+	// behind holds what the batch's calls wrote behind (behind.go);
+	// saved is what it held when the current call began, which undoing
+	// the call puts back; calls counts the calls that began with a
+	// savepoint (the running call is calls-1, or 0 alone).
+	behind, saved behind
+	calls         int
 }
 
 const (
@@ -188,7 +66,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 		},
 		Commit: func(ctx context.Context, t *batchTx) error {
 			if t.broken == nil {
-				if err := t.writeAudit(ctx); err != nil {
+				if err := t.writeBehind(ctx); err != nil {
 					t.broken = err
 				}
 			}
@@ -207,7 +85,8 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 		},
 		Savepoint: func(ctx context.Context, t *batchTx) error {
 			t.held, t.spHeld = append(t.held, savepoint), true
-			t.saved = t.audit.snapshot()
+			t.saved = t.behind.snapshot()
+			t.calls++
 			return nil
 		},
 		Release: func(ctx context.Context, t *batchTx) error {
@@ -219,7 +98,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 			return nil
 		},
 		RollbackTo: func(ctx context.Context, t *batchTx) error {
-			t.audit = t.saved
+			t.behind = t.saved
 			if t.broken != nil {
 				return t.broken
 			}

@@ -141,6 +141,9 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if len(entries) == 0 {
 		return 0, nil
 	}
+	if t.batch != nil {
+		return t.batch.post(ctx, entries, -1)
+	}
 	company := entries[0].CompanyID
 	n := len(entries)
 	var (

@@ -20,17 +20,18 @@ type tx struct {
 	tx   pgx.Tx
 	lock string // " FOR UPDATE" inside Update, "" inside View
 	// batch is the group-commit batch the transaction is a call of (nil
-	// outside one): its audit entries are written behind (auditBuffer).
+	// outside one): its charges and audit entries are written behind
+	// (behind.go).
 	batch *batchTx
 }
 
-// auditRead writes the batch's buffered audit entries before a read of the
-// log or of a head.
-func (t *tx) auditRead(ctx context.Context) error {
+// readBehind writes what the batch wrote behind before a read of the
+// ledger or the audit log.
+func (t *tx) readBehind(ctx context.Context) error {
 	if t.batch == nil {
 		return nil
 	}
-	return t.batch.writeAudit(ctx)
+	return t.batch.writeBehind(ctx)
 }
 
 func (t *tx) exec(ctx context.Context, query string, args ...any) (pgconn.CommandTag, error) {
@@ -573,6 +574,9 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.balance(ctx, companyID)
+	}
 	var bal int64
 	err := t.tx.QueryRow(ctx, `SELECT balance FROM wallets WHERE company_id = $1`+t.lock, companyID).Scan(&bal)
 	return wallet.Amount(bal), one(err, "company")
@@ -581,6 +585,9 @@ func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, erro
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
+	}
+	if t.batch != nil {
+		return t.batch.post(ctx, []*wallet.Entry{e}, 1)
 	}
 	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
 }
@@ -591,6 +598,9 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
+	}
+	if t.batch != nil {
+		return t.batch.post(ctx, []*wallet.Entry{e}, -1)
 	}
 	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2
 		WHERE company_id = $1 AND balance >= $2 RETURNING balance`)
@@ -634,6 +644,9 @@ func scanEntry(row pgx.Row) (*wallet.Entry, error) {
 }
 
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	if err := t.readBehind(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = $1 ORDER BY seq`, companyID)
 	return collect(rows, err, scanEntry)
 }
@@ -675,7 +688,7 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
-	if err := t.auditRead(ctx); err != nil {
+	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
 	order := "ASC"
@@ -717,7 +730,7 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
-	if err := t.auditRead(ctx); err != nil {
+	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
 	h := consent.AuditHead{CompanyID: companyID}

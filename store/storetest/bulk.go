@@ -499,3 +499,65 @@ func testConcurrentAppendAudits(t *testing.T, s consent.Store) {
 	checkChain(t, s, "acme", n)
 	checkChain(t, s, "other", n)
 }
+
+// testConcurrentTakenEntryIDs: among concurrent calls that each debit and
+// append an audit entry, the ones whose ledger entry id is taken fail with
+// a conflict and the others commit, each exactly once — also where a store
+// finds the taken id only when it writes a shared transaction's entries
+// (write-behind), after the call's function returned.
+func testConcurrentTakenEntryIDs(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if _, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 100*wallet.Dollar, t0)); err != nil {
+			return err
+		}
+		_, err := tx.Debit(ctx, entry("taken", "acme", wallet.ExactMatch, wallet.Cent, t0))
+		return err
+	})
+	const rounds, workers = 4, 16
+	ok := 0
+	for r := range rounds {
+		var (
+			wg    sync.WaitGroup
+			start = make(chan struct{})
+			errs  = make([]error, workers)
+		)
+		for w := range workers {
+			wg.Go(func() {
+				<-start
+				id := fmt.Sprintf("e-%d-%d", r, w)
+				if w%5 == 2 {
+					id = "taken"
+				}
+				errs[w] = s.Update(ctx, func(tx consent.Tx) error {
+					if _, err := tx.Debit(ctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
+						return err
+					}
+					return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
+						Action: consent.AuditVerifyMatch, Target: id, Outcome: "ok"})
+				})
+			})
+		}
+		close(start)
+		wg.Wait()
+		for w, err := range errs {
+			if w%5 == 2 {
+				wantCode(t, fmt.Sprintf("round %d, call %d with a taken id", r, w), err, consent.Conflict)
+				continue
+			}
+			if err != nil {
+				t.Errorf("round %d, call %d: %v", r, w, err)
+				continue
+			}
+			ok++
+		}
+	}
+	ledger := ledgerOf(t, s, "acme")
+	if len(ledger) != 2+ok {
+		t.Errorf("%d ledger entries, want %d", len(ledger), 2+ok)
+	}
+	if bal := balanceOf(t, s, "acme"); bal != 100*wallet.Dollar-wallet.Amount(1+ok)*wallet.Cent {
+		t.Errorf("balance %v after %d debits of 0.01 from 100", bal, 1+ok)
+	}
+	checkChain(t, s, "acme", ok)
+}

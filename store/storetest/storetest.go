@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TimesUTC", testTimesUTC},
 		{"ConcurrentDebits", testConcurrentDebits},
 		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},
+		{"ConcurrentTakenEntryIDs", testConcurrentTakenEntryIDs},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},

@@ -116,6 +116,21 @@ type batch[T any] struct {
 // having run to a kept end; it joins another batch.
 var errAgain = errors.New("group: run again")
 
+// MemberError is an error of Commit, or one that broke the batch, that the
+// work of one member caused and that was found only after its function had
+// returned (a store that writes behind finds a conflict when it writes):
+// Index counts the members whose functions ran in the batch, from 0, in the
+// order they ran (with Savepoint, when the batch has more than one). That
+// member's call gets Err; the batch is rolled back, and the other members
+// whose work it held run again.
+type MemberError struct {
+	Index int
+	Err   error
+}
+
+func (e *MemberError) Error() string { return e.Err.Error() }
+func (e *MemberError) Unwrap() error { return e.Err }
+
 // Do runs fn in a batch's transaction and returns when fn's outcome is
 // settled: fn's own error when it failed (its work undone, no one else's),
 // otherwise the commit's error. ctx ends the wait for a turn, and when it
@@ -273,18 +288,45 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 		failed bool // the solo member's function failed
 	)
 	selfRes = result{err: ctx.Err()} // self gave up before its turn, unless it runs
+	var (
+		ran     []*member[T] // whose functions ran, in order (MemberError's Index)
+		culprit *member[T]   // a MemberError's member, and its error
+		blame   error
+	)
+	blamed := func(err error) bool {
+		var me *MemberError
+		if !errors.As(err, &me) || me.Index < 0 || me.Index >= len(ran) {
+			return false
+		}
+		culprit, blame = ran[me.Index], me.Err
+		return true
+	}
 	for i, m := range members {
 		if !m.state.CompareAndSwap(waiting, running) {
 			continue // its caller gave up
 		}
 		g.members.Add(1)
+		ran = append(ran, m)
 		fnErr, brk, panicked, p := g.runMember(m.ctx, turn[T]{tx: tx, solo: solo}, m.fn)
 		switch {
+		case brk != nil && blamed(brk) && culprit != m:
+			// An earlier member's work broke the batch: this one runs
+			// again, as do the others.
+			broken = true
+			if panicked {
+				settle(m, result{err: fnErr, panicked: panicked, p: p})
+			} else {
+				settle(m, result{err: errAgain})
+			}
+			skip(members[i+1:], errAgain)
 		case brk != nil:
 			// This member's own statement broke the batch: it fails,
 			// and the others run again in another batch.
 			broken = true
-			if fnErr == nil { // else undoing fn's work broke it: fn's error stands
+			switch {
+			case culprit == m:
+				fnErr, culprit = blame, nil
+			case fnErr == nil: // else undoing fn's work broke it: fn's error stands
 				fnErr = fmt.Errorf("group: the transaction broke: %w", brk)
 			}
 			settle(m, result{err: fnErr, panicked: panicked, p: p})
@@ -302,11 +344,15 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 	err = errAgain
 	if broken || failed || len(kept) == 0 {
 		g.ops.Rollback(bg, tx)
-	} else {
-		err = g.ops.Commit(bg, tx)
+	} else if err = g.ops.Commit(bg, tx); blamed(err) {
+		err = errAgain // Commit rolled back: the others run again
 	}
 	for _, m := range kept {
-		settle(m, result{err: err})
+		if m == culprit {
+			settle(m, result{err: blame})
+		} else {
+			settle(m, result{err: err})
+		}
 	}
 	return selfRes
 }

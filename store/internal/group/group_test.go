@@ -18,6 +18,9 @@ type db struct {
 	commits   int
 	failBegin error
 	breakNext map[string]bool // a Release after the write of this key fails
+	// dup is a key whose write is found taken only when it is written
+	// behind: at Commit, or at the Release after the write of blameAt.
+	dup, blameAt string
 }
 
 type tx struct {
@@ -27,7 +30,12 @@ type tx struct {
 	inSP     bool
 	lastKey  string
 	finished bool
+	calls    int            // savepoints taken: the running member's index + 1
+	writer   map[string]int // the member index of each write
 }
+
+// member is the index of the member running in t.
+func (t *tx) member() int { return max(t.calls-1, 0) }
 
 func newDB() *db { return &db{committed: map[string]int{}, breakNext: map[string]bool{}} }
 
@@ -39,11 +47,16 @@ func (d *db) ops() Ops[*tx] {
 			if d.failBegin != nil {
 				return nil, d.failBegin
 			}
-			return &tx{db: d, writes: map[string]int{}}, nil
+			return &tx{db: d, writes: map[string]int{}, writer: map[string]int{}}, nil
 		},
 		Commit: func(_ context.Context, t *tx) error {
 			if t.inSP {
 				return errors.New("commit inside a savepoint")
+			}
+			if i, ok := t.writer[t.db.dup]; ok && t.db.dup != "" {
+				if _, ok := t.writes[t.db.dup]; ok {
+					return &MemberError{Index: i, Err: errTaken}
+				}
 			}
 			d.mu.Lock()
 			defer d.mu.Unlock()
@@ -60,6 +73,7 @@ func (d *db) ops() Ops[*tx] {
 				return errors.New("savepoint inside a savepoint")
 			}
 			t.sp, t.inSP = maps(t.writes), true
+			t.calls++
 			return nil
 		},
 		Release: func(_ context.Context, t *tx) error {
@@ -69,6 +83,9 @@ func (d *db) ops() Ops[*tx] {
 			d.mu.Unlock()
 			if bad {
 				return errors.New("disk I/O error")
+			}
+			if i, ok := t.writer[t.db.dup]; ok && t.lastKey == t.db.blameAt && t.db.blameAt != "" {
+				return &MemberError{Index: i, Err: errTaken}
 			}
 			t.inSP = false
 			return nil
@@ -100,6 +117,7 @@ func write(key string, err error) func(*tx) error {
 	return func(t *tx) error {
 		t.writes[key] = len(key)
 		t.lastKey = key
+		t.writer[key] = t.member()
 		return err
 	}
 }
@@ -295,5 +313,54 @@ func TestMaxBatch(t *testing.T) {
 	wg.Wait()
 	if slices.Max(sizes) > 3 {
 		t.Errorf("batch sizes %v, want at most 3", sizes)
+	}
+}
+
+var errTaken = errors.New("taken")
+
+// A conflict found when the batch writes behind — at its commit, or at a
+// later member's release — is the error of the member whose work it was;
+// the others run again and commit.
+func TestMemberErrorBlamesItsMember(t *testing.T) {
+	for _, blameAt := range []string{"", "c"} {
+		t.Run("at "+map[string]string{"": "commit", "c": "a later release"}[blameAt], func(t *testing.T) {
+			d := newDB()
+			d.dup, d.blameAt = "dup", blameAt
+			g := New(d.ops(), Config{MaxBatch: 10, Runners: 1, Delay: 50 * time.Millisecond})
+			var (
+				wg   sync.WaitGroup
+				mu   sync.Mutex
+				runs = map[string]int{}
+			)
+			keys := []string{"a", "dup", "b", "c", "d"}
+			errs := make([]error, len(keys))
+			for i, k := range keys {
+				wg.Go(func() {
+					time.Sleep(time.Duration(i) * time.Millisecond) // join in this order
+					errs[i] = g.Do(context.Background(), func(t *tx) error {
+						mu.Lock()
+						runs[k]++
+						mu.Unlock()
+						return write(k, nil)(t)
+					})
+				})
+			}
+			wg.Wait()
+			for i, k := range keys {
+				_, ok := d.get(k)
+				if k == "dup" {
+					if !errors.Is(errs[i], errTaken) || ok {
+						t.Errorf("dup: err %v, committed %v; want taken and nothing", errs[i], ok)
+					}
+					continue
+				}
+				if errs[i] != nil || !ok {
+					t.Errorf("%s: err %v, committed %v; want committed", k, errs[i], ok)
+				}
+			}
+			if runs["a"] < 2 || runs["dup"] != 1 {
+				t.Errorf("runs %v: a should have run again, dup once", runs)
+			}
+		})
 	}
 }
