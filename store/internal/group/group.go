@@ -17,7 +17,10 @@
 // batch whose transaction breaks (a savepoint that cannot be released, a
 // storage failure) is rolled back whole, and the callers whose work it held
 // run their functions again in a later batch: store functions may run more
-// than once (consent.Store's contract).
+// than once (consent.Store's contract). A store that writes some of its
+// calls' rows behind, at the commit, and finds there that one call's row
+// cannot be written reports it with a MemberError: that call fails, and
+// the others run again.
 //
 // A batch forms while the previous ones run: a caller who finds no open
 // batch opens one and waits for a free runner; callers arriving meanwhile
