@@ -161,19 +161,17 @@ func TestBatchesShareCommits(t *testing.T) {
 	t.Logf("%d commits, %d batches for 40 callers", d.commits, batches)
 }
 
-// A batch whose transaction breaks is rolled back: the caller whose
-// statement broke it fails, and the others run again and commit once.
-func TestBrokenBatchRunsOthersAgain(t *testing.T) {
-	d := newDB()
-	d.breakNext["bad"] = true
+// writeInOrder writes each key from a caller of its own, the callers
+// joining one batch in the order of keys, and returns each one's error and
+// how many times each key's function ran.
+func writeInOrder(d *db, keys []string) ([]error, map[string]int) {
 	g := New(d.ops(), Config{MaxBatch: 10, Runners: 1, Delay: 50 * time.Millisecond})
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		runs = map[string]int{}
+		errs = make([]error, len(keys))
 	)
-	keys := []string{"a", "b", "bad", "c", "d"}
-	errs := make([]error, len(keys))
 	for i, k := range keys {
 		wg.Go(func() {
 			time.Sleep(time.Duration(i) * time.Millisecond) // join in this order
@@ -186,6 +184,16 @@ func TestBrokenBatchRunsOthersAgain(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	return errs, runs
+}
+
+// A batch whose transaction breaks is rolled back: the caller whose
+// statement broke it fails, and the others run again and commit once.
+func TestBrokenBatchRunsOthersAgain(t *testing.T) {
+	d := newDB()
+	d.breakNext["bad"] = true
+	keys := []string{"a", "b", "bad", "c", "d"}
+	errs, runs := writeInOrder(d, keys)
 	for i, k := range keys {
 		v, ok := d.get(k)
 		if k == "bad" {
@@ -326,26 +334,8 @@ func TestMemberErrorBlamesItsMember(t *testing.T) {
 		t.Run("at "+map[string]string{"": "commit", "c": "a later release"}[blameAt], func(t *testing.T) {
 			d := newDB()
 			d.dup, d.blameAt = "dup", blameAt
-			g := New(d.ops(), Config{MaxBatch: 10, Runners: 1, Delay: 50 * time.Millisecond})
-			var (
-				wg   sync.WaitGroup
-				mu   sync.Mutex
-				runs = map[string]int{}
-			)
 			keys := []string{"a", "dup", "b", "c", "d"}
-			errs := make([]error, len(keys))
-			for i, k := range keys {
-				wg.Go(func() {
-					time.Sleep(time.Duration(i) * time.Millisecond) // join in this order
-					errs[i] = g.Do(context.Background(), func(t *tx) error {
-						mu.Lock()
-						runs[k]++
-						mu.Unlock()
-						return write(k, nil)(t)
-					})
-				})
-			}
-			wg.Wait()
+			errs, runs := writeInOrder(d, keys)
 			for i, k := range keys {
 				_, ok := d.get(k)
 				if k == "dup" {
