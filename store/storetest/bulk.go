@@ -561,3 +561,71 @@ func testConcurrentTakenEntryIDs(t *testing.T, s consent.Store) {
 	}
 	checkChain(t, s, "acme", ok)
 }
+
+// testConcurrentChargesReadBack: concurrent calls each credit, read the
+// balance, debit and read the ledger back in one transaction — on a store
+// that writes charges behind, the read writes them first — and every third
+// fails at the end. Each call sees its own work, and what stays is exactly
+// the kept calls' work.
+func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	const workers, each = 12, 5
+	errBoom := errors.New("boom")
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		kept  int
+		start = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				fail := (w+i)%3 == 0
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					in := entry(fmt.Sprintf("in-%d-%d", w, i), "acme", wallet.TopUp, 3*wallet.Cent, t0)
+					after, err := tx.Credit(ctx, in)
+					if err != nil {
+						return err
+					}
+					if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != after {
+						return fmt.Errorf("Balance after a credit to %v = %v, %v", after, bal, err)
+					}
+					out := entry(fmt.Sprintf("out-%d-%d", w, i), "acme", wallet.ExactMatch, wallet.Cent, t0)
+					if bal, err := tx.Debit(ctx, out); err != nil || bal != after-wallet.Cent {
+						return fmt.Errorf("Debit after a credit to %v = %v, %v", after, bal, err)
+					}
+					ledger, err := tx.Ledger(ctx, "acme")
+					if err != nil {
+						return err
+					}
+					if n := len(ledger); n < 2 || ledger[n-2].ID != in.ID || ledger[n-1].ID != out.ID {
+						return fmt.Errorf("the ledger read back does not end with the call's two entries: %d entries", n)
+					}
+					if fail {
+						return errBoom
+					}
+					return nil
+				})
+				mu.Lock()
+				switch {
+				case fail && !errors.Is(err, errBoom):
+					t.Errorf("a failing call: %v, want boom", err)
+				case !fail && err != nil:
+					t.Errorf("call %d-%d: %v", w, i, err)
+				case !fail:
+					kept++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	if n := len(ledgerOf(t, s, "acme")); n != 2*kept {
+		t.Errorf("%d ledger entries after %d kept calls, want %d", n, kept, 2*kept)
+	}
+	if bal := balanceOf(t, s, "acme"); bal != wallet.Amount(kept)*2*wallet.Cent {
+		t.Errorf("balance %v after %d kept calls of +0.03 −0.01", bal, kept)
+	}
+}

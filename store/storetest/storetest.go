@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentDebits", testConcurrentDebits},
 		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},
 		{"ConcurrentTakenEntryIDs", testConcurrentTakenEntryIDs},
+		{"ConcurrentChargesReadBack", testConcurrentChargesReadBack},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},
