@@ -123,13 +123,21 @@ func (t *batchTx) send(ctx context.Context, sql string, args []any) (pgx.BatchRe
 	if len(t.held) == 0 {
 		return nil, nil
 	}
+	return t.sendBatch(ctx, func(b *pgx.Batch) { b.Queue(sql, args...) })
+}
+
+// sendBatch sends the held statements and the ones queue adds in one round
+// trip and reads the held statements' results; a held statement that fails
+// breaks the batch. The caller reads its statements' results and closes
+// the batch.
+func (t *batchTx) sendBatch(ctx context.Context, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
 	held := t.held
 	t.held, t.spHeld = nil, false
 	b := &pgx.Batch{}
 	for _, h := range held {
 		b.Queue(h)
 	}
-	b.Queue(sql, args...)
+	queue(b)
 	br := t.Tx.SendBatch(ctx, b)
 	for _, h := range held {
 		if _, err := br.Exec(); err != nil {

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -124,14 +123,8 @@ func (t *batchTx) post(ctx context.Context, entries []*wallet.Entry, sign wallet
 func (t *batchTx) appendAudit(ctx context.Context, e *consent.AuditEntry) error {
 	head, ok := t.behind.heads[e.CompanyID]
 	if !ok {
-		var prev []byte
-		err := detached{t}.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 0, $2)
-			ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash`,
-			e.CompanyID, zeroHash).Scan(&head.Seq, &prev)
-		if err != nil {
-			return one(err, "company")
-		}
-		if head.Hash, err = sqlrow.ScanDigest(prev); err != nil {
+		var err error
+		if head, err = lockHead(ctx, detached{t}, e.CompanyID); err != nil {
 			return err
 		}
 		if t.behind.heads == nil {
@@ -146,6 +139,24 @@ func (t *batchTx) appendAudit(ctx context.Context, e *consent.AuditEntry) error 
 	return nil
 }
 
+// lockHead locks the company's audit chain head and returns it: the upsert
+// also makes a concurrent first append wait, and leaves the head where it
+// is (a new chain's head is seq 0 and the zero hash).
+func lockHead(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, company string) (consent.AuditHead, error) {
+	h := consent.AuditHead{CompanyID: company}
+	var prev []byte
+	err := q.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 0, $2)
+		ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash`,
+		company, zeroHash).Scan(&h.Seq, &prev)
+	if err != nil {
+		return h, one(err, "company")
+	}
+	h.Hash, err = sqlrow.ScanDigest(prev)
+	return h, err
+}
+
 // writeBehind writes what is kept — the ledger entries, the balances, the
 // audit entries and their heads, in that order (a head moves onto an entry
 // in the log, migration 0012) — in one round trip with the held framing
@@ -158,26 +169,17 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	b := &pgx.Batch{}
-	held := t.held
-	t.held, t.spHeld = nil, false
-	for _, h := range held {
-		b.Queue(h)
-	}
 	ledger := len(t.behind.ledger) > 0
-	if ledger {
-		queueLedger(b, t.behind.ledger, t.behind.balances)
-	}
-	if len(t.behind.audit) > 0 {
-		queueAudit(b, t.behind.audit, t.behind.heads)
-	}
-	br := t.Tx.SendBatch(ctx, b)
-	for _, h := range held {
-		if _, err := br.Exec(); err != nil {
-			br.Close()
-			t.broken = fmt.Errorf("pgstore: %s: %w", h, err)
-			return t.broken
+	br, err := t.sendBatch(ctx, func(b *pgx.Batch) {
+		if ledger {
+			queueLedger(b, t.behind.ledger, t.behind.balances)
 		}
+		if len(t.behind.audit) > 0 {
+			queueAudit(b, t.behind.audit, t.behind.heads)
+		}
+	})
+	if err != nil {
+		return err
 	}
 	var taken error
 	if ledger {
@@ -200,7 +202,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 			}
 		}
 	}
-	err := br.Close()
+	err = br.Close()
 	switch {
 	case taken != nil:
 		t.broken = taken

@@ -211,20 +211,11 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 		}
 		return nil
 	}
-	var (
-		seq  int64
-		prev []byte
-	)
-	err := t.tx.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 0, $2)
-		ON CONFLICT (company_id) DO UPDATE SET seq = audit_heads.seq RETURNING seq, hash`,
-		company, zeroHash).Scan(&seq, &prev)
-	if err != nil {
-		return one(err, "company")
-	}
-	last, err := sqlrow.ScanDigest(prev)
+	head, err := lockHead(ctx, t.tx, company)
 	if err != nil {
 		return err
 	}
+	seq, last := head.Seq, head.Hash
 	n := len(entries)
 	var (
 		seqs                                                 = make([]int64, n)

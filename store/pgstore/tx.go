@@ -583,11 +583,11 @@ func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, erro
 }
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.post(ctx, []*wallet.Entry{e}, 1) // which checks e
+	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
-	}
-	if t.batch != nil {
-		return t.batch.post(ctx, []*wallet.Entry{e}, 1)
 	}
 	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
 }
@@ -596,11 +596,11 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // writer, Postgres re-checks the WHERE clause against the newly committed
 // row, so the balance never goes below zero (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.post(ctx, []*wallet.Entry{e}, -1) // which checks e
+	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
-	}
-	if t.batch != nil {
-		return t.batch.post(ctx, []*wallet.Entry{e}, -1)
 	}
 	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2
 		WHERE company_id = $1 AND balance >= $2 RETURNING balance`)
