@@ -19,11 +19,13 @@ import "time"
 //   - A batch whose transaction breaks is rolled back whole and the other
 //     calls run their functions again in a later batch (consent.Store
 //     allows a function to run more than once).
-//   - On PostgreSQL a batch writes its calls' ledger entries, balances and
-//     audit entries behind, in one round trip before its commit (or
-//     before a read of the ledger or the log in the batch). A ledger entry
-//     id found taken there fails its own call with a conflict; the batch
-//     is rolled back and the other calls run again.
+//   - A batch writes its calls' ledger entries, balances and audit
+//     entries behind, in one go before its commit (or before a read of the
+//     ledger or the log in the batch): one round trip on PostgreSQL, a few
+//     multi-row statements on SQLite. A ledger entry id found taken there
+//     fails its own call with a conflict; the batch is rolled back and the
+//     other calls run again. On SQLite a call's savepoint is made only
+//     before its first statement that writes.
 //   - A caller's context ends its wait for a turn, and a cancelled caller's
 //     next statement fails with the context's error, so that its function
 //     fails and its work is undone; but a statement that has started runs

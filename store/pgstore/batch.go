@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/consentkit/consentkit/store/internal/behind"
 	"github.com/consentkit/consentkit/store/internal/group"
 )
 
@@ -40,12 +41,12 @@ type batchTx struct {
 	// broken is set when a held statement failed: the transaction can no
 	// longer be trusted, and undoing the call reports it.
 	broken error
-	// behind holds what the batch's calls wrote behind (behind.go);
-	// saved is what it held when the current call began, which undoing
-	// the call puts back; calls counts the calls that began with a
-	// savepoint (the running call is calls-1, or 0 alone).
-	behind, saved behind
-	calls         int
+	// buf holds what the batch's calls wrote behind (behind.go); saved
+	// is what it held when the current call began, which undoing the call
+	// puts back; calls counts the calls that began with a savepoint (the
+	// running call is calls-1, or 0 alone).
+	buf, saved behind.Buffer
+	calls      int
 }
 
 const (
@@ -85,7 +86,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 		},
 		Savepoint: func(ctx context.Context, t *batchTx) error {
 			t.held, t.spHeld = append(t.held, savepoint), true
-			t.saved = t.behind.snapshot()
+			t.saved = t.buf.Snapshot()
 			t.calls++
 			return nil
 		},
@@ -98,7 +99,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 			return nil
 		},
 		RollbackTo: func(ctx context.Context, t *batchTx) error {
-			t.behind = t.saved
+			t.buf = t.saved
 			if t.broken != nil {
 				return t.broken
 			}

@@ -2,141 +2,56 @@ package pgstore
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/store/internal/group"
+	"github.com/consentkit/consentkit/store/internal/behind"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// behind is write-behind inside a group-commit batch (issue 13), for the
-// rows nearly every paid call writes: its ledger entry, its wallet's
-// balance and its audit entry. Each wallet and each audit chain head is
-// read and locked on the server once per batch, by the first call that
-// touches it (SELECT … FOR UPDATE, or the head's upsert); the calls'
-// debits and credits are applied to the balances in memory, their entries
-// chained from the heads in memory, and all of it is written in one round
-// trip before COMMIT — or before anything in the batch reads the ledger or
-// the audit log. A call's charge and append then cost no round trip of
-// their own, where they cost three.
-//
-// A call that fails has what it wrote behind dropped with its savepoint:
-// the buffer as the call began is put back (saved), which is also right
-// when the call wrote the buffer out first, ROLLBACK TO having undone that
-// write on the server. A ledger entry id that turns out to be taken is
-// found only when the buffer is written: the batch is rolled back, the call
-// that wrote the entry gets the conflict and the others run again
-// (group.MemberError).
-type behind struct {
-	balances map[string]wallet.Amount     // each wallet's balance as the batch has it, locked on the server
-	ledger   []pendingEntry               // ledger entries not yet written, in order
-	heads    map[string]consent.AuditHead // each chain's head as the batch has it, locked on the server
-	audit    []*consent.AuditEntry        // audit entries not yet written, in order
-}
-
-// pendingEntry is a ledger entry and the call that wrote it.
-type pendingEntry struct {
-	wallet.Entry
-	call int
-}
-
-// snapshot is the buffer as it is, to put back when the call fails: what
-// is appended is never changed, and a write of the buffer starts new
-// slices, so sharing them is safe.
-func (b behind) snapshot() behind {
-	return behind{balances: maps.Clone(b.balances), ledger: b.ledger, heads: maps.Clone(b.heads), audit: b.audit}
-}
+// A batch's charges and audit entries are written behind (package behind):
+// each wallet is read and locked with SELECT … FOR UPDATE, and each audit
+// chain head with its upsert (lockHead), once per batch; what the calls
+// wrote is written, with the balances and heads, in one round trip before
+// COMMIT — or before anything in the batch reads the ledger or the audit
+// log. A call's charge and append then cost no round trip of their own,
+// where they cost three.
 
 // call is the index of the running call among those the batch ran.
 func (t *batchTx) call() int { return max(t.calls-1, 0) }
 
-// balance returns the company's balance as the batch has it, reading and
-// locking its wallet first when the batch has not yet.
-func (t *batchTx) balance(ctx context.Context, company string) (wallet.Amount, error) {
-	if bal, ok := t.behind.balances[company]; ok {
-		return bal, nil
-	}
+// LoadBalance reads and locks the company's wallet (behind.Source).
+func (t *batchTx) LoadBalance(ctx context.Context, company string) (wallet.Amount, error) {
 	var bal int64
 	err := detached{t}.QueryRow(ctx, `SELECT balance FROM wallets WHERE company_id = $1 FOR UPDATE`, company).Scan(&bal)
 	if err != nil {
 		return 0, one(err, "company")
 	}
-	if t.behind.balances == nil {
-		t.behind.balances = map[string]wallet.Amount{}
-	}
-	t.behind.balances[company] = wallet.Amount(bal)
 	return wallet.Amount(bal), nil
 }
 
-// post applies entries, all of one company, to its balance and keeps them
-// for the write: a debit (sign -1) only when the balance covers their sum
-// (D4). A repeated id, among them or among the batch's, is a conflict at
-// once; one taken by an entry already stored is found at the write.
-func (t *batchTx) post(ctx context.Context, entries []*wallet.Entry, sign wallet.Amount) (wallet.Amount, error) {
-	company := entries[0].CompanyID
-	var sum wallet.Amount
-	for _, e := range entries {
-		if err := consent.CheckEntryText(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != company {
-			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		if e.Amount <= 0 {
-			return 0, consent.Errorf(consent.Invalid, "a ledger entry's amount must be positive")
-		}
-		sum += e.Amount
-	}
-	bal, err := t.balance(ctx, company)
-	if err != nil {
-		return 0, err
-	}
-	if sign < 0 && bal < sum {
-		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
-	}
-	ids := make(map[string]bool, len(t.behind.ledger)+len(entries))
-	for _, p := range t.behind.ledger {
-		ids[p.ID] = true
-	}
-	for _, e := range entries {
-		if ids[e.ID] {
-			return 0, consent.Errorf(consent.Conflict, "ledger entry already exists")
-		}
-		ids[e.ID] = true
-	}
-	for _, e := range entries {
-		t.behind.ledger = append(t.behind.ledger, pendingEntry{Entry: *e, call: t.call()})
-	}
-	bal += sign * sum
-	t.behind.balances[company] = bal
-	return bal, nil
+// LoadHead locks and reads the company's audit chain head (behind.Source).
+func (t *batchTx) LoadHead(ctx context.Context, company string) (consent.AuditHead, error) {
+	return lockHead(ctx, detached{t}, company)
 }
 
-// appendAudit chains e onto its company's head, locking and reading the
-// head first when the batch has not yet; e gets its Seq, PrevHash and Hash,
-// and a copy of it is kept for the write.
+// balance returns the company's balance as the batch has it.
+func (t *batchTx) balance(ctx context.Context, company string) (wallet.Amount, error) {
+	return t.buf.Balance(ctx, t, company)
+}
+
+// post applies entries, all of one company, to its balance (sign -1: a
+// debit) and keeps them for the write.
+func (t *batchTx) post(ctx context.Context, entries []*wallet.Entry, sign wallet.Amount) (wallet.Amount, error) {
+	return t.buf.Post(ctx, t, entries, sign, t.call())
+}
+
+// appendAudit chains e onto its company's head and keeps it for the write.
 func (t *batchTx) appendAudit(ctx context.Context, e *consent.AuditEntry) error {
-	head, ok := t.behind.heads[e.CompanyID]
-	if !ok {
-		var err error
-		if head, err = lockHead(ctx, detached{t}, e.CompanyID); err != nil {
-			return err
-		}
-		if t.behind.heads == nil {
-			t.behind.heads = map[string]consent.AuditHead{}
-		}
-	}
-	e.Seq, e.PrevHash, e.At = head.Seq+1, head.Hash, consent.UTC(e.At)
-	e.Hash = consent.AuditHash(e)
-	kept := *e
-	t.behind.audit = append(t.behind.audit, &kept)
-	t.behind.heads[e.CompanyID] = consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash}
-	return nil
+	return t.buf.Append(ctx, t, e)
 }
 
 // lockHead locks the company's audit chain head and returns it: the upsert
@@ -162,28 +77,29 @@ func lockHead(ctx context.Context, q interface {
 // in the log, migration 0012) — in one round trip with the held framing
 // statements.
 func (t *batchTx) writeBehind(ctx context.Context) error {
-	if len(t.behind.ledger) == 0 && len(t.behind.audit) == 0 {
+	if !t.buf.Pending() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	ledger := len(t.behind.ledger) > 0
+	ledger, audit := t.buf.Ledger(), t.buf.Audit()
 	br, err := t.sendBatch(ctx, func(b *pgx.Batch) {
-		if ledger {
-			queueLedger(b, t.behind.ledger, t.behind.balances)
+		if len(ledger) > 0 {
+			cos, bals := t.buf.Balances()
+			queueLedger(b, ledger, cos, bals)
 		}
-		if len(t.behind.audit) > 0 {
-			queueAudit(b, t.behind.audit, t.behind.heads)
+		if len(audit) > 0 {
+			queueAudit(b, audit, t.buf.Heads())
 		}
 	})
 	if err != nil {
 		return err
 	}
 	var taken error
-	if ledger {
-		inserted := make(map[string]bool, len(t.behind.ledger))
+	if len(ledger) > 0 {
+		inserted := make(map[string]bool, len(ledger))
 		rows, err := br.Query()
 		if err == nil {
 			var id string
@@ -193,14 +109,9 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 			br.Close()
 			return mapErr(err)
 		}
-		for _, p := range t.behind.ledger {
-			if !inserted[p.ID] {
-				// Which call's it was is known only here: the batch is
-				// rolled back, that call fails, the others run again.
-				taken = &group.MemberError{Index: p.call, Err: consent.Errorf(consent.Conflict, "ledger entry already exists")}
-				break
-			}
-		}
+		// Which call's it was is known only here: the batch is rolled
+		// back, that call fails, the others run again.
+		taken = behind.Taken(ledger, func(id string) bool { return inserted[id] })
 	}
 	err = br.Close()
 	switch {
@@ -210,7 +121,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 	case err != nil:
 		return mapErr(err)
 	}
-	t.behind.ledger, t.behind.audit = nil, nil
+	t.buf.Written()
 	return nil
 }
 
@@ -218,7 +129,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 // of the balances that changed. The insert returns the ids it inserted: a
 // taken one is skipped, not an error, so that the write can say whose it
 // was.
-func queueLedger(b *pgx.Batch, entries []pendingEntry, balances map[string]wallet.Amount) {
+func queueLedger(b *pgx.Batch, entries []behind.Entry, cos []string, balances []wallet.Amount) {
 	n := len(entries)
 	var (
 		ids, companies, kinds, refs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -235,17 +146,16 @@ func queueLedger(b *pgx.Batch, entries []pendingEntry, balances map[string]walle
 			AS u (id, company_id, kind, amount, reference, created_at, n)
 		ORDER BY u.n
 		ON CONFLICT (id) DO NOTHING RETURNING id`, ids, companies, kinds, amounts, refs, created)
-	var cos []string
-	var bals []int64
-	for _, c := range slices.Sorted(maps.Keys(balances)) {
-		cos, bals = append(cos, c), append(bals, int64(balances[c]))
+	bals := make([]int64, len(balances))
+	for i, bal := range balances {
+		bals[i] = int64(bal)
 	}
 	b.Queue(`UPDATE wallets w SET balance = u.balance FROM unnest($1::text[], $2::bigint[]) AS u (company_id, balance)
 		WHERE w.company_id = u.company_id AND w.balance <> u.balance`, cos, bals)
 }
 
 // queueAudit queues the insert of the entries and the move of the heads.
-func queueAudit(b *pgx.Batch, entries []*consent.AuditEntry, heads map[string]consent.AuditHead) {
+func queueAudit(b *pgx.Batch, entries []*consent.AuditEntry, heads []consent.AuditHead) {
 	n := len(entries)
 	var (
 		companies, actors, actions, targets, outcomes, requests, details = make([]string, n), make([]string, n),
@@ -267,9 +177,8 @@ func queueAudit(b *pgx.Batch, entries []*consent.AuditEntry, heads map[string]co
 		hseqs      []int64
 		headHashes [][]byte
 	)
-	for _, c := range slices.Sorted(maps.Keys(heads)) {
-		h := heads[c]
-		cos, hseqs, headHashes = append(cos, c), append(hseqs, h.Seq), append(headHashes, h.Hash[:])
+	for _, h := range heads {
+		cos, hseqs, headHashes = append(cos, h.CompanyID), append(hseqs, h.Seq), append(headHashes, h.Hash[:])
 	}
 	b.Queue(`UPDATE audit_heads h SET seq = u.seq, hash = u.hash
 		FROM unnest($1::text[], $2::bigint[], $3::bytea[]) AS u (company_id, seq, hash)

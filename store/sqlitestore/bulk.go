@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/internal/behind"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -190,6 +191,9 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if len(entries) == 0 {
 		return 0, nil
 	}
+	if t.batch != nil {
+		return t.batch.buf.Post(ctx, t.batch, entries, -1, t.batch.call())
+	}
 	const cols = 6
 	company := entries[0].CompanyID
 	var sum wallet.Amount
@@ -226,8 +230,8 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 }
 
 // AppendAudits reads the head, appends the entries (execRows) and moves
-// the head once, onto the last of them
-// (which the head's trigger checks is in the log: migration 0012).
+// the head once, onto the last of them (which the head's trigger checks is
+// in the log: migration 0012).
 func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -241,40 +245,83 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
 		}
 	}
-	var (
-		seq  int64
-		prev []byte
-	)
-	err := t.tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_heads WHERE company_id = ?`, company).Scan(&seq, &prev)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		prev = nil // the chain's first entry
-	case err != nil:
-		return mapErr(err)
+	if t.batch != nil {
+		for _, e := range entries {
+			if err := t.batch.buf.Append(ctx, t.batch, e); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	last, err := sqlrow.ScanDigest(prev)
+	head, err := auditHead(ctx, t.tx, company)
 	if err != nil {
 		return err
 	}
 	for _, e := range entries {
-		seq++
-		e.Seq, e.PrevHash, e.At = seq, last, consent.UTC(e.At)
+		head.Seq++
+		e.Seq, e.PrevHash, e.At = head.Seq, head.Hash, consent.UTC(e.At)
 		e.Hash = consent.AuditHash(e)
-		last = e.Hash
+		head.Hash = e.Hash
 	}
+	if err := t.insertAudits(ctx, entries); err != nil {
+		return err
+	}
+	return t.moveHead(ctx, head)
+}
+
+// insertAudits inserts chained entries, in order.
+func (t *tx) insertAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	const cols = 11
 	args := make([]any, 0, cols*len(entries))
 	for _, e := range entries {
-		args = append(args, company, e.Seq, e.At.UnixMicro(), e.Actor, e.Action, e.Target, e.Outcome, e.RequestID,
+		args = append(args, e.CompanyID, e.Seq, e.At.UnixMicro(), e.Actor, e.Action, e.Target, e.Outcome, e.RequestID,
 			e.Detail, e.PrevHash[:], e.Hash[:])
 	}
-	if err := t.execRows(ctx, cols, args, func(list string) string {
+	return t.execRows(ctx, cols, args, func(list string) string {
 		return `INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id, detail,
 			prev_hash, hash) VALUES ` + list
-	}, nil); err != nil {
-		return err
-	}
-	_, err = t.exec(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, ?, ?)
-		ON CONFLICT (company_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`, company, seq, last[:])
+	}, nil)
+}
+
+// moveHead moves a chain's head onto h, an entry of the log.
+func (t *tx) moveHead(ctx context.Context, h consent.AuditHead) error {
+	_, err := t.exec(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, ?, ?)
+		ON CONFLICT (company_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash`, h.CompanyID, h.Seq, h.Hash[:])
 	return err
+}
+
+// insertLedger inserts entries in order, skipping those whose ids are
+// taken, and returns the ids it inserted.
+func (t *tx) insertLedger(ctx context.Context, entries []behind.Entry) (map[string]bool, error) {
+	const cols = 6
+	per := rowsPerStatement(cols)
+	inserted := make(map[string]bool, len(entries))
+	for rest := entries; len(rest) > 0; {
+		chunk := rest[:min(len(rest), per)]
+		rest = rest[len(chunk):]
+		args := make([]any, 0, cols*len(chunk))
+		for _, e := range chunk {
+			args = append(args, e.ID, e.CompanyID, string(e.Kind), int64(e.Amount), e.Reference, e.CreatedAt.UnixMicro())
+		}
+		rows, err := t.tx.QueryContext(ctx, `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
+			VALUES `+valueRows(len(chunk), cols)+` ON CONFLICT (id) DO NOTHING RETURNING id`, args...)
+		if err != nil {
+			return nil, mapErr(err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			inserted[id] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, mapErr(err)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, mapErr(err)
+		}
+	}
+	return inserted, nil
 }

@@ -64,6 +64,9 @@ func readPage[T any](ctx context.Context, t *tx, table, columns string, p consen
 }
 
 func (t *tx) LedgerPage(ctx context.Context, p consent.Page) ([]*wallet.Entry, error) {
+	if err := t.readBehind(ctx); err != nil {
+		return nil, err
+	}
 	return readPage(ctx, t, "ledger", entryColumns, p, scanEntry)
 }
 

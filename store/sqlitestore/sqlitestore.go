@@ -56,7 +56,7 @@ type Config struct {
 type Store struct {
 	write *sql.DB // one connection: SQLite has one writer at a time
 	read  *sql.DB
-	group *group.Group[*sql.Tx] // nil when group commit is off
+	group *group.Group[*batchTx] // nil when group commit is off
 	// checkpoints runs until stop is closed; done is closed when it ends.
 	stop, done chan struct{}
 }
@@ -254,7 +254,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	if s.group == nil {
 		return s.run(ctx, s.write, nil, fn)
 	}
-	return mapErr(s.group.Do(ctx, func(t *sql.Tx) error { return fn(&tx{tx: detached{t}}) }))
+	return mapErr(s.group.Do(ctx, func(b *batchTx) error { return fn(&tx{tx: detached{b}, batch: b}) }))
 }
 
 // GroupStats returns how many group-commit batches have run and how many
@@ -264,55 +264,6 @@ func (s *Store) GroupStats() (batches, calls int64) {
 		return 0, 0
 	}
 	return s.group.Stats()
-}
-
-// groupOps are the statements of a group-commit batch on the writer.
-func groupOps(write *sql.DB) group.Ops[*sql.Tx] {
-	exec := func(ctx context.Context, t *sql.Tx, q string) error {
-		_, err := t.ExecContext(ctx, q)
-		return err
-	}
-	return group.Ops[*sql.Tx]{
-		Begin:     func(ctx context.Context) (*sql.Tx, error) { return write.BeginTx(ctx, nil) },
-		Commit:    func(_ context.Context, t *sql.Tx) error { return t.Commit() },
-		Rollback:  func(_ context.Context, t *sql.Tx) error { return t.Rollback() },
-		Savepoint: func(ctx context.Context, t *sql.Tx) error { return exec(ctx, t, "SAVEPOINT call") },
-		Release:   func(ctx context.Context, t *sql.Tx) error { return exec(ctx, t, "RELEASE call") },
-		RollbackTo: func(ctx context.Context, t *sql.Tx) error {
-			if err := exec(ctx, t, "ROLLBACK TO call"); err != nil {
-				return err
-			}
-			return exec(ctx, t, "RELEASE call")
-		},
-	}
-}
-
-// detached runs a group-commit batch's statements so that a cancelled
-// caller's context never interrupts one (on SQLite an interrupted write
-// rolls back the whole transaction, the other callers' work with it): a
-// statement that starts runs to its end, and one that a cancelled caller
-// would start fails at once with the context's error (database/sql checks
-// the context before it reaches the driver), so the caller's function
-// fails and only its work is undone.
-type detached struct{ *sql.Tx }
-
-func uncancelled(ctx context.Context) context.Context {
-	if ctx.Err() != nil {
-		return ctx
-	}
-	return context.WithoutCancel(ctx)
-}
-
-func (d detached) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.Tx.ExecContext(uncancelled(ctx), q, args...)
-}
-
-func (d detached) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	return d.Tx.QueryContext(uncancelled(ctx), q, args...)
-}
-
-func (d detached) QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row {
-	return d.Tx.QueryRowContext(uncancelled(ctx), q, args...)
 }
 
 // View runs fn in a read transaction on the read pool.

@@ -17,7 +17,13 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-type tx struct{ tx querier }
+type tx struct {
+	tx querier
+	// batch is the group-commit batch the transaction is a call of (nil
+	// outside one): its charges and audit entries are written behind
+	// (batch.go).
+	batch *batchTx
+}
 
 // querier is a *sql.Tx, or a detached one in a group-commit batch.
 type querier interface {
@@ -606,12 +612,22 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.buf.Balance(ctx, t.batch, companyID)
+	}
+	return balance(ctx, t.tx, companyID)
+}
+
+func balance(ctx context.Context, q querier, companyID string) (wallet.Amount, error) {
 	var bal wallet.Amount
-	err := t.tx.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE company_id = ?`, companyID).Scan(&bal)
+	err := q.QueryRowContext(ctx, `SELECT balance FROM wallets WHERE company_id = ?`, companyID).Scan(&bal)
 	return bal, one(err, "company")
 }
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.buf.Post(ctx, t.batch, []*wallet.Entry{e}, 1, t.batch.call()) // which checks e
+	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
 	}
@@ -627,6 +643,9 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // Debit is conditional in one statement: the WHERE clause refuses a debit
 // the balance cannot cover (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if t.batch != nil {
+		return t.batch.buf.Post(ctx, t.batch, []*wallet.Entry{e}, -1, t.batch.call()) // which checks e
+	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
 	}
@@ -668,6 +687,9 @@ func scanEntry(row interface{ Scan(...any) error }) (*wallet.Entry, error) {
 }
 
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	if err := t.readBehind(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = ? ORDER BY seq`, companyID)
 	return collect(rows, err, scanEntry)
 }
@@ -677,6 +699,9 @@ func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, err
 func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 	if err := e.CheckText(); err != nil {
 		return err
+	}
+	if t.batch != nil {
+		return t.batch.buf.Append(ctx, t.batch, e)
 	}
 	var prev []byte
 	err := t.tx.QueryRowContext(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, 1, zeroblob(32))
@@ -700,6 +725,9 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 
 func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
 	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
 	order := "ASC"
@@ -742,23 +770,34 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
+	if err := t.readBehind(ctx); err != nil {
+		return nil, err
+	}
+	h, err := auditHead(ctx, t.tx, companyID)
+	if err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// auditHead reads the head of the company's chain: seq 0 and the zero
+// hash when the chain has no entry yet.
+func auditHead(ctx context.Context, q querier, companyID string) (consent.AuditHead, error) {
 	h := consent.AuditHead{CompanyID: companyID}
 	var (
 		seq  *int64
 		hash []byte
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT h.seq, h.hash FROM companies c
+	err := q.QueryRowContext(ctx, `SELECT h.seq, h.hash FROM companies c
 		LEFT JOIN audit_heads h ON h.company_id = c.id WHERE c.id = ?`, companyID).Scan(&seq, &hash)
 	if err != nil {
-		return nil, one(err, "company")
+		return h, one(err, "company")
 	}
 	if seq != nil {
 		h.Seq = *seq
 	}
-	if h.Hash, err = sqlrow.ScanDigest(hash); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	h.Hash, err = sqlrow.ScanDigest(hash)
+	return h, err
 }
 
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},
 		{"ConcurrentTakenEntryIDs", testConcurrentTakenEntryIDs},
 		{"ConcurrentChargesReadBack", testConcurrentChargesReadBack},
+		{"ConcurrentDirectAndBehind", testConcurrentDirectAndBehind},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},
