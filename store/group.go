@@ -24,8 +24,9 @@ import "time"
 //     ledger or the log in the batch): one round trip on PostgreSQL, a few
 //     multi-row statements on SQLite. A ledger entry id found taken there
 //     fails its own call with a conflict; the batch is rolled back and the
-//     other calls run again. On SQLite a call's savepoint is made only
-//     before its first statement that writes.
+//     other calls run again. A call that runs alone writes directly. On
+//     SQLite a call's savepoint is made only before its first statement
+//     that writes.
 //   - A caller's context ends its wait for a turn, and a cancelled caller's
 //     next statement fails with the context's error, so that its function
 //     fails and its work is undone; but a statement that has started runs

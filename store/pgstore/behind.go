@@ -20,6 +20,17 @@ import (
 // log. A call's charge and append then cost no round trip of their own,
 // where they cost three.
 
+// shared returns t when the batch runs more than one call, whose charges
+// and audit entries are then written behind, and nil when it runs one
+// alone: a lone call gains nothing from the buffer (it still reads and
+// locks its wallet and head) and writes directly, as without group commit.
+func (t *batchTx) shared() *batchTx {
+	if t.calls == 0 { // no savepoint: the call is alone
+		return nil
+	}
+	return t
+}
+
 // call is the index of the running call among those the batch ran.
 func (t *batchTx) call() int { return max(t.calls-1, 0) }
 

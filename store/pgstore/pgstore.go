@@ -174,7 +174,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if s.group != nil {
 			err = mapErr(s.group.Do(ctx, func(t *batchTx) error {
-				return fn(&tx{tx: detached{t}, lock: " FOR UPDATE", batch: t})
+				return fn(&tx{tx: detached{t}, lock: " FOR UPDATE", batch: t.shared()})
 			}))
 		} else {
 			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)

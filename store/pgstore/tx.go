@@ -19,9 +19,9 @@ import (
 type tx struct {
 	tx   pgx.Tx
 	lock string // " FOR UPDATE" inside Update, "" inside View
-	// batch is the group-commit batch the transaction is a call of (nil
-	// outside one): its charges and audit entries are written behind
-	// (behind.go).
+	// batch is the group-commit batch the transaction is a call of, when
+	// the batch runs more than one call (nil otherwise): its charges and
+	// audit entries are written behind (behind.go).
 	batch *batchTx
 }
 

@@ -160,6 +160,18 @@ func (d detached) QueryRowContext(ctx context.Context, q string, args ...any) *s
 	return d.Tx.QueryRowContext(uncancelled(ctx), q, args...)
 }
 
+// shared returns t when the batch runs more than one call, whose charges
+// and audit entries are then written behind, and nil when it runs one
+// alone: a lone call gains nothing from the buffer (it would still read its
+// wallet and head, and then write them) and writes directly, as without
+// group commit.
+func (t *batchTx) shared() *batchTx {
+	if t.calls == 0 { // no savepoint: the call is alone
+		return nil
+	}
+	return t
+}
+
 // call is the index of the running call among those the batch ran.
 func (t *batchTx) call() int { return max(t.calls-1, 0) }
 
@@ -187,15 +199,15 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 	}
 	w := &tx{tx: detached{t}}
 	if ledger := t.buf.Ledger(); len(ledger) > 0 {
-		inserted, err := w.insertLedger(ctx, ledger)
+		taken, err := w.insertLedger(ctx, ledger)
 		if err != nil {
 			return err
 		}
-		// Which call's entry it was is known only here: the batch is
-		// rolled back, that call fails, the others run again.
-		if taken := behind.Taken(ledger, func(id string) bool { return inserted[id] }); taken != nil {
-			t.broken = taken
-			return taken
+		if len(taken) > 0 {
+			// Which call's entry it was is known only here: the batch is
+			// rolled back, that call fails, the others run again.
+			t.broken = behind.Taken(ledger, func(id string) bool { return !taken[id] })
+			return t.broken
 		}
 		cos, bals := t.buf.Balances()
 		for i, c := range cos {

@@ -106,12 +106,8 @@ func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, er
 	for rest := ids; len(rest) > 0; {
 		chunk := rest[:min(len(rest), rowsPerStatement(1))]
 		rest = rest[len(chunk):]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
 		rows, err := t.tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id IN (`+
-			strings.Repeat("?,", len(chunk)-1)+`?)`, args...)
+			strings.Repeat("?,", len(chunk)-1)+`?)`, anys(chunk)...)
 		list, err := collect(rows, err, scanSession)
 		if err != nil {
 			return nil, err
@@ -290,38 +286,48 @@ func (t *tx) moveHead(ctx context.Context, h consent.AuditHead) error {
 	return err
 }
 
-// insertLedger inserts entries in order, skipping those whose ids are
-// taken, and returns the ids it inserted.
-func (t *tx) insertLedger(ctx context.Context, entries []behind.Entry) (map[string]bool, error) {
+// insertLedger inserts entries in order and returns nil, or the ids among
+// them that were found taken when the insert failed on one (the insert is
+// then undone; SQLite undoes a failed statement whole).
+func (t *tx) insertLedger(ctx context.Context, entries []behind.Entry) (taken map[string]bool, err error) {
 	const cols = 6
-	per := rowsPerStatement(cols)
-	inserted := make(map[string]bool, len(entries))
-	for rest := entries; len(rest) > 0; {
-		chunk := rest[:min(len(rest), per)]
+	args := make([]any, 0, cols*len(entries))
+	for _, e := range entries {
+		args = append(args, e.ID, e.CompanyID, string(e.Kind), int64(e.Amount), e.Reference, e.CreatedAt.UnixMicro())
+	}
+	err = t.execRows(ctx, cols, args, func(list string) string {
+		return `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at) VALUES ` + list
+	}, nil)
+	if consent.ErrorCode(err) != consent.Conflict {
+		return nil, err
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	taken = map[string]bool{}
+	for rest := ids; len(rest) > 0; {
+		chunk := rest[:min(len(rest), rowsPerStatement(1))]
 		rest = rest[len(chunk):]
-		args := make([]any, 0, cols*len(chunk))
-		for _, e := range chunk {
-			args = append(args, e.ID, e.CompanyID, string(e.Kind), int64(e.Amount), e.Reference, e.CreatedAt.UnixMicro())
+		found, qerr := t.ids(ctx, `SELECT id FROM ledger WHERE id IN (`+strings.Repeat("?,", len(chunk)-1)+`?)`, anys(chunk)...)
+		if qerr != nil {
+			return nil, qerr
 		}
-		rows, err := t.tx.QueryContext(ctx, `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
-			VALUES `+valueRows(len(chunk), cols)+` ON CONFLICT (id) DO NOTHING RETURNING id`, args...)
-		if err != nil {
-			return nil, mapErr(err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			inserted[id] = true
-		}
-		if err := rows.Close(); err != nil {
-			return nil, mapErr(err)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, mapErr(err)
+		for _, id := range found {
+			taken[id] = true
 		}
 	}
-	return inserted, nil
+	if len(taken) == 0 {
+		return nil, err // not an id of these: the conflict stands as it is
+	}
+	return taken, nil
+}
+
+// anys returns ss as a list of arguments.
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

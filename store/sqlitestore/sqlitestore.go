@@ -254,7 +254,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	if s.group == nil {
 		return s.run(ctx, s.write, nil, fn)
 	}
-	return mapErr(s.group.Do(ctx, func(b *batchTx) error { return fn(&tx{tx: detached{b}, batch: b}) }))
+	return mapErr(s.group.Do(ctx, func(b *batchTx) error { return fn(&tx{tx: detached{b}, batch: b.shared()}) }))
 }
 
 // GroupStats returns how many group-commit batches have run and how many

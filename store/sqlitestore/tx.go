@@ -19,9 +19,9 @@ import (
 
 type tx struct {
 	tx querier
-	// batch is the group-commit batch the transaction is a call of (nil
-	// outside one): its charges and audit entries are written behind
-	// (batch.go).
+	// batch is the group-commit batch the transaction is a call of, when
+	// the batch runs more than one call (nil otherwise): its charges and
+	// audit entries are written behind (batch.go).
 	batch *batchTx
 }
 
