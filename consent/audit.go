@@ -240,8 +240,9 @@ type AuditParams struct {
 	Target    string
 	// Err is the outcome: nil is AuditOK, else its ErrorCode.
 	Err error
-	// Detail is marshalled to JSON (nil: none). Keep it short, and never
-	// put an email, a mobile number or a secret in it.
+	// Detail is marshalled to JSON (nil: none), or appends itself when it
+	// is a DetailAppender. Keep it short, and never put an email, a mobile
+	// number or a secret in it.
 	Detail any
 	// Actor, when set, is recorded instead of the context's (ActorFrom),
 	// which is recorded instead of ActorOperator.
@@ -274,14 +275,26 @@ func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, e
 	if p.Err != nil {
 		e.Outcome = string(ErrorCode(p.Err))
 	}
-	if p.Detail != nil {
-		b, err := json.Marshal(p.Detail)
+	switch d := p.Detail.(type) {
+	case nil:
+	case DetailAppender:
+		e.Detail = string(d.AppendDetail(make([]byte, 0, 128)))
+	default:
+		b, err := json.Marshal(d)
 		if err != nil {
 			return nil, fmt.Errorf("audit detail: %w", err)
 		}
 		e.Detail = string(b)
 	}
 	return e, nil
+}
+
+// DetailAppender is an audit Detail that appends its own JSON object,
+// byte for byte what encoding/json would write for it, without
+// encoding/json's reflection: the details of the calls that every
+// verification and retention makes.
+type DetailAppender interface {
+	AppendDetail(b []byte) []byte
 }
 
 // Refused reports whether err refuses a request for a reason of its own (a

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -208,6 +210,48 @@ type auditDetail struct {
 type infoDetail struct {
 	Charged    *wallet.Amount `json:"charged,omitempty"`
 	PropertyID string         `json:"property_id"`
+}
+
+// AppendDetail appends d's JSON, as encoding/json writes it
+// (consent.DetailAppender).
+func (d *auditDetail) AppendDetail(b []byte) []byte {
+	if d == nil {
+		return append(b, "null"...)
+	}
+	open := len(b)
+	b = append(b, '{')
+	if d.Charged != nil {
+		b = jsontext.AppendMember(b, open, "charged")
+		b, _ = d.Charged.AppendText(b)
+	}
+	if d.Originator != "" {
+		b = jsontext.AppendMember(b, open, "originator_company_id")
+		b = jsontext.AppendString(b, d.Originator)
+	}
+	if d.Valid != nil {
+		b = jsontext.AppendMember(b, open, "valid")
+		b = strconv.AppendBool(b, *d.Valid)
+	}
+	b = jsontext.AppendMember(b, open, "verification_type")
+	b = jsontext.AppendString(b, d.VerificationType)
+	return append(b, '}')
+}
+
+// AppendDetail appends d's JSON, as encoding/json writes it
+// (consent.DetailAppender).
+func (d *infoDetail) AppendDetail(b []byte) []byte {
+	if d == nil {
+		return append(b, "null"...)
+	}
+	open := len(b)
+	b = append(b, '{')
+	if d.Charged != nil {
+		b = jsontext.AppendMember(b, open, "charged")
+		b, _ = d.Charged.AppendText(b)
+	}
+	b = jsontext.AppendMember(b, open, "property_id")
+	b = jsontext.AppendString(b, d.PropertyID)
+	return append(b, '}')
 }
 
 // digests returns the digests of the lead's email and mobile; nil for one

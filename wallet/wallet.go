@@ -115,22 +115,35 @@ func allDigits(s string) bool {
 // String prints the amount in dollars with as few decimals as are exact:
 // 15000 → "0.015", 100000 → "0.1", 24985000 → "24.985", 0 → "0".
 func (a Amount) String() string {
+	var buf [24]byte // "-9223372036854.775808"
+	return string(a.append(buf[:0]))
+}
+
+// AppendText appends the amount as String prints it
+// (encoding.TextAppender).
+func (a Amount) AppendText(b []byte) ([]byte, error) { return a.append(b), nil }
+
+func (a Amount) append(b []byte) []byte {
 	u := uint64(a)
-	sign := ""
 	if a < 0 {
-		sign, u = "-", uint64(-(a+1))+1
+		b, u = append(b, '-'), uint64(-(a+1))+1
 	}
 	whole, frac := u/uint64(Dollar), u%uint64(Dollar)
+	b = strconv.AppendUint(b, whole, 10)
 	if frac == 0 {
-		return sign + strconv.FormatUint(whole, 10)
+		return b
 	}
-	f := fmt.Sprintf("%06d", frac)
-	return sign + strconv.FormatUint(whole, 10) + "." + strings.TrimRight(f, "0")
+	b = append(b, '.')
+	for d := uint64(Dollar) / 10; frac > 0; d /= 10 { // the digits of frac, six wide, without trailing zeros
+		b = append(b, byte('0'+frac/d))
+		frac %= d
+	}
+	return b
 }
 
 // MarshalJSON writes the amount as an exact JSON number of dollars.
 func (a Amount) MarshalJSON() ([]byte, error) {
-	return []byte(a.String()), nil
+	return a.append(make([]byte, 0, 24)), nil
 }
 
 // UnmarshalJSON reads a JSON number or a JSON string holding a decimal number

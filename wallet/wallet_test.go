@@ -76,6 +76,9 @@ func TestAmountString(t *testing.T) {
 		if got := tt.in.String(); got != tt.want {
 			t.Errorf("Amount(%d).String() = %q, want %q", int64(tt.in), got, tt.want)
 		}
+		if got, err := tt.in.AppendText([]byte("x=")); string(got) != "x="+tt.want || err != nil {
+			t.Errorf("Amount(%d).AppendText(x=) = %q, %v; want %q", int64(tt.in), got, err, "x="+tt.want)
+		}
 	}
 }
 

@@ -1,6 +1,9 @@
 package jsontext
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestValid(t *testing.T) {
 	for raw, want := range map[string]bool{
@@ -48,5 +51,18 @@ func FuzzValid(f *testing.F) {
 	f.Add([]byte(`"\ud83d\`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		Valid(raw) // never panics, whatever the input
+	})
+}
+
+// AppendString writes what encoding/json writes.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "exact", "cert-1", `a"b\c`, "<&>", "tab\there", "é", "\u2028", "\xff", "~\x7f"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Fatalf("AppendString(%q) = %s, want x%s", s, got, want)
+		}
 	})
 }
