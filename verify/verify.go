@@ -212,18 +212,25 @@ type infoDetail struct {
 	PropertyID string         `json:"property_id"`
 }
 
+// startDetail opens a detail's JSON object, with its charge when there is
+// one; open is where the object starts.
+func startDetail(b []byte, charged *wallet.Amount) (_ []byte, open int) {
+	open = len(b)
+	b = append(b, '{')
+	if charged != nil {
+		b = jsontext.AppendMember(b, open, "charged")
+		b, _ = charged.AppendText(b)
+	}
+	return b, open
+}
+
 // AppendDetail appends d's JSON, as encoding/json writes it
 // (consent.DetailAppender).
 func (d *auditDetail) AppendDetail(b []byte) []byte {
 	if d == nil {
 		return append(b, "null"...)
 	}
-	open := len(b)
-	b = append(b, '{')
-	if d.Charged != nil {
-		b = jsontext.AppendMember(b, open, "charged")
-		b, _ = d.Charged.AppendText(b)
-	}
+	b, open := startDetail(b, d.Charged)
 	if d.Originator != "" {
 		b = jsontext.AppendMember(b, open, "originator_company_id")
 		b = jsontext.AppendString(b, d.Originator)
@@ -243,12 +250,7 @@ func (d *infoDetail) AppendDetail(b []byte) []byte {
 	if d == nil {
 		return append(b, "null"...)
 	}
-	open := len(b)
-	b = append(b, '{')
-	if d.Charged != nil {
-		b = jsontext.AppendMember(b, open, "charged")
-		b, _ = d.Charged.AppendText(b)
-	}
+	b, open := startDetail(b, d.Charged)
 	b = jsontext.AppendMember(b, open, "property_id")
 	b = jsontext.AppendString(b, d.PropertyID)
 	return append(b, '}')
