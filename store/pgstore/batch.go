@@ -41,12 +41,8 @@ type batchTx struct {
 	// broken is set when a held statement failed: the transaction can no
 	// longer be trusted, and undoing the call reports it.
 	broken error
-	// buf holds what the batch's calls wrote behind (behind.go); saved
-	// is what it held when the current call began, which undoing the call
-	// puts back; calls counts the calls that began with a savepoint (the
-	// running call is calls-1, or 0 alone).
-	buf, saved behind.Buffer
-	calls      int
+	// wb holds what the batch's calls wrote behind (behind.go).
+	wb behind.Batch
 }
 
 const (
@@ -86,8 +82,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 		},
 		Savepoint: func(ctx context.Context, t *batchTx) error {
 			t.held, t.spHeld = append(t.held, savepoint), true
-			t.saved = t.buf.Snapshot()
-			t.calls++
+			t.wb.BeginCall()
 			return nil
 		},
 		Release: func(ctx context.Context, t *batchTx) error {
@@ -99,7 +94,7 @@ func groupOps(pool *pgxpool.Pool) group.Ops[*batchTx] {
 			return nil
 		},
 		RollbackTo: func(ctx context.Context, t *batchTx) error {
-			t.buf = t.saved
+			t.wb.UndoCall()
 			if t.broken != nil {
 				return t.broken
 			}

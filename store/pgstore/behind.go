@@ -20,19 +20,14 @@ import (
 // log. A call's charge and append then cost no round trip of their own,
 // where they cost three.
 
-// shared returns t when the batch runs more than one call, whose charges
-// and audit entries are then written behind, and nil when it runs one
-// alone: a lone call gains nothing from the buffer (it still reads and
-// locks its wallet and head) and writes directly, as without group commit.
+// shared returns t when its calls write behind (behind.Batch.Shared),
+// nil when its one call writes directly.
 func (t *batchTx) shared() *batchTx {
-	if t.calls == 0 { // no savepoint: the call is alone
+	if !t.wb.Shared() {
 		return nil
 	}
 	return t
 }
-
-// call is the index of the running call among those the batch ran.
-func (t *batchTx) call() int { return max(t.calls-1, 0) }
 
 // LoadBalance reads and locks the company's wallet (behind.Source).
 func (t *batchTx) LoadBalance(ctx context.Context, company string) (wallet.Amount, error) {
@@ -47,22 +42,6 @@ func (t *batchTx) LoadBalance(ctx context.Context, company string) (wallet.Amoun
 // LoadHead locks and reads the company's audit chain head (behind.Source).
 func (t *batchTx) LoadHead(ctx context.Context, company string) (consent.AuditHead, error) {
 	return lockHead(ctx, detached{t}, company)
-}
-
-// balance returns the company's balance as the batch has it.
-func (t *batchTx) balance(ctx context.Context, company string) (wallet.Amount, error) {
-	return t.buf.Balance(ctx, t, company)
-}
-
-// post applies entries, all of one company, to its balance (sign -1: a
-// debit) and keeps them for the write.
-func (t *batchTx) post(ctx context.Context, entries []*wallet.Entry, sign wallet.Amount) (wallet.Amount, error) {
-	return t.buf.Post(ctx, t, entries, sign, t.call())
-}
-
-// appendAudit chains e onto its company's head and keeps it for the write.
-func (t *batchTx) appendAudit(ctx context.Context, e *consent.AuditEntry) error {
-	return t.buf.Append(ctx, t, e)
 }
 
 // lockHead locks the company's audit chain head and returns it: the upsert
@@ -88,21 +67,21 @@ func lockHead(ctx context.Context, q interface {
 // in the log, migration 0012) — in one round trip with the held framing
 // statements.
 func (t *batchTx) writeBehind(ctx context.Context) error {
-	if !t.buf.Pending() {
+	if !t.wb.Pending() {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	ctx = context.WithoutCancel(ctx)
-	ledger, audit := t.buf.Ledger(), t.buf.Audit()
+	ledger, audit := t.wb.Ledger(), t.wb.Audit()
 	br, err := t.sendBatch(ctx, func(b *pgx.Batch) {
 		if len(ledger) > 0 {
-			cos, bals := t.buf.Balances()
+			cos, bals := t.wb.Balances()
 			queueLedger(b, ledger, cos, bals)
 		}
 		if len(audit) > 0 {
-			queueAudit(b, audit, t.buf.Heads())
+			queueAudit(b, audit, t.wb.Heads())
 		}
 	})
 	if err != nil {
@@ -132,7 +111,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 	case err != nil:
 		return mapErr(err)
 	}
-	t.buf.Written()
+	t.wb.Written()
 	return nil
 }
 

@@ -142,7 +142,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 		return 0, nil
 	}
 	if t.batch != nil {
-		return t.batch.post(ctx, entries, -1)
+		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
 	company := entries[0].CompanyID
 	n := len(entries)
@@ -205,7 +205,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	}
 	if t.batch != nil {
 		for _, e := range entries {
-			if err := t.batch.appendAudit(ctx, e); err != nil {
+			if err := t.batch.wb.Append(ctx, t.batch, e); err != nil {
 				return err
 			}
 		}

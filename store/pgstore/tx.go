@@ -575,7 +575,7 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.balance(ctx, companyID)
+		return t.batch.wb.Balance(ctx, t.batch, companyID)
 	}
 	var bal int64
 	err := t.tx.QueryRow(ctx, `SELECT balance FROM wallets WHERE company_id = $1`+t.lock, companyID).Scan(&bal)
@@ -584,7 +584,7 @@ func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, erro
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.post(ctx, []*wallet.Entry{e}, 1) // which checks e
+		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
@@ -597,7 +597,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // row, so the balance never goes below zero (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.post(ctx, []*wallet.Entry{e}, -1) // which checks e
+		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
 	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
@@ -663,7 +663,7 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 		return err
 	}
 	if t.batch != nil {
-		return t.batch.appendAudit(ctx, e)
+		return t.batch.wb.Append(ctx, t.batch, e)
 	}
 	var prev []byte
 	err := t.tx.QueryRow(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES ($1, 1, $2)

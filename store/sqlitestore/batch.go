@@ -30,12 +30,8 @@ type batchTx struct {
 	*sql.Tx
 	inCall bool // a call runs inside a savepoint of its own (a batch of one has none)
 	open   bool // that savepoint is on the database
-	// buf holds what the batch's calls wrote behind; saved is what it held
-	// when the running call began, which undoing the call puts back; calls
-	// counts the calls that began with a savepoint (the running call is
-	// calls-1, or 0 alone).
-	buf, saved behind.Buffer
-	calls      int
+	// wb holds what the batch's calls wrote behind.
+	wb behind.Batch
 	// broken is set when the batch cannot be kept: a ledger id found taken
 	// when the buffer was written, or a savepoint that could not be made.
 	broken error
@@ -66,8 +62,7 @@ func groupOps(write *sql.DB) group.Ops[*batchTx] {
 		Rollback: func(_ context.Context, t *batchTx) error { return t.Tx.Rollback() },
 		Savepoint: func(ctx context.Context, t *batchTx) error {
 			t.inCall, t.open = true, false
-			t.saved = t.buf.Snapshot()
-			t.calls++
+			t.wb.BeginCall()
 			return nil
 		},
 		Release: func(ctx context.Context, t *batchTx) error {
@@ -80,7 +75,8 @@ func groupOps(write *sql.DB) group.Ops[*batchTx] {
 			return err
 		},
 		RollbackTo: func(ctx context.Context, t *batchTx) error {
-			t.buf, t.inCall = t.saved, false
+			t.wb.UndoCall()
+			t.inCall = false
 			if t.broken != nil {
 				return t.broken
 			}
@@ -160,20 +156,14 @@ func (d detached) QueryRowContext(ctx context.Context, q string, args ...any) *s
 	return d.Tx.QueryRowContext(uncancelled(ctx), q, args...)
 }
 
-// shared returns t when the batch runs more than one call, whose charges
-// and audit entries are then written behind, and nil when it runs one
-// alone: a lone call gains nothing from the buffer (it would still read its
-// wallet and head, and then write them) and writes directly, as without
-// group commit.
+// shared returns t when its calls write behind (behind.Batch.Shared),
+// nil when its one call writes directly.
 func (t *batchTx) shared() *batchTx {
-	if t.calls == 0 { // no savepoint: the call is alone
+	if !t.wb.Shared() {
 		return nil
 	}
 	return t
 }
-
-// call is the index of the running call among those the batch ran.
-func (t *batchTx) call() int { return max(t.calls-1, 0) }
 
 // LoadBalance reads the company's balance (behind.Source). SQLite has one
 // writer: the row needs no lock.
@@ -194,11 +184,11 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 	if t.broken != nil {
 		return t.broken
 	}
-	if !t.buf.Pending() {
+	if !t.wb.Pending() {
 		return nil
 	}
 	w := &tx{tx: detached{t}}
-	if ledger := t.buf.Ledger(); len(ledger) > 0 {
+	if ledger := t.wb.Ledger(); len(ledger) > 0 {
 		taken, err := w.insertLedger(ctx, ledger)
 		if err != nil {
 			return err
@@ -209,7 +199,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 			t.broken = behind.Taken(ledger, func(id string) bool { return !taken[id] })
 			return t.broken
 		}
-		cos, bals := t.buf.Balances()
+		cos, bals := t.wb.Balances()
 		for i, c := range cos {
 			if _, err := w.exec(ctx, `UPDATE wallets SET balance = ?1 WHERE company_id = ?2 AND balance <> ?1`,
 				bals[i], c); err != nil {
@@ -217,17 +207,17 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 			}
 		}
 	}
-	if audit := t.buf.Audit(); len(audit) > 0 {
+	if audit := t.wb.Audit(); len(audit) > 0 {
 		if err := w.insertAudits(ctx, audit); err != nil {
 			return err
 		}
-		for _, h := range t.buf.Heads() {
+		for _, h := range t.wb.Heads() {
 			if err := w.moveHead(ctx, h); err != nil {
 				return err
 			}
 		}
 	}
-	t.buf.Written()
+	t.wb.Written()
 	return nil
 }
 

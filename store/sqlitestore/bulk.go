@@ -188,7 +188,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 		return 0, nil
 	}
 	if t.batch != nil {
-		return t.batch.buf.Post(ctx, t.batch, entries, -1, t.batch.call())
+		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
 	const cols = 6
 	company := entries[0].CompanyID
@@ -243,7 +243,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	}
 	if t.batch != nil {
 		for _, e := range entries {
-			if err := t.batch.buf.Append(ctx, t.batch, e); err != nil {
+			if err := t.batch.wb.Append(ctx, t.batch, e); err != nil {
 				return err
 			}
 		}

@@ -613,7 +613,7 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.buf.Balance(ctx, t.batch, companyID)
+		return t.batch.wb.Balance(ctx, t.batch, companyID)
 	}
 	return balance(ctx, t.tx, companyID)
 }
@@ -626,7 +626,7 @@ func balance(ctx context.Context, q querier, companyID string) (wallet.Amount, e
 
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.buf.Post(ctx, t.batch, []*wallet.Entry{e}, 1, t.batch.call()) // which checks e
+		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
@@ -644,7 +644,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 // the balance cannot cover (D4).
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
-		return t.batch.buf.Post(ctx, t.batch, []*wallet.Entry{e}, -1, t.batch.call()) // which checks e
+		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
 	}
 	if err := consent.CheckEntryText(e); err != nil {
 		return 0, err
@@ -701,7 +701,7 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 		return err
 	}
 	if t.batch != nil {
-		return t.batch.buf.Append(ctx, t.batch, e)
+		return t.batch.wb.Append(ctx, t.batch, e)
 	}
 	var prev []byte
 	err := t.tx.QueryRowContext(ctx, `INSERT INTO audit_heads (company_id, seq, hash) VALUES (?, 1, zeroblob(32))

@@ -9,12 +9,12 @@
 // and their audit entries chained from the heads in memory.
 //
 // A call that fails has what it wrote behind dropped with its savepoint:
-// the store puts back the Snapshot taken as the call began. That is also
-// right when the call wrote the buffer out first, since rolling back to
-// the savepoint undid that write. A ledger entry id that turns out to be
-// taken is found only when the buffer is written: Taken names the call
-// whose entry it was (group.MemberError), so that the batch is rolled back,
-// that call fails and the others run again.
+// the store's Batch puts back the buffer as the call began (UndoCall).
+// That is also right when the call wrote the buffer out first, since
+// rolling back to the savepoint undid that write. A ledger entry id that
+// turns out to be taken is found only when the buffer is written: Taken
+// names the call whose entry it was (group.MemberError), so that the batch
+// is rolled back, that call fails and the others run again.
 package behind
 
 import (
@@ -47,19 +47,47 @@ type Entry struct {
 	Call int
 }
 
+// Batch is the write-behind of one group-commit batch: its Buffer, the
+// buffer as the running call began, and how many calls began inside a
+// savepoint of their own. A store's batch transaction keeps one and calls
+// BeginCall from its Savepoint and UndoCall from its RollbackTo.
+type Batch struct {
+	Buffer
+	saved Buffer
+	calls int
+}
+
+// BeginCall notes that a call begins inside a savepoint of its own: what
+// it writes behind is its own, and UndoCall drops it.
+func (b *Batch) BeginCall() {
+	b.call = b.calls
+	b.calls++
+	b.saved = b.Snapshot()
+}
+
+// UndoCall puts back the buffer as the running call began.
+func (b *Batch) UndoCall() { b.Buffer = b.saved }
+
+// Shared reports whether the batch runs its calls inside savepoints, as a
+// batch of more than one call does. A call that runs alone gains nothing
+// from the buffer (it would still read its wallet and head, then write
+// them) and writes directly, as without group commit.
+func (b *Batch) Shared() bool { return b.calls > 0 }
+
 // Buffer is what a batch's calls wrote behind. The zero value is empty.
 type Buffer struct {
 	balances map[string]wallet.Amount     // each wallet's balance as the batch has it
 	ledger   []Entry                      // ledger entries not yet written, in order
 	heads    map[string]consent.AuditHead // each chain's head as the batch has it
 	audit    []*consent.AuditEntry        // audit entries not yet written, in order
+	call     int                          // the running call, for the entries it posts
 }
 
 // Snapshot is the buffer as it is, to put back when a call fails: what is
 // appended is never changed, and Written starts new slices, so sharing
 // them is safe.
 func (b *Buffer) Snapshot() Buffer {
-	return Buffer{balances: maps.Clone(b.balances), ledger: b.ledger, heads: maps.Clone(b.heads), audit: b.audit}
+	return Buffer{balances: maps.Clone(b.balances), ledger: b.ledger, heads: maps.Clone(b.heads), audit: b.audit, call: b.call}
 }
 
 // Pending reports whether there are entries to write.
@@ -83,12 +111,12 @@ func (b *Buffer) Balance(ctx context.Context, src Source, company string) (walle
 }
 
 // Post applies entries, all of one company, to its balance and keeps them
-// for the write, as the call-th call's: a debit (sign -1) only when the
+// for the write, as the running call's: a debit (sign -1) only when the
 // balance covers their sum (D4), a credit (sign 1) always. A repeated id,
 // among them or among the batch's, is a conflict at once; one taken by an
 // entry already stored is found at the write (Taken). It returns the new
 // balance.
-func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, sign wallet.Amount, call int) (wallet.Amount, error) {
+func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, sign wallet.Amount) (wallet.Amount, error) {
 	if len(entries) == 0 {
 		return 0, consent.Errorf(consent.Invalid, "no ledger entries")
 	}
@@ -124,7 +152,7 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 		ids[e.ID] = true
 	}
 	for _, e := range entries {
-		b.ledger = append(b.ledger, Entry{Entry: *e, Call: call})
+		b.ledger = append(b.ledger, Entry{Entry: *e, Call: b.call})
 	}
 	bal += sign * sum
 	b.balances[company] = bal

@@ -42,15 +42,24 @@ func entry(id, company string, amount wallet.Amount) *wallet.Entry {
 
 func TestPost(t *testing.T) {
 	src := &source{balances: map[string]wallet.Amount{"acme": 10}}
-	var b Buffer
-	if bal, err := b.Post(ctx, src, []*wallet.Entry{entry("a", "acme", 4)}, -1, 0); bal != 6 || err != nil {
+	var b Batch
+	if b.Shared() {
+		t.Error("a batch whose call began without a savepoint is shared")
+	}
+	b.BeginCall()
+	if !b.Shared() {
+		t.Error("a batch whose call began with a savepoint is not shared")
+	}
+	if bal, err := b.Post(ctx, src, []*wallet.Entry{entry("a", "acme", 4)}, -1); bal != 6 || err != nil {
 		t.Fatalf("debit of 4 from 10 = %v, %v", bal, err)
 	}
-	if bal, err := b.Post(ctx, src, []*wallet.Entry{entry("b", "acme", 5)}, 1, 1); bal != 11 || err != nil {
+	b.BeginCall()
+	if bal, err := b.Post(ctx, src, []*wallet.Entry{entry("b", "acme", 5)}, 1); bal != 11 || err != nil {
 		t.Fatalf("credit of 5 to 6 = %v, %v", bal, err)
 	}
+	b.BeginCall()
 	var short *wallet.InsufficientFundsError
-	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("c", "acme", 6), entry("d", "acme", 6)}, -1, 2); !errors.As(err, &short) ||
+	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("c", "acme", 6), entry("d", "acme", 6)}, -1); !errors.As(err, &short) ||
 		short.Required != 12 || short.Balance != 11 {
 		t.Errorf("debit of 12 from 11: %v", err)
 	}
@@ -66,7 +75,7 @@ func TestPost(t *testing.T) {
 		{"no entries", nil, consent.Invalid},
 		{"an unknown company", []*wallet.Entry{entry("i", "other", 1)}, consent.NotFound},
 	} {
-		if _, err := b.Post(ctx, src, tt.entries, -1, 2); consent.ErrorCode(err) != tt.code {
+		if _, err := b.Post(ctx, src, tt.entries, -1); consent.ErrorCode(err) != tt.code {
 			t.Errorf("%s: %v, want %s", tt.what, err, tt.code)
 		}
 	}
@@ -86,12 +95,14 @@ func TestPost(t *testing.T) {
 	}
 }
 
-// A snapshot is what the buffer held when it was taken, whatever is
-// written after it; and Written keeps the balances and heads.
-func TestSnapshot(t *testing.T) {
+// Undoing a call puts back what the buffer held when it began, whatever
+// the call wrote after it; the calls after it keep counting; and Written
+// keeps the balances and heads.
+func TestUndoCall(t *testing.T) {
 	src := &source{balances: map[string]wallet.Amount{"acme": 10, "other": 3}}
-	var b Buffer
-	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("a", "acme", 1)}, -1, 0); err != nil {
+	var b Batch
+	b.BeginCall() // call 0
+	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("a", "acme", 1)}, -1); err != nil {
 		t.Fatal(err)
 	}
 	e1 := &consent.AuditEntry{CompanyID: "acme", Action: "verify.match", Outcome: "ok"}
@@ -101,11 +112,11 @@ func TestSnapshot(t *testing.T) {
 	if e1.Seq != 8 || e1.PrevHash != (consent.Digest{7}) || e1.Hash != consent.AuditHash(e1) {
 		t.Errorf("appended as seq %d after %x", e1.Seq, e1.PrevHash[:2])
 	}
-	saved := b.Snapshot()
-	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("b", "acme", 2)}, -1, 1); err != nil {
+	b.BeginCall() // call 1, undone
+	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("b", "acme", 2)}, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("c", "other", 3)}, -1, 1); err != nil {
+	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("c", "other", 3)}, -1); err != nil {
 		t.Fatal(err)
 	}
 	e2 := &consent.AuditEntry{CompanyID: "acme", Action: "verify.match", Outcome: "ok"}
@@ -115,7 +126,7 @@ func TestSnapshot(t *testing.T) {
 	if e2.Seq != 9 || e2.PrevHash != e1.Hash {
 		t.Errorf("second entry: seq %d, not chained to the first", e2.Seq)
 	}
-	b = saved // the call is undone
+	b.UndoCall()
 	if bal, _ := b.Balance(ctx, src, "acme"); bal != 9 {
 		t.Errorf("balance %v after undoing the call, want 9", bal)
 	}
@@ -125,15 +136,22 @@ func TestSnapshot(t *testing.T) {
 	if heads := b.Heads(); len(heads) != 1 || heads[0].Seq != 8 {
 		t.Errorf("heads %+v after undoing the call, want acme at 8", heads)
 	}
+	b.BeginCall() // call 2
 	e3 := &consent.AuditEntry{CompanyID: "acme", Action: "verify.match", Outcome: "ok"}
 	if err := b.Append(ctx, src, e3); err != nil || e3.Seq != 9 || e3.PrevHash != e1.Hash {
 		t.Errorf("after undoing, the next entry is seq %d (%v), want 9 after the first", e3.Seq, err)
+	}
+	if _, err := b.Post(ctx, src, []*wallet.Entry{entry("d", "acme", 1)}, -1); err != nil {
+		t.Fatal(err)
+	}
+	if l := b.Ledger(); len(l) != 2 || l[0].Call != 0 || l[1].Call != 2 {
+		t.Errorf("ledger %+v, want calls 0 and 2", l)
 	}
 	b.Written()
 	if b.Pending() {
 		t.Error("pending after Written")
 	}
-	if bal, _ := b.Balance(ctx, src, "acme"); bal != 9 || len(b.Heads()) != 1 {
+	if bal, _ := b.Balance(ctx, src, "acme"); bal != 8 || len(b.Heads()) != 1 {
 		t.Errorf("Written dropped the balances or heads: %v, %d heads", bal, len(b.Heads()))
 	}
 }
