@@ -608,16 +608,11 @@ func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
 					}
 					return nil
 				})
-				mu.Lock()
-				switch {
-				case fail && !errors.Is(err, errBoom):
-					t.Errorf("a failing call: %v, want boom", err)
-				case !fail && err != nil:
-					t.Errorf("call %d-%d: %v", w, i, err)
-				case !fail:
+				if keptCall(t, fmt.Sprintf("call %d-%d", w, i), fail, err, errBoom) {
+					mu.Lock()
 					kept++
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		})
 	}
@@ -629,6 +624,19 @@ func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
 	if bal := balanceOf(t, s, "acme"); bal != wallet.Amount(kept)*2*wallet.Cent {
 		t.Errorf("balance %v after %d kept calls of +0.03 −0.01", bal, kept)
 	}
+}
+
+// keptCall checks the outcome of a call that was to fail with errBoom, or
+// to succeed, and reports whether it was kept.
+func keptCall(t *testing.T, what string, fail bool, err, errBoom error) bool {
+	t.Helper()
+	switch {
+	case fail && !errors.Is(err, errBoom):
+		t.Errorf("%s, a failing call: %v, want boom", what, err)
+	case !fail && err != nil:
+		t.Errorf("%s: %v", what, err)
+	}
+	return !fail && err == nil
 }
 
 // testConcurrentDirectAndBehind: concurrent calls each make a row of their
@@ -681,16 +689,11 @@ func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
 					}
 					return nil
 				})
-				mu.Lock()
-				switch {
-				case fail && !errors.Is(err, errBoom):
-					t.Errorf("a failing call: %v, want boom", err)
-				case !fail && err != nil:
-					t.Errorf("call %s: %v", id, err)
-				case !fail:
+				if keptCall(t, "call "+id, fail, err, errBoom) {
+					mu.Lock()
 					kept[id] = true
+					mu.Unlock()
 				}
-				mu.Unlock()
 			}
 		})
 	}
