@@ -237,6 +237,17 @@ func serverStats(fx *fixture) (stats, error) {
 	return s, json.NewDecoder(resp.Body).Decode(&s)
 }
 
+// perRequest is the server's processor time and allocations per answered
+// request of r, from its statistics before and after r.
+func perRequest(r result, before, after stats) (time.Duration, float64) {
+	answered := len(r.latencies)
+	for _, k := range r.failures {
+		answered += k
+	}
+	per := float64(max(answered, 1))
+	return time.Duration(float64(after.CPU-before.CPU) / per).Round(time.Microsecond), float64(after.Mallocs-before.Mallocs) / per
+}
+
 // resetPeak starts the server's peak memory afresh.
 func resetPeak(fx *fixture) {
 	if resp, err := http.Post("http://"+fx.Addr+"/_load/reset-peak", "", nil); err == nil {

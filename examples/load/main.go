@@ -198,9 +198,18 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	engineName := map[string]string{"sqlite": "bare SQLite debit loop, tx/s", "postgres": "pgbench TPC-B, same clients, tps"}[o.store]
 	if o.ceilings {
 		fmt.Fprintln(stdout, "ceilings:")
+		before, err := serverStats(fx)
+		if err != nil {
+			return err
+		}
 		r := drive(fx, known["trivial"], o.clients, o.duration, o.seed)
+		after, err := serverStats(fx)
+		if err != nil {
+			return err
+		}
 		trivial = r.rate()
-		fmt.Fprintf(stdout, "  %-44s %9.0f\n", "trivial net/http handler, req/s", trivial)
+		cpu, allocs := perRequest(r, before, after)
+		fmt.Fprintf(stdout, "  %-44s %9.0f  (server cpu/req %s, allocs/req %.0f)\n", "trivial net/http handler, req/s", trivial, cpu, allocs)
 		switch o.store {
 		case "sqlite":
 			engine, err = sqliteLoop(ctx, o.duration)
@@ -234,19 +243,13 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		if clients == o.clients {
 			rates[n] = r.rate()
 		}
-		answered := len(r.latencies)
-		for _, k := range r.failures {
-			answered += k
-		}
 		batch := "-"
 		if calls := after.GroupCalls - before.GroupCalls; calls > 0 {
 			batch = fmt.Sprintf("%.1f", float64(calls)/float64(after.GroupBatches-before.GroupBatches))
 		}
-		per := float64(max(answered, 1))
+		cpu, allocs := perRequest(r, before, after)
 		fmt.Fprintf(stdout, "%-10s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
-			pct(r.latencies, 0.999), pct(r.latencies, 1), (time.Duration(float64(after.CPU-before.CPU) / per)).Round(time.Microsecond),
-			float64(after.Mallocs-before.Mallocs)/per,
-			after.PeakRSSKB>>10, batch)
+			pct(r.latencies, 0.999), pct(r.latencies, 1), cpu, allocs, after.PeakRSSKB>>10, batch)
 		for f, k := range r.failures {
 			fmt.Fprintf(stdout, "           failed %d×: %s\n", k, f)
 		}

@@ -111,3 +111,78 @@ func AppendMember(b []byte, open int, name string) []byte {
 	b = append(b, name...)
 	return append(b, '"', ':')
 }
+
+// Flat calls member with the name and value of each member of the JSON
+// object data, in order, when data is the simplest kind of object: white
+// space, '{', members whose names and values are strings written without an
+// escape or a control character, in valid UTF-8, '}', white space. It
+// returns false for any other text, valid JSON or not, and as soon as member
+// returns false; member may have been called for some members by then.
+//
+// It is a fast path: a caller decodes the text in full (encoding/json,
+// CheckMembers) when Flat returns false, and Flat walks no text that those
+// would read differently, as the string contents it hands out are the
+// strings' values exactly.
+func Flat(data []byte, member func(name, value []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i == len(data) || data[i] != '{' {
+		return false
+	}
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return skipSpace(data, i+1) == len(data)
+	}
+	for {
+		name, j, ok := plainString(data, i)
+		if !ok {
+			return false
+		}
+		if j = skipSpace(data, j); j == len(data) || data[j] != ':' {
+			return false
+		}
+		value, k, ok := plainString(data, skipSpace(data, j+1))
+		if !ok || !member(name, value) {
+			return false
+		}
+		if k = skipSpace(data, k); k == len(data) {
+			return false
+		}
+		switch data[k] {
+		case ',':
+			i = skipSpace(data, k+1)
+		case '}':
+			return skipSpace(data, k+1) == len(data)
+		default:
+			return false
+		}
+	}
+}
+
+// plainString reads the JSON string at data[i:] when it has no escape and
+// no control character and is valid UTF-8: its contents and the index after
+// its closing quote.
+func plainString(data []byte, i int) (s []byte, next int, ok bool) {
+	if i == len(data) || data[i] != '"' {
+		return nil, 0, false
+	}
+	end := bytes.IndexByte(data[i+1:], '"')
+	if end < 0 {
+		return nil, 0, false
+	}
+	s = data[i+1 : i+1+end]
+	for _, c := range s {
+		if c < 0x20 || c == '\\' {
+			return nil, 0, false
+		}
+	}
+	return s, i + 2 + end, utf8.Valid(s)
+}
+
+// skipSpace is the index of the first byte at or after i that is not JSON
+// white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
