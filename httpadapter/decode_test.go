@@ -2,9 +2,11 @@ package httpadapter
 
 import (
 	"encoding/json"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
@@ -151,4 +153,26 @@ func FuzzDecodeFlat(f *testing.F) {
 			}
 		}
 	})
+}
+
+// readAll reads everything, whatever the size it starts with and however
+// the reader hands the bytes out, and passes on a read's error.
+func TestReadAll(t *testing.T) {
+	body := strings.Repeat("0123456789", 100)
+	for _, size := range []int64{0, 1, 999, 1000, 1001, 512} {
+		for name, r := range map[string]func() io.Reader{
+			"whole":         func() io.Reader { return strings.NewReader(body) },
+			"a byte a read": func() io.Reader { return iotest.OneByteReader(strings.NewReader(body)) },
+			"EOF with data": func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) },
+			"half a read":   func() io.Reader { return iotest.HalfReader(strings.NewReader(body)) },
+		} {
+			got, err := readAll(r(), size)
+			if err != nil || string(got) != body {
+				t.Errorf("size %d, %s: read %d bytes, %v; want all %d", size, name, len(got), err, len(body))
+			}
+		}
+	}
+	if _, err := readAll(iotest.TimeoutReader(strings.NewReader(body)), 10); err != iotest.ErrTimeout {
+		t.Errorf("a failing read: %v, want %v", err, iotest.ErrTimeout)
+	}
 }

@@ -164,8 +164,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
-	body := http.MaxBytesReader(w, r.Body, limit)
-	data, err := io.ReadAll(body)
+	size := int64(512)
+	if r.ContentLength >= 0 && r.ContentLength <= limit {
+		size = r.ContentLength
+	}
+	data, err := readAll(http.MaxBytesReader(w, r.Body, limit), size)
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
@@ -205,6 +208,26 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
 	}
 	return nil
+}
+
+// readAll reads r to its end into a buffer of size bytes to begin with,
+// so that a body of a known, small size takes no more (io.ReadAll's first
+// buffer is 512 bytes).
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	b := make([]byte, 0, size+1) // the read that finds the end needs room
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+	}
 }
 
 // decodeFlat is decode's fast path, for the common request: an object of
