@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -72,9 +71,6 @@ func (c *client) do() (int, error) {
 	return resp.StatusCode, err
 }
 
-// retainNext hands out the sessions that retain and batch retain, each once.
-var retainNext atomic.Int64
-
 // exhausted is what a scenario's next returns when it has nothing left to
 // send: retain and batch once every preloaded session was handed out (a
 // batch of sessions that do not exist would still be answered 200, and be
@@ -98,7 +94,7 @@ func scenarios(o options) map[string]scenario {
 			return 200
 		}},
 		"retain": {name: "retain", next: func(c *client) int {
-			i := retainNext.Add(1) - 1
+			i := c.fx.retained.Add(1) - 1
 			if i >= int64(c.fx.RetainSessions) {
 				return exhausted
 			}
@@ -106,7 +102,7 @@ func scenarios(o options) map[string]scenario {
 			return 200
 		}},
 		"batch": {name: "batch", next: func(c *client) int {
-			first := retainNext.Add(100) - 100
+			first := c.fx.retained.Add(100) - 100
 			if first+100 > int64(c.fx.RetainSessions) {
 				return exhausted
 			}

@@ -10,7 +10,9 @@
 // same clients; for SQLite, a bare debit transaction loop (BEGIN
 // IMMEDIATE; UPDATE; INSERT; COMMIT with synchronous=FULL); for
 // PostgreSQL, pgbench's TPC-B with as many clients, when pgbench is
-// installed. It prints the match scenario's ratio to each.
+// installed. It prints the match scenario's ratio to each, and how the
+// server's processor time per request compares with the trivial
+// handler's: a figure the load's own share of the machine does not blur.
 //
 // Scenarios (-scenario, comma-separated, or all): match, partial (partial
 // match), info (certificate-info), retain (Retain API, one session),
@@ -195,6 +197,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	known := scenarios(o)
 
 	var trivial, engine float64
+	var trivialCPU time.Duration // the server's processor time per trivial request
 	engineName := map[string]string{"sqlite": "bare SQLite debit loop, tx/s", "postgres": "pgbench TPC-B, same clients, tps"}[o.store]
 	if o.ceilings {
 		fmt.Fprintln(stdout, "ceilings:")
@@ -208,8 +211,9 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 			return err
 		}
 		trivial = r.rate()
-		cpu, allocs := perRequest(r, before, after)
-		fmt.Fprintf(stdout, "  %-44s %9.0f  (server cpu/req %s, allocs/req %.0f)\n", "trivial net/http handler, req/s", trivial, cpu, allocs)
+		var allocs float64
+		trivialCPU, allocs = perRequest(r, before, after)
+		fmt.Fprintf(stdout, "  %-44s %9.0f  (server cpu/req %s, allocs/req %.0f)\n", "trivial net/http handler, req/s", trivial, trivialCPU, allocs)
 		switch o.store {
 		case "sqlite":
 			engine, err = sqliteLoop(ctx, o.duration)
@@ -228,6 +232,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	}
 	fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
 	rates := map[string]float64{}
+	var matchCPU time.Duration
 	for _, run := range o.runs() {
 		n, clients := run.scenario, run.clients
 		resetPeak(fx)
@@ -248,6 +253,9 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 			batch = fmt.Sprintf("%.1f", float64(calls)/float64(after.GroupBatches-before.GroupBatches))
 		}
 		cpu, allocs := perRequest(r, before, after)
+		if n == "match" && clients == o.clients {
+			matchCPU = cpu
+		}
 		fmt.Fprintf(stdout, "%-10s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
 			pct(r.latencies, 0.999), pct(r.latencies, 1), cpu, allocs, after.PeakRSSKB>>10, batch)
 		for f, k := range r.failures {
@@ -257,6 +265,11 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	if m, ok := rates["match"]; ok && o.ceilings {
 		fmt.Fprintln(stdout, "ratios of match:")
 		fmt.Fprintf(stdout, "  ÷ trivial handler: %.2f×\n", m/trivial)
+		if matchCPU > 0 {
+			// The same comparison by the server's own processor time,
+			// which the load's share of the machine does not blur.
+			fmt.Fprintf(stdout, "  server cpu/req, trivial ÷ match: %.2f×\n", float64(trivialCPU)/float64(matchCPU))
+		}
 		if engine > 0 {
 			fmt.Fprintf(stdout, "  ÷ %s: %.2f×\n", strings.Split(engineName, ",")[0], m/engine)
 		}

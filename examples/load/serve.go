@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -35,6 +36,10 @@ type fixture struct {
 	CertCount      int      `json:"cert_count"`      // certificates with emails lead0…lead<n-1>@example.com
 	RetainSessions int      `json:"retain_sessions"` // sessions rs-0…rs-<n-1>, none retained
 	Took           string   `json:"took"`            // how long the preload took
+
+	// retained counts the sessions handed out to retain and batch retain,
+	// each once (the load's own count, not the server's).
+	retained atomic.Int64
 }
 
 // stats is what the server reports of itself at /_load/stats.
@@ -144,7 +149,7 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	fx.Addr = ln.Addr().String()
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
-	if err := json.NewEncoder(stdout).Encode(fx); err != nil {
+	if err := json.NewEncoder(stdout).Encode(&fx); err != nil {
 		return err
 	}
 	if o.cpuProfile != "" {
