@@ -164,9 +164,12 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
+	// A buffer of the declared size, up to 64 KiB: a larger body takes
+	// more only as its bytes arrive, so that a length declared but not
+	// sent costs little.
 	size := int64(512)
-	if r.ContentLength >= 0 && r.ContentLength <= limit {
-		size = r.ContentLength
+	if r.ContentLength >= 0 {
+		size = min(r.ContentLength, limit, 64<<10)
 	}
 	data, err := readAll(http.MaxBytesReader(w, r.Body, limit), size)
 	var mbe *http.MaxBytesError

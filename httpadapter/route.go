@@ -240,8 +240,9 @@ func flatFields(t reflect.Type) map[string]int {
 	return flat
 }
 
-// validName reports whether name is a JSON field name that encoding/json
-// takes from a tag as it is: letters, digits and '_' or '-'.
+// validName reports whether name is made of letters, digits, '_' and '-',
+// which encoding/json takes from a tag as they are (it takes some other
+// characters too: a field so named is left to it).
 func validName(name string) bool {
 	for _, c := range name {
 		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '_' && c != '-' {
