@@ -12,7 +12,8 @@
 // PostgreSQL, pgbench's TPC-B with as many clients, when pgbench is
 // installed. It prints the match scenario's ratio to each, and how the
 // server's processor time per request compares with the trivial
-// handler's: a figure the load's own share of the machine does not blur.
+// handler's, a figure that the clients' own use of the two cores blurs
+// less.
 //
 // Scenarios (-scenario, comma-separated, or all): match, partial (partial
 // match), info (certificate-info), retain (Retain API, one session),
@@ -267,7 +268,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		fmt.Fprintf(stdout, "  ÷ trivial handler: %.2f×\n", m/trivial)
 		if matchCPU > 0 {
 			// The same comparison by the server's own processor time,
-			// which the load's share of the machine does not blur.
+			// which the clients' share of the machine blurs less.
 			fmt.Fprintf(stdout, "  server cpu/req, trivial ÷ match: %.2f×\n", float64(trivialCPU)/float64(matchCPU))
 		}
 		if engine > 0 {
