@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -174,5 +175,20 @@ func TestReadAll(t *testing.T) {
 	}
 	if _, err := readAll(iotest.TimeoutReader(strings.NewReader(body)), 10); err != iotest.ErrTimeout {
 		t.Errorf("a failing read: %v, want %v", err, iotest.ErrTimeout)
+	}
+}
+
+// writeBody's two header values share one allocation; adding to one leaves
+// the other as it was.
+func TestWriteBodyHeaders(t *testing.T) {
+	rec := httptest.NewRecorder()
+	writeBody(rec, 200, []byte("{}\n"))
+	h := rec.Header()
+	h.Add("Content-Type", "text/plain")
+	if got := h.Values("Cache-Control"); len(got) != 1 || got[0] != "no-store" {
+		t.Errorf("Cache-Control = %q after an Add to Content-Type, want [no-store]", got)
+	}
+	if got := rec.Result().Header.Get("Content-Type"); got != "application/json" {
+		t.Errorf("Content-Type sent = %q, want application/json", got)
 	}
 }

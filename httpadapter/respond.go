@@ -146,8 +146,11 @@ func encodeJSON(v any) []byte {
 
 // writeBody writes a JSON answer's status and body.
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
+	// Both values in one allocation, each slice capped so that an
+	// Add to one cannot overwrite the other.
+	v := []string{"application/json", "no-store"}
+	h := w.Header()
+	h["Content-Type"], h["Cache-Control"] = v[0:1:1], v[1:2:2]
 	w.WriteHeader(status)
 	w.Write(body)
 }

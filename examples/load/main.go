@@ -80,6 +80,7 @@ type options struct {
 	sign           bool
 	sigCache       bool
 	cpuProfile     string
+	memProfile     string
 	seed           uint64
 	// purge
 	expired int
@@ -150,6 +151,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&o.sign, "sign", true, "certificates are signed, as examples/server signs them, and every verification checks the signature (D41)")
 	fs.BoolVar(&o.sigCache, "signature-cache", true, "the service remembers good signatures (consent.Config.SignatureCacheSize); false: each verification checks in full")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
+	fs.StringVar(&o.memProfile, "memprofile", "", "write the server's allocation profile, at its end, to this file (the preload's allocations included: look at what ServeHTTP allocates)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
 	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")

@@ -164,6 +164,16 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 		defer pprof.StopCPUProfile()
 	}
 	io.Copy(io.Discard, os.Stdin)
+	if o.memProfile != "" {
+		f, err := os.Create(o.memProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return err
+		}
+	}
 	return srv.Close()
 }
 

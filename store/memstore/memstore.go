@@ -98,6 +98,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 		return errClosed
 	}
 	tx := &tx{s: s}
+	tx.undo = tx.first[:0]
 	err := fn(tx)
 	if err == nil {
 		err = ctx.Err() // a cancelled request commits nothing, as on the SQL stores
@@ -135,6 +136,10 @@ type tx struct {
 	s        *Store
 	readOnly bool
 	undo     []func()
+	// first holds the undo log of a short transaction, such as a
+	// verification's (a debit and an audit entry), which so needs no
+	// allocation of its own.
+	first [8]func()
 }
 
 var errReadOnly = errors.New("memstore: write in a read-only transaction")
