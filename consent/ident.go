@@ -44,7 +44,14 @@ var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadd
 func NewID(prefix string) string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-	return prefix + "_" + idEncoding.EncodeToString(b[:])
+	return idString(prefix, &b)
+}
+
+// idString writes an identifier of NewID's form: prefix, "_" and b in
+// lowercase base32, in one allocation.
+func idString(prefix string, b *[16]byte) string {
+	var buf [64]byte
+	return string(idEncoding.AppendEncode(append(append(buf[:0], prefix...), '_'), b[:]))
 }
 
 // newEntryID returns a ledger entry's identifier, of NewID's form: its
@@ -58,7 +65,7 @@ func newEntryID(at time.Time) string {
 	binary.BigEndian.PutUint16(b[:2], uint16(ms>>32))
 	binary.BigEndian.PutUint32(b[2:6], uint32(ms))
 	rand.Read(b[6:])
-	return "le_" + idEncoding.EncodeToString(b[:])
+	return idString("le", &b)
 }
 
 // idRun hands out identifiers of NewID's form that share their first 96
@@ -79,7 +86,7 @@ func newIDRun(prefix string) *idRun {
 
 func (r *idRun) next() string {
 	binary.BigEndian.PutUint32(r.b[12:], binary.BigEndian.Uint32(r.b[12:])+1)
-	return r.prefix + "_" + idEncoding.EncodeToString(r.b[:])
+	return idString(r.prefix, &r.b)
 }
 
 // UTC returns t in UTC, truncated to the microsecond: the precision that

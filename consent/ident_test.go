@@ -35,3 +35,14 @@ func TestNewEntryID(t *testing.T) {
 		t.Errorf("%q and %q, a millisecond apart, share no prefix", a, b)
 	}
 }
+
+// idString writes the prefix, "_" and the bytes in base32, whatever the
+// prefix's length.
+func TestIDString(t *testing.T) {
+	b := [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255}
+	for _, prefix := range []string{"", "le", "cert", strings.Repeat("p", 100)} {
+		if got, want := idString(prefix, &b), prefix+"_"+idEncoding.EncodeToString(b[:]); got != want {
+			t.Errorf("idString(%q) = %q, want %q", prefix, got, want)
+		}
+	}
+}
