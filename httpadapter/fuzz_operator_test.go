@@ -262,8 +262,8 @@ func checkPage(t *testing.T, what, query string, got map[string]any, list, bound
 	t.Helper()
 	q, _ := url.ParseQuery(query)
 	limit := def
-	if s := q.Get("limit"); s != "" {
-		limit, _ = strconv.Atoi(s)
+	if n, _ := strconv.Atoi(q.Get("limit")); n != 0 { // none, or 0: the default
+		limit = n
 	}
 	var from int64
 	if s := q.Get(bound); s != "" {

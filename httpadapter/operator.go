@@ -187,7 +187,7 @@ func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveri
 		limit = 50
 	}
 	if limit < 1 || limit > 1000 || req.Before < 0 {
-		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to 1000, and before not negative")
+		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to 1000 (none, or 0: 50), and before not negative")
 	}
 	ds, err := h.svc.WebhookDeliveries(ctx, req.CompanyID, req.EndpointID, req.Before, limit)
 	if err != nil {
