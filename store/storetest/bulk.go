@@ -646,11 +646,7 @@ func keptCall(t *testing.T, what string, fail bool, err, errBoom error) bool {
 // (the call's savepoint is made before it): exactly the kept calls' sessions,
 // ledger entries and audit entries stay.
 func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
-		return err
-	})
+	funded(t, s)
 	errBoom := errors.New("boom")
 	const workers, each = 12, 6
 	var (

@@ -19,11 +19,7 @@ import (
 // group-commit transactions: one call's failure must roll back only its own
 // work.
 func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
-		return err
-	})
+	funded(t, s)
 	errBoom := errors.New("boom")
 	const kinds, n = 6, 60
 	var (
@@ -135,11 +131,7 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 // ran when it is off; the balance must be exact either way.
 func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls int64)) {
 	t.Helper()
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
-		return err
-	})
+	funded(t, s)
 	b0, c0 := stats()
 	const n, failing = 200, 50
 	errBoom := errors.New("boom")

@@ -145,6 +145,17 @@ func fixture(t *testing.T, s consent.Store) {
 	})
 }
 
+// funded is fixture with $10 credited to acme's wallet, for the tests of
+// concurrent calls that charge it.
+func funded(t *testing.T, s consent.Store) {
+	t.Helper()
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, entry("topup", "acme", wallet.TopUp, 10*wallet.Dollar, t0))
+		return err
+	})
+}
+
 func session(id, company, property string) *consent.Session {
 	return &consent.Session{
 		ID: id, CompanyID: company, PropertyID: property,
