@@ -2,8 +2,12 @@ package consent
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
+	"time"
 )
 
 // jcsReference writes s character by character, as RFC 8785 (and the
@@ -54,6 +58,61 @@ func FuzzCanonicalString(f *testing.F) {
 		got := appendJCS([]byte("prefix"), s)
 		if want := append([]byte("prefix"), jcsReference(s)...); !bytes.Equal(got, want) {
 			t.Fatalf("%q: %q; want %q", s, got, want)
+		}
+	})
+}
+
+// CertificateEncoding writes from the certificate's fields what Signed
+// makes of them and SignedContent.Encoding writes (the offline check's
+// encoding): byte for byte the same, on whatever the fuzzer makes of the
+// text, times and digests. When every time and digest is set and no
+// character needs an escape, encodingSize is the length exactly.
+//
+// go test -run '^$' -fuzz FuzzCertificateEncoding ./consent
+func FuzzCertificateEncoding(f *testing.F) {
+	f.Add("acme", "cert-1", "key-1", "https://acme.example/q?a=1", "web", "s1", "I agree.", "tcpa", int64(1795600000123456789), int64(1795599999000000000), []byte{1, 2, 3}, uint8(3))
+	f.Add("", "", "", "", "", "", "", "", int64(0), int64(0), []byte{}, uint8(0))
+	f.Add("a\"b", "c\\d", "\x00", "\u2028", "ü", "\xff", "tab\there", "", int64(math.MinInt64), int64(math.MaxInt64), []byte{0xff}, uint8(1))
+	f.Fuzz(func(t *testing.T, company, id, keyID, origin, property, session, text, typ string, created, optIn int64, digests []byte, records uint8) {
+		var d [3]Digest
+		for i := range d {
+			if i < len(digests) && digests[i] != 0 {
+				d[i] = sha256.Sum256(append([]byte{byte(i)}, digests...))
+			}
+		}
+		c := &Certificate{ID: id, CompanyID: company, PropertyID: property, SessionID: session, Origin: origin, KeyID: keyID,
+			CreatedAt: time.Unix(0, created), EmailDigest: d[0], MobileDigest: d[1], RecordingSHA256: d[2]}
+		if created == 0 {
+			c.CreatedAt = time.Time{}
+		}
+		for i := range int(records % 4) {
+			r := Record{Text: strings.Repeat(text, i+1), OptInAt: time.Unix(0, optIn+int64(i))}
+			if typ != "" {
+				r.Types = append(r.Types, typ)
+			}
+			for range i {
+				r.Types = append(r.Types, fmt.Sprint(i))
+			}
+			c.Records = append(c.Records, r)
+		}
+		got := appendEncoding([]byte("prefix"), c)
+		sc := Signed(c)
+		if want := append([]byte("prefix"), sc.Encoding()...); !bytes.Equal(got, want) {
+			t.Fatalf("appendEncoding:\n%s\nSigned(c).Encoding:\n%s", got, want)
+		}
+		got = got[len("prefix"):]
+		if !bytes.Equal(CertificateEncoding(c), got) {
+			t.Fatal("CertificateEncoding differs from appendEncoding")
+		}
+		plain := !c.CreatedAt.IsZero() && !d[0].IsZero() && !d[1].IsZero() && !d[2].IsZero()
+		for _, s := range append([]string{company, id, keyID, origin, property, session, text, typ}, sc.CreatedAt) {
+			plain = plain && bytes.Equal(appendJCS(nil, s), []byte(`"`+s+`"`))
+		}
+		for _, r := range sc.Consents {
+			plain = plain && r.OptInAt != ""
+		}
+		if plain && len(got) != encodingSize(c) {
+			t.Errorf("the encoding is %d bytes, encodingSize says %d:\n%s", len(got), encodingSize(c), got)
 		}
 	})
 }

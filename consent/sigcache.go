@@ -36,13 +36,13 @@ func newSigCache(size int) *sigCache {
 	return &sigCache{half: size / 2}
 }
 
-// verify reports whether sig is key's signature of msg, from the cache when
-// it holds that very triple.
-func (c *sigCache) verify(key ed25519.PublicKey, msg, sig []byte) bool {
+// verify reports whether sig is key's signature of c's canonical
+// encoding, from the cache when it holds that very triple.
+func (c *sigCache) verify(key ed25519.PublicKey, sig []byte, cert *Certificate) bool {
 	if c.half <= 0 || len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
-		return ed25519.Verify(key, msg, sig)
+		return ed25519.Verify(key, CertificateEncoding(cert), sig)
 	}
-	d := c.digest(key, msg, sig)
+	d, msg := cacheEntry(key, sig, cert)
 	if c.has(d) {
 		return true
 	}
@@ -53,17 +53,16 @@ func (c *sigCache) verify(key ed25519.PublicKey, msg, sig []byte) bool {
 	return true
 }
 
-// digest is the cache's entry for the check of sig, key's signature of
-// msg. verify hashes only a key and a signature of their fixed sizes, so
+// cacheEntry returns the cache's entry for the check of sig, key's
+// signature of cert, and cert's canonical encoding. The entry is the
+// SHA-256 of the key, the signature and the encoding, written one after
+// the other in one buffer: the key and the signature have fixed sizes, so
 // the three cannot run into each other.
-func (c *sigCache) digest(key ed25519.PublicKey, msg, sig []byte) Digest {
-	h := sha256.New()
-	h.Write(key)
-	h.Write(sig)
-	h.Write(msg)
-	var d Digest
-	h.Sum(d[:0])
-	return d
+func cacheEntry(key, sig []byte, cert *Certificate) (Digest, []byte) {
+	b := make([]byte, 0, len(key)+len(sig)+encodingSize(cert))
+	b = append(append(b, key...), sig...)
+	b = appendEncoding(b, cert)
+	return sha256.Sum256(b), b[len(key)+len(sig):]
 }
 
 func (c *sigCache) has(d Digest) bool {

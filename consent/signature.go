@@ -143,7 +143,7 @@ func (s *Service) CheckIntegrity(c *Certificate, recording *Digest) error {
 		if i < 0 {
 			return fmt.Errorf("%w: certificate %s is signed with key %q, which is not configured", ErrIntegrity, c.ID, c.KeyID)
 		}
-		if !s.signatures.verify(keys[i].Key, CertificateEncoding(c), c.Signature) {
+		if !s.signatures.verify(keys[i].Key, c.Signature, c) {
 			return fmt.Errorf("%w: the signature of certificate %s does not match its content", ErrIntegrity, c.ID)
 		}
 	}
@@ -208,8 +208,81 @@ func Signed(c *Certificate) SignedContent {
 // CertificateEncoding returns the canonical encoding of c that its
 // signature covers (see the package's notes on signed certificates).
 func CertificateEncoding(c *Certificate) []byte {
-	sc := Signed(c)
-	return sc.Encoding()
+	return appendEncoding(make([]byte, 0, encodingSize(c)), c)
+}
+
+// encodingSize is the length of c's canonical encoding when no character
+// of its text needs an escape: the members' names and punctuation (the
+// constants below count them), its strings quoted, its times and digests.
+func encodingSize(c *Certificate) int {
+	const (
+		members  = len(`{"company_id":,"consents":[],"created_at":,"email_sha256":,"id":,"key_id":,"mobile_sha256":,"origin":,"property_id":,"recording_sha256":,"session_id":,"v":}`)
+		strings  = 11 * 2 // the quotes of the values other than the consents'
+		consent  = len(`{"opt_in_at":,"text":,"types":[]}`) + 2*2
+		timeSize = len(canonicalTimeLayout)
+	)
+	n := members + strings + len(c.CompanyID) + timeSize + 3*2*len(Digest{}) + len(c.ID) + len(c.KeyID) +
+		len(c.Origin) + len(c.PropertyID) + len(c.SessionID) + len(CertificateEncodingVersion)
+	for i, r := range c.Records {
+		n += consent + timeSize + len(r.Text)
+		if i > 0 {
+			n++ // the comma before it
+		}
+		for j, t := range r.Types {
+			n += len(t) + 2
+			if j > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// appendEncoding appends c's canonical encoding: byte for byte
+// Signed(c).Encoding(), written from c's own fields without the strings
+// Signed makes of its times and digests (every verification encodes its
+// certificate to check the signature).
+func appendEncoding(b []byte, c *Certificate) []byte {
+	b = append(b, `{"company_id":`...)
+	b = appendJCS(b, c.CompanyID)
+	b = append(b, `,"consents":[`...)
+	for i, r := range c.Records {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"opt_in_at":`...)
+		b = appendCanonicalTime(b, r.OptInAt)
+		b = append(b, `,"text":`...)
+		b = appendJCS(b, r.Text)
+		b = append(b, `,"types":[`...)
+		for j, t := range r.Types {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJCS(b, t)
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, `],"created_at":`...)
+	b = appendCanonicalTime(b, c.CreatedAt)
+	b = append(b, `,"email_sha256":`...)
+	b = appendCanonicalDigest(b, c.EmailDigest)
+	b = append(b, `,"id":`...)
+	b = appendJCS(b, c.ID)
+	b = append(b, `,"key_id":`...)
+	b = appendJCS(b, c.KeyID)
+	b = append(b, `,"mobile_sha256":`...)
+	b = appendCanonicalDigest(b, c.MobileDigest)
+	b = append(b, `,"origin":`...)
+	b = appendJCS(b, c.Origin)
+	b = append(b, `,"property_id":`...)
+	b = appendJCS(b, c.PropertyID)
+	b = append(b, `,"recording_sha256":`...)
+	b = appendCanonicalDigest(b, c.RecordingSHA256)
+	b = append(b, `,"session_id":`...)
+	b = appendJCS(b, c.SessionID)
+	b = append(b, `,"v":"`+CertificateEncodingVersion+`"}`...)
+	return b
 }
 
 // Encoding returns the canonical encoding of the content: the bytes the
@@ -279,11 +352,13 @@ func VerifySigned(sc *SignedContent, key PublicKey, signature []byte) error {
 	return nil
 }
 
+const canonicalTimeLayout = "2006-01-02T15:04:05.000000Z"
+
 func canonicalTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format("2006-01-02T15:04:05.000000Z")
+	return t.UTC().Format(canonicalTimeLayout)
 }
 
 func canonicalDigest(d Digest) string {
@@ -291,6 +366,25 @@ func canonicalDigest(d Digest) string {
 		return ""
 	}
 	return hex.EncodeToString(d[:])
+}
+
+// appendCanonicalTime appends canonicalTime(t) as a JSON string: the
+// layout writes only digits and "-:.TZ", which need no escape.
+func appendCanonicalTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	if !t.IsZero() {
+		b = t.UTC().AppendFormat(b, canonicalTimeLayout)
+	}
+	return append(b, '"')
+}
+
+// appendCanonicalDigest appends canonicalDigest(d) as a JSON string.
+func appendCanonicalDigest(b []byte, d Digest) []byte {
+	b = append(b, '"')
+	if !d.IsZero() {
+		b = hex.AppendEncode(b, d[:])
+	}
+	return append(b, '"')
 }
 
 // appendJCS appends s as RFC 8785 writes a string: quoted, with \" and

@@ -215,16 +215,26 @@ func BenchmarkCheckIntegrity(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, size := range []int{0, -1} {
-		b.Run(map[int]string{0: "cached", -1: "uncached"}[size], func(b *testing.B) {
+	// digests: a certificate with every digest set, as browser capture
+	// issues them (the encoding then holds three 64-digit hex strings).
+	for _, bc := range []struct {
+		name    string
+		size    int
+		digests bool
+	}{{"cached", 0, false}, {"cached/digests", 0, true}, {"uncached", -1, false}} {
+		b.Run(bc.name, func(b *testing.B) {
 			st := memstore.New()
-			svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}, SignatureCacheSize: size})
+			svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}, SignatureCacheSize: bc.size})
 			if err != nil {
 				b.Fatal(err)
 			}
 			mustDo(b, svc)
-			c, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
-				Origin: "https://acme.example/quote", Records: []consent.Record{{Text: "I agree to be contacted by Acme.", Types: []string{"tcpa"}}}})
+			p := consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+				Origin: "https://acme.example/quote", Records: []consent.Record{{Text: "I agree to be contacted by Acme.", Types: []string{"tcpa"}}}}
+			if bc.digests {
+				p.Email, p.Mobile, p.RecordingSHA256 = "ann@example.com", "+15555550100", consent.Digest{1, 2, 3}
+			}
+			c, err := svc.IssueCertificate(ctx, p)
 			if err != nil {
 				b.Fatal(err)
 			}
