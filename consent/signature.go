@@ -288,9 +288,10 @@ func appendEncoding(b []byte, c *Certificate) []byte {
 // Encoding returns the canonical encoding of the content: the bytes the
 // signature covers.
 func (sc *SignedContent) Encoding() []byte {
-	size := 256 + len(sc.CompanyID) + len(sc.ID) + len(sc.KeyID) + len(sc.Origin) + len(sc.PropertyID) + len(sc.SessionID)
+	size := 256 + len(sc.CompanyID) + len(sc.ID) + len(sc.KeyID) + len(sc.Origin) + len(sc.PropertyID) + len(sc.SessionID) +
+		len(sc.CreatedAt) + len(sc.EmailSHA256) + len(sc.MobileSHA256) + len(sc.RecordingSHA256) + len(sc.V)
 	for _, r := range sc.Consents {
-		size += 64 + len(r.Text)
+		size += 64 + len(r.OptInAt) + len(r.Text)
 		for _, t := range r.Types {
 			size += 3 + len(t)
 		}
