@@ -41,8 +41,8 @@ type Store interface {
 // Text is stored exactly: every string a method writes (names, ids, consent
 // text and types, origins, reasons, references, errors, lease owners) must
 // be ValidText, and a method given one that is not returns Invalid and
-// writes nothing; the values' CheckText methods (and CheckEntryText) say
-// which fields are text. Any valid text, 4-byte characters included, reads
+// writes nothing; the values' CheckText methods (and CheckEntry, which
+// also wants a positive amount) say which fields are text. Any valid text, 4-byte characters included, reads
 // back byte for byte. So every store accepts exactly the same values.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
@@ -247,7 +247,9 @@ type Tx interface {
 	// company does not exist.
 	Balance(ctx context.Context, companyID string) (wallet.Amount, error)
 	// Credit adds e.Amount to e.CompanyID's wallet, appends e to its ledger
-	// and returns the new balance. NotFound when the company does not exist.
+	// and returns the new balance. Invalid when e fails CheckEntry (an
+	// amount of zero or less among its rules, for Debit and DebitAll too);
+	// NotFound when the company does not exist.
 	Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	// Debit takes e.Amount from e.CompanyID's wallet only when the balance
 	// covers it, in one step that concurrent debits cannot interleave (D4),
@@ -261,7 +263,7 @@ type Tx interface {
 	// returns the new balance. When the balance is short it changes nothing
 	// and returns a *wallet.InsufficientFundsError holding the sum and the
 	// balance. Invalid when the entries name more than one company or one
-	// fails CheckEntryText; NotFound when the company does not exist;
+	// fails CheckEntry; NotFound when the company does not exist;
 	// Conflict when an entry's ID is taken or two of them share one, and
 	// then nothing is changed. No entries: nothing changes and the balance is not read (0, nil).
 	DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amount, error)

@@ -171,7 +171,12 @@ func (j *Job) CheckText() error {
 	return checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
 }
 
-// CheckEntryText checks the text fields of a ledger entry.
-func CheckEntryText(e *wallet.Entry) error {
+// CheckEntry checks a ledger entry before a store writes it: its text
+// fields, and its amount, which is positive (a credit or a debit of zero or
+// less is Invalid on every store, as the SQL stores' CHECK has it).
+func CheckEntry(e *wallet.Entry) error {
+	if e.Amount <= 0 {
+		return Errorf(Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
+	}
 	return checkTexts("id", e.ID, "company_id", e.CompanyID, "kind", string(e.Kind), "reference", e.Reference)
 }

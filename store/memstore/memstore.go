@@ -1019,14 +1019,14 @@ func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error)
 }
 
 func (t *tx) Credit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	return t.post(e, e.Amount)
 }
 
 func (t *tx) Debit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	return t.post(e, -e.Amount)
@@ -1045,7 +1045,7 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 	var sum wallet.Amount
 	ids := make(map[string]bool, len(entries))
 	for _, e := range entries {
-		if err := consent.CheckEntryText(e); err != nil {
+		if err := consent.CheckEntry(e); err != nil {
 			return 0, err
 		}
 		if e.CompanyID != company {

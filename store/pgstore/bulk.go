@@ -154,7 +154,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 		bal              int64
 	)
 	for i, e := range entries {
-		if err := consent.CheckEntryText(e); err != nil {
+		if err := consent.CheckEntry(e); err != nil {
 			return 0, err
 		}
 		if e.CompanyID != company {

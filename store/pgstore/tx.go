@@ -586,7 +586,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
@@ -599,7 +599,7 @@ func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) 
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
 	}
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2

@@ -195,7 +195,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	var sum wallet.Amount
 	args := make([]any, 0, cols*len(entries))
 	for _, e := range entries {
-		if err := consent.CheckEntryText(e); err != nil {
+		if err := consent.CheckEntry(e); err != nil {
 			return 0, err
 		}
 		if e.CompanyID != company {

@@ -628,7 +628,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	var bal wallet.Amount
@@ -646,7 +646,7 @@ func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) 
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
 	}
-	if err := consent.CheckEntryText(e); err != nil {
+	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
 	var bal wallet.Amount

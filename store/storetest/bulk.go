@@ -727,3 +727,37 @@ func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
 		t.Errorf("balance %v after %d kept calls of −0.01", bal, len(kept))
 	}
 }
+
+// testNonPositiveAmounts: a ledger entry's amount is positive on every
+// store (the SQL stores' CHECK): a credit or debit of zero or less is
+// refused as Invalid, alone or among others, and changes nothing.
+func testNonPositiveAmounts(t *testing.T, s consent.Store) {
+	funded(t, s)
+	ledger := ledgerOf(t, s, "acme")
+	for _, amount := range []wallet.Amount{0, -wallet.Cent} {
+		for name, write := range map[string]func(tx consent.Tx) error{
+			"Credit": func(tx consent.Tx) error {
+				_, err := tx.Credit(ctx, entry("bad", "acme", wallet.TopUp, amount, t0))
+				return err
+			},
+			"Debit": func(tx consent.Tx) error {
+				_, err := tx.Debit(ctx, entry("bad", "acme", wallet.ExactMatch, amount, t0))
+				return err
+			},
+			"DebitAll": func(tx consent.Tx) error {
+				_, err := tx.DebitAll(ctx, []*wallet.Entry{entry("ok", "acme", wallet.RetainBatch, wallet.Cent, t0),
+					entry("bad", "acme", wallet.RetainBatch, amount, t0)})
+				return err
+			},
+		} {
+			err := s.Update(ctx, write)
+			wantCode(t, fmt.Sprintf("%s of %v", name, amount), err, consent.Invalid)
+			if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar {
+				t.Errorf("%s of %v: balance %v, want 10", name, amount, bal)
+			}
+			if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
+				t.Errorf("%s of %v changed the ledger (-want +got):\n%s", name, amount, d)
+			}
+		}
+	}
+}

@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Revocation", testRevocation},
 		{"Wallet", testWallet},
 		{"DebitAll", testDebitAll},
+		{"NonPositiveAmounts", testNonPositiveAmounts},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"TimesUTC", testTimesUTC},

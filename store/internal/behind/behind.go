@@ -123,14 +123,11 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 	company := entries[0].CompanyID
 	var sum wallet.Amount
 	for _, e := range entries {
-		if err := consent.CheckEntryText(e); err != nil {
+		if err := consent.CheckEntry(e); err != nil {
 			return 0, err
 		}
 		if e.CompanyID != company {
 			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		if e.Amount <= 0 {
-			return 0, consent.Errorf(consent.Invalid, "a ledger entry's amount must be positive")
 		}
 		sum += e.Amount
 	}
