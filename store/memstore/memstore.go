@@ -174,6 +174,30 @@ func del[K comparable, V any](t *tx, m map[K]V, k K) {
 	t.undo = append(t.undo, func() { m[k] = old })
 }
 
+// setAll stores vs[i] under ks[i] in m, for keys that are all different,
+// and records one undo step for them all: a bulk write (UpdateSessions,
+// EnqueueJobs, DebitAll) costs no closure per row.
+func setAll[K comparable, V any](t *tx, m map[K]V, ks []K, vs []V) {
+	type was struct {
+		v   V
+		had bool
+	}
+	olds := make([]was, len(ks))
+	for i, k := range ks {
+		olds[i].v, olds[i].had = m[k]
+		m[k] = vs[i]
+	}
+	t.undo = append(t.undo, func() {
+		for i, k := range ks {
+			if olds[i].had {
+				m[k] = olds[i].v
+			} else {
+				delete(m, k)
+			}
+		}
+	})
+}
+
 // appendUndo appends vs to m[k] and records how to undo it: the slice is
 // cut back to its old length. Writers hold the store's lock, and readers
 // copy what they return, so appending in place is safe.
@@ -483,11 +507,17 @@ func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 	if !ok {
 		return notFound("session")
 	}
+	set(t, t.s.sessions, ses.ID, updated(old, ses))
+	return nil
+}
+
+// updated returns a copy of the stored session old with what UpdateSession
+// changes taken from ses.
+func updated(old, ses *consent.Session) *consent.Session {
 	n := cloneSession(old)
 	n.RetentionStatus, n.VideoStatus, n.ExpiresAt, n.Video = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt), ses.Video
 	n.ClosedAt = utc(ses.ClosedAt)
-	set(t, t.s.sessions, ses.ID, n)
-	return nil
+	return n
 }
 
 // UpdateSessions checks every session before it writes one, so that it
@@ -497,7 +527,8 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 		return err
 	}
 	seen := make(map[string]bool, len(list))
-	for _, ses := range list {
+	ids, news := make([]string, len(list)), make([]*consent.Session, len(list))
+	for i, ses := range list {
 		if err := ses.CheckText(); err != nil {
 			return err
 		}
@@ -505,15 +536,13 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 			return consent.Errorf(consent.Invalid, "session %s is listed twice", ses.ID)
 		}
 		seen[ses.ID] = true
-		if _, ok := t.s.sessions[ses.ID]; !ok {
+		old, ok := t.s.sessions[ses.ID]
+		if !ok {
 			return notFound("session")
 		}
+		ids[i], news[i] = ses.ID, updated(old, ses)
 	}
-	for _, ses := range list {
-		if err := t.UpdateSession(ctx, ses); err != nil {
-			return err
-		}
-	}
+	setAll(t, t.s.sessions, ids, news)
 	return nil
 }
 
@@ -776,7 +805,8 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 		return err
 	}
 	seen := make(map[jobID]bool, len(jobs))
-	for _, j := range jobs {
+	ids, copies := make([]jobID, len(jobs)), make([]*consent.Job, len(jobs))
+	for i, j := range jobs {
 		if err := j.CheckText(); err != nil {
 			return err
 		}
@@ -785,12 +815,9 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 			return conflict("job")
 		}
 		seen[id] = true
+		ids[i], copies[i] = id, cloneJob(j)
 	}
-	for _, j := range jobs {
-		if err := t.EnqueueJob(ctx, j); err != nil {
-			return err
-		}
-	}
+	setAll(t, t.s.jobs, ids, copies)
 	return nil
 }
 
@@ -1064,13 +1091,20 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 	if bal < sum {
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
 	}
-	for _, e := range entries {
-		var err error
-		if bal, err = t.post(e, -e.Amount); err != nil {
-			return 0, err
-		}
+	// Checked above: each entry is new and the balance covers them all.
+	// The entries are copied into one array (the ledger is append-only, so
+	// none of them is ever dropped alone).
+	copies, added, keys, marks := make([]wallet.Entry, len(entries)), make([]*wallet.Entry, len(entries)),
+		make([]string, len(entries)), make([]bool, len(entries))
+	for i, e := range entries {
+		copies[i] = *e
+		copies[i].CreatedAt = utc(e.CreatedAt)
+		added[i], keys[i], marks[i] = &copies[i], e.ID, true
 	}
-	return bal, nil
+	set(t, t.s.balances, company, bal-sum)
+	setAll(t, t.s.entryIDs, keys, marks)
+	appendUndo(t, t.s.ledger, company, added...)
+	return bal - sum, nil
 }
 
 // post applies delta to the wallet and appends e to the ledger. A debit

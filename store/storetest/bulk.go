@@ -761,3 +761,66 @@ func testNonPositiveAmounts(t *testing.T, s consent.Store) {
 		}
 	}
 }
+
+// testBulkRollsBack: the bulk writes of a transaction that then fails are
+// undone whole — sessions, jobs, balance, ledger — and the ids they took
+// are free again.
+func testBulkRollsBack(t *testing.T, s consent.Store) {
+	funded(t, s)
+	before := sessions(t, s, "s1")
+	ledger := ledgerOf(t, s, "acme")
+	retained := *before[0]
+	retained.RetentionStatus, retained.VideoStatus, retained.ExpiresAt = consent.RetentionRetained, consent.VideoPending, t0.AddDate(5, 0, 0)
+	jobs := func() []*consent.Job {
+		return []*consent.Job{job(consent.JobConvert, "s1", t0), job("webhook", "msg_9:ep_1", t0)}
+	}
+	debits := func() []*wallet.Entry {
+		return []*wallet.Entry{entry("d1", "acme", wallet.RetainBatch, 10*wallet.Cent, t0), entry("d2", "acme", wallet.RetainBatch, 10*wallet.Cent, t0)}
+	}
+	errBoom := errors.New("boom")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.UpdateSessions(ctx, []*consent.Session{&retained}); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJobs(ctx, jobs()); err != nil {
+			return err
+		}
+		if _, err := tx.DebitAll(ctx, debits()); err != nil {
+			return err
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("Update returned %v, want fn's error", err)
+	}
+	if d := cmp.Diff(before, sessions(t, s, "s1"), opts); d != "" {
+		t.Errorf("session after the rollback (-want +got):\n%s", d)
+	}
+	if got := jobsOf(t, s, consent.JobConvert, "s1"); got[0] != nil {
+		t.Errorf("job after the rollback: %+v", got[0])
+	}
+	if got := jobsOf(t, s, "webhook", "msg_9:ep_1"); got[0] != nil {
+		t.Errorf("job after the rollback: %+v", got[0])
+	}
+	if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar {
+		t.Errorf("balance after the rollback: %v, want 10", bal)
+	}
+	if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
+		t.Errorf("ledger after the rollback (-want +got):\n%s", d)
+	}
+	// The same writes commit afterwards: nothing of the first try is left
+	// to conflict with them.
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.UpdateSessions(ctx, []*consent.Session{&retained}); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJobs(ctx, jobs()); err != nil {
+			return err
+		}
+		_, err := tx.DebitAll(ctx, debits())
+		return err
+	})
+	if d := cmp.Diff(append(ledger, debits()...), ledgerOf(t, s, "acme"), opts); d != "" {
+		t.Errorf("ledger after the retry (-want +got):\n%s", d)
+	}
+}

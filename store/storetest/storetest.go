@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Wallet", testWallet},
 		{"DebitAll", testDebitAll},
 		{"NonPositiveAmounts", testNonPositiveAmounts},
+		{"BulkRollsBack", testBulkRollsBack},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"TimesUTC", testTimesUTC},
