@@ -217,14 +217,14 @@ func CertificateEncoding(c *Certificate) []byte {
 func encodingSize(c *Certificate) int {
 	const (
 		members  = len(`{"company_id":,"consents":[],"created_at":,"email_sha256":,"id":,"key_id":,"mobile_sha256":,"origin":,"property_id":,"recording_sha256":,"session_id":,"v":}`)
-		strings  = 11 * 2 // the quotes of the values other than the consents'
-		consent  = len(`{"opt_in_at":,"text":,"types":[]}`) + 2*2
+		quotes   = 11 * 2 // of the values other than the consents'
+		record   = len(`{"opt_in_at":,"text":,"types":[]}`) + 2*2
 		timeSize = len(canonicalTimeLayout)
 	)
-	n := members + strings + len(c.CompanyID) + timeSize + 3*2*len(Digest{}) + len(c.ID) + len(c.KeyID) +
+	n := members + quotes + len(c.CompanyID) + timeSize + 3*2*len(Digest{}) + len(c.ID) + len(c.KeyID) +
 		len(c.Origin) + len(c.PropertyID) + len(c.SessionID) + len(CertificateEncodingVersion)
 	for i, r := range c.Records {
-		n += consent + timeSize + len(r.Text)
+		n += record + timeSize + len(r.Text)
 		if i > 0 {
 			n++ // the comma before it
 		}
