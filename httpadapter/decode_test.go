@@ -3,6 +3,7 @@ package httpadapter
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -58,14 +59,28 @@ func TestDecodeFlat(t *testing.T) {
 		{"/verify/match", "{\"consent\":\"\xff\"}", false},           // invalid UTF-8, refused in full
 		{"/verify/session/{company_id}", `{"CompanyID":"x"}`, false}, // a path field, which JSON does not set
 		{"/api/integrations/{companyId}/retain/batch", `{"session_ids":["s1"]}`, false},
+		// Over sharedBody: each value is a copy of its own.
+		{"/verify/match", `{"company_id":"acme","consent":"` + strings.Repeat("I agree. ", 200) + `","certificate_id":"cert-1"}`, true},
 	} {
 		rt := byPattern[tc.pattern]
 		if rt == nil || rt.flat == nil {
 			t.Fatalf("%s: no route with a table of string fields", tc.pattern)
 		}
+		// The body in a buffer with room to spare, as readAll leaves it.
+		data := append(make([]byte, 0, len(tc.body)+100), tc.body...)
 		v := reflect.New(rt.Request)
-		if got := decodeFlat([]byte(tc.body), v.Interface(), rt.flat); got != tc.taken {
+		if got := decodeFlat(data, v.Interface(), rt.flat); got != tc.taken {
 			t.Errorf("%s %s: taken %v, want %v", tc.pattern, tc.body, got, tc.taken)
+		}
+		if !tc.taken {
+			continue
+		}
+		want := reflect.New(rt.Request)
+		if err := json.Unmarshal([]byte(tc.body), want.Interface()); err != nil {
+			t.Fatalf("%s %s: %v", tc.pattern, tc.body, err)
+		}
+		if !reflect.DeepEqual(v.Interface(), want.Interface()) {
+			t.Errorf("%s %s: decoded %+v, encoding/json %+v", tc.pattern, tc.body, v.Elem(), want.Elem())
 		}
 	}
 }
@@ -167,14 +182,39 @@ func TestReadAll(t *testing.T) {
 			"EOF with data": func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) },
 			"half a read":   func() io.Reader { return iotest.HalfReader(strings.NewReader(body)) },
 		} {
-			got, err := readAll(r(), size)
+			got, err := readAll(r(), size, int64(len(body)))
 			if err != nil || string(got) != body {
 				t.Errorf("size %d, %s: read %d bytes, %v; want all %d", size, name, len(got), err, len(body))
 			}
 		}
 	}
-	if _, err := readAll(iotest.TimeoutReader(strings.NewReader(body)), 10); err != iotest.ErrTimeout {
+	if _, err := readAll(iotest.TimeoutReader(strings.NewReader(body)), 10, 1<<20); err != iotest.ErrTimeout {
 		t.Errorf("a failing read: %v, want %v", err, iotest.ErrTimeout)
+	}
+	// The limit: a body of exactly the limit is read, one byte more is
+	// too large, whatever the reads.
+	for _, size := range []int64{0, 999, 1000, 1001} {
+		if got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), size, 1000); err != nil || len(got) != 1000 {
+			t.Errorf("size %d, limit 1000: read %d bytes, %v; want all 1000", size, len(got), err)
+		}
+		if _, err := readAll(strings.NewReader(body), size, 999); err != errTooLarge {
+			t.Errorf("size %d, limit 999: %v, want errTooLarge", size, err)
+		}
+	}
+}
+
+// A body longer than it declared (a middleware replaced it) is still held
+// to the route's limit: 413.
+func TestDecodeLimitBeyondDeclaredLength(t *testing.T) {
+	big := `{"company_id":"acme","consent":"` + strings.Repeat("x", MaxBodyBytes) + `"}`
+	r := httptest.NewRequest(http.MethodPost, "/verify/match", strings.NewReader(`{}`))
+	r.Body = io.NopCloser(strings.NewReader(big)) // ContentLength stays 2
+	var v struct {
+		CompanyID string `json:"company_id"`
+	}
+	err := decode(httptest.NewRecorder(), r, &v, 0, nil)
+	if consent.ErrorCode(err) != consent.TooLarge {
+		t.Errorf("decode of %d bytes declared as 2: %v, want TooLarge", len(big), err)
 	}
 }
 

@@ -174,14 +174,23 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 	if r.ContentLength >= 0 {
 		size = min(r.ContentLength, limit, 64<<10)
 	}
-	data, err := readAll(http.MaxBytesReader(w, r.Body, limit), size)
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe):
-		return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
-	case err != nil:
+	// A body of unknown length, or declared over the limit, goes through
+	// http.MaxBytesReader, which also has the server close the connection
+	// rather than read on; one declared within it is held to the limit by
+	// readAll (its reader stops at the declared length, unless something
+	// before this handler replaced it).
+	body := r.Body
+	if r.ContentLength < 0 || r.ContentLength > limit {
+		body = http.MaxBytesReader(w, r.Body, limit)
+	}
+	data, err := readAll(body, size, limit)
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.Is(err, errTooLarge) || errors.As(err, &mbe) {
+			return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
+		}
 		return consent.Errorf(consent.Invalid, "request body could not be read")
-	case len(bytes.TrimSpace(data)) == 0:
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
 		return consent.Errorf(consent.Invalid, "request body must be a JSON object")
 	}
 	if flat != nil && decodeFlat(data, v, flat) {
@@ -219,11 +228,14 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 // readAll reads r to its end into a buffer of size bytes to begin with,
 // so that a body of a known, small size takes no more (io.ReadAll's first
 // buffer is 512 bytes).
-func readAll(r io.Reader, size int64) ([]byte, error) {
+func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 	b := make([]byte, 0, size+1) // the read that finds the end needs room
 	for {
 		n, err := r.Read(b[len(b):cap(b)])
 		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return b, errTooLarge
+		}
 		if err == io.EOF {
 			return b, nil
 		}
@@ -235,6 +247,9 @@ func readAll(r io.Reader, size int64) ([]byte, error) {
 		}
 	}
 }
+
+// errTooLarge is readAll's error for a body over its limit.
+var errTooLarge = errors.New("request body over the limit")
 
 // decodeFlat is decode's fast path, for the common request: an object of
 // plain string members (jsontext.Flat) that each name a string field of v
@@ -261,12 +276,29 @@ func decodeFlat(data []byte, v any, flat map[string]int) bool {
 	}) {
 		return false
 	}
+	// The values of a small body share one copy of it (Flat hands out
+	// pieces of data, so a value's offset is what its capacity lacks of
+	// data's); a large body's values are copied each, so that a stored
+	// field never keeps a large body alive.
+	var body string
+	if len(data) <= sharedBody {
+		body = string(data)
+	}
 	s := reflect.ValueOf(v).Elem()
 	for _, m := range set[:n] {
-		s.Field(m.index).SetString(string(m.value))
+		if body == "" {
+			s.Field(m.index).SetString(string(m.value))
+			continue
+		}
+		off := cap(data) - cap(m.value)
+		s.Field(m.index).SetString(body[off : off+len(m.value)])
 	}
 	return true
 }
+
+// sharedBody is the largest body whose string values decodeFlat takes from
+// one copy of it.
+const sharedBody = 1 << 10
 
 // amountField is the JSON name of the wallet.Amount field of the request
 // struct v; "" when it has none.

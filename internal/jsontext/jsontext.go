@@ -117,7 +117,8 @@ func AppendMember(b []byte, open int, name string) []byte {
 // space, '{', members whose names and values are strings written without an
 // escape or a control character, in valid UTF-8, '}', white space. It
 // returns false for any other text, valid JSON or not, and as soon as member
-// returns false; member may have been called for some members by then.
+// returns false; member may have been called for some members by then. The
+// name and value it passes are pieces of data (data[i:j]), not copies.
 //
 // It is a fast path: a caller decodes the text in full (encoding/json,
 // CheckMembers) when Flat returns false, and Flat walks no text that those
