@@ -98,8 +98,12 @@ const auditDomain = "consentkit.audit.v1"
 // length-prefixed or of fixed size, so that no two different entries encode
 // alike. See the package documentation for the layout.
 func AuditEncoding(e *AuditEntry) []byte {
-	b := make([]byte, 0, 8*4+len(auditDomain)+len(e.CompanyID)+8+8+len(e.Actor)+len(e.Action)+len(e.Target)+
-		len(e.Outcome)+len(e.RequestID)+len(e.Detail)+len(e.PrevHash))
+	return appendAuditEncoding(make([]byte, 0, 8*4+len(auditDomain)+len(e.CompanyID)+8+8+len(e.Actor)+len(e.Action)+
+		len(e.Target)+len(e.Outcome)+len(e.RequestID)+len(e.Detail)+len(e.PrevHash)), e)
+}
+
+// appendAuditEncoding appends AuditEncoding(e) to b.
+func appendAuditEncoding(b []byte, e *AuditEntry) []byte {
 	str := func(s string) {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
 		b = append(b, s...)
@@ -120,7 +124,10 @@ func AuditEncoding(e *AuditEntry) []byte {
 
 // AuditHash returns the SHA-256 of AuditEncoding(e): the Hash a store gives
 // e, and the PrevHash of the entry after it.
-func AuditHash(e *AuditEntry) Digest { return sha256.Sum256(AuditEncoding(e)) }
+func AuditHash(e *AuditEntry) Digest {
+	var buf [512]byte // most entries' encoding: no allocation
+	return sha256.Sum256(appendAuditEncoding(buf[:0], e))
+}
 
 // CheckText checks e's text fields and their lengths.
 func (e *AuditEntry) CheckText() error {

@@ -320,20 +320,22 @@ func (s *Service) paid(ctx context.Context, audit *AuditParams, fn func(tx Tx) (
 
 // once is paid without a key.
 func (s *Service) once(ctx context.Context, audit *AuditParams, fn func(tx Tx) (any, error)) (any, error) {
-	var out any
-	var refusal error
+	var r struct { // one allocation for what the closure sets
+		out     any
+		refusal error
+	}
 	err := s.store.Update(ctx, func(tx Tx) error {
 		var err error
-		out, refusal, err = s.step(ctx, tx, audit, fn)
+		r.out, r.refusal, err = s.step(ctx, tx, audit, fn)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	if refusal != nil {
-		return nil, refusal
+	if r.refusal != nil {
+		return nil, r.refusal
 	}
-	return out, nil
+	return r.out, nil
 }
 
 // step runs fn and, with audit, records its outcome (UpdateAudited's

@@ -42,7 +42,8 @@ func (c *sigCache) verify(key ed25519.PublicKey, sig []byte, cert *Certificate) 
 	if c.half <= 0 || len(key) != ed25519.PublicKeySize || len(sig) != ed25519.SignatureSize {
 		return ed25519.Verify(key, CertificateEncoding(cert), sig)
 	}
-	d, msg := cacheEntry(key, sig, cert)
+	var buf [1024]byte // most certificates' entry: no allocation
+	d, msg := cacheEntry(buf[:0], key, sig, cert)
 	if c.has(d) {
 		return true
 	}
@@ -54,13 +55,16 @@ func (c *sigCache) verify(key ed25519.PublicKey, sig []byte, cert *Certificate) 
 }
 
 // cacheEntry returns the cache's entry for the check of sig, key's
-// signature of cert, and cert's canonical encoding. The entry is the
+// signature of cert, and cert's canonical encoding, written in b when it
+// has room (else in a buffer of the right size). The entry is the
 // SHA-256 of the key, the signature and the encoding, written one after
 // the other in one buffer: the key and the signature have fixed sizes, so
 // the three cannot run into each other.
-func cacheEntry(key, sig []byte, cert *Certificate) (Digest, []byte) {
-	b := make([]byte, 0, len(key)+len(sig)+encodingSize(cert))
-	b = append(append(b, key...), sig...)
+func cacheEntry(b, key, sig []byte, cert *Certificate) (Digest, []byte) {
+	if n := len(key) + len(sig) + encodingSize(cert); cap(b) < n {
+		b = make([]byte, 0, n)
+	}
+	b = append(append(b[:0], key...), sig...)
 	b = appendEncoding(b, cert)
 	return sha256.Sum256(b), b[len(key)+len(sig):]
 }

@@ -61,10 +61,10 @@ func TestSigCache(t *testing.T) {
 		}
 		last = m
 	}
-	if d, _ := cacheEntry(pub, ed25519.Sign(priv, CertificateEncoding(last)), last); !c.has(d) {
+	if d, _ := cacheEntry(nil, pub, ed25519.Sign(priv, CertificateEncoding(last)), last); !c.has(d) {
 		t.Error("the latest signature is not held")
 	}
-	if d, _ := cacheEntry(pub, sig, msg); c.has(d) {
+	if d, _ := cacheEntry(nil, pub, sig, msg); c.has(d) {
 		t.Error("the first signature is still held after 40 others")
 	}
 

@@ -455,7 +455,11 @@ func (s *Service) integrity(ctx context.Context, cert *consent.Certificate, reco
 
 // result builds the answer of D12.
 func result(cert *consent.Certificate, match func(consent.Record) bool) *Result {
-	res := &Result{Origin: cert.Origin, ConsentTypes: []string{}}
+	n := 0
+	for _, r := range cert.Records {
+		n += len(r.Types)
+	}
+	res := &Result{Origin: cert.Origin, ConsentTypes: make([]string, 0, n)}
 	for i, r := range cert.Records {
 		if !res.Valid && match(r) {
 			res.Valid, res.ConsentOptIn = true, r.OptInAt
