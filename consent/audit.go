@@ -269,10 +269,16 @@ func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
 
 // auditEntry is the entry Audit appends, stamped now.
 func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, error) {
-	e := &AuditEntry{
+	// The entry and the buffer its detail is written in are one
+	// allocation (what the entry keeps is the detail's own string).
+	eb := &struct {
+		e   AuditEntry
+		buf [128]byte
+	}{e: AuditEntry{
 		CompanyID: p.CompanyID, At: s.Now(), Actor: p.Actor, Action: p.Action, Target: p.Target,
 		Outcome: AuditOK, RequestID: RequestIDFrom(ctx),
-	}
+	}}
+	e := &eb.e
 	if e.Actor == "" {
 		e.Actor = ActorFrom(ctx)
 	}
@@ -285,7 +291,7 @@ func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, e
 	switch d := p.Detail.(type) {
 	case nil:
 	case DetailAppender:
-		e.Detail = string(d.AppendDetail(make([]byte, 0, 128)))
+		e.Detail = string(d.AppendDetail(eb.buf[:0]))
 	default:
 		b, err := json.Marshal(d)
 		if err != nil {

@@ -1123,11 +1123,19 @@ func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
 	if t.s.entryIDs[e.ID] {
 		return 0, conflict("ledger entry")
 	}
-	set(t, t.s.balances, e.CompanyID, bal+delta)
-	set(t, t.s.entryIDs, e.ID, true)
+	// The balance, the id and the ledger change together, with one undo
+	// step: the company's balance was there and the id was not.
 	n := *e
 	n.CreatedAt = utc(n.CreatedAt)
-	appendUndo(t, t.s.ledger, e.CompanyID, &n)
+	company, id, k := e.CompanyID, e.ID, len(t.s.ledger[e.CompanyID])
+	t.s.balances[company] = bal + delta
+	t.s.entryIDs[id] = true
+	t.s.ledger[company] = append(t.s.ledger[company], &n)
+	t.undo = append(t.undo, func() {
+		t.s.balances[company] = bal
+		delete(t.s.entryIDs, id)
+		t.s.ledger[company] = t.s.ledger[company][:k]
+	})
 	return bal + delta, nil
 }
 
@@ -1174,19 +1182,27 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	}
 	// The chain goes on from the head; the copies are appended at once and
 	// the head is set once.
-	head := t.s.auditHeads[company]
+	old, hadHead := t.s.auditHeads[company]
+	head, chain := old, t.s.audit[company]
+	k := len(chain)
 	copies := make([]consent.AuditEntry, len(entries))
-	added := make([]*consent.AuditEntry, len(entries))
 	for i, e := range entries {
 		e.At = consent.UTC(e.At)
 		e.Seq, e.PrevHash = head.Seq+1, head.Hash
 		e.Hash = consent.AuditHash(e)
 		head = consent.AuditHead{CompanyID: company, Seq: e.Seq, Hash: e.Hash}
 		copies[i] = *e
-		added[i] = &copies[i]
+		chain = append(chain, &copies[i])
 	}
-	appendUndo(t, t.s.audit, company, added...)
-	set(t, t.s.auditHeads, company, head)
+	t.s.audit[company], t.s.auditHeads[company] = chain, head
+	t.undo = append(t.undo, func() {
+		t.s.audit[company] = t.s.audit[company][:k]
+		if hadHead {
+			t.s.auditHeads[company] = old
+		} else {
+			delete(t.s.auditHeads, company)
+		}
+	})
 	return nil
 }
 
