@@ -577,6 +577,9 @@ func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount w
 	if amount <= 0 {
 		return 0, Errorf(Invalid, "amount must be positive")
 	}
+	if amount > wallet.MaxBalance {
+		return 0, ErrBalanceLimit
+	}
 	if len(reference) > MaxIDLength {
 		return 0, Errorf(Invalid, "reference must be at most %d bytes", MaxIDLength)
 	}

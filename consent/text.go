@@ -171,12 +171,32 @@ func (j *Job) CheckText() error {
 	return checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
 }
 
+// ErrBalanceLimit is Invalid: a wallet holds at most wallet.MaxBalance. Every
+// store refuses with it a credit that would take a balance over that, an
+// entry of more, and a debit of entries whose sum is more (no wallet could
+// cover it).
+var ErrBalanceLimit = Errorf(Invalid, "a wallet holds at most %s dollars", wallet.MaxBalance)
+
+// AddAmounts returns a+b, two amounts of 0 to wallet.MaxBalance, or
+// ErrBalanceLimit when the sum is over it: how the stores add an entry to a
+// balance or to the sum of a debit without overflowing.
+func AddAmounts(a, b wallet.Amount) (wallet.Amount, error) {
+	if a+b > wallet.MaxBalance {
+		return 0, ErrBalanceLimit
+	}
+	return a + b, nil
+}
+
 // CheckEntry checks a ledger entry before a store writes it: its text
 // fields, and its amount, which is positive (a credit or a debit of zero or
-// less is Invalid on every store, as the SQL stores' CHECK has it).
+// less is Invalid on every store, as the SQL stores' CHECK has it) and at
+// most wallet.MaxBalance (ErrBalanceLimit).
 func CheckEntry(e *wallet.Entry) error {
 	if e.Amount <= 0 {
 		return Errorf(Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
+	}
+	if e.Amount > wallet.MaxBalance {
+		return ErrBalanceLimit
 	}
 	return checkTexts("id", e.ID, "company_id", e.CompanyID, "kind", string(e.Kind), "reference", e.Reference)
 }

@@ -244,6 +244,9 @@ var operatorRequests = []struct {
 	{"POST", "/operator/companies/newco/wallet/top-ups", `{"amount":25.5,"reference":"inv-1"}`, "topup-1", 201},
 	{"POST", "/operator/companies/newco/wallet/top-ups", `{"amount":25.5,"reference":"inv-1"}`, "topup-1", 201},
 	{"POST", "/operator/companies/newco/wallet/top-ups", `{"amount":1,"reference":"inv-1"}`, "topup-1", 422},
+	// Up to a billion dollars a wallet (wallet.MaxBalance), and no further.
+	{"POST", "/operator/companies/newco/wallet/top-ups", `{"amount":999999974.5,"reference":"inv-2"}`, "topup-2", 201},
+	{"POST", "/operator/companies/newco/wallet/top-ups", `{"amount":0.000001,"reference":"inv-3"}`, "topup-3", 400},
 	{"GET", "/operator/companies/newco/wallet", "", "", 200},
 	{"GET", "/operator/companies/acme/wallet/ledger?limit=1", "", "", 200},
 	{"GET", "/operator/companies/acme/certificates?limit=2", "", "", 200},

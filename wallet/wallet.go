@@ -25,6 +25,13 @@ const (
 	Dollar      Amount = 1_000_000
 )
 
+// MaxBalance is the most a wallet holds, and so the largest amount of one
+// ledger entry: a billion dollars. Every store refuses a credit that would
+// take a balance over it, and an entry or a debit of several entries that
+// is over it (consent.ErrBalanceLimit), so that no balance or sum of
+// amounts can overflow.
+const MaxBalance Amount = 1_000_000_000 * Dollar
+
 // maxFraction is the number of decimal places an Amount can hold.
 const maxFraction = 6
 

@@ -1082,7 +1082,10 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 			return 0, conflict("ledger entry")
 		}
 		ids[e.ID] = true
-		sum += e.Amount
+		var err error
+		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
+			return 0, err
+		}
 	}
 	bal, ok := t.s.balances[company]
 	if !ok {
@@ -1119,6 +1122,9 @@ func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
 	}
 	if delta < 0 && bal < -delta {
 		return 0, &wallet.InsufficientFundsError{Required: -delta, Balance: bal}
+	}
+	if _, err := consent.AddAmounts(bal, delta); delta > 0 && err != nil {
+		return 0, err
 	}
 	if t.s.entryIDs[e.ID] {
 		return 0, conflict("ledger entry")

@@ -160,7 +160,11 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 		if e.CompanyID != company {
 			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
 		}
-		sum += int64(e.Amount)
+		total, err := consent.AddAmounts(wallet.Amount(sum), e.Amount)
+		if err != nil {
+			return 0, err
+		}
+		sum = int64(total)
 		ids[i], kinds[i], refs[i], amounts[i], created[i] = e.ID, string(e.Kind), e.Reference, int64(e.Amount), e.CreatedAt
 	}
 	err := t.tx.QueryRow(ctx, `WITH w AS (

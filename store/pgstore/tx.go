@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -589,7 +590,17 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
-	return t.post(ctx, e, `UPDATE wallets SET balance = balance + $2 WHERE company_id = $1 RETURNING balance`)
+	// The balance must stay within wallet.MaxBalance: a company whose
+	// wallet is not updated either does not exist or is too near it.
+	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance + $2
+		WHERE company_id = $1 AND balance <= `+strconv.FormatInt(int64(wallet.MaxBalance), 10)+` - $2 RETURNING balance`)
+	if consent.ErrorCode(err) == consent.NotFound {
+		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
+			return 0, err
+		}
+		return 0, consent.ErrBalanceLimit
+	}
+	return bal, err
 }
 
 // Debit is conditional in one statement: after waiting for a concurrent

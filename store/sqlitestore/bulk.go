@@ -201,7 +201,10 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 		if e.CompanyID != company {
 			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
 		}
-		sum += e.Amount
+		var err error
+		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
+			return 0, err
+		}
 		args = append(args, e.ID, company, string(e.Kind), int64(e.Amount), e.Reference, e.CreatedAt.UnixMicro())
 	}
 	cur, err := t.Balance(ctx, company)

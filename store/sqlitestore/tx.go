@@ -631,11 +631,19 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
+	// The balance must stay within wallet.MaxBalance: a company whose
+	// wallet is not updated either does not exist or is too near it.
 	var bal wallet.Amount
-	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance + ? WHERE company_id = ? RETURNING balance`,
-		e.Amount, e.CompanyID).Scan(&bal)
+	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance + ?1
+		WHERE company_id = ?2 AND balance <= ?3 - ?1 RETURNING balance`, e.Amount, e.CompanyID, wallet.MaxBalance).Scan(&bal)
+	if errors.Is(err, sql.ErrNoRows) {
+		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
+			return 0, err
+		}
+		return 0, consent.ErrBalanceLimit
+	}
 	if err != nil {
-		return 0, one(err, "company")
+		return 0, mapErr(err)
 	}
 	return bal, t.appendEntry(ctx, e)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -822,5 +823,105 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 	})
 	if d := cmp.Diff(append(ledger, debits()...), ledgerOf(t, s, "acme"), opts); d != "" {
 		t.Errorf("ledger after the retry (-want +got):\n%s", d)
+	}
+}
+
+// testBalanceLimit: a wallet holds at most wallet.MaxBalance, on every
+// store and through every write: a credit that would take it over, an
+// entry of more, or a debit whose entries sum to more is refused as
+// Invalid (consent.ErrBalanceLimit) and changes nothing, so no balance or
+// sum ever overflows. Concurrent credits that would together pass it
+// (sharing a group-commit batch, on the SQL stores) are refused alone.
+func testBalanceLimit(t *testing.T, s consent.Store) {
+	funded(t, s) // $10
+	ledger := ledgerOf(t, s, "acme")
+	refused := func(name string, write func(tx consent.Tx) error) {
+		t.Helper()
+		err := s.Update(ctx, write)
+		if !errors.Is(err, consent.ErrBalanceLimit) || consent.ErrorCode(err) != consent.Invalid {
+			t.Errorf("%s: %v, want ErrBalanceLimit (Invalid)", name, err)
+		}
+		if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
+			t.Errorf("%s changed the ledger (-want +got):\n%s", name, d)
+		}
+	}
+	huge := wallet.Amount(math.MaxInt64)
+	for name, write := range map[string]func(tx consent.Tx) error{
+		"a credit over the limit": func(tx consent.Tx) error {
+			_, err := tx.Credit(ctx, entry("over", "acme", wallet.TopUp, wallet.MaxBalance-10*wallet.Dollar+1, t0))
+			return err
+		},
+		"a credit of MaxInt64": func(tx consent.Tx) error {
+			_, err := tx.Credit(ctx, entry("over", "acme", wallet.TopUp, huge, t0))
+			return err
+		},
+		"a debit of MaxInt64": func(tx consent.Tx) error {
+			_, err := tx.Debit(ctx, entry("over", "acme", wallet.ExactMatch, huge, t0))
+			return err
+		},
+		"debits summing over the limit": func(tx consent.Tx) error {
+			_, err := tx.DebitAll(ctx, []*wallet.Entry{entry("o1", "acme", wallet.RetainBatch, wallet.MaxBalance, t0),
+				entry("o2", "acme", wallet.RetainBatch, 1, t0)})
+			return err
+		},
+		"debits of MaxInt64 twice": func(tx consent.Tx) error {
+			_, err := tx.DebitAll(ctx, []*wallet.Entry{entry("o1", "acme", wallet.RetainBatch, huge, t0),
+				entry("o2", "acme", wallet.RetainBatch, huge, t0)})
+			return err
+		},
+	} {
+		refused(name, write)
+	}
+	if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar {
+		t.Fatalf("balance after the refusals: %v, want 10", bal)
+	}
+	// Up to the limit exactly is fine, and spends back down.
+	update(t, s, func(tx consent.Tx) error {
+		bal, err := tx.Credit(ctx, entry("to-limit", "acme", wallet.TopUp, wallet.MaxBalance-10*wallet.Dollar, t0))
+		if err == nil && bal != wallet.MaxBalance {
+			t.Errorf("credit to the limit: balance %v, want %v", bal, wallet.MaxBalance)
+		}
+		return err
+	})
+	ledger = ledgerOf(t, s, "acme")
+	refused("a credit of one micro-dollar at the limit", func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, entry("one", "acme", wallet.TopUp, 1, t0))
+		return err
+	})
+	update(t, s, func(tx consent.Tx) error {
+		bal, err := tx.Debit(ctx, entry("all", "acme", wallet.ExactMatch, wallet.MaxBalance, t0))
+		if err == nil && bal != 0 {
+			t.Errorf("debit of the whole limit: balance %v, want 0", bal)
+		}
+		return err
+	})
+
+	// Eight credits of just over half the limit at once: exactly one can
+	// be made.
+	half := wallet.MaxBalance/2 + 1
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Update(ctx, func(tx consent.Tx) error {
+				_, err := tx.Credit(ctx, entry(fmt.Sprintf("half-%d", i), "acme", wallet.TopUp, half, t0))
+				return err
+			})
+		}()
+	}
+	wg.Wait()
+	made := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			made++
+		case !errors.Is(err, consent.ErrBalanceLimit):
+			t.Errorf("concurrent credit %d: %v, want nil or ErrBalanceLimit", i, err)
+		}
+	}
+	if bal := balanceOf(t, s, "acme"); made != 1 || bal != half {
+		t.Errorf("concurrent credits of half the limit: %d made, balance %v; want 1 and %v", made, bal, half)
 	}
 }

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DebitAll", testDebitAll},
 		{"NonPositiveAmounts", testNonPositiveAmounts},
 		{"BulkRollsBack", testBulkRollsBack},
+		{"BalanceLimit", testBalanceLimit},
 		{"Rollback", testRollback},
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"TimesUTC", testTimesUTC},

@@ -129,7 +129,10 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 		if e.CompanyID != company {
 			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
 		}
-		sum += e.Amount
+		var err error
+		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
+			return 0, err
+		}
 	}
 	bal, err := b.Balance(ctx, src, company)
 	if err != nil {
@@ -137,6 +140,9 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 	}
 	if sign < 0 && bal < sum {
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
+	}
+	if _, err := consent.AddAmounts(bal, sum); sign > 0 && err != nil {
+		return 0, err
 	}
 	ids := make(map[string]bool, len(b.ledger)+len(entries))
 	for _, p := range b.ledger {
