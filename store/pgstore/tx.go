@@ -240,7 +240,7 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	tag, err := t.exec(ctx, `WITH s AS (
 			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea)
 			WHERE id = $1 RETURNING event_chunks - 1 AS seq)
-		INSERT INTO session_events (session_id, seq, data) SELECT $1, seq, $2 FROM s`, sessionID, chunk)
+		INSERT INTO session_events (session_id, seq, data) SELECT $1, seq, $2 FROM s`, sessionID, payload(chunk))
 	return affected(tag, err, "session")
 }
 

@@ -254,7 +254,7 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	if err != nil {
 		return one(err, "session")
 	}
-	_, err = t.exec(ctx, `INSERT INTO session_events (session_id, seq, data) VALUES (?, ?, ?)`, sessionID, seq, chunk)
+	_, err = t.exec(ctx, `INSERT INTO session_events (session_id, seq, data) VALUES (?, ?, ?)`, sessionID, seq, payload(chunk))
 	return err
 }
 

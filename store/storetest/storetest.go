@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 		{"Text", testText},
 		{"Capture", testCapture},
+		{"EmptyEventChunk", testEmptyEventChunk},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
