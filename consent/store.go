@@ -77,8 +77,9 @@ type Tx interface {
 	// ones included. NotFound when there is none.
 	TokenByDigest(ctx context.Context, d Digest) (*Token, error)
 	// RevokeToken marks the company's token revoked at the given time;
-	// revoking a revoked token keeps its first time. NotFound when the
-	// company has no token of that id.
+	// revoking a revoked token keeps its first time. Invalid when at is
+	// zero (CheckRevokedAt); NotFound when the company has no token of
+	// that id.
 	RevokeToken(ctx context.Context, companyID, id string, at time.Time) error
 	// Tokens returns the company's tokens, revoked and expired ones
 	// included, oldest first (by CreatedAt, then ID), each with its
@@ -143,8 +144,8 @@ type Tx interface {
 	// NotFound when the certificate does not exist.
 	UpdateCertificate(ctx context.Context, c *Certificate) error
 	// RevokeCertificate marks the certificate revoked at the given time;
-	// revoking a revoked certificate keeps its first time. NotFound when
-	// there is none.
+	// revoking a revoked certificate keeps its first time. Invalid when at
+	// is zero (CheckRevokedAt); NotFound when there is none.
 	RevokeCertificate(ctx context.Context, id string, at time.Time) error
 
 	// CreateRevocation stores r. NotFound when r.CompanyID does not exist;

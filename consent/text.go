@@ -2,6 +2,7 @@ package consent
 
 import (
 	"math"
+	"time"
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/wallet"
@@ -185,6 +186,16 @@ func AddAmounts(a, b wallet.Amount) (wallet.Amount, error) {
 		return 0, ErrBalanceLimit
 	}
 	return a + b, nil
+}
+
+// CheckRevokedAt refuses, as Invalid, a revocation without its time: a
+// zero time would read as "not revoked" and, kept by a store, stop a later
+// revocation from taking (RevokeToken, RevokeCertificate).
+func CheckRevokedAt(at time.Time) error {
+	if at.IsZero() {
+		return Errorf(Invalid, "a revocation needs its time")
+	}
+	return nil
 }
 
 // CheckEntry checks a ledger entry before a store writes it: its text

@@ -387,6 +387,9 @@ func (t *tx) TokenByDigest(_ context.Context, d consent.Digest) (*consent.Token,
 }
 
 func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -662,6 +665,9 @@ func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error 
 }
 
 func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}

@@ -181,6 +181,9 @@ func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Toke
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND company_id = $2`,
 		id, companyID, at)
 	return affected(tag, err, "token")
@@ -388,6 +391,9 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 }
 
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
 }

@@ -194,6 +194,9 @@ func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Toke
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND company_id = ?`,
 		at.UnixMicro(), id, companyID)
 	return affected(r, err, "token")
@@ -414,6 +417,9 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 }
 
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
+	if err := consent.CheckRevokedAt(at); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
 	return affected(r, err, "certificate")
 }

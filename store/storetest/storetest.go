@@ -75,6 +75,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Text", testText},
 		{"Capture", testCapture},
 		{"EmptyEventChunk", testEmptyEventChunk},
+		{"RevokeWithoutTime", testRevokeWithoutTime},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
@@ -1067,6 +1068,39 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 	view(t, s, func(tx consent.Tx) error {
 		if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != 90*wallet.Cent {
 			t.Errorf("balance = %v, %v; want 0.9 (one charge)", bal, err)
+		}
+		return nil
+	})
+}
+
+// testRevokeWithoutTime: a revocation needs its time on every store: a
+// zero one is Invalid and changes nothing, so a later revocation still
+// takes (a SQL store used to keep the zero time, which reads as not
+// revoked, and then kept it forever).
+func testRevokeWithoutTime(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}); err != nil {
+			return err
+		}
+		return tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1"))
+	})
+	for name, revoke := range map[string]func(tx consent.Tx, at time.Time) error{
+		"RevokeToken":       func(tx consent.Tx, at time.Time) error { return tx.RevokeToken(ctx, "acme", "tok-1", at) },
+		"RevokeCertificate": func(tx consent.Tx, at time.Time) error { return tx.RevokeCertificate(ctx, "cert-1", at) },
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return revoke(tx, time.Time{}) })
+		wantCode(t, name+" at the zero time", err, consent.Invalid)
+		update(t, s, func(tx consent.Tx) error { return revoke(tx, t0) })
+	}
+	view(t, s, func(tx consent.Tx) error {
+		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("secret-1"))
+		if err != nil || !tok.RevokedAt.Equal(t0) {
+			t.Errorf("token after a zero-time revocation and one at t0: %v, %v; want revoked at t0", tok, err)
+		}
+		c, err := tx.Certificate(ctx, "cert-1")
+		if err != nil || !c.RevokedAt.Equal(t0) {
+			t.Errorf("certificate after a zero-time revocation and one at t0: revoked at %v, %v; want t0", c.RevokedAt, err)
 		}
 		return nil
 	})
