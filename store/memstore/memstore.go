@@ -211,11 +211,13 @@ func appendUndo[K comparable, V any](t *tx, m map[K][]V, k K, vs ...V) {
 func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
 func conflict(what string) error { return consent.Errorf(consent.Conflict, "%s already exists", what) }
 
+// utc is a time as the store keeps it: in UTC, to the microsecond, as the
+// SQL stores keep times (consent.UTC).
 func utc(t time.Time) time.Time {
 	if t.IsZero() {
 		return time.Time{}
 	}
-	return t.UTC()
+	return consent.UTC(t)
 }
 
 func (t *tx) CreateCompany(_ context.Context, c *consent.Company) error {
@@ -519,6 +521,7 @@ func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
 func updated(old, ses *consent.Session) *consent.Session {
 	n := cloneSession(old)
 	n.RetentionStatus, n.VideoStatus, n.ExpiresAt, n.Video = ses.RetentionStatus, ses.VideoStatus, utc(ses.ExpiresAt), ses.Video
+	n.Video.Duration = ses.Video.Duration.Truncate(time.Millisecond) // as the SQL stores keep it
 	n.ClosedAt = utc(ses.ClosedAt)
 	return n
 }
@@ -750,6 +753,7 @@ func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*c
 	if err := t.write(); err != nil {
 		return nil, err
 	}
+	before = utc(before) // compared to the microsecond, as stored
 	ids := expiring(t.s.sessions, func(s *consent.Session) (time.Time, bool) {
 		return s.ExpiresAt, s.RetentionStatus != consent.RetentionExpired
 	}, before, limit)
@@ -770,6 +774,7 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 	if err := t.write(); err != nil {
 		return nil, err
 	}
+	before = utc(before)
 	ids := expiring(t.s.certs, func(c *consent.Certificate) (time.Time, bool) { return c.ExpiresAt, true }, before, limit)
 	for _, id := range ids {
 		old := t.s.certs[id]
@@ -852,6 +857,7 @@ func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, unti
 	if err := t.write(); err != nil {
 		return nil, err
 	}
+	now = utc(now)
 	var due *consent.Job
 	for _, j := range t.s.jobs {
 		if !slices.Contains(kinds, j.Kind) || !j.FailedAt.IsZero() || j.RunAfter.After(now) || j.LeaseOwner != "" && j.LeaseUntil.After(now) {
@@ -1273,6 +1279,7 @@ func cloneProperty(p *consent.Property) *consent.Property {
 func cloneSession(s *consent.Session) *consent.Session {
 	n := *s
 	n.CreatedAt, n.ExpiresAt, n.ClosedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.ClosedAt)
+	n.Video.Duration = n.Video.Duration.Truncate(time.Millisecond) // as the SQL stores keep it
 	return &n
 }
 
@@ -1311,7 +1318,7 @@ func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord
 		return nil, err
 	}
 	id := keyID{r.Scope, r.Key}
-	if old, ok := t.s.keys[id]; ok && old.ExpiresAt.After(now) {
+	if old, ok := t.s.keys[id]; ok && old.ExpiresAt.After(utc(now)) {
 		return cloneKey(old), nil
 	}
 	n := cloneKey(r)
@@ -1351,7 +1358,7 @@ func (t *tx) PruneIdempotencyKeys(_ context.Context, now time.Time, limit int) (
 	if err := t.write(); err != nil {
 		return 0, err
 	}
-	n := 0
+	n, now := 0, utc(now)
 	for id, r := range t.s.keys {
 		if n >= limit {
 			break

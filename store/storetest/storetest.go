@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Capture", testCapture},
 		{"EmptyEventChunk", testEmptyEventChunk},
 		{"RevokeWithoutTime", testRevokeWithoutTime},
+		{"SubMicrosecond", testSubMicrosecond},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
@@ -1101,6 +1102,63 @@ func testRevokeWithoutTime(t *testing.T, s consent.Store) {
 		c, err := tx.Certificate(ctx, "cert-1")
 		if err != nil || !c.RevokedAt.Equal(t0) {
 			t.Errorf("certificate after a zero-time revocation and one at t0: revoked at %v, %v; want t0", c.RevokedAt, err)
+		}
+		return nil
+	})
+}
+
+// testSubMicrosecond: every store keeps times to the microsecond (and a
+// video's duration to the millisecond), and compares the times it is given
+// at that precision too, so that a time with nanoseconds (the job runner's
+// clock, time.Now) reads back and decides alike on every store.
+func testSubMicrosecond(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	ns := 500 * time.Nanosecond
+	ses := session("fine", "acme", "acme-web")
+	ses.CreatedAt, ses.ExpiresAt = t0.Add(ns), t0.Add(ns)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateSession(ctx, ses); err != nil {
+			return err
+		}
+		withVideo := *ses
+		withVideo.Video = consent.Video{Path: "v.mp4", Bytes: 1, Duration: 1500 * time.Microsecond}
+		if err := tx.UpdateSession(ctx, &withVideo); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJob(ctx, job(consent.JobConvert, "fine", t0.Add(ns))); err != nil {
+			return err
+		}
+		_, err := tx.ClaimIdempotencyKey(ctx, &consent.IdempotencyRecord{Scope: "acme", Key: "k", Fingerprint: consent.Digest{1},
+			CreatedAt: t0.Add(-time.Hour), ExpiresAt: t0.Add(ns)}, t0.Add(-time.Hour))
+		if err != nil {
+			return err
+		}
+		return tx.AnswerIdempotencyKey(ctx, "acme", "k", 200, []byte("{}"))
+	})
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Session(ctx, "fine")
+		if err != nil || !got.CreatedAt.Equal(t0) || got.Video.Duration != time.Millisecond {
+			t.Errorf("session: created %v, video %v, %v; want %v and 1ms", got.CreatedAt, got.Video.Duration, err, t0)
+		}
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error {
+		// The job runs after t0+500ns, kept as t0: due at t0.
+		j, err := tx.LeaseJob(ctx, []string{consent.JobConvert}, "worker", t0, t0.Add(time.Minute))
+		if err != nil || j.Key != "fine" {
+			t.Errorf("LeaseJob at t0 of a job due at t0+500ns: %v, %v; want it leased", j, err)
+		}
+		// The key expires at t0+500ns, kept as t0: expired at t0, so
+		// claimed afresh.
+		old, err := tx.ClaimIdempotencyKey(ctx, &consent.IdempotencyRecord{Scope: "acme", Key: "k", Fingerprint: consent.Digest{1},
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}, t0)
+		if err != nil || old != nil {
+			t.Errorf("claim at t0 of a key expiring at t0+500ns: %+v, %v; want a fresh claim", old, err)
+		}
+		// The session expires at t0+500ns, kept as t0: purged at t0.
+		purged, err := tx.PurgeSessions(ctx, t0, 10)
+		if err != nil || len(purged) != 1 {
+			t.Errorf("PurgeSessions at t0 of a session expiring at t0+500ns: %d purged, %v; want it", len(purged), err)
 		}
 		return nil
 	})
