@@ -1090,21 +1090,25 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 		if e.CompanyID != company {
 			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
 		}
-		if t.s.entryIDs[e.ID] || ids[e.ID] {
-			return 0, conflict("ledger entry")
-		}
-		ids[e.ID] = true
 		var err error
 		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
 			return 0, err
 		}
 	}
+	// The refusals come in the SQL stores' order: the entries, the
+	// company, the balance, then a taken id (which they find on insert).
 	bal, ok := t.s.balances[company]
 	if !ok {
 		return 0, notFound("company")
 	}
 	if bal < sum {
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
+	}
+	for _, e := range entries {
+		if t.s.entryIDs[e.ID] || ids[e.ID] {
+			return 0, conflict("ledger entry")
+		}
+		ids[e.ID] = true
 	}
 	// Checked above: each entry is new and the balance covers them all.
 	// The entries are copied into one array (the ledger is append-only, so
@@ -1135,8 +1139,10 @@ func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
 	if delta < 0 && bal < -delta {
 		return 0, &wallet.InsufficientFundsError{Required: -delta, Balance: bal}
 	}
-	if _, err := consent.AddAmounts(bal, delta); delta > 0 && err != nil {
-		return 0, err
+	if delta > 0 {
+		if _, err := consent.AddAmounts(bal, delta); err != nil {
+			return 0, err
+		}
 	}
 	if t.s.entryIDs[e.ID] {
 		return 0, conflict("ledger entry")

@@ -326,6 +326,12 @@ func testDebitAll(t *testing.T, s consent.Store) {
 	mixed[1].CompanyID = "other"
 	unknown := two(1, 1)
 	unknown[0].CompanyID, unknown[1].CompanyID = "nobody", "nobody"
+	// A taken id is found last, as the SQL stores find it on insert: after
+	// the company and the balance.
+	takenShort := two(6*wallet.Cent, 5*wallet.Cent)
+	takenShort[0].ID = "b0"
+	takenUnknown := two(1, 1)
+	takenUnknown[0].ID, takenUnknown[0].CompanyID, takenUnknown[1].CompanyID = "b0", "nobody", "nobody"
 	for _, c := range []struct {
 		name string
 		list []*wallet.Entry
@@ -336,6 +342,8 @@ func testDebitAll(t *testing.T, s consent.Store) {
 		{"invalid text", badText, consent.Invalid},
 		{"two companies", mixed, consent.Invalid},
 		{"an unknown company", unknown, consent.NotFound},
+		{"a taken id and a sum over the balance", takenShort, consent.Payment},
+		{"a taken id of an unknown company", takenUnknown, consent.NotFound},
 	} {
 		update(t, s, func(tx consent.Tx) error {
 			_, err := tx.DebitAll(ctx, c.list)

@@ -141,8 +141,10 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 	if sign < 0 && bal < sum {
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
 	}
-	if _, err := consent.AddAmounts(bal, sum); sign > 0 && err != nil {
-		return 0, err
+	if sign > 0 {
+		if _, err := consent.AddAmounts(bal, sum); err != nil {
+			return 0, err
+		}
 	}
 	ids := make(map[string]bool, len(b.ledger)+len(entries))
 	for _, p := range b.ledger {
