@@ -532,9 +532,10 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 	if err := t.write(); err != nil {
 		return err
 	}
+	// The whole list is checked before any session is looked up, as the
+	// SQL stores do.
 	seen := make(map[string]bool, len(list))
-	ids, news := make([]string, len(list)), make([]*consent.Session, len(list))
-	for i, ses := range list {
+	for _, ses := range list {
 		if err := ses.CheckText(); err != nil {
 			return err
 		}
@@ -542,6 +543,9 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 			return consent.Errorf(consent.Invalid, "session %s is listed twice", ses.ID)
 		}
 		seen[ses.ID] = true
+	}
+	ids, news := make([]string, len(list)), make([]*consent.Session, len(list))
+	for i, ses := range list {
 		old, ok := t.s.sessions[ses.ID]
 		if !ok {
 			return notFound("session")
@@ -815,12 +819,16 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	seen := make(map[jobID]bool, len(jobs))
-	ids, copies := make([]jobID, len(jobs)), make([]*consent.Job, len(jobs))
-	for i, j := range jobs {
+	// Every job's text is checked before any is looked up, as the SQL
+	// stores do.
+	for _, j := range jobs {
 		if err := j.CheckText(); err != nil {
 			return err
 		}
+	}
+	seen := make(map[jobID]bool, len(jobs))
+	ids, copies := make([]jobID, len(jobs)), make([]*consent.Job, len(jobs))
+	for i, j := range jobs {
 		id := jobID{j.Kind, j.Key}
 		if _, ok := t.s.jobs[id]; ok || seen[id] {
 			return conflict("job")

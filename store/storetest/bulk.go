@@ -142,6 +142,10 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 		{"an unknown session", []*consent.Session{retained(before[0], 0), retained(session("b9", "acme", "acme-web"), 9)}, consent.NotFound},
 		{"a session twice", []*consent.Session{retained(before[0], 0), retained(before[1], 1), retained(before[0], 0)}, consent.Invalid},
 		{"invalid text", []*consent.Session{retained(before[0], 0), &bad}, consent.Invalid},
+		// The whole list is checked before a session is looked up.
+		{"an unknown session, then invalid text", []*consent.Session{retained(session("b9", "acme", "acme-web"), 9), &bad}, consent.Invalid},
+		{"an unknown session, then one twice", []*consent.Session{retained(session("b9", "acme", "acme-web"), 9),
+			retained(before[0], 0), retained(before[0], 0)}, consent.Invalid},
 	} {
 		update(t, s, func(tx consent.Tx) error {
 			wantCode(t, "UpdateSessions with "+c.name, tx.UpdateSessions(ctx, c.list), c.code)
@@ -242,6 +246,8 @@ func testEnqueueJobs(t *testing.T, s consent.Store) {
 		{"a taken key", []*consent.Job{job("webhook", "new-1", t0), job(consent.JobConvert, "s1", t0)}, consent.Conflict},
 		{"a key twice", []*consent.Job{job("webhook", "new-1", t0), job("webhook", "new-2", t0), job("webhook", "new-1", t0)}, consent.Conflict},
 		{"invalid text", []*consent.Job{job("webhook", "new-1", t0), job("webhook", "new\x00", t0)}, consent.Invalid},
+		// Every job's text is checked before a key is looked up.
+		{"a taken key, then invalid text", []*consent.Job{job(consent.JobConvert, "s1", t0), job("webhook", "new\x00", t0)}, consent.Invalid},
 	} {
 		err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, c.list) })
 		wantCode(t, "EnqueueJobs with "+c.name, err, c.code)
