@@ -278,11 +278,11 @@ func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	if _, ok := t.s.companies[p.CompanyID]; !ok {
-		return notFound("company")
-	}
 	if _, ok := t.s.properties[p.ID]; ok {
 		return conflict("property")
+	}
+	if _, ok := t.s.companies[p.CompanyID]; !ok {
+		return notFound("company")
 	}
 	set(t, t.s.properties, p.ID, cloneProperty(p))
 	return nil
@@ -366,14 +366,14 @@ func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	if _, ok := t.s.companies[tok.CompanyID]; !ok {
-		return notFound("company")
-	}
 	if _, ok := t.s.tokens[tok.ID]; ok {
 		return conflict("token")
 	}
 	if _, ok := t.s.tokenByDigest[tok.Digest]; ok {
 		return conflict("token")
+	}
+	if _, ok := t.s.companies[tok.CompanyID]; !ok {
+		return notFound("company")
 	}
 	set(t, t.s.tokens, tok.ID, cloneToken(tok))
 	set(t, t.s.tokenByDigest, tok.Digest, tok.ID)
@@ -425,14 +425,14 @@ func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
 	if err := t.write(); err != nil {
 		return err
 	}
+	if _, ok := t.s.sessions[ses.ID]; ok {
+		return conflict("session")
+	}
 	if _, ok := t.s.companies[ses.CompanyID]; !ok {
 		return notFound("company")
 	}
 	if _, ok := t.s.properties[ses.PropertyID]; !ok {
 		return notFound("property")
-	}
-	if _, ok := t.s.sessions[ses.ID]; ok {
-		return conflict("session")
 	}
 	n := cloneSession(ses)
 	n.EventChunks, n.EventBytes = 0, 0
@@ -575,6 +575,9 @@ func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error 
 	if err := t.write(); err != nil {
 		return err
 	}
+	if _, ok := t.s.certs[c.ID]; ok {
+		return conflict("certificate")
+	}
 	if _, ok := t.s.companies[c.CompanyID]; !ok {
 		return notFound("company")
 	}
@@ -583,9 +586,6 @@ func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error 
 	}
 	if _, ok := t.s.sessions[c.SessionID]; !ok {
 		return notFound("session")
-	}
-	if _, ok := t.s.certs[c.ID]; ok {
-		return conflict("certificate")
 	}
 	set(t, t.s.certs, c.ID, cloneCertificate(c))
 	if !c.EmailDigest.IsZero() {
@@ -697,11 +697,11 @@ func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
 	if err := t.write(); err != nil {
 		return err
 	}
-	if _, ok := t.s.companies[r.CompanyID]; !ok {
-		return notFound("company")
-	}
 	if _, ok := t.s.revocations[r.ID]; ok {
 		return conflict("revocation")
+	}
+	if _, ok := t.s.companies[r.CompanyID]; !ok {
+		return notFound("company")
 	}
 	set(t, t.s.revocations, r.ID, cloneRevocation(r))
 	appendUndo(t, t.s.revByCompany, r.CompanyID, r.ID)
@@ -949,11 +949,11 @@ func (t *tx) CreateWebhookEndpoint(_ context.Context, e *consent.WebhookEndpoint
 	if err := t.write(); err != nil {
 		return err
 	}
-	if _, ok := t.s.companies[e.CompanyID]; !ok {
-		return notFound("company")
-	}
 	if _, ok := t.s.endpoints[e.ID]; ok {
 		return conflict("webhook endpoint")
+	}
+	if _, ok := t.s.companies[e.CompanyID]; !ok {
+		return notFound("company")
 	}
 	set(t, t.s.endpoints, e.ID, cloneEndpoint(e))
 	appendUndo(t, t.s.epByCompany, e.CompanyID, e.ID)

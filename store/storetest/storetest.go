@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EmptyEventChunk", testEmptyEventChunk},
 		{"RevokeWithoutTime", testRevokeWithoutTime},
 		{"SubMicrosecond", testSubMicrosecond},
+		{"TakenBeforeMissing", testTakenBeforeMissing},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
@@ -1162,4 +1163,45 @@ func testSubMicrosecond(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
+}
+
+// testTakenBeforeMissing: a create whose id is taken and whose parent does
+// not exist is a conflict on every store: the SQL stores' unique index
+// refuses the row before its foreign key is checked, and the memory store
+// looks in the same order.
+func testTakenBeforeMissing(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1")); err != nil {
+			return err
+		}
+		if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-1", CompanyID: "acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		return tx.CreateWebhookEndpoint(ctx, endpoint("ep-1", "acme"))
+	})
+	for name, create := range map[string]func(tx consent.Tx) error{
+		"CreateProperty, a taken id": func(tx consent.Tx) error {
+			return tx.CreateProperty(ctx, &consent.Property{ID: "acme-web", CompanyID: "nobody", Name: "Form", CreatedAt: t0})
+		},
+		"CreateToken, a taken id": func(tx consent.Tx) error {
+			return tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "nobody", Digest: consent.DigestOf("secret-2"), CreatedAt: t0})
+		},
+		"CreateToken, a taken digest": func(tx consent.Tx) error {
+			return tx.CreateToken(ctx, &consent.Token{ID: "tok-2", CompanyID: "nobody", Digest: consent.DigestOf("secret-1"), CreatedAt: t0})
+		},
+		"CreateSession, a taken id": func(tx consent.Tx) error { return tx.CreateSession(ctx, session("s1", "acme", "no-property")) },
+		"CreateCertificate, a taken id": func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "no-session"))
+		},
+		"CreateRevocation, a taken id": func(tx consent.Tx) error {
+			return tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-1", CompanyID: "nobody", CreatedAt: t0})
+		},
+		"CreateWebhookEndpoint, a taken id": func(tx consent.Tx) error { return tx.CreateWebhookEndpoint(ctx, endpoint("ep-1", "nobody")) },
+	} {
+		wantCode(t, name+", and a missing parent", s.Update(ctx, create), consent.Conflict)
+	}
 }
