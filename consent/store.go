@@ -206,7 +206,9 @@ type Tx interface {
 	// ExpiresAt is after now exists: then it records nothing and returns
 	// that record. An expired record is replaced. Where transactions run
 	// concurrently (PostgreSQL), a claim of a key that another running
-	// transaction claimed waits for that transaction to end (D40).
+	// transaction claimed waits for that transaction to end (D40). This
+	// method, Answer and Release return Invalid when the scope or the key
+	// is not ValidText (CheckKeyText).
 	ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error)
 	// AnswerIdempotencyKey stores the answer of the key claimed in this
 	// transaction, its body byte for byte. NotFound when there is no

@@ -188,6 +188,14 @@ func AddAmounts(a, b wallet.Amount) (wallet.Amount, error) {
 	return a + b, nil
 }
 
+// CheckKeyText checks the text of an idempotency key's scope and key
+// before a store writes or looks them up (ClaimIdempotencyKey,
+// AnswerIdempotencyKey, ReleaseIdempotencyKey): Invalid when either is
+// not ValidText.
+func CheckKeyText(scope, key string) error {
+	return checkTexts("idempotency scope", scope, "idempotency key", key)
+}
+
 // CheckRevokedAt refuses, as Invalid, a revocation without its time: a
 // zero time would read as "not revoked" and, kept by a store, stop a later
 // revocation from taking (RevokeToken, RevokeCertificate).

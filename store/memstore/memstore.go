@@ -1328,6 +1328,9 @@ func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
 }
 
 func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+		return nil, err
+	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -1342,6 +1345,9 @@ func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord
 }
 
 func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status int, body []byte) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -1360,6 +1366,9 @@ func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status i
 }
 
 func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}

@@ -900,6 +900,9 @@ func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
 // tried again, as is a key released by another transaction between the
 // insert and the read.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+		return nil, err
+	}
 	for range 3 {
 		tag, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, fingerprint, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, key) DO NOTHING`, r.Scope, r.Key, r.Fingerprint[:], r.CreatedAt, r.ExpiresAt)
@@ -926,11 +929,17 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 }
 
 func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	tag, err := t.exec(ctx, `UPDATE idempotency_keys SET status = $1, body = $2 WHERE scope = $3 AND key = $4`, status, payload(body), scope, key)
 	return affected(tag, err, "idempotency key")
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2`, scope, key)
 	return err
 }

@@ -946,6 +946,9 @@ func scanKey(row interface{ Scan(...any) error }) (*consent.IdempotencyRecord, e
 // ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
 // claim at a time.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+		return nil, err
+	}
 	old, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
 	switch {
 	case err == nil && old.ExpiresAt.After(now):
@@ -959,11 +962,17 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 }
 
 func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND key = ?`, status, payload(body), scope, key)
 	return affected(r, err, "idempotency key")
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
 	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key)
 	return err
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"RevokeWithoutTime", testRevokeWithoutTime},
 		{"SubMicrosecond", testSubMicrosecond},
 		{"TakenBeforeMissing", testTakenBeforeMissing},
+		{"KeyText", testKeyText},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},
