@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"encoding/json"
 	"math"
 	"time"
 	"unicode/utf8"
@@ -154,6 +155,11 @@ func (c *Certificate) CheckText() error {
 	}
 	if !utf8.Valid(c.EventsCombined) {
 		return Errorf(Invalid, "events_combined must be valid UTF-8")
+	}
+	// JSON, as PostgreSQL's column type has it (nil is not: the SQL
+	// stores' column is NOT NULL).
+	if !json.Valid(c.EventsCombined) {
+		return Errorf(Invalid, "events_combined must be JSON")
 	}
 	return nil
 }

@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"SubMicrosecond", testSubMicrosecond},
 		{"TakenBeforeMissing", testTakenBeforeMissing},
 		{"KeyText", testKeyText},
+		{"EventsCombinedJSON", testEventsCombinedJSON},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -207,6 +208,25 @@ func refuseText(t *testing.T, s consent.Store, bad string) {
 		}
 		if j, err := tx.Job(ctx, "convert", "s2"); err == nil {
 			t.Errorf("refused job was written: %+v", j)
+		}
+		return nil
+	})
+}
+
+// testEventsCombinedJSON: a certificate's combined events are JSON on
+// every store (PostgreSQL's column type): none, or text that is not JSON,
+// is Invalid and nothing is written.
+func testEventsCombinedJSON(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	for name, events := range map[string][]byte{"nil": nil, "empty": {}, "not JSON": []byte("not json"), "cut": []byte(`{"a":`)} {
+		c := certificate("cert-"+strings.ReplaceAll(name, " ", "-"), "acme", "acme-web", "s1")
+		c.EventsCombined = events
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) })
+		wantCode(t, "CreateCertificate with events_combined "+name, err, consent.Invalid)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if ids, err := tx.CertificatesBySession(ctx, "s1"); err != nil || len(ids) != 0 {
+			t.Errorf("certificates after the refusals: %v, %v; want none", ids, err)
 		}
 		return nil
 	})
