@@ -90,9 +90,35 @@ func checkList(field string, list []string) error {
 // value (see Tx): each returns an Invalid error naming the first text field
 // that is not ValidText, so that all stores refuse the same values.
 
-// CheckText checks c's text fields.
+// checkTime returns an Invalid error naming field when t is outside the
+// years 1 to 9999: the range RFC 3339 writes, and one every store keeps as
+// given (SQLite's microsecond integers wrap round near the year 294,000,
+// PostgreSQL's timestamptz ends at 294,276 and begins in 4713 BC). The
+// zero time, which means none, passes.
+func checkTime(field string, t time.Time) error {
+	if y := t.UTC().Year(); y < 1 || y > 9999 {
+		return Errorf(Invalid, "%s must be a time in the years 1 to 9999", field)
+	}
+	return nil
+}
+
+// checkTimes is checkTime of each pair of a field's name and its time.
+func checkTimes(fields []string, times ...time.Time) error {
+	for i, t := range times {
+		if err := checkTime(fields[i], t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckText checks c's text fields (and, as every CheckText, its times:
+// checkTime).
 func (c *Company) CheckText() error {
 	if err := checkTexts("id", c.ID, "name", c.Name); err != nil {
+		return err
+	}
+	if err := checkTime("created_at", c.CreatedAt); err != nil {
 		return err
 	}
 	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
@@ -103,12 +129,18 @@ func (p *Property) CheckText() error {
 	if err := checkTexts("id", p.ID, "company_id", p.CompanyID, "name", p.Name); err != nil {
 		return err
 	}
+	if err := checkTime("created_at", p.CreatedAt); err != nil {
+		return err
+	}
 	return checkList("allowed_origins", p.AllowedOrigins)
 }
 
 // CheckText checks t's text fields.
 func (t *Token) CheckText() error {
 	if err := checkTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
+		return err
+	}
+	if err := checkTimes([]string{"expires_at", "revoked_at", "created_at"}, t.ExpiresAt, t.RevokedAt, t.CreatedAt); err != nil {
 		return err
 	}
 	for _, p := range t.Permissions {
@@ -121,6 +153,9 @@ func (t *Token) CheckText() error {
 
 // CheckText checks s's text fields.
 func (s *Session) CheckText() error {
+	if err := checkTimes([]string{"created_at", "expires_at", "closed_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt); err != nil {
+		return err
+	}
 	return checkTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID,
 		"retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
 		"video.path", s.Video.Path, "certificate_id", s.CertificateID, "url", s.URL)
@@ -134,8 +169,14 @@ func (c *Certificate) CheckText() error {
 		"session_id", c.SessionID, "origin", c.Origin, "retention_status", string(c.RetentionStatus), "key_id", c.KeyID); err != nil {
 		return err
 	}
+	if err := checkTimes([]string{"created_at", "expires_at", "revoked_at"}, c.CreatedAt, c.ExpiresAt, c.RevokedAt); err != nil {
+		return err
+	}
 	for _, r := range c.Records {
 		if err := CheckText("consents.text", r.Text); err != nil {
+			return err
+		}
+		if err := checkTime("consents.opt_in_at", r.OptInAt); err != nil {
 			return err
 		}
 		if err := checkList("consents.types", r.Types); err != nil {
@@ -170,11 +211,17 @@ func (r *Revocation) CheckText() error {
 		"reason", r.Reason, "client_ip", r.ClientIP); err != nil {
 		return err
 	}
+	if err := checkTime("created_at", r.CreatedAt); err != nil {
+		return err
+	}
 	return checkList("certificate_ids", r.CertificateIDs)
 }
 
 // CheckText checks j's text fields.
 func (j *Job) CheckText() error {
+	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
+		return err
+	}
 	return checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
 }
 

@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TakenBeforeMissing", testTakenBeforeMissing},
 		{"KeyText", testKeyText},
 		{"EventsCombinedJSON", testEventsCombinedJSON},
+		{"TimeRange", testTimeRange},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},

@@ -231,3 +231,43 @@ func testEventsCombinedJSON(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// testTimeRange: every store keeps times of the years 1 to 9999 and
+// refuses others as Invalid (SQLite's microsecond integers wrapped a far
+// future round into the past; PostgreSQL refused what its timestamptz
+// cannot hold as an internal error).
+func testTimeRange(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	far, before := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)
+	huge := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
+	for name, write := range map[string]func(tx consent.Tx) error{
+		"a token expiring in the year 10000": func(tx consent.Tx) error {
+			return tx.CreateToken(ctx, &consent.Token{ID: "tok-far", CompanyID: "acme", Digest: consent.DigestOf("far"), ExpiresAt: far, CreatedAt: t0})
+		},
+		"a session created in the year 0": func(tx consent.Tx) error {
+			ses := session("s-before", "acme", "acme-web")
+			ses.CreatedAt = before
+			return tx.CreateSession(ctx, ses)
+		},
+		"a consent given in the year 300000": func(tx consent.Tx) error {
+			c := certificate("cert-far", "acme", "acme-web", "s1")
+			c.Records[0].OptInAt = huge
+			return tx.CreateCertificate(ctx, c)
+		},
+		"a job due in the year 300000": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("webhook", "far", huge)) },
+	} {
+		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
+	}
+	// The last microsecond of the year 9999 is kept as it is.
+	last := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateToken(ctx, &consent.Token{ID: "tok-last", CompanyID: "acme", Digest: consent.DigestOf("last"), ExpiresAt: last, CreatedAt: t0})
+	})
+	view(t, s, func(tx consent.Tx) error {
+		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("last"))
+		if err != nil || !tok.ExpiresAt.Equal(last) {
+			t.Errorf("a token expiring at %v: %v, %v", last, tok, err)
+		}
+		return nil
+	})
+}
