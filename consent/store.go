@@ -41,9 +41,14 @@ type Store interface {
 // Text is stored exactly: every string a method writes (names, ids, consent
 // text and types, origins, reasons, references, errors, lease owners) must
 // be ValidText, and a method given one that is not returns Invalid and
-// writes nothing; the values' CheckText methods (and CheckEntry, which
-// also wants a positive amount) say which fields are text. Any valid text, 4-byte characters included, reads
-// back byte for byte. So every store accepts exactly the same values.
+// writes nothing; the values' CheckText methods (and CheckEntry) say which
+// fields are text. Any valid text, 4-byte characters included, reads back
+// byte for byte. Times are kept to the microsecond, in UTC, and must fall
+// in the years 1 to 9999; a ledger entry's amount is 1 micro-dollar to
+// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). A value
+// with two faults is refused for the same one on every store: its own
+// content first, then what it names that does not exist, then what is
+// taken. So every store accepts, and refuses, exactly the same values.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.
