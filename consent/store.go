@@ -45,10 +45,12 @@ type Store interface {
 // fields are text. Any valid text, 4-byte characters included, reads back
 // byte for byte. Times are kept to the microsecond, in UTC, and must fall
 // in the years 1 to 9999; a ledger entry's amount is 1 micro-dollar to
-// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). A value
-// with two faults is refused for the same one on every store: its own
-// content first, then what it names that does not exist, then what is
-// taken. So every store accepts, and refuses, exactly the same values.
+// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). A call
+// with two faults is refused for the same one on every store, in the order
+// the SQL stores meet them: its own values first (Invalid, for a list the
+// whole list); then, for a create, a taken id before a missing parent; for
+// a debit, the company and the balance before a taken entry id. So every
+// store accepts, and refuses, exactly the same values.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.
