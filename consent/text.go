@@ -241,6 +241,27 @@ func AddAmounts(a, b wallet.Amount) (wallet.Amount, error) {
 	return a + b, nil
 }
 
+// CheckEntries checks the entries of one write of several (DebitAll, a
+// group commit's buffered post) before a store writes any: each passes
+// CheckEntry, all are of one company, and their sum, which it returns, is
+// within wallet.MaxBalance (ErrBalanceLimit). No entries sum to 0.
+func CheckEntries(entries []*wallet.Entry) (wallet.Amount, error) {
+	var sum wallet.Amount
+	for _, e := range entries {
+		if err := CheckEntry(e); err != nil {
+			return 0, err
+		}
+		if e.CompanyID != entries[0].CompanyID {
+			return 0, Errorf(Invalid, "the entries of one debit must be of one company")
+		}
+		var err error
+		if sum, err = AddAmounts(sum, e.Amount); err != nil {
+			return 0, err
+		}
+	}
+	return sum, nil
+}
+
 // CheckKeyText checks the text of an idempotency key's scope and key
 // before a store writes or looks them up (ClaimIdempotencyKey,
 // AnswerIdempotencyKey, ReleaseIdempotencyKey): Invalid when either is

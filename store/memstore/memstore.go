@@ -1089,19 +1089,9 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 		return 0, err
 	}
 	company := entries[0].CompanyID
-	var sum wallet.Amount
-	ids := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		if err := consent.CheckEntry(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != company {
-			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		var err error
-		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
-			return 0, err
-		}
+	sum, err := consent.CheckEntries(entries)
+	if err != nil {
+		return 0, err
 	}
 	// The refusals come in the SQL stores' order: the entries, the
 	// company, the balance, then a taken id (which they find on insert).
@@ -1112,6 +1102,7 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 	if bal < sum {
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
 	}
+	ids := make(map[string]bool, len(entries))
 	for _, e := range entries {
 		if t.s.entryIDs[e.ID] || ids[e.ID] {
 			return 0, conflict("ledger entry")

@@ -144,43 +144,35 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
+	sum, err := consent.CheckEntries(entries)
+	if err != nil {
+		return 0, err
+	}
 	company := entries[0].CompanyID
 	n := len(entries)
 	var (
-		sum              int64
 		ids, kinds, refs = make([]string, n), make([]string, n), make([]string, n)
 		amounts          = make([]int64, n)
 		created          = make([]time.Time, n)
 		bal              int64
 	)
 	for i, e := range entries {
-		if err := consent.CheckEntry(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != company {
-			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		total, err := consent.AddAmounts(wallet.Amount(sum), e.Amount)
-		if err != nil {
-			return 0, err
-		}
-		sum = int64(total)
 		ids[i], kinds[i], refs[i], amounts[i], created[i] = e.ID, string(e.Kind), e.Reference, int64(e.Amount), e.CreatedAt
 	}
-	err := t.tx.QueryRow(ctx, `WITH w AS (
+	err = t.tx.QueryRow(ctx, `WITH w AS (
 			UPDATE wallets SET balance = balance - $2 WHERE company_id = $1 AND balance >= $2 RETURNING balance),
 		l AS (INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
 			SELECT u.id, $1, u.kind, u.amount, u.reference, u.created_at
 			FROM unnest($3::text[], $4::text[], $5::bigint[], $6::text[], $7::timestamptz[]) WITH ORDINALITY
 				AS u (id, kind, amount, reference, created_at, n), w
 			ORDER BY u.n)
-		SELECT balance FROM w`, company, sum, ids, kinds, amounts, refs, created).Scan(&bal)
+		SELECT balance FROM w`, company, int64(sum), ids, kinds, amounts, refs, created).Scan(&bal)
 	if errors.Is(err, pgx.ErrNoRows) {
 		cur, err := t.Balance(ctx, company)
 		if err != nil {
 			return 0, err
 		}
-		return 0, &wallet.InsufficientFundsError{Required: wallet.Amount(sum), Balance: cur}
+		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: cur}
 	}
 	if err != nil {
 		return 0, mapErr(err)

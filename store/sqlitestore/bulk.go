@@ -190,21 +190,14 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
+	sum, err := consent.CheckEntries(entries)
+	if err != nil {
+		return 0, err
+	}
 	const cols = 6
 	company := entries[0].CompanyID
-	var sum wallet.Amount
 	args := make([]any, 0, cols*len(entries))
 	for _, e := range entries {
-		if err := consent.CheckEntry(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != company {
-			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		var err error
-		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
-			return 0, err
-		}
 		args = append(args, e.ID, company, string(e.Kind), int64(e.Amount), e.Reference, e.CreatedAt.UnixMicro())
 	}
 	cur, err := t.Balance(ctx, company)

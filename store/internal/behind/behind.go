@@ -121,18 +121,9 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 		return 0, consent.Errorf(consent.Invalid, "no ledger entries")
 	}
 	company := entries[0].CompanyID
-	var sum wallet.Amount
-	for _, e := range entries {
-		if err := consent.CheckEntry(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != company {
-			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
-		}
-		var err error
-		if sum, err = consent.AddAmounts(sum, e.Amount); err != nil {
-			return 0, err
-		}
+	sum, err := consent.CheckEntries(entries)
+	if err != nil {
+		return 0, err
 	}
 	bal, err := b.Balance(ctx, src, company)
 	if err != nil {
