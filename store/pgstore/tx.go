@@ -596,10 +596,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if err := consent.CheckEntry(e); err != nil {
 		return 0, err
 	}
-	// The balance must stay within wallet.MaxBalance: a company whose
-	// wallet is not updated either does not exist or is too near it.
-	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance + $2
-		WHERE company_id = $1 AND balance <= `+strconv.FormatInt(int64(wallet.MaxBalance), 10)+` - $2 RETURNING balance`)
+	bal, err := t.post(ctx, e, creditUpdate)
 	if consent.ErrorCode(err) == consent.NotFound {
 		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
 			return 0, err
@@ -608,6 +605,12 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	}
 	return bal, err
 }
+
+// creditUpdate is Credit's update of the wallet. The balance must stay
+// within wallet.MaxBalance: a company whose wallet is not updated either
+// does not exist or is too near it.
+var creditUpdate = `UPDATE wallets SET balance = balance + $2
+	WHERE company_id = $1 AND balance <= ` + strconv.FormatInt(int64(wallet.MaxBalance), 10) + ` - $2 RETURNING balance`
 
 // Debit is conditional in one statement: after waiting for a concurrent
 // writer, Postgres re-checks the WHERE clause against the newly committed
