@@ -155,6 +155,19 @@ func fixture(t *testing.T, s consent.Store) {
 	})
 }
 
+// withTokenAndCertificate is fixture with acme's token "tok-1" (secret
+// "secret-1") and certificate "cert-1" of session s1.
+func withTokenAndCertificate(t *testing.T, s consent.Store) {
+	t.Helper()
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}); err != nil {
+			return err
+		}
+		return tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1"))
+	})
+}
+
 // funded is fixture with $10 credited to acme's wallet, for the tests of
 // concurrent calls that charge it.
 func funded(t *testing.T, s consent.Store) {
@@ -1083,13 +1096,7 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 // takes (a SQL store used to keep the zero time, which reads as not
 // revoked, and then kept it forever).
 func testRevokeWithoutTime(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		if err := tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}); err != nil {
-			return err
-		}
-		return tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1"))
-	})
+	withTokenAndCertificate(t, s)
 	for name, revoke := range map[string]func(tx consent.Tx, at time.Time) error{
 		"RevokeToken":       func(tx consent.Tx, at time.Time) error { return tx.RevokeToken(ctx, "acme", "tok-1", at) },
 		"RevokeCertificate": func(tx consent.Tx, at time.Time) error { return tx.RevokeCertificate(ctx, "cert-1", at) },
@@ -1173,14 +1180,8 @@ func testSubMicrosecond(t *testing.T, s consent.Store) {
 // refuses the row before its foreign key is checked, and the memory store
 // looks in the same order.
 func testTakenBeforeMissing(t *testing.T, s consent.Store) {
-	fixture(t, s)
+	withTokenAndCertificate(t, s)
 	update(t, s, func(tx consent.Tx) error {
-		if err := tx.CreateToken(ctx, &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}); err != nil {
-			return err
-		}
-		if err := tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1")); err != nil {
-			return err
-		}
 		if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-1", CompanyID: "acme", CreatedAt: t0}); err != nil {
 			return err
 		}
