@@ -293,8 +293,9 @@ func checkAuditPage(t *testing.T, sqlite consent.Store, fixture int, company, qu
 	t.Helper()
 	q, _ := url.ParseQuery(query)
 	aq := consent.AuditQuery{CompanyID: company, ActionPrefix: q.Get("action"), Target: q.Get("target"), Actor: q.Get("actor"), Limit: 100}
-	if s := q.Get("limit"); s != "" {
-		aq.Limit, _ = strconv.Atoi(s)
+	// A limit of 0 is the default page, as on every operator list.
+	if n, _ := strconv.Atoi(q.Get("limit")); n != 0 {
+		aq.Limit = n
 	}
 	if s := q.Get("after"); s != "" {
 		aq.AfterSeq, _ = strconv.ParseInt(s, 10, 64)
