@@ -116,3 +116,29 @@ func FuzzCertificateEncoding(f *testing.F) {
 		}
 	})
 }
+
+// appendMicroTime writes what AppendFormat writes in canonicalTimeLayout,
+// at the edges of its hand-written range and beyond them.
+func TestAppendMicroTime(t *testing.T) {
+	times := []time.Time{
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 123456789, time.UTC),
+		time.Date(2026, 11, 25, 9, 8, 7, 6000, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 1, 12, 0, 0, 500, time.UTC),
+		time.Date(-12345, 6, 1, 12, 0, 0, 0, time.UTC),
+		time.Unix(0, math.MinInt64).UTC(),
+		time.Unix(0, math.MaxInt64).UTC(),
+	}
+	for s := int64(-62135596800); s < 253402300800; s += 7919 * 86400 / 7 {
+		times = append(times, time.Unix(s, s%1000000007).UTC())
+	}
+	for _, tm := range times {
+		if got, want := string(appendMicroTime([]byte("x"), tm)), "x"+tm.Format(canonicalTimeLayout); got != want {
+			t.Errorf("appendMicroTime(%v) = %q, want %q", tm, got, want)
+		}
+	}
+}
