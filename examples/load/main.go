@@ -13,7 +13,9 @@
 // installed. It prints the match scenario's ratio to each, and how the
 // server's processor time per request compares with the trivial
 // handler's, a figure that the clients' own use of the two cores blurs
-// less.
+// less. The machine's speed drifts from minute to minute, so -rounds N
+// measures the trivial handler, the store's ceiling and match again, one
+// after the other, N times, and prints the medians of the rounds' ratios.
 //
 // Scenarios (-scenario, comma-separated, or all): match, partial (partial
 // match), info (certificate-info), retain (Retain API, one session),
@@ -24,6 +26,7 @@
 //	go run ./examples/load -store sqlite -scenario all -clients 32 -duration 10s
 //	go run ./examples/load -store postgres -dsn postgres://postgres@127.0.0.1:5432/test -scenario match
 //	go run ./examples/load -store sqlite -scenario optout -certs 1000000 -clients 1
+//	go run ./examples/load -store memory -scenario match -retain-sessions 1000 -duration 4s -rounds 5
 //
 // purge runs in one process: -expired certificates past their window are
 // purged in batches of -batch while -clients verify live certificates; it
@@ -82,6 +85,7 @@ type options struct {
 	cpuProfile     string
 	memProfile     string
 	seed           uint64
+	rounds         int
 	// purge
 	expired int
 	batch   int
@@ -153,6 +157,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the server's allocation profile, at its end, to this file (the preload's allocations included: look at what ServeHTTP allocates)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
+	fs.IntVar(&o.rounds, "rounds", 0, "after the ceilings, before the scenarios, measure the trivial handler, the store's ceiling and match again, one after the other, this many times, and print each round's ratios and their medians")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
 	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
 	if err := fs.Parse(args); err != nil {
@@ -166,8 +171,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		o.clientList, o.clients = append(o.clientList, n), max(o.clients, n)
 	}
 	if o.clients < 1 || o.duration <= 0 || o.certs < 1 || o.retainSessions < 0 || o.chunkBytes < 64 || o.preload < 0 ||
-		o.expired < 0 || o.batch < 1 {
-		return errors.New("-clients, -duration, -certs, -chunk-bytes and -batch must be positive; -retain-sessions, -preload and -expired not negative")
+		o.expired < 0 || o.batch < 1 || o.rounds < 0 {
+		return errors.New("-clients, -duration, -certs, -chunk-bytes and -batch must be positive; -retain-sessions, -preload, -expired and -rounds not negative")
+	}
+	if o.rounds > 0 && (!o.ceilings || !o.needs("match")) {
+		return errors.New("-rounds measures match against the ceilings: it needs the match scenario and -ceilings")
 	}
 	if o.store == "postgres" && o.dsn == "" {
 		return errors.New("-store postgres needs -dsn")
@@ -204,12 +212,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	engineName := map[string]string{"sqlite": "bare SQLite debit loop, tx/s", "postgres": "pgbench TPC-B, same clients, tps"}[o.store]
 	if o.ceilings {
 		fmt.Fprintln(stdout, "ceilings:")
-		before, err := serverStats(fx)
-		if err != nil {
-			return err
-		}
-		r := drive(fx, known["trivial"], o.clients, o.duration, o.seed)
-		after, err := serverStats(fx)
+		r, before, after, err := measure(fx, known["trivial"], o.clients, o)
 		if err != nil {
 			return err
 		}
@@ -217,20 +220,21 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		var allocs float64
 		trivialCPU, allocs = perRequest(r, before, after)
 		fmt.Fprintf(stdout, "  %-44s %9.0f  (server cpu/req %s, allocs/req %.0f)\n", "trivial net/http handler, req/s", trivial, trivialCPU, allocs)
-		switch o.store {
-		case "sqlite":
-			engine, err = sqliteLoop(ctx, o.duration)
-		case "postgres":
-			engine, err = pgbench(ctx, o.dsn, o.clients, o.duration)
-			if err == nil && engine == 0 {
-				fmt.Fprintln(stdout, "  (pgbench is not installed: no PostgreSQL ceiling)")
-			}
-		}
-		if err != nil {
+		if engine, err = ceiling(ctx, o); err != nil {
 			return err
+		}
+		if engine == 0 && o.store == "postgres" {
+			fmt.Fprintln(stdout, "  (pgbench is not installed: no PostgreSQL ceiling)")
 		}
 		if engine > 0 {
 			fmt.Fprintf(stdout, "  %-44s %9.0f\n", engineName, engine)
+		}
+	}
+	// The rounds run before the scenarios: opt-out revokes certificates
+	// that match verifies.
+	if o.rounds > 0 {
+		if err := rounds(ctx, fx, known, o, strings.Split(engineName, ",")[0], stdout); err != nil {
+			return err
 		}
 	}
 	fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
@@ -239,12 +243,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 	for _, run := range o.runs() {
 		n, clients := run.scenario, run.clients
 		resetPeak(fx)
-		before, err := serverStats(fx)
-		if err != nil {
-			return err
-		}
-		r := drive(fx, known[n], clients, o.duration, o.seed)
-		after, err := serverStats(fx)
+		r, before, after, err := measure(fx, known[n], clients, o)
 		if err != nil {
 			return err
 		}
@@ -278,6 +277,87 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		}
 	}
 	return nil
+}
+
+// measure drives sc with clients for o.duration and returns what the
+// clients got and the server's statistics before and after.
+func measure(fx *fixture, sc scenario, clients int, o options) (r result, before, after stats, err error) {
+	if before, err = serverStats(fx); err != nil {
+		return
+	}
+	r = drive(fx, sc, clients, o.duration, o.seed)
+	after, err = serverStats(fx)
+	return
+}
+
+// ceiling measures the store's own ceiling: the bare SQLite loop's
+// commits a second, pgbench's transactions a second (0 when pgbench is
+// not installed), or 0 for the memory store.
+func ceiling(ctx context.Context, o options) (float64, error) {
+	switch o.store {
+	case "sqlite":
+		return sqliteLoop(ctx, o.duration)
+	case "postgres":
+		return pgbench(ctx, o.dsn, o.clients, o.duration)
+	}
+	return 0, nil
+}
+
+// rounds measures the trivial handler, the store's ceiling and match one
+// after the other, o.rounds times, and prints each round's ratios and
+// their medians. The machine's speed drifts from minute to minute (other
+// guests, the disk's fsync): a ratio of two figures taken side by side,
+// repeated, says more than one of figures taken minutes apart.
+func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o options, engineName string, stdout io.Writer) error {
+	fmt.Fprintf(stdout, "alternated, %d rounds (trivial handler, ceiling, match; %s each):\n", o.rounds, o.duration)
+	var vsTrivial, vsEngine, cpu []float64
+	for i := range o.rounds {
+		t, tb, ta, err := measure(fx, known["trivial"], o.clients, o)
+		if err != nil {
+			return err
+		}
+		engine, err := ceiling(ctx, o)
+		if err != nil {
+			return err
+		}
+		m, mb, ma, err := measure(fx, known["match"], o.clients, o)
+		if err != nil {
+			return err
+		}
+		tcpu, _ := perRequest(t, tb, ta)
+		mcpu, _ := perRequest(m, mb, ma)
+		vsTrivial = append(vsTrivial, m.rate()/t.rate())
+		cpu = append(cpu, float64(tcpu)/float64(max(mcpu, 1)))
+		line := fmt.Sprintf("  round %d: trivial %.0f req/s (%s), match %.0f req/s (%s): %.2f×, cpu/req %.2f×",
+			i+1, t.rate(), tcpu, m.rate(), mcpu, vsTrivial[i], cpu[i])
+		if engine > 0 {
+			vsEngine = append(vsEngine, m.rate()/engine)
+			line += fmt.Sprintf("; %s %.0f/s: %.2f×", engineName, engine, vsEngine[i])
+		}
+		fmt.Fprintln(stdout, line)
+		for f, k := range m.failures {
+			fmt.Fprintf(stdout, "           match failed %d×: %s\n", k, f)
+		}
+	}
+	fmt.Fprintf(stdout, "medians of %d rounds: match ÷ trivial handler %.2f×, server cpu/req trivial ÷ match %.2f×", o.rounds, median(vsTrivial), median(cpu))
+	if len(vsEngine) > 0 {
+		fmt.Fprintf(stdout, ", match ÷ %s %.2f×", engineName, median(vsEngine))
+	}
+	fmt.Fprintln(stdout)
+	return nil
+}
+
+// median returns the median of xs (the mean of the middle two when their
+// number is even).
+func median(xs []float64) float64 {
+	s := slices.Sorted(slices.Values(xs))
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // cpuModel returns the processor's name (Linux), or "unknown processor".

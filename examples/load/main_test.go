@@ -37,7 +37,7 @@ func TestEveryScenario(t *testing.T) {
 	for _, st := range []string{"memory", "sqlite", "postgres"} {
 		t.Run(st, func(t *testing.T) {
 			args := []string{"-store", st, "-scenario", "all", "-clients", "2", "-duration", "300ms",
-				"-certs", "200", "-retain-sessions", "20000"}
+				"-certs", "200", "-retain-sessions", "20000", "-rounds", "2"}
 			if st == "postgres" {
 				args = append(args, "-dsn", teststore.PostgresURL(t)) // skips when CONSENT_TEST_POSTGRES_URL is unset
 			}
@@ -55,12 +55,14 @@ func TestEveryScenario(t *testing.T) {
 					t.Errorf("scenario %s: no answers per second reported", sc)
 				}
 			}
-			for _, want := range []string{"trivial net/http handler, req/s", "÷ trivial handler:", "server cpu/req, trivial ÷ match:"} {
+			for _, want := range []string{"trivial net/http handler, req/s", "÷ trivial handler:", "server cpu/req, trivial ÷ match:",
+				"round 1: trivial", "round 2: trivial", "medians of 2 rounds: match ÷ trivial handler"} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("no %q in the report", want)
 				}
 			}
-			if st == "sqlite" && !strings.Contains(out.String(), "÷ bare SQLite debit loop:") {
+			if st == "sqlite" && (!strings.Contains(out.String(), "÷ bare SQLite debit loop:") ||
+				!strings.Contains(out.String(), "match ÷ bare SQLite debit loop")) {
 				t.Error("no ratio to the bare SQLite loop")
 			}
 			if st == "postgres" && !strings.Contains(out.String(), "÷ pgbench TPC-B:") && !strings.Contains(out.String(), "pgbench is not installed") {
