@@ -45,7 +45,11 @@ type Store interface {
 // fields are text. Any valid text, 4-byte characters included, reads back
 // byte for byte. Times are kept to the microsecond, in UTC, and must fall
 // in the years 1 to 9999; a ledger entry's amount is 1 micro-dollar to
-// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). A call
+// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). Counts
+// and statuses are 32-bit numbers, -2^31 to 2^31-1 (CheckInt32): a job's
+// Attempts (at most MaxJobAttempts), a webhook delivery's Attempt and
+// Status, an idempotency key's answered status; a call given one outside
+// that returns Invalid and writes nothing. A call
 // with two faults is refused for the same one on every store, in the order
 // the SQL stores meet them: its own values first (Invalid, for a list the
 // whole list); then, for a create, a taken id before a missing parent; for
@@ -218,8 +222,8 @@ type Tx interface {
 	// is not ValidText (CheckKeyText).
 	ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error)
 	// AnswerIdempotencyKey stores the answer of the key claimed in this
-	// transaction, its body byte for byte. NotFound when there is no
-	// such record.
+	// transaction, its body byte for byte. Invalid when status fails
+	// CheckInt32; NotFound when there is no such record.
 	AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error
 	// ReleaseIdempotencyKey deletes the record of scope and key (a claim
 	// whose answer is not kept); none is no error.

@@ -217,12 +217,41 @@ func (r *Revocation) CheckText() error {
 	return checkList("certificate_ids", r.CertificateIDs)
 }
 
-// CheckText checks j's text fields.
+// CheckText checks j's text fields, and its Attempts: -2^31 to
+// MaxJobAttempts.
 func (j *Job) CheckText() error {
 	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
 		return err
 	}
-	return checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner)
+	if err := checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner); err != nil {
+		return err
+	}
+	return checkRange("attempts", j.Attempts, math.MinInt32, MaxJobAttempts)
+}
+
+// MaxJobAttempts is the most Attempts a job is written with (EnqueueJob,
+// EnqueueJobs, EndJob). The SQL stores keep Attempts in a 32-bit column
+// (CheckInt32), and LeaseJob adds one at each lease: the billion leases
+// between this and the column's end keep every count a store reaches
+// within it.
+const MaxJobAttempts = 1_000_000_000
+
+// CheckInt32 returns an Invalid error naming field when n is outside -2^31
+// to 2^31-1: the range of the counts and statuses that the SQL stores keep
+// in 32-bit integer columns (PostgreSQL's integer refuses more, where
+// SQLite and memory would keep it) — a job's Attempts, a webhook
+// delivery's Attempt and Status, an idempotency key's answered status.
+func CheckInt32(field string, n int) error {
+	return checkRange(field, n, math.MinInt32, math.MaxInt32)
+}
+
+// checkRange returns an Invalid error naming field when n is outside lo to
+// hi.
+func checkRange(field string, n, lo, hi int) error {
+	if n < lo || n > hi {
+		return Errorf(Invalid, "%s must be %d to %d", field, lo, hi)
+	}
+	return nil
 }
 
 // ErrBalanceLimit is Invalid: a wallet holds at most wallet.MaxBalance. Every

@@ -107,9 +107,16 @@ func (e *WebhookEndpoint) CheckText() error {
 	return checkList("events", e.Events)
 }
 
-// CheckText checks d's text fields.
+// CheckText checks d's text fields, and its Attempt and Status
+// (CheckInt32).
 func (d *WebhookDelivery) CheckText() error {
-	return checkTexts("endpoint_id", d.EndpointID, "message_id", d.MessageID, "event_type", d.EventType, "error", d.Error)
+	if err := checkTexts("endpoint_id", d.EndpointID, "message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
+		return err
+	}
+	if err := CheckInt32("attempt", d.Attempt); err != nil {
+		return err
+	}
+	return CheckInt32("status", d.Status)
 }
 
 // Webhook secrets (Standard Webhooks).

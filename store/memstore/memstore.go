@@ -1339,6 +1339,9 @@ func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status i
 	if err := consent.CheckKeyText(scope, key); err != nil {
 		return err
 	}
+	if err := consent.CheckInt32("status", status); err != nil {
+		return err
+	}
 	if err := t.write(); err != nil {
 		return err
 	}

@@ -247,9 +247,11 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 	return affected(tag, err, "session")
 }
 
+// EventChunk compares seq as a bigint: a number beyond the 32-bit column
+// is no chunk, not a parameter that PostgreSQL refuses.
 func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
 	var b []byte
-	err := t.tx.QueryRow(ctx, `SELECT data FROM session_events WHERE session_id = $1 AND seq = $2`, sessionID, seq).Scan(&b)
+	err := t.tx.QueryRow(ctx, `SELECT data FROM session_events WHERE session_id = $1 AND seq = $2::bigint`, sessionID, seq).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if _, err := t.Session(ctx, sessionID); err != nil {
 			return nil, err
@@ -933,6 +935,9 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 
 func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
 	if err := consent.CheckKeyText(scope, key); err != nil {
+		return err
+	}
+	if err := consent.CheckInt32("status", status); err != nil {
 		return err
 	}
 	tag, err := t.exec(ctx, `UPDATE idempotency_keys SET status = $1, body = $2 WHERE scope = $3 AND key = $4`, status, payload(body), scope, key)

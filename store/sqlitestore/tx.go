@@ -965,6 +965,9 @@ func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status
 	if err := consent.CheckKeyText(scope, key); err != nil {
 		return err
 	}
+	if err := consent.CheckInt32("status", status); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND key = ?`, status, payload(body), scope, key)
 	return affected(r, err, "idempotency key")
 }

@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"KeyText", testKeyText},
 		{"EventsCombinedJSON", testEventsCombinedJSON},
 		{"TimeRange", testTimeRange},
+		{"IntRange", testIntRange},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},

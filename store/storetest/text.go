@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -267,6 +268,113 @@ func testTimeRange(t *testing.T, s consent.Store) {
 		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("last"))
 		if err != nil || !tok.ExpiresAt.Equal(last) {
 			t.Errorf("a token expiring at %v: %v, %v", last, tok, err)
+		}
+		return nil
+	})
+}
+
+// testIntRange: the counts and statuses that the SQL stores keep in 32-bit
+// integer columns (a job's attempts, a delivery's attempt and HTTP status,
+// an idempotency key's answered status) are Invalid on every store outside
+// -2^31 to 2^31-1, and kept exactly at those ends (PostgreSQL's integer
+// refused more with an internal error, while SQLite and memory kept it).
+// A job's attempts stop at consent.MaxJobAttempts, so that the ones
+// LeaseJob adds never leave the column's range. A chunk number beyond the
+// range is no chunk.
+func testIntRange(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	const over, under = math.MaxInt32 + 1, math.MinInt32 - 1
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked)); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJob(ctx, job("purge", "held", t0)); err != nil {
+			return err
+		}
+		_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k", 1, t0), t0)
+		return err
+	})
+	if _, err := lease(s, "w1", t0, "purge"); err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	delivery := func(attempt, status int) *consent.WebhookDelivery {
+		return &consent.WebhookDelivery{EndpointID: "ep-a", MessageID: "msg_1", EventType: consent.EventConsentRevoked,
+			Attempt: attempt, At: t0, Status: status}
+	}
+	withAttempts := func(key string, n int) *consent.Job {
+		j := job(consent.JobConvert, key, t0)
+		j.Attempts = n
+		return j
+	}
+	for name, write := range map[string]func(tx consent.Tx) error{
+		"EnqueueJob(attempts 2^31)":     func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", over)) },
+		"EnqueueJob(attempts -2^31-1)":  func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", under)) },
+		"EnqueueJob(attempts over max)": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", consent.MaxJobAttempts+1)) },
+		"EnqueueJobs(attempts 2^31)": func(tx consent.Tx) error {
+			return tx.EnqueueJobs(ctx, []*consent.Job{withAttempts("a", 1), withAttempts("b", over)})
+		},
+		"EndJob(attempts 2^31)": func(tx consent.Tx) error {
+			return tx.EndJob(ctx, "purge", "held", "w1", &consent.Job{Attempts: over, RunAfter: t0})
+		},
+		"AppendWebhookDelivery(attempt 2^31)":   func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(over, 200)) },
+		"AppendWebhookDelivery(status 2^31)":    func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(1, over)) },
+		"AppendWebhookDelivery(status -2^31-1)": func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(1, under)) },
+		"AnswerIdempotencyKey(status 2^31)": func(tx consent.Tx) error {
+			return tx.AnswerIdempotencyKey(ctx, "company:acme", "k", over, nil)
+		},
+	} {
+		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if _, err := tx.Job(ctx, consent.JobConvert, "a"); err == nil {
+			t.Errorf("a refused job was written")
+		}
+		if j, err := tx.Job(ctx, "purge", "held"); err != nil || j.LeaseOwner != "w1" || j.Attempts != 1 {
+			t.Errorf("job after the refused EndJob = %+v, %v; want it leased by w1, one attempt", j, err)
+		}
+		if log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10); err != nil || len(log) != 0 {
+			t.Errorf("delivery log after the refusals = %v, %v; want none", log, err)
+		}
+		return nil
+	})
+
+	// The ends of the range are kept as they are; a job at the most
+	// attempts is leased once more.
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.EnqueueJob(ctx, withAttempts("most", consent.MaxJobAttempts)); err != nil {
+			return err
+		}
+		least := job("webhook", "least", t0)
+		least.Attempts = math.MinInt32
+		if err := tx.EnqueueJob(ctx, least); err != nil {
+			return err
+		}
+		if err := tx.AppendWebhookDelivery(ctx, delivery(math.MaxInt32, math.MinInt32)); err != nil {
+			return err
+		}
+		return tx.AnswerIdempotencyKey(ctx, "company:acme", "k", math.MaxInt32, []byte("{}"))
+	})
+	if j, err := lease(s, "w2", t0, consent.JobConvert); err != nil || j.Key != "most" || j.Attempts != consent.MaxJobAttempts+1 {
+		t.Errorf("lease of the job at the most attempts = %+v, %v; want %d attempts", j, err, consent.MaxJobAttempts+1)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if j, err := tx.Job(ctx, "webhook", "least"); err != nil || j.Attempts != math.MinInt32 {
+			t.Errorf("job of %d attempts = %+v, %v", math.MinInt32, j, err)
+		}
+		log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10)
+		if err != nil || len(log) != 1 || log[0].Attempt != math.MaxInt32 || log[0].Status != math.MinInt32 {
+			t.Errorf("delivery log = %+v, %v; want attempt %d, status %d", log, err, math.MaxInt32, math.MinInt32)
+		}
+		for _, seq := range []int{over, under} {
+			_, err := tx.EventChunk(ctx, "s1", seq)
+			wantCode(t, fmt.Sprintf("EventChunk(s1, %d)", seq), err, consent.NotFound)
+		}
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error {
+		prior, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k", 1, t0), t0)
+		if err != nil || prior == nil || prior.Status != math.MaxInt32 {
+			t.Errorf("stored answer = %+v, %v; want status %d", prior, err, math.MaxInt32)
 		}
 		return nil
 	})
