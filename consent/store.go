@@ -43,18 +43,21 @@ type Store interface {
 // be ValidText, and a method given one that is not returns Invalid and
 // writes nothing; the values' CheckText methods (and CheckEntry) say which
 // fields are text. Any valid text, 4-byte characters included, reads back
-// byte for byte. Times are kept to the microsecond, in UTC, and must fall
-// in the years 1 to 9999; a ledger entry's amount is 1 micro-dollar to
-// wallet.MaxBalance, and no balance passes that (ErrBalanceLimit). Counts
-// and statuses are 32-bit numbers, -2^31 to 2^31-1 (CheckInt32): a job's
-// Attempts (at most MaxJobAttempts), a webhook delivery's Attempt and
-// Status, an idempotency key's answered status; a call given one outside
-// that returns Invalid and writes nothing. A call
-// with two faults is refused for the same one on every store, in the order
-// the SQL stores meet them: its own values first (Invalid, for a list the
-// whole list); then, for a create, a taken id before a missing parent; for
-// a debit, the company and the balance before a taken entry id. So every
-// store accepts, and refuses, exactly the same values.
+// byte for byte. Text that the stores keep in keys and indexes — ids, the
+// ids that refer to other rows, job kinds and keys, idempotency scopes and
+// keys — is at most MaxKeyBytes (1024 bytes). Times are kept to the
+// microsecond, in UTC, and must fall in the years 1 to 9999; a ledger
+// entry's amount is 1 micro-dollar to wallet.MaxBalance, and no balance
+// passes that (ErrBalanceLimit). Counts and statuses are 32-bit numbers,
+// -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most MaxJobAttempts),
+// a webhook delivery's Attempt and Status, an idempotency key's answered
+// status. A value outside these bounds is Invalid too, and nothing of it
+// is written. A call with two faults is refused for the same one on every
+// store, in the order the SQL stores meet them: its own values first
+// (Invalid, for a list the whole list); then, for a create, a taken id
+// before a missing parent; for a debit, the company and the balance before
+// a taken entry id. So every store accepts, and refuses, exactly the same
+// values.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.

@@ -77,6 +77,29 @@ func checkTexts(pairs ...string) error {
 	return nil
 }
 
+// MaxKeyBytes is the most bytes of text a store keeps in a key: an id, an
+// id that refers to another row, a job's kind or key, an idempotency key's
+// scope or key. PostgreSQL refuses an index entry of more than 2704 bytes,
+// and its widest entries hold two such texts (a company's id with a
+// property's, a job's kind with its key); 1024 keeps them well within
+// that, and far above any real identifier (the API's are at most
+// MaxIDLength).
+const MaxKeyBytes = 1024
+
+// checkKeyTexts is checkTexts for text kept in keys: each value must also be
+// at most MaxKeyBytes.
+func checkKeyTexts(pairs ...string) error {
+	if err := checkTexts(pairs...); err != nil {
+		return err
+	}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if len(pairs[i+1]) > MaxKeyBytes {
+			return Errorf(Invalid, "%s must be at most %d bytes", pairs[i], MaxKeyBytes)
+		}
+	}
+	return nil
+}
+
 func checkList(field string, list []string) error {
 	for _, s := range list {
 		if err := CheckText(field, s); err != nil {
@@ -88,7 +111,8 @@ func checkList(field string, list []string) error {
 
 // The CheckText methods below are what every Store calls before it writes a
 // value (see Tx): each returns an Invalid error naming the first text field
-// that is not ValidText, so that all stores refuse the same values.
+// that is not ValidText, or that is a key (checkKeyTexts) longer than
+// MaxKeyBytes, so that all stores refuse the same values.
 
 // checkTime returns an Invalid error naming field when t is outside the
 // years 1 to 9999: the range RFC 3339 writes, and one every store keeps as
@@ -115,7 +139,10 @@ func checkTimes(fields []string, times ...time.Time) error {
 // CheckText checks c's text fields (and, as every CheckText, its times:
 // checkTime).
 func (c *Company) CheckText() error {
-	if err := checkTexts("id", c.ID, "name", c.Name); err != nil {
+	if err := checkKeyTexts("id", c.ID); err != nil {
+		return err
+	}
+	if err := CheckText("name", c.Name); err != nil {
 		return err
 	}
 	if err := checkTime("created_at", c.CreatedAt); err != nil {
@@ -126,7 +153,10 @@ func (c *Company) CheckText() error {
 
 // CheckText checks p's text fields.
 func (p *Property) CheckText() error {
-	if err := checkTexts("id", p.ID, "company_id", p.CompanyID, "name", p.Name); err != nil {
+	if err := checkKeyTexts("id", p.ID, "company_id", p.CompanyID); err != nil {
+		return err
+	}
+	if err := CheckText("name", p.Name); err != nil {
 		return err
 	}
 	if err := checkTime("created_at", p.CreatedAt); err != nil {
@@ -137,7 +167,7 @@ func (p *Property) CheckText() error {
 
 // CheckText checks t's text fields.
 func (t *Token) CheckText() error {
-	if err := checkTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
+	if err := checkKeyTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
 		return err
 	}
 	if err := checkTimes([]string{"expires_at", "revoked_at", "created_at"}, t.ExpiresAt, t.RevokedAt, t.CreatedAt); err != nil {
@@ -156,17 +186,21 @@ func (s *Session) CheckText() error {
 	if err := checkTimes([]string{"created_at", "expires_at", "closed_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt); err != nil {
 		return err
 	}
-	return checkTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID,
-		"retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
-		"video.path", s.Video.Path, "certificate_id", s.CertificateID, "url", s.URL)
+	if err := checkKeyTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID, "certificate_id", s.CertificateID); err != nil {
+		return err
+	}
+	return checkTexts("retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
+		"video.path", s.Video.Path, "url", s.URL)
 }
 
 // CheckText checks c's text fields, its consent records and its
 // EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
 // character, and an escaped one such as \u0000 is kept as written).
 func (c *Certificate) CheckText() error {
-	if err := checkTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID,
-		"session_id", c.SessionID, "origin", c.Origin, "retention_status", string(c.RetentionStatus), "key_id", c.KeyID); err != nil {
+	if err := checkKeyTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID, "session_id", c.SessionID); err != nil {
+		return err
+	}
+	if err := checkTexts("origin", c.Origin, "retention_status", string(c.RetentionStatus), "key_id", c.KeyID); err != nil {
 		return err
 	}
 	if err := checkTimes([]string{"created_at", "expires_at", "revoked_at"}, c.CreatedAt, c.ExpiresAt, c.RevokedAt); err != nil {
@@ -207,8 +241,10 @@ func (c *Certificate) CheckText() error {
 
 // CheckText checks r's text fields.
 func (r *Revocation) CheckText() error {
-	if err := checkTexts("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID,
-		"reason", r.Reason, "client_ip", r.ClientIP); err != nil {
+	if err := checkKeyTexts("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID); err != nil {
+		return err
+	}
+	if err := checkTexts("reason", r.Reason, "client_ip", r.ClientIP); err != nil {
 		return err
 	}
 	if err := checkTime("created_at", r.CreatedAt); err != nil {
@@ -223,7 +259,10 @@ func (j *Job) CheckText() error {
 	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
 		return err
 	}
-	if err := checkTexts("kind", j.Kind, "key", j.Key, "last_error", j.LastError, "lease_owner", j.LeaseOwner); err != nil {
+	if err := checkKeyTexts("kind", j.Kind, "key", j.Key); err != nil {
+		return err
+	}
+	if err := checkTexts("last_error", j.LastError, "lease_owner", j.LeaseOwner); err != nil {
 		return err
 	}
 	return checkRange("attempts", j.Attempts, math.MinInt32, MaxJobAttempts)
@@ -294,9 +333,9 @@ func CheckEntries(entries []*wallet.Entry) (wallet.Amount, error) {
 // CheckKeyText checks the text of an idempotency key's scope and key
 // before a store writes or looks them up (ClaimIdempotencyKey,
 // AnswerIdempotencyKey, ReleaseIdempotencyKey): Invalid when either is
-// not ValidText.
+// not ValidText or is longer than MaxKeyBytes.
 func CheckKeyText(scope, key string) error {
-	return checkTexts("idempotency scope", scope, "idempotency key", key)
+	return checkKeyTexts("idempotency scope", scope, "idempotency key", key)
 }
 
 // CheckRevokedAt refuses, as Invalid, a revocation without its time: a
@@ -320,5 +359,8 @@ func CheckEntry(e *wallet.Entry) error {
 	if e.Amount > wallet.MaxBalance {
 		return ErrBalanceLimit
 	}
-	return checkTexts("id", e.ID, "company_id", e.CompanyID, "kind", string(e.Kind), "reference", e.Reference)
+	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
+		return err
+	}
+	return checkTexts("kind", string(e.Kind), "reference", e.Reference)
 }

@@ -101,7 +101,10 @@ type WebhookMessage struct {
 
 // CheckText checks e's text fields.
 func (e *WebhookEndpoint) CheckText() error {
-	if err := checkTexts("id", e.ID, "company_id", e.CompanyID, "url", e.URL, "secret", e.Secret); err != nil {
+	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
+		return err
+	}
+	if err := checkTexts("url", e.URL, "secret", e.Secret); err != nil {
 		return err
 	}
 	return checkList("events", e.Events)
@@ -110,7 +113,10 @@ func (e *WebhookEndpoint) CheckText() error {
 // CheckText checks d's text fields, and its Attempt and Status
 // (CheckInt32).
 func (d *WebhookDelivery) CheckText() error {
-	if err := checkTexts("endpoint_id", d.EndpointID, "message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
+	if err := checkKeyTexts("endpoint_id", d.EndpointID); err != nil {
+		return err
+	}
+	if err := checkTexts("message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
 		return err
 	}
 	if err := CheckInt32("attempt", d.Attempt); err != nil {

@@ -82,6 +82,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"EventsCombinedJSON", testEventsCombinedJSON},
 		{"TimeRange", testTimeRange},
 		{"IntRange", testIntRange},
+		{"KeyLength", testKeyLength},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},

@@ -379,3 +379,155 @@ func testIntRange(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// incompressible returns n bytes of text that compression cannot shorten
+// (the hex of a chain of SHA-256 digests), so that PostgreSQL keeps it in an
+// index at its full size.
+func incompressible(seed string, n int) string {
+	var b strings.Builder
+	d := consent.DigestOf(seed)
+	for b.Len() < n {
+		b.WriteString(d.String())
+		d = consent.DigestOf(d.String())
+	}
+	return b.String()[:n]
+}
+
+// testKeyLength: text that the stores keep in keys and indexes — ids and
+// the ids that refer to other rows, job kinds and keys, idempotency scopes
+// and keys — is at most consent.MaxKeyBytes on every store: one longer is
+// Invalid and nothing is written (PostgreSQL refused an index entry of
+// more than about 2.7 kB with an internal error, while SQLite and memory
+// kept it). Keys of MaxKeyBytes are kept, two of them in one index entry
+// included, and a read given a longer one finds nothing.
+func testKeyLength(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	long := incompressible("long", 3000)
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked))
+	})
+	for name, write := range map[string]func(tx consent.Tx) error{
+		"CreateCompany(id)": func(tx consent.Tx) error {
+			return tx.CreateCompany(ctx, &consent.Company{ID: long, Name: "x", CreatedAt: t0})
+		},
+		"CreateProperty(id)": func(tx consent.Tx) error {
+			return tx.CreateProperty(ctx, &consent.Property{ID: long, CompanyID: "acme", Name: "x", CreatedAt: t0})
+		},
+		"CreateProperty(company_id)": func(tx consent.Tx) error {
+			return tx.CreateProperty(ctx, &consent.Property{ID: "p-long", CompanyID: long, Name: "x", CreatedAt: t0})
+		},
+		"CreateToken(id)": func(tx consent.Tx) error {
+			return tx.CreateToken(ctx, &consent.Token{ID: long, CompanyID: "acme", Digest: consent.DigestOf("long"), CreatedAt: t0})
+		},
+		"CreateSession(id)": func(tx consent.Tx) error { return tx.CreateSession(ctx, session(long, "acme", "acme-web")) },
+		"CreateCertificate(id)": func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, certificate(long, "acme", "acme-web", "s1"))
+		},
+		"CreateCertificate(session_id)": func(tx consent.Tx) error {
+			return tx.CreateCertificate(ctx, certificate("cert-long", "acme", "acme-web", long))
+		},
+		"CreateRevocation(id)": func(tx consent.Tx) error {
+			return tx.CreateRevocation(ctx, &consent.Revocation{ID: long, CompanyID: "acme", CreatedAt: t0})
+		},
+		"Credit(id)": func(tx consent.Tx) error {
+			_, err := tx.Credit(ctx, entry(long, "acme", wallet.TopUp, 1, t0))
+			return err
+		},
+		"EnqueueJob(kind)": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(long, "k", t0)) },
+		"EnqueueJob(key)":  func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("purge", long, t0)) },
+		"EnqueueJobs(key)": func(tx consent.Tx) error {
+			return tx.EnqueueJobs(ctx, []*consent.Job{job("purge", "k", t0), job("purge", long, t0)})
+		},
+		"CreateWebhookEndpoint(id)": func(tx consent.Tx) error {
+			return tx.CreateWebhookEndpoint(ctx, endpoint(long, "acme", consent.EventConsentRevoked))
+		},
+		"AppendWebhookDelivery(endpoint_id)": func(tx consent.Tx) error {
+			return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: long, MessageID: "msg_1", Attempt: 1, At: t0})
+		},
+		"ClaimIdempotencyKey(key)": func(tx consent.Tx) error {
+			_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", long, 1, t0), t0)
+			return err
+		},
+		"ClaimIdempotencyKey(scope)": func(tx consent.Tx) error {
+			_, err := tx.ClaimIdempotencyKey(ctx, keyRecord(long, "k", 1, t0), t0)
+			return err
+		},
+	} {
+		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
+	}
+	view(t, s, func(tx consent.Tx) error {
+		// A longer key is no row's.
+		_, err := tx.Company(ctx, long)
+		wantCode(t, "Company(long)", err, consent.NotFound)
+		_, err = tx.Session(ctx, long)
+		wantCode(t, "Session(long)", err, consent.NotFound)
+		_, err = tx.Job(ctx, "purge", long)
+		wantCode(t, "Job(purge, long)", err, consent.NotFound)
+		if jobs, err := tx.Job(ctx, "purge", "k"); err == nil {
+			t.Errorf("a job of a refused EnqueueJobs was written: %+v", jobs)
+		}
+		if ids, err := tx.CompanyIDs(ctx, "", 10); err != nil || len(ids) != 2 {
+			t.Errorf("CompanyIDs after the refusals = %d ids, %v; want acme and other", len(ids), err)
+		}
+		if ledger, err := tx.Ledger(ctx, "acme"); err != nil || len(ledger) != 0 {
+			t.Errorf("Ledger(acme) after the refusals = %v, %v; want none", ledger, err)
+		}
+		return nil
+	})
+
+	// Keys of MaxKeyBytes, two to an index entry where an index has two:
+	// a company's id and a property's, token's, session's, certificate's,
+	// revocation's and ledger entry's (each indexed with its company's), a
+	// job's kind and key, an idempotency key's scope and key.
+	key := func(seed string) string { return incompressible(seed, consent.MaxKeyBytes) }
+	co, prop, ses, cert, ep := key("company"), key("property"), key("session"), key("certificate"), key("endpoint")
+	kind, jobKey, scope, idemKey := key("kind"), key("job"), key("scope"), key("idempotency")
+	update(t, s, func(tx consent.Tx) error {
+		for _, fn := range []func() error{
+			func() error { return tx.CreateCompany(ctx, &consent.Company{ID: co, Name: "x", CreatedAt: t0}) },
+			func() error {
+				return tx.CreateProperty(ctx, &consent.Property{ID: prop, CompanyID: co, Name: "x", CreatedAt: t0})
+			},
+			func() error {
+				return tx.CreateToken(ctx, &consent.Token{ID: key("token"), CompanyID: co, Digest: consent.DigestOf("max"), CreatedAt: t0})
+			},
+			func() error { return tx.CreateSession(ctx, session(ses, co, prop)) },
+			func() error { return tx.CreateCertificate(ctx, certificate(cert, co, prop, ses)) },
+			func() error {
+				return tx.CreateRevocation(ctx, &consent.Revocation{ID: key("revocation"), CompanyID: co, CertificateID: cert, CreatedAt: t0})
+			},
+			func() error { _, err := tx.Credit(ctx, entry(key("entry"), co, wallet.TopUp, 1, t0)); return err },
+			func() error { return tx.EnqueueJob(ctx, job(kind, jobKey, t0)) },
+			func() error { return tx.CreateWebhookEndpoint(ctx, endpoint(ep, co, consent.EventConsentRevoked)) },
+			func() error {
+				return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: ep, MessageID: "msg_1", Attempt: 1, At: t0})
+			},
+			func() error {
+				_, err := tx.ClaimIdempotencyKey(ctx, keyRecord(scope, idemKey, 1, t0), t0)
+				return err
+			},
+			func() error { return tx.AnswerIdempotencyKey(ctx, scope, idemKey, 200, []byte("{}")) },
+		} {
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		if c, err := tx.Certificate(ctx, cert); err != nil || c.SessionID != ses || c.CompanyID != co {
+			t.Errorf("Certificate of a %d-byte id = %v; want it with its session and company", consent.MaxKeyBytes, err)
+		}
+		if j, err := tx.Job(ctx, kind, jobKey); err != nil || j.Kind != kind || j.Key != jobKey {
+			t.Errorf("Job of a %d-byte kind and key: %v", consent.MaxKeyBytes, err)
+		}
+		if log, err := tx.WebhookDeliveries(ctx, ep, 0, 10); err != nil || len(log) != 1 {
+			t.Errorf("WebhookDeliveries of a %d-byte endpoint id = %d entries, %v; want 1", consent.MaxKeyBytes, len(log), err)
+		}
+		page, err := tx.RevocationPage(ctx, consent.Page{CompanyID: co, Limit: 10})
+		if err != nil || len(page) != 1 || page[0].CertificateID != cert {
+			t.Errorf("RevocationPage of a %d-byte company id = %d revocations, %v; want 1", consent.MaxKeyBytes, len(page), err)
+		}
+		return nil
+	})
+}
