@@ -52,12 +52,21 @@ type Store interface {
 // -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most MaxJobAttempts),
 // a webhook delivery's Attempt and Status, an idempotency key's answered
 // status. A value outside these bounds is Invalid too, and nothing of it
-// is written. A call with two faults is refused for the same one on every
-// store, in the order the SQL stores meet them: its own values first
-// (Invalid, for a list the whole list); then, for a create, a taken id
-// before a missing parent; for a debit, the company and the balance before
-// a taken entry id. So every store accepts, and refuses, exactly the same
-// values.
+// is written.
+//
+// A key given to find rows (an id, the company of a list, a job's kind and
+// key) that is not ValidText is no row's, and finds nothing, as any
+// unknown key does: NotFound, or an empty list (CompanyIDs starts after
+// it, byte by byte). Only an idempotency key's scope and key
+// (CheckKeyText) and the bounds of a page or an audit query (Page.Check,
+// AuditQuery.Check) are Invalid when they are not ValidText.
+//
+// A call with two faults is refused for the same one on every store, in
+// the order the SQL stores meet them: its own values first (Invalid, for a
+// list the whole list); then, for a create, a taken id before a missing
+// parent; for a debit, the company and the balance before a taken entry
+// id. So every store accepts, and refuses, exactly the same values, and
+// answers every call alike.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.

@@ -41,7 +41,7 @@ func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, er
 	if len(ids) == 0 {
 		return out, nil
 	}
-	sorted := slices.Clone(ids)
+	sorted := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return unstorable(id) }) // nil in out
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	rows, err := t.tx.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u (id)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -43,9 +44,25 @@ func (t *tx) exec(ctx context.Context, query string, args ...any) (pgconn.Comman
 // one maps "no rows" to a not-found error that names what was missing.
 func one(err error, what string) error {
 	if errors.Is(err, pgx.ErrNoRows) {
-		return consent.Errorf(consent.NotFound, "%s not found", what)
+		return notFound(what)
 	}
 	return mapErr(err)
+}
+
+func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
+
+// unstorable reports whether one of keys is text that no row can hold, not
+// being consent.ValidText (a NUL, invalid UTF-8). PostgreSQL refuses such
+// text as a parameter, where the other stores look it up and find nothing;
+// so a method that looks rows up by a key answers, without asking, as
+// finding nothing: NotFound, or an empty list.
+func unstorable(keys ...string) bool {
+	for _, k := range keys {
+		if !consent.ValidText(k) {
+			return true
+		}
+	}
+	return false
 }
 
 func affected(tag pgconn.CommandTag, err error, what string) error {
@@ -53,7 +70,7 @@ func affected(tag pgconn.CommandTag, err error, what string) error {
 		return err
 	}
 	if tag.RowsAffected() == 0 {
-		return consent.Errorf(consent.NotFound, "%s not found", what)
+		return notFound(what)
 	}
 	return nil
 }
@@ -93,6 +110,9 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
+	if unstorable(id) {
+		return nil, notFound("company")
+	}
 	c := consent.Company{ID: id}
 	var created time.Time
 	err := t.tx.QueryRow(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
@@ -105,6 +125,12 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 }
 
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	if unstorable(after) {
+		// No id is such text, but the list still starts where it would
+		// sort: compared as bytes, as the other stores compare ids.
+		return t.ids(ctx, `SELECT id FROM companies WHERE convert_to(id, 'UTF8') > $1 ORDER BY id COLLATE "C" LIMIT $2`,
+			[]byte(after), max(limit, 0))
+	}
 	return t.ids(ctx, `SELECT id FROM companies WHERE id COLLATE "C" > $1 ORDER BY id COLLATE "C" LIMIT $2`, after, max(limit, 0))
 }
 
@@ -127,6 +153,9 @@ func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
+	if unstorable(id) {
+		return nil, notFound("property")
+	}
 	p := consent.Property{ID: id}
 	var created time.Time
 	err := t.tx.QueryRow(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = $1`, id).
@@ -184,6 +213,9 @@ func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time
 	if err := consent.CheckRevokedAt(at); err != nil {
 		return err
 	}
+	if unstorable(companyID, id) {
+		return notFound("token")
+	}
 	tag, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND company_id = $2`,
 		id, companyID, at)
 	return affected(tag, err, "token")
@@ -232,6 +264,9 @@ func scanSession(row pgx.Row) (*consent.Session, error) {
 }
 
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
+	if unstorable(id) {
+		return nil, notFound("session")
+	}
 	s, err := scanSession(t.tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`+t.lock, id))
 	if err != nil {
 		return nil, one(err, "session")
@@ -240,6 +275,9 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+	if unstorable(sessionID) {
+		return notFound("session")
+	}
 	tag, err := t.exec(ctx, `WITH s AS (
 			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea)
 			WHERE id = $1 RETURNING event_chunks - 1 AS seq)
@@ -250,6 +288,9 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 // EventChunk compares seq as a bigint: a number beyond the 32-bit column
 // is no chunk, not a parameter that PostgreSQL refuses.
 func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
+	if unstorable(sessionID) {
+		return nil, notFound("session")
+	}
 	var b []byte
 	err := t.tx.QueryRow(ctx, `SELECT data FROM session_events WHERE session_id = $1 AND seq = $2::bigint`, sessionID, seq).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -273,12 +314,15 @@ func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
 }
 
 func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	if unstorable(sessionID) {
+		return nil, notFound("session")
+	}
 	var exists bool
 	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&exists); err != nil {
 		return nil, err
 	}
 	if !exists {
-		return nil, consent.Errorf(consent.NotFound, "session not found")
+		return nil, notFound("session")
 	}
 	rows, err := t.tx.Query(ctx, `SELECT data FROM session_events WHERE session_id = $1 ORDER BY seq`, sessionID)
 	if err != nil {
@@ -350,6 +394,9 @@ func scanCertificate(row pgx.Row) (*consent.Certificate, error) {
 }
 
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
+	if unstorable(id) {
+		return nil, notFound("certificate")
+	}
 	c, err := scanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
 	if err != nil {
 		return nil, one(err, "certificate")
@@ -366,20 +413,23 @@ func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, erro
 }
 
 func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
-	if d.IsZero() {
+	if d.IsZero() || unstorable(companyID) {
 		return []string{}, nil
 	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND email_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
-	if d.IsZero() {
+	if d.IsZero() || unstorable(companyID) {
 		return []string{}, nil
 	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
+	if unstorable(sessionID) {
+		return []string{}, nil
+	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = $1 ORDER BY id COLLATE "C"`, sessionID)
 }
 
@@ -395,6 +445,9 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	if err := consent.CheckRevokedAt(at); err != nil {
 		return err
+	}
+	if unstorable(id) {
+		return notFound("certificate")
 	}
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
@@ -436,6 +489,9 @@ func scanRevocation(row pgx.Row) (*consent.Revocation, error) {
 }
 
 func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
+	if unstorable(companyID) {
+		return []*consent.Revocation{}, nil
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+revocationColumns+` FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
 	return collect(rows, err, scanRevocation)
 }
@@ -517,6 +573,9 @@ func scanJob(row pgx.Row) (*consent.Job, error) {
 }
 
 func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
+	if unstorable(kind, key) {
+		return nil, notFound("job")
+	}
 	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = $1 AND key = $2`, kind, key))
 	if err != nil {
 		return nil, one(err, "job")
@@ -530,6 +589,7 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
+	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return unstorable(k) })
 	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
@@ -558,6 +618,9 @@ func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.T
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
+	if unstorable(kind, key) {
+		return notFound("job")
+	}
 	tag, err := t.exec(ctx, `UPDATE jobs SET lease_until = $4 WHERE kind = $1 AND key = $2 AND lease_owner = $3`,
 		kind, key, owner, until)
 	return t.leaseErr(ctx, tag, err, kind, key)
@@ -572,6 +635,9 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 			return err
 		}
 	}
+	if unstorable(kind, key) {
+		return notFound("job")
+	}
 	if next == nil {
 		tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2 AND lease_owner = $3`, kind, key, owner)
 		return t.leaseErr(ctx, tag, err, kind, key)
@@ -583,6 +649,9 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	if unstorable(companyID) {
+		return 0, notFound("company")
+	}
 	if t.batch != nil {
 		return t.batch.wb.Balance(ctx, t.batch, companyID)
 	}
@@ -666,6 +735,9 @@ func scanEntry(row pgx.Row) (*wallet.Entry, error) {
 }
 
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	if unstorable(companyID) {
+		return []*wallet.Entry{}, nil
+	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -752,6 +824,9 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
+	if unstorable(companyID) {
+		return nil, notFound("company")
+	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -799,6 +874,9 @@ func scanEndpoint(row pgx.Row) (*consent.WebhookEndpoint, error) {
 }
 
 func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
+	if unstorable(id) {
+		return nil, notFound("webhook endpoint")
+	}
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
 	if err != nil {
 		return nil, one(err, "webhook endpoint")
@@ -807,6 +885,9 @@ func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEn
 }
 
 func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
+	if unstorable(companyID) {
+		return []*consent.WebhookEndpoint{}, nil
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE company_id = $1 ORDER BY seq`, companyID)
 	if err != nil {
@@ -825,12 +906,18 @@ func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	if unstorable(companyID, id) {
+		return notFound("webhook endpoint")
+	}
 	tag, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = $1 WHERE id = $2 AND company_id = $3`,
 		nullTime(at), id, companyID)
 	return affected(tag, err, "webhook endpoint")
 }
 
 func (t *tx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
+	if unstorable(companyID, id) {
+		return notFound("webhook endpoint")
+	}
 	tag, err := t.exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2`, id, companyID)
 	return affected(tag, err, "webhook endpoint")
 }
@@ -846,6 +933,9 @@ func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelive
 }
 
 func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
+	if unstorable(endpointID) {
+		return []*consent.WebhookDelivery{}, nil
+	}
 	if before <= 0 {
 		before = math.MaxInt64
 	}

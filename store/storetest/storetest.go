@@ -83,6 +83,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TimeRange", testTimeRange},
 		{"IntRange", testIntRange},
 		{"KeyLength", testKeyLength},
+		{"ReadBadText", testReadBadText},
 		{"AuditAppend", testAuditAppend},
 		{"AuditQuery", testAuditQuery},
 		{"ConcurrentAudit", testConcurrentAudit},

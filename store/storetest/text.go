@@ -531,3 +531,123 @@ func testKeyLength(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// testReadBadText: text that no row can hold (a NUL, invalid UTF-8) given
+// to a method that looks rows up finds none, on every store: a single-row
+// read and a change of one row answer NotFound, a list is empty, and
+// CompanyIDs cuts the list where such an id would sort, byte by byte.
+// PostgreSQL refuses such text as a parameter, and answered with an
+// internal error. A page's or an audit query's company, being a bound of
+// the query rather than a row's key, is Invalid (Page.Check,
+// AuditQuery.Check).
+func testReadBadText(t *testing.T, s consent.Store) {
+	withTokenAndCertificate(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked)); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, job(consent.JobConvert, "s1", t0))
+	})
+	email := consent.DigestOf("someone@example.com")
+	for _, bad := range []string{"a\x00b", "acme\xff"} {
+		notFound := map[string]func(tx consent.Tx) error{
+			"Company":     func(tx consent.Tx) error { _, err := tx.Company(ctx, bad); return err },
+			"Property":    func(tx consent.Tx) error { _, err := tx.Property(ctx, bad); return err },
+			"Session":     func(tx consent.Tx) error { _, err := tx.Session(ctx, bad); return err },
+			"EventChunk":  func(tx consent.Tx) error { _, err := tx.EventChunk(ctx, bad, 0); return err },
+			"Events":      func(tx consent.Tx) error { _, err := tx.Events(ctx, bad); return err },
+			"Certificate": func(tx consent.Tx) error { _, err := tx.Certificate(ctx, bad); return err },
+			"Job(kind)":   func(tx consent.Tx) error { _, err := tx.Job(ctx, bad, "s1"); return err },
+			"Job(key)":    func(tx consent.Tx) error { _, err := tx.Job(ctx, consent.JobConvert, bad); return err },
+			"LeaseJob": func(tx consent.Tx) error {
+				_, err := tx.LeaseJob(ctx, []string{bad}, "w1", t0, t0.Add(time.Minute))
+				return err
+			},
+			"WebhookEndpoint": func(tx consent.Tx) error { _, err := tx.WebhookEndpoint(ctx, bad); return err },
+			"Balance":         func(tx consent.Tx) error { _, err := tx.Balance(ctx, bad); return err },
+			"AuditHead":       func(tx consent.Tx) error { _, err := tx.AuditHead(ctx, bad); return err },
+			// Changes of one row, found by its key.
+			"RevokeToken(company)":      func(tx consent.Tx) error { return tx.RevokeToken(ctx, bad, "tok-1", t0) },
+			"RevokeToken(id)":           func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", bad, t0) },
+			"RevokeCertificate":         func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, bad, t0) },
+			"AppendEvents":              func(tx consent.Tx) error { return tx.AppendEvents(ctx, bad, []byte("[]")) },
+			"DisableWebhookEndpoint":    func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", bad, t0) },
+			"DeleteWebhookEndpoint":     func(tx consent.Tx) error { return tx.DeleteWebhookEndpoint(ctx, bad, "ep-a") },
+			"RenewJob":                  func(tx consent.Tx) error { return tx.RenewJob(ctx, consent.JobConvert, bad, "w1", t0) },
+			"EndJob":                    func(tx consent.Tx) error { return tx.EndJob(ctx, bad, "s1", "w1", nil) },
+			"DisableWebhookEndpoint(c)": func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, bad, "ep-a", t0) },
+		}
+		for name, call := range notFound {
+			wantCode(t, fmt.Sprintf("%s(%q)", name, bad), s.Update(ctx, call), consent.NotFound)
+		}
+		empty := map[string]func(tx consent.Tx) (int, error){
+			"Properties": func(tx consent.Tx) (int, error) { l, err := tx.Properties(ctx, bad); return len(l), err },
+			"Tokens":     func(tx consent.Tx) (int, error) { l, err := tx.Tokens(ctx, bad); return len(l), err },
+			"CertificatesByEmail": func(tx consent.Tx) (int, error) {
+				l, err := tx.CertificatesByEmail(ctx, bad, email)
+				return len(l), err
+			},
+			"CertificatesByMobile": func(tx consent.Tx) (int, error) {
+				l, err := tx.CertificatesByMobile(ctx, bad, email)
+				return len(l), err
+			},
+			"CertificatesBySession": func(tx consent.Tx) (int, error) {
+				l, err := tx.CertificatesBySession(ctx, bad)
+				return len(l), err
+			},
+			"Revocations":      func(tx consent.Tx) (int, error) { l, err := tx.Revocations(ctx, bad); return len(l), err },
+			"Ledger":           func(tx consent.Tx) (int, error) { l, err := tx.Ledger(ctx, bad); return len(l), err },
+			"WebhookEndpoints": func(tx consent.Tx) (int, error) { l, err := tx.WebhookEndpoints(ctx, bad); return len(l), err },
+			"WebhookDeliveries": func(tx consent.Tx) (int, error) {
+				l, err := tx.WebhookDeliveries(ctx, bad, 0, 10)
+				return len(l), err
+			},
+		}
+		for name, list := range empty {
+			err := s.View(ctx, func(tx consent.Tx) error {
+				n, err := list(tx)
+				if err == nil && n != 0 {
+					t.Errorf("%s(%q) = %d items; want none", name, bad, n)
+				}
+				return err
+			})
+			if err != nil {
+				t.Errorf("%s(%q): %v; want an empty list", name, bad, err)
+			}
+		}
+		invalid := map[string]func(tx consent.Tx) error{
+			"SessionPage": func(tx consent.Tx) error {
+				_, err := tx.SessionPage(ctx, consent.Page{CompanyID: bad, Limit: 10})
+				return err
+			},
+			"AuditEntries": func(tx consent.Tx) error {
+				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: bad, Limit: 10})
+				return err
+			},
+		}
+		for name, call := range invalid {
+			wantCode(t, fmt.Sprintf("%s(%q)", name, bad), s.View(ctx, call), consent.Invalid)
+		}
+	}
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Sessions(ctx, []string{"s1", "s\x00", "s2\xff"})
+		if err != nil || len(got) != 3 || got[0] == nil || got[0].ID != "s1" || got[1] != nil || got[2] != nil {
+			t.Errorf("Sessions(s1, s\\x00, s2\\xff) = %v, %v; want s1, nil, nil", got, err)
+		}
+		// Companies acme and other, cut byte by byte.
+		for after, want := range map[string][]string{
+			"a\x00b": {"acme", "other"}, "acme\x00": {"other"}, "acme\xff": {"other"}, "\xff": {},
+		} {
+			ids, err := tx.CompanyIDs(ctx, after, 10)
+			if d := cmp.Diff(want, ids, opts); err != nil || d != "" {
+				t.Errorf("CompanyIDs(%q): %v (-want +got):\n%s", after, err, d)
+			}
+		}
+		return nil
+	})
+	// A lease of several kinds, one of them such text, leases a job of the
+	// others.
+	if j, err := lease(s, "w1", t0, "a\x00b", consent.JobConvert, "\xff"); err != nil || j.Key != "s1" {
+		t.Errorf("lease of convert and two kinds no job can have = %+v, %v; want convert s1", j, err)
+	}
+}
