@@ -51,8 +51,8 @@ type Store interface {
 // passes that (ErrBalanceLimit). Counts and statuses are 32-bit numbers,
 // -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most MaxJobAttempts),
 // a webhook delivery's Attempt and Status, an idempotency key's answered
-// status. A value outside these bounds is Invalid too, and nothing of it
-// is written.
+// status. A longer key, or a count outside its range, is Invalid too, and
+// nothing of it is written.
 //
 // A key given to find rows (an id, the company of a list, a job's kind and
 // key) that is not ValidText is no row's, and finds nothing, as any
