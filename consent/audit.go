@@ -129,7 +129,8 @@ func AuditHash(e *AuditEntry) Digest {
 	return sha256.Sum256(appendAuditEncoding(buf[:0], e))
 }
 
-// CheckText checks e's text fields and their lengths.
+// CheckText checks e's text fields and their lengths, and its time
+// (CheckTime).
 func (e *AuditEntry) CheckText() error {
 	if err := checkTexts("company_id", e.CompanyID, "actor", e.Actor, "action", e.Action, "target", e.Target,
 		"outcome", e.Outcome, "request_id", e.RequestID, "detail", e.Detail); err != nil {
@@ -149,7 +150,7 @@ func (e *AuditEntry) CheckText() error {
 	if e.CompanyID == "" || e.Action == "" || e.Actor == "" || e.Outcome == "" {
 		return Errorf(Invalid, "an audit entry needs a company_id, actor, action and outcome")
 	}
-	return nil
+	return CheckTime("at", e.At)
 }
 
 // AuditQuery selects entries of one company's audit log, one page at a time.
@@ -173,7 +174,9 @@ type AuditQuery struct {
 	Limit int
 }
 
-// Check returns Invalid when q is not a query a store can run.
+// Check returns Invalid when q is not a query a store can run: no company,
+// a limit outside 1 to MaxAuditPage, a negative Seq, text that is not
+// ValidText, or a time outside the years 1 to 9999 (CheckTime).
 func (q *AuditQuery) Check() error {
 	if q.CompanyID == "" {
 		return Errorf(Invalid, "company_id is required")
@@ -184,7 +187,10 @@ func (q *AuditQuery) Check() error {
 	if q.AfterSeq < 0 || q.BeforeSeq < 0 {
 		return Errorf(Invalid, "after and before must not be negative")
 	}
-	return checkTexts("company_id", q.CompanyID, "action", q.ActionPrefix, "target", q.Target, "actor", q.Actor)
+	if err := checkTexts("company_id", q.CompanyID, "action", q.ActionPrefix, "target", q.Target, "actor", q.Actor); err != nil {
+		return err
+	}
+	return checkTimes([]string{"since", "until"}, q.Since, q.Until)
 }
 
 // Match reports whether e passes q's filters (not its keyset or limit).

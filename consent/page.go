@@ -86,7 +86,9 @@ func ParseCursor(field, s string) (Cursor, error) {
 // maxCursor bounds the decoded text of a cursor: a time and an id.
 const maxCursor = 1024
 
-// Check returns Invalid when p is not a page a store can read.
+// Check returns Invalid when p is not a page a store can read: no company,
+// a limit outside 1 to MaxPage, text that is not ValidText, or a time
+// outside the years 1 to 9999 (CheckTime).
 func (p *Page) Check() error {
 	if p.CompanyID == "" {
 		return Errorf(Invalid, "company_id is required")
@@ -94,7 +96,10 @@ func (p *Page) Check() error {
 	if p.Limit < 1 || p.Limit > MaxPage {
 		return Errorf(Invalid, "limit must be 1 to %d", MaxPage)
 	}
-	return checkTexts("company_id", p.CompanyID, "before", p.Before.ID)
+	if err := checkTexts("company_id", p.CompanyID, "before", p.Before.ID); err != nil {
+		return err
+	}
+	return checkTimes([]string{"since", "until", "before"}, p.Since, p.Until, p.Before.At)
 }
 
 // Includes reports whether an item of p's company created at at, with the

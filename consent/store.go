@@ -46,13 +46,16 @@ type Store interface {
 // byte for byte. Text that the stores keep in keys and indexes — ids, the
 // ids that refer to other rows, job kinds and keys, idempotency scopes and
 // keys — is at most MaxKeyBytes (1024 bytes). Times are kept to the
-// microsecond, in UTC, and must fall in the years 1 to 9999; a ledger
-// entry's amount is 1 micro-dollar to wallet.MaxBalance, and no balance
-// passes that (ErrBalanceLimit). Counts and statuses are 32-bit numbers,
-// -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most MaxJobAttempts),
-// a webhook delivery's Attempt and Status, an idempotency key's answered
-// status. A longer key, or a count outside its range, is Invalid too, and
-// nothing of it is written.
+// microsecond, in UTC, and must fall in the years 1 to 9999 (CheckTime):
+// the times of a value, and the times a method takes as arguments alike —
+// a revocation's or a lease's time, a purge's bound, now, the bounds of a
+// page or an audit query; the zero time, where it means none, passes. A
+// ledger entry's amount is 1 micro-dollar to wallet.MaxBalance, and no
+// balance passes that (ErrBalanceLimit). Counts and statuses are 32-bit
+// numbers, -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most
+// MaxJobAttempts), a webhook delivery's Attempt and Status, an idempotency
+// key's answered status. A longer key, a count outside its range, or a
+// time outside those years, is Invalid too, and nothing of it is written.
 //
 // A key given to find rows (an id, the company of a list, a job's kind and
 // key) that is not ValidText is no row's, and finds nothing, as any
@@ -101,8 +104,8 @@ type Tx interface {
 	TokenByDigest(ctx context.Context, d Digest) (*Token, error)
 	// RevokeToken marks the company's token revoked at the given time;
 	// revoking a revoked token keeps its first time. Invalid when at is
-	// zero (CheckRevokedAt); NotFound when the company has no token of
-	// that id.
+	// zero or outside the years 1 to 9999 (CheckRevokedAt); NotFound when
+	// the company has no token of that id.
 	RevokeToken(ctx context.Context, companyID, id string, at time.Time) error
 	// Tokens returns the company's tokens, revoked and expired ones
 	// included, oldest first (by CreatedAt, then ID), each with its
@@ -168,7 +171,8 @@ type Tx interface {
 	UpdateCertificate(ctx context.Context, c *Certificate) error
 	// RevokeCertificate marks the certificate revoked at the given time;
 	// revoking a revoked certificate keeps its first time. Invalid when at
-	// is zero (CheckRevokedAt); NotFound when there is none.
+	// is zero or outside the years 1 to 9999 (CheckRevokedAt); NotFound
+	// when there is none.
 	RevokeCertificate(ctx context.Context, id string, at time.Time) error
 
 	// CreateRevocation stores r. NotFound when r.CompanyID does not exist;
@@ -231,7 +235,8 @@ type Tx interface {
 	// concurrently (PostgreSQL), a claim of a key that another running
 	// transaction claimed waits for that transaction to end (D40). This
 	// method, Answer and Release return Invalid when the scope or the key
-	// is not ValidText (CheckKeyText).
+	// is not ValidText (CheckKeyText); this one also when a time of r, or
+	// now, is outside the years 1 to 9999 (IdempotencyRecord.CheckText).
 	ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error)
 	// AnswerIdempotencyKey stores the answer of the key claimed in this
 	// transaction, its body byte for byte. Invalid when status fails

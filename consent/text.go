@@ -114,22 +114,25 @@ func checkList(field string, list []string) error {
 // that is not ValidText, or that is a key (checkKeyTexts) longer than
 // MaxKeyBytes, so that all stores refuse the same values.
 
-// checkTime returns an Invalid error naming field when t is outside the
+// CheckTime returns an Invalid error naming field when t is outside the
 // years 1 to 9999: the range RFC 3339 writes, and one every store keeps as
 // given (SQLite's microsecond integers wrap round near the year 294,000,
 // PostgreSQL's timestamptz ends at 294,276 and begins in 4713 BC). The
-// zero time, which means none, passes.
-func checkTime(field string, t time.Time) error {
+// zero time, which means none, passes. The CheckText and Check methods
+// check the times of a value with it; every store checks with it each
+// time a Tx method takes as an argument (a revocation's or a lease's
+// time, a purge's bound, now) before it reads or writes anything.
+func CheckTime(field string, t time.Time) error {
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
 		return Errorf(Invalid, "%s must be a time in the years 1 to 9999", field)
 	}
 	return nil
 }
 
-// checkTimes is checkTime of each pair of a field's name and its time.
+// checkTimes is CheckTime of each pair of a field's name and its time.
 func checkTimes(fields []string, times ...time.Time) error {
 	for i, t := range times {
-		if err := checkTime(fields[i], t); err != nil {
+		if err := CheckTime(fields[i], t); err != nil {
 			return err
 		}
 	}
@@ -137,7 +140,7 @@ func checkTimes(fields []string, times ...time.Time) error {
 }
 
 // CheckText checks c's text fields (and, as every CheckText, its times:
-// checkTime).
+// CheckTime).
 func (c *Company) CheckText() error {
 	if err := checkKeyTexts("id", c.ID); err != nil {
 		return err
@@ -145,7 +148,7 @@ func (c *Company) CheckText() error {
 	if err := CheckText("name", c.Name); err != nil {
 		return err
 	}
-	if err := checkTime("created_at", c.CreatedAt); err != nil {
+	if err := CheckTime("created_at", c.CreatedAt); err != nil {
 		return err
 	}
 	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
@@ -159,7 +162,7 @@ func (p *Property) CheckText() error {
 	if err := CheckText("name", p.Name); err != nil {
 		return err
 	}
-	if err := checkTime("created_at", p.CreatedAt); err != nil {
+	if err := CheckTime("created_at", p.CreatedAt); err != nil {
 		return err
 	}
 	return checkList("allowed_origins", p.AllowedOrigins)
@@ -210,7 +213,7 @@ func (c *Certificate) CheckText() error {
 		if err := CheckText("consents.text", r.Text); err != nil {
 			return err
 		}
-		if err := checkTime("consents.opt_in_at", r.OptInAt); err != nil {
+		if err := CheckTime("consents.opt_in_at", r.OptInAt); err != nil {
 			return err
 		}
 		if err := checkList("consents.types", r.Types); err != nil {
@@ -247,7 +250,7 @@ func (r *Revocation) CheckText() error {
 	if err := checkTexts("reason", r.Reason, "client_ip", r.ClientIP); err != nil {
 		return err
 	}
-	if err := checkTime("created_at", r.CreatedAt); err != nil {
+	if err := CheckTime("created_at", r.CreatedAt); err != nil {
 		return err
 	}
 	return checkList("certificate_ids", r.CertificateIDs)
@@ -338,20 +341,30 @@ func CheckKeyText(scope, key string) error {
 	return checkKeyTexts("idempotency scope", scope, "idempotency key", key)
 }
 
+// CheckText checks r before a store records it (ClaimIdempotencyKey): its
+// scope and key (CheckKeyText) and its times.
+func (r *IdempotencyRecord) CheckText() error {
+	if err := CheckKeyText(r.Scope, r.Key); err != nil {
+		return err
+	}
+	return checkTimes([]string{"created_at", "expires_at"}, r.CreatedAt, r.ExpiresAt)
+}
+
 // CheckRevokedAt refuses, as Invalid, a revocation without its time: a
 // zero time would read as "not revoked" and, kept by a store, stop a later
-// revocation from taking (RevokeToken, RevokeCertificate).
+// revocation from taking (RevokeToken, RevokeCertificate). A time outside
+// the years 1 to 9999 is Invalid too (CheckTime).
 func CheckRevokedAt(at time.Time) error {
 	if at.IsZero() {
 		return Errorf(Invalid, "a revocation needs its time")
 	}
-	return nil
+	return CheckTime("revoked_at", at)
 }
 
 // CheckEntry checks a ledger entry before a store writes it: its text
-// fields, and its amount, which is positive (a credit or a debit of zero or
-// less is Invalid on every store, as the SQL stores' CHECK has it) and at
-// most wallet.MaxBalance (ErrBalanceLimit).
+// fields, its time (CheckTime), and its amount, which is positive (a
+// credit or a debit of zero or less is Invalid on every store, as the SQL
+// stores' CHECK has it) and at most wallet.MaxBalance (ErrBalanceLimit).
 func CheckEntry(e *wallet.Entry) error {
 	if e.Amount <= 0 {
 		return Errorf(Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
@@ -362,5 +375,8 @@ func CheckEntry(e *wallet.Entry) error {
 	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
 		return err
 	}
-	return checkTexts("kind", string(e.Kind), "reference", e.Reference)
+	if err := checkTexts("kind", string(e.Kind), "reference", e.Reference); err != nil {
+		return err
+	}
+	return CheckTime("created_at", e.CreatedAt)
 }

@@ -754,6 +754,9 @@ func expiring[V any](m map[string]V, expiry func(V) (time.Time, bool), before ti
 }
 
 func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -775,6 +778,9 @@ func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*c
 }
 
 func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) ([]string, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -862,6 +868,12 @@ func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, unti
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
+	if err := consent.CheckTime("now", now); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
+		return nil, err
+	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -900,6 +912,9 @@ func (t *tx) leased(kind, key, owner string) (*consent.Job, error) {
 
 func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
 		return err
 	}
 	if err := t.write(); err != nil {
@@ -996,6 +1011,9 @@ func (t *tx) companyEndpoint(companyID, id string) (*consent.WebhookEndpoint, er
 }
 
 func (t *tx) DisableWebhookEndpoint(_ context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckTime("disabled_at", at); err != nil {
+		return err
+	}
 	e, err := t.companyEndpoint(companyID, id)
 	if err != nil {
 		return err
@@ -1319,7 +1337,10 @@ func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
 }
 
 func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+	if err := r.CheckText(); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	if err := t.write(); err != nil {
@@ -1372,6 +1393,9 @@ func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
 }
 
 func (t *tx) PruneIdempotencyKeys(_ context.Context, now time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("now", now); err != nil {
+		return 0, err
+	}
 	if err := t.write(); err != nil {
 		return 0, err
 	}

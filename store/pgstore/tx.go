@@ -504,6 +504,9 @@ const purgedSession = `retention_status = 'expired', video_status = 'none', even
 // that a writer holds (a retention under way, say) is passed over, never
 // waited for, and the expiry is checked again on the locked row.
 func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= $1
 		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED`, before, max(limit, 0))
 	if err != nil {
@@ -530,6 +533,9 @@ func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]
 // passes over certificates that a writer holds, and the outer condition is
 // checked again on the latest version of each row.
 func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= $1
 		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AND expires_at <= $1 RETURNING id`,
 		before, max(limit, 0))
@@ -589,6 +595,12 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
+	if err := consent.CheckTime("now", now); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
+		return nil, err
+	}
 	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return unstorable(k) })
 	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
@@ -616,6 +628,9 @@ func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kin
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
 		return err
 	}
 	if unstorable(kind, key) {
@@ -906,6 +921,9 @@ func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckTime("disabled_at", at); err != nil {
+		return err
+	}
 	if unstorable(companyID, id) {
 		return notFound("webhook endpoint")
 	}
@@ -995,7 +1013,10 @@ func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
 // tried again, as is a key released by another transaction between the
 // insert and the read.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+	if err := r.CheckText(); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	for range 3 {
@@ -1043,6 +1064,9 @@ func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
 }
 
 func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("now", now); err != nil {
+		return 0, err
+	}
 	tag, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys
 		WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, max(limit, 0))
 	if err != nil {

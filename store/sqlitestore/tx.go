@@ -478,6 +478,9 @@ const purgedSession = `retention_status = 'expired', video_status = 'none', even
 	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
 
 func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?`, before.UnixMicro(), max(limit, 0))
 	if err != nil {
@@ -502,6 +505,9 @@ func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]
 }
 
 func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return nil, err
+	}
 	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?) RETURNING id`, before.UnixMicro(), max(limit, 0))
 	sort.Strings(ids)
@@ -554,6 +560,12 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return nil, err
 	}
+	if err := consent.CheckTime("now", now); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
+		return nil, err
+	}
 	if len(kinds) == 0 {
 		return nil, consent.Errorf(consent.NotFound, "due job not found")
 	}
@@ -591,6 +603,9 @@ func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, kind, key st
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
 	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if err := consent.CheckTime("lease_until", until); err != nil {
 		return err
 	}
 	r, err := t.exec(ctx, `UPDATE jobs SET lease_until = ? WHERE kind = ? AND key = ? AND lease_owner = ?`,
@@ -870,6 +885,9 @@ func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := consent.CheckTime("disabled_at", at); err != nil {
+		return err
+	}
 	r, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ? WHERE id = ? AND company_id = ?`,
 		sqlrow.Micros(at), id, companyID)
 	return affected(r, err, "webhook endpoint")
@@ -946,7 +964,10 @@ func scanKey(row interface{ Scan(...any) error }) (*consent.IdempotencyRecord, e
 // ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
 // claim at a time.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := consent.CheckKeyText(r.Scope, r.Key); err != nil {
+	if err := r.CheckText(); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	old, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
@@ -981,6 +1002,9 @@ func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error
 }
 
 func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("now", now); err != nil {
+		return 0, err
+	}
 	res, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE rowid IN
 		(SELECT rowid FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, now.UnixMicro(), max(limit, 0))
 	if err != nil {

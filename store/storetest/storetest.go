@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"KeyText", testKeyText},
 		{"EventsCombinedJSON", testEventsCombinedJSON},
 		{"TimeRange", testTimeRange},
+		{"TimeArguments", testTimeArguments},
 		{"IntRange", testIntRange},
 		{"KeyLength", testKeyLength},
 		{"ReadBadText", testReadBadText},

@@ -273,6 +273,249 @@ func testTimeRange(t *testing.T, s consent.Store) {
 	})
 }
 
+// testTimeArguments: a time outside the years 1 to 9999 is Invalid on
+// every store wherever it is given — as an argument (a revocation's, a
+// lease's or an endpoint's disabling time, a purge's bound, now), in a
+// value that had no range check (an audit entry, a webhook endpoint or
+// delivery, a ledger entry, an idempotency record) or as the bound of a
+// page or an audit query — before anything else of the call, and nothing
+// is written. PostgreSQL refused the far ones with an internal error,
+// while SQLite wrapped them round and memory kept them. The ends of the
+// range, and the zero time where it means none, are kept.
+func testTimeArguments(t *testing.T, s consent.Store) {
+	withTokenAndCertificate(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked)); err != nil {
+			return err
+		}
+		return tx.EnqueueJob(ctx, job("purge", "held", t0))
+	})
+	if _, err := lease(s, "w1", t0, "purge"); err != nil {
+		t.Fatalf("lease: %v", err)
+	}
+	bounds := map[string]time.Time{
+		"year 0":      time.Date(0, 12, 31, 23, 59, 59, 999999000, time.UTC),
+		"year 10000":  time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"year 300000": time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC),
+	}
+	for when, bad := range bounds {
+		audit := func(company string) *consent.AuditEntry {
+			return &consent.AuditEntry{CompanyID: company, At: bad, Actor: consent.ActorOperator, Action: "test", Outcome: consent.AuditOK}
+		}
+		badEntry := func(id, company string) *wallet.Entry { return entry(id, company, wallet.TopUp, 1, bad) }
+		withTime := func(edit func(r *consent.IdempotencyRecord)) *consent.IdempotencyRecord {
+			r := keyRecord("company:acme", "k", 1, t0)
+			edit(r)
+			return r
+		}
+		ep := func(edit func(e *consent.WebhookEndpoint)) *consent.WebhookEndpoint {
+			e := endpoint("ep-bad", "acme", consent.EventConsentRevoked)
+			edit(e)
+			return e
+		}
+		page := func(p consent.Page) consent.Page { p.CompanyID, p.Limit = "acme", 10; return p }
+		for name, call := range map[string]func(tx consent.Tx) error{
+			"RevokeToken":               func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "tok-1", bad) },
+			"RevokeToken(none)":         func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "none", bad) },
+			"RevokeCertificate":         func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-1", bad) },
+			"RevokeCertificate(bad id)": func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "a\x00b", bad) },
+			"DisableWebhookEndpoint":    func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", "ep-a", bad) },
+			"DisableWebhookEndpoint(bad id)": func(tx consent.Tx) error {
+				return tx.DisableWebhookEndpoint(ctx, "acme", "a\x00b", bad)
+			},
+			"LeaseJob(now)": func(tx consent.Tx) error {
+				_, err := tx.LeaseJob(ctx, kinds, "w2", bad, t0.Add(time.Hour))
+				return err
+			},
+			"LeaseJob(until)": func(tx consent.Tx) error {
+				_, err := tx.LeaseJob(ctx, kinds, "w2", t0.Add(time.Hour), bad)
+				return err
+			},
+			"LeaseJob(no kinds)": func(tx consent.Tx) error {
+				_, err := tx.LeaseJob(ctx, nil, "w2", bad, bad)
+				return err
+			},
+			"RenewJob":       func(tx consent.Tx) error { return tx.RenewJob(ctx, "purge", "held", "w1", bad) },
+			"RenewJob(none)": func(tx consent.Tx) error { return tx.RenewJob(ctx, "purge", "none", "w1", bad) },
+			"AppendAudit":    func(tx consent.Tx) error { return tx.AppendAudit(ctx, audit("acme")) },
+			"AppendAudit(unknown company)": func(tx consent.Tx) error {
+				return tx.AppendAudit(ctx, audit("nobody"))
+			},
+			"AppendAudits": func(tx consent.Tx) error {
+				ok := audit("acme")
+				ok.At = t0
+				return tx.AppendAudits(ctx, []*consent.AuditEntry{ok, audit("acme")})
+			},
+			"AppendWebhookDelivery": func(tx consent.Tx) error {
+				return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: "ep-a", MessageID: "msg_1", Attempt: 1, At: bad})
+			},
+			"AppendWebhookDelivery(unknown endpoint)": func(tx consent.Tx) error {
+				return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: "none", MessageID: "msg_1", Attempt: 1, At: bad})
+			},
+			"CreateWebhookEndpoint(created_at)": func(tx consent.Tx) error {
+				return tx.CreateWebhookEndpoint(ctx, ep(func(e *consent.WebhookEndpoint) { e.CreatedAt = bad }))
+			},
+			"CreateWebhookEndpoint(disabled_at)": func(tx consent.Tx) error {
+				return tx.CreateWebhookEndpoint(ctx, ep(func(e *consent.WebhookEndpoint) { e.DisabledAt = bad }))
+			},
+			"ClaimIdempotencyKey(created_at)": func(tx consent.Tx) error {
+				_, err := tx.ClaimIdempotencyKey(ctx, withTime(func(r *consent.IdempotencyRecord) { r.CreatedAt = bad }), t0)
+				return err
+			},
+			"ClaimIdempotencyKey(expires_at)": func(tx consent.Tx) error {
+				_, err := tx.ClaimIdempotencyKey(ctx, withTime(func(r *consent.IdempotencyRecord) { r.ExpiresAt = bad }), t0)
+				return err
+			},
+			"ClaimIdempotencyKey(now)": func(tx consent.Tx) error {
+				_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k", 1, t0), bad)
+				return err
+			},
+			"PurgeSessions": func(tx consent.Tx) error {
+				_, err := tx.PurgeSessions(ctx, bad, 10)
+				return err
+			},
+			"PurgeCertificates": func(tx consent.Tx) error {
+				_, err := tx.PurgeCertificates(ctx, bad, 10)
+				return err
+			},
+			"PruneIdempotencyKeys": func(tx consent.Tx) error {
+				_, err := tx.PruneIdempotencyKeys(ctx, bad, 10)
+				return err
+			},
+			"Credit": func(tx consent.Tx) error { _, err := tx.Credit(ctx, badEntry("e-1", "acme")); return err },
+			"Credit(unknown company)": func(tx consent.Tx) error {
+				_, err := tx.Credit(ctx, badEntry("e-1", "nobody"))
+				return err
+			},
+			"Debit": func(tx consent.Tx) error { _, err := tx.Debit(ctx, badEntry("e-1", "acme")); return err },
+			"DebitAll": func(tx consent.Tx) error {
+				_, err := tx.DebitAll(ctx, []*wallet.Entry{entry("e-1", "acme", wallet.ExactMatch, 1, t0), badEntry("e-2", "acme")})
+				return err
+			},
+			"SessionPage(since)": func(tx consent.Tx) error {
+				_, err := tx.SessionPage(ctx, page(consent.Page{Since: bad}))
+				return err
+			},
+			"CertificatePage(until)": func(tx consent.Tx) error {
+				_, err := tx.CertificatePage(ctx, page(consent.Page{Until: bad}))
+				return err
+			},
+			"RevocationPage(before)": func(tx consent.Tx) error {
+				_, err := tx.RevocationPage(ctx, page(consent.Page{Before: consent.Cursor{At: bad, ID: "rev-1"}}))
+				return err
+			},
+			"LedgerPage(before)": func(tx consent.Tx) error {
+				_, err := tx.LedgerPage(ctx, page(consent.Page{Before: consent.Cursor{At: bad, ID: "e-1"}}))
+				return err
+			},
+			"AuditEntries(since)": func(tx consent.Tx) error {
+				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Since: bad, Limit: 10})
+				return err
+			},
+			"AuditEntries(until)": func(tx consent.Tx) error {
+				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Until: bad, Limit: 10})
+				return err
+			},
+		} {
+			wantCode(t, fmt.Sprintf("%s at %s", name, when), s.Update(ctx, call), consent.Invalid)
+		}
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if tok, err := tx.TokenByDigest(ctx, consent.DigestOf("secret-1")); err != nil || !tok.RevokedAt.IsZero() {
+			t.Errorf("token after the refusals = %+v, %v; want it not revoked", tok, err)
+		}
+		if c, err := tx.Certificate(ctx, "cert-1"); err != nil || !c.RevokedAt.IsZero() {
+			t.Errorf("certificate after the refusals: %v; want it kept, not revoked", err)
+		}
+		if s, err := tx.Session(ctx, "s1"); err != nil || s.RetentionStatus != consent.RetentionNone {
+			t.Errorf("session after the refusals = %+v, %v; want it not purged", s, err)
+		}
+		if e, err := tx.WebhookEndpoint(ctx, "ep-a"); err != nil || !e.DisabledAt.IsZero() {
+			t.Errorf("endpoint after the refusals = %+v, %v; want it enabled", e, err)
+		}
+		_, err := tx.WebhookEndpoint(ctx, "ep-bad")
+		wantCode(t, "WebhookEndpoint(ep-bad)", err, consent.NotFound)
+		if log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10); err != nil || len(log) != 0 {
+			t.Errorf("delivery log after the refusals = %v, %v; want none", log, err)
+		}
+		if j, err := tx.Job(ctx, "purge", "held"); err != nil || j.LeaseOwner != "w1" || !j.LeaseUntil.Equal(t0.Add(10*time.Minute)) || j.Attempts != 1 {
+			t.Errorf("job after the refusals = %+v, %v; want w1's lease of one attempt, until t0+10m", j, err)
+		}
+		if h, err := tx.AuditHead(ctx, "acme"); err != nil || h.Seq != 0 {
+			t.Errorf("audit head after the refusals = %+v, %v; want no entry", h, err)
+		}
+		if ledger, err := tx.Ledger(ctx, "acme"); err != nil || len(ledger) != 0 {
+			t.Errorf("ledger after the refusals = %v, %v; want none", ledger, err)
+		}
+		return nil
+	})
+	// No key was claimed: a claim now finds none.
+	if prior := claim(t, s, keyRecord("company:acme", "k", 1, t0), t0, nil); prior != nil {
+		t.Errorf("a refused claim was recorded: %+v", prior)
+	}
+
+	// The ends of the range are kept; the zero time, where it means none,
+	// passes.
+	first, last := time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	update(t, s, func(tx consent.Tx) error {
+		for _, fn := range []func() error{
+			func() error { return tx.RevokeToken(ctx, "acme", "tok-1", last) },
+			func() error { return tx.RevokeCertificate(ctx, "cert-1", first) },
+			func() error { return tx.DisableWebhookEndpoint(ctx, "acme", "ep-a", last) },
+			func() error { return tx.RenewJob(ctx, "purge", "held", "w1", last) },
+			func() error {
+				return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: last, Actor: consent.ActorOperator, Action: "test", Outcome: consent.AuditOK})
+			},
+			func() error {
+				_, err := tx.PurgeCertificates(ctx, first, 10)
+				return err
+			},
+			func() error {
+				_, err := tx.PruneIdempotencyKeys(ctx, first, 10)
+				return err
+			},
+		} {
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		if tok, err := tx.TokenByDigest(ctx, consent.DigestOf("secret-1")); err != nil || !tok.RevokedAt.Equal(last) {
+			t.Errorf("token revoked at %v: %+v, %v", last, tok, err)
+		}
+		if c, err := tx.Certificate(ctx, "cert-1"); err != nil || !c.RevokedAt.Equal(first) {
+			t.Errorf("certificate revoked at %v: %v", first, err)
+		}
+		if e, err := tx.WebhookEndpoint(ctx, "ep-a"); err != nil || !e.DisabledAt.Equal(last) {
+			t.Errorf("endpoint disabled at %v: %+v, %v", last, e, err)
+		}
+		if j, err := tx.Job(ctx, "purge", "held"); err != nil || !j.LeaseUntil.Equal(last) {
+			t.Errorf("job leased until %v: %+v, %v", last, j, err)
+		}
+		got, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Since: first, Until: last, Limit: 10})
+		if err != nil || len(got) != 0 {
+			t.Errorf("audit entries before %v = %v, %v; want none (the entry is at it)", last, got, err)
+		}
+		if got, err = tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Since: last, Limit: 10}); err != nil || len(got) != 1 || !got[0].At.Equal(last) {
+			t.Errorf("audit entries since %v = %v, %v; want the one at it", last, got, err)
+		}
+		page, err := tx.CertificatePage(ctx, consent.Page{CompanyID: "acme", Since: first, Until: last, Limit: 10})
+		if err != nil || len(page) != 1 {
+			t.Errorf("certificates from the year 1 to 9999 = %d, %v; want cert-1", len(page), err)
+		}
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", "ep-a", time.Time{}) })
+	view(t, s, func(tx consent.Tx) error {
+		if e, err := tx.WebhookEndpoint(ctx, "ep-a"); err != nil || e.Disabled() {
+			t.Errorf("endpoint enabled again with the zero time = %+v, %v", e, err)
+		}
+		return nil
+	})
+}
+
 // testIntRange: the counts and statuses that the SQL stores keep in 32-bit
 // integer columns (a job's attempts, a delivery's attempt and HTTP status,
 // an idempotency key's answered status) are Invalid on every store outside
