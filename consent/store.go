@@ -32,7 +32,12 @@ type Store interface {
 
 // Tx is what a transaction can read and write: primitive reads and writes,
 // with every business rule left to the caller. Values passed in are copied;
-// values returned belong to the caller. Times come back in UTC.
+// values returned belong to the caller. Times come back in UTC. An empty
+// list comes back as an empty slice, never nil, however it was written: a
+// list of a value read (a company's AuthorizedThirdParties, a consent's
+// Types, a job's Payload, a certificate's Signature…) and a list a method
+// returns (Events of a session with no chunks, a list of nothing), so that
+// values read from any two stores compare equal.
 //
 // Every method returns an error of code NotFound (errors.Is(err,
 // ErrNotFound)) when a thing it needs does not exist, Conflict when an

@@ -7,7 +7,6 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -308,7 +307,7 @@ func (t *tx) UpdateProperty(_ context.Context, p *consent.Property) error {
 		return notFound("property")
 	}
 	n := cloneProperty(old)
-	n.Name, n.AllowedOrigins = p.Name, slices.Clone(p.AllowedOrigins)
+	n.Name, n.AllowedOrigins = p.Name, list(p.AllowedOrigins)
 	set(t, t.s.properties, p.ID, n)
 	return nil
 }
@@ -486,7 +485,7 @@ func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) err
 	n.EventChunks++
 	n.EventBytes += int64(len(chunk))
 	set(t, t.s.sessions, sessionID, n)
-	appendUndo(t, t.s.events, sessionID, slices.Clone(chunk))
+	appendUndo(t, t.s.events, sessionID, list(chunk))
 	return nil
 }
 
@@ -498,7 +497,7 @@ func (t *tx) EventChunk(_ context.Context, sessionID string, seq int) ([]byte, e
 	if seq < 0 || seq >= len(chunks) {
 		return nil, notFound("event chunk")
 	}
-	return slices.Clone(chunks[seq]), nil
+	return list(chunks[seq]), nil
 }
 
 func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
@@ -563,7 +562,7 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 	chunks := t.s.events[sessionID]
 	out := make([][]byte, len(chunks))
 	for i, c := range chunks {
-		out[i] = slices.Clone(c)
+		out[i] = list(c)
 	}
 	return out, nil
 }
@@ -848,10 +847,7 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 
 func cloneJob(j *consent.Job) *consent.Job {
 	n := *j
-	n.Payload = bytes.Clone(j.Payload)
-	if n.Payload == nil {
-		n.Payload = []byte{}
-	}
+	n.Payload = list(j.Payload)
 	n.RunAfter, n.LeaseUntil, n.FailedAt, n.CreatedAt = utc(n.RunAfter), utc(n.LeaseUntil), utc(n.FailedAt), utc(n.CreatedAt)
 	return &n
 }
@@ -977,7 +973,7 @@ func (t *tx) CreateWebhookEndpoint(_ context.Context, e *consent.WebhookEndpoint
 
 func cloneEndpoint(e *consent.WebhookEndpoint) *consent.WebhookEndpoint {
 	n := *e
-	n.Events = slices.Clone(e.Events)
+	n.Events = list(e.Events)
 	n.CreatedAt, n.DisabledAt = utc(n.CreatedAt), utc(n.DisabledAt)
 	return &n
 }
@@ -1278,23 +1274,28 @@ func (t *tx) AuditHead(_ context.Context, companyID string) (*consent.AuditHead,
 	return &h, nil
 }
 
+// list returns a copy of s: an empty slice, never nil, when s has no
+// elements, as the SQL stores read an empty list (or no bytes) back, so
+// that a value reads back alike from every store.
+func list[S ~[]E, E any](s S) S { return append(S{}, s...) }
+
 func cloneCompany(c *consent.Company) *consent.Company {
 	n := *c
-	n.AuthorizedThirdParties = slices.Clone(c.AuthorizedThirdParties)
+	n.AuthorizedThirdParties = list(c.AuthorizedThirdParties)
 	n.CreatedAt = utc(n.CreatedAt)
 	return &n
 }
 
 func cloneToken(tok *consent.Token) *consent.Token {
 	n := *tok
-	n.Permissions = slices.Clone(tok.Permissions)
+	n.Permissions = list(tok.Permissions)
 	n.ExpiresAt, n.RevokedAt, n.CreatedAt = utc(n.ExpiresAt), utc(n.RevokedAt), utc(n.CreatedAt)
 	return &n
 }
 
 func cloneProperty(p *consent.Property) *consent.Property {
 	n := *p
-	n.AllowedOrigins = slices.Clone(p.AllowedOrigins)
+	n.AllowedOrigins = list(p.AllowedOrigins)
 	n.CreatedAt = utc(n.CreatedAt)
 	return &n
 }
@@ -1310,10 +1311,10 @@ func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 	n := *c
 	n.Records = make([]consent.Record, len(c.Records))
 	for i, r := range c.Records {
-		n.Records[i] = consent.Record{Text: r.Text, Types: slices.Clone(r.Types), OptInAt: utc(r.OptInAt)}
+		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt)}
 	}
-	n.EventsCombined = slices.Clone(c.EventsCombined)
-	n.Signature = slices.Clone(c.Signature)
+	n.EventsCombined = list(c.EventsCombined)
+	n.Signature = list(c.Signature)
 	if c.Visibility != nil {
 		v := *c.Visibility
 		n.Visibility = &v
@@ -1324,14 +1325,14 @@ func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 
 func cloneRevocation(r *consent.Revocation) *consent.Revocation {
 	n := *r
-	n.CertificateIDs = slices.Clone(r.CertificateIDs)
+	n.CertificateIDs = list(r.CertificateIDs)
 	n.CreatedAt = utc(n.CreatedAt)
 	return &n
 }
 
 func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
 	n := *r
-	n.Body = bytes.Clone(r.Body)
+	n.Body = list(r.Body)
 	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
 	return &n
 }
@@ -1372,10 +1373,7 @@ func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status i
 		return notFound("idempotency key")
 	}
 	n := cloneKey(old)
-	n.Status, n.Body = status, bytes.Clone(body)
-	if n.Body == nil {
-		n.Body = []byte{}
-	}
+	n.Status, n.Body = status, list(body)
 	set(t, t.s.keys, id, n)
 	return nil
 }

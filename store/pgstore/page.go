@@ -127,9 +127,7 @@ func (t *tx) Tokens(ctx context.Context, companyID string) ([]*consent.Token, er
 		if tok.Digest, err = sqlrow.ScanDigest(digest); err != nil {
 			return nil, err
 		}
-		for _, p := range perms {
-			tok.Permissions = append(tok.Permissions, consent.Permission(p))
-		}
+		tok.Permissions = permissions(perms)
 		tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = utc(expires), utc(revoked), created.UTC()
 		return &tok, nil
 	})

@@ -202,11 +202,19 @@ func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Toke
 	if err != nil {
 		return nil, one(err, "token")
 	}
-	for _, p := range perms {
-		tok.Permissions = append(tok.Permissions, consent.Permission(p))
-	}
+	tok.Permissions = permissions(perms)
 	tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = utc(expires), utc(revoked), created.UTC()
 	return &tok, nil
+}
+
+// permissions returns the permissions of a token's column: an empty
+// slice, never nil, when it has none.
+func permissions(perms []string) []consent.Permission {
+	out := make([]consent.Permission, len(perms))
+	for i, p := range perms {
+		out[i] = consent.Permission(p)
+	}
+	return out
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {

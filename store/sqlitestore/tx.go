@@ -293,7 +293,7 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 		return nil, err
 	}
 	defer rows.Close()
-	var out [][]byte
+	out := [][]byte{}
 	for rows.Next() {
 		var b []byte
 		if err := rows.Scan(&b); err != nil {

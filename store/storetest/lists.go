@@ -302,3 +302,177 @@ func testRevocationPage(t *testing.T, s consent.Store) {
 	})
 	checkPage(t, s, want, func(r *consent.Revocation) stamp { return stamp{r.CreatedAt, r.ID} }, consent.Tx.RevocationPage)
 }
+
+// testEmptyLists: every store reads an empty list back as an empty slice,
+// never nil — a value's list fields (a company's authorized third parties,
+// a property's allowed origins, a token's permissions, a consent's types,
+// a revocation's certificates, an endpoint's events), its bytes (a job's
+// payload, a certificate's signature, an idempotency key's body, an event
+// chunk) and the lists a method returns — however it was written (nil or
+// empty), so that values read from two stores compare equal (cmp.Diff, as
+// reflect.DeepEqual, tells nil from empty).
+func testEmptyLists(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	cert := certificate("cert-1", "acme", "acme-web", "s1")
+	cert.Records[0].Types, cert.KeyID, cert.Signature = nil, "", nil
+	bare := certificate("cert-2", "acme", "acme-web", "s1")
+	bare.Records, bare.KeyID, bare.Signature = nil, "", []byte{}
+	tok := &consent.Token{ID: "tok-1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0}
+	rev := &consent.Revocation{ID: "rev-1", CompanyID: "acme", Reason: "none matched", CreatedAt: t0}
+	ep := endpoint("ep-a", "acme")
+	var prior *consent.IdempotencyRecord
+	update(t, s, func(tx consent.Tx) error {
+		for _, fn := range []func() error{
+			func() error { return tx.UpdateCompany(ctx, &consent.Company{ID: "other", Name: "other"}) },
+			func() error {
+				return tx.UpdateProperty(ctx, &consent.Property{ID: "other-web", Name: "Form", AllowedOrigins: []string{}})
+			},
+			func() error { return tx.CreateToken(ctx, tok) },
+			func() error { return tx.CreateCertificate(ctx, cert) },
+			func() error { return tx.CreateCertificate(ctx, bare) },
+			func() error { return tx.CreateRevocation(ctx, rev) },
+			func() error { return tx.AppendEvents(ctx, "s2", nil) },
+			func() error { return tx.EnqueueJob(ctx, job("purge", "a", t0)) },
+			func() error { return tx.EnqueueJob(ctx, job("purge", "b", t0.Add(time.Hour))) },
+			func() error { return tx.CreateWebhookEndpoint(ctx, ep) },
+			func() error {
+				// A claim found in the transaction that made it: no answer yet.
+				if _, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k1", 1, t0), t0); err != nil {
+					return err
+				}
+				var err error
+				prior, err = tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k1", 2, t0), t0)
+				return err
+			},
+			func() error {
+				if _, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k2", 1, t0), t0); err != nil {
+					return err
+				}
+				return tx.AnswerIdempotencyKey(ctx, "company:acme", "k2", 204, nil)
+			},
+		} {
+			if err := fn(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	same := func(what string, want, got any, err error) {
+		t.Helper()
+		if d := cmp.Diff(want, got); err != nil || d != "" {
+			t.Errorf("%s: %v (-want +got):\n%s", what, err, d)
+		}
+	}
+	claimed := keyRecord("company:acme", "k1", 1, t0)
+	claimed.Body = []byte{}
+	same("ClaimIdempotencyKey of a key claimed, not answered", claimed, prior, nil)
+	answered := keyRecord("company:acme", "k2", 1, t0)
+	answered.Status, answered.Body = 204, []byte{}
+	same("ClaimIdempotencyKey of a key answered with no body", answered, claim(t, s, keyRecord("company:acme", "k2", 2, t0), t0, nil), nil)
+
+	leased, err := lease(s, "w1", t0, "purge")
+	wantJob := job("purge", "a", t0)
+	wantJob.Payload, wantJob.Attempts, wantJob.LeaseOwner, wantJob.LeaseUntil = []byte{}, 1, "w1", t0.Add(10*time.Minute)
+	same("LeaseJob", wantJob, leased, err)
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EndJob(ctx, "purge", "a", "w1", &consent.Job{Attempts: 1, RunAfter: t0.Add(time.Minute)})
+	})
+
+	// What was written, each list empty.
+	wantCo := func(id string) *consent.Company {
+		return &consent.Company{ID: id, Name: id, AuthorizedThirdParties: []string{}, CreatedAt: t0}
+	}
+	wantProp := func(id, company string) *consent.Property {
+		return &consent.Property{ID: id, CompanyID: company, Name: "Form", AllowedOrigins: []string{}, CreatedAt: t0}
+	}
+	wantTok := *tok
+	wantTok.Permissions = []consent.Permission{}
+	wantCert, wantBare := *cert, *bare
+	wantCert.Records = slices.Clone(cert.Records)
+	wantCert.Records[0].Types, wantCert.Records[1].Types, wantCert.Signature = []string{}, []string{}, []byte{}
+	wantBare.Records = []consent.Record{}
+	wantRev := *rev
+	wantRev.CertificateIDs = []string{}
+	wantEp := *ep
+	wantEp.Events = []string{}
+	wantEnded := job("purge", "a", t0.Add(time.Minute))
+	wantEnded.Payload, wantEnded.Attempts = []byte{}, 1
+	view(t, s, func(tx consent.Tx) error {
+		for _, id := range []string{"acme", "other"} {
+			c, err := tx.Company(ctx, id)
+			same("Company("+id+")", wantCo(id), c, err)
+		}
+		p, err := tx.Property(ctx, "other-web")
+		same("Property(other-web)", wantProp("other-web", "other"), p, err)
+		props, err := tx.Properties(ctx, "acme")
+		same("Properties(acme)", []*consent.Property{wantProp("acme-web", "acme")}, props, err)
+		gotTok, err := tx.TokenByDigest(ctx, tok.Digest)
+		same("TokenByDigest", &wantTok, gotTok, err)
+		toks, err := tx.Tokens(ctx, "acme")
+		same("Tokens(acme)", []*consent.Token{&wantTok}, toks, err)
+		c, err := tx.Certificate(ctx, "cert-1")
+		same("Certificate(cert-1)", &wantCert, c, err)
+		c, err = tx.Certificate(ctx, "cert-2")
+		same("Certificate(cert-2)", &wantBare, c, err)
+		certs, err := tx.CertificatePage(ctx, consent.Page{CompanyID: "acme", Limit: 10})
+		same("CertificatePage(acme)", []*consent.Certificate{&wantBare, &wantCert}, certs, err)
+		revs, err := tx.Revocations(ctx, "acme")
+		same("Revocations(acme)", []*consent.Revocation{&wantRev}, revs, err)
+		revs, err = tx.RevocationPage(ctx, consent.Page{CompanyID: "acme", Limit: 10})
+		same("RevocationPage(acme)", []*consent.Revocation{&wantRev}, revs, err)
+		events, err := tx.Events(ctx, "s1")
+		same("Events(s1), no chunk", [][]byte{}, events, err)
+		events, err = tx.Events(ctx, "s2")
+		same("Events(s2), one empty chunk", [][]byte{{}}, events, err)
+		chunk, err := tx.EventChunk(ctx, "s2", 0)
+		same("EventChunk(s2, 0)", []byte{}, chunk, err)
+		j, err := tx.Job(ctx, "purge", "a")
+		same("Job(purge, a) after EndJob", wantEnded, j, err)
+		gotEp, err := tx.WebhookEndpoint(ctx, "ep-a")
+		same("WebhookEndpoint(ep-a)", &wantEp, gotEp, err)
+		eps, err := tx.WebhookEndpoints(ctx, "acme")
+		same("WebhookEndpoints(acme)", []*consent.WebhookEndpoint{&wantEp}, eps, err)
+
+		// Lists of nothing.
+		ids, err := tx.CompanyIDs(ctx, "zzz", 10)
+		same("CompanyIDs(after zzz)", []string{}, ids, err)
+		props, err = tx.Properties(ctx, "nobody")
+		same("Properties(nobody)", []*consent.Property{}, props, err)
+		toks, err = tx.Tokens(ctx, "nobody")
+		same("Tokens(nobody)", []*consent.Token{}, toks, err)
+		ids, err = tx.CertificatesByEmail(ctx, "acme", consent.DigestOf("nobody@example.com"))
+		same("CertificatesByEmail(none)", []string{}, ids, err)
+		ids, err = tx.CertificatesByMobile(ctx, "acme", consent.DigestOf("+15550000000"))
+		same("CertificatesByMobile(none)", []string{}, ids, err)
+		ids, err = tx.CertificatesBySession(ctx, "s2")
+		same("CertificatesBySession(s2)", []string{}, ids, err)
+		sessions, err := tx.Sessions(ctx, nil)
+		same("Sessions(none)", []*consent.Session{}, sessions, err)
+		sessions, err = tx.SessionPage(ctx, consent.Page{CompanyID: "nobody", Limit: 10})
+		same("SessionPage(nobody)", []*consent.Session{}, sessions, err)
+		certs, err = tx.CertificatePage(ctx, consent.Page{CompanyID: "other", Limit: 10})
+		same("CertificatePage(other)", []*consent.Certificate{}, certs, err)
+		revs, err = tx.Revocations(ctx, "other")
+		same("Revocations(other)", []*consent.Revocation{}, revs, err)
+		revs, err = tx.RevocationPage(ctx, consent.Page{CompanyID: "other", Limit: 10})
+		same("RevocationPage(other)", []*consent.Revocation{}, revs, err)
+		ledger, err := tx.Ledger(ctx, "acme")
+		same("Ledger(acme)", []*wallet.Entry{}, ledger, err)
+		ledger, err = tx.LedgerPage(ctx, consent.Page{CompanyID: "acme", Limit: 10})
+		same("LedgerPage(acme)", []*wallet.Entry{}, ledger, err)
+		eps, err = tx.WebhookEndpoints(ctx, "other")
+		same("WebhookEndpoints(other)", []*consent.WebhookEndpoint{}, eps, err)
+		log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10)
+		same("WebhookDeliveries(ep-a)", []*consent.WebhookDelivery{}, log, err)
+		audit, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Limit: 10})
+		same("AuditEntries(acme)", []*consent.AuditEntry{}, audit, err)
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error {
+		purged, err := tx.PurgeSessions(ctx, t0, 10)
+		same("PurgeSessions(none due)", []*consent.Session{}, purged, err)
+		ids, err := tx.PurgeCertificates(ctx, t0, 10)
+		same("PurgeCertificates(none due)", []string{}, ids, err)
+		return nil
+	})
+}

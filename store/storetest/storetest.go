@@ -101,6 +101,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"CertificatePage", testCertificatePage},
 		{"SessionPage", testSessionPage},
 		{"RevocationPage", testRevocationPage},
+		{"EmptyLists", testEmptyLists},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, newStore(t)) })

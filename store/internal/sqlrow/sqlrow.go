@@ -66,7 +66,8 @@ func EncodeRecords(rs []consent.Record) ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// DecodeRecords reverses EncodeRecords.
+// DecodeRecords reverses EncodeRecords. Records, and a record's types,
+// decode to an empty slice, never nil, when there are none.
 func DecodeRecords(b []byte) ([]consent.Record, error) {
 	var in []record
 	if err := json.Unmarshal(b, &in); err != nil {
@@ -74,7 +75,11 @@ func DecodeRecords(b []byte) ([]consent.Record, error) {
 	}
 	out := make([]consent.Record, len(in))
 	for i, r := range in {
-		out[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: time.UnixMicro(r.OptInAt).UTC()}
+		types := r.Types
+		if types == nil { // none encodes as no "types" (omitempty)
+			types = []string{}
+		}
+		out[i] = consent.Record{Text: r.Text, Types: types, OptInAt: time.UnixMicro(r.OptInAt).UTC()}
 	}
 	return out, nil
 }
