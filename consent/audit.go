@@ -200,8 +200,8 @@ func (q *AuditQuery) Match(e *AuditEntry) bool {
 		len(e.Action) >= len(q.ActionPrefix) && e.Action[:len(q.ActionPrefix)] == q.ActionPrefix &&
 		(q.Target == "" || e.Target == q.Target) &&
 		(q.Actor == "" || e.Actor == q.Actor) &&
-		(q.Since.IsZero() || !e.At.Before(q.Since)) &&
-		(q.Until.IsZero() || e.At.Before(q.Until)) &&
+		(q.Since.IsZero() || !e.At.Before(UTC(q.Since))) &&
+		(q.Until.IsZero() || e.At.Before(UTC(q.Until))) &&
 		e.Seq > q.AfterSeq && (q.BeforeSeq == 0 || e.Seq < q.BeforeSeq)
 }
 

@@ -269,6 +269,10 @@ func TestPages(t *testing.T) {
 		contains(t, "ledger", body, `id="ledger"`, "invoice 7", "+2.500", "+1.000")
 		_, body = b.get("/dashboard/companies/acme/ledger?since=2000-01-01&until=2000-01-02")
 		contains(t, "ledger of other dates", body, "No entries between these dates")
+		// The last day a store keeps is a bound like any other: its end is
+		// past every time.
+		_, body = b.get("/dashboard/companies/acme/ledger?since=2000-01-01&until=9999-12-31")
+		contains(t, "ledger up to the last day", body, "invoice 7", "+2.500")
 		if code, _ := b.get("/dashboard/companies/acme/ledger?since=yesterday"); code != http.StatusBadRequest {
 			t.Errorf("ledger with a bad date: %d, want 400", code)
 		}

@@ -142,7 +142,11 @@ func pageOf(r *http.Request, companyID string) (consent.Page, listQuery, error) 
 		if err != nil {
 			return pg, lq, consent.Errorf(consent.Invalid, "until must be a date such as 2026-11-24")
 		}
-		pg.Until = until.AddDate(0, 0, 1)
+		// The end of the day; none after the last day a store keeps
+		// (9999-12-31), as everything comes before it.
+		if end := until.AddDate(0, 0, 1); end.Year() <= 9999 {
+			pg.Until = end
+		}
 	}
 	pg.Before, err = consent.ParseCursor("before", q.Get("before"))
 	return pg, lq, err

@@ -218,6 +218,12 @@ func testAuditQuery(t *testing.T, s consent.Store) {
 		{"until", consent.AuditQuery{Until: t0.Add(5 * time.Minute)}, seqs(func(i int) bool { return i < 5 })},
 		{"range", consent.AuditQuery{Since: t0.Add(10*time.Minute - time.Microsecond), Until: t0.Add(12*time.Minute + time.Microsecond)},
 			[]int64{11, 12, 13}},
+		// Bounds are kept to the microsecond, as times are: a bound within
+		// an entry's microsecond is that microsecond.
+		{"since within a microsecond", consent.AuditQuery{Since: t0.Add(10*time.Minute + 500*time.Nanosecond)},
+			seqs(func(i int) bool { return i >= 10 })},
+		{"until within a microsecond", consent.AuditQuery{Until: t0.Add(10*time.Minute + 500*time.Nanosecond)},
+			seqs(func(i int) bool { return i < 10 })},
 		{"together", consent.AuditQuery{ActionPrefix: "verify.", Actor: "tok_0", Target: "cert-0"},
 			seqs(func(i int) bool { return i%6 < 2 && i%3 == 0 && i%4 == 0 })},
 		{"after", consent.AuditQuery{AfterSeq: 35}, []int64{36, 37, 38, 39, 40}},
