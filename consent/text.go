@@ -271,11 +271,11 @@ func (j *Job) CheckText() error {
 	return checkRange("attempts", j.Attempts, math.MinInt32, MaxJobAttempts)
 }
 
-// MaxJobAttempts is the most Attempts a job is written with (EnqueueJob,
-// EnqueueJobs, EndJob). The SQL stores keep Attempts in a 32-bit column
-// (CheckInt32), and LeaseJob adds one at each lease: the billion leases
-// between this and the column's end keep every count a store reaches
-// within it.
+// MaxJobAttempts is the most Attempts a job has: the most it is written
+// with (EnqueueJob, EnqueueJobs, EndJob), and where LeaseJob's count of
+// leases stops. The SQL stores keep Attempts in a 32-bit column
+// (CheckInt32); so a job leased at the cap still ends (EndJob) with the
+// count it was leased with.
 const MaxJobAttempts = 1_000_000_000
 
 // CheckInt32 returns an Invalid error naming field when n is outside -2^31

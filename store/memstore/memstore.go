@@ -889,7 +889,7 @@ func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, unti
 	}
 	n := cloneJob(due)
 	n.LeaseOwner, n.LeaseUntil = owner, utc(until)
-	n.Attempts++
+	n.Attempts = min(n.Attempts+1, consent.MaxJobAttempts)
 	set(t, t.s.jobs, jobID{n.Kind, n.Key}, n)
 	return cloneJob(n), nil
 }

@@ -611,12 +611,12 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	}
 	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return unstorable(k) })
 	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
-		SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
 			WHERE kind = ANY($4) AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 			ORDER BY run_after, kind COLLATE "C", key COLLATE "C" LIMIT 1
 			FOR UPDATE SKIP LOCKED)
-		RETURNING `+jobColumns, owner, until, now, kinds))
+		RETURNING `+jobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
 	if err != nil {
 		return nil, one(err, "due job")
 	}

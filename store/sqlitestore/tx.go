@@ -569,14 +569,14 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	if len(kinds) == 0 {
 		return nil, consent.Errorf(consent.NotFound, "due job not found")
 	}
-	args := []any{owner, until.UnixMicro(), now.UnixMicro()}
+	args := []any{owner, until.UnixMicro(), now.UnixMicro(), consent.MaxJobAttempts}
 	marks := make([]string, len(kinds))
 	for i, k := range kinds {
 		marks[i] = "?" + strconv.Itoa(len(args)+1) // numbered, as the others are
 		args = append(args, k)
 	}
 	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE jobs
-		SET lease_owner = ?1, lease_until = ?2, attempts = attempts + 1
+		SET lease_owner = ?1, lease_until = ?2, attempts = min(attempts + 1, ?4)
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
 			WHERE kind IN (`+strings.Join(marks, ",")+`) AND failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
 			ORDER BY run_after, kind, key LIMIT 1)
