@@ -83,8 +83,9 @@ func ParseCursor(field, s string) (Cursor, error) {
 	return Cursor{At: time.UnixMicro(us).UTC(), ID: id}, nil
 }
 
-// maxCursor bounds the decoded text of a cursor: a time and an id.
-const maxCursor = 1024
+// maxCursor bounds the decoded text of a cursor: a time in microseconds,
+// a space and an id, which a store keeps to MaxKeyBytes.
+const maxCursor = len("-9223372036854775808 ") + MaxKeyBytes
 
 // Check returns Invalid when p is not a page a store can read: no company,
 // a limit outside 1 to MaxPage, text that is not ValidText, or a time

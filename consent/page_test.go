@@ -1,6 +1,7 @@
 package consent_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ func TestCursorText(t *testing.T) {
 		consent.CursorOf(at, "cert-1"),
 		consent.CursorOf(at, "an id with spaces ✓"),
 		consent.CursorOf(time.Unix(0, 0), "x"),
+		consent.CursorOf(time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), strings.Repeat("é", consent.MaxKeyBytes/2)), // the longest id a store keeps
 	} {
 		got, err := consent.ParseCursor("before", c.String())
 		if err != nil || !got.At.Equal(c.At) || got.ID != c.ID || got.At.Location() != time.UTC {

@@ -380,8 +380,8 @@ func appendCanonicalTime(b []byte, t time.Time) []byte {
 }
 
 // appendMicroTime appends t, a UTC time, in canonicalTimeLayout. A time of
-// the years 0–9999 (every stored one: the Tx contract) is written digit by
-// digit, the bytes AppendFormat writes in a fraction of its time (a
+// the years 0–9999 (every stored one falls in 1–9999: the Tx contract) is
+// written digit by digit, the bytes AppendFormat writes in a fraction of its time (a
 // signature check encodes every time of its certificate); others go
 // through AppendFormat.
 func appendMicroTime(b []byte, t time.Time) []byte {

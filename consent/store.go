@@ -65,9 +65,10 @@ type Store interface {
 // A key given to find rows (an id, the company of a list, a job's kind and
 // key) that is not ValidText is no row's, and finds nothing, as any
 // unknown key does: NotFound, or an empty list (CompanyIDs starts after
-// it, byte by byte). Only an idempotency key's scope and key
-// (CheckKeyText) and the bounds of a page or an audit query (Page.Check,
-// AuditQuery.Check) are Invalid when they are not ValidText.
+// it, byte by byte). Only these are Invalid when they are not ValidText:
+// an idempotency key's scope and key (CheckKeyText), a page's or an audit
+// query's company and bounds (Page.Check, AuditQuery.Check), and a lease's
+// owner (LeaseJob, RenewJob, EndJob).
 //
 // A call with two faults is refused for the same one on every store, in
 // the order the SQL stores meet them: its own values first (Invalid, for a
@@ -220,7 +221,7 @@ type Tx interface {
 	// RunAfter not after now, and not leased or its lease run out — the one
 	// with the earliest RunAfter (then kind, then key, compared byte by
 	// byte). It gives owner the lease until the given time, counts an
-	// attempt and returns the job. Concurrent callers, on any number of
+	// attempt (Attempts stops at MaxJobAttempts) and returns the job. Concurrent callers, on any number of
 	// machines, never get the same job while its lease runs. NotFound when
 	// no job is due.
 	LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error)

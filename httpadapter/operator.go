@@ -599,6 +599,15 @@ func (r *pageRequest) page() (consent.Page, error) {
 	if p.Until, err = parseTime("until", r.Until); err != nil {
 		return p, err
 	}
+	// Every stored time falls in the years 1 to 9999 (the stores refuse a
+	// bound outside them): a since before them, or an until after them,
+	// bounds nothing.
+	if p.Since.Year() < 1 {
+		p.Since = time.Time{}
+	}
+	if p.Until.Year() > 9999 {
+		p.Until = time.Time{}
+	}
 	p.Before, err = consent.ParseCursor("before", r.Before)
 	return p, err
 }

@@ -572,6 +572,9 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			for q, want := range map[string]int{
 				"?since=2026-11-21T12:00:00Z": 2, "?until=2026-11-21T12:00:00Z": 0,
 				"?since=2026-11-21T11:00:00Z&until=2026-11-21T13:00:00Z": 2,
+				// Bounds past the years every store keeps bound nothing.
+				"?since=0000-01-01T00:00:00Z": 2, "?since=0001-01-01T00:30:00%2B01:00": 2,
+				"?until=9999-12-31T23:00:00-05:00": 2,
 			} {
 				if code, page := call("GET", ledger+q, ""); code != 200 || len(page["entries"].([]any)) != want {
 					t.Errorf("ledger%s: %d %v, want %d entries", q, code, page, want)
