@@ -350,6 +350,16 @@ func (r *IdempotencyRecord) CheckText() error {
 	return checkTimes([]string{"created_at", "expires_at"}, r.CreatedAt, r.ExpiresAt)
 }
 
+// CheckLease checks a lease before a store takes or extends it (LeaseJob,
+// RenewJob): the owner's text, then now and the lease's end (CheckTime;
+// RenewJob, which has no now, passes the zero time).
+func CheckLease(owner string, now, until time.Time) error {
+	if err := CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	return checkTimes([]string{"now", "lease_until"}, now, until)
+}
+
 // CheckRevokedAt refuses, as Invalid, a revocation without its time: a
 // zero time would read as "not revoked" and, kept by a store, stop a later
 // revocation from taking (RevokeToken, RevokeCertificate). A time outside

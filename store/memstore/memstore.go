@@ -861,13 +861,7 @@ func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
 }
 
 func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, now, until); err != nil {
 		return nil, err
 	}
 	if err := t.write(); err != nil {
@@ -907,10 +901,7 @@ func (t *tx) leased(kind, key, owner string) (*consent.Job, error) {
 }
 
 func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
 		return err
 	}
 	if err := t.write(); err != nil {

@@ -600,13 +600,7 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 // LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
 // machines each take a different job without waiting for each other.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, now, until); err != nil {
 		return nil, err
 	}
 	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return unstorable(k) })
@@ -635,10 +629,7 @@ func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kin
 }
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
 		return err
 	}
 	if unstorable(kind, key) {

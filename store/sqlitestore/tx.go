@@ -557,13 +557,7 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
 // atomic.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, now, until); err != nil {
 		return nil, err
 	}
 	if len(kinds) == 0 {
@@ -602,10 +596,7 @@ func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, kind, key st
 }
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
-	if err := consent.CheckTime("lease_until", until); err != nil {
+	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
 		return err
 	}
 	r, err := t.exec(ctx, `UPDATE jobs SET lease_until = ? WHERE kind = ? AND key = ? AND lease_owner = ?`,
