@@ -331,8 +331,9 @@ func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o optio
 		line := fmt.Sprintf("  round %d: trivial %.0f req/s (%s), match %.0f req/s (%s): %.2f×, cpu/req %.2f×",
 			i+1, t.rate(), tcpu, m.rate(), mcpu, vsTrivial[i], cpu[i])
 		if engine > 0 {
-			vsEngine = append(vsEngine, m.rate()/engine)
-			line += fmt.Sprintf("; %s %.0f/s: %.2f×", engineName, engine, vsEngine[i])
+			r := m.rate() / engine
+			vsEngine = append(vsEngine, r)
+			line += fmt.Sprintf("; %s %.0f/s: %.2f×", engineName, engine, r)
 		}
 		fmt.Fprintln(stdout, line)
 		for f, k := range m.failures {
