@@ -375,81 +375,155 @@ func (e *AuditChainError) Error() string {
 	return fmt.Sprintf("audit log of %s is broken at entry %d: %s", e.CompanyID, e.Seq, e.Reason)
 }
 
-// auditVerifyPage is how many entries VerifyAuditChain reads per transaction.
-const auditVerifyPage = MaxAuditPage
+// MaxAuditCheck is the most entries one CheckAuditChain call checks.
+const MaxAuditCheck = 100_000
 
-// VerifyAuditChain walks the company's whole audit chain and checks each
-// entry: Seq follows the one before, PrevHash is the Hash before it, and
-// Hash is AuditHash of its fields; then the last entry against the head the
-// store keeps apart. It returns the number of entries checked, and an
-// *AuditChainError naming the first broken entry when the chain is broken.
+// AuditCheck is what CheckAuditChain found in one bounded run over a
+// company's audit chain.
+type AuditCheck struct {
+	CompanyID string
+	// From is the first entry the run was asked to check.
+	From int64
+	// Checked is how many entries it checked: From to Last.
+	Checked int64
+	// Last is the last entry checked; From-1 when none was.
+	Last int64
+	// Head is the number of entries the chain's head recorded when the run
+	// began.
+	Head int64
+	// Next is the entry to resume from (CheckAuditChain's from) when the
+	// run stopped at its limit before the end of the chain; 0 when it
+	// reached the end, or found the chain broken.
+	Next int64
+}
+
+// CheckAuditChain checks at most limit entries (1 to MaxAuditCheck) of the
+// company's audit chain, starting at entry from (1, or 0, for the start of
+// the chain): each entry's Seq follows the one before, its PrevHash is the
+// Hash before it, and its Hash is AuditHash of its fields; once the walk
+// reaches the end of the chain, the last entry is checked against the head
+// the store keeps apart. A run that stops at its limit says in Next where
+// the following run resumes, so a long chain is checked in bounded steps,
+// each of a few transactions (one per MaxAuditPage entries).
 //
-// It reads a page per transaction, so appends made meanwhile are fine: the
-// head is read before the walk, and the walk must reach it; entries past it
-// are checked too, up to the head read after the walk.
-func (s *Service) VerifyAuditChain(ctx context.Context, companyID string) (int64, error) {
+// A run that resumes re-checks entry from-1 against its own hash and links
+// entry from to it. It returns an *AuditChainError naming the first broken
+// entry when the chain is broken, with what it checked before it; NotFound
+// when the company does not exist; Invalid for a limit out of range, or a
+// from past the end of the chain.
+//
+// Appends made meanwhile are fine: the head is read before the walk, and
+// entries past it are checked too, up to the head read after the walk.
+func (s *Service) CheckAuditChain(ctx context.Context, companyID string, from int64, limit int) (AuditCheck, error) {
+	from = max(from, 1)
+	res := AuditCheck{CompanyID: companyID, From: from, Last: from - 1}
+	if limit < 1 || limit > MaxAuditCheck {
+		return res, Errorf(Invalid, "limit must be 1 to %d", MaxAuditCheck)
+	}
 	head1, err := s.auditHead(ctx, companyID)
 	if err != nil {
-		return 0, err
+		return res, err
 	}
+	res.Head = head1.Seq
 	broken := func(seq int64, format string, args ...any) error {
 		return &AuditChainError{CompanyID: companyID, Seq: seq, Reason: fmt.Sprintf(format, args...)}
 	}
+	var prev *AuditEntry
+	if from > 1 {
+		page, err := s.AuditLog(ctx, AuditQuery{CompanyID: companyID, AfterSeq: from - 2, Limit: 1})
+		switch {
+		case err != nil:
+			return res, err
+		case (len(page) == 0 || page[0].Seq != from-1) && from-1 > head1.Seq:
+			return res, Errorf(Invalid, "from %d is past the end of the audit log of %s (%d entries)", from, companyID, head1.Seq)
+		case len(page) == 0 || page[0].Seq != from-1:
+			return res, broken(from-1, "entry %d is missing", from-1)
+		case page[0].Hash != AuditHash(page[0]):
+			return res, broken(from-1, "its content does not match its hash")
+		case page[0].Seq == head1.Seq && page[0].Hash != head1.Hash:
+			return res, broken(from-1, "it is not the entry the chain's head recorded")
+		}
+		prev = page[0]
+	}
 	var (
-		prev  *AuditEntry
-		n     int64
-		after int64
-		sawH1 bool
+		sawH1 = head1.Seq < from // the head is behind this run's entries
+		more  bool               // an entry follows the last one checked
 	)
-	for {
-		page, err := s.AuditLog(ctx, AuditQuery{CompanyID: companyID, AfterSeq: after, Limit: auditVerifyPage})
+	for !more {
+		// Ask for one entry past the limit, to know whether the chain ends.
+		want := min(int64(limit)-res.Checked+1, MaxAuditPage)
+		page, err := s.AuditLog(ctx, AuditQuery{CompanyID: companyID, AfterSeq: res.Last, Limit: int(want)})
 		if err != nil {
-			return n, err
+			return res, err
 		}
 		for _, e := range page {
-			want := int64(1)
+			if res.Checked == int64(limit) {
+				more = true
+				break
+			}
+			wantSeq := int64(1)
 			var wantPrev Digest
 			if prev != nil {
-				want, wantPrev = prev.Seq+1, prev.Hash
+				wantSeq, wantPrev = prev.Seq+1, prev.Hash
 			}
 			switch {
-			case e.Seq != want:
-				return n, broken(want, "entry %d is missing (the next is %d)", want, e.Seq)
+			case e.Seq != wantSeq:
+				return res, broken(wantSeq, "entry %d is missing (the next is %d)", wantSeq, e.Seq)
 			case e.CompanyID != companyID:
-				return n, broken(e.Seq, "the entry names company %q", e.CompanyID)
+				return res, broken(e.Seq, "the entry names company %q", e.CompanyID)
 			case e.PrevHash != wantPrev:
-				return n, broken(e.Seq, "its previous hash is not the hash of entry %d", e.Seq-1)
+				return res, broken(e.Seq, "its previous hash is not the hash of entry %d", e.Seq-1)
 			case e.Hash != AuditHash(e):
-				return n, broken(e.Seq, "its content does not match its hash")
+				return res, broken(e.Seq, "its content does not match its hash")
 			case e.Seq == head1.Seq && e.Hash != head1.Hash:
-				return n, broken(e.Seq, "it is not the entry the chain's head recorded")
+				return res, broken(e.Seq, "it is not the entry the chain's head recorded")
 			}
 			sawH1 = sawH1 || e.Seq == head1.Seq
-			prev, after = e, e.Seq
-			n++
+			prev, res.Last = e, e.Seq
+			res.Checked++
 		}
-		if len(page) < auditVerifyPage {
-			break
+		if int64(len(page)) < want {
+			break // the end of the chain
 		}
 	}
-	if head1.Seq > 0 && !sawH1 {
-		return n, broken(after+1, "the chain ends at entry %d but its head records %d entries", after, head1.Seq)
+	if more {
+		res.Next = res.Last + 1
+		return res, nil
 	}
-	if after > head1.Seq {
+	if !sawH1 {
+		return res, broken(res.Last+1, "the chain ends at entry %d but its head records %d entries", res.Last, head1.Seq)
+	}
+	if res.Last > head1.Seq {
 		// Entries past the first head: appended during the walk, or added
 		// behind the store's back. The head read now tells.
 		head2, err := s.auditHead(ctx, companyID)
 		if err != nil {
-			return n, err
+			return res, err
 		}
 		switch {
-		case after > head2.Seq:
-			return n, broken(head2.Seq+1, "entries follow the chain's head (entry %d)", head2.Seq)
-		case after == head2.Seq && prev.Hash != head2.Hash:
-			return n, broken(after, "it is not the entry the chain's head recorded")
+		case res.Last > head2.Seq:
+			return res, broken(head2.Seq+1, "entries follow the chain's head (entry %d)", head2.Seq)
+		case res.Last == head2.Seq && prev.Hash != head2.Hash:
+			return res, broken(res.Last, "it is not the entry the chain's head recorded")
 		}
 	}
-	return n, nil
+	return res, nil
+}
+
+// VerifyAuditChain checks the company's whole audit chain, as
+// CheckAuditChain does a part of it, run after run until the end. It
+// returns the number of entries checked, and an *AuditChainError naming the
+// first broken entry when the chain is broken.
+func (s *Service) VerifyAuditChain(ctx context.Context, companyID string) (int64, error) {
+	var n int64
+	for from := int64(1); ; {
+		c, err := s.CheckAuditChain(ctx, companyID, from, MaxAuditCheck)
+		n += c.Checked
+		if err != nil || c.Next == 0 {
+			return n, err
+		}
+		from = c.Next
+	}
 }
 
 func (s *Service) auditHead(ctx context.Context, companyID string) (*AuditHead, error) {

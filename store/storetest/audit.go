@@ -524,6 +524,29 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 				t.Errorf("VerifyAuditChain names %s entry %d (%v), want acme entry %d", ce.CompanyID, ce.Seq, err, c.wantSeq)
 			}
 
+			// In bounded runs, each resuming where the last stopped, the
+			// same entry is found broken.
+			for _, limit := range []int{1, 2} {
+				var checked int64
+				from := int64(1)
+				for {
+					run, err := svc.CheckAuditChain(ctx, "acme", from, limit)
+					checked += run.Checked
+					switch {
+					case run.Checked > int64(limit):
+						t.Fatalf("limit %d: CheckAuditChain checked %d entries", limit, run.Checked)
+					case err != nil && (!errors.As(err, &ce) || ce.Seq != c.wantSeq):
+						t.Errorf("limit %d: CheckAuditChain from %d = %v; want entry %d broken", limit, from, err, c.wantSeq)
+					case err == nil && run.Next == 0 && (c.wantSeq != 0 || checked != 5):
+						t.Errorf("limit %d: the runs checked %d entries and found the chain intact; want entry %d broken", limit, checked, c.wantSeq)
+					case err == nil && run.Next != 0:
+						from = run.Next
+						continue
+					}
+					break
+				}
+			}
+
 			// All companies at once: acme as above; other is intact unless
 			// an entry was moved into it.
 			_, err = svc.VerifyAuditChains(ctx)
