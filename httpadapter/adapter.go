@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -54,8 +53,10 @@ type Config struct {
 	// RRWebDir is the directory of rrweb's browser bundle, rrweb.umd.min.cjs,
 	// served at /capture/rrweb.js for the snippet (D39): default the
 	// directory named by the environment variable CONSENTKIT_RRWEB_DIR,
-	// else capture.DefaultRRWebDir (in a checkout of this repository). When it holds no bundle, that route answers
-	// 503 saying what to install, and the rest works.
+	// else capture.DefaultRRWebDir (in a checkout of this repository).
+	// When it holds no bundle, that route answers 503 saying what to
+	// install, and the rest works; the bundle is looked for at every
+	// request, so one installed later is served without a restart.
 	RRWebDir string
 	// OperatorSecret is the Bearer secret of the operator API that
 	// Handler.Operator serves: at least 32 bytes, and no company's token.
@@ -77,7 +78,7 @@ type Handler struct {
 	optout  *optout.Service
 	retain  *retain.Service
 	capture *capture.Service
-	rrweb   []byte // the recorder bundle; nil when not installed
+	rrweb   *capture.Recorder
 
 	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
 }
@@ -134,9 +135,7 @@ func New(cfg Config) (*Handler, error) {
 			h.limits[l] = newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
 	}
-	if b, err := os.ReadFile(filepath.Join(cfg.RRWebDir, "rrweb.umd.min.cjs")); err == nil {
-		h.rrweb = b
-	}
+	h.rrweb = capture.NewRecorder(cfg.RRWebDir)
 	if cfg.OperatorSecret != "" {
 		d := sha256.Sum256([]byte(cfg.OperatorSecret))
 		h.operatorDigest = d[:]

@@ -198,13 +198,15 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) recorder(w http.ResponseWriter, r *http.Request) {
-	if h.rrweb == nil {
-		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed: in a checkout of consentkit run "+
-			"npm ci --prefix retain/mp4/replayer; in your application run npm install rrweb@2.2.2 and set "+
-			capture.RRWebDirEnv+" (or httpadapter.Config.RRWebDir) to its node_modules/rrweb/dist", "dir", h.cfg.RRWebDir)
+	body, modified, err := h.rrweb.Load()
+	if err != nil {
+		// Looked for again at the next request: a bundle installed while
+		// the server runs is served without a restart.
+		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed: run "+capture.RecorderInstall,
+			"file", h.rrweb.Path(), "err", err)
 		h.writeError(w, r, VerifyErrors, &httpError{status: http.StatusServiceUnavailable,
-			msg: "the session recorder is not installed on this server"})
+			msg: "the session recorder is not installed on this server: run " + capture.RecorderInstall})
 		return
 	}
-	script(w, r, h.rrweb, started)
+	script(w, r, body, modified)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -191,12 +192,31 @@ func TestCaptureScripts(t *testing.T) {
 			t.Errorf("GET %s: %d %q %.80s", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 		}
 	}
-	missing := e.handler(t, httpadapter.Config{RRWebDir: t.TempDir()})
-	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 503 || !strings.Contains(rec.Body.String(), "not installed") {
-		t.Errorf("recorder not installed: %d %s", rec.Code, rec.Body)
+	later := t.TempDir()
+	missing := e.handler(t, httpadapter.Config{RRWebDir: later})
+	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 503 ||
+		!strings.Contains(rec.Body.String(), "not installed") || !strings.Contains(rec.Body.String(), "npm ci --prefix retain/mp4/replayer") {
+		t.Errorf("recorder not installed: %d %s; want 503 saying what to install", rec.Code, rec.Body)
 	}
 	if rec := call(missing, "GET", "/capture/capture.js", "", "", ""); rec.Code != 200 {
 		t.Errorf("snippet without the recorder: %d", rec.Code)
+	}
+
+	// Installed, then upgraded, while the handler runs: served at once.
+	bundle := filepath.Join(later, "rrweb.umd.min.cjs")
+	must(t, os.WriteFile(bundle, []byte("var rrweb={v:1};"), 0o644))
+	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 200 || rec.Body.String() != "var rrweb={v:1};" {
+		t.Errorf("recorder installed after start: %d %s", rec.Code, rec.Body)
+	}
+	must(t, os.WriteFile(bundle, []byte("var rrweb={version:2};"), 0o644))
+	upgraded := time.Now().Add(time.Hour).Truncate(time.Second)
+	must(t, os.Chtimes(bundle, upgraded, upgraded))
+	rec := call(missing, "GET", "/capture/rrweb.js", "", "", "")
+	if rec.Code != 200 || rec.Body.String() != "var rrweb={version:2};" {
+		t.Errorf("recorder upgraded after start: %d %s", rec.Code, rec.Body)
+	}
+	if got := rec.Header().Get("Last-Modified"); got != upgraded.UTC().Format(http.TimeFormat) {
+		t.Errorf("Last-Modified %q, want the bundle's time %q", got, upgraded.UTC().Format(http.TimeFormat))
 	}
 }
 
