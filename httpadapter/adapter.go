@@ -15,6 +15,7 @@ import (
 
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/verify"
@@ -72,7 +73,7 @@ type Handler struct {
 	log    *slog.Logger
 	routes []*route
 	*router
-	limits map[Limit]*keyedLimiter // nil: no limit
+	limits map[Limit]*ratelimit.Limiter // nil: no limit
 
 	verify  *verify.Service
 	optout  *optout.Service
@@ -121,7 +122,7 @@ func New(cfg Config) (*Handler, error) {
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger,
 		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
 		capture: capture.New(cfg.Service),
-		limits:  map[Limit]*keyedLimiter{},
+		limits:  map[Limit]*ratelimit.Limiter{},
 	}
 	for l, n := range map[Limit]int{
 		OptOutLimit:          perMinute(cfg.OptOutPerMinute, 10),
@@ -132,7 +133,7 @@ func New(cfg Config) (*Handler, error) {
 		CaptureLimit:         perMinute(cfg.CapturePerMinute, 600),
 	} {
 		if n > 0 {
-			h.limits[l] = newKeyedLimiter(n, cfg.MaxLimiterKeys, cfg.Service.Now)
+			h.limits[l] = ratelimit.New(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
 	}
 	h.rrweb = capture.NewRecorder(cfg.RRWebDir)

@@ -100,7 +100,7 @@ func (h *Handler) startCapture(ctx context.Context, c Caller, req *startRequest)
 		return nil, err
 	}
 	if lim := h.limits[capturePropertyLimit]; lim != nil {
-		if ok, wait := lim.allow(req.PropertyID); !ok {
+		if wait, err := lim.Allow(req.PropertyID); err != nil {
 			return nil, limited(wait)
 		}
 	}

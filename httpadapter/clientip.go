@@ -86,15 +86,3 @@ func (p TrustedProxies) trusts(a netip.Addr) bool {
 	}
 	return false
 }
-
-// clientKey is the rate-limit key of a client address: an IPv4 address
-// itself, an IPv6 address its network of the given prefix length, since
-// one subscriber commonly holds a whole /64 and could otherwise take a new
-// key for every request.
-func clientKey(a netip.Addr, ipv6Bits int) string {
-	if a.Is4() {
-		return a.String()
-	}
-	p, _ := a.Prefix(ipv6Bits)
-	return p.String()
-}

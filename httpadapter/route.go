@@ -14,6 +14,7 @@ import (
 	"unicode"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -504,9 +505,9 @@ func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
 				"method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
 			return &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
 		}
-		key = clientKey(c.ClientIP, h.cfg.IPv6PrefixBits)
+		key = ratelimit.ClientKey(c.ClientIP, h.cfg.IPv6PrefixBits)
 	}
-	if ok, wait := lim.allow(key); !ok {
+	if wait, err := lim.Allow(key); err != nil {
 		return limited(wait)
 	}
 	return nil

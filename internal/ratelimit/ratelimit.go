@@ -1,0 +1,142 @@
+// Package ratelimit holds the rate limiter that httpadapter and dashboard
+// share: token buckets kept per key (a client's address, a company, a
+// property) in bounded memory (D20, D28).
+package ratelimit
+
+import (
+	"container/heap"
+	"errors"
+	"math"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// Limiter keeps one token bucket per key: capacity n, refilled at n per
+// minute (D20, D28). Each bucket is held as the time at which it is full
+// again (the generic cell rate algorithm): a request at now spends one
+// token, which moves that time one interval (a minute / n) later, and is
+// refused when that would put it more than n intervals past now.
+//
+// Memory is bounded by maxKeys. A key is forgotten only once its bucket is
+// full again, since a new key starts full and nothing is lost; a key whose
+// bucket is not full is never forgotten, or a client could win back the
+// requests it spent by spraying other keys. When maxKeys are held and none
+// is full, a new key is refused (ErrFull) until one is.
+//
+// A Limiter is safe for concurrent use.
+type Limiter struct {
+	n        int
+	interval time.Duration // time to refill one token
+	maxKeys  int
+	now      func() time.Time
+
+	mu   sync.Mutex
+	keys map[string]*bucket
+	full byFull // every bucket, the one full soonest first
+}
+
+type bucket struct {
+	key   string
+	full  time.Time // when the bucket holds n tokens again
+	index int       // in the heap
+}
+
+// refill is how long an empty bucket takes to be full.
+const refill = time.Minute
+
+// Why Allow refuses.
+var (
+	// ErrEmpty: the key's bucket has no token left.
+	ErrEmpty = errors.New("ratelimit: no token left")
+	// ErrFull: the key has no bucket, and none can be made while maxKeys
+	// buckets are held that are not full again.
+	ErrFull = errors.New("ratelimit: too many keys")
+)
+
+// New returns a limiter of n requests a minute per key (n ≥ 1), holding
+// at most maxKeys keys (≥ 1), on the clock now.
+func New(n, maxKeys int, now func() time.Time) *Limiter {
+	return &Limiter{n: n, interval: refill / time.Duration(n), maxKeys: maxKeys, now: now, keys: make(map[string]*bucket)}
+}
+
+// Allow takes a token for key. When there is none it returns ErrEmpty, or
+// ErrFull when key has no bucket and there is no room for one, and how
+// long until there is.
+func (l *Limiter) Allow(key string) (time.Duration, error) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.keys[key]
+	if !ok {
+		// Forget the buckets that are full again, then make room.
+		for len(l.full) > 0 && !l.full[0].full.After(now) {
+			delete(l.keys, heap.Pop(&l.full).(*bucket).key)
+		}
+		if len(l.keys) >= l.maxKeys {
+			return l.full[0].full.Sub(now), ErrFull
+		}
+		b = &bucket{key: key, full: now}
+		l.keys[key] = b
+		heap.Push(&l.full, b)
+	}
+	next := b.full
+	if next.Before(now) {
+		next = now
+	}
+	next = next.Add(l.interval)
+	if over := next.Sub(now) - time.Duration(l.n)*l.interval; over > 0 {
+		return over, ErrEmpty
+	}
+	b.full = next
+	heap.Fix(&l.full, b.index)
+	return 0, nil
+}
+
+// Len returns the number of keys held.
+func (l *Limiter) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.keys)
+}
+
+// RetryAfter renders a delay as whole seconds, rounded up, at least 1: the
+// value of a Retry-After header.
+func RetryAfter(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// ClientKey is the key of a client address: an IPv4 address itself, an
+// IPv6 address its network of the given prefix length, since one
+// subscriber commonly holds a whole /64 and could otherwise take a new key
+// for every request. An IPv4 address mapped into IPv6 is the IPv4 address.
+func ClientKey(a netip.Addr, ipv6Bits int) string {
+	a = a.Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(ipv6Bits)
+	return p.String()
+}
+
+// byFull is a min-heap of buckets by the time they are full again.
+type byFull []*bucket
+
+func (h byFull) Len() int           { return len(h) }
+func (h byFull) Less(i, j int) bool { return h[i].full.Before(h[j].full) }
+func (h byFull) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *byFull) Push(x any) {
+	b := x.(*bucket)
+	b.index = len(*h)
+	*h = append(*h, b)
+}
+func (h *byFull) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return b
+}

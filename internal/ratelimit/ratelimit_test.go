@@ -1,0 +1,110 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// Per-key limiter memory stays bounded under 100,000 distinct keys (D28):
+// at the cap, new keys wait until a bucket is full again and can go.
+func TestLimiterBounded(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := New(10, 1000, func() time.Time { return clock })
+	allowed := 0
+	for i := range 100_000 {
+		wait, err := l.Allow(fmt.Sprintf("198.51.%d.%d", i/256, i%256))
+		switch {
+		case err == nil:
+			allowed++
+		case !errors.Is(err, ErrFull) || wait != 6*time.Second:
+			t.Fatalf("key %d refused with %v, wait %v; want ErrFull, 6s (until the first bucket is full again)", i, err, wait)
+		}
+		if n := l.Len(); n > 1000 {
+			t.Fatalf("after %d keys the limiter holds %d, over its cap of 1000", i+1, n)
+		}
+	}
+	if allowed != 1000 || l.Len() != 1000 {
+		t.Errorf("%d keys allowed, %d held; want the cap, 1000, of each", allowed, l.Len())
+	}
+	// Six seconds later every bucket is full again: they go, and new keys come in.
+	clock = clock.Add(6 * time.Second)
+	if _, err := l.Allow("fresh"); err != nil {
+		t.Errorf("a new key was refused once the held buckets were full again: %v", err)
+	}
+	if n := l.Len(); n != 1 {
+		t.Errorf("after the buckets refilled the limiter holds %d keys, want 1", n)
+	}
+}
+
+// Forgetting a key never gives back what it spent: a client that emptied
+// its bucket stays limited however many other keys come and go.
+func TestLimiterNeverForgetsSpent(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := New(10, 1000, func() time.Time { return clock })
+	for i := range 10 {
+		if _, err := l.Allow("victim"); err != nil {
+			t.Fatalf("request %d refused: %v", i+1, err)
+		}
+	}
+	for round := range 3 {
+		for i := range 10_000 {
+			l.Allow(fmt.Sprintf("spray-%d-%d", round, i))
+		}
+		if _, err := l.Allow("victim"); !errors.Is(err, ErrEmpty) {
+			t.Fatalf("round %d: an emptied bucket answered %v after 10,000 other keys, want ErrEmpty", round, err)
+		}
+		clock = clock.Add(time.Second)
+	}
+	clock = clock.Add(3 * time.Second) // 6 s after it emptied: one token, no more
+	if _, err := l.Allow("victim"); err != nil {
+		t.Errorf("no token after 6 s: %v", err)
+	}
+	if _, err := l.Allow("victim"); err == nil {
+		t.Error("two tokens after 6 s")
+	}
+}
+
+// A busy key keeps its bucket while idle keys are evicted around it.
+func TestLimiterKeepsActiveKeys(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := New(2, 10, func() time.Time { return clock })
+	l.Allow("busy")
+	l.Allow("busy")
+	for i := range 100 {
+		l.Allow("busy") // refused, but keeps the key recent
+		l.Allow(fmt.Sprint("other-", i))
+	}
+	if wait, err := l.Allow("busy"); !errors.Is(err, ErrEmpty) || wait != 30*time.Second {
+		t.Errorf("busy key: %v, wait %v; want ErrEmpty for 30 s", err, wait)
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		bits int
+		want string
+	}{
+		{"192.0.2.1", 64, "192.0.2.1"},
+		{"::ffff:192.0.2.1", 64, "192.0.2.1"},
+		{"2001:db8:1:2:3:4:5:6", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff::1", 64, "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:3:4:5:6", 48, "2001:db8:1::/48"},
+		{"2001:db8:1:2:3:4:5:6", 128, "2001:db8:1:2:3:4:5:6/128"},
+	} {
+		if got := ClientKey(netip.MustParseAddr(tc.addr), tc.bits); got != tc.want {
+			t.Errorf("ClientKey(%s, %d) = %s, want %s", tc.addr, tc.bits, got, tc.want)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 1, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2, 6 * time.Second: 6} {
+		if got := RetryAfter(d); got != want {
+			t.Errorf("RetryAfter(%v) = %d, want %d", d, got, want)
+		}
+	}
+}
