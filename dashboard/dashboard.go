@@ -18,6 +18,11 @@
 // dashboard changes goes through consent.Service and is audited with the
 // actor "operator" (D42).
 //
+// Login attempts are limited per client address (Config.LoginsPerMinute;
+// an IPv6 client by its /64; behind Config.TrustedProxies, the forwarded
+// address, D20), in bounded memory (D28), so that guessing from one
+// address never locks the operator out at another.
+//
 // Mount the handler under its prefix:
 //
 //	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
@@ -38,9 +43,9 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/retain"
 )
 
@@ -60,16 +65,28 @@ type Config struct {
 	PublicURL string
 	// SessionTTL is how long a login lasts: default DefaultSessionTTL.
 	SessionTTL time.Duration
-	// LoginsPerMinute bounds login attempts, all clients together, against
-	// guessing: default DefaultLoginsPerMinute.
+	// LoginsPerMinute bounds each client's login attempts, against
+	// guessing: a token bucket of this many refilled over a minute, per
+	// client address (D20): default DefaultLoginsPerMinute.
 	LoginsPerMinute int
+	// MaxLoginClients bounds the clients whose login attempts are counted
+	// at once (D28): default DefaultMaxLoginClients.
+	MaxLoginClients int
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// of a login (D20), as httpadapter.Config.TrustedProxies: pass the
+	// same value. The zero value trusts nobody.
+	TrustedProxies httpadapter.TrustedProxies
+	// IPv6PrefixBits is how much of an IPv6 client address keys its login
+	// limit, as httpadapter.Config.IPv6PrefixBits: default 64.
+	IPv6PrefixBits int
 }
 
 // Defaults and bounds of Config.
 const (
 	MinSecret              = 32
 	DefaultSessionTTL      = 12 * time.Hour
-	DefaultLoginsPerMinute = 30
+	DefaultLoginsPerMinute = 10
+	DefaultMaxLoginClients = 10_000
 )
 
 // Handler serves the dashboard. It is safe for concurrent use.
@@ -78,7 +95,7 @@ type Handler struct {
 	cfg    Config
 	key    []byte // signs login cookies and CSRF tokens
 	secret [sha256.Size]byte
-	logins *rate.Limiter
+	logins *ratelimit.Limiter // login attempts per client
 	mux    *http.ServeMux
 }
 
@@ -100,13 +117,25 @@ func New(svc *consent.Service, cfg Config) (*Handler, error) {
 	if cfg.LoginsPerMinute <= 0 {
 		cfg.LoginsPerMinute = DefaultLoginsPerMinute
 	}
+	if cfg.MaxLoginClients < 0 {
+		return nil, errors.New("dashboard: Config.MaxLoginClients must not be negative")
+	}
+	if cfg.MaxLoginClients == 0 {
+		cfg.MaxLoginClients = DefaultMaxLoginClients
+	}
+	if cfg.IPv6PrefixBits == 0 {
+		cfg.IPv6PrefixBits = 64
+	}
+	if cfg.IPv6PrefixBits < 1 || cfg.IPv6PrefixBits > 128 {
+		return nil, errors.New("dashboard: Config.IPv6PrefixBits must be 1 to 128")
+	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	mac := hmac.New(sha256.New, []byte(cfg.OperatorSecret))
 	mac.Write([]byte("consentkit dashboard login v1"))
 	h := &Handler{
 		svc: svc, cfg: cfg, key: mac.Sum(nil),
 		secret: sha256.Sum256([]byte(cfg.OperatorSecret)),
-		logins: rate.NewLimiter(rate.Limit(float64(cfg.LoginsPerMinute)/60), cfg.LoginsPerMinute/3+1),
+		logins: ratelimit.New(cfg.LoginsPerMinute, cfg.MaxLoginClients, svc.Now),
 		mux:    http.NewServeMux(),
 	}
 	h.routes()
@@ -307,10 +336,35 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request, p *page) err
 	return nil
 }
 
+// login checks the operator secret, within the client's login limit.
+//
+// Each client address (an IPv6 client's network, D20) has a bucket of
+// Config.LoginsPerMinute attempts, right or wrong, so that guessing from
+// one address is slow and never locks out the operator at another. A
+// client whose bucket is empty is refused without the secret being
+// looked at, the right one too: were the right one let in, the answer
+// would tell a right guess from a wrong one and the limit would limit
+// nothing. Memory is bounded: when the limiter holds
+// Config.MaxLoginClients clients that have spent attempts (an attacker
+// spraying addresses), a new client has no bucket; its secret is still
+// checked, so that the operator logs in and a wrong secret is refused.
+// Guessing from addresses beyond the cap is then bounded only by the
+// secret's length (MinSecret), as guessing from many addresses is anyway.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request, p *page) error {
-	if !h.logins.Allow() {
-		w.Header().Set("Retry-After", "10")
-		h.fail(w, p, http.StatusTooManyRequests, "Too many login attempts; wait a few seconds.")
+	ip := h.cfg.TrustedProxies.ClientIP(r)
+	if !ip.IsValid() {
+		// Never one shared bucket for every client of unknown address.
+		slog.ErrorContext(r.Context(), "consentkit: a dashboard login's client address is unknown, so its rate limit cannot apply; "+
+			"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
+			"peer", r.RemoteAddr)
+		h.fail(w, p, http.StatusInternalServerError, "The client's address cannot be determined, so logins cannot be limited.")
+		p.done = true
+		return nil
+	}
+	wait, err := h.logins.Allow(ratelimit.ClientKey(ip, h.cfg.IPv6PrefixBits))
+	if errors.Is(err, ratelimit.ErrEmpty) {
+		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfter(wait)))
+		h.fail(w, p, http.StatusTooManyRequests, "Too many login attempts from this address; wait a minute.")
 		p.done = true
 		return nil
 	}
