@@ -87,6 +87,7 @@ var routeDocs = map[string]routeDoc{
 	"POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable":           {"Resume deliveries to a webhook endpoint", []int{404}},
 	"GET /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries":        {"A webhook endpoint's delivery log, newest first", []int{404}},
 	"GET /operator/companies/{company_id}/audit":                                    {"The company's audit log", []int{404}},
+	"GET /operator/companies/{company_id}/audit/verify":                             {"Check a bounded run of the company's audit chain (D42)", []int{404}},
 }
 
 // docKey is the key of rt in routeDocs.

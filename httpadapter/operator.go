@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 // operatorRoutes are the operator API's routes (Handler.Operator):
 // companies, their properties and allowed origins (D32), tokens (D6),
 // wallets and ledgers (D5), certificates, sessions and revocations (D19),
-// webhook endpoints and their delivery logs (D44), and audit logs (D42).
-// Every change is audited with the actor "operator"; lists of things that
-// grow without bound are read page by page (consent.Page).
+// webhook endpoints and their delivery logs (D44), and audit logs (D42)
+// and the check of their chains. Every change is audited with the actor
+// "operator"; lists of things that grow without bound are read page by
+// page (consent.Page), and a chain is checked in bounded runs.
 func (h *Handler) operatorRoutes() []*route {
 	const post, get, put, del = http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete
 	const base = "/operator/companies/{company_id}"
@@ -55,6 +57,7 @@ func (h *Handler) operatorRoutes() []*route {
 		handle(op(post, "/webhooks/{endpoint_id}/enable", 0), h.enableWebhook),
 		handle(op(get, "/webhooks/{endpoint_id}/deliveries", 0), h.webhookDeliveries),
 		handle(op(get, "/audit", 0), h.auditLog),
+		handle(op(get, "/audit/verify", 0), h.verifyAudit),
 	}
 }
 
@@ -273,6 +276,74 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*a
 		} else {
 			out.NextAfter = &next
 		}
+	}
+	return out, nil
+}
+
+// DefaultAuditVerify is the number of entries GET …/audit/verify checks
+// when the query sets no limit; at most consent.MaxAuditCheck may be asked.
+const DefaultAuditVerify = 10_000
+
+type auditVerifyRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	From      int64  `query:"from" json:"-"`  // the first entry to check; 0 or none: 1
+	Limit     int    `query:"limit" json:"-"` // 1 to consent.MaxAuditCheck; 0 or none: DefaultAuditVerify
+}
+
+// AuditVerifyResponse is the answer of GET
+// /operator/companies/{company_id}/audit/verify: what one bounded run of
+// [consent.Service.CheckAuditChain] found. A broken chain is a finding,
+// answered 200 with Intact false, not a refusal of the request.
+type AuditVerifyResponse struct {
+	CompanyID string `json:"company_id"`
+	From      int64  `json:"from"`    // the first entry the run checked
+	Checked   int64  `json:"checked"` // how many it checked: From to Last
+	Last      int64  `json:"last"`    // the last it checked; From-1 when none
+	// Head is the number of entries the chain's head recorded when the run
+	// began.
+	Head int64 `json:"head"`
+	// Next is the from of the following run when this one stopped at its
+	// limit before the end of the chain; 0 when it reached the end or found
+	// the chain broken.
+	Next int64 `json:"next"`
+	// Intact reports that no entry checked was found wrong. The chain is
+	// intact from From-1 to its head when Next is 0 too (from 1: all of it).
+	Intact bool `json:"intact"`
+	// Broken, set when Intact is false, is the first entry found wrong.
+	Broken *AuditBreak `json:"broken,omitempty"`
+}
+
+// AuditBreak is where a company's audit chain is broken
+// ([consent.AuditChainError]).
+type AuditBreak struct {
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+// verifyAudit checks a bounded run of the company's audit chain (D42), so
+// that an operator can check a long chain request by request. It is a
+// read, and like the other reads is not itself audited.
+func (h *Handler) verifyAudit(ctx context.Context, _ Caller, req *auditVerifyRequest) (*AuditVerifyResponse, error) {
+	if _, err := h.company(ctx, req.CompanyID); err != nil {
+		return nil, err
+	}
+	if req.From < 0 {
+		return nil, consent.Errorf(consent.Invalid, "from must be an entry's number, 1 or more (none, or 0: 1)")
+	}
+	limit := cmp.Or(req.Limit, DefaultAuditVerify)
+	if limit < 1 || limit > consent.MaxAuditCheck {
+		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to %d (none, or 0: %d)", consent.MaxAuditCheck, DefaultAuditVerify)
+	}
+	c, err := h.svc.CheckAuditChain(ctx, req.CompanyID, req.From, limit)
+	out := &AuditVerifyResponse{CompanyID: req.CompanyID, From: c.From, Checked: c.Checked, Last: c.Last, Head: c.Head,
+		Next: c.Next, Intact: err == nil}
+	var broken *consent.AuditChainError
+	if errors.As(err, &broken) {
+		out.Broken = &AuditBreak{Seq: broken.Seq, Reason: broken.Reason}
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

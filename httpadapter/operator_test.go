@@ -257,6 +257,10 @@ var operatorRequests = []struct {
 	{"GET", "/operator/companies/acme/sessions/s1", "", "", 200},
 	{"GET", "/operator/companies/acme/revocations", "", "", 200},
 	{"GET", "/operator/companies/acme/revocations?before=zzz", "", "", 400},
+	{"GET", "/operator/companies/acme/audit/verify", "", "", 200},
+	{"GET", "/operator/companies/acme/audit/verify?from=2&limit=2", "", "", 200},
+	{"GET", "/operator/companies/acme/audit/verify?limit=100001", "", "", 400},
+	{"GET", "/operator/companies/nobody/audit/verify", "", "", 404},
 }
 
 // wildcard matches a pattern's {wildcards}.
