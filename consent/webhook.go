@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"net"
 	"net/netip"
 	"net/url"
 	"slices"
@@ -159,36 +158,142 @@ func NewWebhookSecret() string {
 	return WebhookSecretPrefix + base64.StdEncoding.EncodeToString(b[:])
 }
 
-// PrivateAddr reports whether a is an address a webhook must not reach
-// unless private addresses are allowed: loopback, private (RFC 1918, RFC
-// 4193), carrier-grade NAT, link-local, unspecified, multicast,
-// broadcast, or "this network" (0.0.0.0/8). IPv4 in IPv6 is judged as
-// IPv4.
+// PrivateAddr reports whether a is an address a webhook must not reach by
+// default (D44): one in a block of the IANA IPv4 or IPv6 Special-Purpose
+// Address Registries (loopback, private, carrier-grade NAT, link-local,
+// documentation, benchmarking, reserved, NAT64, 6to4, Teredo, …), the
+// deprecated IPv4-compatible (::a.b.c.d), IPv4-translated
+// (::ffff:0:a.b.c.d) or site-local ones, multicast, broadcast, IPv6
+// outside 2000::/3, or no valid address at all. An IPv4-mapped address
+// (::ffff:a.b.c.d) is judged as its IPv4 address; a zone is ignored.
 func PrivateAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || !a.IsValid() {
-		return true
-	}
-	for _, p := range privatePrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	_, in := webhookAddrBlock(a)
+	return in || !a.IsValid()
 }
 
-var privatePrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"),
-	netip.MustParsePrefix("255.255.255.255/32"),
-	netip.MustParsePrefix("64:ff9b::/96"),  // NAT64: may translate to any IPv4 address
-	netip.MustParsePrefix("2002::/16"),     // 6to4: likewise
-	netip.MustParsePrefix("fec0::/10"),     // deprecated site-local
-	netip.MustParsePrefix("::ffff:0:0/96"), // mapped, should Unmap miss one
+// CheckWebhookAddr reports whether a webhook may connect to a: nil for an
+// address that is not a PrivateAddr and, when allowPrivate, for a
+// loopback, private (RFC 1918, RFC 4193) or link-local unicast one
+// (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16,
+// fc00::/7, 169.254.0.0/16, fe80::/10); Invalid, naming the block, for
+// any other: allowPrivate never lets through 0.0.0.0/8, 240.0.0.0/4,
+// multicast, documentation, NAT64 or 6to4 addresses, nor IPv4 written in
+// the deprecated IPv6 forms. Both CheckWebhookURL and the delivery's
+// dialer (package webhook) decide by it.
+func CheckWebhookAddr(a netip.Addr, allowPrivate bool) error {
+	b, in := webhookAddrBlock(a)
+	switch {
+	case !a.IsValid():
+		return Errorf(Invalid, "not an IP address")
+	case !in || allowPrivate && b.private:
+		return nil
+	}
+	return Errorf(Invalid, "%s is a loopback, private, link-local or otherwise non-public address (%s: %s)", a, b.prefix, b.name)
 }
+
+// webhookAddrBlock returns the most specific block of webhookAddrBlocks
+// that holds a, unmapped and without its zone (netip.Prefix.Contains
+// never matches a zoned address).
+func webhookAddrBlock(a netip.Addr) (addrBlock, bool) {
+	a = a.Unmap().WithZone("")
+	var found addrBlock
+	for _, b := range webhookAddrBlocks {
+		if b.prefix.Contains(a) && (found.name == "" || b.prefix.Bits() > found.prefix.Bits()) {
+			found = b
+		}
+	}
+	return found, found.name != ""
+}
+
+// addrBlock is a block of addresses refused to webhooks.
+type addrBlock struct {
+	prefix netip.Prefix
+	name   string
+	// private: allowed when private addresses are (loopback, RFC 1918,
+	// RFC 4193 and link-local unicast).
+	private bool
+}
+
+// webhookAddrBlocks is every block of addresses a webhook may not reach
+// by default (D44), the one table of the guard. It holds every entry of
+// the IANA IPv4 and IPv6 Special-Purpose Address Registries
+// (https://www.iana.org/assignments/iana-ipv4-special-registry and
+// https://www.iana.org/assignments/iana-ipv6-special-registry, RFC 6890),
+// as updated to 2025, and besides them multicast, the deprecated IPv6
+// forms that carry an IPv4 address (IPv4-compatible, IPv4-translated),
+// deprecated site-local, and IPv6 outside 2000::/3, the only space IANA
+// allocates for global unicast. Entries the registries mark "globally
+// reachable" (anycast for PCP, TURN, DNS-SD, AS112 and AMT; the NAT64
+// well-known prefix; ORCHIDv2 and DETs) are refused as well: they are
+// infrastructure or translate to other addresses, and no webhook
+// receiver lives there. The registries' ::ffff:0:0/96 (IPv4-mapped) is
+// not listed: a mapped address is judged as the IPv4 address it maps,
+// so ::ffff:93.184.215.14 is public and ::ffff:10.0.0.1 private. The most
+// specific block that holds an address decides, so ::1 is loopback
+// rather than IPv4-compatible.
+var webhookAddrBlocks = []addrBlock{
+	{mustPrefix("0.0.0.0/8"), "this network", false},
+	{mustPrefix("0.0.0.0/32"), "this host", false},
+	{mustPrefix("10.0.0.0/8"), "private", true},
+	{mustPrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT)", false},
+	{mustPrefix("127.0.0.0/8"), "loopback", true},
+	{mustPrefix("169.254.0.0/16"), "link-local", true},
+	{mustPrefix("172.16.0.0/12"), "private", true},
+	{mustPrefix("192.0.0.0/24"), "IETF protocol assignments", false},
+	{mustPrefix("192.0.0.0/29"), "IPv4 service continuity (DS-Lite)", false},
+	{mustPrefix("192.0.0.8/32"), "IPv4 dummy address", false},
+	{mustPrefix("192.0.0.9/32"), "PCP anycast", false},
+	{mustPrefix("192.0.0.10/32"), "TURN anycast", false},
+	{mustPrefix("192.0.0.170/32"), "NAT64/DNS64 discovery", false},
+	{mustPrefix("192.0.0.171/32"), "NAT64/DNS64 discovery", false},
+	{mustPrefix("192.0.2.0/24"), "documentation (TEST-NET-1)", false},
+	{mustPrefix("192.31.196.0/24"), "AS112", false},
+	{mustPrefix("192.52.193.0/24"), "AMT", false},
+	{mustPrefix("192.88.99.0/24"), "6to4 relay anycast (deprecated)", false},
+	{mustPrefix("192.88.99.2/32"), "6a44 relay anycast", false},
+	{mustPrefix("192.168.0.0/16"), "private", true},
+	{mustPrefix("192.175.48.0/24"), "AS112 direct delegation", false},
+	{mustPrefix("198.18.0.0/15"), "benchmarking", false},
+	{mustPrefix("198.51.100.0/24"), "documentation (TEST-NET-2)", false},
+	{mustPrefix("203.0.113.0/24"), "documentation (TEST-NET-3)", false},
+	{mustPrefix("224.0.0.0/4"), "multicast", false},
+	{mustPrefix("240.0.0.0/4"), "reserved", false},
+	{mustPrefix("255.255.255.255/32"), "limited broadcast", false},
+
+	{mustPrefix("::/128"), "unspecified", false},
+	{mustPrefix("::1/128"), "loopback", true},
+	{mustPrefix("::/96"), "IPv4-compatible (deprecated)", false},
+	{mustPrefix("::ffff:0:0:0/96"), "IPv4-translated", false},
+	{mustPrefix("64:ff9b::/96"), "NAT64", false}, // may translate to any IPv4 address
+	{mustPrefix("64:ff9b:1::/48"), "local-use NAT64", false},
+	{mustPrefix("100::/64"), "discard-only", false},
+	{mustPrefix("100:0:0:1::/64"), "dummy prefix", false},
+	{mustPrefix("2001::/23"), "IETF protocol assignments", false},
+	{mustPrefix("2001::/32"), "Teredo", false}, // carries an IPv4 address
+	{mustPrefix("2001:1::1/128"), "PCP anycast", false},
+	{mustPrefix("2001:1::2/128"), "TURN anycast", false},
+	{mustPrefix("2001:1::3/128"), "DNS-SD SRP anycast", false},
+	{mustPrefix("2001:2::/48"), "benchmarking", false},
+	{mustPrefix("2001:3::/32"), "AMT", false},
+	{mustPrefix("2001:4:112::/48"), "AS112", false},
+	{mustPrefix("2001:10::/28"), "ORCHID (deprecated)", false},
+	{mustPrefix("2001:20::/28"), "ORCHIDv2", false},
+	{mustPrefix("2001:30::/28"), "drone remote ID (DET)", false},
+	{mustPrefix("2001:db8::/32"), "documentation", false},
+	{mustPrefix("2002::/16"), "6to4", false}, // carries an IPv4 address
+	{mustPrefix("2620:4f:8000::/48"), "AS112 direct delegation", false},
+	{mustPrefix("3fff::/20"), "documentation", false},
+	{mustPrefix("5f00::/16"), "SRv6 SIDs", false},
+	{mustPrefix("fc00::/7"), "unique local (private)", true},
+	{mustPrefix("fe80::/10"), "link-local", true},
+	{mustPrefix("fec0::/10"), "site-local (deprecated)", false},
+	{mustPrefix("ff00::/8"), "multicast", false},
+	{mustPrefix("::/3"), "not global unicast (outside 2000::/3)", false},
+	{mustPrefix("4000::/2"), "not global unicast (outside 2000::/3)", false},
+	{mustPrefix("8000::/1"), "not global unicast (outside 2000::/3)", false},
+}
+
+func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 
 // Limits of webhook endpoints.
 const (
@@ -208,10 +313,12 @@ type WebhookParams struct {
 }
 
 // CheckWebhookURL checks a webhook endpoint's URL: absolute http or https,
-// a host, no user name or password, at most 2048 bytes. Unless
-// allowPrivate, a host that is an IP address must not be a PrivateAddr
-// (names are checked when each delivery connects, since what they
-// resolve to can change).
+// a host, no user name or password, at most 2048 bytes. A host that is an
+// IP address must pass CheckWebhookAddr (with allowPrivate), and one that
+// is neither a name nor an address in a form net/netip reads — "1.2.3",
+// "0x7f.1", "2130706433", which resolvers read as IPv4 — is refused.
+// Names are checked when each delivery connects, since what they resolve
+// to can change.
 func CheckWebhookURL(raw string, allowPrivate bool) error {
 	if len(raw) > maxWebhookURL {
 		return Errorf(Invalid, "url must be at most %d bytes", maxWebhookURL)
@@ -230,17 +337,15 @@ func CheckWebhookURL(raw string, allowPrivate bool) error {
 	case u.User != nil:
 		return Errorf(Invalid, "url must not hold a user name or password")
 	}
-	if allowPrivate {
+	host := u.Hostname()
+	if a, err := netip.ParseAddr(host); err == nil {
+		if err := CheckWebhookAddr(a, allowPrivate); err != nil {
+			return Errorf(Invalid, "url: %v", err)
+		}
 		return nil
 	}
-	host := u.Hostname()
-	if a, err := netip.ParseAddr(host); err == nil && PrivateAddr(a) {
-		return Errorf(Invalid, "url: %s is a loopback, private, link-local or otherwise non-public address", host)
-	}
-	// "1.2.3" and "0x7f.1" are names to url.Parse, but the resolver reads
-	// them as IPv4 addresses.
-	if ip := net.ParseIP(host); ip == nil && looksNumeric(host) {
-		return Errorf(Invalid, "url: %s is not a host name or a dotted-decimal address", host)
+	if strings.Contains(host, ":") || looksNumeric(host) {
+		return Errorf(Invalid, "url: %s is not a host name or an IP address in standard form", host)
 	}
 	return nil
 }
@@ -258,8 +363,8 @@ func looksNumeric(host string) bool {
 
 // AddWebhookEndpoint adds a webhook endpoint to a company (D44) and returns
 // it, with its secret. Invalid when the URL, secret or events are not
-// acceptable (see CheckWebhookURL; the IP address check is skipped when
-// Config.WebhookAllowPrivate is on) or the company has
+// acceptable (see CheckWebhookURL, whose allowPrivate is
+// Config.WebhookAllowPrivate) or the company has
 // MaxWebhookEndpoints already; NotFound when the company does not exist;
 // Conflict when the id is taken.
 func (s *Service) AddWebhookEndpoint(ctx context.Context, p WebhookParams) (*WebhookEndpoint, error) {

@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -149,5 +150,47 @@ func TestAllowPrivate(t *testing.T) {
 	}
 	for _, r := range got {
 		checkSignature(t, secret, r)
+	}
+}
+
+// TestSpecialAddressesNeverDialled: an endpoint whose URL is an address
+// outside loopback, private and link-local — stored by an older version,
+// say — is never reached, even with AllowPrivate: 0.0.0.0 would connect
+// to the receiver on 127.0.0.1, and the IPv4-compatible and
+// IPv4-translated forms carry 127.0.0.1 too.
+func TestSpecialAddressesNeverDialled(t *testing.T) {
+	rc := newReceiver(t)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(rc.URL, "http://"))
+	urls := []string{
+		"http://0.0.0.0:" + port + "/",
+		"http://[::127.0.0.1]:" + port + "/",
+		"http://[::ffff:0:127.0.0.1]:" + port + "/",
+		"http://240.0.0.1:" + port + "/",
+	}
+	for _, guard := range []bool{true, false} {
+		st := teststore.Memory(t)
+		e := newEnv(t, st, envOpts{guard: guard})
+		var ids []string
+		for i, u := range urls {
+			ep := &consent.WebhookEndpoint{ID: fmt.Sprintf("ep-%d", i), CompanyID: "acme", URL: u, Secret: secret,
+				Events: []string{consent.EventCertificateIssued}, CreatedAt: e.clock.Now()}
+			if err := st.Update(ctx, func(tx consent.Tx) error { return tx.CreateWebhookEndpoint(ctx, ep) }); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, ep.ID)
+		}
+		e.issue(t, "cert-1")
+		if n := e.drain(t); n != len(urls) {
+			t.Fatalf("guard %v: %d jobs ran; want %d", guard, n, len(urls))
+		}
+		if n := len(rc.requests()); n != 0 {
+			t.Fatalf("guard %v: receiver got %d requests", guard, n)
+		}
+		for i, id := range ids {
+			log := e.log(t, id)
+			if len(log) != 1 || log[0].Status != 0 || !strings.Contains(log[0].Error, "public") {
+				t.Errorf("guard %v, %s: log %+v; want one refused attempt", guard, urls[i], log)
+			}
+		}
 	}
 }

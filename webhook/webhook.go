@@ -21,11 +21,13 @@
 // webhook-id tells repeats apart.
 //
 // By default a delivery never connects to a loopback, private, link-local,
-// unspecified or multicast address (consent.PrivateAddr): the check runs on
-// the address actually dialled, after DNS resolution, so a name that
-// resolves, or later re-resolves, to such an address is refused too.
-// Config.AllowPrivate turns the check off, for tests and private
-// deployments.
+// unspecified, multicast, reserved or other special-purpose address
+// (consent.PrivateAddr: every block of the IANA special-purpose address
+// registries): the check runs on the address actually dialled, after DNS
+// resolution, so a name that resolves, or later re-resolves, to such an
+// address is refused too. Config.AllowPrivate lets deliveries reach
+// loopback, private and link-local unicast addresses, for tests and
+// private deployments, and nothing more (consent.CheckWebhookAddr).
 package webhook
 
 import (
@@ -56,8 +58,11 @@ import (
 type Config struct {
 	Service *consent.Service
 	// AllowPrivate lets deliveries connect to loopback, private and
-	// link-local addresses. Off by default: a webhook URL is chosen by a
-	// customer, and must not reach the service's own network.
+	// link-local unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8,
+	// 172.16.0.0/12, 192.168.0.0/16, fc00::/7, 169.254.0.0/16,
+	// fe80::/10), never to the other special-purpose addresses
+	// (consent.CheckWebhookAddr). Off by default: a webhook URL is chosen
+	// by a customer, and must not reach the service's own network.
 	AllowPrivate bool
 	// Timeout bounds one attempt, connection and answer included:
 	// default 15 s.
@@ -124,13 +129,11 @@ func Handler(cfg Config) (jobs.Handler, error) {
 }
 
 // newClient returns the HTTP client of deliveries: no proxy (a proxy would
-// dial for us, past the address check), no redirects, and unless
-// allowPrivate a dialer that refuses non-public addresses as it connects.
+// dial for us, past the address check), no redirects, and a dialer that
+// refuses, as it connects, the addresses consent.CheckWebhookAddr refuses
+// (with allowPrivate).
 func newClient(allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	if !allowPrivate {
-		dialer.Control = refusePrivate
-	}
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: addressGuard(allowPrivate)}
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                 nil,
@@ -146,18 +149,20 @@ func newClient(allowPrivate bool) *http.Client {
 	}
 }
 
-// refusePrivate is a net.Dialer Control function: it runs for each address
-// the dialer is about to connect to, after name resolution, so DNS
-// rebinding cannot slip a private address past it.
-func refusePrivate(network, address string, _ syscall.RawConn) error {
-	ap, err := netip.ParseAddrPort(address)
-	if err != nil {
-		return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+// addressGuard returns a net.Dialer Control function: it runs for each
+// address the dialer is about to connect to, after name resolution, so
+// DNS rebinding cannot slip a refused address past it.
+func addressGuard(allowPrivate bool) func(network, address string, _ syscall.RawConn) error {
+	return func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
+		}
+		if consent.CheckWebhookAddr(ap.Addr(), allowPrivate) != nil {
+			return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
+		}
+		return nil
 	}
-	if consent.PrivateAddr(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
-	}
-	return nil
 }
 
 // deliverer does webhook jobs.
@@ -254,6 +259,9 @@ const maxResponseRead = 64 << 10
 // post sends m to ep and returns the answer's status: nil error only for a
 // 2xx.
 func (d *deliverer) post(ctx context.Context, ep *consent.WebhookEndpoint, m *consent.WebhookMessage, at time.Time) (int, error) {
+	// A URL refused even with private addresses allowed (malformed, or an
+	// IP address no configuration lets through) can never be delivered
+	// to; other addresses are the dialer's to judge.
 	if err := consent.CheckWebhookURL(ep.URL, true); err != nil {
 		return 0, permanentError{err}
 	}
