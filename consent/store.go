@@ -61,14 +61,18 @@ type Store interface {
 // MaxJobAttempts), a webhook delivery's Attempt and Status, an idempotency
 // key's answered status. A longer key, a count outside its range, or a
 // time outside those years, is Invalid too, and nothing of it is written.
+// An operator session holds no text: OperatorSession.Check says what it
+// must hold.
 //
 // A key given to find rows (an id, the company of a list, a job's kind and
 // key) that is not ValidText is no row's, and finds nothing, as any
 // unknown key does: NotFound, or an empty list (CompanyIDs starts after
-// it, byte by byte). Only these are Invalid when they are not ValidText:
-// an idempotency key's scope and key (CheckKeyText), a page's or an audit
-// query's company and bounds (Page.Check, AuditQuery.Check), and a lease's
-// owner (LeaseJob, RenewJob, EndJob).
+// it, byte by byte). So does the zero Digest, which no operator session
+// has (OperatorSession, DeleteOperatorSession). Only these are Invalid
+// when they are not ValidText: an idempotency key's scope and key
+// (CheckKeyText), a page's or an audit query's company and bounds
+// (Page.Check, AuditQuery.Check), and a lease's owner (LeaseJob,
+// RenewJob, EndJob).
 //
 // A call with two faults is refused for the same one on every store, in
 // the order the SQL stores meet them: its own values first (Invalid, for a
@@ -254,6 +258,24 @@ type Tx interface {
 	// PruneIdempotencyKeys deletes up to limit records whose ExpiresAt is
 	// not after now, and returns how many it deleted.
 	PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
+
+	// CreateOperatorSession stores s. Conflict when a session of that
+	// digest exists; Invalid when s.Check fails.
+	CreateOperatorSession(ctx context.Context, s *OperatorSession) error
+	// OperatorSession returns the session of digest d, expired or not;
+	// NotFound when there is none (the caller compares ExpiresAt with its
+	// clock).
+	OperatorSession(ctx context.Context, d Digest) (*OperatorSession, error)
+	// DeleteOperatorSession deletes the session of digest d (a logout);
+	// deleting one that does not exist is a no-op and returns nil.
+	DeleteOperatorSession(ctx context.Context, d Digest) error
+	// PruneOperatorSessions deletes at most limit sessions that expired at
+	// or before now (ExpiresAt not after now), earliest first, and returns
+	// how many it deleted. Its rules are PruneIdempotencyKeys': Invalid when
+	// now is outside the years 1 to 9999; a limit of 0 or less deletes
+	// nothing. The purge job leaves operator sessions alone: the dashboard
+	// prunes them when an operator logs in.
+	PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error)
 
 	// CreateWebhookEndpoint stores e. NotFound when e.CompanyID does not
 	// exist; Conflict when e.ID is taken.

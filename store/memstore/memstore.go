@@ -49,6 +49,7 @@ type Store struct {
 	deliveries     map[string][]*consent.WebhookDelivery
 	deliverySeq    int64
 	keys           map[keyID]*consent.IdempotencyRecord
+	operators      map[consent.Digest]*consent.OperatorSession
 }
 
 // keyID names an idempotency key: its scope and the key.
@@ -81,6 +82,7 @@ func New() *Store {
 		epByCompany:    map[string][]string{},
 		deliveries:     map[string][]*consent.WebhookDelivery{},
 		keys:           map[keyID]*consent.IdempotencyRecord{},
+		operators:      map[consent.Digest]*consent.OperatorSession{},
 	}
 }
 

@@ -1,0 +1,75 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+func cloneOperatorSession(s *consent.OperatorSession) *consent.OperatorSession {
+	n := *s
+	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
+	return &n
+}
+
+func (t *tx) CreateOperatorSession(_ context.Context, s *consent.OperatorSession) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := t.s.operators[s.Digest]; ok {
+		return conflict("operator session")
+	}
+	set(t, t.s.operators, s.Digest, cloneOperatorSession(s))
+	return nil
+}
+
+func (t *tx) OperatorSession(_ context.Context, d consent.Digest) (*consent.OperatorSession, error) {
+	s, ok := t.s.operators[d]
+	if !ok {
+		return nil, notFound("operator session")
+	}
+	return cloneOperatorSession(s), nil
+}
+
+func (t *tx) DeleteOperatorSession(_ context.Context, d consent.Digest) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	del(t, t.s.operators, d)
+	return nil
+}
+
+// PruneOperatorSessions deletes the earliest expired sessions first (then
+// by digest), as the SQL stores' index on expires_at gives them.
+func (t *tx) PruneOperatorSessions(_ context.Context, now time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("now", now); err != nil {
+		return 0, err
+	}
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	now = utc(now)
+	var due []*consent.OperatorSession
+	for _, s := range t.s.operators {
+		if !s.ExpiresAt.After(now) {
+			due = append(due, s)
+		}
+	}
+	slices.SortFunc(due, func(a, b *consent.OperatorSession) int {
+		if c := a.ExpiresAt.Compare(b.ExpiresAt); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Digest[:], b.Digest[:])
+	})
+	due = due[:min(len(due), max(limit, 0))]
+	for _, s := range due {
+		del(t, t.s.operators, s.Digest)
+	}
+	return len(due), nil
+}

@@ -1,0 +1,384 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// opSession is the operator session of secret, created three hours before
+// t0 and expiring at expires.
+func opSession(secret string, expires time.Time) *consent.OperatorSession {
+	return &consent.OperatorSession{Digest: consent.DigestOf(secret), CreatedAt: t0.Add(-3 * time.Hour), ExpiresAt: expires}
+}
+
+// operatorSession reads the session of secret in a View: nil when there
+// is none (NotFound), failing t on any other error.
+func operatorSession(t *testing.T, s consent.Store, secret string) *consent.OperatorSession {
+	t.Helper()
+	var got *consent.OperatorSession
+	err := s.View(ctx, func(tx consent.Tx) error {
+		var err error
+		got, err = tx.OperatorSession(ctx, consent.DigestOf(secret))
+		return err
+	})
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		return nil
+	case err != nil:
+		t.Fatalf("OperatorSession(%q): %v", secret, err)
+	}
+	return got
+}
+
+// testOperatorSession: a session reads back as it was created, in UTC and
+// to the microsecond, expired or not, until it is deleted; a taken digest
+// is a conflict that changes nothing; an unknown digest, the zero one
+// included, is NotFound, and deleting it is no error.
+func testOperatorSession(t *testing.T, s consent.Store) {
+	zone := time.FixedZone("UTC+5:30", 5*3600+1800)
+	in := &consent.OperatorSession{
+		Digest:    consent.DigestOf("secret-1"),
+		CreatedAt: t0.Add(700 * time.Nanosecond).In(zone),
+		ExpiresAt: t0.Add(12*time.Hour + 999*time.Nanosecond).In(zone),
+	}
+	want := &consent.OperatorSession{Digest: in.Digest, CreatedAt: t0, ExpiresAt: t0.Add(12 * time.Hour)}
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateOperatorSession(ctx, in); err != nil {
+			return err
+		}
+		// Read back in the transaction that wrote it.
+		got, err := tx.OperatorSession(ctx, in.Digest)
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("OperatorSession in the creating transaction (-want +got):\n%s", d)
+		}
+		return nil
+	})
+	// The caller's value is its own: changing it changes nothing stored.
+	in.ExpiresAt = t0.Add(time.Minute)
+	got := operatorSession(t, s, "secret-1")
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("OperatorSession (-want +got):\n%s", d)
+	}
+	if got != nil && (got.CreatedAt.Location() != time.UTC || got.ExpiresAt.Location() != time.UTC) {
+		t.Errorf("OperatorSession's times are in %v and %v; want UTC", got.CreatedAt.Location(), got.ExpiresAt.Location())
+	}
+	// And so is the value returned.
+	if got != nil {
+		got.ExpiresAt = t0.Add(time.Minute)
+	}
+	if d := cmp.Diff(want, operatorSession(t, s, "secret-1")); d != "" {
+		t.Errorf("OperatorSession after changing a returned value (-want +got):\n%s", d)
+	}
+
+	// A taken digest, even with other times: Conflict, and the first
+	// session stays as it was.
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateOperatorSession(ctx, opSession("secret-1", t0.Add(48*time.Hour)))
+	})
+	wantCode(t, "CreateOperatorSession of a taken digest", err, consent.Conflict)
+	if d := cmp.Diff(want, operatorSession(t, s, "secret-1")); d != "" {
+		t.Errorf("OperatorSession after the conflict (-want +got):\n%s", d)
+	}
+
+	// An expired session is still returned: the caller compares times.
+	expired := opSession("secret-old", t0.Add(-time.Hour))
+	update(t, s, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, expired) })
+	if d := cmp.Diff(expired, operatorSession(t, s, "secret-old")); d != "" {
+		t.Errorf("an expired OperatorSession (-want +got):\n%s", d)
+	}
+
+	// Unknown digests, the zero one included: NotFound, in View and Update.
+	for name, d := range map[string]consent.Digest{"unknown": consent.DigestOf("none"), "zero": {}} {
+		for _, run := range []func(context.Context, func(consent.Tx) error) error{s.View, s.Update} {
+			err := run(ctx, func(tx consent.Tx) error {
+				_, err := tx.OperatorSession(ctx, d)
+				return err
+			})
+			wantCode(t, "OperatorSession of the "+name+" digest", err, consent.NotFound)
+		}
+	}
+
+	// Deleted: gone; the other session stays. Deleting it again, an
+	// unknown digest or the zero one is no error.
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.DeleteOperatorSession(ctx, consent.DigestOf("secret-1")); err != nil {
+			return err
+		}
+		if _, err := tx.OperatorSession(ctx, consent.DigestOf("secret-1")); consent.ErrorCode(err) != consent.NotFound {
+			t.Errorf("OperatorSession after its deletion, in the deleting transaction: %v; want NotFound", err)
+		}
+		return nil
+	})
+	if got := operatorSession(t, s, "secret-1"); got != nil {
+		t.Errorf("a deleted session was found: %+v", got)
+	}
+	if got := operatorSession(t, s, "secret-old"); got == nil {
+		t.Error("deleting one session deleted another")
+	}
+	for name, d := range map[string]consent.Digest{"again": consent.DigestOf("secret-1"), "unknown": consent.DigestOf("none"), "zero": {}} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.DeleteOperatorSession(ctx, d) })
+		if err != nil {
+			t.Errorf("DeleteOperatorSession (%s): %v; want nil", name, err)
+		}
+	}
+
+	// A deleted digest can be used again.
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateOperatorSession(ctx, opSession("secret-1", t0.Add(time.Hour)))
+	})
+	if d := cmp.Diff(opSession("secret-1", t0.Add(time.Hour)), operatorSession(t, s, "secret-1")); d != "" {
+		t.Errorf("a session created again after its deletion (-want +got):\n%s", d)
+	}
+}
+
+// testPruneOperatorSessions: pruning deletes only sessions whose ExpiresAt
+// is at or before now (compared to the microsecond), at most limit at a
+// time, earliest first, and returns how many; a limit of 0 or less deletes
+// nothing, as PruneIdempotencyKeys' does.
+func testPruneOperatorSessions(t *testing.T, s consent.Store) {
+	expiries := map[string]time.Time{
+		"two hours ago":          t0.Add(-2 * time.Hour),
+		"an hour ago":            t0.Add(-time.Hour),
+		"now":                    t0,
+		"a microsecond from now": t0.Add(time.Microsecond),
+		"in an hour":             t0.Add(time.Hour),
+	}
+	update(t, s, func(tx consent.Tx) error {
+		for secret, at := range expiries {
+			if err := tx.CreateOperatorSession(ctx, opSession(secret, at)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	prune := func(now time.Time, limit int) int {
+		t.Helper()
+		var n int
+		update(t, s, func(tx consent.Tx) (err error) { n, err = tx.PruneOperatorSessions(ctx, now, limit); return err })
+		return n
+	}
+	left := func() []string {
+		t.Helper()
+		var out []string
+		for _, secret := range []string{"two hours ago", "an hour ago", "now", "a microsecond from now", "in an hour"} {
+			if operatorSession(t, s, secret) != nil {
+				out = append(out, secret)
+			}
+		}
+		return out
+	}
+
+	for _, limit := range []int{0, -1, math.MinInt} {
+		if n := prune(t0, limit); n != 0 {
+			t.Errorf("PruneOperatorSessions(t0, %d) = %d; want 0", limit, n)
+		}
+	}
+	if got := left(); len(got) != 5 {
+		t.Errorf("after prunes of limit 0 or less, the sessions left are %q; want all 5", got)
+	}
+	// now is t0 and 999 ns, kept as t0: the session expiring a
+	// microsecond after t0 has not expired. Three have; the earliest two
+	// go first.
+	now := t0.Add(999 * time.Nanosecond)
+	if n := prune(now, 2); n != 2 {
+		t.Errorf("the first PruneOperatorSessions(t0+999ns, 2) = %d; want 2", n)
+	}
+	if d := cmp.Diff([]string{"now", "a microsecond from now", "in an hour"}, left()); d != "" {
+		t.Errorf("after the first prune, the sessions left (-want +got):\n%s", d)
+	}
+	if n := prune(now, 2); n != 1 {
+		t.Errorf("the second PruneOperatorSessions(t0+999ns, 2) = %d; want 1 (the one expiring at t0)", n)
+	}
+	if n := prune(now, 2); n != 0 {
+		t.Errorf("the third PruneOperatorSessions(t0+999ns, 2) = %d; want 0", n)
+	}
+	if d := cmp.Diff([]string{"a microsecond from now", "in an hour"}, left()); d != "" {
+		t.Errorf("after pruning at t0+999ns, the sessions left (-want +got):\n%s", d)
+	}
+	// A limit as high as an int goes is no limit.
+	if n := prune(t0.Add(time.Hour), math.MaxInt); n != 2 {
+		t.Errorf("PruneOperatorSessions(t0+1h, MaxInt) = %d; want 2", n)
+	}
+	if got := left(); len(got) != 0 {
+		t.Errorf("after pruning at t0+1h, the sessions left are %q; want none", got)
+	}
+}
+
+// testOperatorSessionRefusals: a session without a digest or a creation
+// time, with a time outside the years 1 to 9999, or expiring at or before
+// its creation (to the microsecond), is Invalid on every store — before a
+// taken digest is a conflict, and in a View before the write is refused —
+// and so is pruning at a now outside those years; nothing is written or
+// deleted.
+func testOperatorSessionRefusals(t *testing.T, s consent.Store) {
+	taken := opSession("taken", t0.Add(-time.Hour)) // expired, so a prune would take it
+	update(t, s, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, taken) })
+	far, before := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	with := func(secret string, edit func(o *consent.OperatorSession)) *consent.OperatorSession {
+		o := opSession(secret, t0.Add(time.Hour))
+		edit(o)
+		return o
+	}
+	bad := map[string]*consent.OperatorSession{
+		"the zero digest":      with("", func(o *consent.OperatorSession) { o.Digest = consent.Digest{} }),
+		"no creation time":     with("no-created", func(o *consent.OperatorSession) { o.CreatedAt = time.Time{} }),
+		"no expiry":            with("no-expiry", func(o *consent.OperatorSession) { o.ExpiresAt = time.Time{} }),
+		"created in year 0":    with("created-0", func(o *consent.OperatorSession) { o.CreatedAt = before }),
+		"created in year 1e4":  with("created-1e4", func(o *consent.OperatorSession) { o.CreatedAt, o.ExpiresAt = far, far.Add(time.Hour) }),
+		"expiring in year 1e4": with("expiring-1e4", func(o *consent.OperatorSession) { o.ExpiresAt = far }),
+		"expiring at creation": with("at-creation", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt }),
+		"expiring before":      with("before", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt.Add(-time.Microsecond) }),
+		"expiring within its creation's microsecond": with("same-micro", func(o *consent.OperatorSession) {
+			o.CreatedAt, o.ExpiresAt = t0.Add(100*time.Nanosecond), t0.Add(900*time.Nanosecond)
+		}),
+		"a taken digest, expiring at creation": with("taken", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt }),
+	}
+	for name, o := range bad {
+		for how, run := range map[string]func(context.Context, func(consent.Tx) error) error{"Update": s.Update, "View": s.View} {
+			err := run(ctx, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, o) })
+			wantCode(t, "CreateOperatorSession in "+how+" of a session with "+name, err, consent.Invalid)
+		}
+		if o.Digest.IsZero() || o.Digest == taken.Digest {
+			continue
+		}
+		if got, err := func() (*consent.OperatorSession, error) {
+			var got *consent.OperatorSession
+			err := s.View(ctx, func(tx consent.Tx) (err error) { got, err = tx.OperatorSession(ctx, o.Digest); return err })
+			return got, err
+		}(); consent.ErrorCode(err) != consent.NotFound {
+			t.Errorf("a refused session with %s was stored: %+v, %v", name, got, err)
+		}
+	}
+	for name, now := range map[string]time.Time{"year 0": before, "year 10000": far, "year 300000": time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		for how, run := range map[string]func(context.Context, func(consent.Tx) error) error{"Update": s.Update, "View": s.View} {
+			err := run(ctx, func(tx consent.Tx) error {
+				_, err := tx.PruneOperatorSessions(ctx, now, 10)
+				return err
+			})
+			wantCode(t, "PruneOperatorSessions in "+how+" at "+name, err, consent.Invalid)
+		}
+	}
+	if d := cmp.Diff(taken, operatorSession(t, s, "taken")); d != "" {
+		t.Errorf("the taken, expired session after the refusals (-want +got):\n%s", d)
+	}
+
+	// The ends of the years 1 to 9999 are kept, and a session may expire
+	// a microsecond after it was created.
+	first, last := time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
+	ends := &consent.OperatorSession{Digest: consent.DigestOf("ends"), CreatedAt: first, ExpiresAt: last}
+	short := &consent.OperatorSession{Digest: consent.DigestOf("short"), CreatedAt: t0, ExpiresAt: t0.Add(time.Microsecond)}
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateOperatorSession(ctx, ends); err != nil {
+			return err
+		}
+		if err := tx.CreateOperatorSession(ctx, short); err != nil {
+			return err
+		}
+		_, err := tx.PruneOperatorSessions(ctx, first, 10) // nothing expired then
+		return err
+	})
+	if d := cmp.Diff(ends, operatorSession(t, s, "ends")); d != "" {
+		t.Errorf("a session of the years 1 to 9999 (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(short, operatorSession(t, s, "short")); d != "" {
+		t.Errorf("a session of one microsecond (-want +got):\n%s", d)
+	}
+	var n int
+	update(t, s, func(tx consent.Tx) (err error) { n, err = tx.PruneOperatorSessions(ctx, last, 10); return err })
+	if n != 3 {
+		t.Errorf("PruneOperatorSessions at the end of the year 9999 = %d; want 3", n)
+	}
+}
+
+// testOperatorSessionRollsBack: what a rolled-back Update did to operator
+// sessions — a create, a delete, a prune — is undone.
+func testOperatorSessionRollsBack(t *testing.T, s consent.Store) {
+	kept, expired := opSession("kept", t0.Add(time.Hour)), opSession("expired", t0.Add(-time.Hour))
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateOperatorSession(ctx, kept); err != nil {
+			return err
+		}
+		return tx.CreateOperatorSession(ctx, expired)
+	})
+	errBack := errors.New("roll back")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateOperatorSession(ctx, opSession("new", t0.Add(time.Hour))); err != nil {
+			return err
+		}
+		if err := tx.DeleteOperatorSession(ctx, kept.Digest); err != nil {
+			return err
+		}
+		if n, err := tx.PruneOperatorSessions(ctx, t0, 10); err != nil || n != 1 {
+			t.Errorf("PruneOperatorSessions in the transaction = %d, %v; want 1", n, err)
+		}
+		return errBack
+	})
+	if !errors.Is(err, errBack) {
+		t.Fatalf("Update = %v; want its function's error", err)
+	}
+	if got := operatorSession(t, s, "new"); got != nil {
+		t.Errorf("a session created in a rolled-back transaction was kept: %+v", got)
+	}
+	if d := cmp.Diff(kept, operatorSession(t, s, "kept")); d != "" {
+		t.Errorf("a session deleted in a rolled-back transaction (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(expired, operatorSession(t, s, "expired")); d != "" {
+		t.Errorf("a session pruned in a rolled-back transaction (-want +got):\n%s", d)
+	}
+}
+
+// testOperatorSessionViewIsReadOnly: a View reads operator sessions, and
+// refuses to create, delete or prune them, as it refuses every write —
+// even a delete or a prune that would find nothing to delete.
+func testOperatorSessionViewIsReadOnly(t *testing.T, s consent.Store) {
+	kept, expired := opSession("kept", t0.Add(time.Hour)), opSession("expired", t0.Add(-time.Hour))
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateOperatorSession(ctx, kept); err != nil {
+			return err
+		}
+		return tx.CreateOperatorSession(ctx, expired)
+	})
+	for name, write := range map[string]func(tx consent.Tx) error{
+		"CreateOperatorSession": func(tx consent.Tx) error {
+			return tx.CreateOperatorSession(ctx, opSession("ghost", t0.Add(time.Hour)))
+		},
+		"DeleteOperatorSession": func(tx consent.Tx) error { return tx.DeleteOperatorSession(ctx, kept.Digest) },
+		"DeleteOperatorSession of none": func(tx consent.Tx) error {
+			return tx.DeleteOperatorSession(ctx, consent.DigestOf("none"))
+		},
+		"PruneOperatorSessions": func(tx consent.Tx) error {
+			_, err := tx.PruneOperatorSessions(ctx, t0, 10)
+			return err
+		},
+		"PruneOperatorSessions with none expired": func(tx consent.Tx) error {
+			_, err := tx.PruneOperatorSessions(ctx, t0.Add(-24*time.Hour), 10)
+			return err
+		},
+	} {
+		if err := s.View(ctx, write); err == nil {
+			t.Errorf("%s inside View succeeded", name)
+		}
+	}
+	view(t, s, func(tx consent.Tx) error {
+		if got, err := tx.OperatorSession(ctx, kept.Digest); err != nil || !cmp.Equal(kept, got) {
+			t.Errorf("OperatorSession inside View = %+v, %v; want %+v", got, err, kept)
+		}
+		return nil
+	})
+	if got := operatorSession(t, s, "ghost"); got != nil {
+		t.Errorf("a session created in a View was kept: %+v", got)
+	}
+	if got := operatorSession(t, s, "expired"); got == nil {
+		t.Error("a session pruned in a View is gone")
+	}
+}
