@@ -250,6 +250,20 @@ func (t *journalTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, lim
 	return v, err
 }
 
+func (t *journalTx) CreateOperatorSession(ctx context.Context, s *consent.OperatorSession) error {
+	return t.done("CreateOperatorSession", t.Tx.CreateOperatorSession(ctx, s))
+}
+
+func (t *journalTx) DeleteOperatorSession(ctx context.Context, d consent.Digest) error {
+	return t.done("DeleteOperatorSession", t.Tx.DeleteOperatorSession(ctx, d))
+}
+
+func (t *journalTx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error) {
+	v, err := t.Tx.PruneOperatorSessions(ctx, now, limit)
+	t.done("PruneOperatorSessions", err)
+	return v, err
+}
+
 func (t *journalTx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	return t.done("CreateWebhookEndpoint", t.Tx.CreateWebhookEndpoint(ctx, e))
 }
