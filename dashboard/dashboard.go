@@ -3,6 +3,12 @@
 // ready to copy, certificates (search, detail, signature status, the
 // recording's video), revocations, webhooks and the audit log.
 //
+// The audit page checks the company's chain of hashes (D42) as far as it
+// shows it: the entries on the page, or, on request, a bounded run from
+// an entry with a link to the next run. It says which entries it checked
+// and, when the chain is broken, the first broken entry; it never calls
+// entries intact that it did not check.
+//
 // Pages are rendered on the server with html/template: no front-end build
 // step, no external asset, one small inline script (copying the snippet
 // tag). They are usable on a phone-sized screen and with the keyboard

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -672,12 +673,34 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, p *page) er
 // auditPage is how many audit entries a page shows.
 const auditPage = 50
 
+// auditRun is the most entries one view checks when asked to check the
+// chain from an entry (?check=): the page stays cheap, and a longer
+// chain is checked run after run, each page linking to the next.
+const auditRun = 1000
+
+// chainView is what a page says of a company's audit chain: what was
+// checked and what was found, never more.
+type chainView struct {
+	// Run is true when the operator asked for a run from an entry
+	// (?check=); false when the entries shown were checked.
+	Run        bool
+	From, Last int64 // the entries checked: From to Last (Last < From: none)
+	Head       int64 // the number of entries the chain's head recorded
+	Next       int64 // the entry a further run starts at; 0: none
+	// End is true when the check reached the end of the chain and the
+	// last entry matched the head.
+	End    bool
+	Broken *consent.AuditChainError // nil: nothing checked was broken
+}
+
 func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
 	if err := h.companyPage(r, p, "audit", "audit", "Audit log"); err != nil {
 		return err
 	}
-	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
-	es, err := h.svc.AuditLog(r.Context(), consent.AuditQuery{CompanyID: p.Company.ID, Newest: true, BeforeSeq: max(before, 0), Limit: auditPage})
+	ctx := r.Context()
+	q := r.URL.Query()
+	before, _ := strconv.ParseInt(q.Get("before"), 10, 64)
+	es, err := h.svc.AuditLog(ctx, consent.AuditQuery{CompanyID: p.Company.ID, Newest: true, BeforeSeq: max(before, 0), Limit: auditPage})
 	if err != nil {
 		return err
 	}
@@ -685,9 +708,50 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
 	if len(es) == auditPage {
 		next = es[len(es)-1].Seq
 	}
+	// Check the entries shown (from the oldest to the newest of them, and
+	// the head when the newest is the last), or a run the operator asked
+	// for; both are bounded.
+	var chain *chainView
+	switch from, _ := strconv.ParseInt(q.Get("check"), 10, 64); {
+	case q.Has("check"):
+		chain, err = h.checkChain(ctx, p.Company.ID, max(from, 1), auditRun)
+		chain.Run = true
+	case len(es) > 0:
+		lo, hi := es[len(es)-1].Seq, es[0].Seq
+		chain, err = h.checkChain(ctx, p.Company.ID, lo, int(min(max(hi-lo+1, 1), auditRun)))
+	}
+	if err != nil {
+		return err
+	}
+	rows := make([]auditRow, len(es))
+	for i, e := range es {
+		rows[i] = auditRow{AuditEntry: e, Broken: chain != nil && chain.Broken != nil && chain.Broken.Seq == e.Seq}
+	}
 	p.Data = struct {
-		Entries []*consent.AuditEntry
+		Entries []auditRow
 		Next    int64
-	}{es, next}
+		Chain   *chainView
+		RunSize int
+	}{rows, next, chain, auditRun}
 	return nil
+}
+
+// auditRow is an entry as the audit page shows it.
+type auditRow struct {
+	*consent.AuditEntry
+	Broken bool // the chain was found broken at this entry
+}
+
+// checkChain checks up to limit entries of the company's audit chain from
+// entry from (consent.Service.CheckAuditChain); a broken chain is a
+// finding to show, not an error.
+func (h *Handler) checkChain(ctx context.Context, companyID string, from int64, limit int) (*chainView, error) {
+	c, err := h.svc.CheckAuditChain(ctx, companyID, from, limit)
+	v := &chainView{From: c.From, Last: c.Last, Head: c.Head, Next: c.Next}
+	if ce, ok := errors.AsType[*consent.AuditChainError](err); ok {
+		v.Broken = ce
+		return v, nil
+	}
+	v.End = err == nil && c.Next == 0
+	return v, err
 }
