@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -513,6 +514,33 @@ JSON object on a line of its own, as the operator API answers it.`,
 				return c.tail(ctx, *n, *follow, *interval, filter)
 			}
 		}},
+	{group: "audit", name: "verify", company: true, summary: "Check a company's audit chain (D42), a bounded run at a time",
+		about: `Each run checks at most -limit entries, from -from on: that each follows
+the one before, links to its hash and matches its own, and, at the end of
+the chain, that the last is the head the store keeps apart. A run that
+stops at its limit prints the -from to resume with; a run from N re-checks
+entry N-1 too. With -all it goes on, run after run, to the end of the chain
+or its first broken entry, telling its progress on standard error.
+
+The check is a read: it is not audited. -json prints each run's answer as
+the operator API sent it, one per line. Exit status: 0 when every entry
+checked is intact, 1 when the chain is broken (the first broken entry is
+named) or the check failed, 2 a usage error.`,
+		setup: func(fs *flag.FlagSet) action {
+			from := fs.Int64("from", 0, "the first `entry` to check: the -from printed by a run that stopped at its limit (default 1)")
+			limit := fs.Int("limit", 0, fmt.Sprintf("the most `entries` one run checks, 1 to %d (default %d)",
+				consent.MaxAuditCheck, httpadapter.DefaultAuditVerify))
+			all := fs.Bool("all", false, "run after run to the end of the chain, or its first broken entry")
+			return func(ctx context.Context, c *call) error {
+				if *from < 0 {
+					return usagef("-from must be an entry's number, 1 or more")
+				}
+				if *limit < 0 || *limit > consent.MaxAuditCheck {
+					return usagef("-limit must be 1 to %d", consent.MaxAuditCheck)
+				}
+				return c.verifyAudit(ctx, *from, *limit, *all)
+			}
+		}},
 }
 
 // webhookChange is a command that acts on one webhook endpoint.
@@ -583,6 +611,88 @@ func (c *call) tail(ctx context.Context, n int, follow bool, interval time.Durat
 			return nil
 		case <-time.After(interval):
 		}
+	}
+	return nil
+}
+
+// verifyAudit checks the company's audit chain from entry from, a run of
+// at most limit entries (0: the operator API's default); with all, run
+// after run until the end of the chain or its first broken entry. It
+// prints what the runs found together, or with -json each run's answer, and
+// returns an *consent.AuditChainError when the chain is broken.
+func (c *call) verifyAudit(ctx context.Context, from int64, limit int, all bool) error {
+	var sum httpadapter.AuditVerifyResponse // the runs so far, together
+	for run := 0; ; run++ {
+		if run > 0 && ctx.Err() != nil {
+			return fmt.Errorf("interrupted after entry %d; resume with -from %d", sum.Last, from)
+		}
+		q := url.Values{}
+		if from > 0 {
+			q.Set("from", strconv.FormatInt(from, 10))
+		}
+		setInt(q, "limit", limit)
+		a, err := c.do(ctx, http.MethodGet, c.companyPath("audit", "verify"), q, nil, nil)
+		var v httpadapter.AuditVerifyResponse
+		if err == nil {
+			if err = json.Unmarshal(a.body, &v); err != nil {
+				err = fmt.Errorf("an answer this command cannot read (is the server another version?): %w", err)
+			}
+		}
+		if err != nil {
+			if run > 0 {
+				return fmt.Errorf("%w; entries %d to %d were intact: resume with -from %d", err, sum.From, sum.Last, from)
+			}
+			return err
+		}
+		if c.json {
+			if err := c.writeAnswer(a); err != nil {
+				return err
+			}
+		}
+		if run == 0 {
+			sum = v
+		} else {
+			sum.Checked += v.Checked
+			sum.Last, sum.Head, sum.Next, sum.Intact, sum.Broken = v.Last, v.Head, v.Next, v.Intact, v.Broken
+		}
+		if !all || !v.Intact || v.Next == 0 {
+			break
+		}
+		if !c.json {
+			fmt.Fprintf(c.stderr, "checked entries %d to %d of %d: intact; going on from %d\n", v.From, v.Last, v.Head, v.Next)
+		}
+		from = v.Next
+	}
+	if !c.json {
+		entries := "none"
+		if sum.Last > 0 {
+			entries = fmt.Sprintf("none after entry %d", sum.Last)
+		}
+		if sum.Checked > 0 {
+			entries = fmt.Sprintf("%d to %d", sum.From, sum.Last)
+		}
+		intact := "yes, to the end of the chain"
+		switch {
+		case !sum.Intact:
+			intact = "no"
+		case sum.Next != 0:
+			intact = fmt.Sprintf("yes, up to entry %d", sum.Last)
+		}
+		kv := []string{"company", sum.CompanyID, "entries", entries, "checked", strconv.FormatInt(sum.Checked, 10),
+			"head", strconv.FormatInt(sum.Head, 10), "intact", intact}
+		if sum.Broken != nil {
+			kv = append(kv, "broken", fmt.Sprintf("entry %d: %s", sum.Broken.Seq, sum.Broken.Reason))
+		}
+		c.pairs(kv...)
+		if sum.Intact && sum.Next != 0 {
+			fmt.Fprintf(c.stdout, "next run: -from %d\n", sum.Next)
+		}
+	}
+	if sum.Broken != nil {
+		return &consent.AuditChainError{CompanyID: sum.CompanyID, Seq: sum.Broken.Seq, Reason: sum.Broken.Reason}
+	}
+	if !sum.Intact {
+		return fmt.Errorf("the audit log of %s is not intact, and the answer says nowhere broken", sum.CompanyID)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 // Command consentkit operates a consentkit service from the command line
 // (issue 14): companies, properties and their allowed origins, tokens, the
-// wallet and its ledger, certificates, sessions, revocations, webhooks and
-// the audit log.
+// wallet and its ledger, certificates, sessions, revocations, webhooks, the
+// audit log and the check of its chain.
 //
 //	export CONSENTKIT_URL=http://127.0.0.1:8080 CONSENTKIT_OPERATOR_SECRET=…
 //	consentkit companies create -id acme -name "Acme Insurance"
@@ -9,6 +9,7 @@
 //	consentkit wallet topup -company acme -amount 25.50 -reference inv-7
 //	consentkit certificates find -company acme -email jane@example.com
 //	consentkit audit tail -company acme -f
+//	consentkit audit verify -company acme -all
 //
 // It works through one of two backends, chosen per call:
 //

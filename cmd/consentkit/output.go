@@ -16,12 +16,7 @@ func show[T any](c *call, a *answer, err error, text func(*T)) error {
 		return err
 	}
 	if c.json {
-		b := a.body
-		if len(b) == 0 || b[len(b)-1] != '\n' {
-			b = append(b[:len(b):len(b)], '\n')
-		}
-		_, err := c.stdout.Write(b)
-		return err
+		return c.writeAnswer(a)
 	}
 	v := new(T)
 	if err := json.Unmarshal(a.body, v); err != nil {
@@ -29,6 +24,17 @@ func show[T any](c *call, a *answer, err error, text func(*T)) error {
 	}
 	text(v)
 	return nil
+}
+
+// writeAnswer prints an answer's body as the operator API sent it, on a
+// line of its own.
+func (c *call) writeAnswer(a *answer) error {
+	b := a.body
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		b = append(b[:len(b):len(b)], '\n')
+	}
+	_, err := c.stdout.Write(b)
+	return err
 }
 
 // writeJSON prints v as one line of JSON: the answers of commands that are
