@@ -63,8 +63,8 @@ func (c *Converter) launch() (*browser, error) {
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.Flag("deterministic-mode", true),
 		chromedp.Flag("font-render-hinting", "none"),
-		// Media never plays on its own: a replayed <video> moves only when
-		// the recording says so.
+		// Media never plays on its own; the replay page keeps every player
+		// empty and paused besides (clockScript).
 		chromedp.Flag("autoplay-policy", "user-gesture-required"),
 		// A recording that makes the replay's JavaScript heap grow without
 		// end crashes its tab, which fails the conversion, never the host.

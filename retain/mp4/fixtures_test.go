@@ -125,6 +125,33 @@ var fixtures = []fixture{
 		},
 	},
 	{
+		// Players with their media in <source> children, one of them added
+		// during the recording: a replayed <source> made its player show
+		// Chromium's loading spinner, which turns on real time.
+		name:  "video-sources",
+		page:  "sources.html",
+		ready: `document.getElementById('clip').readyState >= 2`,
+		play: func(s *session) {
+			s.pause(100)
+			s.click(s.at("#play"))
+			s.pause(500)
+			s.click(s.at("#add"))
+			s.pause(200)
+			s.click(s.at("#pause"))
+			s.js(`document.getElementById('clip').currentTime = 0.5`)
+			s.pause(300)
+			s.click(s.at("#play"))
+			s.pause(300)
+			s.click(s.at("#pause"))
+			s.pause(300)
+		},
+		want: []requirement{
+			contains("a video whose media is in <source> children", `"tagName":"source"`),
+			added("a player with a <source> child added during the recording", "source"),
+			atLeast("the video played, paused and sought", srcMediaInteraction, 4),
+		},
+	},
+	{
 		name: "dialog",
 		page: "dialog.html",
 		play: func(s *session) {
@@ -518,6 +545,15 @@ func atLeast(what string, src, n int) requirement {
 func contains(what, text string) requirement {
 	return requirement{fmt.Sprintf("%s (%s)", what, text), func(events []recordedEvent) bool {
 		return slices.ContainsFunc(events, func(e recordedEvent) bool { return bytes.Contains(e.Data, []byte(text)) })
+	}}
+}
+
+// added requires an element of the tag among the nodes that mutations add
+// during the recording.
+func added(what, tag string) requirement {
+	text := []byte(`"tagName":"` + tag + `"`)
+	return requirement{fmt.Sprintf("%s (a mutation adding a %s element)", what, tag), func(events []recordedEvent) bool {
+		return slices.ContainsFunc(incremental(events, srcMutation), func(e recordedEvent) bool { return bytes.Contains(e.Data, text) })
 	}}
 }
 

@@ -8,9 +8,13 @@
 // recording gives the same file, byte for byte. The page's performance.now
 // and requestAnimationFrame are replaced by a virtual clock that Go
 // advances, and CSS animations and transitions follow that clock. Scrolling
-// is instant and the text caret does not blink. Media elements are shown
-// without their media (the replay has no network to fetch it; see below),
-// so no loading spinner runs on real time. The tab emulates a focused
+// is instant and the text caret does not blink. Video and audio elements
+// are shown as empty players, paused at their start, whatever the
+// recording's play, pause and seek events say: a recording names a
+// player's media but does not hold it, and the replay has no network to
+// fetch it (see below). A data: URL is not played either, and a <source>
+// child is renamed, so that no player enters its loading state, whose
+// spinner Chromium turns on real time. The tab emulates a focused
 // window, so focus rings and carets appear where the replayer focuses an
 // element, as in rrweb's own player. The video lasts as long as the
 // recording, within one frame; frames before the first full snapshot show

@@ -79,9 +79,12 @@ const clockScript = `(function () {
           set(v) { set.call(this, 'data-consentkit-src', v); },
         });
       }
+      // Nothing plays, so nothing needs pausing either; and pause(), like
+      // load() and play(), makes an element without media look for some.
       const M = win.HTMLMediaElement.prototype;
       M.load = function () {};
       M.play = function () { return Promise.resolve(); };
+      M.pause = function () {};
       Object.defineProperty(M, 'srcObject', { configurable: true, get() { return null; }, set() {} });
     } catch (e) { /* a window of another origin is not the replayer's */ }
   }
@@ -103,6 +106,42 @@ const clockScript = `(function () {
       } catch (e) {}
     },
   };
+  // A <source> child of a media element would be looked at even without
+  // its src: the element goes through its loading state, and Chromium's
+  // controls show a spinner that they animate and fade out on real time.
+  // Such children are renamed in the recording, before the replayer sees
+  // it, to an element that means nothing to the browser, by the tag of
+  // their parent (the node that the full snapshot or an earlier mutation
+  // added with that id). The children of a media element are never drawn,
+  // so the page looks the same otherwise; a <source> of a <picture> is
+  // left alone.
+  function quietMediaChildren(events) {
+    const tags = new Map(); // node id → lower-case tag name
+    const tagOf = (n) => (n && n.type === 2 && typeof n.tagName === 'string' ? n.tagName.toLowerCase() : '');
+    function walk(root, parentTag) {
+      const stack = [[root, parentTag]];
+      while (stack.length) {
+        const [n, parent] = stack.pop();
+        if (!n || typeof n !== 'object') continue;
+        let tag = tagOf(n);
+        if (tag === 'source' && (parent === 'video' || parent === 'audio') && !n.isSVG) tag = n.tagName = 'consentkit-source';
+        if (n.id !== undefined) tags.set(n.id, tag);
+        if (Array.isArray(n.childNodes)) for (const c of n.childNodes) stack.push([c, tag]);
+      }
+    }
+    // In the order the replayer applies them.
+    const ordered = events.filter((e) => e && typeof e === 'object' && e.data && typeof e.data === 'object')
+      .sort((a, b) => a.timestamp - b.timestamp);
+    for (const e of ordered) {
+      if (e.type === 2) {
+        walk(e.data.node, '');
+      } else if (e.type === 3 && e.data.source === 0 && Array.isArray(e.data.adds)) {
+        // An add may come before the add of its parent in the same event.
+        for (const a of e.data.adds) if (a && a.node && a.node.id !== undefined) tags.set(a.node.id, tagOf(a.node));
+        for (const a of e.data.adds) if (a) walk(a.node, tags.get(a.parentId) || '');
+      }
+    }
+  }
   function patchFrames(win) {
     patchScrolling(win);
     quietMedia(win);
@@ -110,6 +149,7 @@ const clockScript = `(function () {
   }
   window.__consentkit = {
     load(events, rules) {
+      quietMediaChildren(events);
       replayer = new rrweb.Replayer(events, {
         root: document.getElementById('stage'),
         speed: 1,
