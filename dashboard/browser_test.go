@@ -100,8 +100,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	if got := text("#company-id"); got != "acme" {
 		t.Errorf("company id shown: %q", got)
 	}
-	if got := text("#balance"); got != "1.000" {
-		t.Errorf("balance shown: %q, want 1.000", got)
+	if got := text("#balance"); got != "$1.00" {
+		t.Errorf("balance shown: %q, want $1.00", got)
 	}
 	do("tab to the skip link", chromedp.KeyEvent("\t"))
 	if !eval(`document.activeElement.classList.contains("skip")`) {

@@ -227,7 +227,7 @@ func TestPages(t *testing.T) {
 		}
 
 		_, body = b.get("/dashboard/companies/acme")
-		contains(t, "overview", body, "Acme Co", `<code id="company-id">acme</code>`, "<code>acme-web</code>", "1.000", "top_up")
+		contains(t, "overview", body, "Acme Co", `<code id="company-id">acme</code>`, "<code>acme-web</code>", "$1.00", "top_up")
 		// The top-up form carries a key of its own (D40): sent twice, it
 		// credits once.
 		key := regexp.MustCompile(`name="key" value="([^"]+)"`).FindStringSubmatch(body)
@@ -235,11 +235,11 @@ func TestPages(t *testing.T) {
 			t.Fatalf("the top-up form has no key: %s", body)
 		}
 		topUp := url.Values{"amount": {"2.50"}, "reference": {"invoice 7"}, "key": {key[1]}}
-		if code, body := b.post("/dashboard/companies/acme/topup", topUp); code != 200 || !strings.Contains(body, `id="balance">3.500<`) {
-			t.Errorf("top up: %d, want the new balance 3.500: %s", code, body)
+		if code, body := b.post("/dashboard/companies/acme/topup", topUp); code != 200 || !strings.Contains(body, `id="balance">$3.50<`) {
+			t.Errorf("top up: %d, want the new balance $3.50: %s", code, body)
 		}
-		if code, body := b.post("/dashboard/companies/acme/topup", topUp); code != 200 || !strings.Contains(body, "already made") || !strings.Contains(body, `id="balance">3.500<`) {
-			t.Errorf("the same form sent again: %d, want the balance still 3.500 and a notice: %s", code, body)
+		if code, body := b.post("/dashboard/companies/acme/topup", topUp); code != 200 || !strings.Contains(body, "already made") || !strings.Contains(body, `id="balance">$3.50<`) {
+			t.Errorf("the same form sent again: %d, want the balance still $3.50 and a notice: %s", code, body)
 		}
 		topUp.Set("amount", "9")
 		if code, _ := b.post("/dashboard/companies/acme/topup", topUp); code != http.StatusUnprocessableEntity {
@@ -266,13 +266,13 @@ func TestPages(t *testing.T) {
 			t.Errorf("%d ledger entries of the top-up, want 1 (the form sent twice credits once)", invoice7)
 		}
 		_, body = b.get("/dashboard/companies/acme/ledger")
-		contains(t, "ledger", body, `id="ledger"`, "invoice 7", "+2.500", "+1.000")
+		contains(t, "ledger", body, `id="ledger"`, "invoice 7", "+$2.50", "+$1.00")
 		_, body = b.get("/dashboard/companies/acme/ledger?since=2000-01-01&until=2000-01-02")
 		contains(t, "ledger of other dates", body, "No entries between these dates")
 		// The last day a store keeps is a bound like any other: its end is
 		// past every time.
 		_, body = b.get("/dashboard/companies/acme/ledger?since=2000-01-01&until=9999-12-31")
-		contains(t, "ledger up to the last day", body, "invoice 7", "+2.500")
+		contains(t, "ledger up to the last day", body, "invoice 7", "+$2.50")
 		if code, _ := b.get("/dashboard/companies/acme/ledger?since=yesterday"); code != http.StatusBadRequest {
 			t.Errorf("ledger with a bad date: %d, want 400", code)
 		}

@@ -56,27 +56,47 @@ func (h *Handler) companyPage(r *http.Request, p *page, tab, template, title str
 
 const companiesPage = 50
 
+// companyRow is a company as the list shows it.
+type companyRow struct {
+	*consent.Company
+	Balance wallet.Amount
+}
+
 func (h *Handler) companies(w http.ResponseWriter, r *http.Request, p *page) error {
 	ctx := r.Context()
 	after := r.URL.Query().Get("after")
-	var ids []string
+	var rows []companyRow
+	next := ""
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
-		var err error
-		ids, err = tx.CompanyIDs(ctx, after, companiesPage+1)
-		return err
+		rows, next = rows[:0], ""
+		ids, err := tx.CompanyIDs(ctx, after, companiesPage+1)
+		if err != nil {
+			return err
+		}
+		if len(ids) > companiesPage {
+			ids, next = ids[:companiesPage], ids[companiesPage-1]
+		}
+		for _, id := range ids {
+			c, err := tx.Company(ctx, id)
+			if err != nil {
+				return err
+			}
+			bal, err := tx.Balance(ctx, id)
+			if err != nil {
+				return err
+			}
+			rows = append(rows, companyRow{Company: c, Balance: bal})
+		}
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	next := ""
-	if len(ids) > companiesPage {
-		ids, next = ids[:companiesPage], ids[companiesPage-1]
-	}
 	p.Template, p.Title, p.Notice = "companies", "Companies", r.URL.Query().Get("notice")
 	p.Data = struct {
-		IDs  []string
-		Next string
-	}{ids, next}
+		Companies []companyRow
+		Next      string
+	}{rows, next}
 	return nil
 }
 
@@ -726,6 +746,7 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
 	rows := make([]auditRow, len(es))
 	for i, e := range es {
 		rows[i] = auditRow{AuditEntry: e, Broken: chain != nil && chain.Broken != nil && chain.Broken.Seq == e.Seq}
+		rows[i].Fields, rows[i].Parsed = detailFields(e.Detail)
 	}
 	p.Data = struct {
 		Entries []auditRow
@@ -740,6 +761,10 @@ func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
 type auditRow struct {
 	*consent.AuditEntry
 	Broken bool // the chain was found broken at this entry
+	// Fields are the detail's facts when Parsed, a JSON object; else the
+	// page shows the detail as it is.
+	Fields []detailField
+	Parsed bool
 }
 
 // checkChain checks up to limit entries of the company's audit chain from

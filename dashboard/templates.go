@@ -25,12 +25,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	},
 	// short shows the first 12 hex digits of a digest.
 	"short": func(d consent.Digest) string { return hex.EncodeToString(d[:6]) },
-	"yes": func(b bool) string {
-		if b {
-			return "yes"
-		}
-		return "no"
-	},
+	"yes":   yesNo,
 	"money": money,
 	// pair passes a page and one of its items to a template.
 	"pair": func(p *page, item any) any {
@@ -42,14 +37,29 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"ms": func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }).Parse(pagesHTML))
 
-// money shows an amount of dollars exactly (D1), with at least three
-// decimals so that prices (0.015) and balances line up: 3.500, 0.015,
-// 0.000001.
+// money shows an amount in US dollars (D1), exactly, from its digits and
+// never through a float: a sign, "$", the dollars grouped by thousands
+// and at least the cents, more decimals when the amount has them (prices
+// such as 0.015): $25.50, $1,000.00, $0.015, -$3.00. It is the one way
+// the dashboard shows money.
 func money(a wallet.Amount) string {
 	s := a.String()
+	sign := ""
+	if s[0] == '-' {
+		sign, s = "-", s[1:]
+	}
 	whole, frac, _ := strings.Cut(s, ".")
-	for len(frac) < 3 {
+	for len(frac) < 2 {
 		frac += "0"
 	}
-	return whole + "." + frac
+	var b strings.Builder
+	b.WriteString(sign + "$")
+	for i := range len(whole) {
+		if i > 0 && (len(whole)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(whole[i])
+	}
+	b.WriteString("." + frac)
+	return b.String()
 }

@@ -1,0 +1,49 @@
+package dashboard_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/dashboard"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// The companies list shows each company's name and balance; money is
+// shown in dollars, exactly, the same way on every page; an audit
+// entry's detail reads as its facts, and what it holds stays text.
+func TestPagesReadable(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	_, err := svc.TopUp(ctx, "acme", 1233*wallet.Dollar+50*wallet.Cent, "invoice <b>9</b>")
+	must(t, err)
+	must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
+		return svc.Audit(ctx, tx, consent.AuditParams{CompanyID: "acme", Action: "test.note", Target: "t-1",
+			Detail: map[string]any{"note": `<script>alert("x")</script>`, "<i>key</i>": "v", "nested": map[string]any{"a": []any{1, "<b>"}}}})
+	}))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+
+	_, body := b.get("/dashboard/")
+	contains(t, "companies", body,
+		`<tr data-company="acme"><td><a href="/dashboard/companies/acme">Acme Co</a></td><td><code>acme</code></td><td class="num">$1,234.50</td></tr>`,
+		`<tr data-company="other"><td><a href="/dashboard/companies/other">Other Co</a></td><td><code>other</code></td><td class="num">$1.00</td></tr>`)
+
+	_, body = b.get("/dashboard/companies/acme")
+	contains(t, "overview", body, `id="balance">$1,234.50<`, "+$1,233.50", "+$1.00", "invoice &lt;b&gt;9&lt;/b&gt;")
+	_, body = b.get("/dashboard/companies/acme/ledger")
+	contains(t, "ledger", body, "+$1,233.50", "+$1.00")
+
+	_, body = b.get("/dashboard/companies/acme/audit")
+	contains(t, "audit", body,
+		`<dt>amount</dt> <dd>$1,233.50</dd>`, `<dt>balance</dt> <dd>$1,234.50</dd>`, `<dt>reference</dt> <dd>invoice &lt;b&gt;9&lt;/b&gt;</dd>`,
+		`<dt>note</dt> <dd>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;</dd>`, `<dt>&lt;i&gt;key&lt;/i&gt;</dt> <dd>v</dd>`,
+		`<dt>nested</dt> <dd>{&#34;a&#34;:[1,&#34;\u003cb\u003e&#34;]}</dd>`)
+	for _, raw := range []string{`<script>alert`, `<i>key`, `<b>9`, `{&#34;amount&#34;`} {
+		if strings.Contains(body, raw) {
+			t.Errorf("the audit page holds %q: a detail is shown raw", raw)
+		}
+	}
+}
