@@ -9,7 +9,13 @@
 //	go run ./cmd/consentkit-verify -keys keys.json cert.json
 //
 // It prints what the signature vouches for and exits 0 when it holds, 1
-// when it does not, and 2 when the input cannot be read.
+// when it does not (the certificate carries no signature, or not one that
+// a published key verifies over its content), and 2 when the input cannot
+// be read as a certificate-info answer: a file that is missing or not
+// JSON; an error answer of the API saved in the certificate's place (curl
+// -s writes a 401, 403 or 404 body as readily as a 200), which is told with
+// its status and message, such as "403 This session has opted out"; or
+// JSON of something else.
 package main
 
 import (
@@ -29,11 +35,32 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// info is the part of a certificate-info answer that the check reads.
+// info is the part of a certificate-info answer that the check reads, and
+// of an error answer of the API (D14), which the file may hold instead:
+// {"status":403,"error":…} (the Verification API) or
+// {"success":false,"error":…} (the Retain API).
 type info struct {
-	Signature string                 `json:"signature"`
-	KeyID     string                 `json:"key_id"`
-	Signed    *consent.SignedContent `json:"signed"`
+	CertificateID string                 `json:"certificate_id"`
+	Signature     string                 `json:"signature"`
+	KeyID         string                 `json:"key_id"`
+	Signed        *consent.SignedContent `json:"signed"`
+
+	Status int    `json:"status"`
+	Error  string `json:"error"`
+}
+
+// notCertificate says why an input that is JSON is no certificate-info
+// answer; "" when it is one.
+func (c *info) notCertificate() string {
+	switch {
+	case c.Signed != nil || c.CertificateID != "":
+		return ""
+	case c.Error != "" && c.Status != 0:
+		return fmt.Sprintf("an error answer of the API, not a certificate: %d %s", c.Status, c.Error)
+	case c.Error != "":
+		return "an error answer of the API, not a certificate: " + c.Error
+	}
+	return "JSON but no certificate-info answer: it has no signed content, no certificate_id and no error"
 }
 
 type keys struct {
@@ -60,8 +87,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	in := stdin
+	in, name := stdin, "the standard input"
 	if fs.NArg() == 1 {
+		name = fs.Arg(0)
 		f, err := os.Open(fs.Arg(0))
 		if err != nil {
 			fmt.Fprintln(stderr, "consentkit-verify:", err)
@@ -72,7 +100,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var cert info
 	if err := json.NewDecoder(io.LimitReader(in, 64<<20)).Decode(&cert); err != nil {
-		fmt.Fprintln(stderr, "consentkit-verify: the certificate is not JSON:", err)
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			fmt.Fprintf(stderr, "consentkit-verify: %s holds JSON but no certificate-info answer: %v\n", name, err)
+		} else {
+			fmt.Fprintln(stderr, "consentkit-verify: the certificate is not JSON:", err)
+		}
+		return 2
+	}
+	if why := cert.notCertificate(); why != "" {
+		fmt.Fprintf(stderr, "consentkit-verify: %s holds %s\n", name, why)
 		return 2
 	}
 	kb, err := os.ReadFile(*keysPath)
