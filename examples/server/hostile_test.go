@@ -17,12 +17,15 @@ import (
 // get a clear result without taking the server down or its memory past a
 // bound: a recording with one event dated 198 days after the others is
 // refused at once (permanently, with the reason in the log), and one of
-// 100,000 events is converted. The memory of the server's whole process
-// tree (the server, Chromium's processes and ffmpeg) is sampled throughout.
+// 20,000 events in a second is converted. The memory of the server's whole
+// process tree (the server, Chromium's processes and ffmpeg) is sampled
+// throughout. The test waits for both results as long as its binary's
+// -timeout allows: how long they take depends on the machine, not on
+// anything the test checks.
 func TestServerSurvivesHostileRecordings(t *testing.T) {
 	videos := t.TempDir()
 	s := start(t, "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "c.db"), "-video-dir", videos, "-replayer", replayer)
-	s.waitFor("video conversion is o") // on or off
+	s.waitFor(t, "video conversion is o") // on or off
 	if strings.Contains(s.output(), "video conversion is off") {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI must run video conversion:\n%s", s.output())
@@ -68,7 +71,11 @@ func TestServerSurvivesHostileRecordings(t *testing.T) {
 		}
 		many = []string{`{"type":4,"data":{"href":"http://example.test/","width":640,"height":480},"timestamp":1795301391553}`, fullSnapshot(start + 10)}
 	)
-	const events, span = 100_000, 5_000 // 100k mouse moves over 5 s
+	// The work of a conversion grows with the events replayed: 100,000
+	// took a minute on an idle two-core machine, and more than four on a
+	// busy one. 20,000 in one second, 20 events a millisecond, still make
+	// every frame replay hundreds of events, at a fifth of the work.
+	const events, span = 20_000, 1_000 // 20k mouse moves over 1 s
 	for i := range events {
 		many = append(many, fmt.Sprintf(`{"type":3,"data":{"source":1,"positions":[{"x":%d,"y":%d,"id":3,"timeOffset":0}]},"timestamp":%d}`,
 			i%600, (i/600)%440, start+20+i*span/events))
@@ -84,14 +91,11 @@ func TestServerSurvivesHostileRecordings(t *testing.T) {
 	began := time.Now()
 	var outlierStatus, manyStatus string
 	var manyBody map[string]any
-	for time.Since(began) < 4*time.Minute {
+	until(t, 250*time.Millisecond, func() bool {
 		outlierStatus, _ = status(outlierID)
 		manyStatus, manyBody = status(manyID)
-		if (outlierStatus == "failed" || outlierStatus == "converted") && (manyStatus == "failed" || manyStatus == "converted") {
-			break
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return (outlierStatus == "failed" || outlierStatus == "converted") && (manyStatus == "failed" || manyStatus == "converted")
+	})
 	close(stop)
 	<-done
 	t.Logf("peak memory of the server's process tree: %d MiB; both settled in %v", peak/1024, time.Since(began).Round(time.Millisecond))
@@ -106,8 +110,8 @@ func TestServerSurvivesHostileRecordings(t *testing.T) {
 		t.Errorf("the recording of %d events: %q, want converted\n%s", events, manyStatus, tail(s.output(), 3000))
 	} else {
 		v, _ := manyBody["video"].(map[string]any)
-		if d, _ := v["duration_seconds"].(float64); d < 4.9 || d > 5.1 {
-			t.Errorf("the video of a 5 s recording lasts %v s", v["duration_seconds"])
+		if d, _ := v["duration_seconds"].(float64); d < 0.95 || d > 1.1 {
+			t.Errorf("the video of a 1.02 s recording lasts %v s", v["duration_seconds"])
 		}
 	}
 	// A generous bound: a conversion takes about 600 MiB; the point is that
@@ -201,5 +205,3 @@ func treePSS(pid int) int64 {
 	}
 	return sum
 }
-
-func tail(s string, n int) string { return s[max(0, len(s)-n):] }

@@ -68,6 +68,7 @@ type options struct {
 	s3             s3video.Config // Bucket empty: videos go to videoDir
 
 	webhookAllowPrivate bool
+	installRecorder     bool
 }
 
 // OperatorSecretEnv names the environment variable whose value, when set,
@@ -102,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.signingKey, "signing-key", "", "`file` of the Ed25519 key that signs certificates (D41), made on first start: default beside the SQLite file, consentkit-signing.key with Postgres, none kept with memory; $"+SigningKeyEnv+", the file's JSON, wins over it")
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
+	fs.BoolVar(&o.installRecorder, "install-recorder", true, "when rrweb's recorder is missing and the server runs from a checkout of consentkit with npm at hand, install it ("+strings.Join(npmInstall, " ")+") in the background")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
@@ -343,8 +345,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		ln.Close()
 		return fmt.Errorf("demo form: %w", err)
 	}
+	rec := newRecorderSetup(o)
 	if demo {
-		d := demoHandler(svc, base, log)
+		d := demoHandler(svc, base, rec, log)
 		mux.Handle("/demo", d)
 		mux.Handle("/demo/submitted", d)
 	}
@@ -352,7 +355,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	printGuide(stdout, base, token, demo)
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
-	workerDone := startWorker(ctx, svc, videos, o, log)
+	installDone := rec.start(ctx, o.installRecorder, log)
+	workerDone := startWorker(ctx, svc, videos, o, installDone, log)
 	jobsDone, err := startJobs(ctx, svc, videos, o, log)
 	if err != nil {
 		return err
@@ -371,6 +375,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	err = srv.Shutdown(shutdownCtx) // stops accepting, waits for requests in flight
 	<-workerDone
 	<-jobsDone
+	<-installDone
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

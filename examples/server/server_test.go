@@ -68,8 +68,14 @@ var listening = regexp.MustCompile(`listening on (http://\S+)`)
 // so that it finds the replayer as a user's `go run ./examples/server` does.
 func start(t *testing.T, args ...string) *running {
 	t.Helper()
+	return startIn(t, "../..", args...)
+}
+
+// startIn runs the server with args on a free port, from dir.
+func startIn(t *testing.T, dir string, args ...string) *running {
+	t.Helper()
 	cmd := exec.Command(serverBinary(t), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	cmd.Dir = "../.."
+	cmd.Dir = dir
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -94,25 +100,47 @@ func start(t *testing.T, args ...string) *running {
 	}()
 	select {
 	case r.base = <-found:
-	case <-time.After(60 * time.Second):
+	case <-near(t):
 		t.Fatalf("the server did not start:\n%s", r.output())
 	}
 	return r
+}
+
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout): the tests wait for the servers they start as long
+// as the test binary allows, never for a span that assumes how fast the
+// machine is, and still report what they saw before the binary is stopped.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil // no -timeout: wait for ever
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
+}
+
+// until polls cond until it holds, or the test's deadline is near; it
+// reports whether cond held.
+func until(t *testing.T, every time.Duration, cond func() bool) bool {
+	stop := near(t)
+	for !cond() {
+		select {
+		case <-stop:
+			return cond()
+		case <-time.After(every):
+		}
+	}
+	return true
 }
 
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
-// waitFor waits up to ten seconds for text to appear in the output.
-func (r *running) waitFor(text string) bool {
-	for range 100 {
-		if strings.Contains(r.output(), text) {
-			return true
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return false
+// waitFor waits for text to appear in the output, until the test's
+// deadline is near.
+func (r *running) waitFor(t *testing.T, text string) bool {
+	return until(t, 50*time.Millisecond, func() bool { return strings.Contains(r.output(), text) })
 }
 
 func (r *running) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.out.String() }
@@ -130,7 +158,7 @@ func (r *running) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("server exited with %v:\n%s", err, r.output())
 		}
-	case <-time.After(60 * time.Second):
+	case <-near(t):
 		t.Fatalf("server did not stop on SIGTERM:\n%s", r.output())
 	}
 }
@@ -242,6 +270,12 @@ func TestServerServesEveryEndpoint(t *testing.T) {
 			if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 403 {
 				t.Errorf("match after opt-out: %d, want 403", code)
 			}
+			// Another consumer's certificate is not touched: the README's
+			// signed-certificate example checks it after the banner's opt-out.
+			code, body := s.call(t, "POST", "/verify/certificate-info", acmeToken, `{"certificate_id":"cert-2","company_id":"acme","property_id":"acme-web"}`)
+			if code != 200 || body["valid"] != true {
+				t.Errorf("cert-2 after jane's opt-out: %d %v", code, body)
+			}
 			s.stop(t)
 			out := s.output()
 			for _, want := range []string{`msg="seed loaded"`, `msg=request method=POST path=/verify/match status=200`, `msg=stopped`} {
@@ -259,7 +293,7 @@ func TestServerConvertsRetainedRecording(t *testing.T) {
 	videos := t.TempDir()
 	s := start(t, "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "c.db"), "-seed", seedFile,
 		"-video-dir", videos, "-replayer", replayer)
-	s.waitFor("video conversion is o") // on or off
+	s.waitFor(t, "video conversion is o") // on or off
 	if strings.Contains(s.output(), "video conversion is off") {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("CI must run video conversion:\n%s", s.output())
@@ -271,13 +305,10 @@ func TestServerConvertsRetainedRecording(t *testing.T) {
 		t.Fatalf("retain: %d %v", code, body)
 	}
 	var body map[string]any
-	for {
+	until(t, 200*time.Millisecond, func() bool {
 		_, body = s.call(t, "GET", "/api/integrations/acme/sessions/s1", acmeToken, "")
-		if body["rrweb_to_video_status"] == "converted" || time.Since(start) > 90*time.Second {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return body["rrweb_to_video_status"] == "converted"
+	})
 	took := time.Since(start)
 	if body["rrweb_to_video_status"] != "converted" {
 		t.Fatalf("not converted after %v: %v\n%s", took, body, s.output())
@@ -304,7 +335,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 	s.stop(t)
 
 	s = start(t, args...) // no -seed: the data is there already
-	if !s.waitFor("no demo data loaded") {
+	if !s.waitFor(t, "no demo data loaded") {
 		t.Errorf("the restart did not notice its data:\n%s", s.output())
 	}
 	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 403 {
@@ -364,7 +395,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 func TestServerDemoData(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
 	// start returns at the "listening on" line; the guide's other lines follow it.
-	if !s.waitFor("Health: curl") {
+	if !s.waitFor(t, "Health: curl") {
 		t.Fatalf("the guide was not printed in full:\n%s", s.output())
 	}
 	out := s.output()
@@ -378,7 +409,7 @@ func TestServerDemoData(t *testing.T) {
 			t.Errorf("no curl for %s", path)
 		}
 	}
-	if !s.waitFor("video conversion is off") || !strings.Contains(s.output(), "missing=") {
+	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=") {
 		t.Errorf("the log does not say which conversion tool is missing:\n%s", s.output())
 	}
 	if code, body := s.call(t, "POST", "/verify/match", m[1], `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 200 || body["valid"] != true {
@@ -396,7 +427,7 @@ func TestServerDemoData(t *testing.T) {
 // 404 (D43), and the log says what was purged.
 func TestServerPurges(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent", "-default-retention", "4s", "-purge-interval", "200ms")
-	if !s.waitFor("Health: curl") {
+	if !s.waitFor(t, "Health: curl") {
 		t.Fatalf("the guide was not printed in full:\n%s", s.output())
 	}
 	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
@@ -407,16 +438,16 @@ func TestServerPurges(t *testing.T) {
 	if code, body := s.call(t, "POST", "/verify/match", m[1], match); code != 200 || body["valid"] != true {
 		t.Fatalf("match before the window ended: %d %v", code, body)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body := s.call(t, "POST", "/verify/match", m[1], match)
-		if code == 404 {
-			break
-		}
-		if code != 200 || time.Now().After(deadline) {
-			t.Fatalf("match while waiting for the purge: %d %v; want 200 until it is purged, then 404", code, body)
-		}
-		time.Sleep(250 * time.Millisecond)
+	var (
+		code int
+		body map[string]any
+	)
+	until(t, 250*time.Millisecond, func() bool {
+		code, body = s.call(t, "POST", "/verify/match", m[1], match)
+		return code != 200
+	})
+	if code != 404 {
+		t.Fatalf("match while waiting for the purge: %d %v; want 200 until it is purged, then 404", code, body)
 	}
 	if !strings.Contains(s.output(), "purge: expired data removed") {
 		t.Errorf("no purge in the log:\n%s", s.output())
@@ -480,7 +511,7 @@ func TestServerSignsCertificates(t *testing.T) {
 	var keyIDs []string
 	for range 2 {
 		s := start(t, "-store", "sqlite", "-dsn", dsn, "-replayer", "/nonexistent")
-		if !s.waitFor("Health: curl") {
+		if !s.waitFor(t, "Health: curl") {
 			t.Fatalf("no guide:\n%s", s.output())
 		}
 		code, keys := s.call(t, "GET", "/.well-known/consentkit-keys", "", "")
@@ -591,7 +622,7 @@ func TestServerBadSeed(t *testing.T) {
 // The browser's part is played here over HTTP, as the snippet plays it.
 func TestServerDemoForm(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", replayer)
-	if !s.waitFor("/demo in a browser") {
+	if !s.waitFor(t, "/demo in a browser") {
 		t.Fatalf("the guide does not point at the demo form:\n%s", s.output())
 	}
 	resp, err := http.Get(s.base + "/demo")
@@ -643,7 +674,7 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 	}
 	dir := t.TempDir()
 	s := start(t, "-store", "memory", "-replayer", dir, "-tools-recheck", "100ms", "-video-dir", t.TempDir())
-	if !s.waitFor("video conversion is off") || !strings.Contains(s.output(), "missing=rrweb") {
+	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=rrweb") {
 		t.Fatalf("the log does not say rrweb is missing:\n%s", s.output())
 	}
 	for _, f := range []string{"rrweb.umd.min.cjs", "style.min.css"} {
@@ -655,7 +686,7 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !s.waitFor("video conversion is on") {
+	if !s.waitFor(t, "video conversion is on") {
 		t.Fatalf("the server did not notice the replayer:\n%s", s.output())
 	}
 	if n := strings.Count(s.output(), "video conversion is on"); n != 1 {
@@ -674,7 +705,7 @@ func TestServerSigningKeyFromEnv(t *testing.T) {
 	t.Setenv(SigningKeyEnv, `{"key_id":"env-key-1","private_key":"`+base64.StdEncoding.EncodeToString(seed)+`","created_at":"2026-01-01T00:00:00Z"}`)
 	dsn := filepath.Join(t.TempDir(), "consent.db")
 	s := start(t, "-store", "sqlite", "-dsn", dsn, "-replayer", "/nonexistent")
-	if !s.waitFor("Health: curl") {
+	if !s.waitFor(t, "Health: curl") {
 		t.Fatalf("no guide:\n%s", s.output())
 	}
 	code, keys := s.call(t, "GET", "/.well-known/consentkit-keys", "", "")

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"html/template"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -44,20 +48,56 @@ func demoOrigins(addr net.Addr) []string {
 }
 
 // setupDemo gives the demo company its demo property, allowed from this
-// server's origins. It does nothing when the store has no demo company (a
-// custom seed); it reports whether the demo is on.
+// server's origins besides those it had: a second server on another port,
+// sharing the store, adds its own and leaves the first one's form working.
+// It does nothing when the store has no demo company (a custom seed), and
+// changes nothing (and audits nothing) when the origins are there already.
+// It reports whether the demo is on.
 func setupDemo(ctx context.Context, svc *consent.Service, addr net.Addr) (bool, error) {
 	origins := demoOrigins(addr)
-	_, err := svc.SetAllowedOrigins(ctx, demoCompany, demoProperty, origins)
-	if consent.ErrorCode(err) != consent.NotFound {
+	var prop *consent.Property
+	err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		if _, err := tx.Company(ctx, demoCompany); err != nil {
+			return err
+		}
+		p, err := tx.Property(ctx, demoProperty)
+		if err == nil {
+			prop = p
+		}
+		if errors.Is(err, consent.ErrNotFound) {
+			return nil
+		}
+		return err
+	})
+	switch {
+	case errors.Is(err, consent.ErrNotFound): // no demo company
+		return false, nil
+	case err != nil:
+		return false, err
+	case prop == nil:
+		_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
 		return err == nil, err
-	}
-	_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
-	if consent.ErrorCode(err) == consent.NotFound { // no demo company
+	case prop.CompanyID != demoCompany: // the id is another company's
 		return false, nil
 	}
+	merged := slices.Clone(prop.AllowedOrigins)
+	for _, o := range origins {
+		if !slices.Contains(merged, o) {
+			merged = append(merged, o)
+		}
+	}
+	if len(merged) == len(prop.AllowedOrigins) {
+		return true, nil
+	}
+	// The property keeps at most maxDemoOrigins: the oldest give way.
+	merged = merged[max(0, len(merged)-maxDemoOrigins):]
+	_, err = svc.SetAllowedOrigins(ctx, demoCompany, demoProperty, merged)
 	return err == nil, err
 }
+
+// maxDemoOrigins bounds the demo property's origins, which grow by a port
+// at a time; a property holds at most 100.
+const maxDemoOrigins = 50
 
 var demoForm = template.Must(template.New("form").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -69,9 +109,11 @@ label { display: block; margin: .75rem 0; }
 input[type=email], input[type=tel] { display: block; width: 100%; padding: .4rem; font: inherit; }
 button { font: inherit; padding: .5rem 1.25rem; }
 code, pre { background: #f3f3f3; padding: .1rem .3rem; overflow-x: auto; }
+.notice { border: 2px solid #b45309; padding: .5rem 1rem; }
 </style></head>
 <body>
 <h1>Get a quote</h1>
+{{template "recorder" .}}
 <p>A demo form of company <code>{{.Company}}</code>, property <code>{{.Property}}</code>. The page embeds the
 consentkit snippet; it records this visit and, when you submit, issues a consent certificate.</p>
 <form method="post" action="/demo/submitted">
@@ -83,52 +125,116 @@ consentkit snippet; it records this visit and, when you submit, issues a consent
 </form>
 <p>The snippet tag on this page:</p>
 <pre>&lt;script src="{{.Base}}/capture/capture.js" data-property-id="{{.Property}}" async&gt;&lt;/script&gt;</pre>
-</body></html>`))
+</body></html>
+{{define "recorder"}}{{if eq .Recorder "installing"}}
+<p class="notice" id="recorder">The session recorder is being installed (<code>{{.Install}}</code>). Until it is, this form
+records nothing and no certificate is issued: reload this page in a moment.</p>
+{{else if eq .Recorder "missing"}}
+<p class="notice" id="recorder">The session recorder is not installed on this server, so this form records nothing and no
+certificate is issued. From the root of your checkout of consentkit run <code>{{.Install}}</code>; it is served as soon as it
+is in place (no restart), then reload this page. Converting recordings to MP4 also needs <code>{{.VideoTools}}</code>.</p>
+{{end}}{{end}}`))
 
-var demoDone = template.Must(template.New("done").Parse(`<!doctype html>
+var demoDone = template.Must(template.Must(demoForm.Clone()).New("done").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>consentkit demo: certificate {{.Certificate}}</title>
+<title>consentkit demo: {{if .Issued}}certificate {{.Certificate}}{{else}}no certificate{{end}}</title>
 <style>body { font: 16px/1.5 system-ui, sans-serif; max-width: 48rem; margin: 2rem auto; padding: 0 1rem; }
-pre { background: #f3f3f3; padding: .5rem; overflow-x: auto; white-space: pre-wrap; }</style></head>
+pre { background: #f3f3f3; padding: .5rem; overflow-x: auto; white-space: pre-wrap; }
+.notice { border: 2px solid #b45309; padding: .5rem 1rem; }</style></head>
 <body>
 <h1>Thank you</h1>
-{{if .Certificate}}
-<p>The form's receiver got <code>consent_certificate_id = {{.Certificate}}</code>{{if .Session}}, recorded in session <code>{{.Session}}</code>{{end}}.
-{{if not .Issued}}The certificate is not issued yet: the consent request may still be on its way; reload in a moment.{{end}}</p>
+{{if .Issued}}
+<p>The form's receiver got <code>consent_certificate_id = {{.Certificate}}</code>, issued for the visit recorded in
+session <code>{{.Session}}</code>.</p>
 <p>With the demo token in <code>$TOKEN</code> (printed when the server started):</p>
-<pre># 1. verify the consent text you saw (0.015)
-curl -s -X POST {{.Base}}/verify/match -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d '{{.MatchBody}}'
+<pre>{{range .Commands}}# {{.Title}}
+{{.Line}}
 
-# 2. what the certificate holds: session, origin, visibility of the text (free)
-curl -s -X POST {{.Base}}/verify/certificate-info -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d '{"certificate_id":"{{.Certificate}}","company_id":"{{.Company}}","property_id":"{{.Property}}"}'
-
-# 3. retain the recording and convert it to MP4 (0.10), then watch its status
-curl -s -X POST {{.Base}}/api/integrations/{{.Company}}/retain/{{.Session}} -H "Authorization: Bearer $TOKEN"
-curl -s {{.Base}}/api/integrations/{{.Company}}/sessions/{{.Session}} -H "Authorization: Bearer $TOKEN"
-
-# 4. opt out as the consumer (free, no token) ...
-curl -s -X POST {{.Base}}/opt-out -H 'Content-Type: application/json' -d '{"company_id":"{{.Company}}","email":"{{.Email}}"}'
-
-# 5. ... and verification is refused (403)
-curl -s -X POST {{.Base}}/verify/match -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d '{{.MatchBody}}'</pre>
+{{end}}</pre>
+{{else if .Certificate}}
+<p id="not-issued">The form's receiver got <code>consent_certificate_id = {{.Certificate}}</code>, but no certificate of this
+demo form has that id: consent was not given for it.{{if not .Recorder}} The consent request travels beside the form and
+may still be on its way: reload this page.{{end}}</p>
+{{template "recorder" .}}
 {{else}}
-<p>The form arrived without <code>consent_certificate_id</code>: the snippet could not reach the service.</p>
+<p id="no-id">The form arrived without a valid <code>consent_certificate_id</code>: the snippet did not load, or could not reach
+the service.</p>
+{{template "recorder" .}}
 {{end}}
 <p><a href="/demo">Back to the form</a></p>
 </body></html>`))
 
-// demoHandler serves the demo form and the page its form posts to.
-func demoHandler(svc *consent.Service, base string, log *slog.Logger) http.Handler {
+// A command shown on the demo's pages.
+type command struct{ Title, Line string }
+
+// shellQuote quotes s as one word of a POSIX shell: whatever it holds, a
+// pasted command passes it as it is and runs nothing of it.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// curl is a curl command with every word quoted: the method, the URL, the
+// token (from $TOKEN) when auth, and the JSON body of v when it is not nil.
+func curl(method, url string, auth bool, v any) string {
+	var b strings.Builder
+	b.WriteString("curl -s")
+	if method != "GET" {
+		b.WriteString(" -X " + shellQuote(method))
+	}
+	b.WriteString(" " + shellQuote(url))
+	if auth {
+		b.WriteString(` -H "Authorization: Bearer $TOKEN"`)
+	}
+	if v != nil {
+		body, _ := json.Marshal(v) // maps of strings: never fails
+		b.WriteString(" -H 'Content-Type: application/json' -d " + shellQuote(string(body)))
+	}
+	return b.String()
+}
+
+// demoCommands are the commands to try on an issued certificate.
+func demoCommands(base, certID, sessionID, email string) []command {
+	match := map[string]string{"certificate_id": certID, "company_id": demoCompany, "consent": demoConsent}
+	optOut := map[string]string{"company_id": demoCompany, "email": email}
+	if email == "" {
+		optOut = map[string]string{"company_id": demoCompany, "certificate_id": certID}
+	}
+	session := base + "/api/integrations/" + demoCompany + "/sessions/" + sessionID
+	return []command{
+		{"1. verify the consent text you saw (0.015)", curl("POST", base+"/verify/match", true, match)},
+		{"2. what the certificate holds: session, origin, visibility of the text (free)",
+			curl("POST", base+"/verify/certificate-info", true, map[string]string{"certificate_id": certID, "company_id": demoCompany, "property_id": demoProperty})},
+		{"3. retain the recording and convert it to MP4 (0.10), then watch its status",
+			curl("POST", base+"/api/integrations/"+demoCompany+"/retain/"+sessionID, true, nil) + "\n" + curl("GET", session, true, nil)},
+		{"4. opt out as the consumer (free, no token) ...", curl("POST", base+"/opt-out", false, optOut)},
+		{"5. ... and verification is refused (403)", curl("POST", base+"/verify/match", true, match)},
+	}
+}
+
+// maxEmail bounds the email the landing page repeats.
+const maxEmail = 254
+
+// demoHandler serves the demo form and the page its form posts to. The form
+// posts to POST /demo/submitted, which answers with a redirect to GET
+// /demo/submitted?certificate_id=…, a page that can be reloaded. The page
+// shows only certificates of the demo property: any other id, valid or
+// not, is a certificate not issued.
+func demoHandler(svc *consent.Service, base string, rec *recorderSetup, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /demo", func(w http.ResponseWriter, r *http.Request) {
+	page := func(data map[string]any) map[string]any {
+		data["Base"], data["Company"], data["Property"] = base, demoCompany, demoProperty
+		data["Recorder"], data["Install"], data["VideoTools"] = rec.state(), strings.Join(npmInstall, " "), videoToolsInstall
+		return data
+	}
+	render := func(w http.ResponseWriter, t *template.Template, data map[string]any) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		err := demoForm.Execute(w, map[string]string{"Base": base, "Company": demoCompany, "Property": demoProperty, "Consent": demoConsent})
-		if err != nil {
-			log.Error("demo form", "err", err)
+		w.Header().Set("Cache-Control", "no-store")
+		if err := t.Execute(w, page(data)); err != nil {
+			log.Error("demo page", "err", err)
 		}
+	}
+	mux.HandleFunc("GET /demo", func(w http.ResponseWriter, r *http.Request) {
+		render(w, demoForm, map[string]any{"Consent": demoConsent})
 	})
 	mux.HandleFunc("POST /demo/submitted", func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
@@ -136,27 +242,40 @@ func demoHandler(svc *consent.Service, base string, log *slog.Logger) http.Handl
 			http.Error(w, "bad form", http.StatusBadRequest)
 			return
 		}
-		id := r.PostForm.Get("consent_certificate_id")
-		data := map[string]any{
-			"Base": base, "Company": demoCompany, "Property": demoProperty, "Certificate": id,
-			"Email":     r.PostForm.Get("email"),
-			"MatchBody": `{"certificate_id":"` + id + `","company_id":"` + demoCompany + `","consent":"` + demoConsent + `"}`,
+		q := url.Values{}
+		if id := r.PostForm.Get("consent_certificate_id"); consent.ValidID(id) {
+			q.Set("certificate_id", id)
 		}
+		if email := r.PostForm.Get("email"); email != "" && len(email) <= maxEmail {
+			q.Set("email", email)
+		}
+		if len(q) == 0 {
+			http.Redirect(w, r, "/demo/submitted", http.StatusSeeOther)
+			return
+		}
+		http.Redirect(w, r, "/demo/submitted?"+q.Encode(), http.StatusSeeOther)
+	})
+	mux.HandleFunc("GET /demo/submitted", func(w http.ResponseWriter, r *http.Request) {
+		id, email := r.URL.Query().Get("certificate_id"), r.URL.Query().Get("email")
+		if len(email) > maxEmail || !consent.ValidText(email) {
+			email = ""
+		}
+		data := map[string]any{}
 		if consent.ValidID(id) {
+			data["Certificate"] = id
 			// The consent request travels beside the form; give it a moment.
-			ses, issued := demoSession(r.Context(), svc, id)
-			data["Session"], data["Issued"] = ses, issued
+			if ses, ok := demoSession(r.Context(), svc, id); ok {
+				data["Issued"], data["Session"], data["Commands"] = true, ses, demoCommands(base, id, ses, email)
+			}
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		if err := demoDone.Execute(w, data); err != nil {
-			log.Error("demo page", "err", err)
-		}
+		render(w, demoDone, data)
 	})
 	return mux
 }
 
-// demoSession returns the session of the reserved certificate id, waiting
-// up to two seconds for the certificate to be issued.
+// demoSession returns the session of the demo property's certificate id,
+// waiting up to two seconds for it to be issued. Another property's
+// certificate is not found, as an unknown one.
 func demoSession(ctx context.Context, svc *consent.Service, certID string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -164,10 +283,14 @@ func demoSession(ctx context.Context, svc *consent.Service, certID string) (stri
 		var sessionID string
 		err := svc.Store().View(ctx, func(tx consent.Tx) error {
 			c, err := tx.Certificate(ctx, certID)
-			if err == nil {
-				sessionID = c.SessionID
+			switch {
+			case err != nil:
+				return err
+			case c.CompanyID != demoCompany || c.PropertyID != demoProperty:
+				return consent.ErrNotFound
 			}
-			return err
+			sessionID = c.SessionID
+			return nil
 		})
 		if err == nil {
 			return sessionID, true

@@ -57,18 +57,13 @@ func TestServerWebhook(t *testing.T) {
 	if code, v := s.call(t, "POST", "/opt-out", "", `{"company_id":"acme","email":"Jane@Example.com"}`); code != 200 {
 		t.Fatalf("opt-out: %d %v", code, v)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	delivered := until(t, 50*time.Millisecond, func() bool {
 		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no webhook within 10 s:\n%s", s.output())
-		}
-		time.Sleep(50 * time.Millisecond)
+		defer mu.Unlock()
+		return len(got) > 0
+	})
+	if !delivered {
+		t.Fatalf("no webhook:\n%s", s.output())
 	}
 	mu.Lock()
 	r, body := got[0], bod[0]

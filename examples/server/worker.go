@@ -18,9 +18,9 @@ import (
 // startWorker runs the conversion worker in-process until ctx ends; the
 // returned channel closes when it has stopped. When a tool of the converter
 // is missing it says which and how to get it, leaves jobs pending, and looks
-// again every o.toolsRecheck: once the tool is installed, conversion starts
-// without a restart, and the log says so once.
-func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, log *slog.Logger) <-chan struct{} {
+// again every o.toolsRecheck, and when recheck closes: once the tool is
+// installed, conversion starts without a restart, and the log says so once.
+func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, recheck <-chan struct{}, log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -37,6 +37,8 @@ func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoS
 				case <-ctx.Done():
 					return
 				case <-t.C:
+				case <-recheck: // the replayer was just installed
+					recheck = nil
 				}
 				conv, err = mp4.New(cfg)
 			}

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// page sends a request, following redirects, and returns the status, the
+// final URL and the body.
+func page(t *testing.T, send func() (*http.Response, error)) (int, *url.URL, string) {
+	t.Helper()
+	resp, err := send()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Request.URL, string(b)
+}
+
+func getPage(t *testing.T, u string) (int, *url.URL, string) {
+	t.Helper()
+	return page(t, func() (*http.Response, error) { return http.Get(u) })
+}
+
+func postForm(t *testing.T, u string, form url.Values) (int, *url.URL, string) {
+	t.Helper()
+	return page(t, func() (*http.Response, error) { return http.PostForm(u, form) })
+}
+
+// commandLines returns the shell commands a demo page shows, unescaped.
+func commandLines(page string) []string {
+	var out []string
+	for _, line := range strings.Split(html.UnescapeString(page), "\n") {
+		if strings.HasPrefix(line, "curl ") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// The page the demo form lands on is reached by a redirect to a GET that
+// can be reloaded; it shows only the demo property's certificates, and
+// every word of its commands is quoted, so that values from the form run
+// nothing when a command is pasted into a shell.
+func TestServerDemoLandingPage(t *testing.T) {
+	s := start(t, "-store", "memory", "-replayer", replayer)
+	post := func(path, token, body string) (int, map[string]any) { return s.capturePost(t, path, token, body) }
+	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
+	if code != 201 {
+		t.Fatalf("start: %d %v", code, started)
+	}
+	id, _ := started["session_id"].(string)
+	upload, _ := started["upload_token"].(string)
+	cert, _ := started["certificate_id"].(string)
+	if code, v := post("/capture/sessions/"+id+"/events", upload, `{"seq":0,"events":[{"type":4,"data":{},"timestamp":1795301391553}]}`); code != 200 {
+		t.Fatalf("events: %d %v", code, v)
+	}
+	if code, v := post("/capture/sessions/"+id+"/consent", upload, `{"consents":[{"text":"I agree","types":["tcpa"]}],"url":"`+s.base+`/demo"}`); code != 201 {
+		t.Fatalf("consent: %d %v", code, v)
+	}
+
+	const email = `jane'$(touch pwned)'"; touch pwned2 #@example.com`
+	code, landed, page := postForm(t, s.base+"/demo/submitted", url.Values{"consent_certificate_id": {cert}, "email": {email}})
+	if code != 200 || landed.Path != "/demo/submitted" || landed.Query().Get("certificate_id") != cert {
+		t.Fatalf("the form landed on %d %s, want 200 on GET /demo/submitted?certificate_id=%s", code, landed, cert)
+	}
+	code, _, again := getPage(t, landed.String())
+	if code != 200 || !strings.Contains(again, id) {
+		t.Errorf("reloading the page: %d, session %s shown: %v", code, id, strings.Contains(again, id))
+	}
+	lines := commandLines(page)
+	if len(lines) < 6 {
+		t.Fatalf("%d commands on the page, want 6:\n%s", len(lines), page)
+	}
+	// Run each command with curl replaced by a function that prints its
+	// arguments, one per line: nothing else may run, and the email and ids
+	// must arrive as they were.
+	dir := t.TempDir()
+	var args strings.Builder
+	for _, line := range lines {
+		cmd := exec.Command("sh", "-c", `curl() { for a; do printf '%s\n' "$a"; done; }; TOKEN=tok; `+line)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: %v\n%s", line, err, out)
+		}
+		args.Write(out)
+	}
+	for _, f := range []string{"pwned", "pwned2"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			t.Errorf("pasting the page's commands ran a command from the form's email (%s was created)", f)
+		}
+	}
+	for _, want := range []string{
+		`{"company_id":"acme","email":"jane'$(touch pwned)'\"; touch pwned2 #@example.com"}`,
+		s.base + "/api/integrations/acme/retain/" + id,
+		`"certificate_id":"` + cert + `"`,
+		"Authorization: Bearer tok",
+	} {
+		if !strings.Contains(args.String(), want) {
+			t.Errorf("the commands' arguments lack %s:\n%s", want, args.String())
+		}
+	}
+
+	// Not the demo property's certificate (cert-1 is acme-web's, in
+	// session s1), unknown, or not an id: no session and no command.
+	for _, c := range []struct{ query, want string }{
+		{"certificate_id=cert-1", `id="not-issued"`},
+		{"certificate_id=cert-nope", `id="not-issued"`},
+		{"certificate_id=" + url.QueryEscape("../x y"), `id="no-id"`},
+		{"", `id="no-id"`},
+	} {
+		code, _, page := getPage(t, s.base+"/demo/submitted?"+c.query)
+		if code != 200 || !strings.Contains(page, c.want) || strings.Contains(page, "curl") || strings.Contains(page, "s1") {
+			t.Errorf("?%s: %d, want %s and no command:\n%s", c.query, code, c.want, page)
+		}
+	}
+	s.stop(t)
+}
+
+// Two servers on one store, each on its own port: the second adds its
+// origin to the demo property and leaves the first one's form working; and
+// neither start writes a refused entry into the audit log.
+func TestServerDemoTwoInstances(t *testing.T) {
+	const secret = "an-operator-secret-of-the-tests-0123456789"
+	t.Setenv(OperatorSecretEnv, secret)
+	db := filepath.Join(t.TempDir(), "consent.db")
+	a := start(t, "-store", "sqlite", "-dsn", db, "-replayer", replayer)
+	b := start(t, "-store", "sqlite", "-dsn", db, "-replayer", replayer)
+	for _, s := range []*running{a, b} {
+		code, v := s.capturePost(t, "/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
+		if code != 201 {
+			t.Errorf("capture from %s's own demo form: %d %v", s.base, code, v)
+		}
+	}
+	req, _ := http.NewRequest("GET", a.base+"/operator/companies/acme/audit?limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	code, _, body := page(t, func() (*http.Response, error) { return http.DefaultClient.Do(req) })
+	if code != 200 || !strings.Contains(body, `"outcome"`) {
+		t.Fatalf("audit log: %d %s", code, body)
+	}
+	for _, m := range regexp.MustCompile(`"outcome":"([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		if m[1] != "ok" {
+			t.Errorf("the servers' start-up wrote an entry with outcome %q:\n%s", m[1], body)
+		}
+	}
+	b.stop(t)
+	a.stop(t)
+}
+
+// Without the recorder, and with the install turned off, the log and the
+// demo form say exactly what to run, the line that installs the video
+// tools included; the page the form lands on says no certificate was
+// issued and why, with no command to run on it.
+func TestServerDemoWithoutRecorder(t *testing.T) {
+	s := start(t, "-store", "memory", "-replayer", t.TempDir(), "-install-recorder=false")
+	if !s.waitFor(t, "the session recorder is not installed") {
+		t.Fatalf("the log does not say the recorder is missing:\n%s", s.output())
+	}
+	for _, want := range []string{"npm ci --prefix retain/mp4/replayer", videoToolsInstall} {
+		if !strings.Contains(s.output(), want) {
+			t.Errorf("the log does not say %q:\n%s", want, s.output())
+		}
+	}
+	_, _, form := getPage(t, s.base+"/demo")
+	_, _, landed := postForm(t, s.base+"/demo/submitted", url.Values{"consent_certificate_id": {"cert-x"}})
+	for name, page := range map[string]string{"form": form, "landing page": landed} {
+		for _, want := range []string{`id="recorder"`, "npm ci --prefix retain/mp4/replayer", videoToolsInstall} {
+			if !strings.Contains(page, want) {
+				t.Errorf("the %s lacks %q:\n%s", name, want, page)
+			}
+		}
+	}
+	if strings.Contains(landed, "curl") || strings.Contains(landed, "on its way") {
+		t.Errorf("the landing page shows a command, or promises the certificate on reload:\n%s", landed)
+	}
+	s.stop(t)
+}
+
+// Run from a checkout whose recorder is not installed, with npm at hand,
+// the one command installs it, saying so, and serves it without a restart.
+func TestServerInstallsRecorder(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI must have npm")
+		}
+		t.Skip("npm is not installed here")
+	}
+	checkout := t.TempDir()
+	pkg := filepath.Join(checkout, replayerPrefix)
+	if err := os.MkdirAll(pkg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join("../..", replayerPrefix, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(pkg, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := startIn(t, checkout, "-store", "memory")
+	if !s.waitFor(t, "installing rrweb's recorder") {
+		t.Fatalf("no line of progress:\n%s", s.output())
+	}
+	until(t, 100*time.Millisecond, func() bool {
+		return strings.Contains(s.output(), "the session recorder is installed") || strings.Contains(s.output(), "could not install")
+	})
+	if !strings.Contains(s.output(), "the session recorder is installed") {
+		t.Fatalf("the recorder was not installed:\n%s", s.output())
+	}
+	code, _, js := getPage(t, s.base+"/capture/rrweb.js")
+	if code != 200 || !strings.Contains(js, "rrweb") {
+		t.Errorf("GET /capture/rrweb.js after the install: %d %.80s", code, js)
+	}
+	_, _, form := getPage(t, s.base+"/demo")
+	if strings.Contains(form, `id="recorder"`) {
+		t.Errorf("the demo form still says the recorder is missing:\n%s", form)
+	}
+	s.stop(t)
+}
