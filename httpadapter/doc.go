@@ -143,9 +143,11 @@
 // (a 402 with required and current_balance, a 429 with Retry-After). The
 // scripts, the video (with Range, 206 and X-Content-SHA256) and the CORS
 // preflights are described with their content types. GET /openapi.json
-// serves it. The tests check it against the table in both directions, lint
-// it with Redocly CLI (npm ci --prefix httpadapter/openapi) and validate
-// real answers against its schemas.
+// serves it, with the relative server URL "." (the root h is mounted at,
+// as the client resolves it) and the module's version, else APIVersion, as
+// info.version. The tests check it against the table in both directions,
+// lint it as served with Redocly CLI's recommended rules (npm ci --prefix
+// httpadapter/openapi) and validate real answers against its schemas.
 //
 // # Authentication
 //

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path"
 	"reflect"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,8 +100,20 @@ func docKey(rt Route) string {
 // OpenAPI returns the OpenAPI 3.1 document of every route of h.Routes(),
 // operator routes included, ready for json.Marshal. It describes h as
 // configured: with Config.PropertyCredentials the Verification API's
-// Bearer token is optional. The document has no servers: h is mounted
-// under whatever prefix the host chooses, which it cannot know.
+// Bearer token is optional.
+//
+// Its one server is the relative URL ".", which a client resolves against
+// the URL it fetched the document from (OpenAPI 3.1, Server Object; RFC
+// 3986 §5.2). The document is served at the root of h (GET /openapi.json),
+// so "." names that root under whatever prefix the host mounts h at
+// (http.StripPrefix, a proxy's path), from what the client itself sent:
+// neither the Host header nor the prefix, which h cannot know, is read.
+// Tools drop the resolved root's trailing slash before adding a path, as
+// swagger-client does. A copy of the document saved elsewhere needs its
+// servers set to where the API is.
+//
+// Its info.version is documentVersion's: the version of this module in the
+// build, else APIVersion.
 func (h *Handler) OpenAPI() map[string]any {
 	paths := object{}
 	for _, rt := range h.Routes() {
@@ -117,13 +131,16 @@ func (h *Handler) OpenAPI() map[string]any {
 		"openapi": "3.1.0",
 		"info": object{
 			"title":   "consentkit",
-			"version": "0",
+			"version": documentVersion(debug.ReadBuildInfo()),
 			"summary": "Consent verification, retention and revocation with a prepaid wallet.",
 			"description": "Generated from the route table of package httpadapter. Amounts are dollars as exact JSON numbers. " +
 				"Every answer carries X-Request-Id. A path that is a route's with another method gets 405 with Allow, " +
 				"and an unknown path 404, in the error shape of its API (the Retain API's under /api/integrations/).",
 			"license": object{"name": "Apache-2.0", "identifier": "Apache-2.0"},
 		},
+		"servers": []object{{"url": ".", "description": "The URL this document was fetched from, without openapi.json: " +
+			"the root the host mounted the handler at. The operator routes are wherever the host mounts Handler.Operator, " +
+			"commonly beside the others."}},
 		"tags": []object{
 			{"name": "verification", "description": "The Verification API, under /verify/ and /api/verify/ (D30)."},
 			{"name": "opt-out", "description": "Revocation by the consumer."},
@@ -157,6 +174,46 @@ func (h *Handler) OpenAPI() map[string]any {
 			},
 		},
 	}
+}
+
+// APIVersion is the version of the HTTP API, the info.version of the
+// OpenAPI document when the build does not record the version of this
+// module (documentVersion). It changes with a route's contract: its major
+// number for a change that breaks a client (a field or status removed or
+// changed), its minor number for an addition.
+const APIVersion = "1.0.0"
+
+// documentVersion is the info.version of the OpenAPI document, given what
+// debug.ReadBuildInfo returns: the version of the module of this package as
+// the build records it — a release such as v1.4.0, or a pseudo-version
+// naming the commit — since the document is generated from that module's
+// route table; APIVersion when the build does not know it (a module
+// replaced by a directory, a test, go run in a checkout: "(devel)").
+func documentVersion(bi *debug.BuildInfo, ok bool) string {
+	if !ok || bi == nil {
+		return APIVersion
+	}
+	mod := path.Dir(reflect.TypeFor[Handler]().PkgPath())
+	m := &bi.Main
+	if m.Path != mod {
+		m = nil
+		for _, d := range bi.Deps {
+			if d.Path == mod {
+				m = d
+				break
+			}
+		}
+	}
+	if m == nil {
+		return APIVersion
+	}
+	if m.Replace != nil {
+		m = m.Replace
+	}
+	if !strings.HasPrefix(m.Version, "v") {
+		return APIVersion
+	}
+	return m.Version
 }
 
 // errorSchema is the error body of a shape (D14); payment adds the 402's

@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
@@ -282,9 +284,11 @@ func TestOpenAPIDeclaresWhatRoutesAnswer(t *testing.T) {
 	}
 }
 
-// The document passes Redocly CLI's recommended rules (less those that
-// openapi/redocly.yaml turns off, saying why). In CI a missing tool fails
-// the test; elsewhere it skips, saying how to install it.
+// The document as GET /openapi.json serves it, under a prefix, passes
+// Redocly CLI's recommended rules, unmodified (openapi/redocly.yaml), but
+// for the nodes that openapi/.redocly.lint-ignore.yaml exempts, saying
+// why. In CI a missing tool fails the test; elsewhere it skips, saying how
+// to install it.
 func TestOpenAPIRedoclyLint(t *testing.T) {
 	dir, err := filepath.Abs("openapi")
 	if err != nil {
@@ -299,16 +303,31 @@ func TestOpenAPIRedoclyLint(t *testing.T) {
 		t.Skipf("Redocly CLI is not installed; run npm ci --prefix httpadapter/openapi: %v", err)
 	}
 	h, _ := newTestHandler(t)
-	b, err := json.MarshalIndent(h.OpenAPI(), "", "  ")
-	if err != nil {
-		t.Fatal(err)
+	mux := http.NewServeMux()
+	mux.Handle("/consent/", http.StripPrefix("/consent", h))
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/consent/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /consent/openapi.json: %d %s", rec.Code, rec.Body)
 	}
-	file := filepath.Join(t.TempDir(), "openapi.json")
-	if err := os.WriteFile(file, b, 0o644); err != nil {
+	// The configuration and its list of exempted nodes beside the
+	// document, whose path the list names relative to itself.
+	tmp := t.TempDir()
+	for _, name := range []string{"redocly.yaml", ".redocly.lint-ignore.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(tmp, "openapi.json")
+	if err := os.WriteFile(file, rec.Body.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("npx", "--no-install", "--prefix", dir, "redocly", "lint",
-		"--config", filepath.Join(dir, "redocly.yaml"), "--format", "stylish", file)
+		"--config", filepath.Join(tmp, "redocly.yaml"), "--format", "stylish", file)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("redocly lint: %v\n%s", err, out)
@@ -330,4 +349,108 @@ func stripBanner(s string) string {
 		keep = append(keep, line)
 	}
 	return strings.Join(keep, "\n")
+}
+
+// The document's one server, resolved as a client resolves it against the
+// URL it fetched the document from, is the root the handler is mounted at,
+// under any prefix: the routes answer there. The document is the same
+// whatever Host the request names.
+func TestOpenAPIServerIsTheHandlersRoot(t *testing.T) {
+	h, _ := newTestHandler(t)
+	get := func(t *testing.T, u, host string) []byte {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		if _, err := b.ReadFrom(resp.Body); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b.Bytes())
+		}
+		return b.Bytes()
+	}
+	for _, prefix := range []string{"", "/consent", "/a/b"} {
+		t.Run("prefix "+prefix, func(t *testing.T) {
+			mux := http.NewServeMux()
+			mux.Handle(prefix+"/", http.StripPrefix(prefix, h))
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			docURL := srv.URL + prefix + "/openapi.json"
+			body := get(t, docURL, "")
+			if forged := get(t, docURL, "evil.example"); !bytes.Equal(forged, body) {
+				t.Errorf("the document differs with Host: evil.example")
+			}
+			var doc struct {
+				Servers []struct {
+					URL string `json:"url"`
+				} `json:"servers"`
+			}
+			if err := json.Unmarshal(body, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if len(doc.Servers) != 1 {
+				t.Fatalf("servers %+v, want one", doc.Servers)
+			}
+			base, err := url.Parse(docURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref, err := url.Parse(doc.Servers[0].URL)
+			if err != nil {
+				t.Fatalf("server url %q: %v", doc.Servers[0].URL, err)
+			}
+			// A path is added to the server's URL less its trailing
+			// slash (swagger-client's buildOas3UrlWithContext).
+			root := strings.TrimSuffix(base.ResolveReference(ref).String(), "/")
+			if root != srv.URL+prefix {
+				t.Errorf("server %q resolves to %q, want %q", doc.Servers[0].URL, root, srv.URL+prefix)
+			}
+			for _, p := range []string{"/openapi.json", "/.well-known/consentkit-keys", "/capture/capture.js"} {
+				get(t, root+p, "")
+			}
+		})
+	}
+}
+
+// info.version is the module's version as the build records it, else
+// APIVersion; the served document has it.
+func TestOpenAPIDocumentVersion(t *testing.T) {
+	const mod = "github.com/consentkit/consentkit"
+	app := debug.Module{Path: "example.com/app", Version: "(devel)"}
+	for _, tc := range []struct {
+		name string
+		bi   *debug.BuildInfo
+		want string
+	}{
+		{"no build information", nil, APIVersion},
+		{"a build of a checkout", &debug.BuildInfo{Main: debug.Module{Path: mod, Version: "(devel)"}}, APIVersion},
+		{"a build of a checkout stamped from its commit",
+			&debug.BuildInfo{Main: debug.Module{Path: mod, Version: "v0.0.0-20260301120000-0123456789ab+dirty"}},
+			"v0.0.0-20260301120000-0123456789ab+dirty"},
+		{"an application requiring a release", &debug.BuildInfo{Main: app, Deps: []*debug.Module{
+			{Path: "example.com/other", Version: "v2.0.0"}, {Path: mod, Version: "v1.4.0"}}}, "v1.4.0"},
+		{"a release replaced by a directory", &debug.BuildInfo{Main: app, Deps: []*debug.Module{
+			{Path: mod, Version: "v1.4.0", Replace: &debug.Module{Path: "../consentkit"}}}}, APIVersion},
+		{"a release replaced by a fork's", &debug.BuildInfo{Main: app, Deps: []*debug.Module{
+			{Path: mod, Version: "v1.4.0", Replace: &debug.Module{Path: "example.com/fork", Version: "v1.4.1"}}}}, "v1.4.1"},
+		{"an application without the module", &debug.BuildInfo{Main: app}, APIVersion},
+	} {
+		if got := documentVersion(tc.bi, tc.bi != nil); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	h, _ := newTestHandler(t)
+	info := openAPIJSON(t, h)["info"].(map[string]any)
+	if want := documentVersion(debug.ReadBuildInfo()); info["version"] != want || want == "" {
+		t.Errorf("info.version %v, want %q", info["version"], want)
+	}
 }
