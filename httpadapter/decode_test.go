@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -230,5 +231,166 @@ func TestWriteBodyHeaders(t *testing.T) {
 	}
 	if got := rec.Result().Header.Get("Content-Type"); got != "application/json" {
 		t.Errorf("Content-Type sent = %q, want application/json", got)
+	}
+}
+
+// wrongValues are JSON values of other kinds than the schema's type says,
+// each the kind a client is likely to send by mistake, and for an array
+// an array of wrong items too.
+func wrongValues(t *testing.T, schema map[string]any) []string {
+	switch schemaType(schema) {
+	case "integer":
+		return []string{`"1"`, `1.5`, `true`, `{}`, `[]`}
+	case "number":
+		return []string{`"x"`, `true`, `{}`, `[]`} // "1" is a wallet.Amount
+	case "string":
+		return []string{`1`, `true`, `{}`, `[]`}
+	case "boolean":
+		return []string{`"true"`, `1`, `{}`, `[]`}
+	case "object":
+		return []string{`"x"`, `1`, `true`, `[]`}
+	case "array":
+		out := []string{`"x"`, `1`, `true`, `{}`}
+		for _, v := range wrongValues(t, schema["items"].(map[string]any)) {
+			out = append(out, "["+v+"]")
+		}
+		return out
+	case "":
+		return nil // any JSON value
+	}
+	t.Fatalf("no wrong values known for the schema %v", schema)
+	return nil
+}
+
+// schemaType is a schema's type, less the null of a nullable one.
+func schemaType(schema map[string]any) string {
+	switch typ := schema["type"].(type) {
+	case string:
+		return typ
+	case []any:
+		for _, s := range typ {
+			if s != "null" {
+				return s.(string)
+			}
+		}
+	}
+	return ""
+}
+
+// kindText is what a 400 says a value of the schema must be.
+func kindText(schema map[string]any) string {
+	switch typ := schemaType(schema); typ {
+	case "array":
+		items := strings.SplitN(kindText(schema["items"].(map[string]any)), " ", 2)[1]
+		items, rest, _ := strings.Cut(items, " ")
+		if rest != "" {
+			rest = " " + rest
+		}
+		return "an array of " + items + "s" + rest
+	case "integer", "object":
+		return "an " + typ
+	default:
+		return "a " + typ
+	}
+}
+
+// A member of a wrong JSON type is a 400 that names the field and the kind
+// of value the document declares for it (D29), for every field of every
+// route's request, nested ones included: seq was told "must be a string".
+func TestDecodeWrongTypeNamesTheKind(t *testing.T) {
+	h, _ := newTestHandler(t)
+	doc := openAPIJSON(t, h)
+	tested := map[string]bool{}
+	for _, rt := range h.routes {
+		if !rt.body {
+			continue
+		}
+		op := operationOf(doc, rt.Method, rt.Pattern)
+		body := op["requestBody"].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+		// visit tries every field of the object schema s at prefix,
+		// wrap putting an object in its place in the request's body.
+		var visit func(s map[string]any, prefix string, wrap func(object string) string)
+		visit = func(s map[string]any, prefix string, wrap func(string) string) {
+			for name, p := range s["properties"].(map[string]any) {
+				p := p.(map[string]any)
+				field := prefix + name
+				want := field + " must be " + kindText(p)
+				for _, v := range wrongValues(t, p) {
+					data := wrap(`{"` + name + `":` + v + `}`)
+					r := httptest.NewRequest(rt.Method, rt.Pattern, strings.NewReader(data))
+					err := decode(httptest.NewRecorder(), r, reflect.New(rt.Request).Interface(), rt.MaxBody, rt.flat)
+					// A wallet.Amount says what more a number of dollars must be.
+					if msg := consent.ErrorMessage(err); consent.ErrorCode(err) != consent.Invalid ||
+						msg != want && !strings.HasPrefix(msg, want+" ") {
+						t.Errorf("%s %s %s: %v, want %q", rt.Method, rt.Pattern, data, err, want)
+					}
+				}
+				tested[rt.Pattern+" "+field] = true
+				switch schemaType(p) {
+				case "object":
+					visit(p, field+".", func(o string) string { return wrap(`{"` + name + `":` + o + `}`) })
+				case "array":
+					if items := p["items"].(map[string]any); schemaType(items) == "object" {
+						visit(items, field+"[].", func(o string) string { return wrap(`{"` + name + `":[` + o + `]}`) })
+					}
+				}
+			}
+		}
+		visit(body, "", func(o string) string { return o })
+	}
+	// Through the handler, as the issue saw it.
+	for _, seq := range []string{`"1"`, `1.5`, `true`} {
+		r := httptest.NewRequest(http.MethodPost, "/capture/sessions/s1/events", strings.NewReader(`{"seq":`+seq+`,"events":[]}`))
+		r.Header.Set("Authorization", "Bearer upload-token")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		if want := `{"status":400,"error":"seq must be an integer"}` + "\n"; rec.Code != http.StatusBadRequest || rec.Body.String() != want {
+			t.Errorf("events with seq %s: %d %s, want 400 %s", seq, rec.Code, rec.Body, want)
+		}
+	}
+	for _, f := range []string{"/capture/sessions/{session_id}/events seq", "/capture/sessions/{session_id}/consent consents[].types",
+		"/capture/sessions/{session_id}/consent visibility.font_size_px", "/operator/companies third_party_verification_enabled",
+		"/operator/companies/{company_id}/wallet/top-ups amount"} {
+		if !tested[f] {
+			t.Errorf("%s was not tried", f)
+		}
+	}
+}
+
+// fieldKind names fields that no route's request has yet as encoding/json
+// reports them: promoted from an embedded struct, untagged, in a map, of a
+// type that decodes itself from text, or bytes.
+func TestFieldKind(t *testing.T) {
+	type Inner struct {
+		Deep []struct {
+			N []int `json:"n"`
+		} `json:"deep"`
+	}
+	type request struct {
+		Inner
+		Untagged bool
+		Counts   map[string]int `json:"counts"`
+		Self     selfDecoding   `json:"self"`
+		Bytes    []byte         `json:"bytes"`
+		Grid     [][]float64    `json:"grid"`
+	}
+	for _, tc := range []struct{ body, want string }{
+		{`{"deep":[{"n":["x"]}]}`, "deep[].n must be an array of integers"},
+		{`{"deep":{}}`, "deep must be an array of objects"},
+		{`{"untagged":1}`, "Untagged must be a boolean"},
+		{`{"counts":{"a":"1"}}`, "counts must be an object"},
+		{`{"self":1}`, "self must be a string"},
+		{`{"bytes":1}`, "bytes must be a base64 string"},
+		{`{"grid":[[true]]}`, "grid must be an array of arrays of numbers"},
+	} {
+		var v request
+		err := json.Unmarshal([]byte(tc.body), &v)
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: %v, want an UnmarshalTypeError", tc.body, err)
+		}
+		if field, kind := fieldKind(reflect.TypeFor[request](), te); field+" must be "+kind != tc.want {
+			t.Errorf("%s (Field %q): %s must be %s, want %s", tc.body, te.Field, field, kind, tc.want)
+		}
 	}
 }

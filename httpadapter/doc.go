@@ -167,7 +167,9 @@
 // (D14); the Retain API answers {"success":false,"error":"<message>"}; a 402
 // adds required and current_balance (D4). Bodies over 1 MiB get 413;
 // malformed JSON, a wrong type, or text that is not valid UTF-8 get 400
-// naming the field; unknown fields are ignored; identifiers must be 1–128
+// naming the field (a wrong type with the kind the field must have, as
+// "seq must be an integer" or "consents[].text must be a string"); unknown
+// fields are ignored; identifiers must be 1–128
 // characters of [A-Za-z0-9._:-] (D29); text must be valid UTF-8 without
 // control characters other than tab and newline (consent.ValidText), never
 // silently cleaned. An unknown path gets 404 and a known path with another

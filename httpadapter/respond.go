@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -199,8 +200,8 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			field, _, _ := strings.Cut(te.Field, ".")
-			return consent.Errorf(consent.Invalid, "%s must be %s", field, kindOf(v, field))
+			field, kind := fieldKind(reflect.TypeOf(v).Elem(), te)
+			return consent.Errorf(consent.Invalid, "%s must be %s", field, kind)
 		}
 		if errors.As(err, &te) {
 			return consent.Errorf(consent.Invalid, "request body must be a JSON object")
@@ -314,23 +315,116 @@ func amountField(v any) string {
 	return ""
 }
 
-// kindOf says what the JSON field of the request struct v must be.
-func kindOf(v any, field string) string {
-	t := reflect.TypeOf(v).Elem()
+// fieldKind names the field of a wrong JSON type that te reports in the
+// request struct type t, as the services name fields (visibility.font_size_px,
+// consents[].text), and says what kind of JSON value it must be: its own
+// type's, not that of the item of an array at fault (te.Type), so that
+// [1] for an array of strings is told it must be an array of strings.
+// te.Field is encoding/json's path of field names, without array indexes.
+func fieldKind(t reflect.Type, te *json.UnmarshalTypeError) (field, kind string) {
+	var name strings.Builder
+	items := false
+	for _, seg := range strings.Split(te.Field, ".") {
+		t = deref(t)
+		for t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			t, items = deref(t.Elem()), true
+		}
+		f, ok := jsonField(t, seg)
+		if !ok { // a path this walk does not know: the type at fault
+			return te.Field, kindOf(te.Type)
+		}
+		t = f.Type
+		if f.Anonymous && f.Tag.Get("json") == "" {
+			continue // an embedded struct, whose fields are promoted
+		}
+		if items {
+			name.WriteString("[]")
+			items = false
+		}
+		if name.Len() > 0 {
+			name.WriteByte('.')
+		}
+		name.WriteString(seg)
+	}
+	return name.String(), kindOf(t)
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// jsonField is the field of struct type t that encoding/json decodes the
+// member name into, by the name that it gives the field in te.Field (its
+// tag's name, else its own), a field of an embedded struct included.
+func jsonField(t reflect.Type, name string) (reflect.StructField, bool) {
+	if t.Kind() != reflect.Struct {
+		return reflect.StructField{}, false
+	}
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != field {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
 			continue
 		}
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
+		n, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && n == "" {
+			if ef, ok := jsonField(deref(f.Type), name); ok {
+				return ef, true
+			}
 		}
-		if ft.Kind() == reflect.Slice {
-			return "an array of strings"
+		if n == "" {
+			n = f.Name
+		}
+		if n == name && f.IsExported() {
+			return f, true
 		}
 	}
-	return "a string"
+	return reflect.StructField{}, false
+}
+
+// kindOf says what kind of JSON value encoding/json decodes into a value
+// of type t: "an integer", "an array of strings", "an object".
+func kindOf(t reflect.Type) string {
+	noun, _ := kindNouns(t)
+	if strings.ContainsRune("aeiou", rune(noun[0])) {
+		return "an " + noun
+	}
+	return "a " + noun
+}
+
+// kindNouns is the singular and plural of what kindOf says.
+func kindNouns(t reflect.Type) (one, many string) {
+	t = deref(t)
+	p := reflect.PointerTo(t)
+	if t == amountType {
+		return "number of dollars", "numbers of dollars"
+	}
+	if p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) && !p.Implements(reflect.TypeFor[json.Unmarshaler]()) {
+		return "string", "strings"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "boolean", "booleans"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "integer", "integers"
+	case reflect.Float32, reflect.Float64:
+		return "number", "numbers"
+	case reflect.String:
+		return "string", "strings"
+	case reflect.Slice, reflect.Array:
+		if t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 && t != rawType {
+			return "base64 string", "base64 strings" // encoding/json's []byte
+		}
+		_, items := kindNouns(t.Elem())
+		return "array of " + items, "arrays of " + items
+	case reflect.Map, reflect.Struct:
+		return "object", "objects"
+	}
+	return "JSON value", "JSON values"
 }
 
 // rfc3339 is a time as RFC 3339 text in UTC: a JSON string that the
