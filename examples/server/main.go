@@ -303,8 +303,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	operatorSecret := os.Getenv(OperatorSecretEnv)
+	proxies := httpadapter.TrustedProxies{Networks: trusted}
 	api, err := httpadapter.New(httpadapter.Config{
-		Service: svc, Logger: log, TrustedProxies: httpadapter.TrustedProxies{Networks: trusted},
+		Service: svc, Logger: log, TrustedProxies: proxies,
 		RRWebDir: o.replayer, Videos: videos, OperatorSecret: operatorSecret,
 	})
 	if err != nil {
@@ -326,7 +327,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		// Only when the operator chose a secret: the operator API is never
 		// served by default beside the public routes.
 		mux.Handle("/operator/", api.Operator())
-		dash, err := dashboard.New(svc, dashboard.Config{OperatorSecret: operatorSecret, Videos: videos})
+		dash, err := dashboard.New(svc, dashboard.Config{OperatorSecret: operatorSecret, Videos: videos, TrustedProxies: proxies})
 		if err != nil {
 			return err
 		}
