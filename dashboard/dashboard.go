@@ -16,13 +16,19 @@
 //
 // An operator logs in with the operator secret, the credential of the
 // operator API (httpadapter.Config.OperatorSecret); company tokens never
-// log in here. A login is a signed, HttpOnly, SameSite=Strict cookie that
-// expires after Config.SessionTTL; it holds no server state, so every
-// instance sharing the secret accepts it, and changing the secret logs
-// every operator out. Every form carries a CSRF token derived from the
-// login cookie, and a POST without it is refused with 403. Everything the
-// dashboard changes goes through consent.Service and is audited with the
-// actor "operator" (D42).
+// log in here. A login is a session kept in the store
+// (consent.OperatorSession, holding only the digest of the session's
+// secret) and an HttpOnly, SameSite=Strict cookie holding that secret,
+// signed with a key derived from the operator secret; the cookie is
+// Secure when the client came over HTTPS (directly, or through one of
+// Config.TrustedProxies that says so in X-Forwarded-Proto). Every
+// instance sharing the store and the operator secret accepts it until it
+// expires (Config.SessionTTL) or the operator logs out, which deletes the
+// session for all of them; changing the operator secret logs every
+// operator out. A login deletes a bounded number of expired sessions.
+// Every form carries a CSRF token derived from the session, and a POST
+// without it is refused with 403. Everything the dashboard changes goes
+// through consent.Service and is audited with the actor "operator" (D42).
 //
 // Login attempts are limited per client address (Config.LoginsPerMinute;
 // an IPv6 client by its /64; behind Config.TrustedProxies, the forwarded
@@ -69,7 +75,8 @@ type Config struct {
 	// tag (https://consent.example.com); default: the scheme and Host of
 	// the request.
 	PublicURL string
-	// SessionTTL is how long a login lasts: default DefaultSessionTTL.
+	// SessionTTL is how long a login lasts, unless the operator logs out
+	// first: default DefaultSessionTTL.
 	SessionTTL time.Duration
 	// LoginsPerMinute bounds each client's login attempts, against
 	// guessing: a token bucket of this many refilled over a minute, per
@@ -79,8 +86,9 @@ type Config struct {
 	// at once (D28): default DefaultMaxLoginClients.
 	MaxLoginClients int
 	// TrustedProxies are the peers whose X-Forwarded-For names the client
-	// of a login (D20), as httpadapter.Config.TrustedProxies: pass the
-	// same value. The zero value trusts nobody.
+	// of a login (D20) and whose X-Forwarded-Proto says the client came
+	// over HTTPS (a Secure cookie), as httpadapter.Config.TrustedProxies:
+	// pass the same value. The zero value trusts nobody.
 	TrustedProxies httpadapter.TrustedProxies
 	// IPv6PrefixBits is how much of an IPv6 client address keys its login
 	// limit, as httpadapter.Config.IPv6PrefixBits: default 64.
@@ -137,7 +145,7 @@ func New(svc *consent.Service, cfg Config) (*Handler, error) {
 	}
 	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
 	mac := hmac.New(sha256.New, []byte(cfg.OperatorSecret))
-	mac.Write([]byte("consentkit dashboard login v1"))
+	mac.Write([]byte("consentkit dashboard session v2"))
 	h := &Handler{
 		svc: svc, cfg: cfg, key: mac.Sum(nil),
 		secret: sha256.Sum256([]byte(cfg.OperatorSecret)),
@@ -204,8 +212,12 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, aut
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+p.Nonce+"'; script-src 'nonce-"+p.Nonce+
 		"'; img-src 'self' data:; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	if auth {
-		login, ok := h.loggedIn(r)
-		if !ok {
+		session, err := h.session(r)
+		if err != nil {
+			h.fail(w, p, statusOf(err), messageOf(err))
+			return
+		}
+		if session == "" {
 			if r.Method == http.MethodGet {
 				http.Redirect(w, r, h.cfg.Prefix+"/login?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
 				return
@@ -213,8 +225,8 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, aut
 			h.fail(w, p, http.StatusUnauthorized, "Log in first.")
 			return
 		}
-		p.LoggedIn, p.CSRF = true, h.csrfToken(login)
-		if r.Method == http.MethodPost && !h.sameSite(r, login) {
+		p.LoggedIn, p.CSRF, p.session = true, h.csrfToken(session), session
+		if r.Method == http.MethodPost && !h.sameSite(r, session) {
 			h.fail(w, p, http.StatusForbidden, "This form is stale or came from another site; reload the page and try again.")
 			return
 		}
@@ -281,9 +293,20 @@ func messageOf(err error) string {
 	return consent.ErrorMessage(err)
 }
 
-// Login cookies: "<unix expiry>.<base64 HMAC of it>".
+// Sessions. A login is a session kept in the store (consent.OperatorSession):
+// the cookie holds "<secret>.<mac>", a random session secret and the HMAC
+// of it under a key derived from the operator secret; the store keeps the
+// secret's digest (consent.DigestOf) and the session's times. A cookie is
+// accepted when its MAC holds and the store has an unexpired session of
+// its digest: a logout deletes the session for every instance sharing
+// the store, and changing the operator secret changes the key, so that
+// no cookie made before holds.
 
 const cookieName = "consentkit_dashboard"
+
+// pruneSessions is how many expired sessions a login deletes: more than
+// a login makes, so they never pile up, and few enough to stay cheap.
+const pruneSessions = 100
 
 func (h *Handler) sign(msg string) string {
 	mac := hmac.New(sha256.New, h.key)
@@ -291,50 +314,87 @@ func (h *Handler) sign(msg string) string {
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// loggedIn returns the login cookie's value when it is one this handler
-// signed and has not expired.
-func (h *Handler) loggedIn(r *http.Request) (string, bool) {
+// session returns the session secret of the request's login cookie when
+// the cookie is one this handler made and its session is in the store and
+// has not expired; "" when not. An error is the store's.
+func (h *Handler) session(r *http.Request) (string, error) {
 	c, err := r.Cookie(cookieName)
 	if err != nil {
-		return "", false
+		return "", nil
 	}
-	exp, sig, ok := strings.Cut(c.Value, ".")
-	if !ok || !hmac.Equal([]byte(sig), []byte(h.sign("login|"+exp))) {
-		return "", false
+	sec, mac, ok := strings.Cut(c.Value, ".")
+	if !ok || sec == "" || !hmac.Equal([]byte(mac), []byte(h.sign("session|"+sec))) {
+		return "", nil
 	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || !time.Now().Before(time.Unix(unix, 0)) {
-		return "", false
+	ctx := r.Context()
+	var s *consent.OperatorSession
+	err = h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		s, err = tx.OperatorSession(ctx, consent.DigestOf(sec))
+		return err
+	})
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		return "", nil
+	case err != nil:
+		return "", err
+	case !s.ExpiresAt.After(h.svc.Now()):
+		return "", nil
 	}
-	return c.Value, true
+	return sec, nil
 }
 
-func (h *Handler) csrfToken(login string) string { return h.sign("csrf|" + login) }
+// csrfToken is the CSRF token of the forms of a session.
+func (h *Handler) csrfToken(session string) string { return h.sign("csrf|" + session) }
 
-// sameSite reports whether a POST carries the CSRF token of its login and,
-// when the browser says where it came from, came from this origin.
-func (h *Handler) sameSite(r *http.Request, login string) bool {
+// sameSite reports whether a POST carries the CSRF token of its session
+// and, when the browser says where it came from, came from this origin.
+func (h *Handler) sameSite(r *http.Request, session string) bool {
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" {
 		return false
 	}
 	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
 	token := r.PostFormValue("csrf")
-	return token != "" && hmac.Equal([]byte(token), []byte(h.csrfToken(login)))
+	return token != "" && hmac.Equal([]byte(token), []byte(h.csrfToken(session)))
 }
 
 // maxForm bounds a form's body.
 const maxForm = 64 << 10
 
-func (h *Handler) setLogin(w http.ResponseWriter, r *http.Request) {
-	exp := strconv.FormatInt(time.Now().Add(h.cfg.SessionTTL).Unix(), 10)
+// startSession stores a new session, prunes expired ones, and sets its
+// cookie.
+func (h *Handler) startSession(w http.ResponseWriter, r *http.Request) error {
+	b := make([]byte, 32)
+	rand.Read(b)
+	sec := base64.RawURLEncoding.EncodeToString(b)
+	now := h.svc.Now()
+	ctx := r.Context()
+	err := h.svc.Store().Update(ctx, func(tx consent.Tx) error {
+		if _, err := tx.PruneOperatorSessions(ctx, now, pruneSessions); err != nil {
+			return err
+		}
+		return tx.CreateOperatorSession(ctx, &consent.OperatorSession{Digest: consent.DigestOf(sec), CreatedAt: now, ExpiresAt: now.Add(h.cfg.SessionTTL)})
+	})
+	if err != nil {
+		return err
+	}
+	h.setCookie(w, r, sec+"."+h.sign("session|"+sec), int(h.cfg.SessionTTL/time.Second))
+	return nil
+}
+
+// setCookie sets the login cookie; maxAge -1 clears it. It is Secure when
+// the client came over HTTPS, directly or through a trusted proxy.
+func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: exp + "." + h.sign("login|"+exp), Path: h.cfg.Prefix,
-		MaxAge: int(h.cfg.SessionTTL / time.Second), HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		Name: cookieName, Value: value, Path: h.cfg.Prefix, MaxAge: maxAge,
+		HttpOnly: true, Secure: h.cfg.TrustedProxies.HTTPS(r), SameSite: http.SameSiteStrictMode,
 	})
 }
 
 func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request, p *page) error {
-	if _, ok := h.loggedIn(r); ok {
+	if sec, err := h.session(r); err != nil {
+		return err
+	} else if sec != "" {
 		p.redirect = h.cfg.Prefix + "/"
 		return nil
 	}
@@ -382,13 +442,22 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, p *page) error {
 		p.done = true
 		return nil
 	}
-	h.setLogin(w, r)
+	if err := h.startSession(w, r); err != nil {
+		return err
+	}
 	p.redirect = localPath(h.cfg.Prefix, r.PostFormValue("next"))
 	return nil
 }
 
+// logout ends the session on the server, for every instance sharing the
+// store, and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, p *page) error {
-	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: h.cfg.Prefix, MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	ctx := r.Context()
+	err := h.svc.Store().Update(ctx, func(tx consent.Tx) error { return tx.DeleteOperatorSession(ctx, consent.DigestOf(p.session)) })
+	if err != nil {
+		return err
+	}
+	h.setCookie(w, r, "", -1)
 	p.redirect = h.cfg.Prefix + "/login"
 	return nil
 }

@@ -29,6 +29,7 @@ type page struct {
 	Next     string           // login: where to go after
 	Data     any
 
+	session  string // the session secret of the login; "" when none
 	redirect string // answer with a redirect here instead of the page
 	done     bool   // the handler answered itself
 }
@@ -337,7 +338,7 @@ func (h *Handler) publicURL(r *http.Request) string {
 		return h.cfg.PublicURL
 	}
 	scheme := "http"
-	if r.TLS != nil {
+	if h.cfg.TrustedProxies.HTTPS(r) {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host

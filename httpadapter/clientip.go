@@ -58,6 +58,26 @@ func (p TrustedProxies) ClientIP(r *http.Request) netip.Addr {
 	return client
 }
 
+// HTTPS reports whether the client reached the service over HTTPS: r came
+// over TLS, or from a trusted proxy (a peer in Networks, or over a Unix
+// socket when UnixSocket is set) whose X-Forwarded-Proto says https. The
+// first protocol listed is the client's, the one the outermost proxy saw.
+// X-Forwarded-Proto from an untrusted peer is ignored.
+func (p TrustedProxies) HTTPS(r *http.Request) bool {
+	if r.TLS != nil {
+		return true
+	}
+	if overUnixSocket(r) {
+		if !p.UnixSocket {
+			return false
+		}
+	} else if peer := parseAddr(r.RemoteAddr); !peer.IsValid() || !p.trusts(peer) {
+		return false
+	}
+	proto, _, _ := strings.Cut(r.Header.Get("X-Forwarded-Proto"), ",")
+	return strings.EqualFold(strings.TrimSpace(proto), "https")
+}
+
 // overUnixSocket reports whether r came over a Unix socket listener. The
 // listener's address is the reliable sign: the peer's address of a Unix
 // socket connection is "@" or empty, depending on the platform.

@@ -1,6 +1,10 @@
 package httpadapter
 
 import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"testing"
@@ -32,6 +36,46 @@ func TestClientIP(t *testing.T) {
 		}
 		if got := trusted.ClientIP(r).String(); got != tc.want {
 			t.Errorf("%s: ClientIP = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestHTTPS(t *testing.T) {
+	trusted := TrustedProxies{Networks: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	unix := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/app.sock", Net: "unix"})
+	for _, tc := range []struct {
+		name, remote string
+		tls          bool
+		unix         bool
+		proxies      TrustedProxies
+		proto        []string
+		want         bool
+	}{
+		{"plain", "192.0.2.1:1234", false, false, trusted, nil, false},
+		{"TLS", "192.0.2.1:1234", true, false, trusted, nil, true},
+		{"trusted proxy says https", "10.0.0.1:80", false, false, trusted, []string{"https"}, true},
+		{"trusted proxy says HTTPS", "10.0.0.1:80", false, false, trusted, []string{"HTTPS"}, true},
+		{"trusted proxy says http", "10.0.0.1:80", false, false, trusted, []string{"http"}, false},
+		{"the outermost proxy's first", "10.0.0.1:80", false, false, trusted, []string{"https, http"}, true},
+		{"the outermost proxy's first: http", "10.0.0.1:80", false, false, trusted, []string{"http,https"}, false},
+		{"trusted proxy says nothing", "10.0.0.1:80", false, false, trusted, nil, false},
+		{"untrusted peer's header ignored", "192.0.2.1:1234", false, false, trusted, []string{"https"}, false},
+		{"trusted Unix socket", "@", false, true, TrustedProxies{UnixSocket: true}, []string{"https"}, true},
+		{"untrusted Unix socket", "@", false, true, trusted, []string{"https"}, false},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tc.remote
+		if tc.tls {
+			r.TLS = &tls.ConnectionState{}
+		}
+		if tc.unix {
+			r = r.WithContext(unix)
+		}
+		for _, v := range tc.proto {
+			r.Header.Add("X-Forwarded-Proto", v)
+		}
+		if got := tc.proxies.HTTPS(r); got != tc.want {
+			t.Errorf("%s: HTTPS = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
