@@ -475,6 +475,17 @@ func TestServerOperatorAPI(t *testing.T) {
 	if !strings.Contains(s.output(), "/dashboard/") {
 		t.Errorf("the server does not say where the dashboard is:\n%s", s.output())
 	}
+	if c := dashboardLogin(t, s, secret); c == "" || strings.Contains(c, "Secure") {
+		t.Errorf("a login over plain HTTP from an untrusted peer that claims HTTPS: cookie %q, want one, not Secure", c)
+	}
+	s.stop(t)
+
+	// Behind a trusted proxy that says the client came over HTTPS, the
+	// dashboard's cookie is Secure: -trusted-proxies reaches the dashboard.
+	s = start(t, "-store", "memory", "-replayer", "/nonexistent", "-trusted-proxies", "127.0.0.1/32")
+	if c := dashboardLogin(t, s, secret); !strings.Contains(c, "Secure") {
+		t.Errorf("a login through a trusted HTTPS proxy: cookie %q, want Secure", c)
+	}
 	s.stop(t)
 
 	t.Setenv(OperatorSecretEnv, "")
@@ -489,6 +500,30 @@ func TestServerOperatorAPI(t *testing.T) {
 }
 
 // get fetches url and returns its status and body.
+// dashboardLogin logs in to the dashboard as a proxy would forward an
+// HTTPS request, and returns the login cookie the answer sets ("" when
+// none).
+func dashboardLogin(t *testing.T, s *running, secret string) string {
+	t.Helper()
+	req, _ := http.NewRequest("POST", s.base+"/dashboard/login", strings.NewReader("secret="+secret))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-Forwarded-Proto", "https")
+	req.Header.Set("X-Forwarded-For", "203.0.113.9")
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, c := range resp.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "consentkit_dashboard=") {
+			return c
+		}
+	}
+	t.Logf("login: %d, no cookie", resp.StatusCode)
+	return ""
+}
+
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
