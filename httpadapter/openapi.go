@@ -373,8 +373,14 @@ func parameters(rt Route) []object {
 				"schema": object{"type": "string"}, "description": "The property whose allowed origins are asked."})
 		}
 	case isFile(rt):
+		desc := "A byte range, such as bytes=0-1023: 206 with Content-Range."
+		if rt.ContentType == "video/mp4" { // servableRange
+			desc += " Ranges that no byte satisfies (bytes=-0, a start at or past the end) are left out; " +
+				"with none left, or an invalid range (bytes=5-4), 416 with Content-Range: bytes */<size>. " +
+				"A unit other than bytes is ignored (RFC 9110 §14.2)."
+		}
 		ps = append(ps, object{"name": "Range", "in": "header", "required": false, "schema": object{"type": "string"},
-			"description": "A byte range, such as bytes=0-1023: 206 with Content-Range."})
+			"description": desc})
 	}
 	return ps
 }
@@ -480,11 +486,15 @@ func (h *Handler) responses(rt Route, d routeDoc) object {
 			} else {
 				headers["Last-Modified"] = object{"schema": object{"type": "string"}}
 			}
-			if s == http.StatusPartialContent {
-				headers["Content-Range"] = object{"schema": object{"type": "string"}, "required": true}
-			}
 			if s != http.StatusNotModified {
 				r["content"] = object{rt.ContentType: object{"schema": object{"type": "string", "contentMediaType": rt.ContentType}}}
+			}
+			if s == http.StatusPartialContent {
+				// Several ranges are answered in parts, each with its own
+				// Content-Range (RFC 9110 §14.6).
+				headers["Content-Range"] = object{"schema": object{"type": "string", "pattern": `^bytes [0-9]+-[0-9]+/[0-9]+$`},
+					"description": "The range sent, of a single range: bytes <first>-<last>/<size>."}
+				r["content"].(object)["multipart/byteranges"] = object{"schema": object{"type": "string"}}
 			}
 		case s < 400:
 			r["description"] = "Success."
@@ -492,6 +502,10 @@ func (h *Handler) responses(rt Route, d routeDoc) object {
 		case isFile(rt) && (s == http.StatusPreconditionFailed || s == http.StatusRequestedRangeNotSatisfiable):
 			r["description"] = http.StatusText(s) + " (http.ServeContent)."
 			r["content"] = object{"text/plain": object{"schema": object{"type": "string"}}}
+			if s == http.StatusRequestedRangeNotSatisfiable && rt.ContentType == "video/mp4" {
+				headers["Content-Range"] = object{"schema": object{"type": "string", "pattern": `^bytes \*/[0-9]+$`}, "required": true,
+					"description": "bytes */<size>: the video's length (RFC 9110 §15.5.17)."}
+			}
 		default:
 			r["description"] = statusText[s]
 			r["content"] = object{"application/json": object{"schema": errorRef(rt.Errors, s)}}
