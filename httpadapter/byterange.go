@@ -1,12 +1,35 @@
 package httpadapter
 
 import (
+	"io"
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
-// servableRange is the Range header that the video route hands
+// serveContent is http.ServeContent with the request's Range read as RFC
+// 9110 reads it (servableRange): every route that serves a file or a script
+// answers ranges through it.
+func serveContent(w http.ResponseWriter, r *http.Request, name string, modified time.Time, content io.ReadSeeker) {
+	if rg := r.Header.Get("Range"); rg != "" {
+		// The size as ServeContent finds it; on an error it fails alike.
+		if size, err := content.Seek(0, io.SeekEnd); err == nil {
+			if _, err := content.Seek(0, io.SeekStart); err == nil {
+				r = r.Clone(r.Context())
+				if rg = servableRange(rg, size); rg == "" {
+					r.Header.Del("Range")
+				} else {
+					r.Header.Set("Range", rg)
+				}
+			}
+		}
+	}
+	http.ServeContent(w, r, name, modified, content)
+}
+
+// servableRange is the Range header that serveContent hands
 // http.ServeContent for a request's Range h and a file of size bytes, so
 // that the answer is RFC 9110's (§14.1.1, §14.2, §15.3.7, §15.5.17) where
 // ServeContent's own reading is not:

@@ -186,7 +186,7 @@ func script(w http.ResponseWriter, r *http.Request, body []byte, modified time.T
 	hd.Set("Cache-Control", "public, max-age=300")
 	hd.Set("Access-Control-Allow-Origin", "*")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	http.ServeContent(w, r, "", modified, bytes.NewReader(body))
+	serveContent(w, r, "", modified, bytes.NewReader(body))
 }
 
 // started is when this process started: the Last-Modified of the scripts

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -192,6 +193,18 @@ func TestCaptureScripts(t *testing.T) {
 			t.Errorf("GET %s: %d %q %.80s", path, rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 		}
 	}
+	// Ranges are read as on the video route (RFC 9110): a suffix of none
+	// is unsatisfiable.
+	for path, size := range map[string]int{"/capture/capture.js": len(capture.Snippet), "/capture/rrweb.js": len("var rrweb={};")} {
+		rec := call(h, "GET", path, "", "", "", "Range", "bytes=-0")
+		if want := fmt.Sprintf("bytes */%d", size); rec.Code != http.StatusRequestedRangeNotSatisfiable || rec.Header().Get("Content-Range") != want {
+			t.Errorf("GET %s with Range bytes=-0: %d, Content-Range %q; want 416 with %q", path, rec.Code, rec.Header().Get("Content-Range"), want)
+		}
+		if rec := call(h, "GET", path, "", "", "", "Range", "bytes=0-3"); rec.Code != http.StatusPartialContent || rec.Body.Len() != 4 {
+			t.Errorf("GET %s with Range bytes=0-3: %d, %d bytes; want 206 with 4", path, rec.Code, rec.Body.Len())
+		}
+	}
+
 	later := t.TempDir()
 	missing := e.handler(t, httpadapter.Config{RRWebDir: later})
 	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 503 ||

@@ -69,6 +69,7 @@
 //	POST /operator/companies/{company_id}/webhooks/{endpoint_id}/enable  resume them
 //	GET  /operator/companies/{company_id}/webhooks/{endpoint_id}/deliveries its delivery log, newest first (?before=&limit=)
 //	GET  /operator/companies/{company_id}/audit               the audit log (?after=&limit=&action=&target=&actor=)
+//	GET  /operator/companies/{company_id}/audit/verify        checks a bounded run of its chain (?from=&limit=)
 //
 // The operator's lists that grow without bound (ledger, certificates,
 // sessions, revocations) come newest first, by creation time and then id,

@@ -406,7 +406,7 @@ type videoResponse struct {
 	session string
 }
 
-// stream answers with the video, Range requests included (servableRange):
+// stream answers with the video, Range requests included (serveContent):
 // ETag and X-Content-SHA256 are its SHA-256, so a client can check what it
 // got.
 func (v *videoResponse) stream(w http.ResponseWriter, r *http.Request) {
@@ -417,20 +417,7 @@ func (v *videoResponse) stream(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "private, no-cache")
 	hd.Set("ETag", `"`+sum+`"`)
 	hd.Set("X-Content-SHA256", sum)
-	if rg := r.Header.Get("Range"); rg != "" {
-		// The size as ServeContent finds it; on an error it fails alike.
-		if size, err := v.file.Seek(0, io.SeekEnd); err == nil {
-			if _, err := v.file.Seek(0, io.SeekStart); err == nil {
-				r = r.Clone(r.Context())
-				if rg = servableRange(rg, size); rg == "" {
-					r.Header.Del("Range")
-				} else {
-					r.Header.Set("Range", rg)
-				}
-			}
-		}
-	}
-	http.ServeContent(w, r, v.session+".mp4", time.Time{}, v.file)
+	serveContent(w, r, v.session+".mp4", time.Time{}, v.file)
 }
 
 // video serves the session's converted MP4 (D45), with the Retain API's
