@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"html"
 	"io"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,26 +50,55 @@ func commandLines(page string) []string {
 	return out
 }
 
-// The page the demo form lands on is reached by a redirect to a GET that
-// can be reloaded; it shows only the demo property's certificates, and
-// every word of its commands is quoted, so that values from the form run
-// nothing when a command is pasted into a shell.
-func TestServerDemoLandingPage(t *testing.T) {
-	s := start(t, "-store", "memory", "-replayer", replayer)
-	post := func(path, token, body string) (int, map[string]any) { return s.capturePost(t, path, token, body) }
+// recordConsent records events on the demo form through the capture API,
+// as the snippet does: in chunks under the 1 MiB limit, then the consent,
+// with email when it is not "". It returns the session and certificate ids.
+func recordConsent(t *testing.T, s *running, events []string, email string) (string, string) {
+	t.Helper()
+	post := func(path, bearer, body string) (int, map[string]any) { return s.capturePost(t, path, bearer, body) }
 	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
 	if code != 201 {
-		t.Fatalf("start: %d %v", code, started)
+		t.Fatalf("start from the server's own origin: %d %v", code, started)
 	}
 	id, _ := started["session_id"].(string)
 	upload, _ := started["upload_token"].(string)
 	cert, _ := started["certificate_id"].(string)
-	if code, v := post("/capture/sessions/"+id+"/events", upload, `{"seq":0,"events":[{"type":4,"data":{},"timestamp":1795301391553}]}`); code != 200 {
-		t.Fatalf("events: %d %v", code, v)
+	const perChunk = 8000
+	for seq := 0; seq*perChunk < len(events); seq++ {
+		chunk := events[seq*perChunk : min(len(events), (seq+1)*perChunk)]
+		body := `{"seq":` + strconv.Itoa(seq) + `,"events":[` + strings.Join(chunk, ",") + `]}`
+		if code, v := post("/capture/sessions/"+id+"/events", upload, body); code != 200 {
+			t.Fatalf("events chunk %d: %d %v", seq, code, v)
+		}
 	}
-	if code, v := post("/capture/sessions/"+id+"/consent", upload, `{"consents":[{"text":"I agree","types":["tcpa"]}],"url":"`+s.base+`/demo"}`); code != 201 {
+	consent := map[string]any{"consents": []map[string]any{{"text": "I agree", "types": []string{"tcpa"}}}, "url": s.base + "/demo"}
+	if email != "" {
+		consent["email"] = email
+	}
+	body, _ := json.Marshal(consent)
+	if code, v := post("/capture/sessions/"+id+"/consent", upload, string(body)); code != 201 {
 		t.Fatalf("consent: %d %v", code, v)
 	}
+	return id, cert
+}
+
+// The demo form is served with the snippet tag, and its property allows
+// the server's own origin. The page the form lands on is reached by a
+// redirect to a GET that can be reloaded; it shows only the demo
+// property's certificates, and every word of its commands is quoted, so
+// that values from the form run nothing when a command is pasted into a
+// shell.
+func TestServerDemoForm(t *testing.T) {
+	s := start(t, "-store", "memory", "-replayer", replayer)
+	if !s.waitFor(t, "/demo in a browser") {
+		t.Fatalf("the guide does not point at the demo form:\n%s", s.output())
+	}
+	code, _, form := getPage(t, s.base+"/demo")
+	tag := `<script src="` + s.base + `/capture/capture.js" data-property-id="acme-demo" async></script>`
+	if code != 200 || !strings.Contains(form, tag) || !strings.Contains(form, "data-consent ") {
+		t.Fatalf("GET /demo: %d\n%s", code, form)
+	}
+	id, cert := recordConsent(t, s, []string{`{"type":4,"data":{},"timestamp":1795301391553}`}, "jane@example.com")
 
 	const email = `jane'$(touch pwned)'"; touch pwned2 #@example.com`
 	code, landed, page := postForm(t, s.base+"/demo/submitted", url.Values{"consent_certificate_id": {cert}, "email": {email}})

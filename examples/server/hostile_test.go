@@ -133,29 +133,11 @@ func fullSnapshot(ts int) string {
 		`{"type":3,"textContent":"A form","id":5}]}]}]}]},"initialOffset":{"top":0,"left":0}},"timestamp":%d}`, ts)
 }
 
-// captureSession records events through the capture API, in chunks under
-// the 1 MiB limit, gives consent and retains the session with token.
+// captureSession records events through the capture API, gives consent
+// and retains the session with token.
 func captureSession(t *testing.T, s *running, events []string, token string) string {
 	t.Helper()
-	post := func(path, bearer, body string) (int, map[string]any) { return s.capturePost(t, path, bearer, body) }
-	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
-	if code != 201 {
-		t.Fatalf("start: %d %v", code, started)
-	}
-	id, _ := started["session_id"].(string)
-	upload, _ := started["upload_token"].(string)
-	const perChunk = 8000
-	for seq := 0; seq*perChunk < len(events); seq++ {
-		chunk := events[seq*perChunk : min(len(events), (seq+1)*perChunk)]
-		body := `{"seq":` + strconv.Itoa(seq) + `,"events":[` + strings.Join(chunk, ",") + `]}`
-		if code, v := post("/capture/sessions/"+id+"/events", upload, body); code != 200 {
-			t.Fatalf("events chunk %d: %d %v", seq, code, v)
-		}
-	}
-	if code, v := post("/capture/sessions/"+id+"/consent", upload,
-		`{"consents":[{"text":"I agree","types":["tcpa"]}],"url":"`+s.base+`/demo"}`); code != 201 {
-		t.Fatalf("consent: %d %v", code, v)
-	}
+	id, _ := recordConsent(t, s, events, "")
 	if code, v := s.call(t, "POST", "/api/integrations/acme/retain/"+id, token, ""); code != 200 {
 		t.Fatalf("retain: %d %v", code, v)
 	}

@@ -651,54 +651,6 @@ func TestServerBadSeed(t *testing.T) {
 	})
 }
 
-// The demo form is served with the snippet tag, its property allows the
-// server's own origin, and the page its form posts to names the issued
-// certificate's session and the commands to verify, retain and revoke it.
-// The browser's part is played here over HTTP, as the snippet plays it.
-func TestServerDemoForm(t *testing.T) {
-	s := start(t, "-store", "memory", "-replayer", replayer)
-	if !s.waitFor(t, "/demo in a browser") {
-		t.Fatalf("the guide does not point at the demo form:\n%s", s.output())
-	}
-	resp, err := http.Get(s.base + "/demo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	tag := `<script src="` + s.base + `/capture/capture.js" data-property-id="acme-demo" async></script>`
-	if resp.StatusCode != 200 || !strings.Contains(string(page), tag) || !strings.Contains(string(page), "data-consent ") {
-		t.Fatalf("GET /demo: %d\n%s", resp.StatusCode, page)
-	}
-	post := func(path, token, body string) (int, map[string]any) { return s.capturePost(t, path, token, body) }
-	code, started := post("/capture/sessions", "", `{"property_id":"acme-demo","url":"`+s.base+`/demo"}`)
-	if code != 201 {
-		t.Fatalf("start from the server's own origin: %d %v", code, started)
-	}
-	id, _ := started["session_id"].(string)
-	upload, _ := started["upload_token"].(string)
-	cert, _ := started["certificate_id"].(string)
-	if code, v := post("/capture/sessions/"+id+"/events", upload, `{"seq":0,"events":[{"type":4,"data":{},"timestamp":1795301391553}]}`); code != 200 {
-		t.Fatalf("events: %d %v", code, v)
-	}
-	if code, v := post("/capture/sessions/"+id+"/consent", upload,
-		`{"consents":[{"text":"I agree","types":["tcpa"]}],"email":"jane@example.com","url":"`+s.base+`/demo"}`); code != 201 {
-		t.Fatalf("consent: %d %v", code, v)
-	}
-	resp, err = http.PostForm(s.base+"/demo/submitted", map[string][]string{"consent_certificate_id": {cert}, "email": {"jane@example.com"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{cert, "/api/integrations/acme/retain/" + id, "/opt-out", "/verify/match"} {
-		if !strings.Contains(string(done), want) {
-			t.Errorf("the page after submit lacks %q:\n%s", want, done)
-		}
-	}
-	s.stop(t)
-}
-
 // A server started before rrweb's replayer was installed notices it once
 // installed, without a restart, and says so.
 func TestServerNoticesToolsInstalledLater(t *testing.T) {
