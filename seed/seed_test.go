@@ -46,7 +46,7 @@ func TestLoadExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *sum != (seed.Summary{Companies: 2, Properties: 1, Tokens: 2, Sessions: 3, Certificates: 1}) {
+		if *sum != (seed.Summary{Companies: 2, Properties: 1, Tokens: 2, Sessions: 3, Certificates: 2}) {
 			t.Errorf("summary %+v", *sum)
 		}
 		if bal, err := svc.Balance(t.Context(), "acme"); err != nil || bal.String() != "25.5" {
