@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,19 @@ func runner(t *testing.T, s consent.Store, c *clock, hs ...jobs.Handler) *jobs.R
 		t.Fatal(err)
 	}
 	return r
+}
+
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout), or nil, which never closes, when there is none: the
+// tests wait for the runners' goroutines as long as the test binary allows,
+// never for a span that assumes how fast the machine is.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
 }
 
 func runOnce(t *testing.T, r *jobs.Runner, kind string) bool {
@@ -281,10 +295,13 @@ func TestLostLeaseCancels(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := r.RunOnce(ctx, "slow"); done <- err }()
 	<-started
-	// Another runner takes the job once the lease has run out by the clock.
-	c.Add(time.Second)
+	// Another runner, whose clock reads a second on, takes the job once
+	// the lease has run out by that clock. The first runner's renewals
+	// (every 10 ms of real time) keep its lease 30 ms past its own clock's
+	// now, whenever they land, so none can hold the job from the thief.
+	later := c.Now().Add(time.Second)
 	err := s.Update(ctx, func(tx consent.Tx) error {
-		_, err := tx.LeaseJob(ctx, []string{"slow"}, "thief", c.Now(), c.Now().Add(time.Hour))
+		_, err := tx.LeaseJob(ctx, []string{"slow"}, "thief", later, later.Add(time.Hour))
 		return err
 	})
 	if err != nil {
@@ -295,7 +312,7 @@ func TestLostLeaseCancels(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RunOnce after losing its lease: %v", err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-near(t):
 		t.Fatal("the handler was not cancelled when its lease was lost")
 	}
 	if j := job(t, s, "slow", "a"); j == nil || j.LeaseOwner != "thief" {
@@ -355,8 +372,8 @@ func TestRunnersShareAStore(t *testing.T) {
 		}
 		select {
 		case <-all:
-		case <-time.After(60 * time.Second):
-			t.Error("the jobs were not all done within a minute")
+		case <-near(t):
+			t.Error("the jobs were not all done by the test's deadline")
 		}
 		cancel()
 		wg.Wait()
@@ -388,12 +405,29 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
+// lookingStore says on looked each time a write transaction (a runner
+// looking for a due job) has ended.
+type lookingStore struct {
+	consent.Store
+	looked chan struct{}
+}
+
+func (s lookingStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	err := s.Store.Update(ctx, fn)
+	select {
+	case s.looked <- struct{}{}:
+	default:
+	}
+	return err
+}
+
 // Wake makes an idle runner look for due jobs at once, not at its next
 // poll.
 func TestWake(t *testing.T) {
 	s := teststore.Memory(t)
+	looking := lookingStore{Store: s, looked: make(chan struct{}, 1)}
 	ran := make(chan string, 1)
-	r, err := jobs.New(jobs.Config{Store: s, Logger: quiet, Poll: time.Hour, Handlers: []jobs.Handler{{Kind: "k",
+	r, err := jobs.New(jobs.Config{Store: looking, Logger: quiet, Poll: time.Hour, Handlers: []jobs.Handler{{Kind: "k",
 		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			ran <- j.Key
 			return jobs.Result{}, nil
@@ -405,14 +439,20 @@ func TestWake(t *testing.T) {
 	done := make(chan struct{})
 	go func() { r.Run(runCtx); close(done) }()
 	defer func() { cancel(); <-done }()
-	time.Sleep(50 * time.Millisecond) // the runner finds nothing and waits an hour
+	// The runner finds nothing and waits an hour. The job is enqueued
+	// only once it has looked, however long that took.
+	select {
+	case <-looking.looked:
+	case <-near(t):
+		t.Fatal("the runner never looked for a job")
+	}
 	err = s.Update(ctx, func(tx consent.Tx) error {
 		return tx.EnqueueJob(ctx, &consent.Job{Kind: "k", Key: "a", RunAfter: time.Now().UTC(), CreatedAt: time.Now().UTC()})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(10 * time.Second)
+	deadline := near(t)
 	for {
 		r.Wake()
 		select {
@@ -425,5 +465,38 @@ func TestWake(t *testing.T) {
 			t.Fatal("the woken runner did not take the job")
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// Timeout bounds Do: its context ends with DeadlineExceeded no later than
+// Timeout after Do begins, and the attempt fails and is retried like any
+// other.
+func TestTimeout(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	const timeout = 50 * time.Millisecond
+	var (
+		deadline    time.Time
+		hasDeadline bool
+		left        time.Duration
+	)
+	r := runner(t, s, c, jobs.Handler{Kind: "hangs", Timeout: timeout, Backoff: time.Minute,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			deadline, hasDeadline = ctx.Deadline()
+			left = time.Until(deadline)
+			<-ctx.Done() // only the timeout ends it: the lease is never lost
+			return jobs.Result{}, ctx.Err()
+		}})
+	enqueue(t, s, "hangs", "a")
+	if !runOnce(t, r, "hangs") {
+		t.Fatal("the job did not run")
+	}
+	if !hasDeadline || left > timeout {
+		t.Errorf("Do's context: deadline %v (set %v), %v from when Do began; want at most %v", deadline, hasDeadline, left, timeout)
+	}
+	j := job(t, s, "hangs", "a")
+	if j == nil || j.Attempts != 1 || !j.FailedAt.IsZero() || !strings.Contains(j.LastError, "deadline exceeded") ||
+		!j.RunAfter.Equal(c.Now().Add(time.Minute)) {
+		t.Errorf("job after a timed-out attempt: %+v; want a retry in a minute with the deadline as its error", j)
 	}
 }
