@@ -117,7 +117,7 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: true, Logger: quiet})
+	h, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: true, Logger: quiet, Timeout: patient})
 	if err != nil {
 		t.Fatal(err)
 	}
