@@ -122,16 +122,76 @@ func write(key string, err error) func(*tx) error {
 	}
 }
 
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout), or nil, which never closes, when there is none.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
+}
+
+// hold occupies g's one runner until release is called, so that callers
+// who arrive meanwhile wait together in the open batch: a test decides who
+// shares a batch, and in what order, without racing a timer (Delay) or the
+// scheduler.
+func hold[T any](t *testing.T, g *Group[T]) (release func()) {
+	t.Helper()
+	started, held := make(chan struct{}), make(chan struct{})
+	go g.Do(context.Background(), func(T) error {
+		close(started)
+		<-held
+		return nil
+	})
+	select {
+	case <-started: // its batch is closed: later callers open another
+	case <-near(t):
+		t.Fatal("the holding call never ran")
+	}
+	return sync.OnceFunc(func() { close(held) })
+}
+
+// join starts call in a goroutine of wg and returns once the call has
+// joined g's open batch, whose size is then want (0: the call filled it,
+// and it closed).
+func join[T any](t *testing.T, g *Group[T], wg *sync.WaitGroup, want int, call func()) {
+	t.Helper()
+	wg.Go(call)
+	stop := near(t)
+	for {
+		g.mu.Lock()
+		n := 0
+		if g.open != nil {
+			n = len(g.open.members)
+		}
+		g.mu.Unlock()
+		if n == want {
+			return
+		}
+		select {
+		case <-stop:
+			t.Fatalf("the open batch holds %d callers; want %d", n, want)
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+}
+
 // Concurrent callers share commits; each returns only once its write is
 // committed; a failing caller's write is undone and the others' kept.
+// They arrive while the runner is busy, as under load: every batch fills.
 func TestBatchesShareCommits(t *testing.T) {
 	d := newDB()
-	g := New(d.ops(), Config{MaxBatch: 8, Runners: 1, Delay: 20 * time.Millisecond})
+	const maxBatch = 8
+	g := New(d.ops(), Config{MaxBatch: maxBatch, Runners: 1, Delay: 20 * time.Millisecond})
+	release := hold(t, g)
+	defer release()
 	boom := errors.New("refused")
 	var wg sync.WaitGroup
 	errs := make([]error, 40)
 	for i := range errs {
-		wg.Go(func() {
+		join(t, g, &wg, (i+1)%maxBatch, func() {
 			var fail error
 			if i%5 == 0 {
 				fail = boom
@@ -143,6 +203,7 @@ func TestBatchesShareCommits(t *testing.T) {
 			}
 		})
 	}
+	release()
 	wg.Wait()
 	for i, err := range errs {
 		_, ok := d.get(fmt.Sprint("k", i))
@@ -154,17 +215,20 @@ func TestBatchesShareCommits(t *testing.T) {
 			t.Errorf("k%d: err %v, committed %v; want committed", i, err, ok)
 		}
 	}
+	// The holding call is a batch, a member and a commit of its own.
 	batches, members := g.Stats()
-	if d.commits >= 32 || batches >= 40 || members != 40 {
-		t.Errorf("%d commits, %d batches, %d members for 40 callers: no grouping", d.commits, batches, members)
+	batches, members, commits := batches-1, members-1, d.commits-1
+	if commits >= 32 || batches >= 40 || members != 40 {
+		t.Errorf("%d commits, %d batches, %d members for 40 callers: no grouping", commits, batches, members)
 	}
-	t.Logf("%d commits, %d batches for 40 callers", d.commits, batches)
+	t.Logf("%d commits, %d batches for 40 callers", commits, batches)
 }
 
 // writeInOrder writes each key from a caller of its own, the callers
 // joining one batch in the order of keys, and returns each one's error and
 // how many times each key's function ran.
-func writeInOrder(d *db, keys []string) ([]error, map[string]int) {
+func writeInOrder(t *testing.T, d *db, keys []string) ([]error, map[string]int) {
+	t.Helper()
 	g := New(d.ops(), Config{MaxBatch: 10, Runners: 1, Delay: 50 * time.Millisecond})
 	var (
 		wg   sync.WaitGroup
@@ -172,9 +236,10 @@ func writeInOrder(d *db, keys []string) ([]error, map[string]int) {
 		runs = map[string]int{}
 		errs = make([]error, len(keys))
 	)
+	release := hold(t, g)
+	defer release()
 	for i, k := range keys {
-		wg.Go(func() {
-			time.Sleep(time.Duration(i) * time.Millisecond) // join in this order
+		join(t, g, &wg, i+1, func() {
 			errs[i] = g.Do(context.Background(), func(t *tx) error {
 				mu.Lock()
 				runs[k]++
@@ -183,6 +248,7 @@ func writeInOrder(d *db, keys []string) ([]error, map[string]int) {
 			})
 		})
 	}
+	release()
 	wg.Wait()
 	return errs, runs
 }
@@ -193,7 +259,7 @@ func TestBrokenBatchRunsOthersAgain(t *testing.T) {
 	d := newDB()
 	d.breakNext["bad"] = true
 	keys := []string{"a", "b", "bad", "c", "d"}
-	errs, runs := writeInOrder(d, keys)
+	errs, runs := writeInOrder(t, d, keys)
 	for i, k := range keys {
 		v, ok := d.get(k)
 		if k == "bad" {
@@ -227,8 +293,8 @@ func TestCancelledCallerDoesNotRun(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := false
 	done := make(chan error)
-	go func() { done <- g.Do(ctx, func(t *tx) error { ran = true; return write("late", nil)(t) }) }()
-	time.Sleep(20 * time.Millisecond)
+	var wg sync.WaitGroup
+	join(t, g, &wg, 1, func() { done <- g.Do(ctx, func(t *tx) error { ran = true; return write("late", nil)(t) }) })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Do: %v", err)
@@ -250,38 +316,49 @@ func TestCancelledCallerDoesNotRun(t *testing.T) {
 // A failure to begin reaches every caller of the batch; nothing ran.
 func TestBeginFails(t *testing.T) {
 	d := newDB()
-	d.failBegin = errors.New("connection refused")
 	g := New(d.ops(), Config{MaxBatch: 4, Runners: 1, Delay: 20 * time.Millisecond})
+	release := hold(t, g) // its transaction began before the failures
+	defer release()
+	refused := errors.New("connection refused")
+	d.mu.Lock()
+	d.failBegin = refused
+	d.mu.Unlock()
 	var wg sync.WaitGroup
 	for i := range 4 {
-		wg.Go(func() {
+		join(t, g, &wg, (i+1)%4, func() {
 			ran := false
 			err := g.Do(context.Background(), func(t *tx) error { ran = true; return nil })
-			if !errors.Is(err, d.failBegin) || ran {
+			if !errors.Is(err, refused) || ran {
 				t.Errorf("caller %d: err %v, ran %v", i, err, ran)
 			}
 		})
 	}
+	release()
 	wg.Wait()
+	if batches, members := g.Stats(); batches != 1 || members != 1 {
+		t.Errorf("%d batches ran %d functions; want only the holding call's", batches, members)
+	}
 }
 
 // A panic reaches its own caller; the batch goes on without its work.
 func TestPanicStaysWithItsCaller(t *testing.T) {
 	d := newDB()
 	g := New(d.ops(), Config{MaxBatch: 3, Runners: 1, Delay: 50 * time.Millisecond})
+	release := hold(t, g)
+	defer release()
 	var wg sync.WaitGroup
 	var recovered any
-	wg.Go(func() {
+	join(t, g, &wg, 1, func() {
 		defer func() { recovered = recover() }()
 		g.Do(context.Background(), func(t *tx) error { t.writes["p"] = 1; panic("bug") })
 	})
 	var errs [2]error
 	for i := range 2 {
-		wg.Go(func() {
-			time.Sleep(5 * time.Millisecond)
+		join(t, g, &wg, (i+2)%3, func() {
 			errs[i] = g.Do(context.Background(), write(fmt.Sprint("ok", i), nil))
 		})
 	}
+	release()
 	wg.Wait()
 	if recovered != "bug" {
 		t.Errorf("recovered %v, want the panic", recovered)
@@ -335,7 +412,7 @@ func TestMemberErrorBlamesItsMember(t *testing.T) {
 			d := newDB()
 			d.dup, d.blameAt = "dup", blameAt
 			keys := []string{"a", "dup", "b", "c", "d"}
-			errs, runs := writeInOrder(d, keys)
+			errs, runs := writeInOrder(t, d, keys)
 			for i, k := range keys {
 				_, ok := d.get(k)
 				if k == "dup" {
