@@ -81,8 +81,18 @@ func TestCheckpoints(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(200 * time.Millisecond)
-		if grew := fileSize(t, path) > before; grew != tc.grows {
+		grew := func() bool { return fileSize(t, path) > before }
+		if tc.grows {
+			// The loop's first ticks come whenever the machine gets to
+			// them: wait for the growth as long as the test may run.
+			until(t, 10*time.Millisecond, grew)
+		} else {
+			// Nothing should checkpoint: 200 ms, twenty of the other
+			// case's ticks, for a loop that should not be there to show
+			// itself (a slow machine can only hide one, not fail this).
+			time.Sleep(200 * time.Millisecond)
+		}
+		if grew := grew(); grew != tc.grows {
 			t.Errorf("interval %v: the database file grew %v, want %v", tc.interval, grew, tc.grows)
 		}
 		if err := s.Close(); err != nil {
@@ -92,6 +102,31 @@ func TestCheckpoints(t *testing.T) {
 			t.Errorf("a second Close: %v", err)
 		}
 	}
+}
+
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout), or nil, which never closes, when there is none.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
+}
+
+// until polls cond until it holds, or the test's deadline is near; it
+// reports whether cond held.
+func until(t *testing.T, every time.Duration, cond func() bool) bool {
+	stop := near(t)
+	for !cond() {
+		select {
+		case <-stop:
+			return cond()
+		case <-time.After(every):
+		}
+	}
+	return true
 }
 
 func fileSize(t *testing.T, path string) int64 {
