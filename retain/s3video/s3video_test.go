@@ -121,22 +121,22 @@ func startGateway(t *testing.T) *gateway {
 		cmd.Process.Kill()
 		<-exited
 	})
-	deadline := time.Now().Add(20 * time.Second)
+	// The gateway starts as fast as the machine lets it: wait for it as
+	// long as the test binary allows.
+	stop := near(t)
 	for {
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("versitygw exited (%v): %s", err, out)
-		default:
-		}
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("versitygw did not answer on %s within 20 s: %s", addr, out)
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("versitygw exited (%v): %s", err, out)
+		case <-stop:
+			t.Fatalf("versitygw did not answer on %s by the test's deadline: %s", addr, out)
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	g := &gateway{endpoint: "http://" + addr, gets: new(atomic.Int64)}
 	g.client = s3.New(s3.Options{
@@ -154,12 +154,24 @@ func startGateway(t *testing.T) *gateway {
 		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-stop:
 			t.Fatalf("versitygw does not answer ListBuckets: %v: %s", err, out)
+		case <-time.After(50 * time.Millisecond):
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	return g
+}
+
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout), or nil, which never closes, when there is none.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
 }
 
 func (g *gateway) bucket(t *testing.T, name string, objectLock bool) {
