@@ -369,7 +369,7 @@ func (r *recorder) record(t *testing.T, f fixture) []byte {
 		stop()
 		cancelTab()
 	}()
-	ctx, cancel := context.WithTimeout(tab, 60*time.Second)
+	ctx, cancel := untilDeadline(t, tab)
 	defer cancel()
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: 800, Height: 600, DeviceScaleFactor: 1,
@@ -380,7 +380,7 @@ func (r *recorder) record(t *testing.T, f fixture) []byte {
 		t.Fatalf("load %s: %v", f.page, err)
 	}
 	if f.ready != "" {
-		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](f.ready, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[bool](f.ready, chromedp.WithPollingTimeout(0))); err != nil {
 			t.Fatalf("%s never got ready: %v", f.page, err)
 		}
 	}
@@ -395,11 +395,41 @@ func (r *recorder) record(t *testing.T, f fixture) []byte {
 	if s.err != nil {
 		t.Fatalf("play the session: %v", s.err)
 	}
+	// What the session did reaches the recording on the page's time: an
+	// animation's frames, a scroll's events, a selection's. The recording
+	// goes on until it holds what the fixture must cover, however slowly
+	// the machine draws; TestFixtures checks it again, and says what is
+	// missing when the test's deadline came first.
+	until(t, 100*time.Millisecond, func() bool {
+		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string]("__fixture.peek()"))
+		var events []recordedEvent
+		if err != nil || json.Unmarshal([]byte(raw), &events) != nil {
+			return true // stop() fails too, and says why
+		}
+		for _, r := range f.want {
+			if !r.ok(events) {
+				return false
+			}
+		}
+		return true
+	})
 	events, err := chromedp.Run(ctx, chromedp.Evaluate[string]("__fixture.stop()"))
 	if err != nil {
 		t.Fatalf("collect the events: %v", err)
 	}
 	return []byte(events)
+}
+
+// untilDeadline returns a context of parent that ends a little before the
+// test's deadline (go test's -timeout), after near: a browser step waits
+// as long as the test binary allows, never for a span that assumes how
+// fast the machine is, and its failure is still reported.
+func untilDeadline(t *testing.T, parent context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return context.WithCancel(parent)
+	}
+	return context.WithDeadline(parent, deadline.Add(-min(15*time.Second, time.Until(deadline)/20)))
 }
 
 type point struct{ X, Y float64 }

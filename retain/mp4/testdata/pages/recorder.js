@@ -42,6 +42,10 @@
       });
       return true;
     },
+    // peek returns the events so far, the recording going on.
+    peek() {
+      return JSON.stringify(events);
+    },
     // stop ends the recording with a custom event, so that it lasts until
     // now rather than until the last change, as a session that stays open
     // a little after its last action does.
