@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -78,6 +79,47 @@ type stack struct {
 	hold atomic.Pointer[chan struct{}]
 	// down, when set, makes them fail as a dead service's would.
 	down atomic.Bool
+	// ticked is set once the service has taken a chunk of events that
+	// holds the consent checkbox's tick.
+	ticked atomic.Bool
+}
+
+// statusWriter notes the status of an answer.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// near returns a channel that closes shortly before the test's deadline
+// (go test's -timeout), or nil, which never closes, when there is none: the
+// tests wait for the browser and the service as long as the test binary
+// allows, never for a span that assumes how fast the machine is.
+func near(t *testing.T) <-chan time.Time {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return nil
+	}
+	left := time.Until(deadline)
+	return time.After(left - min(30*time.Second, left/10))
+}
+
+// until polls cond until it holds, or the test's deadline is near; it
+// reports whether cond held.
+func until(t *testing.T, every time.Duration, cond func() bool) bool {
+	stop := near(t)
+	for !cond() {
+		select {
+		case <-stop:
+			return cond()
+		case <-time.After(every):
+		}
+	}
+	return true
 }
 
 func newStack(t *testing.T) *stack {
@@ -124,7 +166,17 @@ func newStack(t *testing.T) *stack {
 				<-*hold
 			}
 		}
-		api.ServeHTTP(w, r)
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/events") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		api.ServeHTTP(sw, r)
+		if sw.status/100 == 2 && bytes.Contains(body, []byte(`"isChecked":true`)) {
+			s.ticked.Store(true)
+		}
 	}))
 	t.Cleanup(s.service.Close)
 	page := strings.ReplaceAll(formPage, "{{SERVICE}}", s.service.URL)
@@ -162,7 +214,12 @@ func browser(t *testing.T) context.Context {
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	// The browser's steps run until a little before the test's deadline,
+	// after near, so that a hung step is still reported.
+	cancelTimeout := context.CancelFunc(func() {})
+	if deadline, ok := t.Deadline(); ok {
+		ctx, cancelTimeout = context.WithDeadline(ctx, deadline.Add(-min(15*time.Second, time.Until(deadline)/20)))
+	}
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	return ctx
 }
@@ -176,7 +233,7 @@ func (s *stack) fill(t *testing.T, ctx context.Context) string {
 	}
 	certID, err := chromedp.Run(ctx, chromedp.Poll[string](
 		`(function(){var i=document.querySelector('input[name="consent_certificate_id"]');return i&&i.value?i.value:null})()`,
-		chromedp.WithPollingTimeout(20*time.Second)))
+		chromedp.WithPollingTimeout(0)))
 	if err != nil {
 		t.Fatalf("the reserved certificate id never reached the form: %v", err)
 	}
@@ -186,10 +243,14 @@ func (s *stack) fill(t *testing.T, ctx context.Context) string {
 		chromedp.SendKeys(chromedp.ID("password"), "hunter2-secret"),
 		chromedp.SendKeys(chromedp.ID("policy"), "POL-778899"),
 		chromedp.Click(chromedp.ID("agree")),
-		chromedp.Sleep(1500*time.Millisecond), // a chunk or two reaches the service before submit
 	)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Chunks reach the service before submit, the last of them with the
+	// tick (the snippet sends one a second): wait for it, however long.
+	if !until(t, 20*time.Millisecond, s.ticked.Load) {
+		t.Fatal("no chunk of events with the checkbox's tick reached the service")
 	}
 	return certID
 }
@@ -202,7 +263,7 @@ func (s *stack) submit(t *testing.T, ctx context.Context) url.Values {
 	select {
 	case form := <-s.posts:
 		return form
-	case <-time.After(20 * time.Second):
+	case <-near(t):
 		t.Fatal("the form's receiver never got the submission")
 	}
 	return nil
@@ -326,14 +387,32 @@ func convertRetained(t *testing.T, svc *consent.Service, sessionID string) {
 	if err != nil {
 		t.Fatalf("ffprobe %s: %v", ses.Video.Path, err)
 	}
-	if d, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err != nil || d < 1 {
-		t.Errorf("video of %s lasts %q s, want the recording's seconds", sessionID, out)
+	// The video lasts as long as the recording, within a frame (25 a
+	// second): how long that is depends on how fast the browser went.
+	rec, err := svc.Recording(context.Background(), sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []struct {
+		Timestamp float64 `json:"timestamp"`
+	}
+	if err := json.Unmarshal(rec, &events); err != nil || len(events) < 2 {
+		t.Fatalf("the recording of %s: %d events, %v", sessionID, len(events), err)
+	}
+	span := (events[len(events)-1].Timestamp - events[0].Timestamp) / 1000
+	if d, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64); err != nil || span <= 0 || math.Abs(d-span) > 1.0/25+0.001 {
+		t.Errorf("video of %s lasts %q s, want the recording's %.3f s", sessionID, out, span)
 	}
 }
 
 // A slow or dead service never holds the form up: the submission reaches
 // the form's receiver while the service still holds the consent request (or
-// after it failed), and the snippet's submit handlers take under 100 ms.
+// after it failed), and the snippet's submit handlers run to their end.
+//
+// How long the handlers took is logged, not bounded: on a busy machine
+// any span can pass between two statements. That they do not wait for the
+// service is what the held request shows: it is released only after the
+// form has arrived.
 func TestBrowserSlowOrDeadService(t *testing.T) {
 	for _, mode := range []string{"slow", "dead"} {
 		t.Run(mode, func(t *testing.T) {
@@ -349,9 +428,10 @@ func TestBrowserSlowOrDeadService(t *testing.T) {
 			form := s.submit(t, ctx)
 			close(release)
 			ms, err := strconv.ParseFloat(form.Get("handlers_ms"), 64)
-			if err != nil || ms > 100 {
-				t.Errorf("submit handlers took %q ms, want under 100", form.Get("handlers_ms"))
+			if err != nil || ms < 0 {
+				t.Errorf("submit handlers took %q ms: the listener after them did not run", form.Get("handlers_ms"))
 			}
+			t.Logf("the submit handlers took %.1f ms", ms)
 			if form.Get("consent_certificate_id") == "" {
 				t.Errorf("the form lost consent_certificate_id")
 			}
@@ -364,21 +444,23 @@ func TestBrowserSlowOrDeadService(t *testing.T) {
 }
 
 // waitCertificate returns the certificate once it is issued, failing t
-// when it is not within 20 seconds.
+// when it is not by shortly before the test's deadline.
 func waitCertificate(t *testing.T, svc *consent.Service, id string) *consent.Certificate {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var cert *consent.Certificate
-		err := svc.Store().View(context.Background(), func(tx consent.Tx) error {
+	var (
+		cert *consent.Certificate
+		err  error
+	)
+	until(t, 100*time.Millisecond, func() bool {
+		err = svc.Store().View(context.Background(), func(tx consent.Tx) error {
 			var err error
 			cert, err = tx.Certificate(context.Background(), id)
 			return err
 		})
-		if err == nil {
-			return cert
-		}
-		if !errors.Is(err, consent.ErrNotFound) || time.Now().After(deadline) {
-			t.Fatalf("certificate %s: %v", id, err)
-		}
+		return !errors.Is(err, consent.ErrNotFound)
+	})
+	if err != nil {
+		t.Fatalf("certificate %s: %v", id, err)
 	}
+	return cert
 }
