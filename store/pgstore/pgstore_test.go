@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -239,12 +240,27 @@ func TestClaimWaitsForClaimant(t *testing.T) {
 }
 
 func testClaimWaits(t *testing.T, commit bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	url := teststore.PostgresURL(t)
+	// The steps wait on each other as long as the test binary allows, not
+	// for a span that assumes how fast the machine is.
+	ctx, cancel := context.WithCancel(context.Background())
+	if deadline, ok := t.Deadline(); ok {
+		ctx, cancel = context.WithDeadline(context.Background(), deadline.Add(-min(30*time.Second, time.Until(deadline)/10)))
+	}
+	dsn := teststore.PostgresURL(t)
+	// B's connections are named, so that its wait for A's lock shows in
+	// pg_stat_activity.
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	bName := "claim-b-" + q.Get("search_path")
+	q.Set("application_name", bName)
+	u.RawQuery = q.Encode()
 	var a, b *pgstore.Store // two instances
-	for _, s := range []**pgstore.Store{&a, &b} {
+	for s, dsn := range map[**pgstore.Store]string{&a: dsn, &b: u.String()} {
 		var err error
-		if *s, err = pgstore.Open(ctx, url); err != nil {
+		if *s, err = pgstore.Open(ctx, dsn); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { (*s).Close() })
@@ -311,10 +327,21 @@ func testClaimWaits(t *testing.T, commit bool) {
 		})
 		bDone <- result{prior, err}
 	}()
-	select {
-	case r := <-bDone:
-		t.Fatalf("B's claim returned while A was open: %+v, %v", r.prior, r.err)
-	case <-time.After(200 * time.Millisecond):
+	// B's claim waits for A's transaction: it returns nothing before its
+	// backend is seen waiting on a lock, however long getting there takes.
+	for waiting := false; !waiting; {
+		select {
+		case r := <-bDone:
+			t.Fatalf("B's claim returned while A was open: %+v, %v", r.prior, r.err)
+		case <-ctx.Done():
+			t.Fatal("B's claim was never seen waiting on a lock")
+		case <-time.After(10 * time.Millisecond):
+		}
+		err := a.Pool().QueryRow(ctx, `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE application_name = $1 AND wait_event_type = 'Lock'`, bName).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	releaseAt.Do(func() { close(release) })
@@ -340,7 +367,7 @@ func testClaimWaits(t *testing.T, commit bool) {
 		t.Errorf("B found %+v after A rolled back; want the key free", r.prior)
 	}
 	// B's claim is the one that stands.
-	err := a.Update(ctx, func(tx consent.Tx) error {
+	err = a.Update(ctx, func(tx consent.Tx) error {
 		got, err := tx.ClaimIdempotencyKey(ctx, record(3), at)
 		if err == nil && (got == nil || got.Fingerprint != (consent.Digest{2})) {
 			err = fmt.Errorf("after B's claim: %+v; want B's record", got)
