@@ -198,7 +198,9 @@ func drive(fx *fixture, sc scenario, clients int, d time.Duration, seed uint64) 
 					return
 				}
 			}
-			for time.Now().Before(deadline) {
+			// Every client asks at least once, however late it got here: a
+			// machine slow to dial still gets a rate, never none.
+			for first := true; first || time.Now().Before(deadline); first = false {
 				want := sc.next(c)
 				if want == exhausted {
 					got.fail("ran out of preloaded sessions before the time was up (raise -retain-sessions); the rate is over the time until then")

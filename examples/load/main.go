@@ -258,7 +258,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) error
 		if n == "match" && clients == o.clients {
 			matchCPU = cpu
 		}
-		fmt.Fprintf(stdout, "%-10s %9.0f %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, r.rate(), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
+		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, rateText(r.rate()), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
 			pct(r.latencies, 0.999), pct(r.latencies, 1), cpu, allocs, after.PeakRSSKB>>10, batch)
 		for f, k := range r.failures {
 			fmt.Fprintf(stdout, "           failed %d×: %s\n", k, f)
@@ -519,4 +519,13 @@ func preload(ctx context.Context, svc *consent.Service, n int, chunk []byte) err
 		done += batch
 	}
 	return nil
+}
+
+// rateText prints a rate of answers per second whole, or, under 100, with
+// two decimals: a slow run's rate is small, never shown as none.
+func rateText(r float64) string {
+	if r >= 100 {
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(r, 'f', 2, 64)
 }

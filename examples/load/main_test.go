@@ -33,7 +33,7 @@ func TestEveryScenario(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a server process and drives it for a few seconds")
 	}
-	row := regexp.MustCompile(`(?m)^(\w+) +(\d+) `)
+	row := regexp.MustCompile(`(?m)^(\w+) +(\d+(?:\.\d+)?) `)
 	for _, st := range []string{"memory", "sqlite", "postgres"} {
 		t.Run(st, func(t *testing.T) {
 			args := []string{"-store", st, "-scenario", "all", "-clients", "2", "-duration", "300ms",
@@ -46,9 +46,9 @@ func TestEveryScenario(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%v\n%s", err, &out)
 			}
-			got := map[string]int{}
+			got := map[string]float64{}
 			for _, m := range row.FindAllStringSubmatch(out.String(), -1) {
-				got[m[1]], _ = strconv.Atoi(m[2])
+				got[m[1]], _ = strconv.ParseFloat(m[2], 64)
 			}
 			for _, sc := range order {
 				if got[sc] <= 0 {
