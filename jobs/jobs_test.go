@@ -14,6 +14,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/jobs"
 )
 
@@ -75,19 +76,6 @@ func runner(t *testing.T, s consent.Store, c *clock, hs ...jobs.Handler) *jobs.R
 		t.Fatal(err)
 	}
 	return r
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none: the
-// tests wait for the runners' goroutines as long as the test binary allows,
-// never for a span that assumes how fast the machine is.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
 }
 
 func runOnce(t *testing.T, r *jobs.Runner, kind string) bool {
@@ -312,7 +300,7 @@ func TestLostLeaseCancels(t *testing.T) {
 		if err != nil {
 			t.Fatalf("RunOnce after losing its lease: %v", err)
 		}
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatal("the handler was not cancelled when its lease was lost")
 	}
 	if j := job(t, s, "slow", "a"); j == nil || j.LeaseOwner != "thief" {
@@ -372,7 +360,7 @@ func TestRunnersShareAStore(t *testing.T) {
 		}
 		select {
 		case <-all:
-		case <-near(t):
+		case <-testwait.Near(t):
 			t.Error("the jobs were not all done by the test's deadline")
 		}
 		cancel()
@@ -443,7 +431,7 @@ func TestWake(t *testing.T) {
 	// only once it has looked, however long that took.
 	select {
 	case <-looking.looked:
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatal("the runner never looked for a job")
 	}
 	err = s.Update(ctx, func(tx consent.Tx) error {
@@ -452,7 +440,7 @@ func TestWake(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := near(t)
+	deadline := testwait.Near(t)
 	for {
 		r.Wake()
 		select {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -78,19 +79,6 @@ func (f *fakeConverter) count(id string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[id]
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none: the
-// tests wait for workers as long as the test binary allows, never for a
-// span that assumes how fast the machine is.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
 }
 
 type env struct {
@@ -187,7 +175,7 @@ func TestWorkersConvertEachJobOnce(t *testing.T) {
 				}
 			}()
 		}
-		stop := near(t)
+		stop := testwait.Near(t)
 		for id := 0; id < sessions; {
 			if s := e.session(t, fmt.Sprintf("s%02d", id)); s.VideoStatus == consent.VideoConverted {
 				id++
@@ -386,7 +374,7 @@ func TestLostLeaseCancelsConversion(t *testing.T) {
 			if err != nil {
 				t.Errorf("RunOnce: %v", err)
 			}
-		case <-near(t):
+		case <-testwait.Near(t):
 			t.Fatal("the conversion went on after the lease was lost")
 		}
 		if j, err := e.job(t, "s00"); err != nil || j.LeaseOwner != "thief" {

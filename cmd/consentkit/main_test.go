@@ -23,6 +23,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -539,19 +540,6 @@ func TestTopUpRetriedAcrossBackends(t *testing.T) {
 	}
 }
 
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none: a
-// test waits for output as long as the test binary allows, never for a
-// span that assumes how fast the machine is.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
 // TestAuditFollow follows the audit log while a token is issued.
 func TestAuditFollow(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
@@ -569,7 +557,7 @@ func TestAuditFollow(t *testing.T) {
 		}()
 		wait := func(what string) {
 			t.Helper()
-			stop := near(t)
+			stop := testwait.Near(t)
 			for !strings.Contains(out.String(), what) {
 				select {
 				case <-stop:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 // consentkit answers under /consent/, the host's routes still work, and the
@@ -90,33 +91,10 @@ func started(t *testing.T, args ...string) string {
 		return a
 	case code := <-exit:
 		t.Fatalf("exited with %d before listening", code)
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatal("not listening by the test's deadline")
 	}
 	return ""
-}
-
-// nearDeadline is shortly before the test's deadline (go test's -timeout),
-// and false when there is none: the tests wait for the server as long as
-// the test binary allows, never for a span that assumes how fast the
-// machine is, and still report what they saw before the binary is
-// stopped.
-func nearDeadline(t *testing.T) (time.Time, bool) {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return time.Time{}, false
-	}
-	return deadline.Add(-min(30*time.Second, time.Until(deadline)/10)), true
-}
-
-// near returns a channel that closes at nearDeadline, or nil, which never
-// closes, when there is none.
-func near(t *testing.T) <-chan time.Time {
-	at, ok := nearDeadline(t)
-	if !ok {
-		return nil
-	}
-	return time.After(time.Until(at))
 }
 
 // -addr chooses the address; the service answers there and stops cleanly.
@@ -155,7 +133,7 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	defer conn.Close()
 	io.WriteString(conn, "POST /consent/opt-out HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"company_id\":")
 	start := time.Now()
-	if at, ok := nearDeadline(t); ok {
+	if at, ok := testwait.Deadline(t); ok {
 		conn.SetReadDeadline(at)
 	}
 	_, err = io.Copy(io.Discard, conn) // until the server closes the connection

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 // page sends a request, following redirects, and returns the status, the
@@ -245,7 +247,7 @@ func TestServerInstallsRecorder(t *testing.T) {
 	if !s.waitFor(t, "installing rrweb's recorder") {
 		t.Fatalf("no line of progress:\n%s", s.output())
 	}
-	until(t, 100*time.Millisecond, func() bool {
+	testwait.Until(t, 100*time.Millisecond, func() bool {
 		return strings.Contains(s.output(), "the session recorder is installed") || strings.Contains(s.output(), "could not install")
 	})
 	if !strings.Contains(s.output(), "the session recorder is installed") {

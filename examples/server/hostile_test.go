@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 // Recordings come from the public through capture, so a hostile one must
@@ -91,7 +93,7 @@ func TestServerSurvivesHostileRecordings(t *testing.T) {
 	began := time.Now()
 	var outlierStatus, manyStatus string
 	var manyBody map[string]any
-	until(t, 250*time.Millisecond, func() bool {
+	testwait.Until(t, 250*time.Millisecond, func() bool {
 		outlierStatus, _ = status(outlierID)
 		manyStatus, manyBody = status(manyID)
 		return (outlierStatus == "failed" || outlierStatus == "converted") && (manyStatus == "failed" || manyStatus == "converted")

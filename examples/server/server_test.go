@@ -23,6 +23,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -100,37 +101,10 @@ func startIn(t *testing.T, dir string, args ...string) *running {
 	}()
 	select {
 	case r.base = <-found:
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatalf("the server did not start:\n%s", r.output())
 	}
 	return r
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout): the tests wait for the servers they start as long
-// as the test binary allows, never for a span that assumes how fast the
-// machine is, and still report what they saw before the binary is stopped.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil // no -timeout: wait for ever
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
-// until polls cond until it holds, or the test's deadline is near; it
-// reports whether cond held.
-func until(t *testing.T, every time.Duration, cond func() bool) bool {
-	stop := near(t)
-	for !cond() {
-		select {
-		case <-stop:
-			return cond()
-		case <-time.After(every):
-		}
-	}
-	return true
 }
 
 type writerFunc func([]byte) (int, error)
@@ -140,7 +114,7 @@ func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 // waitFor waits for text to appear in the output, until the test's
 // deadline is near.
 func (r *running) waitFor(t *testing.T, text string) bool {
-	return until(t, 50*time.Millisecond, func() bool { return strings.Contains(r.output(), text) })
+	return testwait.Until(t, 50*time.Millisecond, func() bool { return strings.Contains(r.output(), text) })
 }
 
 func (r *running) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.out.String() }
@@ -158,7 +132,7 @@ func (r *running) stop(t *testing.T) {
 		if err != nil {
 			t.Errorf("server exited with %v:\n%s", err, r.output())
 		}
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatalf("server did not stop on SIGTERM:\n%s", r.output())
 	}
 }
@@ -305,7 +279,7 @@ func TestServerConvertsRetainedRecording(t *testing.T) {
 		t.Fatalf("retain: %d %v", code, body)
 	}
 	var body map[string]any
-	until(t, 200*time.Millisecond, func() bool {
+	testwait.Until(t, 200*time.Millisecond, func() bool {
 		_, body = s.call(t, "GET", "/api/integrations/acme/sessions/s1", acmeToken, "")
 		return body["rrweb_to_video_status"] == "converted"
 	})
@@ -442,7 +416,7 @@ func TestServerPurges(t *testing.T) {
 		code int
 		body map[string]any
 	)
-	until(t, 250*time.Millisecond, func() bool {
+	testwait.Until(t, 250*time.Millisecond, func() bool {
 		code, body = s.call(t, "POST", "/verify/match", m[1], match)
 		return code != 200
 	})

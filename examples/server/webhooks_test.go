@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 const webhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwWdPS0Ci+mjE="
@@ -57,7 +59,7 @@ func TestServerWebhook(t *testing.T) {
 	if code, v := s.call(t, "POST", "/opt-out", "", `{"company_id":"acme","email":"Jane@Example.com"}`); code != 200 {
 		t.Fatalf("opt-out: %d %v", code, v)
 	}
-	delivered := until(t, 50*time.Millisecond, func() bool {
+	delivered := testwait.Until(t, 50*time.Millisecond, func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0

@@ -26,6 +26,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/wallet"
@@ -93,33 +94,6 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none: the
-// tests wait for the browser and the service as long as the test binary
-// allows, never for a span that assumes how fast the machine is.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
-// until polls cond until it holds, or the test's deadline is near; it
-// reports whether cond held.
-func until(t *testing.T, every time.Duration, cond func() bool) bool {
-	stop := near(t)
-	for !cond() {
-		select {
-		case <-stop:
-			return cond()
-		case <-time.After(every):
-		}
-	}
-	return true
 }
 
 func newStack(t *testing.T) *stack {
@@ -249,7 +223,7 @@ func (s *stack) fill(t *testing.T, ctx context.Context) string {
 	}
 	// Chunks reach the service before submit, the last of them with the
 	// tick (the snippet sends one a second): wait for it, however long.
-	if !until(t, 20*time.Millisecond, s.ticked.Load) {
+	if !testwait.Until(t, 20*time.Millisecond, s.ticked.Load) {
 		t.Fatal("no chunk of events with the checkbox's tick reached the service")
 	}
 	return certID
@@ -263,7 +237,7 @@ func (s *stack) submit(t *testing.T, ctx context.Context) url.Values {
 	select {
 	case form := <-s.posts:
 		return form
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatal("the form's receiver never got the submission")
 	}
 	return nil
@@ -451,7 +425,7 @@ func waitCertificate(t *testing.T, svc *consent.Service, id string) *consent.Cer
 		cert *consent.Certificate
 		err  error
 	)
-	until(t, 100*time.Millisecond, func() bool {
+	testwait.Until(t, 100*time.Millisecond, func() bool {
 		err = svc.Store().View(context.Background(), func(tx consent.Tx) error {
 			var err error
 			cert, err = tx.Certificate(context.Background(), id)

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 )
@@ -119,38 +120,11 @@ func leftovers(dir string) []string {
 	return found
 }
 
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none: the
-// tests wait for browsers and encoders as long as the test binary allows,
-// never for a span that assumes how fast the machine is.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
-// until polls cond until it holds, or the test's deadline is near; it
-// reports whether cond held.
-func until(t *testing.T, every time.Duration, cond func() bool) bool {
-	stop := near(t)
-	for !cond() {
-		select {
-		case <-stop:
-			return cond()
-		case <-time.After(every):
-		}
-	}
-	return true
-}
-
 // waitGone waits for processes to exit after their parent did, and
 // returns those still there when the test's deadline is near.
 func waitGone(t *testing.T, dir string) []string {
 	var l []string
-	until(t, 100*time.Millisecond, func() bool { l = leftovers(dir); return len(l) == 0 })
+	testwait.Until(t, 100*time.Millisecond, func() bool { l = leftovers(dir); return len(l) == 0 })
 	return l
 }
 
@@ -280,7 +254,7 @@ func TestConvertCancelled(t *testing.T) {
 		err   error
 		ended bool
 	)
-	if !until(t, 10*time.Millisecond, func() bool {
+	if !testwait.Until(t, 10*time.Millisecond, func() bool {
 		select {
 		case err = <-done:
 			ended = true // before any video was written: checked below
@@ -296,7 +270,7 @@ func TestConvertCancelled(t *testing.T) {
 	if !ended {
 		select {
 		case err = <-done:
-		case <-near(t):
+		case <-testwait.Near(t):
 			t.Fatal("Convert had not returned after its cancel by the test's deadline")
 		}
 	}
@@ -344,7 +318,7 @@ func TestReplayHasNoNetwork(t *testing.T) {
 	// The page did try: the stylesheet and both images were refused. The
 	// refusals are counted as Chromium reports them, which a busy machine
 	// may do after the conversion ended.
-	if !until(t, 10*time.Millisecond, func() bool { return c.BlockedRequests() >= 3 }) {
+	if !testwait.Until(t, 10*time.Millisecond, func() bool { return c.BlockedRequests() >= 3 }) {
 		t.Errorf("%d requests refused, want at least 3", c.BlockedRequests())
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain/mp4"
 )
 
@@ -400,7 +401,7 @@ func (r *recorder) record(t *testing.T, f fixture) []byte {
 	// goes on until it holds what the fixture must cover, however slowly
 	// the machine draws; TestFixtures checks it again, and says what is
 	// missing when the test's deadline came first.
-	until(t, 100*time.Millisecond, func() bool {
+	testwait.Until(t, 100*time.Millisecond, func() bool {
 		raw, err := chromedp.Run(ctx, chromedp.Evaluate[string]("__fixture.peek()"))
 		var events []recordedEvent
 		if err != nil || json.Unmarshal([]byte(raw), &events) != nil {

@@ -28,6 +28,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain/s3video"
 )
 
@@ -123,7 +124,7 @@ func startGateway(t *testing.T) *gateway {
 	})
 	// The gateway starts as fast as the machine lets it: wait for it as
 	// long as the test binary allows.
-	stop := near(t)
+	stop := testwait.Near(t)
 	for {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
@@ -161,17 +162,6 @@ func startGateway(t *testing.T) *gateway {
 		}
 	}
 	return g
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
 }
 
 func (g *gateway) bucket(t *testing.T, name string, objectLock bool) {

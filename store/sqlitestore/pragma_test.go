@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 // The durability and integrity settings are what D31 and the design rely
@@ -85,7 +87,7 @@ func TestCheckpoints(t *testing.T) {
 		if tc.grows {
 			// The loop's first ticks come whenever the machine gets to
 			// them: wait for the growth as long as the test may run.
-			until(t, 10*time.Millisecond, grew)
+			testwait.Until(t, 10*time.Millisecond, grew)
 		} else {
 			// Nothing should checkpoint: 200 ms, twenty of the other
 			// case's ticks, for a loop that should not be there to show
@@ -102,31 +104,6 @@ func TestCheckpoints(t *testing.T) {
 			t.Errorf("a second Close: %v", err)
 		}
 	}
-}
-
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
-// until polls cond until it holds, or the test's deadline is near; it
-// reports whether cond held.
-func until(t *testing.T, every time.Duration, cond func() bool) bool {
-	stop := near(t)
-	for !cond() {
-		select {
-		case <-stop:
-			return cond()
-		case <-time.After(every):
-		}
-	}
-	return true
 }
 
 func fileSize(t *testing.T, path string) int64 {

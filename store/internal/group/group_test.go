@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testwait"
 )
 
 // db is a database of named values with transactions and one level of
@@ -122,17 +124,6 @@ func write(key string, err error) func(*tx) error {
 	}
 }
 
-// near returns a channel that closes shortly before the test's deadline
-// (go test's -timeout), or nil, which never closes, when there is none.
-func near(t *testing.T) <-chan time.Time {
-	deadline, ok := t.Deadline()
-	if !ok {
-		return nil
-	}
-	left := time.Until(deadline)
-	return time.After(left - min(30*time.Second, left/10))
-}
-
 // hold occupies g's one runner until release is called, so that callers
 // who arrive meanwhile wait together in the open batch: a test decides who
 // shares a batch, and in what order, without racing a timer (Delay) or the
@@ -147,7 +138,7 @@ func hold[T any](t *testing.T, g *Group[T]) (release func()) {
 	})
 	select {
 	case <-started: // its batch is closed: later callers open another
-	case <-near(t):
+	case <-testwait.Near(t):
 		t.Fatal("the holding call never ran")
 	}
 	return sync.OnceFunc(func() { close(held) })
@@ -159,7 +150,7 @@ func hold[T any](t *testing.T, g *Group[T]) (release func()) {
 func join[T any](t *testing.T, g *Group[T], wg *sync.WaitGroup, want int, call func()) {
 	t.Helper()
 	wg.Go(call)
-	stop := near(t)
+	stop := testwait.Near(t)
 	for {
 		g.mu.Lock()
 		n := 0
