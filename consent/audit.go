@@ -129,9 +129,9 @@ func AuditHash(e *AuditEntry) Digest {
 	return sha256.Sum256(appendAuditEncoding(buf[:0], e))
 }
 
-// CheckText checks e's text fields and their lengths, and its time
+// check checks e's text fields and their lengths, and its time
 // (CheckTime).
-func (e *AuditEntry) CheckText() error {
+func (e *AuditEntry) check() error {
 	if err := checkTexts("company_id", e.CompanyID, "actor", e.Actor, "action", e.Action, "target", e.Target,
 		"outcome", e.Outcome, "request_id", e.RequestID, "detail", e.Detail); err != nil {
 		return err

@@ -64,7 +64,9 @@ func Errorf(code Code, format string, args ...any) error {
 }
 
 // ErrorCode returns the code of err: that of the first *Error in its chain,
-// Payment for insufficient funds, and Internal for anything else or "" for nil.
+// Payment for insufficient funds, Invalid for an amount over the balance
+// limit (wallet.ErrBalanceLimit), and Internal for anything else or "" for
+// nil.
 func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
@@ -75,11 +77,15 @@ func ErrorCode(err error) Code {
 	if errors.Is(err, wallet.ErrInsufficientFunds) {
 		return Payment
 	}
+	if errors.Is(err, wallet.ErrBalanceLimit) {
+		return Invalid
+	}
 	return Internal
 }
 
 // ErrorMessage returns the message of the first *Error in err's chain, the
-// wallet's message for insufficient funds, and "internal error" otherwise:
+// wallet's message for insufficient funds or the balance limit, and
+// "internal error" otherwise:
 // text of uncoded errors (SQL, driver) never reaches a caller.
 func ErrorMessage(err error) string {
 	if e, ok := errors.AsType[*Error](err); ok {
@@ -87,6 +93,9 @@ func ErrorMessage(err error) string {
 	}
 	if errors.Is(err, wallet.ErrInsufficientFunds) {
 		return wallet.ErrInsufficientFunds.Error()
+	}
+	if errors.Is(err, wallet.ErrBalanceLimit) {
+		return wallet.ErrBalanceLimit.Error()
 	}
 	return "internal error"
 }

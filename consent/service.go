@@ -166,7 +166,11 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	return s, nil
 }
 
-// Store returns the store the service works on.
+// Store returns the store the service works on, checked: each Tx it gives
+// refuses a value or an argument that no store may keep (Invalid) before
+// the store underneath sees it, so that every store, one written for
+// another database too, is given the same values (see Tx). Go through it,
+// never around it.
 func (s *Service) Store() Store { return s.store }
 
 // MaxChunkBytes is the largest chunk of events AppendEvents accepts.
@@ -578,7 +582,7 @@ func (s *Service) TopUpTx(ctx context.Context, tx Tx, companyID string, amount w
 		return 0, Errorf(Invalid, "amount must be positive")
 	}
 	if amount > wallet.MaxBalance {
-		return 0, ErrBalanceLimit
+		return 0, wallet.ErrBalanceLimit
 	}
 	if len(reference) > MaxIDLength {
 		return 0, Errorf(Invalid, "reference must be at most %d bytes", MaxIDLength)

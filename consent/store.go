@@ -43,43 +43,34 @@ type Store interface {
 // ErrNotFound)) when a thing it needs does not exist, Conflict when an
 // identifier is taken, and an uncoded error for storage failures.
 //
-// Text is stored exactly: every string a method writes (names, ids, consent
-// text and types, origins, reasons, references, errors, lease owners) must
-// be ValidText, and a method given one that is not returns Invalid and
-// writes nothing; the values' CheckText methods (and CheckEntry) say which
-// fields are text. Any valid text, 4-byte characters included, reads back
-// byte for byte. Text that the stores keep in keys and indexes — ids, the
-// ids that refer to other rows, job kinds and keys, idempotency scopes and
-// keys — is at most MaxKeyBytes (1024 bytes). Times are kept to the
-// microsecond, in UTC, and must fall in the years 1 to 9999 (CheckTime):
-// the times of a value, and the times a method takes as arguments alike —
-// a revocation's or a lease's time, a purge's bound, now, the bounds of a
-// page or an audit query; the zero time, where it means none, passes. A
-// ledger entry's amount is 1 micro-dollar to wallet.MaxBalance, and no
-// balance passes that (ErrBalanceLimit). Counts and statuses are 32-bit
-// numbers, -2^31 to 2^31-1 (CheckInt32): a job's Attempts (at most
-// MaxJobAttempts), a webhook delivery's Attempt and Status, an idempotency
-// key's answered status. A longer key, a count outside its range, or a
-// time outside those years, is Invalid too, and nothing of it is written.
-// An operator session holds no text: OperatorSession.Check says what it
-// must hold.
+// # What a store is given
 //
-// A key given to find rows (an id, the company of a list, a job's kind and
-// key) that is not ValidText is no row's, and finds nothing, as any
-// unknown key does: NotFound, or an empty list (CompanyIDs starts after
-// it, byte by byte). So does the zero Digest, which no operator session
-// has (OperatorSession, DeleteOperatorSession). Only these are Invalid
-// when they are not ValidText: an idempotency key's scope and key
-// (CheckKeyText), a page's or an audit query's company and bounds
-// (Page.Check, AuditQuery.Check), and a lease's owner (LeaseJob,
-// RenewJob, EndJob).
+// The Service checks every call before a store sees it: the Tx that
+// Service.Store hands out refuses, as Invalid, a value or an argument that
+// some store could not keep exactly, and answers a lookup by a key that
+// no row can have as finding nothing. So a store is given only:
 //
-// A call with two faults is refused for the same one on every store, in
-// the order the SQL stores meet them: its own values first (Invalid, for a
-// list the whole list); then, for a create, a taken id before a missing
-// parent; for a debit, the company and the balance before a taken entry
-// id. So every store accepts, and refuses, exactly the same values, and
-// answers every call alike.
+//   - text that is ValidText (valid UTF-8 without C0 controls other than
+//     tab and newlines), which it keeps byte for byte, 4-byte characters
+//     included; text kept in keys and indexes — ids, the ids that refer to
+//     other rows, job kinds and keys, idempotency scopes and keys — of at
+//     most MaxKeyBytes;
+//   - times in the years 1 to 9999 (CheckTime; the zero time, where it
+//     means none), which it keeps to the microsecond, in UTC;
+//   - counts and statuses that fit 32 bits (a job's Attempts at most
+//     MaxJobAttempts), ledger amounts of 1 micro-dollar to
+//     wallet.MaxBalance, entries of one company in DebitAll and
+//     AppendAudits, no repeated id in UpdateSessions, pages and audit
+//     queries that pass Page.Check and AuditQuery.Check;
+//   - lookups by keys that are ValidText, except CompanyIDs' after, which
+//     starts the list where it sorts, byte by byte, whatever it holds.
+//
+// The rules are in checked.go, once. A store still refuses what only it
+// can see: a taken id (Conflict) before a missing parent (NotFound) on a
+// create; for a debit, the company and the balance before a taken entry
+// id; a credit that would take a balance over wallet.MaxBalance
+// (wallet.ErrBalanceLimit). store/storetest is the suite of what every
+// store must agree on.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.
@@ -112,10 +103,9 @@ type Tx interface {
 	// TokenByDigest returns the token with that digest, revoked or expired
 	// ones included. NotFound when there is none.
 	TokenByDigest(ctx context.Context, d Digest) (*Token, error)
-	// RevokeToken marks the company's token revoked at the given time;
-	// revoking a revoked token keeps its first time. Invalid when at is
-	// zero or outside the years 1 to 9999 (CheckRevokedAt); NotFound when
-	// the company has no token of that id.
+	// RevokeToken marks the company's token revoked at the given time
+	// (never zero); revoking a revoked token keeps its first time.
+	// NotFound when the company has no token of that id.
 	RevokeToken(ctx context.Context, companyID, id string, at time.Time) error
 	// Tokens returns the company's tokens, revoked and expired ones
 	// included, oldest first (by CreatedAt, then ID), each with its
@@ -144,16 +134,15 @@ type Tx interface {
 	EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error)
 	// SessionPage returns the page p of p.CompanyID's sessions, newest
 	// first (see Page), purged ones included. None matching, or no such
-	// company: an empty slice, no error. Invalid when p.Check fails.
+	// company: an empty slice, no error.
 	SessionPage(ctx context.Context, p Page) ([]*Session, error)
 	// UpdateSession writes s's RetentionStatus, VideoStatus, ExpiresAt,
 	// Video and ClosedAt.
 	// NotFound when the session does not exist.
 	UpdateSession(ctx context.Context, s *Session) error
 	// UpdateSessions is UpdateSession for several sessions in one step:
-	// all of them are written, or none. Invalid when an id is repeated or
-	// a session fails CheckText; NotFound when one of them does not exist.
-	// None is no error.
+	// all of them are written, or none. NotFound when one of them does
+	// not exist.
 	UpdateSessions(ctx context.Context, list []*Session) error
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.
@@ -174,15 +163,14 @@ type Tx interface {
 	CertificatesBySession(ctx context.Context, sessionID string) ([]string, error)
 	// CertificatePage returns the page p of p.CompanyID's certificates,
 	// newest first (see Page); purged ones are gone. None matching, or no
-	// such company: an empty slice, no error. Invalid when p.Check fails.
+	// such company: an empty slice, no error.
 	CertificatePage(ctx context.Context, p Page) ([]*Certificate, error)
 	// UpdateCertificate writes c's RetentionStatus and ExpiresAt.
 	// NotFound when the certificate does not exist.
 	UpdateCertificate(ctx context.Context, c *Certificate) error
-	// RevokeCertificate marks the certificate revoked at the given time;
-	// revoking a revoked certificate keeps its first time. Invalid when at
-	// is zero or outside the years 1 to 9999 (CheckRevokedAt); NotFound
-	// when there is none.
+	// RevokeCertificate marks the certificate revoked at the given time
+	// (never zero); revoking a revoked certificate keeps its first time.
+	// NotFound when there is none.
 	RevokeCertificate(ctx context.Context, id string, at time.Time) error
 
 	// CreateRevocation stores r. NotFound when r.CompanyID does not exist;
@@ -193,7 +181,7 @@ type Tx interface {
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
 	// RevocationPage returns the page p of p.CompanyID's revocations,
 	// newest first (see Page). None matching, or no such company: an
-	// empty slice, no error. Invalid when p.Check fails.
+	// empty slice, no error.
 	RevocationPage(ctx context.Context, p Page) ([]*Revocation, error)
 
 	// PurgeSessions purges up to limit sessions whose ExpiresAt is not
@@ -216,8 +204,7 @@ type Tx interface {
 	EnqueueJob(ctx context.Context, j *Job) error
 	// EnqueueJobs is EnqueueJob for several jobs in one step: all of them
 	// are added, or none. Conflict when a job of one's Kind and Key exists
-	// or two of them share a Kind and Key; Invalid when one fails
-	// CheckText. None is no error.
+	// or two of them share a Kind and Key.
 	EnqueueJobs(ctx context.Context, jobs []*Job) error
 	// Job returns the job of that kind and key. NotFound when there is none.
 	Job(ctx context.Context, kind, key string) (*Job, error)
@@ -243,14 +230,11 @@ type Tx interface {
 	// ExpiresAt is after now exists: then it records nothing and returns
 	// that record. An expired record is replaced. Where transactions run
 	// concurrently (PostgreSQL), a claim of a key that another running
-	// transaction claimed waits for that transaction to end (D40). This
-	// method, Answer and Release return Invalid when the scope or the key
-	// is not ValidText (CheckKeyText); this one also when a time of r, or
-	// now, is outside the years 1 to 9999 (IdempotencyRecord.CheckText).
+	// transaction claimed waits for that transaction to end (D40).
 	ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error)
 	// AnswerIdempotencyKey stores the answer of the key claimed in this
-	// transaction, its body byte for byte. Invalid when status fails
-	// CheckInt32; NotFound when there is no such record.
+	// transaction, its body byte for byte. NotFound when there is no such
+	// record.
 	AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error
 	// ReleaseIdempotencyKey deletes the record of scope and key (a claim
 	// whose answer is not kept); none is no error.
@@ -260,7 +244,7 @@ type Tx interface {
 	PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
 
 	// CreateOperatorSession stores s. Conflict when a session of that
-	// digest exists; Invalid when s.Check fails.
+	// digest exists.
 	CreateOperatorSession(ctx context.Context, s *OperatorSession) error
 	// OperatorSession returns the session of digest d, expired or not;
 	// NotFound when there is none (the caller compares ExpiresAt with its
@@ -271,10 +255,8 @@ type Tx interface {
 	DeleteOperatorSession(ctx context.Context, d Digest) error
 	// PruneOperatorSessions deletes at most limit sessions that expired at
 	// or before now (ExpiresAt not after now), earliest first, and returns
-	// how many it deleted. Its rules are PruneIdempotencyKeys': Invalid when
-	// now is outside the years 1 to 9999; a limit of 0 or less deletes
-	// nothing. The purge job leaves operator sessions alone: the dashboard
-	// prunes them when an operator logs in.
+	// how many it deleted. The purge job leaves operator sessions alone:
+	// the dashboard prunes them when an operator logs in.
 	PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error)
 
 	// CreateWebhookEndpoint stores e. NotFound when e.CompanyID does not
@@ -306,9 +288,9 @@ type Tx interface {
 	// company does not exist.
 	Balance(ctx context.Context, companyID string) (wallet.Amount, error)
 	// Credit adds e.Amount to e.CompanyID's wallet, appends e to its ledger
-	// and returns the new balance. Invalid when e fails CheckEntry (an
-	// amount of zero or less among its rules, for Debit and DebitAll too);
-	// NotFound when the company does not exist.
+	// and returns the new balance. wallet.ErrBalanceLimit when the
+	// balance would be over wallet.MaxBalance; NotFound when the company
+	// does not exist.
 	Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	// Debit takes e.Amount from e.CompanyID's wallet only when the balance
 	// covers it, in one step that concurrent debits cannot interleave (D4),
@@ -321,8 +303,7 @@ type Tx interface {
 	// of it, appends the entries to the ledger in the order given and
 	// returns the new balance. When the balance is short it changes nothing
 	// and returns a *wallet.InsufficientFundsError holding the sum and the
-	// balance. Invalid when the entries name more than one company or one
-	// fails CheckEntry; NotFound when the company does not exist;
+	// balance. NotFound when the company does not exist;
 	// Conflict when an entry's ID is taken or two of them share one, and
 	// then nothing is changed. No entries: nothing changes and the balance is not read (0, nil).
 	DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amount, error)
@@ -332,7 +313,7 @@ type Tx interface {
 	// LedgerPage returns the page p of p.CompanyID's ledger, newest first
 	// (see Page; entries made in one microsecond are ordered by ID, not
 	// by the order they were made). None matching, or no such company:
-	// an empty slice, no error. Invalid when p.Check fails.
+	// an empty slice, no error.
 	LedgerPage(ctx context.Context, p Page) ([]*wallet.Entry, error)
 
 	// AppendAudit appends e to the audit log of e.CompanyID (D42). The
@@ -344,8 +325,8 @@ type Tx interface {
 	// company, from any number of connections and machines, take turns and
 	// never fork the chain, while appends to different companies do not
 	// wait for each other. Writers of one company already take turns on its
-	// wallet, so the lock costs them little. Invalid when e.CheckText fails;
-	// NotFound when the company does not exist. Entries are never changed
+	// wallet, so the lock costs them little. NotFound when the company
+	// does not exist. Entries are never changed
 	// or deleted through Tx, and nothing that deletes sessions or
 	// certificates touches them.
 	AppendAudit(ctx context.Context, e *AuditEntry) error
@@ -353,13 +334,11 @@ type Tx interface {
 	// one step: they are appended in the order given, each chained to the
 	// one before it (the first to the company's last entry), under one
 	// lock of the head, which moves once to the last of them; all of them
-	// are appended, or none. Invalid when they name more than one company
-	// or one fails CheckText; NotFound when the company does not exist.
-	// None is no error.
+	// are appended, or none. NotFound when the company does not exist.
 	AppendAudits(ctx context.Context, entries []*AuditEntry) error
 	// AuditEntries returns the entries of q.CompanyID's audit log that q
 	// selects, ordered by Seq (descending when q.Newest), at most q.Limit of
-	// them (none: an empty slice). Invalid when q.Check fails.
+	// them (none: an empty slice).
 	AuditEntries(ctx context.Context, q AuditQuery) ([]*AuditEntry, error)
 	// AuditHead returns the head of the company's audit chain: the Seq and
 	// Hash of its last entry, zero when it has none. NotFound when the

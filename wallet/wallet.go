@@ -28,9 +28,37 @@ const (
 // MaxBalance is the most a wallet holds, and so the largest amount of one
 // ledger entry: a billion dollars. Every store refuses a credit that would
 // take a balance over it, and an entry or a debit of several entries that
-// is over it (consent.ErrBalanceLimit), so that no balance or sum of
-// amounts can overflow.
+// is over it (ErrBalanceLimit), so that no balance or sum of amounts can
+// overflow.
 const MaxBalance Amount = 1_000_000_000 * Dollar
+
+// ErrBalanceLimit refuses an amount over MaxBalance: a credit that would
+// take a balance over it, an entry of more, a debit of entries whose sum is
+// more (no wallet could cover it). consent reports it as Invalid.
+var ErrBalanceLimit = errors.New("a wallet holds at most " + MaxBalance.String() + " dollars")
+
+// Add returns a+b, two amounts of 0 to MaxBalance, or ErrBalanceLimit when
+// the sum is over MaxBalance: how a balance or a sum grows without
+// overflowing.
+func Add(a, b Amount) (Amount, error) {
+	if a+b > MaxBalance {
+		return 0, ErrBalanceLimit
+	}
+	return a + b, nil
+}
+
+// Sum returns the sum of the entries' amounts (each 0 to MaxBalance), or
+// ErrBalanceLimit when it is over MaxBalance. No entries sum to 0.
+func Sum(entries []*Entry) (Amount, error) {
+	var sum Amount
+	for _, e := range entries {
+		var err error
+		if sum, err = Add(sum, e.Amount); err != nil {
+			return 0, err
+		}
+	}
+	return sum, nil
+}
 
 // maxFraction is the number of decimal places an Amount can hold.
 const maxFraction = 6

@@ -222,9 +222,6 @@ func utc(t time.Time) time.Time {
 }
 
 func (t *tx) CreateCompany(_ context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -256,9 +253,6 @@ func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, e
 }
 
 func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -273,9 +267,6 @@ func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
 }
 
 func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -298,9 +289,6 @@ func (t *tx) Property(_ context.Context, id string) (*consent.Property, error) {
 }
 
 func (t *tx) UpdateProperty(_ context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -330,9 +318,6 @@ func byCreation[V any](items []V, key func(V) (time.Time, string)) {
 // includes, newest first, at most p.Limit. The memory store scans; the
 // SQL stores read an index on (company_id, created_at, id).
 func page[V any](p consent.Page, items []V, key func(V) (company string, at time.Time, id string), clone func(V) V) ([]V, error) {
-	if err := p.Check(); err != nil {
-		return nil, err
-	}
 	var in []V
 	for _, v := range items {
 		company, at, id := key(v)
@@ -361,9 +346,6 @@ func (t *tx) Properties(_ context.Context, companyID string) ([]*consent.Propert
 }
 
 func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
-	if err := tok.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -390,9 +372,6 @@ func (t *tx) TokenByDigest(_ context.Context, d consent.Digest) (*consent.Token,
 }
 
 func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -420,9 +399,6 @@ func (t *tx) Tokens(_ context.Context, companyID string) ([]*consent.Token, erro
 }
 
 func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
-	if err := ses.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -503,9 +479,6 @@ func (t *tx) EventChunk(_ context.Context, sessionID string, seq int) ([]byte, e
 }
 
 func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
-	if err := ses.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -527,23 +500,11 @@ func updated(old, ses *consent.Session) *consent.Session {
 	return n
 }
 
-// UpdateSessions checks every session before it writes one, so that it
+// UpdateSessions finds every session before it writes one, so that it
 // writes all of them or none.
 func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error {
 	if err := t.write(); err != nil {
 		return err
-	}
-	// The whole list is checked before any session is looked up, as the
-	// SQL stores do.
-	seen := make(map[string]bool, len(list))
-	for _, ses := range list {
-		if err := ses.CheckText(); err != nil {
-			return err
-		}
-		if seen[ses.ID] {
-			return consent.Errorf(consent.Invalid, "session %s is listed twice", ses.ID)
-		}
-		seen[ses.ID] = true
 	}
 	ids, news := make([]string, len(list)), make([]*consent.Session, len(list))
 	for i, ses := range list {
@@ -570,9 +531,6 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -656,9 +614,6 @@ func (t *tx) CertificatePage(_ context.Context, p consent.Page) ([]*consent.Cert
 }
 
 func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -673,9 +628,6 @@ func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error 
 }
 
 func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -692,9 +644,6 @@ func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error
 }
 
 func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
-	if err := r.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -755,9 +704,6 @@ func expiring[V any](m map[string]V, expiry func(V) (time.Time, bool), before ti
 }
 
 func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*consent.Session, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -779,9 +725,6 @@ func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*c
 }
 
 func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) ([]string, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -806,9 +749,6 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 type jobID struct{ kind, key string }
 
 func (t *tx) EnqueueJob(_ context.Context, j *consent.Job) error {
-	if err := j.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -820,18 +760,11 @@ func (t *tx) EnqueueJob(_ context.Context, j *consent.Job) error {
 	return nil
 }
 
-// EnqueueJobs checks every job before it adds one, so that it adds all of
-// them or none.
+// EnqueueJobs looks every job up before it adds one, so that it adds all
+// of them or none.
 func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	if err := t.write(); err != nil {
 		return err
-	}
-	// Every job's text is checked before any is looked up, as the SQL
-	// stores do.
-	for _, j := range jobs {
-		if err := j.CheckText(); err != nil {
-			return err
-		}
 	}
 	seen := make(map[jobID]bool, len(jobs))
 	ids, copies := make([]jobID, len(jobs)), make([]*consent.Job, len(jobs))
@@ -863,9 +796,6 @@ func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
 }
 
 func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckLease(owner, now, until); err != nil {
-		return nil, err
-	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -903,9 +833,6 @@ func (t *tx) leased(kind, key, owner string) (*consent.Job, error) {
 }
 
 func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -919,13 +846,7 @@ func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Tim
 }
 
 func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Job) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
 	if next != nil {
-		if err := next.CheckText(); err != nil {
-			return err
-		}
 	}
 	if err := t.write(); err != nil {
 		return err
@@ -947,9 +868,6 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 }
 
 func (t *tx) CreateWebhookEndpoint(_ context.Context, e *consent.WebhookEndpoint) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -1000,9 +918,6 @@ func (t *tx) companyEndpoint(companyID, id string) (*consent.WebhookEndpoint, er
 }
 
 func (t *tx) DisableWebhookEndpoint(_ context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckTime("disabled_at", at); err != nil {
-		return err
-	}
 	e, err := t.companyEndpoint(companyID, id)
 	if err != nil {
 		return err
@@ -1032,9 +947,6 @@ func (t *tx) DeleteWebhookEndpoint(_ context.Context, companyID, id string) erro
 }
 
 func (t *tx) AppendWebhookDelivery(_ context.Context, d *consent.WebhookDelivery) error {
-	if err := d.CheckText(); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -1073,16 +985,10 @@ func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error)
 }
 
 func (t *tx) Credit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
-	}
 	return t.post(e, e.Amount)
 }
 
 func (t *tx) Debit(_ context.Context, e *wallet.Entry) (wallet.Amount, error) {
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
-	}
 	return t.post(e, -e.Amount)
 }
 
@@ -1096,7 +1002,7 @@ func (t *tx) DebitAll(_ context.Context, entries []*wallet.Entry) (wallet.Amount
 		return 0, err
 	}
 	company := entries[0].CompanyID
-	sum, err := consent.CheckEntries(entries)
+	sum, err := wallet.Sum(entries)
 	if err != nil {
 		return 0, err
 	}
@@ -1146,7 +1052,7 @@ func (t *tx) post(e *wallet.Entry, delta wallet.Amount) (wallet.Amount, error) {
 		return 0, &wallet.InsufficientFundsError{Required: -delta, Balance: bal}
 	}
 	if delta > 0 {
-		if _, err := consent.AddAmounts(bal, delta); err != nil {
+		if _, err := wallet.Add(bal, delta); err != nil {
 			return 0, err
 		}
 	}
@@ -1189,19 +1095,10 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 	return t.AppendAudits(ctx, []*consent.AuditEntry{e})
 }
 
-// AppendAudits checks every entry before it appends one, so that it
-// appends all of them or none.
+// AppendAudits appends all of the entries or none.
 func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	if err := t.write(); err != nil {
 		return err
-	}
-	for _, e := range entries {
-		if err := e.CheckText(); err != nil {
-			return err
-		}
-		if e.CompanyID != entries[0].CompanyID {
-			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
-		}
 	}
 	if len(entries) == 0 {
 		return nil
@@ -1237,9 +1134,6 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 }
 
 func (t *tx) AuditEntries(_ context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
 	chain := t.s.audit[q.CompanyID]
 	out := []*consent.AuditEntry{}
 	for i := range chain {
@@ -1331,12 +1225,6 @@ func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
 }
 
 func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := r.CheckText(); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
 	if err := t.write(); err != nil {
 		return nil, err
 	}
@@ -1351,12 +1239,6 @@ func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord
 }
 
 func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status int, body []byte) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
-	if err := consent.CheckInt32("status", status); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -1372,9 +1254,6 @@ func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status i
 }
 
 func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -1384,9 +1263,6 @@ func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {
 }
 
 func (t *tx) PruneIdempotencyKeys(_ context.Context, now time.Time, limit int) (int, error) {
-	if err := consent.CheckTime("now", now); err != nil {
-		return 0, err
-	}
 	if err := t.write(); err != nil {
 		return 0, err
 	}

@@ -41,7 +41,7 @@ func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, er
 	if len(ids) == 0 {
 		return out, nil
 	}
-	sorted := slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return unstorable(id) }) // nil in out
+	sorted := slices.Clone(ids)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	rows, err := t.tx.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u (id)
@@ -76,16 +76,8 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 		closed             = make([]*time.Time, n)
 		sizes, ms          = make([]int64, n), make([]int64, n)
 		shas               = make([][]byte, n)
-		seen               = make(map[string]bool, n)
 	)
 	for i, s := range list {
-		if err := s.CheckText(); err != nil {
-			return err
-		}
-		if seen[s.ID] {
-			return consent.Errorf(consent.Invalid, "session %s is listed twice", s.ID)
-		}
-		seen[s.ID] = true
 		ids[i], rs[i], vs[i], paths[i] = s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.Video.Path
 		expires[i], closed[i] = s.ExpiresAt, nullTimePtr(s.ClosedAt)
 		sizes[i], ms[i], shas[i] = s.Video.Bytes, s.Video.Duration.Milliseconds(), nullBytes(sqlrow.Digest(s.Video.SHA256))
@@ -122,9 +114,6 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 		runAfter, created     = make([]time.Time, n), make([]time.Time, n)
 	)
 	for i, j := range jobs {
-		if err := j.CheckText(); err != nil {
-			return err
-		}
 		kinds[i], keys[i], lastErrs[i], payloads[i] = j.Kind, j.Key, j.LastError, payload(j.Payload)
 		attempts[i], runAfter[i], created[i] = int64(j.Attempts), j.RunAfter, j.CreatedAt
 	}
@@ -144,7 +133,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
-	sum, err := consent.CheckEntries(entries)
+	sum, err := wallet.Sum(entries)
 	if err != nil {
 		return 0, err
 	}
@@ -191,14 +180,6 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 		return nil
 	}
 	company := entries[0].CompanyID
-	for _, e := range entries {
-		if err := e.CheckText(); err != nil {
-			return err
-		}
-		if e.CompanyID != company {
-			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
-		}
-	}
 	if t.batch != nil {
 		for _, e := range entries {
 			if err := t.batch.wb.Append(ctx, t.batch, e); err != nil {

@@ -60,9 +60,6 @@ func pageQuery(table, columns string, p consent.Page) (string, []any) {
 
 // readPage reads the page p of table with scan.
 func readPage[T any](ctx context.Context, t *tx, table, columns string, p consent.Page, scan func(pgx.Row) (*T, error)) ([]*T, error) {
-	if err := p.Check(); err != nil {
-		return nil, err
-	}
 	q, args := pageQuery(table, columns, p)
 	rows, err := t.tx.Query(ctx, q, args...)
 	return collect(rows, err, scan)
@@ -88,9 +85,6 @@ func (t *tx) RevocationPage(ctx context.Context, p consent.Page) ([]*consent.Rev
 }
 
 func (t *tx) Properties(ctx context.Context, companyID string) ([]*consent.Property, error) {
-	if unstorable(companyID) {
-		return []*consent.Property{}, nil
-	}
 	rows, err := t.tx.Query(ctx, `SELECT id, company_id, name, allowed_origins, created_at FROM properties
 		WHERE company_id = $1 ORDER BY created_at, id COLLATE "C"`, companyID)
 	return collect(rows, err, func(row pgx.Row) (*consent.Property, error) {
@@ -107,9 +101,6 @@ func (t *tx) Properties(ctx context.Context, companyID string) ([]*consent.Prope
 }
 
 func (t *tx) Tokens(ctx context.Context, companyID string) ([]*consent.Token, error) {
-	if unstorable(companyID) {
-		return []*consent.Token{}, nil
-	}
 	rows, err := t.tx.Query(ctx, `SELECT id, company_id, digest, permissions, expires_at, revoked_at, created_at
 		FROM tokens WHERE company_id = $1 ORDER BY created_at, id COLLATE "C"`, companyID)
 	return collect(rows, err, func(row pgx.Row) (*consent.Token, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -51,20 +50,6 @@ func one(err error, what string) error {
 
 func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
 
-// unstorable reports whether one of keys is text that no row can hold, not
-// being consent.ValidText (a NUL, invalid UTF-8). PostgreSQL refuses such
-// text as a parameter, where the other stores look it up and find nothing;
-// so a method that looks rows up by a key answers, without asking, as
-// finding nothing: NotFound, or an empty list.
-func unstorable(keys ...string) bool {
-	for _, k := range keys {
-		if !consent.ValidText(k) {
-			return true
-		}
-	}
-	return false
-}
-
 func affected(tag pgconn.CommandTag, err error, what string) error {
 	if err != nil {
 		return err
@@ -98,9 +83,6 @@ func strs(s []string) []string {
 }
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `WITH c AS (
 			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
 			VALUES ($1, $2, $3, $4, $5) RETURNING id)
@@ -110,9 +92,6 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
-	if unstorable(id) {
-		return nil, notFound("company")
-	}
 	c := consent.Company{ID: id}
 	var created time.Time
 	err := t.tx.QueryRow(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
@@ -125,7 +104,7 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 }
 
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
-	if unstorable(after) {
+	if !consent.ValidText(after) {
 		// No id is such text, but the list still starts where it would
 		// sort: compared as bytes, as the other stores compare ids.
 		return t.ids(ctx, `SELECT id FROM companies WHERE convert_to(id, 'UTF8') > $1 ORDER BY id COLLATE "C" LIMIT $2`,
@@ -135,27 +114,18 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 }
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4
 		WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties))
 	return affected(tag, err, "company")
 }
 
 func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, allowed_origins, created_at) VALUES ($1, $2, $3, $4, $5)`,
 		p.ID, p.CompanyID, p.Name, strs(p.AllowedOrigins), p.CreatedAt)
 	return err
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
-	if unstorable(id) {
-		return nil, notFound("property")
-	}
 	p := consent.Property{ID: id}
 	var created time.Time
 	err := t.tx.QueryRow(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = $1`, id).
@@ -168,18 +138,12 @@ func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error)
 }
 
 func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	tag, err := t.exec(ctx, `UPDATE properties SET name = $2, allowed_origins = $3 WHERE id = $1`,
 		p.ID, p.Name, strs(p.AllowedOrigins))
 	return affected(tag, err, "property")
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
-	if err := tok.CheckText(); err != nil {
-		return err
-	}
 	perms := make([]string, len(tok.Permissions))
 	for i, p := range tok.Permissions {
 		perms[i] = string(p)
@@ -218,21 +182,12 @@ func permissions(perms []string) []consent.Permission {
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
-	if unstorable(companyID, id) {
-		return notFound("token")
-	}
 	tag, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, $3) WHERE id = $1 AND company_id = $2`,
 		id, companyID, at)
 	return affected(tag, err, "token")
 }
 
 func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
-	if err := s.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
 		created_at, expires_at, upload_digest, certificate_id, url, closed_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, s.ID, s.CompanyID, s.PropertyID,
@@ -272,9 +227,6 @@ func scanSession(row pgx.Row) (*consent.Session, error) {
 }
 
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
-	if unstorable(id) {
-		return nil, notFound("session")
-	}
 	s, err := scanSession(t.tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`+t.lock, id))
 	if err != nil {
 		return nil, one(err, "session")
@@ -283,9 +235,6 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
-	if unstorable(sessionID) {
-		return notFound("session")
-	}
 	tag, err := t.exec(ctx, `WITH s AS (
 			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea)
 			WHERE id = $1 RETURNING event_chunks - 1 AS seq)
@@ -296,9 +245,6 @@ func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) e
 // EventChunk compares seq as a bigint: a number beyond the 32-bit column
 // is no chunk, not a parameter that PostgreSQL refuses.
 func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
-	if unstorable(sessionID) {
-		return nil, notFound("session")
-	}
 	var b []byte
 	err := t.tx.QueryRow(ctx, `SELECT data FROM session_events WHERE session_id = $1 AND seq = $2::bigint`, sessionID, seq).Scan(&b)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -311,9 +257,6 @@ func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte,
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
-	if err := s.CheckText(); err != nil {
-		return err
-	}
 	tag, err := t.exec(ctx, `UPDATE sessions SET retention_status = $2, video_status = $3, expires_at = $4,
 		video_path = $5, video_bytes = $6, video_sha256 = $7, video_duration_ms = $8, closed_at = $9 WHERE id = $1`,
 		s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt, s.Video.Path, s.Video.Bytes,
@@ -322,9 +265,6 @@ func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
 }
 
 func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
-	if unstorable(sessionID) {
-		return nil, notFound("session")
-	}
 	var exists bool
 	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&exists); err != nil {
 		return nil, err
@@ -340,9 +280,6 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {
 		return err
@@ -402,9 +339,6 @@ func scanCertificate(row pgx.Row) (*consent.Certificate, error) {
 }
 
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
-	if unstorable(id) {
-		return nil, notFound("certificate")
-	}
 	c, err := scanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
 	if err != nil {
 		return nil, one(err, "certificate")
@@ -421,50 +355,29 @@ func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, erro
 }
 
 func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
-	if d.IsZero() || unstorable(companyID) {
-		return []string{}, nil
-	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND email_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
-	if d.IsZero() || unstorable(companyID) {
-		return []string{}, nil
-	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE company_id = $1 AND mobile_digest = $2 ORDER BY id COLLATE "C"`, companyID, d[:])
 }
 
 func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
-	if unstorable(sessionID) {
-		return []string{}, nil
-	}
 	return t.ids(ctx, `SELECT id FROM certificates WHERE session_id = $1 ORDER BY id COLLATE "C"`, sessionID)
 }
 
 func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	tag, err := t.exec(ctx, `UPDATE certificates SET retention_status = $2, expires_at = $3 WHERE id = $1`,
 		c.ID, string(c.RetentionStatus), c.ExpiresAt)
 	return affected(tag, err, "certificate")
 }
 
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
-	if unstorable(id) {
-		return notFound("certificate")
-	}
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
-	if err := r.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO revocations (id, company_id, certificate_id, email_digest, mobile_digest,
 		reason, client_ip, certificate_ids, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		r.ID, r.CompanyID, r.CertificateID, sqlrow.Digest(r.EmailDigest), sqlrow.Digest(r.MobileDigest),
@@ -497,9 +410,6 @@ func scanRevocation(row pgx.Row) (*consent.Revocation, error) {
 }
 
 func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
-	if unstorable(companyID) {
-		return []*consent.Revocation{}, nil
-	}
 	rows, err := t.tx.Query(ctx, `SELECT `+revocationColumns+` FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
 	return collect(rows, err, scanRevocation)
 }
@@ -512,9 +422,6 @@ const purgedSession = `retention_status = 'expired', video_status = 'none', even
 // that a writer holds (a retention under way, say) is passed over, never
 // waited for, and the expiry is checked again on the locked row.
 func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= $1
 		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED`, before, max(limit, 0))
 	if err != nil {
@@ -541,9 +448,6 @@ func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]
 // passes over certificates that a writer holds, and the outer condition is
 // checked again on the latest version of each row.
 func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= $1
 		ORDER BY expires_at, id COLLATE "C" LIMIT $2 FOR UPDATE SKIP LOCKED) AND expires_at <= $1 RETURNING id`,
 		before, max(limit, 0))
@@ -555,9 +459,6 @@ func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int)
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
-	if err := j.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
 	return err
@@ -587,9 +488,6 @@ func scanJob(row pgx.Row) (*consent.Job, error) {
 }
 
 func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
-	if unstorable(kind, key) {
-		return nil, notFound("job")
-	}
 	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = $1 AND key = $2`, kind, key))
 	if err != nil {
 		return nil, one(err, "job")
@@ -600,10 +498,6 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 // LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
 // machines each take a different job without waiting for each other.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckLease(owner, now, until); err != nil {
-		return nil, err
-	}
-	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return unstorable(k) })
 	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
@@ -629,28 +523,13 @@ func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kin
 }
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
-		return err
-	}
-	if unstorable(kind, key) {
-		return notFound("job")
-	}
 	tag, err := t.exec(ctx, `UPDATE jobs SET lease_until = $4 WHERE kind = $1 AND key = $2 AND lease_owner = $3`,
 		kind, key, owner, until)
 	return t.leaseErr(ctx, tag, err, kind, key)
 }
 
 func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
 	if next != nil {
-		if err := next.CheckText(); err != nil {
-			return err
-		}
-	}
-	if unstorable(kind, key) {
-		return notFound("job")
 	}
 	if next == nil {
 		tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2 AND lease_owner = $3`, kind, key, owner)
@@ -663,9 +542,6 @@ func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.
 }
 
 func (t *tx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
-	if unstorable(companyID) {
-		return 0, notFound("company")
-	}
 	if t.batch != nil {
 		return t.batch.wb.Balance(ctx, t.batch, companyID)
 	}
@@ -678,15 +554,12 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
-	}
 	bal, err := t.post(ctx, e, creditUpdate)
 	if consent.ErrorCode(err) == consent.NotFound {
 		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
 			return 0, err
 		}
-		return 0, consent.ErrBalanceLimit
+		return 0, wallet.ErrBalanceLimit
 	}
 	return bal, err
 }
@@ -703,9 +576,6 @@ var creditUpdate = `UPDATE wallets SET balance = balance + $2
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
-	}
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
 	}
 	bal, err := t.post(ctx, e, `UPDATE wallets SET balance = balance - $2
 		WHERE company_id = $1 AND balance >= $2 RETURNING balance`)
@@ -749,9 +619,6 @@ func scanEntry(row pgx.Row) (*wallet.Entry, error) {
 }
 
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
-	if unstorable(companyID) {
-		return []*wallet.Entry{}, nil
-	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -767,9 +634,6 @@ var zeroHash = make([]byte, 32)
 // update), so appends of one company take turns across connections and
 // instances, and each reads the head its predecessor committed.
 func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
 	if t.batch != nil {
 		return t.batch.wb.Append(ctx, t.batch, e)
 	}
@@ -793,9 +657,6 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 }
 
 func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -838,9 +699,6 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
-	if unstorable(companyID) {
-		return nil, notFound("company")
-	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -864,9 +722,6 @@ func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHea
 }
 
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.CompanyID, e.URL, e.Secret, strs(e.Events), e.CreatedAt, nullTime(e.DisabledAt))
 	return err
@@ -888,9 +743,6 @@ func scanEndpoint(row pgx.Row) (*consent.WebhookEndpoint, error) {
 }
 
 func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
-	if unstorable(id) {
-		return nil, notFound("webhook endpoint")
-	}
 	e, err := scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
 	if err != nil {
 		return nil, one(err, "webhook endpoint")
@@ -899,9 +751,6 @@ func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEn
 }
 
 func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
-	if unstorable(companyID) {
-		return []*consent.WebhookEndpoint{}, nil
-	}
 	rows, err := t.tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
 		WHERE company_id = $1 ORDER BY seq`, companyID)
 	if err != nil {
@@ -920,29 +769,17 @@ func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckTime("disabled_at", at); err != nil {
-		return err
-	}
-	if unstorable(companyID, id) {
-		return notFound("webhook endpoint")
-	}
 	tag, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = $1 WHERE id = $2 AND company_id = $3`,
 		nullTime(at), id, companyID)
 	return affected(tag, err, "webhook endpoint")
 }
 
 func (t *tx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
-	if unstorable(companyID, id) {
-		return notFound("webhook endpoint")
-	}
 	tag, err := t.exec(ctx, `DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2`, id, companyID)
 	return affected(tag, err, "webhook endpoint")
 }
 
 func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
-	if err := d.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, at, status, error, duration_us)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, d.EndpointID, d.MessageID, d.EventType, d.Attempt, d.At, d.Status,
 		d.Error, d.Duration.Microseconds())
@@ -950,9 +787,6 @@ func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelive
 }
 
 func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
-	if unstorable(endpointID) {
-		return []*consent.WebhookDelivery{}, nil
-	}
 	if before <= 0 {
 		before = math.MaxInt64
 	}
@@ -1012,12 +846,6 @@ func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
 // tried again, as is a key released by another transaction between the
 // insert and the read.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := r.CheckText(); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
 	for range 3 {
 		tag, err := t.exec(ctx, `INSERT INTO idempotency_keys (scope, key, fingerprint, created_at, expires_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (scope, key) DO NOTHING`, r.Scope, r.Key, r.Fingerprint[:], r.CreatedAt, r.ExpiresAt)
@@ -1044,28 +872,16 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 }
 
 func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
-	if err := consent.CheckInt32("status", status); err != nil {
-		return err
-	}
 	tag, err := t.exec(ctx, `UPDATE idempotency_keys SET status = $1, body = $2 WHERE scope = $3 AND key = $4`, status, payload(body), scope, key)
 	return affected(tag, err, "idempotency key")
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2`, scope, key)
 	return err
 }
 
 func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := consent.CheckTime("now", now); err != nil {
-		return 0, err
-	}
 	tag, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE ctid IN (SELECT ctid FROM idempotency_keys
 		WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED)`, now, max(limit, 0))
 	if err != nil {

@@ -132,16 +132,8 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 		return nil
 	}
 	const cols = 9
-	seen := make(map[string]bool, len(list))
 	args := make([]any, 0, cols*len(list))
 	for _, s := range list {
-		if err := s.CheckText(); err != nil {
-			return err
-		}
-		if seen[s.ID] {
-			return consent.Errorf(consent.Invalid, "session %s is listed twice", s.ID)
-		}
-		seen[s.ID] = true
 		args = append(args, s.ID, string(s.RetentionStatus), string(s.VideoStatus), s.ExpiresAt.UnixMicro(),
 			s.Video.Path, s.Video.Bytes, sqlrow.Digest(s.Video.SHA256), s.Video.Duration.Milliseconds(),
 			sqlrow.Micros(s.ClosedAt))
@@ -169,9 +161,6 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	const cols = 7
 	args := make([]any, 0, cols*len(jobs))
 	for _, j := range jobs {
-		if err := j.CheckText(); err != nil {
-			return err
-		}
 		args = append(args, j.Kind, j.Key, payload(j.Payload), int64(j.Attempts), j.RunAfter.UnixMicro(), j.LastError,
 			j.CreatedAt.UnixMicro())
 	}
@@ -190,7 +179,7 @@ func (t *tx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amou
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, entries, -1)
 	}
-	sum, err := consent.CheckEntries(entries)
+	sum, err := wallet.Sum(entries)
 	if err != nil {
 		return 0, err
 	}
@@ -229,14 +218,6 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 		return nil
 	}
 	company := entries[0].CompanyID
-	for _, e := range entries {
-		if err := e.CheckText(); err != nil {
-			return err
-		}
-		if e.CompanyID != company {
-			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
-		}
-	}
 	if t.batch != nil {
 		for _, e := range entries {
 			if err := t.batch.wb.Append(ctx, t.batch, e); err != nil {

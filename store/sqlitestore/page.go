@@ -55,9 +55,6 @@ func pageQuery(table, columns string, p consent.Page) (string, []any) {
 
 // readPage reads the page p of table with scan.
 func readPage[T any](ctx context.Context, t *tx, table, columns string, p consent.Page, scan func(interface{ Scan(...any) error }) (*T, error)) ([]*T, error) {
-	if err := p.Check(); err != nil {
-		return nil, err
-	}
 	q, args := pageQuery(table, columns, p)
 	rows, err := t.tx.QueryContext(ctx, q, args...)
 	return collect(rows, err, scan)

@@ -66,9 +66,6 @@ func jsonText(v any) string {
 }
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	parties := c.AuthorizedThirdParties
 	if parties == nil {
 		parties = []string{}
@@ -104,9 +101,6 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 }
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	parties := c.AuthorizedThirdParties
 	if parties == nil {
 		parties = []string{}
@@ -117,9 +111,6 @@ func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO properties (id, company_id, name, allowed_origins, created_at) VALUES (?, ?, ?, ?, ?)`,
 		p.ID, p.CompanyID, p.Name, jsonText(orEmpty(p.AllowedOrigins)), p.CreatedAt.UnixMicro())
 	return err
@@ -144,9 +135,6 @@ func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error)
 }
 
 func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
-	if err := p.CheckText(); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE properties SET name = ?, allowed_origins = ? WHERE id = ?`,
 		p.Name, jsonText(orEmpty(p.AllowedOrigins)), p.ID)
 	return affected(r, err, "property")
@@ -161,9 +149,6 @@ func orEmpty(list []string) []string {
 }
 
 func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
-	if err := tok.CheckText(); err != nil {
-		return err
-	}
 	perms := tok.Permissions
 	if perms == nil {
 		perms = []consent.Permission{}
@@ -194,18 +179,12 @@ func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Toke
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND company_id = ?`,
 		at.UnixMicro(), id, companyID)
 	return affected(r, err, "token")
 }
 
 func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
-	if err := s.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO sessions (id, company_id, property_id, retention_status, video_status,
 		created_at, expires_at, upload_digest, certificate_id, url, closed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.ID, s.CompanyID, s.PropertyID, s.RetentionStatus, s.VideoStatus, s.CreatedAt.UnixMicro(), s.ExpiresAt.UnixMicro(),
@@ -274,9 +253,6 @@ func (t *tx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte,
 }
 
 func (t *tx) UpdateSession(ctx context.Context, s *consent.Session) error {
-	if err := s.CheckText(); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE sessions SET retention_status = ?, video_status = ?, expires_at = ?,
 		video_path = ?, video_bytes = ?, video_sha256 = ?, video_duration_ms = ?, closed_at = ? WHERE id = ?`,
 		s.RetentionStatus, s.VideoStatus, s.ExpiresAt.UnixMicro(), s.Video.Path, s.Video.Bytes,
@@ -305,9 +281,6 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {
 		return err
@@ -408,26 +381,17 @@ func (t *tx) CertificatesBySession(ctx context.Context, sessionID string) ([]str
 }
 
 func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
-	if err := c.CheckText(); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE certificates SET retention_status = ?, expires_at = ? WHERE id = ?`,
 		c.RetentionStatus, c.ExpiresAt.UnixMicro(), c.ID)
 	return affected(r, err, "certificate")
 }
 
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
-	if err := consent.CheckRevokedAt(at); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
 	return affected(r, err, "certificate")
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
-	if err := r.CheckText(); err != nil {
-		return err
-	}
 	ids := r.CertificateIDs
 	if ids == nil {
 		ids = []string{}
@@ -478,9 +442,6 @@ const purgedSession = `retention_status = 'expired', video_status = 'none', even
 	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
 
 func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?`, before.UnixMicro(), max(limit, 0))
 	if err != nil {
@@ -505,9 +466,6 @@ func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]
 }
 
 func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	if err := consent.CheckTime("before", before); err != nil {
-		return nil, err
-	}
 	ids, err := t.ids(ctx, `DELETE FROM certificates WHERE id IN (SELECT id FROM certificates WHERE expires_at <= ?
 		ORDER BY expires_at, id LIMIT ?) RETURNING id`, before.UnixMicro(), max(limit, 0))
 	sort.Strings(ids)
@@ -515,9 +473,6 @@ func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int)
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
-	if err := j.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
 	return err
@@ -557,9 +512,6 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
 // atomic.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if err := consent.CheckLease(owner, now, until); err != nil {
-		return nil, err
-	}
 	if len(kinds) == 0 {
 		return nil, consent.Errorf(consent.NotFound, "due job not found")
 	}
@@ -596,22 +548,13 @@ func (t *tx) leaseErr(ctx context.Context, r sql.Result, err error, kind, key st
 }
 
 func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
-	if err := consent.CheckLease(owner, time.Time{}, until); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE jobs SET lease_until = ? WHERE kind = ? AND key = ? AND lease_owner = ?`,
 		until.UnixMicro(), kind, key, owner)
 	return t.leaseErr(ctx, r, err, kind, key)
 }
 
 func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
-	if err := consent.CheckText("lease_owner", owner); err != nil {
-		return err
-	}
 	if next != nil {
-		if err := next.CheckText(); err != nil {
-			return err
-		}
 	}
 	if next == nil {
 		r, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ? AND lease_owner = ?`, kind, key, owner)
@@ -640,9 +583,6 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
-	}
 	// The balance must stay within wallet.MaxBalance: a company whose
 	// wallet is not updated either does not exist or is too near it.
 	var bal wallet.Amount
@@ -652,7 +592,7 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
 			return 0, err
 		}
-		return 0, consent.ErrBalanceLimit
+		return 0, wallet.ErrBalanceLimit
 	}
 	if err != nil {
 		return 0, mapErr(err)
@@ -665,9 +605,6 @@ func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
-	}
-	if err := consent.CheckEntry(e); err != nil {
-		return 0, err
 	}
 	var bal wallet.Amount
 	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance - ?1
@@ -717,9 +654,6 @@ func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, err
 // AppendAudit moves the company's head first: SQLite's one writer already
 // serializes appends, and the head row is where the chain's order lives.
 func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
 	if t.batch != nil {
 		return t.batch.wb.Append(ctx, t.batch, e)
 	}
@@ -744,9 +678,6 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 }
 
 func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
@@ -821,9 +752,6 @@ func auditHead(ctx context.Context, q querier, companyID string) (consent.AuditH
 }
 
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
-	if err := e.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.URL, e.Secret, jsonText(orEmpty(e.Events)),
 		e.CreatedAt.UnixMicro(), sqlrow.Micros(e.DisabledAt))
@@ -876,9 +804,6 @@ func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
-	if err := consent.CheckTime("disabled_at", at); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE webhook_endpoints SET disabled_at = ? WHERE id = ? AND company_id = ?`,
 		sqlrow.Micros(at), id, companyID)
 	return affected(r, err, "webhook endpoint")
@@ -890,9 +815,6 @@ func (t *tx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) er
 }
 
 func (t *tx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
-	if err := d.CheckText(); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `INSERT INTO webhook_deliveries (endpoint_id, message_id, event_type, attempt, at, status, error, duration_us)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, d.EndpointID, d.MessageID, d.EventType, d.Attempt, d.At.UnixMicro(), d.Status,
 		d.Error, d.Duration.Microseconds())
@@ -955,12 +877,6 @@ func scanKey(row interface{ Scan(...any) error }) (*consent.IdempotencyRecord, e
 // ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
 // claim at a time.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	if err := r.CheckText(); err != nil {
-		return nil, err
-	}
-	if err := consent.CheckTime("now", now); err != nil {
-		return nil, err
-	}
 	old, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
 	switch {
 	case err == nil && old.ExpiresAt.After(now):
@@ -974,28 +890,16 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 }
 
 func (t *tx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
-	if err := consent.CheckInt32("status", status); err != nil {
-		return err
-	}
 	r, err := t.exec(ctx, `UPDATE idempotency_keys SET status = ?, body = ? WHERE scope = ? AND key = ?`, status, payload(body), scope, key)
 	return affected(r, err, "idempotency key")
 }
 
 func (t *tx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	if err := consent.CheckKeyText(scope, key); err != nil {
-		return err
-	}
 	_, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE scope = ? AND key = ?`, scope, key)
 	return err
 }
 
 func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := consent.CheckTime("now", now); err != nil {
-		return 0, err
-	}
 	res, err := t.exec(ctx, `DELETE FROM idempotency_keys WHERE rowid IN
 		(SELECT rowid FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`, now.UnixMicro(), max(limit, 0))
 	if err != nil {

@@ -843,7 +843,7 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 // testBalanceLimit: a wallet holds at most wallet.MaxBalance, on every
 // store and through every write: a credit that would take it over, an
 // entry of more, or a debit whose entries sum to more is refused as
-// Invalid (consent.ErrBalanceLimit) and changes nothing, so no balance or
+// Invalid (wallet.ErrBalanceLimit) and changes nothing, so no balance or
 // sum ever overflows. Concurrent credits that would together pass it
 // (sharing a group-commit batch, on the SQL stores) are refused alone.
 func testBalanceLimit(t *testing.T, s consent.Store) {
@@ -852,7 +852,7 @@ func testBalanceLimit(t *testing.T, s consent.Store) {
 	refused := func(name string, write func(tx consent.Tx) error) {
 		t.Helper()
 		err := s.Update(ctx, write)
-		if !errors.Is(err, consent.ErrBalanceLimit) || consent.ErrorCode(err) != consent.Invalid {
+		if !errors.Is(err, wallet.ErrBalanceLimit) || consent.ErrorCode(err) != consent.Invalid {
 			t.Errorf("%s: %v, want ErrBalanceLimit (Invalid)", name, err)
 		}
 		if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
@@ -931,7 +931,7 @@ func testBalanceLimit(t *testing.T, s consent.Store) {
 		switch {
 		case err == nil:
 			made++
-		case !errors.Is(err, consent.ErrBalanceLimit):
+		case !errors.Is(err, wallet.ErrBalanceLimit):
 			t.Errorf("concurrent credit %d: %v, want nil or ErrBalanceLimit", i, err)
 		}
 	}

@@ -121,7 +121,7 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 		return 0, consent.Errorf(consent.Invalid, "no ledger entries")
 	}
 	company := entries[0].CompanyID
-	sum, err := consent.CheckEntries(entries)
+	sum, err := wallet.Sum(entries)
 	if err != nil {
 		return 0, err
 	}
@@ -133,7 +133,7 @@ func (b *Buffer) Post(ctx context.Context, src Source, entries []*wallet.Entry, 
 		return 0, &wallet.InsufficientFundsError{Required: sum, Balance: bal}
 	}
 	if sign > 0 {
-		if _, err := consent.AddAmounts(bal, sum); err != nil {
+		if _, err := wallet.Add(bal, sum); err != nil {
 			return 0, err
 		}
 	}

@@ -17,9 +17,10 @@ import (
 // The rule exists because the stores differ at the edges: PostgreSQL
 // refuses NUL in text and jsonb and refuses invalid UTF-8, while SQLite and
 // memory keep both. One rule, checked by the domain (so that a request is
-// refused with 400 naming its field) and by every store (so that a caller of
-// the Tx interface meets the same refusal everywhere), makes every store
-// accept exactly the same values. Text is refused, never cleaned: consent
+// refused with 400 naming its field) and by the Tx that the Service hands
+// out (checked.go, so that a caller of the Tx interface meets the same
+// refusal on every store), makes every store accept exactly the same
+// values. Text is refused, never cleaned: consent
 // text is evidence, and changing it silently would change the evidence.
 func ValidText(s string) bool {
 	for i := 0; i < len(s); {
@@ -109,19 +110,21 @@ func checkList(field string, list []string) error {
 	return nil
 }
 
-// The CheckText methods below are what every Store calls before it writes a
-// value (see Tx): each returns an Invalid error naming the first text field
-// that is not ValidText, or that is a key (checkKeyTexts) longer than
-// MaxKeyBytes, so that all stores refuse the same values.
+// The check methods below are what the checked Tx runs before a store
+// writes a value (see Tx): each returns an Invalid error naming the first
+// field that no store may keep — text that is not ValidText, a key
+// (checkKeyTexts) longer than MaxKeyBytes, a time outside the years 1 to
+// 9999, a count outside its range — so that all stores are given the same
+// values.
 
 // CheckTime returns an Invalid error naming field when t is outside the
 // years 1 to 9999: the range RFC 3339 writes, and one every store keeps as
 // given (SQLite's microsecond integers wrap round near the year 294,000,
 // PostgreSQL's timestamptz ends at 294,276 and begins in 4713 BC). The
-// zero time, which means none, passes. The CheckText and Check methods
-// check the times of a value with it; every store checks with it each
-// time a Tx method takes as an argument (a revocation's or a lease's
-// time, a purge's bound, now) before it reads or writes anything.
+// zero time, which means none, passes. The check methods check the times
+// of a value with it, and the checked Tx each time a Tx method takes as an
+// argument (a revocation's or a lease's time, a purge's bound, now) before
+// the store reads or writes anything.
 func CheckTime(field string, t time.Time) error {
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
 		return Errorf(Invalid, "%s must be a time in the years 1 to 9999", field)
@@ -139,9 +142,8 @@ func checkTimes(fields []string, times ...time.Time) error {
 	return nil
 }
 
-// CheckText checks c's text fields (and, as every CheckText, its times:
-// CheckTime).
-func (c *Company) CheckText() error {
+// check checks c's text fields and (as every check method) its times.
+func (c *Company) check() error {
 	if err := checkKeyTexts("id", c.ID); err != nil {
 		return err
 	}
@@ -154,8 +156,8 @@ func (c *Company) CheckText() error {
 	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
 }
 
-// CheckText checks p's text fields.
-func (p *Property) CheckText() error {
+// check checks p's fields.
+func (p *Property) check() error {
 	if err := checkKeyTexts("id", p.ID, "company_id", p.CompanyID); err != nil {
 		return err
 	}
@@ -168,8 +170,8 @@ func (p *Property) CheckText() error {
 	return checkList("allowed_origins", p.AllowedOrigins)
 }
 
-// CheckText checks t's text fields.
-func (t *Token) CheckText() error {
+// check checks t's fields.
+func (t *Token) check() error {
 	if err := checkKeyTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
 		return err
 	}
@@ -184,8 +186,8 @@ func (t *Token) CheckText() error {
 	return nil
 }
 
-// CheckText checks s's text fields.
-func (s *Session) CheckText() error {
+// check checks s's fields.
+func (s *Session) check() error {
 	if err := checkTimes([]string{"created_at", "expires_at", "closed_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt); err != nil {
 		return err
 	}
@@ -196,10 +198,9 @@ func (s *Session) CheckText() error {
 		"video.path", s.Video.Path, "url", s.URL)
 }
 
-// CheckText checks c's text fields, its consent records and its
-// EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
+// check checks c's fields, its consent records and its EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
 // character, and an escaped one such as \u0000 is kept as written).
-func (c *Certificate) CheckText() error {
+func (c *Certificate) check() error {
 	if err := checkKeyTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID, "session_id", c.SessionID); err != nil {
 		return err
 	}
@@ -242,8 +243,8 @@ func (c *Certificate) CheckText() error {
 	return nil
 }
 
-// CheckText checks r's text fields.
-func (r *Revocation) CheckText() error {
+// check checks r's fields.
+func (r *Revocation) check() error {
 	if err := checkKeyTexts("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID); err != nil {
 		return err
 	}
@@ -256,9 +257,9 @@ func (r *Revocation) CheckText() error {
 	return checkList("certificate_ids", r.CertificateIDs)
 }
 
-// CheckText checks j's text fields, and its Attempts: -2^31 to
+// check checks j's fields, its Attempts among them: -2^31 to
 // MaxJobAttempts.
-func (j *Job) CheckText() error {
+func (j *Job) check() error {
 	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
 		return err
 	}
@@ -296,91 +297,54 @@ func checkRange(field string, n, lo, hi int) error {
 	return nil
 }
 
-// ErrBalanceLimit is Invalid: a wallet holds at most wallet.MaxBalance. Every
-// store refuses with it a credit that would take a balance over that, an
-// entry of more, and a debit of entries whose sum is more (no wallet could
-// cover it).
-var ErrBalanceLimit = Errorf(Invalid, "a wallet holds at most %s dollars", wallet.MaxBalance)
-
-// AddAmounts returns a+b, two amounts of 0 to wallet.MaxBalance, or
-// ErrBalanceLimit when the sum is over it: how the stores add an entry to a
-// balance or to the sum of a debit without overflowing.
-func AddAmounts(a, b wallet.Amount) (wallet.Amount, error) {
-	if a+b > wallet.MaxBalance {
-		return 0, ErrBalanceLimit
-	}
-	return a + b, nil
-}
-
-// CheckEntries checks the entries of one write of several (DebitAll, a
-// group commit's buffered post) before a store writes any: each passes
-// CheckEntry, all are of one company, and their sum, which it returns, is
-// within wallet.MaxBalance (ErrBalanceLimit). No entries sum to 0.
-func CheckEntries(entries []*wallet.Entry) (wallet.Amount, error) {
-	var sum wallet.Amount
-	for _, e := range entries {
-		if err := CheckEntry(e); err != nil {
-			return 0, err
-		}
-		if e.CompanyID != entries[0].CompanyID {
-			return 0, Errorf(Invalid, "the entries of one debit must be of one company")
-		}
-		var err error
-		if sum, err = AddAmounts(sum, e.Amount); err != nil {
-			return 0, err
-		}
-	}
-	return sum, nil
-}
-
-// CheckKeyText checks the text of an idempotency key's scope and key
+// checkIdempotencyKey checks the text of an idempotency key's scope and key
 // before a store writes or looks them up (ClaimIdempotencyKey,
 // AnswerIdempotencyKey, ReleaseIdempotencyKey): Invalid when either is
 // not ValidText or is longer than MaxKeyBytes.
-func CheckKeyText(scope, key string) error {
+func checkIdempotencyKey(scope, key string) error {
 	return checkKeyTexts("idempotency scope", scope, "idempotency key", key)
 }
 
-// CheckText checks r before a store records it (ClaimIdempotencyKey): its
-// scope and key (CheckKeyText) and its times.
-func (r *IdempotencyRecord) CheckText() error {
-	if err := CheckKeyText(r.Scope, r.Key); err != nil {
+// check checks r before a store records it (ClaimIdempotencyKey): its
+// scope and key (checkIdempotencyKey) and its times.
+func (r *IdempotencyRecord) check() error {
+	if err := checkIdempotencyKey(r.Scope, r.Key); err != nil {
 		return err
 	}
 	return checkTimes([]string{"created_at", "expires_at"}, r.CreatedAt, r.ExpiresAt)
 }
 
-// CheckLease checks a lease before a store takes or extends it (LeaseJob,
+// checkLease checks a lease before a store takes or extends it (LeaseJob,
 // RenewJob): the owner's text, then now and the lease's end (CheckTime;
 // RenewJob, which has no now, passes the zero time).
-func CheckLease(owner string, now, until time.Time) error {
+func checkLease(owner string, now, until time.Time) error {
 	if err := CheckText("lease_owner", owner); err != nil {
 		return err
 	}
 	return checkTimes([]string{"now", "lease_until"}, now, until)
 }
 
-// CheckRevokedAt refuses, as Invalid, a revocation without its time: a
+// checkRevokedAt refuses, as Invalid, a revocation without its time: a
 // zero time would read as "not revoked" and, kept by a store, stop a later
 // revocation from taking (RevokeToken, RevokeCertificate). A time outside
 // the years 1 to 9999 is Invalid too (CheckTime).
-func CheckRevokedAt(at time.Time) error {
+func checkRevokedAt(at time.Time) error {
 	if at.IsZero() {
 		return Errorf(Invalid, "a revocation needs its time")
 	}
 	return CheckTime("revoked_at", at)
 }
 
-// CheckEntry checks a ledger entry before a store writes it: its text
+// checkEntry checks a ledger entry before a store writes it: its text
 // fields, its time (CheckTime), and its amount, which is positive (a
-// credit or a debit of zero or less is Invalid on every store, as the SQL
-// stores' CHECK has it) and at most wallet.MaxBalance (ErrBalanceLimit).
-func CheckEntry(e *wallet.Entry) error {
+// credit or a debit of zero or less is Invalid, as the SQL stores' CHECK
+// has it) and at most wallet.MaxBalance (wallet.ErrBalanceLimit).
+func checkEntry(e *wallet.Entry) error {
 	if e.Amount <= 0 {
 		return Errorf(Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
 	}
 	if e.Amount > wallet.MaxBalance {
-		return ErrBalanceLimit
+		return wallet.ErrBalanceLimit
 	}
 	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
 		return err

@@ -1,0 +1,623 @@
+package consent
+
+import (
+	"context"
+	"time"
+
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// checkedStore is the Store that a Service works on and hands out
+// (Service.Store): every Tx it gives checks each value and argument of a
+// call before the store underneath sees it. So the rules of what may be
+// stored live here, once, and a store — one of store/'s or one written for
+// another database — does storage only: it is given only values that every
+// store can keep exactly (see Tx).
+//
+// A call with a fault is refused before the store is asked: Invalid for a
+// value or an argument that no store may keep; for a key that only finds
+// rows and is not ValidText, what the store answers for a key of no row
+// (NotFound, or an empty list). A call with two faults is refused for the
+// first one met in the order the fields are listed here.
+type checkedStore struct{ store Store }
+
+// Checked returns store with every transaction checked as the Service's
+// own are (it returns a checked store as it is). The Service's Store is
+// one already; a program that works on a store without a Service, such as
+// a job runner given a Store, wraps it with Checked.
+func Checked(store Store) Store {
+	if c, ok := store.(checkedStore); ok {
+		return c
+	}
+	return checkedStore{store}
+}
+
+func (s checkedStore) Update(ctx context.Context, fn func(tx Tx) error) error {
+	return s.store.Update(ctx, func(tx Tx) error { return fn(checkedTx{tx}) })
+}
+
+func (s checkedStore) View(ctx context.Context, fn func(tx Tx) error) error {
+	return s.store.View(ctx, func(tx Tx) error { return fn(checkedTx{tx}) })
+}
+
+func (s checkedStore) Close() error { return s.store.Close() }
+
+// checkedTx checks each call, then passes it to the store's Tx.
+type checkedTx struct{ tx Tx }
+
+// findable reports whether each key may be some row's: a key that is not
+// ValidText is no row's (the stores never hold one), and PostgreSQL refuses
+// it as a parameter where the other stores find nothing.
+func findable(keys ...string) bool {
+	for _, k := range keys {
+		if !ValidText(k) {
+			return false
+		}
+	}
+	return true
+}
+
+func notFound(what string) error { return Errorf(NotFound, "%s not found", what) }
+
+func (t checkedTx) CreateCompany(ctx context.Context, c *Company) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateCompany(ctx, c)
+}
+
+func (t checkedTx) Company(ctx context.Context, id string) (*Company, error) {
+	if !findable(id) {
+		return nil, notFound("company")
+	}
+	return t.tx.Company(ctx, id)
+}
+
+// CompanyIDs passes an after that is not ValidText on: the list starts where
+// it sorts, byte by byte, which the store must work out.
+func (t checkedTx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return []string{}, nil
+	}
+	return t.tx.CompanyIDs(ctx, after, limit)
+}
+
+func (t checkedTx) UpdateCompany(ctx context.Context, c *Company) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateCompany(ctx, c)
+}
+
+func (t checkedTx) CreateProperty(ctx context.Context, p *Property) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateProperty(ctx, p)
+}
+
+func (t checkedTx) Property(ctx context.Context, id string) (*Property, error) {
+	if !findable(id) {
+		return nil, notFound("property")
+	}
+	return t.tx.Property(ctx, id)
+}
+
+func (t checkedTx) UpdateProperty(ctx context.Context, p *Property) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateProperty(ctx, p)
+}
+
+func (t checkedTx) Properties(ctx context.Context, companyID string) ([]*Property, error) {
+	if !findable(companyID) {
+		return []*Property{}, nil
+	}
+	return t.tx.Properties(ctx, companyID)
+}
+
+func (t checkedTx) CreateToken(ctx context.Context, tok *Token) error {
+	if err := tok.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateToken(ctx, tok)
+}
+
+func (t checkedTx) TokenByDigest(ctx context.Context, d Digest) (*Token, error) {
+	return t.tx.TokenByDigest(ctx, d)
+}
+
+func (t checkedTx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := checkRevokedAt(at); err != nil {
+		return err
+	}
+	if !findable(companyID, id) {
+		return notFound("token")
+	}
+	return t.tx.RevokeToken(ctx, companyID, id, at)
+}
+
+func (t checkedTx) Tokens(ctx context.Context, companyID string) ([]*Token, error) {
+	if !findable(companyID) {
+		return []*Token{}, nil
+	}
+	return t.tx.Tokens(ctx, companyID)
+}
+
+func (t checkedTx) CreateSession(ctx context.Context, s *Session) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateSession(ctx, s)
+}
+
+func (t checkedTx) Session(ctx context.Context, id string) (*Session, error) {
+	if !findable(id) {
+		return nil, notFound("session")
+	}
+	return t.tx.Session(ctx, id)
+}
+
+// Sessions asks the store for the ids that may be a session's only; the
+// others get nil at their places.
+func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*Session, error) {
+	if findable(ids...) {
+		return t.tx.Sessions(ctx, ids)
+	}
+	var asked []string
+	for _, id := range ids {
+		if findable(id) {
+			asked = append(asked, id)
+		}
+	}
+	found, err := t.tx.Sessions(ctx, asked)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Session, len(ids))
+	for i, id := range ids {
+		if findable(id) {
+			out[i], found = found[0], found[1:]
+		}
+	}
+	return out, nil
+}
+
+func (t checkedTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+	if !findable(sessionID) {
+		return notFound("session")
+	}
+	return t.tx.AppendEvents(ctx, sessionID, chunk)
+}
+
+func (t checkedTx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
+	if !findable(sessionID) {
+		return nil, notFound("session")
+	}
+	return t.tx.EventChunk(ctx, sessionID, seq)
+}
+
+func (t checkedTx) SessionPage(ctx context.Context, p Page) ([]*Session, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return t.tx.SessionPage(ctx, p)
+}
+
+func (t checkedTx) UpdateSession(ctx context.Context, s *Session) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateSession(ctx, s)
+}
+
+// UpdateSessions checks the whole list before the store sees any of it.
+func (t checkedTx) UpdateSessions(ctx context.Context, list []*Session) error {
+	seen := make(map[string]bool, len(list))
+	for _, s := range list {
+		if err := s.check(); err != nil {
+			return err
+		}
+		if seen[s.ID] {
+			return Errorf(Invalid, "session %s is listed twice", s.ID)
+		}
+		seen[s.ID] = true
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	return t.tx.UpdateSessions(ctx, list)
+}
+
+func (t checkedTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	if !findable(sessionID) {
+		return nil, notFound("session")
+	}
+	return t.tx.Events(ctx, sessionID)
+}
+
+func (t checkedTx) CreateCertificate(ctx context.Context, c *Certificate) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateCertificate(ctx, c)
+}
+
+func (t checkedTx) Certificate(ctx context.Context, id string) (*Certificate, error) {
+	if !findable(id) {
+		return nil, notFound("certificate")
+	}
+	return t.tx.Certificate(ctx, id)
+}
+
+func (t checkedTx) CertificatesByEmail(ctx context.Context, companyID string, d Digest) ([]string, error) {
+	if d.IsZero() || !findable(companyID) {
+		return []string{}, nil
+	}
+	return t.tx.CertificatesByEmail(ctx, companyID, d)
+}
+
+func (t checkedTx) CertificatesByMobile(ctx context.Context, companyID string, d Digest) ([]string, error) {
+	if d.IsZero() || !findable(companyID) {
+		return []string{}, nil
+	}
+	return t.tx.CertificatesByMobile(ctx, companyID, d)
+}
+
+func (t checkedTx) CertificatesBySession(ctx context.Context, sessionID string) ([]string, error) {
+	if !findable(sessionID) {
+		return []string{}, nil
+	}
+	return t.tx.CertificatesBySession(ctx, sessionID)
+}
+
+func (t checkedTx) CertificatePage(ctx context.Context, p Page) ([]*Certificate, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return t.tx.CertificatePage(ctx, p)
+}
+
+func (t checkedTx) UpdateCertificate(ctx context.Context, c *Certificate) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateCertificate(ctx, c)
+}
+
+func (t checkedTx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
+	if err := checkRevokedAt(at); err != nil {
+		return err
+	}
+	if !findable(id) {
+		return notFound("certificate")
+	}
+	return t.tx.RevokeCertificate(ctx, id, at)
+}
+
+func (t checkedTx) CreateRevocation(ctx context.Context, r *Revocation) error {
+	if err := r.check(); err != nil {
+		return err
+	}
+	return t.tx.CreateRevocation(ctx, r)
+}
+
+func (t checkedTx) Revocations(ctx context.Context, companyID string) ([]*Revocation, error) {
+	if !findable(companyID) {
+		return []*Revocation{}, nil
+	}
+	return t.tx.Revocations(ctx, companyID)
+}
+
+func (t checkedTx) RevocationPage(ctx context.Context, p Page) ([]*Revocation, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return t.tx.RevocationPage(ctx, p)
+}
+
+func (t checkedTx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*Session, error) {
+	if err := CheckTime("before", before); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []*Session{}, nil
+	}
+	return t.tx.PurgeSessions(ctx, before, limit)
+}
+
+func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	if err := CheckTime("before", before); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []string{}, nil
+	}
+	return t.tx.PurgeCertificates(ctx, before, limit)
+}
+
+func (t checkedTx) EnqueueJob(ctx context.Context, j *Job) error {
+	if err := j.check(); err != nil {
+		return err
+	}
+	return t.tx.EnqueueJob(ctx, j)
+}
+
+// EnqueueJobs checks the whole list before the store sees any of it; two
+// jobs of one kind and key are for the store to refuse (Conflict), as a
+// job already queued is.
+func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*Job) error {
+	for _, j := range jobs {
+		if err := j.check(); err != nil {
+			return err
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	return t.tx.EnqueueJobs(ctx, jobs)
+}
+
+func (t checkedTx) Job(ctx context.Context, kind, key string) (*Job, error) {
+	if !findable(kind, key) {
+		return nil, notFound("job")
+	}
+	return t.tx.Job(ctx, kind, key)
+}
+
+// LeaseJob asks the store for the kinds that may be a job's only.
+func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error) {
+	if err := checkLease(owner, now, until); err != nil {
+		return nil, err
+	}
+	if !findable(kinds...) {
+		var asked []string
+		for _, k := range kinds {
+			if findable(k) {
+				asked = append(asked, k)
+			}
+		}
+		kinds = asked
+	}
+	if len(kinds) == 0 {
+		return nil, notFound("due job")
+	}
+	return t.tx.LeaseJob(ctx, kinds, owner, now, until)
+}
+
+func (t checkedTx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
+	if err := checkLease(owner, time.Time{}, until); err != nil {
+		return err
+	}
+	if !findable(kind, key) {
+		return notFound("job")
+	}
+	return t.tx.RenewJob(ctx, kind, key, owner, until)
+}
+
+func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *Job) error {
+	if err := CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if next != nil {
+		if err := next.check(); err != nil {
+			return err
+		}
+	}
+	if !findable(kind, key) {
+		return notFound("job")
+	}
+	return t.tx.EndJob(ctx, kind, key, owner, next)
+}
+
+func (t checkedTx) ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error) {
+	if err := r.check(); err != nil {
+		return nil, err
+	}
+	if err := CheckTime("now", now); err != nil {
+		return nil, err
+	}
+	return t.tx.ClaimIdempotencyKey(ctx, r, now)
+}
+
+func (t checkedTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
+	if err := checkIdempotencyKey(scope, key); err != nil {
+		return err
+	}
+	if err := CheckInt32("status", status); err != nil {
+		return err
+	}
+	return t.tx.AnswerIdempotencyKey(ctx, scope, key, status, body)
+}
+
+func (t checkedTx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
+	if err := checkIdempotencyKey(scope, key); err != nil {
+		return err
+	}
+	return t.tx.ReleaseIdempotencyKey(ctx, scope, key)
+}
+
+func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := CheckTime("now", now); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	return t.tx.PruneIdempotencyKeys(ctx, now, limit)
+}
+
+func (t checkedTx) CreateOperatorSession(ctx context.Context, s *OperatorSession) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	return t.tx.CreateOperatorSession(ctx, s)
+}
+
+func (t checkedTx) OperatorSession(ctx context.Context, d Digest) (*OperatorSession, error) {
+	if d.IsZero() {
+		return nil, notFound("operator session")
+	}
+	return t.tx.OperatorSession(ctx, d)
+}
+
+func (t checkedTx) DeleteOperatorSession(ctx context.Context, d Digest) error {
+	if d.IsZero() {
+		return nil
+	}
+	return t.tx.DeleteOperatorSession(ctx, d)
+}
+
+func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error) {
+	if err := CheckTime("now", now); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	return t.tx.PruneOperatorSessions(ctx, now, limit)
+}
+
+func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error {
+	if err := e.CheckText(); err != nil {
+		return err
+	}
+	return t.tx.CreateWebhookEndpoint(ctx, e)
+}
+
+func (t checkedTx) WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error) {
+	if !findable(id) {
+		return nil, notFound("webhook endpoint")
+	}
+	return t.tx.WebhookEndpoint(ctx, id)
+}
+
+func (t checkedTx) WebhookEndpoints(ctx context.Context, companyID string) ([]*WebhookEndpoint, error) {
+	if !findable(companyID) {
+		return []*WebhookEndpoint{}, nil
+	}
+	return t.tx.WebhookEndpoints(ctx, companyID)
+}
+
+func (t checkedTx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
+	if err := CheckTime("disabled_at", at); err != nil {
+		return err
+	}
+	if !findable(companyID, id) {
+		return notFound("webhook endpoint")
+	}
+	return t.tx.DisableWebhookEndpoint(ctx, companyID, id, at)
+}
+
+func (t checkedTx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
+	if !findable(companyID, id) {
+		return notFound("webhook endpoint")
+	}
+	return t.tx.DeleteWebhookEndpoint(ctx, companyID, id)
+}
+
+func (t checkedTx) AppendWebhookDelivery(ctx context.Context, d *WebhookDelivery) error {
+	if err := d.CheckText(); err != nil {
+		return err
+	}
+	return t.tx.AppendWebhookDelivery(ctx, d)
+}
+
+func (t checkedTx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*WebhookDelivery, error) {
+	if !findable(endpointID) || limit <= 0 {
+		return []*WebhookDelivery{}, nil
+	}
+	return t.tx.WebhookDeliveries(ctx, endpointID, before, limit)
+}
+
+func (t checkedTx) Balance(ctx context.Context, companyID string) (wallet.Amount, error) {
+	if !findable(companyID) {
+		return 0, notFound("company")
+	}
+	return t.tx.Balance(ctx, companyID)
+}
+
+func (t checkedTx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := checkEntry(e); err != nil {
+		return 0, err
+	}
+	return t.tx.Credit(ctx, e)
+}
+
+func (t checkedTx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
+	if err := checkEntry(e); err != nil {
+		return 0, err
+	}
+	return t.tx.Debit(ctx, e)
+}
+
+// DebitAll checks every entry, that they are of one company, and that their
+// sum is one a wallet can hold, before the store sees any of them.
+func (t checkedTx) DebitAll(ctx context.Context, entries []*wallet.Entry) (wallet.Amount, error) {
+	if len(entries) == 0 {
+		return 0, nil
+	}
+	for _, e := range entries {
+		if err := checkEntry(e); err != nil {
+			return 0, err
+		}
+		if e.CompanyID != entries[0].CompanyID {
+			return 0, Errorf(Invalid, "the entries of one debit must be of one company")
+		}
+	}
+	if _, err := wallet.Sum(entries); err != nil {
+		return 0, err
+	}
+	return t.tx.DebitAll(ctx, entries)
+}
+
+func (t checkedTx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
+	if !findable(companyID) {
+		return []*wallet.Entry{}, nil
+	}
+	return t.tx.Ledger(ctx, companyID)
+}
+
+func (t checkedTx) LedgerPage(ctx context.Context, p Page) ([]*wallet.Entry, error) {
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return t.tx.LedgerPage(ctx, p)
+}
+
+func (t checkedTx) AppendAudit(ctx context.Context, e *AuditEntry) error {
+	if err := e.check(); err != nil {
+		return err
+	}
+	return t.tx.AppendAudit(ctx, e)
+}
+
+func (t checkedTx) AppendAudits(ctx context.Context, entries []*AuditEntry) error {
+	for _, e := range entries {
+		if err := e.check(); err != nil {
+			return err
+		}
+		if e.CompanyID != entries[0].CompanyID {
+			return Errorf(Invalid, "the entries of one append must be of one company")
+		}
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	return t.tx.AppendAudits(ctx, entries)
+}
+
+func (t checkedTx) AuditEntries(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
+	if err := q.Check(); err != nil {
+		return nil, err
+	}
+	return t.tx.AuditEntries(ctx, q)
+}
+
+func (t checkedTx) AuditHead(ctx context.Context, companyID string) (*AuditHead, error) {
+	if !findable(companyID) {
+		return nil, notFound("company")
+	}
+	return t.tx.AuditHead(ctx, companyID)
+}
