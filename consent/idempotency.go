@@ -2,9 +2,12 @@ package consent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/flight"
 )
 
 // Idempotency keys (D40). A client that gives a key with a paid or
@@ -178,53 +181,6 @@ func IdempotencyFrom(ctx context.Context) *Idempotency {
 	return k
 }
 
-// flights tracks the keys whose calls run on this instance, so that a
-// second call with a key waits for the first instead of queueing on the
-// database behind it.
-type flights struct {
-	mu      sync.Mutex
-	running map[string]chan struct{}
-}
-
-// enter waits until no other call with k's key runs on this instance, up
-// to wait, and marks k's as running; leave ends it. ErrKeyInFlight when the
-// wait runs out.
-func (f *flights) enter(ctx context.Context, k *Idempotency, wait time.Duration) (leave func(), err error) {
-	id := k.Scope + "\x00" + k.Key
-	var timer <-chan time.Time
-	for {
-		f.mu.Lock()
-		if f.running == nil {
-			f.running = make(map[string]chan struct{})
-		}
-		done, busy := f.running[id]
-		if !busy {
-			done = make(chan struct{})
-			f.running[id] = done
-			f.mu.Unlock()
-			return func() {
-				f.mu.Lock()
-				delete(f.running, id)
-				f.mu.Unlock()
-				close(done)
-			}, nil
-		}
-		f.mu.Unlock()
-		if timer == nil {
-			t := time.NewTimer(wait)
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-done:
-		case <-timer:
-			return nil, ErrKeyInFlight
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
 // Paid runs fn as one paid or state-changing operation, in one transaction
 // of s's store: the single path on which verification, retention and
 // opt-out are charged, audited and made idempotent, so that none of them
@@ -257,7 +213,12 @@ func (s *Service) paid(ctx context.Context, audit *AuditParams, fn func(tx Tx) (
 	if err := k.check(); err != nil {
 		return nil, err
 	}
-	leave, err := s.flights.enter(ctx, k, s.cfg.IdempotencyWait)
+	// A second call with the key on this instance waits for the first
+	// here, instead of queueing on the database behind it.
+	leave, err := s.flights.Enter(ctx, k.Scope+"\x00"+k.Key, s.cfg.IdempotencyWait)
+	if errors.Is(err, flight.ErrBusy) {
+		return nil, ErrKeyInFlight
+	}
 	if err != nil {
 		return nil, err
 	}

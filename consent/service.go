@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/consentkit/consentkit/internal/flight"
+	"github.com/consentkit/consentkit/internal/ttlcache"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -94,6 +96,9 @@ const (
 	// five calendar years from its retention, past the four-year TCPA
 	// limitation period (D26).
 	DefaultLongTermYears = 5
+	// The token cache's defaults (Config.TokenCacheTTL, TokenCacheSize).
+	DefaultTokenCacheTTL  = 2 * time.Second
+	DefaultTokenCacheSize = 10_000
 )
 
 // Service is the root of the library's Go API: a store and the Config that
@@ -103,8 +108,14 @@ const (
 type Service struct {
 	store   Store
 	cfg     Config // with defaults
-	flights flights
-	tokens  tokenCache
+	flights flight.Group
+	// tokens are the tokens that authenticated lately, by digest: a
+	// request finds its token without a transaction. A revocation through
+	// this Service removes its token at once; one made elsewhere (another
+	// instance, the store directly) is seen when the entry, at most
+	// Config.TokenCacheTTL old, is read again. Unknown secrets are never
+	// cached.
+	tokens ttlcache.Cache[Digest, *Token]
 	// keys are PublicKeys(), made once; signatures the good signatures
 	// checked lately.
 	keys       []PublicKey
@@ -157,7 +168,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.SignatureCacheSize == 0 {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize
 	}
-	s := &Service{store: store, cfg: cfg, tokens: tokenCache{ttl: cfg.TokenCacheTTL, size: cfg.TokenCacheSize},
+	s := &Service{store: store, cfg: cfg, tokens: ttlcache.Cache[Digest, *Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
 		signatures: newSigCache(cfg.SignatureCacheSize)}
 	for _, k := range cfg.SigningKeys {
 		s.keys = append(s.keys, k.Public())
@@ -494,8 +505,8 @@ func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) er
 	p := AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID}
 	err := s.UpdateAudited(ctx, &p, func(tx Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.Now()) })
 	// After the commit: a request that read the token before it is not
-	// cached (see tokenCache.epoch), and an entry it cached is removed.
-	s.tokens.forget(companyID, tokenID)
+	// cached (see ttlcache.Cache.Epoch), and an entry it cached is removed.
+	s.forgetToken(companyID, tokenID)
 	return err
 }
 
@@ -506,8 +517,13 @@ func (s *Service) RevokeTokenTx(ctx context.Context, tx Tx, companyID, tokenID s
 	if err := tx.RevokeToken(ctx, companyID, tokenID, s.Now()); err != nil {
 		return err
 	}
-	s.tokens.forget(companyID, tokenID)
+	s.forgetToken(companyID, tokenID)
 	return s.Audit(ctx, tx, AuditParams{CompanyID: companyID, Action: AuditTokenRevoke, Target: tokenID})
+}
+
+// forgetToken removes the company's token from the cache of tokens.
+func (s *Service) forgetToken(companyID, tokenID string) {
+	s.tokens.Remove(func(t *Token) bool { return t.ID == tokenID && t.CompanyID == companyID })
 }
 
 // errBadToken is the one answer to a token that does not authenticate:
@@ -525,13 +541,13 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, erro
 	}
 	d := DigestOf(secret)
 	now := s.Now()
-	if t := s.tokens.get(d, now); t != nil {
+	if t, ok := s.tokens.Get(d, now); ok {
 		if !t.Active(now) {
 			return nil, Errorf(Unauthorized, errBadToken)
 		}
 		return t, nil
 	}
-	epoch := s.tokens.epoch.Load()
+	epoch := s.tokens.Epoch()
 	var t *Token
 	err := s.store.View(ctx, func(tx Tx) error {
 		var err error
@@ -539,7 +555,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (*Token, erro
 		return err
 	})
 	if err == nil {
-		s.tokens.put(t, now, epoch)
+		s.tokens.Put(d, t, now, epoch)
 	}
 	switch {
 	case ErrorCode(err) == NotFound || err == nil && !t.Active(s.Now()):
