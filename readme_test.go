@@ -30,12 +30,14 @@ var readmeImports = map[string]string{
 	"io":          "io.ReadAll",
 	"store":       "store.DefaultMaxBatch",
 	"dashboard":   "dashboard.New",
+	"signed":      "signed.NewSigningKey",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
 	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs", "store": "store", "dashboard": "dashboard",
+	"signed": "signed",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each

@@ -222,8 +222,9 @@ type Certificate struct {
 	Visibility *Visibility
 
 	// KeyID and Signature are the Ed25519 signature of the certificate's
-	// canonical encoding (CertificateEncoding) and the id of the key that
-	// made it (D41); empty when issued without a signing key.
+	// canonical encoding (package signed; Signed is what it covers) and the
+	// id of the key that made it (D41); empty when issued without a
+	// signing key.
 	KeyID     string
 	Signature []byte
 }

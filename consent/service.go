@@ -14,7 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/internal/flight"
+	"github.com/consentkit/consentkit/internal/sigcache"
 	"github.com/consentkit/consentkit/internal/ttlcache"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -47,9 +49,9 @@ type Config struct {
 	// half in PublicKeys). None: certificates are issued unsigned and only
 	// their recording's SHA-256 is checked. With keys, an unsigned
 	// certificate fails its integrity check.
-	SigningKeys []SigningKey
+	SigningKeys []signed.SigningKey
 	// PublicKeys are retired keys whose certificates still verify.
-	PublicKeys []PublicKey
+	PublicKeys []signed.PublicKey
 	// UnsignedBefore, with keys, lets certificates created before it that
 	// carry no signature pass the signature check: those issued before
 	// signing was turned on. Zero: every certificate must be signed. (Their
@@ -81,8 +83,8 @@ type Config struct {
 	TokenCacheSize int
 	// SignatureCacheSize bounds how many good certificate signatures the
 	// service remembers, so that a certificate verified again costs a
-	// SHA-256 instead of an Ed25519 check (D41; see sigCache: a changed
-	// certificate is always checked in full): default
+	// SHA-256 instead of an Ed25519 check (D41; see internal/sigcache: a
+	// changed certificate is always checked in full): default
 	// DefaultSignatureCacheSize; a negative value turns the cache off.
 	SignatureCacheSize int
 }
@@ -118,8 +120,8 @@ type Service struct {
 	tokens ttlcache.Cache[Digest, *Token]
 	// keys are PublicKeys(), made once; signatures the good signatures
 	// checked lately.
-	keys       []PublicKey
-	signatures *sigCache
+	keys       []signed.PublicKey
+	signatures *sigcache.Cache
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
@@ -169,7 +171,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize
 	}
 	s := &Service{store: store, cfg: cfg, tokens: ttlcache.Cache[Digest, *Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
-		signatures: newSigCache(cfg.SignatureCacheSize)}
+		signatures: sigcache.New(cfg.SignatureCacheSize)}
 	for _, k := range cfg.SigningKeys {
 		s.keys = append(s.keys, k.Public())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/store/memstore"
 )
 
@@ -42,12 +43,12 @@ func escape(s string) string {
 // A certificate's signature, checked with the published public key over
 // bytes this test builds from the documented encoding alone.
 func TestSignatureOverDocumentedEncoding(t *testing.T) {
-	key, err := consent.NewSigningKey("key-2026-11")
+	key, err := signed.NewSigningKey("key-2026-11")
 	if err != nil {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 11, 22, 10, 30, 0, 123456000, time.UTC)
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{key}, Now: func() time.Time { return created }})
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}, Now: func() time.Time { return created }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,22 +69,25 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 		`{"opt_in_at":"2026-11-22T10:30:00.123456Z","text":"second","types":[]}],"created_at":"2026-11-22T10:30:00.123456Z","email_sha256":"%s","id":"cert-1",`+
 		`"key_id":"key-2026-11","mobile_sha256":"","origin":%s,"property_id":"web","recording_sha256":"","session_id":"s1",`+
 		`"v":"consentkit-certificate-1"}`, escape(text), hex.EncodeToString(email[:]), escape("https://acme.example/quote?a=1&b=<2>"))
-	var published consent.PublicKey
+	var published signed.PublicKey
 	for _, k := range svc.PublicKeys() {
 		if k.ID == c.KeyID {
 			published = k
 		}
 	}
 	if !ed25519.Verify(published.Key, []byte(want), c.Signature) {
-		t.Errorf("the signature does not verify over the documented encoding\nbuilt: %s\nours:  %s", want, consent.CertificateEncoding(c))
+		sc := consent.Signed(c)
+		ours, _ := sc.Encoding()
+		t.Errorf("the signature does not verify over the documented encoding\nbuilt: %s\nours:  %s", want, ours)
 	}
 	// The certificate as stored verifies; so does it offline.
 	stored := certificate(t, svc, "cert-1")
 	if err := svc.CheckIntegrity(stored, nil); err != nil {
 		t.Errorf("CheckIntegrity of the stored certificate: %v", err)
 	}
-	if err := consent.VerifyCertificate(stored, published, stored.Signature); err != nil {
-		t.Errorf("VerifyCertificate: %v", err)
+	sc := consent.Signed(stored)
+	if err := signed.Verify(&sc, published, stored.Signature); err != nil {
+		t.Errorf("signed.Verify: %v", err)
 	}
 }
 
@@ -91,8 +95,8 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 // signed (retention, revocation) does not; the recording is checked against
 // its SHA-256; keys rotate.
 func TestCheckIntegrity(t *testing.T) {
-	old, _ := consent.NewSigningKey("k1")
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{old}})
+	old, _ := signed.NewSigningKey("k1")
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{old}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +146,10 @@ func TestCheckIntegrity(t *testing.T) {
 
 	// Rotation: a new key signs, the old one still verifies, as a signing
 	// key or as a public key only.
-	next, _ := consent.NewSigningKey("k2")
+	next, _ := signed.NewSigningKey("k2")
 	for name, cfg := range map[string]consent.Config{
-		"both signing": {SigningKeys: []consent.SigningKey{next, old}},
-		"old public":   {SigningKeys: []consent.SigningKey{next}, PublicKeys: []consent.PublicKey{old.Public()}},
+		"both signing": {SigningKeys: []signed.SigningKey{next, old}},
+		"old public":   {SigningKeys: []signed.SigningKey{next}, PublicKeys: []signed.PublicKey{old.Public()}},
 	} {
 		rotated, err := consent.NewService(teststore.Memory(t), cfg)
 		if err != nil {
@@ -157,22 +161,22 @@ func TestCheckIntegrity(t *testing.T) {
 	}
 	unsigned := certificate(t, svc, "cert-1")
 	unsigned.Signature, unsigned.KeyID = nil, ""
-	legacy, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
+	legacy, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
 	if err := legacy.CheckIntegrity(unsigned, &digest); err != nil {
 		t.Errorf("an unsigned certificate from before UnsignedBefore: %v", err)
 	}
-	legacy, _ = consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
+	legacy, _ = consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
 	if err := legacy.CheckIntegrity(unsigned, &digest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("an unsigned certificate created at UnsignedBefore: %v; want ErrIntegrity", err)
 	}
-	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{next}})
+	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}})
 	if err := without.CheckIntegrity(good, nil); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a certificate of a key no longer configured: %v; want ErrIntegrity", err)
 	}
 	for name, cfg := range map[string]consent.Config{
-		"short key": {SigningKeys: []consent.SigningKey{{ID: "k", Private: old.Private[:10]}}},
-		"two k1":    {SigningKeys: []consent.SigningKey{old}, PublicKeys: []consent.PublicKey{old.Public()}},
-		"bad id":    {SigningKeys: []consent.SigningKey{{ID: "a b", Private: old.Private}}},
+		"short key": {SigningKeys: []signed.SigningKey{{ID: "k", Private: old.Private[:10]}}},
+		"two k1":    {SigningKeys: []signed.SigningKey{old}, PublicKeys: []signed.PublicKey{old.Public()}},
+		"bad id":    {SigningKeys: []signed.SigningKey{{ID: "a b", Private: old.Private}}},
 	} {
 		if _, err := consent.NewService(teststore.Memory(t), cfg); err == nil {
 			t.Errorf("%s: NewService accepted it", name)
@@ -211,7 +215,7 @@ func certificate(t *testing.T, svc *consent.Service, id string) *consent.Certifi
 //
 //	go test -run '^$' -bench CheckIntegrity ./consent
 func BenchmarkCheckIntegrity(b *testing.B) {
-	key, err := consent.NewSigningKey("k1")
+	key, err := signed.NewSigningKey("k1")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -224,7 +228,7 @@ func BenchmarkCheckIntegrity(b *testing.B) {
 	}{{"cached", 0, false}, {"cached/digests", 0, true}, {"uncached", -1, false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			st := memstore.New()
-			svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}, SignatureCacheSize: bc.size})
+			svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}, SignatureCacheSize: bc.size})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -37,9 +38,9 @@ func must(t testing.TB, err error) {
 // fixture: companies acme and other, a property, a token and a
 // certificate each; it returns the service and acme's token secret.
 func fixture(t *testing.T, st consent.Store) (*consent.Service, string) {
-	key, err := consent.NewSigningKey("dashboard-test")
+	key, err := signed.NewSigningKey("dashboard-test")
 	must(t, err)
-	svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}})
+	svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
 	must(t, err)
 	var acmeSecret string
 	for _, id := range []string{"acme", "other"} {

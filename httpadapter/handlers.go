@@ -2,7 +2,6 @@ package httpadapter
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -57,24 +57,11 @@ func (h *Handler) table() []*route {
 
 type keysRequest struct{}
 
-type keyBody struct {
-	KeyID     string `json:"key_id"`
-	Algorithm string `json:"algorithm"`  // "Ed25519"
-	PublicKey string `json:"public_key"` // the 32 bytes, standard base64
-}
-
-type keysResponse struct {
-	Keys []keyBody `json:"keys"`
-}
-
 // keys publishes the public keys that certificates are signed with, the
 // signing key first, so that anyone can check a certificate offline.
-func (h *Handler) keys(context.Context, Caller, *keysRequest) (*keysResponse, error) {
-	out := &keysResponse{Keys: []keyBody{}}
-	for _, k := range h.svc.PublicKeys() {
-		out.Keys = append(out.Keys, keyBody{KeyID: k.ID, Algorithm: "Ed25519", PublicKey: base64.StdEncoding.EncodeToString(k.Key)})
-	}
-	return out, nil
+func (h *Handler) keys(context.Context, Caller, *keysRequest) (*signed.KeySet, error) {
+	ks := signed.Publish(h.svc.PublicKeys())
+	return &ks, nil
 }
 
 // captureBodyBytes is the largest body of a chunk of events: the service's
@@ -183,12 +170,9 @@ type infoResponse struct {
 	UserAgent         string              `json:"user_agent,omitempty"`
 	RecordingSHA256   string              `json:"recording_sha256,omitempty"`
 	ConsentVisibility *consent.Visibility `json:"consent_visibility,omitempty"`
-	// The certificate's signature (D41): Ed25519, base64, by the key of
-	// key_id (GET /.well-known/consentkit-keys), over the canonical
-	// encoding of signed; absent for a certificate issued unsigned.
-	Signature string                 `json:"signature,omitempty"`
-	KeyID     string                 `json:"key_id,omitempty"`
-	Signed    *consent.SignedContent `json:"signed,omitempty"`
+	// The certificate's signature (D41): "signature", "key_id" and
+	// "signed", as cmd/consentkit-verify reads them.
+	signed.Proof
 }
 
 func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*verify.Info, error) {
@@ -206,7 +190,7 @@ func infoAnswer(info *verify.Info) *infoResponse {
 		RecordingSHA256: hexDigest(info.RecordingSHA256), ConsentVisibility: info.Visibility,
 	}
 	if len(info.Signature) > 0 {
-		resp.Signature, resp.KeyID, resp.Signed = consent.EncodeSignature(info.Signature), info.KeyID, &info.Signed
+		resp.Proof = signed.Proof{Signature: signed.EncodeSignature(info.Signature), KeyID: info.KeyID, Signed: &info.Signed}
 	}
 	return resp
 }

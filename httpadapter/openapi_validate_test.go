@@ -14,6 +14,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/store/memstore"
 )
 
@@ -354,10 +355,10 @@ func TestOpenAPIValidatesRecordedAnswers(t *testing.T) {
 // A signed certificate's certificate-info answer (signature, key_id,
 // signed) and the published keys match the document too.
 func TestOpenAPIValidatesSignedAnswers(t *testing.T) {
-	key, err := consent.NewSigningKey("key-1")
+	key, err := signed.NewSigningKey("key-1")
 	must(t, err)
 	st := memstore.New()
-	svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}})
+	svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
 	must(t, err)
 	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
 	must(t, err)

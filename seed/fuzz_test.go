@@ -16,6 +16,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/seed"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -148,12 +149,12 @@ type stores struct {
 }
 
 func newStores(f *testing.F) *stores {
-	key, err := consent.NewSigningKey("seed-fuzz")
+	key, err := signed.NewSigningKey("seed-fuzz")
 	if err != nil {
 		f.Fatal(err)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	cfg := consent.Config{Now: func() time.Time { return now }, SigningKeys: []consent.SigningKey{key}}
+	cfg := consent.Config{Now: func() time.Time { return now }, SigningKeys: []signed.SigningKey{key}}
 	s := &stores{mem: teststore.Memory(f), sqlite: teststore.SQLite(f)}
 	if s.memSvc, err = consent.NewService(s.mem, cfg); err != nil {
 		f.Fatal(err)

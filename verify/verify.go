@@ -16,6 +16,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -501,7 +502,7 @@ type Info struct {
 	// when it was issued unsigned.
 	KeyID      string
 	Signature  []byte
-	Signed     consent.SignedContent // what the signature covers
+	Signed     signed.Content // what the signature covers
 	Visibility *consent.Visibility
 	Charged    wallet.Amount
 	Balance    wallet.Amount

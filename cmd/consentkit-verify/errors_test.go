@@ -15,6 +15,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -25,11 +26,11 @@ import (
 func refusals(t *testing.T) map[string][]byte {
 	t.Helper()
 	ctx := context.Background()
-	key, err := consent.NewSigningKey("key-1")
+	key, err := signed.NewSigningKey("key-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{key}})
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}})
 	if err != nil {
 		t.Fatal(err)
 	}

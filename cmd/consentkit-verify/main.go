@@ -19,8 +19,6 @@
 package main
 
 import (
-	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,22 +26,21 @@ import (
 	"io"
 	"os"
 
-	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
 )
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// info is the part of a certificate-info answer that the check reads, and
-// of an error answer of the API (D14), which the file may hold instead:
+// info is the part of a certificate-info answer that the check reads — its
+// signature, as the server writes it (signed.Proof) — and of an error
+// answer of the API (D14), which the file may hold instead:
 // {"status":403,"error":…} (the Verification API) or
 // {"success":false,"error":…} (the Retain API).
 type info struct {
-	CertificateID string                 `json:"certificate_id"`
-	Signature     string                 `json:"signature"`
-	KeyID         string                 `json:"key_id"`
-	Signed        *consent.SignedContent `json:"signed"`
+	CertificateID string `json:"certificate_id"`
+	signed.Proof
 
 	Status int    `json:"status"`
 	Error  string `json:"error"`
@@ -61,14 +58,6 @@ func (c *info) notCertificate() string {
 		return "an error answer of the API, not a certificate: " + c.Error
 	}
 	return "JSON but no certificate-info answer: it has no signed content, no certificate_id and no error"
-}
-
-type keys struct {
-	Keys []struct {
-		KeyID     string `json:"key_id"`
-		Algorithm string `json:"algorithm"`
-		PublicKey string `json:"public_key"`
-	} `json:"keys"`
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -117,12 +106,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "consentkit-verify:", err)
 		return 2
 	}
-	var ks keys
+	var ks signed.KeySet
 	if err := json.Unmarshal(kb, &ks); err != nil {
 		fmt.Fprintln(stderr, "consentkit-verify: the keys are not JSON:", err)
 		return 2
 	}
-	if err := check(&cert, &ks); err != nil {
+	if err := cert.Verify(&ks); err != nil {
 		fmt.Fprintln(stdout, "NOT VALID:", err)
 		return 1
 	}
@@ -133,31 +122,4 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  consent %d, opted in %s, types %v: %q\n", i+1, c.OptInAt, c.Types, c.Text)
 	}
 	return 0
-}
-
-func check(cert *info, ks *keys) error {
-	if cert.Signed == nil || cert.Signature == "" {
-		return errors.New("the certificate carries no signature (issued without a signing key?)")
-	}
-	sig, err := base64.StdEncoding.DecodeString(cert.Signature)
-	if err != nil {
-		return fmt.Errorf("the signature is not base64: %v", err)
-	}
-	if cert.KeyID != cert.Signed.KeyID {
-		return fmt.Errorf("key_id %q differs from the signed content's %q", cert.KeyID, cert.Signed.KeyID)
-	}
-	for _, k := range ks.Keys {
-		if k.KeyID != cert.KeyID {
-			continue
-		}
-		if k.Algorithm != "Ed25519" {
-			return fmt.Errorf("key %s is %s, not Ed25519", k.KeyID, k.Algorithm)
-		}
-		pub, err := base64.StdEncoding.DecodeString(k.PublicKey)
-		if err != nil || len(pub) != ed25519.PublicKeySize {
-			return fmt.Errorf("key %s is not a base64 Ed25519 public key", k.KeyID)
-		}
-		return consent.VerifySigned(cert.Signed, consent.PublicKey{ID: k.KeyID, Key: pub}, sig)
-	}
-	return fmt.Errorf("no published key has the id %q", cert.KeyID)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -27,12 +28,12 @@ import (
 func serve(t *testing.T) (certJSON, keysJSON []byte) {
 	t.Helper()
 	ctx := context.Background()
-	key, err := consent.NewSigningKey("key-1")
+	key, err := signed.NewSigningKey("key-1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := consent.NewSigningKey("key-0")
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []consent.SigningKey{key}, PublicKeys: []consent.PublicKey{old.Public()}})
+	old, _ := signed.NewSigningKey("key-0")
+	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}, PublicKeys: []signed.PublicKey{old.Public()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestVerifyOffline(t *testing.T) {
 	if err := json.Unmarshal(certJSON, &answer); err != nil {
 		t.Fatal(err)
 	}
-	var ks keys
+	var ks signed.KeySet
 	if err := json.Unmarshal(keysJSON, &ks); err != nil || len(ks.Keys) != 2 || ks.Keys[0].KeyID != "key-1" {
 		t.Fatalf("published keys %s, %v; want key-1 (signing) and key-0 (retired)", keysJSON, err)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -69,11 +70,11 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	defer cleanup()
 	cfg := consent.Config{}
 	if o.sign {
-		key, err := consent.NewSigningKey("load")
+		key, err := signed.NewSigningKey("load")
 		if err != nil {
 			return err
 		}
-		cfg.SigningKeys = []consent.SigningKey{key}
+		cfg.SigningKeys = []signed.SigningKey{key}
 	}
 	if !o.sigCache {
 		cfg.SignatureCacheSize = -1

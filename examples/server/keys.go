@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
 )
 
 // keyFile is how the server keeps its certificate signing key (D41): the
@@ -49,11 +50,11 @@ func signingKeyPath(o *options) string {
 // loadSigningKey reads the key at path, or makes one and keeps it there on
 // first start (created says so), and returns when it was made. An empty
 // path makes a key kept nowhere.
-func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since time.Time, created bool, err error) {
+func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since time.Time, created bool, err error) {
 	now = now.UTC()
 	id := "key-" + now.Format("20060102")
 	if path == "" {
-		key, err = consent.NewSigningKey(id)
+		key, err = signed.NewSigningKey(id)
 		return key, now, true, err
 	}
 	b, err := os.ReadFile(path)
@@ -64,7 +65,7 @@ func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since t
 	if !errors.Is(err, fs.ErrNotExist) {
 		return key, since, false, err
 	}
-	if key, err = consent.NewSigningKey(id); err != nil {
+	if key, err = signed.NewSigningKey(id); err != nil {
 		return key, since, false, err
 	}
 	b, _ = json.MarshalIndent(keyFile{KeyID: key.ID, PrivateKey: base64.StdEncoding.EncodeToString(key.Private.Seed()), CreatedAt: now}, "", "  ")
@@ -87,17 +88,17 @@ func loadSigningKey(path string, now time.Time) (key consent.SigningKey, since t
 }
 
 // parseKey reads a key file's JSON; where names it in errors.
-func parseKey(b []byte, where string) (consent.SigningKey, time.Time, error) {
+func parseKey(b []byte, where string) (signed.SigningKey, time.Time, error) {
 	var f keyFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: %w", where, err)
+		return signed.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: %w", where, err)
 	}
 	seed, err := base64.StdEncoding.DecodeString(f.PrivateKey)
 	if err != nil || len(seed) != ed25519.SeedSize {
-		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: private_key is not the base64 of a 32-byte Ed25519 seed", where)
+		return signed.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: private_key is not the base64 of a 32-byte Ed25519 seed", where)
 	}
 	if !consent.ValidID(f.KeyID) {
-		return consent.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: key_id %q is not an identifier", where, f.KeyID)
+		return signed.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: key_id %q is not an identifier", where, f.KeyID)
 	}
-	return consent.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt.UTC(), nil
+	return signed.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt.UTC(), nil
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -266,7 +267,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	keyPath := signingKeyPath(o)
 	var (
-		key     consent.SigningKey
+		key     signed.SigningKey
 		since   time.Time
 		created bool
 	)
@@ -285,7 +286,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	svc, err := consent.NewService(st, consent.Config{
 		// Certificates of a database older than its key were issued
 		// unsigned; they still verify (their recording hash is checked).
-		SigningKeys: []consent.SigningKey{key}, UnsignedBefore: since,
+		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
 		WebhookAllowPrivate: o.webhookAllowPrivate,
 	})

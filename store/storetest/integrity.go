@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -43,11 +44,11 @@ func RunIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, I
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st, tm := open(t)
-			key, err := consent.NewSigningKey("k1")
+			key, err := signed.NewSigningKey("k1")
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc, err := consent.NewService(st, consent.Config{SigningKeys: []consent.SigningKey{key}})
+			svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package consent
+package signed
 
 import (
 	"bytes"
@@ -45,7 +45,7 @@ func jcsReference(s string) []byte {
 // fuzzer makes of them: every byte alone, escapes amid plain runs, invalid
 // and truncated UTF-8, a real U+FFFD.
 //
-// go test -run '^$' -fuzz FuzzCanonicalString ./consent
+// go test -run '^$' -fuzz FuzzCanonicalString ./signed
 func FuzzCanonicalString(f *testing.F) {
 	for c := range 256 {
 		f.Add(string([]byte{byte(c)}))
@@ -62,62 +62,102 @@ func FuzzCanonicalString(f *testing.F) {
 	})
 }
 
-// CertificateEncoding writes from the certificate's fields what Signed
-// makes of them and SignedContent.Encoding writes (the offline check's
-// encoding): byte for byte the same, on whatever the fuzzer makes of the
-// text, times and digests. When every time and digest is set and no
-// character needs an escape, encodingSize is the length exactly.
+// referenceEncoding writes c by the rules of the package's notes on the
+// canonical encoding, from its strings and with jcsReference: not with the
+// package's encoder, which FuzzEncoding holds to it.
+func referenceEncoding(c *Content) []byte {
+	var b bytes.Buffer
+	member := func(name string, value []byte) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%q:%s", name, value)
+	}
+	b.WriteByte('{')
+	member("company_id", jcsReference(c.CompanyID))
+	var consents bytes.Buffer
+	consents.WriteByte('[')
+	for i, r := range c.Consents {
+		if i > 0 {
+			consents.WriteByte(',')
+		}
+		var types [][]byte
+		for _, t := range r.Types {
+			types = append(types, jcsReference(t))
+		}
+		fmt.Fprintf(&consents, `{"opt_in_at":%s,"text":%s,"types":[%s]}`, jcsReference(r.OptInAt), jcsReference(r.Text), bytes.Join(types, []byte(",")))
+	}
+	consents.WriteByte(']')
+	member("consents", consents.Bytes())
+	for _, m := range []struct{ name, value string }{{"created_at", c.CreatedAt}, {"email_sha256", c.EmailSHA256}, {"id", c.ID},
+		{"key_id", c.KeyID}, {"mobile_sha256", c.MobileSHA256}, {"origin", c.Origin}, {"property_id", c.PropertyID},
+		{"recording_sha256", c.RecordingSHA256}, {"session_id", c.SessionID}, {"v", c.V}} {
+		member(m.name, jcsReference(m.value))
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// The one encoder writes from a Document's fields what its Content (the
+// JSON the API shows and the offline check reads) makes of them by the
+// documented rules, byte for byte, on whatever the fuzzer makes of the
+// text, times and digests; the Content reads back as the same Document.
+// When every time and digest is set and no character needs an escape,
+// size is the length exactly.
 //
-// go test -run '^$' -fuzz FuzzCertificateEncoding ./consent
-func FuzzCertificateEncoding(f *testing.F) {
+// go test -run '^$' -fuzz FuzzEncoding ./signed
+func FuzzEncoding(f *testing.F) {
 	f.Add("acme", "cert-1", "key-1", "https://acme.example/q?a=1", "web", "s1", "I agree.", "tcpa", int64(1795600000123456789), int64(1795599999000000000), []byte{1, 2, 3}, uint8(3))
 	f.Add("", "", "", "", "", "", "", "", int64(0), int64(0), []byte{}, uint8(0))
 	f.Add("a\"b", "c\\d", "\x00", "\u2028", "ü", "\xff", "tab\there", "", int64(math.MinInt64), int64(math.MaxInt64), []byte{0xff}, uint8(1))
 	f.Fuzz(func(t *testing.T, company, id, keyID, origin, property, session, text, typ string, created, optIn int64, digests []byte, records uint8) {
-		var d [3]Digest
+		var d [3][sha256.Size]byte
 		for i := range d {
 			if i < len(digests) && digests[i] != 0 {
 				d[i] = sha256.Sum256(append([]byte{byte(i)}, digests...))
 			}
 		}
-		c := &Certificate{ID: id, CompanyID: company, PropertyID: property, SessionID: session, Origin: origin, KeyID: keyID,
-			CreatedAt: time.Unix(0, created), EmailDigest: d[0], MobileDigest: d[1], RecordingSHA256: d[2]}
+		doc := &Document{ID: id, CompanyID: company, PropertyID: property, SessionID: session, Origin: origin, KeyID: keyID,
+			CreatedAt: time.Unix(0, created), EmailSHA256: d[0], MobileSHA256: d[1], RecordingSHA256: d[2]}
 		if created == 0 {
-			c.CreatedAt = time.Time{}
+			doc.CreatedAt = time.Time{}
 		}
 		for i := range int(records % 4) {
-			r := Record{Text: strings.Repeat(text, i+1), OptInAt: time.Unix(0, optIn+int64(i))}
+			r := DocumentConsent{Text: strings.Repeat(text, i+1), OptInAt: time.Unix(0, optIn+int64(i))}
 			if typ != "" {
 				r.Types = append(r.Types, typ)
 			}
 			for range i {
 				r.Types = append(r.Types, fmt.Sprint(i))
 			}
-			c.Records = append(c.Records, r)
+			doc.Consents = append(doc.Consents, r)
 		}
-		got := appendEncoding([]byte("prefix"), c)
-		sc := Signed(c)
-		if want := append([]byte("prefix"), sc.Encoding()...); !bytes.Equal(got, want) {
-			t.Fatalf("appendEncoding:\n%s\nSigned(c).Encoding:\n%s", got, want)
+		got := doc.AppendEncoding([]byte("prefix"))
+		sc := doc.Content()
+		if want := append([]byte("prefix"), referenceEncoding(&sc)...); !bytes.Equal(got, want) {
+			t.Fatalf("AppendEncoding:\n%s\nthe documented encoding of its Content:\n%s", got, want)
 		}
 		got = got[len("prefix"):]
-		if !bytes.Equal(CertificateEncoding(c), got) {
-			t.Fatal("CertificateEncoding differs from appendEncoding")
+		if !bytes.Equal(doc.Encoding(), got) {
+			t.Fatal("Encoding differs from AppendEncoding")
 		}
-		plain := !c.CreatedAt.IsZero() && !d[0].IsZero() && !d[1].IsZero() && !d[2].IsZero()
+		if back, err := sc.Encoding(); err != nil || !bytes.Equal(back, got) {
+			t.Fatalf("the Content reads back as another encoding (%v):\n%s", err, back)
+		}
+		plain := !doc.CreatedAt.IsZero() && d[0] != [sha256.Size]byte{} && d[1] != [sha256.Size]byte{} && d[2] != [sha256.Size]byte{}
 		for _, s := range append([]string{company, id, keyID, origin, property, session, text, typ}, sc.CreatedAt) {
 			plain = plain && bytes.Equal(appendJCS(nil, s), []byte(`"`+s+`"`))
 		}
 		for _, r := range sc.Consents {
 			plain = plain && r.OptInAt != ""
 		}
-		if plain && len(got) != encodingSize(c) {
-			t.Errorf("the encoding is %d bytes, encodingSize says %d:\n%s", len(got), encodingSize(c), got)
+		if plain && len(got) != doc.size() {
+			t.Errorf("the encoding is %d bytes, size says %d:\n%s", len(got), doc.size(), got)
 		}
 	})
 }
 
-// appendMicroTime writes what AppendFormat writes in canonicalTimeLayout,
+// appendMicroTime writes what AppendFormat writes in timeLayout,
 // at the edges of its hand-written range and beyond them.
 func TestAppendMicroTime(t *testing.T) {
 	times := []time.Time{
@@ -137,7 +177,7 @@ func TestAppendMicroTime(t *testing.T) {
 		times = append(times, time.Unix(s, s%1000000007).UTC())
 	}
 	for _, tm := range times {
-		if got, want := string(appendMicroTime([]byte("x"), tm)), "x"+tm.Format(canonicalTimeLayout); got != want {
+		if got, want := string(appendMicroTime([]byte("x"), tm)), "x"+tm.Format(timeLayout); got != want {
 			t.Errorf("appendMicroTime(%v) = %q, want %q", tm, got, want)
 		}
 	}

@@ -1,0 +1,51 @@
+// Package signed is the signed document of a consent certificate (D41):
+// what a certificate's Ed25519 signature covers, its one canonical
+// encoding, the keys that sign and verify it, and the JSON in which the API
+// shows a signature and publishes its keys. It imports the standard
+// library only, so that a program that checks certificates offline, such
+// as cmd/consentkit-verify, needs nothing else of the module.
+//
+// To check a certificate-info answer saved to cert.json against the keys
+// GET /.well-known/consentkit-keys publishes, saved to keys.json:
+//
+//	var proof signed.Proof // certificate-info's "signature", "key_id" and "signed"
+//	var keys signed.KeySet
+//	if err := json.Unmarshal(certJSON, &proof); err != nil { … }
+//	if err := json.Unmarshal(keysJSON, &keys); err != nil { … }
+//	if err := proof.Verify(&keys); err != nil {
+//		// not signed, or not by a published key over this content
+//	}
+//
+// A service signs with a [SigningKey]: package consent builds the
+// [Document] of each certificate it issues and signs it with [SigningKey.Sign].
+//
+// # The canonical encoding
+//
+// A certificate is signed over its canonical encoding, a JSON object
+// written by these rules so that anyone can rebuild it from the
+// certificate's JSON and check the signature offline with the published
+// public key:
+//
+//   - the members, in this order (which is the sorted order of their
+//     names): "company_id", "consents", "created_at", "email_sha256", "id",
+//     "key_id", "mobile_sha256", "origin", "property_id",
+//     "recording_sha256", "session_id", "v";
+//   - "v" is "consentkit-certificate-1" ([Version]); "key_id" is the id of
+//     the signing key; "consents" is an array, in the certificate's order,
+//     of objects with the members "opt_in_at", "text", "types" (in that
+//     order), where "types" is an array of strings in the certificate's
+//     order;
+//   - every other value is a string: times in UTC as
+//     2006-01-02T15:04:05.000000Z (always six decimals; "" for none),
+//     digests as 64 lowercase hex digits ("" for none);
+//   - no white space; strings escaped as RFC 8785 (JSON Canonicalization
+//     Scheme) escapes them: \" and \\, \b \t \n \f \r, other characters
+//     below U+0020 as \u00xx (lowercase hex), everything else as itself in
+//     UTF-8.
+//
+// The signature is the 64 bytes of Ed25519 over those bytes; the API shows
+// it in standard base64 with the key id ([Proof]). What is signed is the
+// evidence itself — ids, times, consents, origin, digests, the recording's
+// SHA-256 — and not what changes by design (retention, expiry,
+// revocation).
+package signed

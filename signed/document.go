@@ -1,0 +1,231 @@
+package signed
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Version is the "v" of the canonical encoding.
+const Version = "consentkit-certificate-1"
+
+// Document is what a certificate's signature covers, in the types its
+// issuer holds them: the one thing the canonical encoding is written from
+// ([Document.AppendEncoding]). [Content] is its JSON form.
+type Document struct {
+	ID              string
+	CompanyID       string
+	PropertyID      string
+	SessionID       string
+	Consents        []DocumentConsent
+	Origin          string
+	CreatedAt       time.Time         // zero: none
+	EmailSHA256     [sha256.Size]byte // zero: none
+	MobileSHA256    [sha256.Size]byte // zero: none
+	RecordingSHA256 [sha256.Size]byte // zero: none
+	KeyID           string
+}
+
+// DocumentConsent is one consent of a Document.
+type DocumentConsent struct {
+	Text    string
+	Types   []string
+	OptInAt time.Time // zero: none
+}
+
+// Encoding returns the canonical encoding of d: the bytes its signature
+// covers.
+func (d *Document) Encoding() []byte { return d.AppendEncoding(nil) }
+
+// AppendEncoding appends the canonical encoding of d to b. It writes d's
+// times and digests straight into b, without making strings of them, and
+// grows b at most once when no text needs an escape: every verification
+// encodes its certificate to check the signature.
+func (d *Document) AppendEncoding(b []byte) []byte {
+	b = slices.Grow(b, d.size())
+	b = append(b, `{"company_id":`...)
+	b = appendJCS(b, d.CompanyID)
+	b = append(b, `,"consents":[`...)
+	for i, r := range d.Consents {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"opt_in_at":`...)
+		b = appendTime(b, r.OptInAt)
+		b = append(b, `,"text":`...)
+		b = appendJCS(b, r.Text)
+		b = append(b, `,"types":[`...)
+		for j, t := range r.Types {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendJCS(b, t)
+		}
+		b = append(b, "]}"...)
+	}
+	b = append(b, `],"created_at":`...)
+	b = appendTime(b, d.CreatedAt)
+	b = append(b, `,"email_sha256":`...)
+	b = appendDigest(b, d.EmailSHA256)
+	b = append(b, `,"id":`...)
+	b = appendJCS(b, d.ID)
+	b = append(b, `,"key_id":`...)
+	b = appendJCS(b, d.KeyID)
+	b = append(b, `,"mobile_sha256":`...)
+	b = appendDigest(b, d.MobileSHA256)
+	b = append(b, `,"origin":`...)
+	b = appendJCS(b, d.Origin)
+	b = append(b, `,"property_id":`...)
+	b = appendJCS(b, d.PropertyID)
+	b = append(b, `,"recording_sha256":`...)
+	b = appendDigest(b, d.RecordingSHA256)
+	b = append(b, `,"session_id":`...)
+	b = appendJCS(b, d.SessionID)
+	b = append(b, `,"v":"`+Version+`"}`...)
+	return b
+}
+
+// size is the length of d's canonical encoding when every time and digest
+// is set and no character of its text needs an escape: the members' names
+// and punctuation (the constants below count them), its strings quoted,
+// its times and digests.
+func (d *Document) size() int {
+	const (
+		members  = len(`{"company_id":,"consents":[],"created_at":,"email_sha256":,"id":,"key_id":,"mobile_sha256":,"origin":,"property_id":,"recording_sha256":,"session_id":,"v":}`)
+		quotes   = 11 * 2 // of the values other than the consents'
+		record   = len(`{"opt_in_at":,"text":,"types":[]}`) + 2*2
+		timeSize = len(timeLayout)
+	)
+	n := members + quotes + len(d.CompanyID) + timeSize + 3*2*sha256.Size + len(d.ID) + len(d.KeyID) +
+		len(d.Origin) + len(d.PropertyID) + len(d.SessionID) + len(Version)
+	for i, r := range d.Consents {
+		n += record + timeSize + len(r.Text)
+		if i > 0 {
+			n++ // the comma before it
+		}
+		for j, t := range r.Types {
+			n += len(t) + 2
+			if j > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Content is what a certificate's signature covers as the API shows it
+// (certificate-info's "signed"), beside the signature, so that anyone can
+// check the signature offline and see what it vouches for: a [Document]
+// with its times and digests written as the canonical encoding writes
+// them.
+type Content struct {
+	CompanyID       string    `json:"company_id"`
+	Consents        []Consent `json:"consents"`
+	CreatedAt       string    `json:"created_at"`
+	EmailSHA256     string    `json:"email_sha256"`
+	ID              string    `json:"id"`
+	KeyID           string    `json:"key_id"`
+	MobileSHA256    string    `json:"mobile_sha256"`
+	Origin          string    `json:"origin"`
+	PropertyID      string    `json:"property_id"`
+	RecordingSHA256 string    `json:"recording_sha256"`
+	SessionID       string    `json:"session_id"`
+	V               string    `json:"v"`
+}
+
+// Consent is one consent of Content.
+type Consent struct {
+	OptInAt string   `json:"opt_in_at"`
+	Text    string   `json:"text"`
+	Types   []string `json:"types"`
+}
+
+// Content returns d as the API shows it.
+func (d *Document) Content() Content {
+	out := Content{
+		CompanyID: d.CompanyID, Consents: make([]Consent, 0, len(d.Consents)), CreatedAt: timeString(d.CreatedAt),
+		EmailSHA256: digestString(d.EmailSHA256), ID: d.ID, KeyID: d.KeyID, MobileSHA256: digestString(d.MobileSHA256),
+		Origin: d.Origin, PropertyID: d.PropertyID, RecordingSHA256: digestString(d.RecordingSHA256), SessionID: d.SessionID,
+		V: Version,
+	}
+	for _, r := range d.Consents {
+		types := r.Types
+		if types == nil {
+			types = []string{}
+		}
+		out.Consents = append(out.Consents, Consent{OptInAt: timeString(r.OptInAt), Text: r.Text, Types: types})
+	}
+	return out
+}
+
+// Document returns the Document that c shows. It fails when c is not of
+// this encoding's version or a time or digest of c is not written as the
+// canonical encoding writes it: no signature covers such content.
+func (c *Content) Document() (Document, error) {
+	if c.V != Version {
+		return Document{}, fmt.Errorf("signed: signed content of version %q, not %q", c.V, Version)
+	}
+	d := Document{ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin, KeyID: c.KeyID}
+	var err error
+	d.CreatedAt, err = parseTime("created_at", c.CreatedAt)
+	for _, p := range []struct {
+		name string
+		s    string
+		d    *[sha256.Size]byte
+	}{{"email_sha256", c.EmailSHA256, &d.EmailSHA256}, {"mobile_sha256", c.MobileSHA256, &d.MobileSHA256}, {"recording_sha256", c.RecordingSHA256, &d.RecordingSHA256}} {
+		if err == nil {
+			*p.d, err = parseDigest(p.name, p.s)
+		}
+	}
+	d.Consents = make([]DocumentConsent, len(c.Consents))
+	for i, r := range c.Consents {
+		if err == nil {
+			d.Consents[i] = DocumentConsent{Text: r.Text, Types: r.Types}
+			d.Consents[i].OptInAt, err = parseTime("opt_in_at", r.OptInAt)
+		}
+	}
+	if err != nil {
+		return Document{}, err
+	}
+	return d, nil
+}
+
+// Encoding returns the canonical encoding of c: the bytes its signature
+// covers. It fails as [Content.Document] does.
+func (c *Content) Encoding() ([]byte, error) {
+	d, err := c.Document()
+	if err != nil {
+		return nil, err
+	}
+	return d.Encoding(), nil
+}
+
+// parseTime reads a time as the canonical encoding writes it.
+func parseTime(name, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	var buf [len(timeLayout)]byte
+	t, err := time.Parse(timeLayout, s)
+	if err != nil || string(appendMicroTime(buf[:0], t)) != s {
+		return time.Time{}, fmt.Errorf("signed: %s %q is not a time of the canonical encoding (%s)", name, s, timeLayout)
+	}
+	return t, nil
+}
+
+// parseDigest reads a digest as the canonical encoding writes it.
+func parseDigest(name, s string) ([sha256.Size]byte, error) {
+	var d, none [sha256.Size]byte
+	if s == "" {
+		return none, nil
+	}
+	var buf [2 * sha256.Size]byte
+	if len(s) == len(buf) {
+		if _, err := hex.Decode(d[:], []byte(s)); err == nil && d != none && string(hex.AppendEncode(buf[:0], d[:])) == s {
+			return d, nil
+		}
+	}
+	return none, fmt.Errorf("signed: %s %q is not a digest of the canonical encoding (64 lowercase hex digits)", name, s)
+}
