@@ -170,7 +170,7 @@ func NewService(store Store, cfg Config) (*Service, error) {
 	if cfg.SignatureCacheSize == 0 {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize
 	}
-	s := &Service{store: store, cfg: cfg, tokens: ttlcache.Cache[Digest, *Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
+	s := &Service{store: Checked(store), cfg: cfg, tokens: ttlcache.Cache[Digest, *Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
 		signatures: sigcache.New(cfg.SignatureCacheSize)}
 	for _, k := range cfg.SigningKeys {
 		s.keys = append(s.keys, k.Public())
