@@ -41,7 +41,7 @@ var ErrBalanceLimit = errors.New("a wallet holds at most " + MaxBalance.String()
 // the sum is over MaxBalance: how a balance or a sum grows without
 // overflowing.
 func Add(a, b Amount) (Amount, error) {
-	if a+b > MaxBalance {
+	if b > MaxBalance-a { // not a+b, which could overflow
 		return 0, ErrBalanceLimit
 	}
 	return a + b, nil

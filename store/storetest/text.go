@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -14,19 +13,17 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// testText checks the one text rule of the Tx contract (consent.ValidText):
-// every store refuses NUL, other C0 controls and invalid UTF-8 with
-// consent.Invalid before it writes anything, leaving the transaction usable,
-// and keeps every other string exactly, 4-byte runes, tab, newline and
-// carriage return included. A store that passes text to its engine
-// unchecked fails here: PostgreSQL refuses NUL and invalid UTF-8 with an
-// engine error, SQLite and memory keep them.
+// The edges of the values a store is given (consent.Tx, "What a store is
+// given"): every store keeps them exactly. The checked Tx refuses what is
+// beyond them before a store sees it; those refusals are consent's tests
+// (consent/checked_*_test.go).
+
+// testText: every store keeps text that is consent.ValidText exactly,
+// byte for byte, through every field that holds it — 4-byte runes, tab,
+// newline and carriage return included.
 func testText(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	const good = "tab\tnewline\ncr\r\n 4-byte: 𝄞 😀 ✓ ü and a literal \uFFFD"
-	for _, bad := range []string{"nul\x00byte", "invalid \xff\xfe utf-8", "bell\x07", "esc\x1b[0m", "half \xf0\x9f\x98"} {
-		t.Run(fmt.Sprintf("%q", bad), func(t *testing.T) { refuseText(t, s, bad) })
-	}
 
 	// Good text round-trips byte for byte through every field that holds it.
 	co := &consent.Company{ID: "co-" + good, Name: good, AuthorizedThirdParties: []string{good}, CreatedAt: t0}
@@ -92,173 +89,12 @@ func testText(t *testing.T, s consent.Store) {
 	})
 }
 
-// refuseText tries bad in each text field of each write, inside one
-// transaction that goes on after each refusal and commits, then checks that
-// nothing of it was written.
-func refuseText(t *testing.T, s consent.Store, bad string) {
-	cert := func(edit func(c *consent.Certificate)) *consent.Certificate {
-		c := certificate("cert-bad", "acme", "acme-web", "s1")
-		edit(c)
-		return c
-	}
-	writes := []struct {
-		name string
-		fn   func(tx consent.Tx) error
-	}{
-		{"CreateCompany(name)", func(tx consent.Tx) error {
-			return tx.CreateCompany(ctx, &consent.Company{ID: "co-bad", Name: bad, CreatedAt: t0})
-		}},
-		{"CreateCompany(authorized_third_parties)", func(tx consent.Tx) error {
-			return tx.CreateCompany(ctx, &consent.Company{ID: "co-bad", Name: "x", AuthorizedThirdParties: []string{bad}, CreatedAt: t0})
-		}},
-		{"UpdateCompany(name)", func(tx consent.Tx) error {
-			return tx.UpdateCompany(ctx, &consent.Company{ID: "acme", Name: bad, CreatedAt: t0})
-		}},
-		{"CreateProperty(name)", func(tx consent.Tx) error {
-			return tx.CreateProperty(ctx, &consent.Property{ID: "p-bad", CompanyID: "acme", Name: bad, CreatedAt: t0})
-		}},
-		{"CreateProperty(allowed_origins)", func(tx consent.Tx) error {
-			return tx.CreateProperty(ctx, &consent.Property{ID: "p-bad", CompanyID: "acme", Name: "x", AllowedOrigins: []string{bad}, CreatedAt: t0})
-		}},
-		{"UpdateProperty(allowed_origins)", func(tx consent.Tx) error {
-			return tx.UpdateProperty(ctx, &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{bad}})
-		}},
-		{"CreateSession(url)", func(tx consent.Tx) error {
-			ses := session("s-bad", "acme", "acme-web")
-			ses.URL = bad
-			return tx.CreateSession(ctx, ses)
-		}},
-		{"CreateCertificate(user_agent)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.UserAgent = bad }))
-		}},
-		{"CreateCertificate(visibility.text_color)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Visibility = &consent.Visibility{TextColor: bad} }))
-		}},
-		{"CreateCertificate(origin)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Origin = bad }))
-		}},
-		{"CreateCertificate(consents.text)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Records[1].Text = bad }))
-		}},
-		{"CreateCertificate(consents.types)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.Records[0].Types = []string{"tcpa", bad} }))
-		}},
-		{"CreateRevocation(reason)", func(tx consent.Tx) error {
-			return tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-bad", CompanyID: "acme", Reason: bad, CreatedAt: t0})
-		}},
-		{"Credit(reference)", func(tx consent.Tx) error {
-			e := entry("e-bad", "acme", wallet.TopUp, 1, t0)
-			e.Reference = bad
-			_, err := tx.Credit(ctx, e)
-			return err
-		}},
-		{"Debit(reference)", func(tx consent.Tx) error {
-			e := entry("e-bad", "acme", wallet.ExactMatch, 0, t0)
-			e.Reference = bad
-			_, err := tx.Debit(ctx, e)
-			return err
-		}},
-		{"EnqueueJob(last_error)", func(tx consent.Tx) error {
-			return tx.EnqueueJob(ctx, &consent.Job{Kind: "convert", Key: "s2", RunAfter: t0, LastError: bad, CreatedAt: t0})
-		}},
-		{"EnqueueJob(kind)", func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(bad, "s2", t0)) }},
-		{"EnqueueJob(key)", func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("convert", bad, t0)) }},
-		{"LeaseJob(owner)", func(tx consent.Tx) error {
-			_, err := tx.LeaseJob(ctx, []string{"convert"}, bad, t0, t0.Add(time.Minute))
-			return err
-		}},
-	}
-	// Invalid UTF-8 in EventsCombined is refused too; control characters
-	// cannot appear in it raw once it is JSON, so only invalid bytes apply.
-	if !utf8.ValidString(bad) {
-		writes = append(writes, struct {
-			name string
-			fn   func(tx consent.Tx) error
-		}{"CreateCertificate(events_combined)", func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, cert(func(c *consent.Certificate) { c.EventsCombined = []byte(`["` + bad + `"]`) }))
-		}})
-	}
-	update(t, s, func(tx consent.Tx) error {
-		for _, w := range writes {
-			wantCode(t, w.name, w.fn(tx), consent.Invalid)
-		}
-		return nil // commit: the refusals must leave the transaction usable
-	})
-	view(t, s, func(tx consent.Tx) error {
-		_, err := tx.Company(ctx, "co-bad")
-		wantCode(t, "Company(co-bad) after refusals", err, consent.NotFound)
-		if c, err := tx.Company(ctx, "acme"); err != nil || c.Name != "acme" {
-			t.Errorf("Company(acme) after refused UpdateCompany = %+v, %v; want the name unchanged", c, err)
-		}
-		_, err = tx.Property(ctx, "p-bad")
-		wantCode(t, "Property(p-bad) after refusals", err, consent.NotFound)
-		if p, err := tx.Property(ctx, "acme-web"); err != nil || len(p.AllowedOrigins) != 0 {
-			t.Errorf("Property(acme-web) after refused UpdateProperty = %+v, %v; want no origins", p, err)
-		}
-		_, err = tx.Session(ctx, "s-bad")
-		wantCode(t, "Session(s-bad) after refusals", err, consent.NotFound)
-		_, err = tx.Certificate(ctx, "cert-bad")
-		wantCode(t, "Certificate(cert-bad) after refusals", err, consent.NotFound)
-		revs, err := tx.Revocations(ctx, "acme")
-		if err != nil || len(revs) != 0 {
-			t.Errorf("Revocations(acme) after refusals = %+v, %v; want none", revs, err)
-		}
-		ledger, err := tx.Ledger(ctx, "acme")
-		if err != nil || len(ledger) != 0 {
-			t.Errorf("Ledger(acme) after refusals = %+v, %v; want none", ledger, err)
-		}
-		if j, err := tx.Job(ctx, "convert", "s2"); err == nil {
-			t.Errorf("refused job was written: %+v", j)
-		}
-		return nil
-	})
-}
-
-// testEventsCombinedJSON: a certificate's combined events are JSON on
-// every store (PostgreSQL's column type): none, or text that is not JSON,
-// is Invalid and nothing is written.
-func testEventsCombinedJSON(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	for name, events := range map[string][]byte{"nil": nil, "empty": {}, "not JSON": []byte("not json"), "cut": []byte(`{"a":`)} {
-		c := certificate("cert-"+strings.ReplaceAll(name, " ", "-"), "acme", "acme-web", "s1")
-		c.EventsCombined = events
-		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) })
-		wantCode(t, "CreateCertificate with events_combined "+name, err, consent.Invalid)
-	}
-	view(t, s, func(tx consent.Tx) error {
-		if ids, err := tx.CertificatesBySession(ctx, "s1"); err != nil || len(ids) != 0 {
-			t.Errorf("certificates after the refusals: %v, %v; want none", ids, err)
-		}
-		return nil
-	})
-}
-
-// testTimeRange: every store keeps times of the years 1 to 9999 and
-// refuses others as Invalid (SQLite's microsecond integers wrapped a far
-// future round into the past; PostgreSQL refused what its timestamptz
-// cannot hold as an internal error).
+// testTimeRange: every store keeps times of the years 1 to 9999: the last
+// microsecond of the year 9999 as it is (SQLite's microsecond integers
+// would wrap a far future round into the past, and PostgreSQL's
+// timestamptz cannot hold every time).
 func testTimeRange(t *testing.T, s consent.Store) {
 	fixture(t, s)
-	far, before := time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 12, 31, 0, 0, 0, 0, time.UTC)
-	huge := time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC)
-	for name, write := range map[string]func(tx consent.Tx) error{
-		"a token expiring in the year 10000": func(tx consent.Tx) error {
-			return tx.CreateToken(ctx, &consent.Token{ID: "tok-far", CompanyID: "acme", Digest: consent.DigestOf("far"), ExpiresAt: far, CreatedAt: t0})
-		},
-		"a session created in the year 0": func(tx consent.Tx) error {
-			ses := session("s-before", "acme", "acme-web")
-			ses.CreatedAt = before
-			return tx.CreateSession(ctx, ses)
-		},
-		"a consent given in the year 300000": func(tx consent.Tx) error {
-			c := certificate("cert-far", "acme", "acme-web", "s1")
-			c.Records[0].OptInAt = huge
-			return tx.CreateCertificate(ctx, c)
-		},
-		"a job due in the year 300000": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("webhook", "far", huge)) },
-	} {
-		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
-	}
 	// The last microsecond of the year 9999 is kept as it is.
 	last := time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
 	update(t, s, func(tx consent.Tx) error {
@@ -273,15 +109,11 @@ func testTimeRange(t *testing.T, s consent.Store) {
 	})
 }
 
-// testTimeArguments: a time outside the years 1 to 9999 is Invalid on
-// every store wherever it is given — as an argument (a revocation's, a
-// lease's or an endpoint's disabling time, a purge's bound, now), in a
-// value that had no range check (an audit entry, a webhook endpoint or
-// delivery, a ledger entry, an idempotency record) or as the bound of a
-// page or an audit query — before anything else of the call, and nothing
-// is written. PostgreSQL refused the far ones with an internal error,
-// while SQLite wrapped them round and memory kept them. The ends of the
-// range, and the zero time where it means none, are kept.
+// testTimeArguments: the ends of the years 1 to 9999 are kept on every
+// store wherever a time is given — as an argument (a revocation's, a
+// lease's or an endpoint's disabling time, a purge's bound), in an audit
+// entry, or as the bound of a page or an audit query — and so is the zero
+// time where it means none.
 func testTimeArguments(t *testing.T, s consent.Store) {
 	withTokenAndCertificate(t, s)
 	update(t, s, func(tx consent.Tx) error {
@@ -293,167 +125,6 @@ func testTimeArguments(t *testing.T, s consent.Store) {
 	if _, err := lease(s, "w1", t0, "purge"); err != nil {
 		t.Fatalf("lease: %v", err)
 	}
-	bounds := map[string]time.Time{
-		"year 0":      time.Date(0, 12, 31, 23, 59, 59, 999999000, time.UTC),
-		"year 10000":  time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
-		"year 300000": time.Date(300000, 1, 1, 0, 0, 0, 0, time.UTC),
-	}
-	for when, bad := range bounds {
-		audit := func(company string) *consent.AuditEntry {
-			return &consent.AuditEntry{CompanyID: company, At: bad, Actor: consent.ActorOperator, Action: "test", Outcome: consent.AuditOK}
-		}
-		badEntry := func(id, company string) *wallet.Entry { return entry(id, company, wallet.TopUp, 1, bad) }
-		withTime := func(edit func(r *consent.IdempotencyRecord)) *consent.IdempotencyRecord {
-			r := keyRecord("company:acme", "k", 1, t0)
-			edit(r)
-			return r
-		}
-		ep := func(edit func(e *consent.WebhookEndpoint)) *consent.WebhookEndpoint {
-			e := endpoint("ep-bad", "acme", consent.EventConsentRevoked)
-			edit(e)
-			return e
-		}
-		page := func(p consent.Page) consent.Page { p.CompanyID, p.Limit = "acme", 10; return p }
-		for name, call := range map[string]func(tx consent.Tx) error{
-			"RevokeToken":               func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "tok-1", bad) },
-			"RevokeToken(none)":         func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "none", bad) },
-			"RevokeCertificate":         func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-1", bad) },
-			"RevokeCertificate(bad id)": func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "a\x00b", bad) },
-			"DisableWebhookEndpoint":    func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", "ep-a", bad) },
-			"DisableWebhookEndpoint(bad id)": func(tx consent.Tx) error {
-				return tx.DisableWebhookEndpoint(ctx, "acme", "a\x00b", bad)
-			},
-			"LeaseJob(now)": func(tx consent.Tx) error {
-				_, err := tx.LeaseJob(ctx, kinds, "w2", bad, t0.Add(time.Hour))
-				return err
-			},
-			"LeaseJob(until)": func(tx consent.Tx) error {
-				_, err := tx.LeaseJob(ctx, kinds, "w2", t0.Add(time.Hour), bad)
-				return err
-			},
-			"LeaseJob(no kinds)": func(tx consent.Tx) error {
-				_, err := tx.LeaseJob(ctx, nil, "w2", bad, bad)
-				return err
-			},
-			"RenewJob":       func(tx consent.Tx) error { return tx.RenewJob(ctx, "purge", "held", "w1", bad) },
-			"RenewJob(none)": func(tx consent.Tx) error { return tx.RenewJob(ctx, "purge", "none", "w1", bad) },
-			"AppendAudit":    func(tx consent.Tx) error { return tx.AppendAudit(ctx, audit("acme")) },
-			"AppendAudit(unknown company)": func(tx consent.Tx) error {
-				return tx.AppendAudit(ctx, audit("nobody"))
-			},
-			"AppendAudits": func(tx consent.Tx) error {
-				ok := audit("acme")
-				ok.At = t0
-				return tx.AppendAudits(ctx, []*consent.AuditEntry{ok, audit("acme")})
-			},
-			"AppendWebhookDelivery": func(tx consent.Tx) error {
-				return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: "ep-a", MessageID: "msg_1", Attempt: 1, At: bad})
-			},
-			"AppendWebhookDelivery(unknown endpoint)": func(tx consent.Tx) error {
-				return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: "none", MessageID: "msg_1", Attempt: 1, At: bad})
-			},
-			"CreateWebhookEndpoint(created_at)": func(tx consent.Tx) error {
-				return tx.CreateWebhookEndpoint(ctx, ep(func(e *consent.WebhookEndpoint) { e.CreatedAt = bad }))
-			},
-			"CreateWebhookEndpoint(disabled_at)": func(tx consent.Tx) error {
-				return tx.CreateWebhookEndpoint(ctx, ep(func(e *consent.WebhookEndpoint) { e.DisabledAt = bad }))
-			},
-			"ClaimIdempotencyKey(created_at)": func(tx consent.Tx) error {
-				_, err := tx.ClaimIdempotencyKey(ctx, withTime(func(r *consent.IdempotencyRecord) { r.CreatedAt = bad }), t0)
-				return err
-			},
-			"ClaimIdempotencyKey(expires_at)": func(tx consent.Tx) error {
-				_, err := tx.ClaimIdempotencyKey(ctx, withTime(func(r *consent.IdempotencyRecord) { r.ExpiresAt = bad }), t0)
-				return err
-			},
-			"ClaimIdempotencyKey(now)": func(tx consent.Tx) error {
-				_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k", 1, t0), bad)
-				return err
-			},
-			"PurgeSessions": func(tx consent.Tx) error {
-				_, err := tx.PurgeSessions(ctx, bad, 10)
-				return err
-			},
-			"PurgeCertificates": func(tx consent.Tx) error {
-				_, err := tx.PurgeCertificates(ctx, bad, 10)
-				return err
-			},
-			"PruneIdempotencyKeys": func(tx consent.Tx) error {
-				_, err := tx.PruneIdempotencyKeys(ctx, bad, 10)
-				return err
-			},
-			"Credit": func(tx consent.Tx) error { _, err := tx.Credit(ctx, badEntry("e-1", "acme")); return err },
-			"Credit(unknown company)": func(tx consent.Tx) error {
-				_, err := tx.Credit(ctx, badEntry("e-1", "nobody"))
-				return err
-			},
-			"Debit": func(tx consent.Tx) error { _, err := tx.Debit(ctx, badEntry("e-1", "acme")); return err },
-			"DebitAll": func(tx consent.Tx) error {
-				_, err := tx.DebitAll(ctx, []*wallet.Entry{entry("e-1", "acme", wallet.ExactMatch, 1, t0), badEntry("e-2", "acme")})
-				return err
-			},
-			"SessionPage(since)": func(tx consent.Tx) error {
-				_, err := tx.SessionPage(ctx, page(consent.Page{Since: bad}))
-				return err
-			},
-			"CertificatePage(until)": func(tx consent.Tx) error {
-				_, err := tx.CertificatePage(ctx, page(consent.Page{Until: bad}))
-				return err
-			},
-			"RevocationPage(before)": func(tx consent.Tx) error {
-				_, err := tx.RevocationPage(ctx, page(consent.Page{Before: consent.Cursor{At: bad, ID: "rev-1"}}))
-				return err
-			},
-			"LedgerPage(before)": func(tx consent.Tx) error {
-				_, err := tx.LedgerPage(ctx, page(consent.Page{Before: consent.Cursor{At: bad, ID: "e-1"}}))
-				return err
-			},
-			"AuditEntries(since)": func(tx consent.Tx) error {
-				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Since: bad, Limit: 10})
-				return err
-			},
-			"AuditEntries(until)": func(tx consent.Tx) error {
-				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Until: bad, Limit: 10})
-				return err
-			},
-		} {
-			wantCode(t, fmt.Sprintf("%s at %s", name, when), s.Update(ctx, call), consent.Invalid)
-		}
-	}
-	view(t, s, func(tx consent.Tx) error {
-		if tok, err := tx.TokenByDigest(ctx, consent.DigestOf("secret-1")); err != nil || !tok.RevokedAt.IsZero() {
-			t.Errorf("token after the refusals = %+v, %v; want it not revoked", tok, err)
-		}
-		if c, err := tx.Certificate(ctx, "cert-1"); err != nil || !c.RevokedAt.IsZero() {
-			t.Errorf("certificate after the refusals: %v; want it kept, not revoked", err)
-		}
-		if s, err := tx.Session(ctx, "s1"); err != nil || s.RetentionStatus != consent.RetentionNone {
-			t.Errorf("session after the refusals = %+v, %v; want it not purged", s, err)
-		}
-		if e, err := tx.WebhookEndpoint(ctx, "ep-a"); err != nil || !e.DisabledAt.IsZero() {
-			t.Errorf("endpoint after the refusals = %+v, %v; want it enabled", e, err)
-		}
-		_, err := tx.WebhookEndpoint(ctx, "ep-bad")
-		wantCode(t, "WebhookEndpoint(ep-bad)", err, consent.NotFound)
-		if log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10); err != nil || len(log) != 0 {
-			t.Errorf("delivery log after the refusals = %v, %v; want none", log, err)
-		}
-		if j, err := tx.Job(ctx, "purge", "held"); err != nil || j.LeaseOwner != "w1" || !j.LeaseUntil.Equal(t0.Add(10*time.Minute)) || j.Attempts != 1 {
-			t.Errorf("job after the refusals = %+v, %v; want w1's lease of one attempt, until t0+10m", j, err)
-		}
-		if h, err := tx.AuditHead(ctx, "acme"); err != nil || h.Seq != 0 {
-			t.Errorf("audit head after the refusals = %+v, %v; want no entry", h, err)
-		}
-		if ledger, err := tx.Ledger(ctx, "acme"); err != nil || len(ledger) != 0 {
-			t.Errorf("ledger after the refusals = %v, %v; want none", ledger, err)
-		}
-		return nil
-	})
-	// No key was claimed: a claim now finds none.
-	if prior := claim(t, s, keyRecord("company:acme", "k", 1, t0), t0, nil); prior != nil {
-		t.Errorf("a refused claim was recorded: %+v", prior)
-	}
-
 	// The ends of the range are kept; the zero time, where it means none,
 	// passes.
 	first, last := time.Date(1, 1, 1, 0, 0, 0, 1000, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC)
@@ -518,12 +189,10 @@ func testTimeArguments(t *testing.T, s consent.Store) {
 
 // testIntRange: the counts and statuses that the SQL stores keep in 32-bit
 // integer columns (a job's attempts, a delivery's attempt and HTTP status,
-// an idempotency key's answered status) are Invalid on every store outside
-// -2^31 to 2^31-1, and kept exactly at those ends (PostgreSQL's integer
-// refused more with an internal error, while SQLite and memory kept it).
-// A job's attempts stop at consent.MaxJobAttempts, so that the ones
-// LeaseJob adds never leave the column's range. A chunk number beyond the
-// range is no chunk.
+// an idempotency key's answered status) are kept exactly at the ends of
+// -2^31 to 2^31-1 on every store. A job's attempts stop at
+// consent.MaxJobAttempts, so that the ones LeaseJob adds never leave the
+// column's range. A chunk number beyond the range is no chunk.
 func testIntRange(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	const over, under = math.MaxInt32 + 1, math.MinInt32 - 1
@@ -531,15 +200,9 @@ func testIntRange(t *testing.T, s consent.Store) {
 		if err := tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked)); err != nil {
 			return err
 		}
-		if err := tx.EnqueueJob(ctx, job("purge", "held", t0)); err != nil {
-			return err
-		}
 		_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "k", 1, t0), t0)
 		return err
 	})
-	if _, err := lease(s, "w1", t0, "purge"); err != nil {
-		t.Fatalf("lease: %v", err)
-	}
 	delivery := func(attempt, status int) *consent.WebhookDelivery {
 		return &consent.WebhookDelivery{EndpointID: "ep-a", MessageID: "msg_1", EventType: consent.EventConsentRevoked,
 			Attempt: attempt, At: t0, Status: status}
@@ -549,38 +212,6 @@ func testIntRange(t *testing.T, s consent.Store) {
 		j.Attempts = n
 		return j
 	}
-	for name, write := range map[string]func(tx consent.Tx) error{
-		"EnqueueJob(attempts 2^31)":     func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", over)) },
-		"EnqueueJob(attempts -2^31-1)":  func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", under)) },
-		"EnqueueJob(attempts over max)": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, withAttempts("a", consent.MaxJobAttempts+1)) },
-		"EnqueueJobs(attempts 2^31)": func(tx consent.Tx) error {
-			return tx.EnqueueJobs(ctx, []*consent.Job{withAttempts("a", 1), withAttempts("b", over)})
-		},
-		"EndJob(attempts 2^31)": func(tx consent.Tx) error {
-			return tx.EndJob(ctx, "purge", "held", "w1", &consent.Job{Attempts: over, RunAfter: t0})
-		},
-		"AppendWebhookDelivery(attempt 2^31)":   func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(over, 200)) },
-		"AppendWebhookDelivery(status 2^31)":    func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(1, over)) },
-		"AppendWebhookDelivery(status -2^31-1)": func(tx consent.Tx) error { return tx.AppendWebhookDelivery(ctx, delivery(1, under)) },
-		"AnswerIdempotencyKey(status 2^31)": func(tx consent.Tx) error {
-			return tx.AnswerIdempotencyKey(ctx, "company:acme", "k", over, nil)
-		},
-	} {
-		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
-	}
-	view(t, s, func(tx consent.Tx) error {
-		if _, err := tx.Job(ctx, consent.JobConvert, "a"); err == nil {
-			t.Errorf("a refused job was written")
-		}
-		if j, err := tx.Job(ctx, "purge", "held"); err != nil || j.LeaseOwner != "w1" || j.Attempts != 1 {
-			t.Errorf("job after the refused EndJob = %+v, %v; want it leased by w1, one attempt", j, err)
-		}
-		if log, err := tx.WebhookDeliveries(ctx, "ep-a", 0, 10); err != nil || len(log) != 0 {
-			t.Errorf("delivery log after the refusals = %v, %v; want none", log, err)
-		}
-		return nil
-	})
-
 	// The ends of the range are kept as they are; a job at the most
 	// attempts is leased once more.
 	update(t, s, func(tx consent.Tx) error {
@@ -644,66 +275,12 @@ func incompressible(seed string, n int) string {
 
 // testKeyLength: text that the stores keep in keys and indexes — ids and
 // the ids that refer to other rows, job kinds and keys, idempotency scopes
-// and keys — is at most consent.MaxKeyBytes on every store: one longer is
-// Invalid and nothing is written (PostgreSQL refused an index entry of
-// more than about 2.7 kB with an internal error, while SQLite and memory
-// kept it). Keys of MaxKeyBytes are kept, two of them in one index entry
-// included, and a read given a longer one finds nothing.
+// and keys — of consent.MaxKeyBytes is kept on every store, two of them in
+// one index entry included (PostgreSQL refuses an index entry of more than
+// about 2.7 kB), and a read given a longer one finds nothing.
 func testKeyLength(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	long := incompressible("long", 3000)
-	update(t, s, func(tx consent.Tx) error {
-		return tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked))
-	})
-	for name, write := range map[string]func(tx consent.Tx) error{
-		"CreateCompany(id)": func(tx consent.Tx) error {
-			return tx.CreateCompany(ctx, &consent.Company{ID: long, Name: "x", CreatedAt: t0})
-		},
-		"CreateProperty(id)": func(tx consent.Tx) error {
-			return tx.CreateProperty(ctx, &consent.Property{ID: long, CompanyID: "acme", Name: "x", CreatedAt: t0})
-		},
-		"CreateProperty(company_id)": func(tx consent.Tx) error {
-			return tx.CreateProperty(ctx, &consent.Property{ID: "p-long", CompanyID: long, Name: "x", CreatedAt: t0})
-		},
-		"CreateToken(id)": func(tx consent.Tx) error {
-			return tx.CreateToken(ctx, &consent.Token{ID: long, CompanyID: "acme", Digest: consent.DigestOf("long"), CreatedAt: t0})
-		},
-		"CreateSession(id)": func(tx consent.Tx) error { return tx.CreateSession(ctx, session(long, "acme", "acme-web")) },
-		"CreateCertificate(id)": func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, certificate(long, "acme", "acme-web", "s1"))
-		},
-		"CreateCertificate(session_id)": func(tx consent.Tx) error {
-			return tx.CreateCertificate(ctx, certificate("cert-long", "acme", "acme-web", long))
-		},
-		"CreateRevocation(id)": func(tx consent.Tx) error {
-			return tx.CreateRevocation(ctx, &consent.Revocation{ID: long, CompanyID: "acme", CreatedAt: t0})
-		},
-		"Credit(id)": func(tx consent.Tx) error {
-			_, err := tx.Credit(ctx, entry(long, "acme", wallet.TopUp, 1, t0))
-			return err
-		},
-		"EnqueueJob(kind)": func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job(long, "k", t0)) },
-		"EnqueueJob(key)":  func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("purge", long, t0)) },
-		"EnqueueJobs(key)": func(tx consent.Tx) error {
-			return tx.EnqueueJobs(ctx, []*consent.Job{job("purge", "k", t0), job("purge", long, t0)})
-		},
-		"CreateWebhookEndpoint(id)": func(tx consent.Tx) error {
-			return tx.CreateWebhookEndpoint(ctx, endpoint(long, "acme", consent.EventConsentRevoked))
-		},
-		"AppendWebhookDelivery(endpoint_id)": func(tx consent.Tx) error {
-			return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: long, MessageID: "msg_1", Attempt: 1, At: t0})
-		},
-		"ClaimIdempotencyKey(key)": func(tx consent.Tx) error {
-			_, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", long, 1, t0), t0)
-			return err
-		},
-		"ClaimIdempotencyKey(scope)": func(tx consent.Tx) error {
-			_, err := tx.ClaimIdempotencyKey(ctx, keyRecord(long, "k", 1, t0), t0)
-			return err
-		},
-	} {
-		wantCode(t, name, s.Update(ctx, write), consent.Invalid)
-	}
 	view(t, s, func(tx consent.Tx) error {
 		// A longer key is no row's.
 		_, err := tx.Company(ctx, long)
@@ -712,15 +289,6 @@ func testKeyLength(t *testing.T, s consent.Store) {
 		wantCode(t, "Session(long)", err, consent.NotFound)
 		_, err = tx.Job(ctx, "purge", long)
 		wantCode(t, "Job(purge, long)", err, consent.NotFound)
-		if jobs, err := tx.Job(ctx, "purge", "k"); err == nil {
-			t.Errorf("a job of a refused EnqueueJobs was written: %+v", jobs)
-		}
-		if ids, err := tx.CompanyIDs(ctx, "", 10); err != nil || len(ids) != 2 {
-			t.Errorf("CompanyIDs after the refusals = %d ids, %v; want acme and other", len(ids), err)
-		}
-		if ledger, err := tx.Ledger(ctx, "acme"); err != nil || len(ledger) != 0 {
-			t.Errorf("Ledger(acme) after the refusals = %v, %v; want none", ledger, err)
-		}
 		return nil
 	})
 
@@ -781,108 +349,14 @@ func testKeyLength(t *testing.T, s consent.Store) {
 	})
 }
 
-// testReadBadText: text that no row can hold (a NUL, invalid UTF-8) given
-// to a method that looks rows up finds none, on every store: a single-row
-// read and a change of one row answer NotFound, a list is empty, and
-// CompanyIDs cuts the list where such an id would sort, byte by byte.
-// PostgreSQL refuses such text as a parameter, and answered with an
-// internal error. A page's or an audit query's company, being a bound of
-// the query rather than a row's key, is Invalid (Page.Check,
-// AuditQuery.Check).
+// testReadBadText: CompanyIDs given an after that no id can be (a NUL,
+// invalid UTF-8) starts the list where such an id would sort, byte by
+// byte, on every store: the checked Tx passes it on as it is, and
+// PostgreSQL refuses such text as a parameter. (Every other lookup by such
+// text is answered by the checked Tx itself: consent's tests.)
 func testReadBadText(t *testing.T, s consent.Store) {
-	withTokenAndCertificate(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		if err := tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme", consent.EventConsentRevoked)); err != nil {
-			return err
-		}
-		return tx.EnqueueJob(ctx, job(consent.JobConvert, "s1", t0))
-	})
-	email := consent.DigestOf("someone@example.com")
-	for _, bad := range []string{"a\x00b", "acme\xff"} {
-		notFound := map[string]func(tx consent.Tx) error{
-			"Company":     func(tx consent.Tx) error { _, err := tx.Company(ctx, bad); return err },
-			"Property":    func(tx consent.Tx) error { _, err := tx.Property(ctx, bad); return err },
-			"Session":     func(tx consent.Tx) error { _, err := tx.Session(ctx, bad); return err },
-			"EventChunk":  func(tx consent.Tx) error { _, err := tx.EventChunk(ctx, bad, 0); return err },
-			"Events":      func(tx consent.Tx) error { _, err := tx.Events(ctx, bad); return err },
-			"Certificate": func(tx consent.Tx) error { _, err := tx.Certificate(ctx, bad); return err },
-			"Job(kind)":   func(tx consent.Tx) error { _, err := tx.Job(ctx, bad, "s1"); return err },
-			"Job(key)":    func(tx consent.Tx) error { _, err := tx.Job(ctx, consent.JobConvert, bad); return err },
-			"LeaseJob": func(tx consent.Tx) error {
-				_, err := tx.LeaseJob(ctx, []string{bad}, "w1", t0, t0.Add(time.Minute))
-				return err
-			},
-			"WebhookEndpoint": func(tx consent.Tx) error { _, err := tx.WebhookEndpoint(ctx, bad); return err },
-			"Balance":         func(tx consent.Tx) error { _, err := tx.Balance(ctx, bad); return err },
-			"AuditHead":       func(tx consent.Tx) error { _, err := tx.AuditHead(ctx, bad); return err },
-			// Changes of one row, found by its key.
-			"RevokeToken(company)":      func(tx consent.Tx) error { return tx.RevokeToken(ctx, bad, "tok-1", t0) },
-			"RevokeToken(id)":           func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", bad, t0) },
-			"RevokeCertificate":         func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, bad, t0) },
-			"AppendEvents":              func(tx consent.Tx) error { return tx.AppendEvents(ctx, bad, []byte("[]")) },
-			"DisableWebhookEndpoint":    func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", bad, t0) },
-			"DeleteWebhookEndpoint":     func(tx consent.Tx) error { return tx.DeleteWebhookEndpoint(ctx, bad, "ep-a") },
-			"RenewJob":                  func(tx consent.Tx) error { return tx.RenewJob(ctx, consent.JobConvert, bad, "w1", t0) },
-			"EndJob":                    func(tx consent.Tx) error { return tx.EndJob(ctx, bad, "s1", "w1", nil) },
-			"DisableWebhookEndpoint(c)": func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, bad, "ep-a", t0) },
-		}
-		for name, call := range notFound {
-			wantCode(t, fmt.Sprintf("%s(%q)", name, bad), s.Update(ctx, call), consent.NotFound)
-		}
-		empty := map[string]func(tx consent.Tx) (int, error){
-			"Properties": func(tx consent.Tx) (int, error) { l, err := tx.Properties(ctx, bad); return len(l), err },
-			"Tokens":     func(tx consent.Tx) (int, error) { l, err := tx.Tokens(ctx, bad); return len(l), err },
-			"CertificatesByEmail": func(tx consent.Tx) (int, error) {
-				l, err := tx.CertificatesByEmail(ctx, bad, email)
-				return len(l), err
-			},
-			"CertificatesByMobile": func(tx consent.Tx) (int, error) {
-				l, err := tx.CertificatesByMobile(ctx, bad, email)
-				return len(l), err
-			},
-			"CertificatesBySession": func(tx consent.Tx) (int, error) {
-				l, err := tx.CertificatesBySession(ctx, bad)
-				return len(l), err
-			},
-			"Revocations":      func(tx consent.Tx) (int, error) { l, err := tx.Revocations(ctx, bad); return len(l), err },
-			"Ledger":           func(tx consent.Tx) (int, error) { l, err := tx.Ledger(ctx, bad); return len(l), err },
-			"WebhookEndpoints": func(tx consent.Tx) (int, error) { l, err := tx.WebhookEndpoints(ctx, bad); return len(l), err },
-			"WebhookDeliveries": func(tx consent.Tx) (int, error) {
-				l, err := tx.WebhookDeliveries(ctx, bad, 0, 10)
-				return len(l), err
-			},
-		}
-		for name, list := range empty {
-			err := s.View(ctx, func(tx consent.Tx) error {
-				n, err := list(tx)
-				if err == nil && n != 0 {
-					t.Errorf("%s(%q) = %d items; want none", name, bad, n)
-				}
-				return err
-			})
-			if err != nil {
-				t.Errorf("%s(%q): %v; want an empty list", name, bad, err)
-			}
-		}
-		invalid := map[string]func(tx consent.Tx) error{
-			"SessionPage": func(tx consent.Tx) error {
-				_, err := tx.SessionPage(ctx, consent.Page{CompanyID: bad, Limit: 10})
-				return err
-			},
-			"AuditEntries": func(tx consent.Tx) error {
-				_, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: bad, Limit: 10})
-				return err
-			},
-		}
-		for name, call := range invalid {
-			wantCode(t, fmt.Sprintf("%s(%q)", name, bad), s.View(ctx, call), consent.Invalid)
-		}
-	}
+	fixture(t, s)
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Sessions(ctx, []string{"s1", "s\x00", "s2\xff"})
-		if err != nil || len(got) != 3 || got[0] == nil || got[0].ID != "s1" || got[1] != nil || got[2] != nil {
-			t.Errorf("Sessions(s1, s\\x00, s2\\xff) = %v, %v; want s1, nil, nil", got, err)
-		}
 		// Companies acme and other, cut byte by byte.
 		for after, want := range map[string][]string{
 			"a\x00b": {"acme", "other"}, "acme\x00": {"other"}, "acme\xff": {"other"}, "\xff": {},
@@ -894,9 +368,4 @@ func testReadBadText(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
-	// A lease of several kinds, one of them such text, leases a job of the
-	// others.
-	if j, err := lease(s, "w1", t0, "a\x00b", consent.JobConvert, "\xff"); err != nil || j.Key != "s1" {
-		t.Errorf("lease of convert and two kinds no job can have = %+v, %v; want convert s1", j, err)
-	}
 }

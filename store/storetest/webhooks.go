@@ -241,33 +241,3 @@ func testWebhookRollsBack(t *testing.T, s consent.Store) {
 		t.Error("CreateWebhookEndpoint in View succeeded")
 	}
 }
-
-func testWebhookText(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	const bad = "bad\x00text"
-	update(t, s, func(tx consent.Tx) error { return tx.CreateWebhookEndpoint(ctx, endpoint("ep-a", "acme")) })
-	for name, fn := range map[string]func(tx consent.Tx) error{
-		"CreateWebhookEndpoint(url)": func(tx consent.Tx) error {
-			e := endpoint("ep-b", "acme")
-			e.URL = bad
-			return tx.CreateWebhookEndpoint(ctx, e)
-		},
-		"CreateWebhookEndpoint(events)": func(tx consent.Tx) error {
-			return tx.CreateWebhookEndpoint(ctx, endpoint("ep-b", "acme", "ok", "\xff"))
-		},
-		"AppendWebhookDelivery(error)": func(tx consent.Tx) error {
-			return tx.AppendWebhookDelivery(ctx, &consent.WebhookDelivery{EndpointID: "ep-a", MessageID: "m", At: t0, Error: bad})
-		},
-	} {
-		err := s.Update(ctx, fn)
-		wantCode(t, name, err, consent.Invalid)
-	}
-	view(t, s, func(tx consent.Tx) error {
-		list, _ := tx.WebhookEndpoints(ctx, "acme")
-		log, _ := tx.WebhookDeliveries(ctx, "ep-a", 0, 10)
-		if len(list) != 1 || len(log) != 0 {
-			t.Errorf("after refused writes: %d endpoints, %d log entries; want 1 and 0", len(list), len(log))
-		}
-		return nil
-	})
-}
