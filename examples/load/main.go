@@ -14,8 +14,9 @@
 // server's processor time per request compares with the trivial
 // handler's, a figure that the clients' own use of the two cores blurs
 // less. The machine's speed drifts from minute to minute, so -rounds N
-// measures the trivial handler, the store's ceiling and match again, one
-// after the other, N times, and prints the medians of the rounds' ratios.
+// measures the trivial handler, the store's ceiling and match (or the
+// scenario -round-scenario names) again, one after the other, N times, and
+// prints the medians of the rounds' ratios.
 //
 // Scenarios (-scenario, comma-separated, or all): match, partial (partial
 // match), info (certificate-info), retain (Retain API, one session),
@@ -86,6 +87,7 @@ type options struct {
 	memProfile     string
 	seed           uint64
 	rounds         int
+	roundScenario  string // the scenario the rounds measure
 	// purge
 	expired int
 	batch   int
@@ -158,6 +160,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the server's allocation profile, at its end, to this file (the preload's allocations included: look at what ServeHTTP allocates)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
 	fs.IntVar(&o.rounds, "rounds", 0, "after the ceilings, before the scenarios, measure the trivial handler, the store's ceiling and match again, one after the other, this many times, and print each round's ratios and their medians")
+	fs.StringVar(&o.roundScenario, "round-scenario", "match", "the scenario that -rounds measures instead of match (one of -scenario's)")
 	fs.IntVar(&o.expired, "expired", 100000, "purge: expired certificates to purge")
 	fs.IntVar(&o.batch, "batch", 250, "purge: rows per purge transaction (the library's default is 250)")
 	if err := fs.Parse(args); err != nil {
@@ -174,8 +177,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		o.expired < 0 || o.batch < 1 || o.rounds < 0 {
 		return errors.New("-clients, -duration, -certs, -chunk-bytes and -batch must be positive; -retain-sessions, -preload, -expired and -rounds not negative")
 	}
-	if o.rounds > 0 && (!o.ceilings || !o.needs("match")) {
-		return errors.New("-rounds measures match against the ceilings: it needs the match scenario and -ceilings")
+	if o.rounds > 0 && (!o.ceilings || !o.needs(o.roundScenario)) {
+		return fmt.Errorf("-rounds measures %s against the ceilings: it needs the %[1]s scenario and -ceilings", o.roundScenario)
 	}
 	if o.store == "postgres" && o.dsn == "" {
 		return errors.New("-store postgres needs -dsn")
@@ -303,13 +306,14 @@ func ceiling(ctx context.Context, o options) (float64, error) {
 	return 0, nil
 }
 
-// rounds measures the trivial handler, the store's ceiling and match one
-// after the other, o.rounds times, and prints each round's ratios and
+// rounds measures the trivial handler, the store's ceiling and match (or
+// o.roundScenario) one after the other, o.rounds times, and prints each round's ratios and
 // their medians. The machine's speed drifts from minute to minute (other
 // guests, the disk's fsync): a ratio of two figures taken side by side,
 // repeated, says more than one of figures taken minutes apart.
 func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o options, engineName string, stdout io.Writer) error {
-	fmt.Fprintf(stdout, "alternated, %d rounds (trivial handler, ceiling, match; %s each):\n", o.rounds, o.duration)
+	name := o.roundScenario
+	fmt.Fprintf(stdout, "alternated, %d rounds (trivial handler, ceiling, %s; %s each):\n", o.rounds, name, o.duration)
 	var vsTrivial, vsEngine, cpu []float64
 	for i := range o.rounds {
 		t, tb, ta, err := measure(fx, known["trivial"], o.clients, o)
@@ -320,7 +324,7 @@ func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o optio
 		if err != nil {
 			return err
 		}
-		m, mb, ma, err := measure(fx, known["match"], o.clients, o)
+		m, mb, ma, err := measure(fx, known[name], o.clients, o)
 		if err != nil {
 			return err
 		}
@@ -328,8 +332,8 @@ func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o optio
 		mcpu, _ := perRequest(m, mb, ma)
 		vsTrivial = append(vsTrivial, m.rate()/t.rate())
 		cpu = append(cpu, float64(tcpu)/float64(max(mcpu, 1)))
-		line := fmt.Sprintf("  round %d: trivial %.0f req/s (%s), match %.0f req/s (%s): %.2f×, cpu/req %.2f×",
-			i+1, t.rate(), tcpu, m.rate(), mcpu, vsTrivial[i], cpu[i])
+		line := fmt.Sprintf("  round %d: trivial %.0f req/s (%s), %s %.0f req/s (%s): %.2f×, cpu/req %.2f×",
+			i+1, t.rate(), tcpu, name, m.rate(), mcpu, vsTrivial[i], cpu[i])
 		if engine > 0 {
 			r := m.rate() / engine
 			vsEngine = append(vsEngine, r)
@@ -337,12 +341,12 @@ func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o optio
 		}
 		fmt.Fprintln(stdout, line)
 		for f, k := range m.failures {
-			fmt.Fprintf(stdout, "           match failed %d×: %s\n", k, f)
+			fmt.Fprintf(stdout, "           %s failed %d×: %s\n", name, k, f)
 		}
 	}
-	fmt.Fprintf(stdout, "medians of %d rounds: match ÷ trivial handler %.2f×, server cpu/req trivial ÷ match %.2f×", o.rounds, median(vsTrivial), median(cpu))
+	fmt.Fprintf(stdout, "medians of %d rounds: %s ÷ trivial handler %.2f×, server cpu/req trivial ÷ %s %.2f×", o.rounds, name, median(vsTrivial), name, median(cpu))
 	if len(vsEngine) > 0 {
-		fmt.Fprintf(stdout, ", match ÷ %s %.2f×", engineName, median(vsEngine))
+		fmt.Fprintf(stdout, ", %s ÷ %s %.2f×", name, engineName, median(vsEngine))
 	}
 	fmt.Fprintln(stdout)
 	return nil
