@@ -31,13 +31,14 @@ var readmeImports = map[string]string{
 	"store":       "store.DefaultMaxBatch",
 	"dashboard":   "dashboard.New",
 	"signed":      "signed.NewSigningKey",
+	"audit":       "audit.VerifyChain",
 }
 
 var readmePaths = map[string]string{
 	"consent": "consent", "httpadapter": "httpadapter", "retain": "retain", "mp4": "retain/mp4",
 	"pgstore": "store/pgstore", "sqlitestore": "store/sqlitestore", "memstore": "store/memstore", "wallet": "wallet",
 	"s3video": "retain/s3video", "webhook": "webhook", "jobs": "jobs", "store": "store", "dashboard": "dashboard",
-	"signed": "signed",
+	"signed": "signed", "audit": "audit",
 }
 
 // Every Go snippet of the README compiles against the library as it is: each

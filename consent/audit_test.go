@@ -4,13 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -157,11 +157,11 @@ func TestAuditServiceActions(t *testing.T) {
 	if topUp.Action != "wallet.credit" || topUp.Detail != `{"amount":2,"balance":2,"reference":"inv-7"}` || topUp.Target == "" {
 		t.Errorf("top-up entry %+v", topUp)
 	}
-	if n, err := svc.VerifyAuditChain(ctx, "beta"); err != nil || n != int64(len(want)+1+len(hooks)) {
-		t.Errorf("VerifyAuditChain = %d, %v", n, err)
+	if n, err := audit.VerifyChain(ctx, svc.Store(), "beta"); err != nil || n != int64(len(want)+1+len(hooks)) {
+		t.Errorf("VerifyChain = %d, %v", n, err)
 	}
-	if _, err := svc.VerifyAuditChain(ctx, "nobody"); consent.ErrorCode(err) != consent.NotFound {
-		t.Errorf("VerifyAuditChain(nobody) = %v, want NotFound", err)
+	if _, err := audit.VerifyChain(ctx, svc.Store(), "nobody"); consent.ErrorCode(err) != consent.NotFound {
+		t.Errorf("VerifyChain(nobody) = %v, want NotFound", err)
 	}
 }
 
@@ -233,60 +233,4 @@ func TestContextValues(t *testing.T) {
 	if consent.RequestIDFrom(c) != "r-1" || consent.ActorFrom(c) != "tok_1" {
 		t.Errorf("context lost its values")
 	}
-}
-
-// CheckAuditChain checks a chain in bounded runs that resume where the last
-// one stopped, and says where the chain ends.
-func TestCheckAuditChain(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
-	for i := range 6 {
-		if _, err := svc.TopUp(ctx, "acme", wallet.Amount(1000+i), fmt.Sprintf("inv-%d", i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n := int64(len(log(t, svc, "acme")))
-	if n < 7 {
-		t.Fatalf("acme has %d entries, want at least 7", n)
-	}
-	for _, limit := range []int{1, 2, 3, int(n), int(n) + 1, consent.MaxAuditCheck} {
-		var runs []consent.AuditCheck
-		for from := int64(1); ; {
-			c, err := svc.CheckAuditChain(ctx, "acme", from, limit)
-			if err != nil {
-				t.Fatalf("limit %d, from %d: %v", limit, from, err)
-			}
-			runs = append(runs, c)
-			if c.Checked > int64(limit) || c.From != from || c.Last != from+c.Checked-1 || c.Head != n {
-				t.Fatalf("limit %d: run %+v", limit, c)
-			}
-			if c.Next == 0 {
-				break
-			}
-			if c.Next != c.Last+1 || len(runs) > int(n) {
-				t.Fatalf("limit %d: run %+v resumes wrongly", limit, c)
-			}
-			from = c.Next
-		}
-		last := runs[len(runs)-1]
-		if last.Last != n {
-			t.Errorf("limit %d: the runs end at entry %d, want %d", limit, last.Last, n)
-		}
-		// A limit that divides the chain ends with a full run that says
-		// the chain ends, never with an empty run after it.
-		if want := (n + int64(limit) - 1) / int64(limit); int64(len(runs)) != want {
-			t.Errorf("limit %d: %d runs, want %d", limit, len(runs), want)
-		}
-	}
-	c, err := svc.CheckAuditChain(ctx, "acme", n+1, 10)
-	if err != nil || c.Checked != 0 || c.Next != 0 || c.Last != n {
-		t.Errorf("CheckAuditChain from the end = %+v, %v; want nothing checked, the end reached", c, err)
-	}
-	_, err = svc.CheckAuditChain(ctx, "acme", n+2, 10)
-	wantCode(t, "from past the end", err, consent.Invalid)
-	for _, limit := range []int{0, -1, consent.MaxAuditCheck + 1} {
-		_, err = svc.CheckAuditChain(ctx, "acme", 1, limit)
-		wantCode(t, fmt.Sprintf("limit %d", limit), err, consent.Invalid)
-	}
-	_, err = svc.CheckAuditChain(ctx, "nobody", 1, 10)
-	wantCode(t, "unknown company", err, consent.NotFound)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
@@ -189,14 +190,14 @@ func unchangedWallet(t *testing.T, s consent.Store, what string, ledger []*walle
 }
 
 // chainLength returns how many entries the company's audit chain holds,
-// failing t unless the chain is whole (Service.VerifyAuditChain).
+// failing t unless the chain is whole (audit.VerifyChain).
 func chainLength(t testing.TB, s consent.Store, companyID string) int64 {
 	t.Helper()
 	svc, err := consent.NewService(s, consent.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := svc.VerifyAuditChain(ctx, companyID)
+	n, err := audit.VerifyChain(ctx, svc.Store(), companyID)
 	if err != nil {
 		t.Fatalf("the audit chain of %s: %v", companyID, err)
 	}

@@ -50,7 +50,7 @@
 // turns (as its charges already do, on its wallet), appends to different
 // companies never wait for each other, and no chain can fork. An edited,
 // inserted or deleted entry — the last one included, which only the head
-// reveals — breaks the chain, and Service.VerifyAuditChain names the first
+// reveals — breaks the chain, and audit.VerifyChain names the first
 // broken entry. Someone able to rewrite both the entries and the head in the
 // database can rewrite history consistently; to catch that, record a
 // company's head (AuditHead) somewhere else from time to time and compare.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -711,7 +712,7 @@ type chainView struct {
 	// End is true when the check reached the end of the chain and the
 	// last entry matched the head.
 	End    bool
-	Broken *consent.AuditChainError // nil: nothing checked was broken
+	Broken *audit.ChainError // nil: nothing checked was broken
 }
 
 func (h *Handler) audit(w http.ResponseWriter, r *http.Request, p *page) error {
@@ -769,12 +770,12 @@ type auditRow struct {
 }
 
 // checkChain checks up to limit entries of the company's audit chain from
-// entry from (consent.Service.CheckAuditChain); a broken chain is a
+// entry from (audit.CheckChain); a broken chain is a
 // finding to show, not an error.
 func (h *Handler) checkChain(ctx context.Context, companyID string, from int64, limit int) (*chainView, error) {
-	c, err := h.svc.CheckAuditChain(ctx, companyID, from, limit)
+	c, err := audit.CheckChain(ctx, h.svc.Store(), companyID, from, limit)
 	v := &chainView{From: c.From, Last: c.Last, Head: c.Head, Next: c.Next}
-	if ce, ok := errors.AsType[*consent.AuditChainError](err); ok {
+	if ce, ok := errors.AsType[*audit.ChainError](err); ok {
 		v.Broken = ce
 		return v, nil
 	}

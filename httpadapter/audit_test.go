@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -35,7 +36,7 @@ func TestAuditLog(t *testing.T) {
 		acme, buyer, other, poor := tokenID(acmeToken), tokenID(buyerToken), tokenID(otherToken), tokenID(poorToken)
 		heads := map[string]int64{}
 		for _, c := range companies {
-			n, err := e.svc.VerifyAuditChain(ctx, c)
+			n, err := audit.VerifyChain(ctx, e.svc.Store(), c)
 			must(t, err)
 			if n == 0 {
 				t.Fatalf("%s: the fixture's creation, top-up, property and tokens left no audit entry", c)
@@ -142,8 +143,8 @@ func TestAuditLog(t *testing.T) {
 		if len(match) != 1 || match[0].Detail != `{"charged":0.015,"originator_company_id":"acme","valid":true,"verification_type":"third_party"}` {
 			t.Errorf("third-party match entry: %+v", match)
 		}
-		if _, err := e.svc.VerifyAuditChains(ctx); err != nil {
-			t.Errorf("VerifyAuditChains: %v", err)
+		if _, err := audit.VerifyChains(ctx, e.svc.Store()); err != nil {
+			t.Errorf("VerifyChains: %v", err)
 		}
 	})
 }

@@ -12,9 +12,7 @@ import (
 	"testing/iotest"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/store/memstore"
-	"github.com/consentkit/consentkit/wallet"
 )
 
 // requestRoutes are the routes whose requests have JSON fields.
@@ -36,45 +34,47 @@ func requestRoutes(t testing.TB) []*route {
 	return rs
 }
 
-// decodeFlat takes the ordinary requests and leaves to encoding/json every
-// body that it could read differently.
-func TestDecodeFlat(t *testing.T) {
+// decode reads the ordinary requests as encoding/json does (the last
+// member of a name wins, names match without case, escapes are read,
+// unknown members are ignored) and refuses text that is not valid Unicode.
+func TestDecodeOrdinaryRequests(t *testing.T) {
 	byPattern := map[string]*route{}
 	for _, rt := range requestRoutes(t) {
 		byPattern[rt.Pattern] = rt
 	}
 	for _, tc := range []struct {
 		pattern, body string
-		taken         bool
+		invalid       string // the error's message; "": decoded as encoding/json decodes it
 	}{
-		{"/verify/match", `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to be contacted by Acme."}`, true},
-		{"/verify/match", ` {"consent" : "é 😀", "email":"jane@example.com", "consent":"last wins"} ` + "\n", true},
-		{"/verify/partial-match", `{"certificate_id":"cert-1","company_id":"acme","term":"agree"}`, true},
-		{"/verify/certificate-info", `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`, true},
-		{"/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, true},
-		{"/verify/match", `{}`, true},
-		{"/verify/match", `{"Company_ID":"acme"}`, false},            // encoding/json matches names without case
-		{"/verify/match", `{"company_id":"ac\u006de"}`, false},       // an escape
-		{"/verify/match", `{"unknown":"x"}`, false},                  // ignored by encoding/json, but not ours to judge
-		{"/verify/match", `{"company_id":null}`, false},              // not a string
-		{"/verify/match", "{\"consent\":\"\xff\"}", false},           // invalid UTF-8, refused in full
-		{"/verify/session/{company_id}", `{"CompanyID":"x"}`, false}, // a path field, which JSON does not set
-		{"/api/integrations/{companyId}/retain/batch", `{"session_ids":["s1"]}`, false},
-		// Over sharedBody: each value is a copy of its own.
-		{"/verify/match", `{"company_id":"acme","consent":"` + strings.Repeat("I agree. ", 200) + `","certificate_id":"cert-1"}`, true},
+		{"/verify/match", `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to be contacted by Acme."}`, ""},
+		{"/verify/match", ` {"consent" : "é 😀", "email":"jane@example.com", "consent":"last wins"} ` + "\n", ""},
+		{"/verify/partial-match", `{"certificate_id":"cert-1","company_id":"acme","term":"agree"}`, ""},
+		{"/verify/certificate-info", `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`, ""},
+		{"/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, ""},
+		{"/verify/match", `{}`, ""},
+		{"/verify/match", `{"Company_ID":"acme"}`, ""},
+		{"/verify/match", `{"company_id":"ac\u006de"}`, ""},
+		{"/verify/match", `{"unknown":"x"}`, ""},
+		{"/verify/match", `{"company_id":null}`, ""},
+		{"/verify/match", "{\"consent\":\"\xff\"}", "consent must be valid UTF-8"},
+		{"/verify/session/{company_id}", `{"CompanyID":"x"}`, ""},
+		{"/api/integrations/{companyId}/retain/batch", `{"session_ids":["s1"]}`, ""},
+		{"/verify/match", `{"company_id":"acme","consent":"` + strings.Repeat("I agree. ", 200) + `","certificate_id":"cert-1"}`, ""},
 	} {
 		rt := byPattern[tc.pattern]
-		if rt == nil || rt.flat == nil {
-			t.Fatalf("%s: no route with a table of string fields", tc.pattern)
+		if rt == nil {
+			t.Fatalf("%s: no route with a request body", tc.pattern)
 		}
-		// The body in a buffer with room to spare, as readAll leaves it.
-		data := append(make([]byte, 0, len(tc.body)+100), tc.body...)
 		v := reflect.New(rt.Request)
-		if got := decodeFlat(data, v.Interface(), rt.flat); got != tc.taken {
-			t.Errorf("%s %s: taken %v, want %v", tc.pattern, tc.body, got, tc.taken)
-		}
-		if !tc.taken {
+		err := decode(httptest.NewRecorder(), httptest.NewRequest(rt.Method, "/", strings.NewReader(tc.body)), v.Interface(), rt.MaxBody)
+		if tc.invalid != "" {
+			if consent.ErrorCode(err) != consent.Invalid || consent.ErrorMessage(err) != tc.invalid {
+				t.Errorf("%s %q: %v, want Invalid %q", tc.pattern, tc.body, err, tc.invalid)
+			}
 			continue
+		}
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.pattern, tc.body, err)
 		}
 		want := reflect.New(rt.Request)
 		if err := json.Unmarshal([]byte(tc.body), want.Interface()); err != nil {
@@ -86,90 +86,11 @@ func TestDecodeFlat(t *testing.T) {
 	}
 }
 
-// flatFields lists only the fields that encoding/json sets to a string's
-// value as it is, by their exact JSON names.
-func TestFlatFields(t *testing.T) {
-	type Embedded struct{ Inner string }
-	type request struct {
-		Embedded
-		Plain     string `json:"plain"`
-		Untagged  string
-		Omit      string        `json:"omit,omitempty"`
-		Quoted    string        `json:"quoted,string"` // a JSON string holding a JSON string
-		Skipped   string        `json:"-"`
-		Amount    wallet.Amount `json:"amount"` // decodes itself
-		List      []string      `json:"list"`
-		Self      selfDecoding  `json:"self"`
-		Odd       string        `json:"a b"` // not a name encoding/json takes from a tag
-		unexposed string
-	}
-	want := map[string]int{"plain": 1, "Untagged": 2, "omit": 3}
-	if got := flatFields(reflect.TypeFor[request]()); !reflect.DeepEqual(got, want) {
-		t.Errorf("flatFields = %v, want %v", got, want)
-	}
-	// Two fields of one name, which encoding/json sets neither of (made
-	// here, as vet refuses the struct written out).
-	str := reflect.TypeFor[string]()
-	dup := reflect.StructOf([]reflect.StructField{
-		{Name: "A", Type: str, Tag: `json:"dup"`}, {Name: "B", Type: str, Tag: `json:"dup"`}, {Name: "C", Type: str, Tag: `json:"c"`},
-	})
-	if got, want := flatFields(dup), map[string]int{"c": 2}; !reflect.DeepEqual(got, want) {
-		t.Errorf("flatFields with a name twice = %v, want %v", got, want)
-	}
-	if got := flatFields(reflect.TypeFor[selfDecodingStruct]()); got != nil {
-		t.Errorf("flatFields of a type that decodes itself = %v, want nil", got)
-	}
-}
-
 type selfDecoding string
 
 func (s *selfDecoding) UnmarshalText(b []byte) error {
 	*s = selfDecoding(strings.ToUpper(string(b)))
 	return nil
-}
-
-type selfDecodingStruct struct {
-	A string `json:"a"`
-}
-
-func (s *selfDecodingStruct) UnmarshalJSON([]byte) error { return nil }
-
-// Whatever body decodeFlat takes, it decodes exactly as encoding/json and
-// jsontext.CheckMembers do, for every route's request; a body it does not
-// take leaves the request as it was.
-//
-// go test -run '^$' -fuzz FuzzDecodeFlat ./httpadapter
-func FuzzDecodeFlat(f *testing.F) {
-	for _, s := range []string{
-		`{"certificate_id":"cert-1","company_id":"acme","consent":"I agree."}`, `{"term":"a","term":"b"}`,
-		`{"company_id":"acme","email":"jane@example.com","reason":"x"}`, `{"session_id":"s1","property_id":"p"}`,
-		`{"COMPANY_ID":"a"}`, `{"company_id":"a\"b"}`, `{"amount":"1.5"}`, `{"name":"x","label":"y","company_id":"z"}`,
-	} {
-		f.Add([]byte(s))
-	}
-	routes := requestRoutes(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, rt := range routes {
-			if rt.flat == nil {
-				continue
-			}
-			fast := reflect.New(rt.Request)
-			if !decodeFlat(data, fast.Interface(), rt.flat) {
-				if !fast.Elem().IsZero() {
-					t.Fatalf("%s %q: not taken, but the request was changed: %+v", rt.Pattern, data, fast.Elem())
-				}
-				continue
-			}
-			slow := reflect.New(rt.Request)
-			err := json.Unmarshal(data, slow.Interface())
-			if _, ok := jsontext.CheckMembers(data); err != nil || !ok {
-				t.Fatalf("%s %q: taken, but encoding/json refuses it (%v) or CheckMembers does (%v)", rt.Pattern, data, err, !ok)
-			}
-			if !reflect.DeepEqual(fast.Interface(), slow.Interface()) {
-				t.Fatalf("%s %q: decoded %+v, encoding/json %+v", rt.Pattern, data, fast.Elem(), slow.Elem())
-			}
-		}
-	})
 }
 
 // readAll reads everything, whatever the size it starts with and however
@@ -213,7 +134,7 @@ func TestDecodeLimitBeyondDeclaredLength(t *testing.T) {
 	var v struct {
 		CompanyID string `json:"company_id"`
 	}
-	err := decode(httptest.NewRecorder(), r, &v, 0, nil)
+	err := decode(httptest.NewRecorder(), r, &v, 0)
 	if consent.ErrorCode(err) != consent.TooLarge {
 		t.Errorf("decode of %d bytes declared as 2: %v, want TooLarge", len(big), err)
 	}
@@ -318,7 +239,7 @@ func TestDecodeWrongTypeNamesTheKind(t *testing.T) {
 				for _, v := range wrongValues(t, p) {
 					data := wrap(`{"` + name + `":` + v + `}`)
 					r := httptest.NewRequest(rt.Method, rt.Pattern, strings.NewReader(data))
-					err := decode(httptest.NewRecorder(), r, reflect.New(rt.Request).Interface(), rt.MaxBody, rt.flat)
+					err := decode(httptest.NewRecorder(), r, reflect.New(rt.Request).Interface(), rt.MaxBody)
 					// A wallet.Amount says what more a number of dollars must be.
 					if msg := consent.ErrorMessage(err); consent.ErrorCode(err) != consent.Invalid ||
 						msg != want && !strings.HasPrefix(msg, want+" ") {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -281,18 +282,18 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*a
 }
 
 // DefaultAuditVerify is the number of entries GET …/audit/verify checks
-// when the query sets no limit; at most consent.MaxAuditCheck may be asked.
+// when the query sets no limit; at most audit.MaxCheck may be asked.
 const DefaultAuditVerify = 10_000
 
 type auditVerifyRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 	From      int64  `query:"from" json:"-"`  // the first entry to check; 0 or none: 1
-	Limit     int    `query:"limit" json:"-"` // 1 to consent.MaxAuditCheck; 0 or none: DefaultAuditVerify
+	Limit     int    `query:"limit" json:"-"` // 1 to audit.MaxCheck; 0 or none: DefaultAuditVerify
 }
 
 // AuditVerifyResponse is the answer of GET
 // /operator/companies/{company_id}/audit/verify: what one bounded run of
-// [consent.Service.CheckAuditChain] found. A broken chain is a finding,
+// [audit.CheckChain] found. A broken chain is a finding,
 // answered 200 with Intact false, not a refusal of the request.
 type AuditVerifyResponse struct {
 	CompanyID string `json:"company_id"`
@@ -314,7 +315,7 @@ type AuditVerifyResponse struct {
 }
 
 // AuditBreak is where a company's audit chain is broken
-// ([consent.AuditChainError]).
+// ([audit.ChainError]).
 type AuditBreak struct {
 	Seq    int64  `json:"seq"`
 	Reason string `json:"reason"`
@@ -331,13 +332,13 @@ func (h *Handler) verifyAudit(ctx context.Context, _ Caller, req *auditVerifyReq
 		return nil, consent.Errorf(consent.Invalid, "from must be an entry's number, 1 or more (none, or 0: 1)")
 	}
 	limit := cmp.Or(req.Limit, DefaultAuditVerify)
-	if limit < 1 || limit > consent.MaxAuditCheck {
-		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to %d (none, or 0: %d)", consent.MaxAuditCheck, DefaultAuditVerify)
+	if limit < 1 || limit > audit.MaxCheck {
+		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to %d (none, or 0: %d)", audit.MaxCheck, DefaultAuditVerify)
 	}
-	c, err := h.svc.CheckAuditChain(ctx, req.CompanyID, req.From, limit)
+	c, err := audit.CheckChain(ctx, h.svc.Store(), req.CompanyID, req.From, limit)
 	out := &AuditVerifyResponse{CompanyID: req.CompanyID, From: c.From, Checked: c.Checked, Last: c.Last, Head: c.Head,
 		Next: c.Next, Intact: err == nil}
-	var broken *consent.AuditChainError
+	var broken *audit.ChainError
 	if errors.As(err, &broken) {
 		out.Broken = &AuditBreak{Seq: broken.Seq, Reason: broken.Reason}
 		return out, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -104,7 +105,7 @@ func TestOperatorVerifiesAuditChain(t *testing.T) {
 	// Bad queries name their field; an unknown company is not found.
 	for q, field := range map[string]string{
 		"?from=-1": "from", "?from=abc": "from", "?from=1.5": "from", fmt.Sprintf("?from=%d", n+2): "from",
-		"?limit=-1": "limit", "?limit=0x10": "limit", fmt.Sprintf("?limit=%d", consent.MaxAuditCheck+1): "limit",
+		"?limit=-1": "limit", "?limit=0x10": "limit", fmt.Sprintf("?limit=%d", audit.MaxCheck+1): "limit",
 	} {
 		code, _, raw := call(q)
 		if msg, _ := raw["error"].(string); code != 400 || !strings.Contains(msg, field) {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -154,8 +155,8 @@ func TestOperatorAPI(t *testing.T) {
 		if code, _ := opCall(t, op, "DELETE", hooks+"/"+id, operatorSecret, ""); code != 404 {
 			t.Errorf("delete again: %d, want 404", code)
 		}
-		code, audit := opCall(t, op, "GET", "/operator/companies/acme/audit?action=webhook.", operatorSecret, "")
-		entries, _ := audit["entries"].([]any)
+		code, log := opCall(t, op, "GET", "/operator/companies/acme/audit?action=webhook.", operatorSecret, "")
+		entries, _ := log["entries"].([]any)
 		var got []string
 		for _, x := range entries {
 			en := x.(map[string]any)
@@ -172,7 +173,7 @@ func TestOperatorAPI(t *testing.T) {
 			len(page["entries"].([]any)) != 1 || page["next_after"] == nil {
 			t.Errorf("audit page of one: %d %v", code, page)
 		}
-		if _, err := e.svc.VerifyAuditChain(ctx, "acme"); err != nil {
+		if _, err := audit.VerifyChain(ctx, e.svc.Store(), "acme"); err != nil {
 			t.Errorf("audit chain: %v", err)
 		}
 	})
@@ -717,9 +718,9 @@ func TestOperatorManagesCompanies(t *testing.T) {
 		})
 
 		t.Run("Audit", func(t *testing.T) {
-			code, audit := call("GET", "/operator/companies/newco/audit?limit=100", "")
+			code, log := call("GET", "/operator/companies/newco/audit?limit=100", "")
 			var got []string
-			for _, x := range asList(audit["entries"]) {
+			for _, x := range asList(log["entries"]) {
 				en := x.(map[string]any)
 				if en["actor"] != consent.ActorOperator {
 					t.Errorf("audit entry %v is not the operator's", en)
@@ -734,11 +735,11 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			if code != 200 || strings.Join(got, " ") != want {
 				t.Errorf("newco's audit log: %d\n got %v\nwant %s", code, got, want)
 			}
-			if strings.Contains(fmt.Sprint(audit), "ck_") {
+			if strings.Contains(fmt.Sprint(log), "ck_") {
 				t.Error("the audit log holds a token secret")
 			}
 			for _, c := range []string{"newco", "acme", "poor"} {
-				if _, err := e.svc.VerifyAuditChain(ctx, c); err != nil {
+				if _, err := audit.VerifyChain(ctx, e.svc.Store(), c); err != nil {
 					t.Errorf("audit chain of %s: %v", c, err)
 				}
 			}

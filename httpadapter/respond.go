@@ -162,9 +162,8 @@ const MaxBodyBytes = 1 << 20
 // decode reads a JSON object from r's body into v, a pointer to a request
 // struct. Over limit bytes (0: MaxBodyBytes) is TooLarge; malformed JSON, a wrong type,
 // anything after the object, or text that is not valid Unicode is Invalid,
-// naming the field where it can. Unknown fields are ignored (D29). flat is
-// the route's table of v's string fields (flatFields).
-func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map[string]int) error {
+// naming the field where it can. Unknown fields are ignored (D29).
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
@@ -193,9 +192,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, flat map
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return consent.Errorf(consent.Invalid, "request body must be a JSON object")
-	}
-	if flat != nil && decodeFlat(data, v, flat) {
-		return nil
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
@@ -251,55 +247,6 @@ func readAll(r io.Reader, size, limit int64) ([]byte, error) {
 
 // errTooLarge is readAll's error for a body over its limit.
 var errTooLarge = errors.New("request body over the limit")
-
-// decodeFlat is decode's fast path, for the common request: an object of
-// plain string members (jsontext.Flat) that each name a string field of v
-// in flat. It sets those fields as encoding/json would, the last member of
-// a name winning, and reports whether it did; it changes nothing when it
-// does not.
-func decodeFlat(data []byte, v any, flat map[string]int) bool {
-	type member struct {
-		index int
-		value []byte
-	}
-	var (
-		set [16]member
-		n   int
-	)
-	if !jsontext.Flat(data, func(name, value []byte) bool {
-		i, ok := flat[string(name)]
-		if !ok || n == len(set) {
-			return false
-		}
-		set[n] = member{i, value}
-		n++
-		return true
-	}) {
-		return false
-	}
-	// The values of a small body share one copy of it (Flat hands out
-	// pieces of data, so a value's offset is what its capacity lacks of
-	// data's); a large body's values are copied each, so that a stored
-	// field never keeps a large body alive.
-	var body string
-	if len(data) <= sharedBody {
-		body = string(data)
-	}
-	s := reflect.ValueOf(v).Elem()
-	for _, m := range set[:n] {
-		if body == "" {
-			s.Field(m.index).SetString(string(m.value))
-			continue
-		}
-		off := cap(data) - cap(m.value)
-		s.Field(m.index).SetString(body[off : off+len(m.value)])
-	}
-	return true
-}
-
-// sharedBody is the largest body whose string values decodeFlat takes from
-// one copy of it.
-const sharedBody = 1 << 10
 
 // amountField is the JSON name of the wallet.Amount field of the request
 // struct v; "" when it has none.

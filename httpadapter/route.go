@@ -4,14 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding"
-	"encoding/json"
 	"net/http"
 	"net/netip"
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/ratelimit"
@@ -144,9 +141,6 @@ type route struct {
 	path   []pathField // fields of Request set from the pattern
 	query  []pathField // fields of Request set from the query string
 	body   bool        // Request has JSON fields
-	// flat maps the JSON names of Request's string fields to their index,
-	// for the requests that jsontext.Flat walks (decodeFlat).
-	flat map[string]int
 	// raw serves a route that is not JSON in and out (a script, a CORS
 	// preflight) instead of the wrapper.
 	raw http.HandlerFunc
@@ -194,63 +188,7 @@ func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req 
 	if strings.Count(rt.Pattern, "{") != len(out.path) {
 		panic("httpadapter: " + rt.Pattern + ": a wildcard has no path field in the request type")
 	}
-	if out.body {
-		out.flat = flatFields(rt.Request)
-	}
 	return out
-}
-
-// flatFields maps the JSON name of each field of the struct type t that
-// encoding/json sets to a JSON string's value as it is to the field's
-// index: the exported string fields, not embedded, named by their tag or
-// their own name, unless another field has the same name or the field's
-// type decodes itself. A member of another name (even one that differs
-// only in case, which encoding/json also accepts) is no plain string member
-// (decodeFlat); nil when t decodes itself.
-func flatFields(t reflect.Type) map[string]int {
-	unmarshaler := reflect.TypeFor[json.Unmarshaler]()
-	text := reflect.TypeFor[encoding.TextUnmarshaler]()
-	decodesItself := func(t reflect.Type) bool {
-		p := reflect.PointerTo(t)
-		return t.Implements(unmarshaler) || t.Implements(text) || p.Implements(unmarshaler) || p.Implements(text)
-	}
-	if decodesItself(t) {
-		return nil
-	}
-	flat, seen := map[string]int{}, map[string]bool{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if !f.IsExported() || f.Anonymous || tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if name == "" {
-			name = f.Name
-		}
-		if seen[name] { // encoding/json sets neither
-			delete(flat, name)
-			continue
-		}
-		seen[name] = true
-		plain := opts == "" || opts == "omitempty" || opts == "omitzero"
-		if plain && f.Type.Kind() == reflect.String && !decodesItself(f.Type) && validName(name) {
-			flat[name] = i
-		}
-	}
-	return flat
-}
-
-// validName reports whether name is made of letters, digits, '_' and '-',
-// which encoding/json takes from a tag as they are (it takes some other
-// characters too: a field so named is left to it).
-func validName(name string) bool {
-	for _, c := range name {
-		if !unicode.IsLetter(c) && !unicode.IsDigit(c) && c != '_' && c != '-' {
-			return false
-		}
-	}
-	return name != ""
 }
 
 // handlePaid binds a paid or state-changing route (Route.Idempotent): call
@@ -357,7 +295,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 	}
 	req := rt.newReq()
 	if rt.body {
-		if err := decode(w, r, req, rt.MaxBody, rt.flat); err != nil {
+		if err := decode(w, r, req, rt.MaxBody); err != nil {
 			return nil, nil, err
 		}
 	}

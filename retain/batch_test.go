@@ -13,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
@@ -244,7 +245,7 @@ func (w *batchWorld) state(t *testing.T, res *BatchResult) *state {
 		t.Fatal(err)
 	}
 	st.ClockReads = w.clock.Now()
-	if _, err := w.svc.VerifyAuditChain(ctx, "acme"); err != nil {
+	if _, err := audit.VerifyChain(ctx, w.svc.Store(), "acme"); err != nil {
 		t.Errorf("audit chain after the batch: %v", err)
 	}
 	return st

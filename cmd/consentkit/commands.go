@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/wallet"
@@ -529,14 +530,14 @@ named) or the check failed, 2 a usage error.`,
 		setup: func(fs *flag.FlagSet) action {
 			from := fs.Int64("from", 0, "the first `entry` to check: the -from printed by a run that stopped at its limit (default 1)")
 			limit := fs.Int("limit", 0, fmt.Sprintf("the most `entries` one run checks, 1 to %d (default %d)",
-				consent.MaxAuditCheck, httpadapter.DefaultAuditVerify))
+				audit.MaxCheck, httpadapter.DefaultAuditVerify))
 			all := fs.Bool("all", false, "run after run to the end of the chain, or its first broken entry")
 			return func(ctx context.Context, c *call) error {
 				if *from < 0 {
 					return usagef("-from must be an entry's number, 1 or more")
 				}
-				if *limit < 0 || *limit > consent.MaxAuditCheck {
-					return usagef("-limit must be 1 to %d", consent.MaxAuditCheck)
+				if *limit < 0 || *limit > audit.MaxCheck {
+					return usagef("-limit must be 1 to %d", audit.MaxCheck)
 				}
 				return c.verifyAudit(ctx, *from, *limit, *all)
 			}
@@ -619,7 +620,7 @@ func (c *call) tail(ctx context.Context, n int, follow bool, interval time.Durat
 // at most limit entries (0: the operator API's default); with all, run
 // after run until the end of the chain or its first broken entry. It
 // prints what the runs found together, or with -json each run's answer, and
-// returns an *consent.AuditChainError when the chain is broken.
+// returns an *audit.ChainError when the chain is broken.
 func (c *call) verifyAudit(ctx context.Context, from int64, limit int, all bool) error {
 	var sum httpadapter.AuditVerifyResponse // the runs so far, together
 	for run := 0; ; run++ {
@@ -689,7 +690,7 @@ func (c *call) verifyAudit(ctx context.Context, from int64, limit int, all bool)
 		}
 	}
 	if sum.Broken != nil {
-		return &consent.AuditChainError{CompanyID: sum.CompanyID, Seq: sum.Broken.Seq, Reason: sum.Broken.Reason}
+		return &audit.ChainError{CompanyID: sum.CompanyID, Seq: sum.Broken.Seq, Reason: sum.Broken.Reason}
 	}
 	if !sum.Intact {
 		return fmt.Errorf("the audit log of %s is not intact, and the answer says nowhere broken", sum.CompanyID)

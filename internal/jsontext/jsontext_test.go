@@ -1,9 +1,7 @@
 package jsontext
 
 import (
-	"bytes"
 	"encoding/json"
-	"fmt"
 	"testing"
 )
 
@@ -65,93 +63,6 @@ func FuzzAppendString(f *testing.F) {
 		want, _ := json.Marshal(s)
 		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
 			t.Fatalf("AppendString(%q) = %s, want x%s", s, got, want)
-		}
-	})
-}
-
-func TestFlat(t *testing.T) {
-	type member struct{ name, value string }
-	for _, tc := range []struct {
-		data string
-		want []member // nil: not walked
-	}{
-		{`{}`, []member{}},
-		{" \t\r\n{ } \n", []member{}},
-		{`{"a":"x"}`, []member{{"a", "x"}}},
-		{` { "a" : "x" , "b":"" , "a":"é 😀 <&>" } `, []member{{"a", "x"}, {"b", ""}, {"a", "é 😀 <&>"}}},
-		{`{"a":"x\"y"}`, nil},     // an escape
-		{`{"a":"x\u0041"}`, nil},  // likewise
-		{"{\"a\":\"x\ty\"}", nil}, // a control character, which JSON refuses
-		{"{\"a\":\"\xff\"}", nil}, // invalid UTF-8
-		{"{\"\xff\":\"x\"}", nil},
-		{`{"a":1}`, nil},
-		{`{"a":null}`, nil},
-		{`{"a":["x"]}`, nil},
-		{`{"a":"x",}`, nil},
-		{`{"a":"x"} {}`, nil},
-		{`{"a":"x"`, nil},
-		{`{"a" "x"}`, nil},
-		{`{"a":"x`, nil},
-		{`{a:"x"}`, nil},
-		{`["x"]`, nil},
-		{``, nil},
-		{`{`, nil},
-	} {
-		var got []member
-		if Flat([]byte(tc.data), func(name, value []byte) bool {
-			got = append(got, member{string(name), string(value)})
-			return true
-		}) {
-			if got == nil {
-				got = []member{}
-			}
-		} else {
-			got = nil
-		}
-		if fmt.Sprint(got) != fmt.Sprint(tc.want) || (got == nil) != (tc.want == nil) {
-			t.Errorf("Flat(%q) walked %v, want %v", tc.data, got, tc.want)
-		}
-	}
-	if Flat([]byte(`{"a":"x","b":"y"}`), func(name, _ []byte) bool { return string(name) == "a" }) {
-		t.Error("Flat went on after member gave up")
-	}
-}
-
-// Whatever Flat walks, encoding/json reads as the same members: valid JSON,
-// an object whose members are the strings Flat handed out.
-func FuzzFlat(f *testing.F) {
-	for _, s := range []string{`{}`, `{"a":"x","b":"y","a":"z"}`, ` {"a" : "é"} `, `{"a":"x\"y"}`, `{"a":1}`, "{\"a\":\"\xff\"}", `{"a":"x"}}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var names, values []string
-		if !Flat(data, func(name, value []byte) bool {
-			names, values = append(names, string(name)), append(values, string(value))
-			return true
-		}) {
-			return
-		}
-		if _, ok := CheckMembers(data); !ok || !json.Valid(data) {
-			t.Fatalf("Flat walked %q, which is not valid JSON of valid Unicode", data)
-		}
-		dec := json.NewDecoder(bytes.NewReader(data))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			t.Fatalf("%q: Flat walked what is not an object", data)
-		}
-		i := 0
-		for ; dec.More(); i++ {
-			var name, value string
-			tok, err := dec.Token()
-			if err == nil {
-				name, _ = tok.(string)
-				err = dec.Decode(&value)
-			}
-			if err != nil || i >= len(names) || name != names[i] || value != values[i] {
-				t.Fatalf("%q: member %d is %q: %q (%v); Flat said %q", data, i, name, value, err, names)
-			}
-		}
-		if i != len(names) {
-			t.Fatalf("%q has %d members; Flat walked %q", data, i, names)
 		}
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store"
@@ -171,9 +172,9 @@ func TestAuditManyInstances(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := svc.VerifyAuditChain(ctx, "acme")
+	n, err := audit.VerifyChain(ctx, svc.Store(), "acme")
 	if err != nil || n != int64(len(stores)*4*each) {
-		t.Errorf("VerifyAuditChain = %d, %v; want %d entries, intact", n, err, len(stores)*4*each)
+		t.Errorf("VerifyChain = %d, %v; want %d entries, intact", n, err, len(stores)*4*each)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -410,13 +411,13 @@ type AuditTamperer interface {
 	DeleteAudit(t testing.TB, companyID string, seq int64)
 }
 
-// RunAuditTamper checks that consent.Service.VerifyAuditChain finds every
+// RunAuditTamper checks that audit.VerifyChain finds every
 // edit of any field of an entry, and the deletion of a first, middle or last
 // entry, in the store's own tables. open returns a new, empty, migrated
 // store and a tamperer of it.
 func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, AuditTamperer)) {
 	// Each case builds acme's chain of 5 entries and other's of 2, tampers,
-	// and expects VerifyAuditChain to name acme's entry wantSeq (0: intact).
+	// and expects audit.VerifyChain to name acme's entry wantSeq (0: intact).
 	type tc struct {
 		name    string
 		tamper  func(t testing.TB, tm AuditTamperer, chain []*consent.AuditEntry)
@@ -488,16 +489,16 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 			}
 			c.tamper(t, tm, chain)
 
-			n, err := svc.VerifyAuditChain(ctx, "acme")
-			var ce *consent.AuditChainError
+			n, err := audit.VerifyChain(ctx, svc.Store(), "acme")
+			var ce *audit.ChainError
 			switch {
 			case c.wantSeq == 0 && (err != nil || n != 5):
-				t.Errorf("VerifyAuditChain = %d, %v; want 5 entries, intact", n, err)
+				t.Errorf("VerifyChain = %d, %v; want 5 entries, intact", n, err)
 			case c.wantSeq == 0:
 			case !errors.As(err, &ce):
-				t.Errorf("VerifyAuditChain = %d, %v; want an *AuditChainError at entry %d", n, err, c.wantSeq)
+				t.Errorf("VerifyChain = %d, %v; want an *audit.ChainError at entry %d", n, err, c.wantSeq)
 			case ce.Seq != c.wantSeq || ce.CompanyID != "acme":
-				t.Errorf("VerifyAuditChain names %s entry %d (%v), want acme entry %d", ce.CompanyID, ce.Seq, err, c.wantSeq)
+				t.Errorf("VerifyChain names %s entry %d (%v), want acme entry %d", ce.CompanyID, ce.Seq, err, c.wantSeq)
 			}
 
 			// In bounded runs, each resuming where the last stopped, the
@@ -506,13 +507,13 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 				var checked int64
 				from := int64(1)
 				for {
-					run, err := svc.CheckAuditChain(ctx, "acme", from, limit)
+					run, err := audit.CheckChain(ctx, svc.Store(), "acme", from, limit)
 					checked += run.Checked
 					switch {
 					case run.Checked > int64(limit):
-						t.Fatalf("limit %d: CheckAuditChain checked %d entries", limit, run.Checked)
+						t.Fatalf("limit %d: CheckChain checked %d entries", limit, run.Checked)
 					case err != nil && (!errors.As(err, &ce) || ce.Seq != c.wantSeq):
-						t.Errorf("limit %d: CheckAuditChain from %d = %v; want entry %d broken", limit, from, err, c.wantSeq)
+						t.Errorf("limit %d: CheckChain from %d = %v; want entry %d broken", limit, from, err, c.wantSeq)
 					case err == nil && run.Next == 0 && (c.wantSeq != 0 || checked != 5):
 						t.Errorf("limit %d: the runs checked %d entries and found the chain intact; want entry %d broken", limit, checked, c.wantSeq)
 					case err == nil && run.Next != 0:
@@ -525,13 +526,13 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 
 			// All companies at once: acme as above; other is intact unless
 			// an entry was moved into it.
-			_, err = svc.VerifyAuditChains(ctx)
+			_, err = audit.VerifyChains(ctx, svc.Store())
 			broken := map[string]bool{}
 			for _, e := range unjoin(err) {
 				if errors.As(e, &ce) {
 					broken[ce.CompanyID] = true
 				} else {
-					t.Errorf("VerifyAuditChains: %v", e)
+					t.Errorf("VerifyChains: %v", e)
 				}
 			}
 			want := map[string]bool{}
@@ -542,7 +543,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 				want["other"] = true
 			}
 			if d := cmp.Diff(want, broken, opts); d != "" {
-				t.Errorf("VerifyAuditChains: broken chains (-want +got):\n%s", d)
+				t.Errorf("VerifyChains: broken chains (-want +got):\n%s", d)
 			}
 		})
 	}
