@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -91,38 +90,6 @@ type selfDecoding string
 func (s *selfDecoding) UnmarshalText(b []byte) error {
 	*s = selfDecoding(strings.ToUpper(string(b)))
 	return nil
-}
-
-// readAll reads everything, whatever the size it starts with and however
-// the reader hands the bytes out, and passes on a read's error.
-func TestReadAll(t *testing.T) {
-	body := strings.Repeat("0123456789", 100)
-	for _, size := range []int64{0, 1, 999, 1000, 1001, 512} {
-		for name, r := range map[string]func() io.Reader{
-			"whole":         func() io.Reader { return strings.NewReader(body) },
-			"a byte a read": func() io.Reader { return iotest.OneByteReader(strings.NewReader(body)) },
-			"EOF with data": func() io.Reader { return iotest.DataErrReader(strings.NewReader(body)) },
-			"half a read":   func() io.Reader { return iotest.HalfReader(strings.NewReader(body)) },
-		} {
-			got, err := readAll(r(), size, int64(len(body)))
-			if err != nil || string(got) != body {
-				t.Errorf("size %d, %s: read %d bytes, %v; want all %d", size, name, len(got), err, len(body))
-			}
-		}
-	}
-	if _, err := readAll(iotest.TimeoutReader(strings.NewReader(body)), 10, 1<<20); err != iotest.ErrTimeout {
-		t.Errorf("a failing read: %v, want %v", err, iotest.ErrTimeout)
-	}
-	// The limit: a body of exactly the limit is read, one byte more is
-	// too large, whatever the reads.
-	for _, size := range []int64{0, 999, 1000, 1001} {
-		if got, err := readAll(iotest.OneByteReader(strings.NewReader(body)), size, 1000); err != nil || len(got) != 1000 {
-			t.Errorf("size %d, limit 1000: read %d bytes, %v; want all 1000", size, len(got), err)
-		}
-		if _, err := readAll(strings.NewReader(body), size, 999); err != errTooLarge {
-			t.Errorf("size %d, limit 999: %v, want errTooLarge", size, err)
-		}
-	}
 }
 
 // A body longer than it declared (a middleware replaced it) is still held

@@ -167,25 +167,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
-	// A buffer of the declared size, up to 64 KiB: a larger body takes
-	// more only as its bytes arrive, so that a length declared but not
-	// sent costs little.
-	size := int64(512)
-	if r.ContentLength >= 0 {
-		size = min(r.ContentLength, limit, 64<<10)
-	}
-	// A body of unknown length, or declared over the limit, goes through
-	// http.MaxBytesReader, which also has the server close the connection
-	// rather than read on; one declared within it is held to the limit by
-	// readAll (its reader stops at the declared length, unless something
-	// before this handler replaced it).
-	body := r.Body
-	if r.ContentLength < 0 || r.ContentLength > limit {
-		body = http.MaxBytesReader(w, r.Body, limit)
-	}
-	data, err := readAll(body, size, limit)
+	// http.MaxBytesReader holds the body to the limit, and has the server
+	// close the connection rather than read on.
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.Is(err, errTooLarge) || errors.As(err, &mbe) {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
 		}
 		return consent.Errorf(consent.Invalid, "request body could not be read")
@@ -221,32 +207,6 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 	}
 	return nil
 }
-
-// readAll reads r to its end into a buffer of size bytes to begin with,
-// so that a body of a known, small size takes no more (io.ReadAll's first
-// buffer is 512 bytes).
-func readAll(r io.Reader, size, limit int64) ([]byte, error) {
-	b := make([]byte, 0, size+1) // the read that finds the end needs room
-	for {
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if int64(len(b)) > limit {
-			return b, errTooLarge
-		}
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-	}
-}
-
-// errTooLarge is readAll's error for a body over its limit.
-var errTooLarge = errors.New("request body over the limit")
 
 // amountField is the JSON name of the wallet.Amount field of the request
 // struct v; "" when it has none.
