@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"slices"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -211,50 +209,6 @@ type auditDetail struct {
 type infoDetail struct {
 	Charged    *wallet.Amount `json:"charged,omitempty"`
 	PropertyID string         `json:"property_id"`
-}
-
-// startDetail opens a detail's JSON object, with its charge when there is
-// one; open is where the object starts.
-func startDetail(b []byte, charged *wallet.Amount) (_ []byte, open int) {
-	open = len(b)
-	b = append(b, '{')
-	if charged != nil {
-		b = jsontext.AppendMember(b, open, "charged")
-		b, _ = charged.AppendText(b)
-	}
-	return b, open
-}
-
-// AppendDetail appends d's JSON, as encoding/json writes it
-// (consent.DetailAppender).
-func (d *auditDetail) AppendDetail(b []byte) []byte {
-	if d == nil {
-		return append(b, "null"...)
-	}
-	b, open := startDetail(b, d.Charged)
-	if d.Originator != "" {
-		b = jsontext.AppendMember(b, open, "originator_company_id")
-		b = jsontext.AppendString(b, d.Originator)
-	}
-	if d.Valid != nil {
-		b = jsontext.AppendMember(b, open, "valid")
-		b = strconv.AppendBool(b, *d.Valid)
-	}
-	b = jsontext.AppendMember(b, open, "verification_type")
-	b = jsontext.AppendString(b, d.VerificationType)
-	return append(b, '}')
-}
-
-// AppendDetail appends d's JSON, as encoding/json writes it
-// (consent.DetailAppender).
-func (d *infoDetail) AppendDetail(b []byte) []byte {
-	if d == nil {
-		return append(b, "null"...)
-	}
-	b, open := startDetail(b, d.Charged)
-	b = jsontext.AppendMember(b, open, "property_id")
-	b = jsontext.AppendString(b, d.PropertyID)
-	return append(b, '}')
 }
 
 // digests returns the digests of the lead's email and mobile; nil for one
