@@ -252,9 +252,8 @@ type AuditParams struct {
 	Target    string
 	// Err is the outcome: nil is AuditOK, else its ErrorCode.
 	Err error
-	// Detail is marshalled to JSON (nil: none), or appends itself when it
-	// is a DetailAppender. Keep it short, and never put an email, a mobile
-	// number or a secret in it.
+	// Detail is marshalled to JSON (nil: none). Keep it short, and never
+	// put an email, a mobile number or a secret in it.
 	Detail any
 	// Actor, when set, is recorded instead of the context's (ActorFrom),
 	// which is recorded instead of ActorOperator.
@@ -274,16 +273,10 @@ func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
 
 // auditEntry is the entry Audit appends, stamped now.
 func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, error) {
-	// The entry and the buffer its detail is written in are one
-	// allocation (what the entry keeps is the detail's own string).
-	eb := &struct {
-		e   AuditEntry
-		buf [128]byte
-	}{e: AuditEntry{
+	e := &AuditEntry{
 		CompanyID: p.CompanyID, At: s.Now(), Actor: p.Actor, Action: p.Action, Target: p.Target,
 		Outcome: AuditOK, RequestID: RequestIDFrom(ctx),
-	}}
-	e := &eb.e
+	}
 	if e.Actor == "" {
 		e.Actor = ActorFrom(ctx)
 	}
@@ -293,26 +286,14 @@ func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, e
 	if p.Err != nil {
 		e.Outcome = string(ErrorCode(p.Err))
 	}
-	switch d := p.Detail.(type) {
-	case nil:
-	case DetailAppender:
-		e.Detail = string(d.AppendDetail(eb.buf[:0]))
-	default:
-		b, err := json.Marshal(d)
+	if p.Detail != nil {
+		b, err := json.Marshal(p.Detail)
 		if err != nil {
 			return nil, fmt.Errorf("audit detail: %w", err)
 		}
 		e.Detail = string(b)
 	}
 	return e, nil
-}
-
-// DetailAppender is an audit Detail that appends its own JSON object,
-// byte for byte what encoding/json would write for it, without
-// encoding/json's reflection: the details of the calls that every
-// verification and retention makes.
-type DetailAppender interface {
-	AppendDetail(b []byte) []byte
 }
 
 // Refused reports whether err refuses a request for a reason of its own (a

@@ -3,27 +3,29 @@ package retain
 import (
 	"encoding/json"
 	"testing"
-
-	"github.com/consentkit/consentkit/consent"
 )
 
-// The audit details that append themselves write what encoding/json
-// writes for them.
-func TestDetailsAppendAsJSON(t *testing.T) {
-	for _, d := range []consent.DetailAppender{
-		batchDetail{},
-		batchDetail{Charged: 100_000, RetainedUntil: "2027-02-23T10:00:00.123456Z"},
-		batchDetail{Charged: -15_000, RetainedUntil: "<\"&>\n é"},
-		indexDetail{},
-		indexDetail{Index: 99},
-		indexDetail{Index: -3},
+// The audit details of a batch's entries are written with their keys in
+// the order a map's would be, and strings escaped as encoding/json escapes
+// them: the bytes the audit chain has always hashed.
+func TestDetailsJSON(t *testing.T) {
+	for _, tc := range []struct {
+		d    any
+		want string
+	}{
+		{batchDetail{}, `{"charged":0,"retained_until":""}`},
+		{batchDetail{Charged: 100_000, RetainedUntil: "2027-02-23T10:00:00.123456Z"}, `{"charged":0.1,"retained_until":"2027-02-23T10:00:00.123456Z"}`},
+		{batchDetail{Charged: -15_000, RetainedUntil: "<\"&>\n é"}, `{"charged":-0.015,"retained_until":"\u003c\"\u0026\u003e\n é"}`},
+		{indexDetail{}, `{"index":0}`},
+		{indexDetail{Index: 99}, `{"index":99}`},
+		{indexDetail{Index: -3}, `{"index":-3}`},
 	} {
-		want, err := json.Marshal(d)
+		got, err := json.Marshal(tc.d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := d.AppendDetail([]byte("x")); string(got) != "x"+string(want) {
-			t.Errorf("%#v appends %s, want x%s", d, got, want)
+		if string(got) != tc.want {
+			t.Errorf("%#v: %s, want %s", tc.d, got, tc.want)
 		}
 	}
 }

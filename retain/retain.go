@@ -3,11 +3,9 @@ package retain
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -387,28 +385,6 @@ type (
 		Index int `json:"index"`
 	}
 )
-
-// AppendDetail appends d's JSON, as encoding/json writes it
-// (consent.DetailAppender).
-func (d batchDetail) AppendDetail(b []byte) []byte {
-	open := len(b)
-	b = append(b, '{')
-	b = jsontext.AppendMember(b, open, "charged")
-	b, _ = d.Charged.AppendText(b)
-	b = jsontext.AppendMember(b, open, "retained_until")
-	b = jsontext.AppendString(b, d.RetainedUntil)
-	return append(b, '}')
-}
-
-// AppendDetail appends d's JSON, as encoding/json writes it
-// (consent.DetailAppender).
-func (d indexDetail) AppendDetail(b []byte) []byte {
-	open := len(b)
-	b = append(b, '{')
-	b = jsontext.AppendMember(b, open, "index")
-	b = strconv.AppendInt(b, int64(d.Index), 10)
-	return append(b, '}')
-}
 
 // keepIn is keep for one entry of a batch, on its session as read (nil
 // when it is not the company's) and in b: the same checks, charge, marks,

@@ -84,30 +84,3 @@ func hex4(b []byte) (rune, bool) {
 	n, err := strconv.ParseUint(string(b[:4]), 16, 32)
 	return rune(n), err == nil
 }
-
-// AppendString appends s as a JSON string, byte for byte as encoding/json
-// writes it (with its escapes of <, > and &): by hand when s is printable
-// ASCII that needs no escape, through encoding/json otherwise.
-func AppendString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// AppendMember appends the name of an object's member, and the comma before
-// it unless it is the first: the object's '{' is at b[open]. name must be a
-// string that needs no escape.
-func AppendMember(b []byte, open int, name string) []byte {
-	if len(b) > open+1 {
-		b = append(b, ',')
-	}
-	b = append(b, '"')
-	b = append(b, name...)
-	return append(b, '"', ':')
-}

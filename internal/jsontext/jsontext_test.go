@@ -1,7 +1,6 @@
 package jsontext
 
 import (
-	"encoding/json"
 	"testing"
 )
 
@@ -51,18 +50,5 @@ func FuzzValid(f *testing.F) {
 	f.Add([]byte(`"\ud83d\`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		Valid(raw) // never panics, whatever the input
-	})
-}
-
-// AppendString writes what encoding/json writes.
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "exact", "cert-1", `a"b\c`, "<&>", "tab\there", "é", "\u2028", "\xff", "~\x7f"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := AppendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Fatalf("AppendString(%q) = %s, want x%s", s, got, want)
-		}
 	})
 }
