@@ -13,6 +13,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // The canonical encoding is pinned: a change would break every stored chain.
@@ -101,21 +102,22 @@ func TestAuditServiceActions(t *testing.T) {
 	if _, err := svc.TopUp(op, "beta", 2*wallet.Dollar, "inv-7"); err != nil {
 		t.Fatal(err)
 	}
-	ep, err := svc.AddWebhookEndpoint(op, consent.WebhookParams{CompanyID: "beta", URL: "https://hooks.beta.example/in",
+	endpoints := webhook.Endpoints{Service: svc}
+	ep, err := endpoints.Add(op, webhook.Params{CompanyID: "beta", URL: "https://hooks.beta.example/in",
 		Events: []string{consent.EventConsentRevoked}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetWebhookEndpointDisabled(op, "beta", ep.ID, true); err != nil {
+	if err := endpoints.SetDisabled(op, "beta", ep.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.SetWebhookEndpointDisabled(op, "beta", ep.ID, false); err != nil {
+	if err := endpoints.SetDisabled(op, "beta", ep.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := svc.DeleteWebhookEndpoint(op, "beta", ep.ID); err != nil {
+	if err := endpoints.Delete(op, "beta", ep.ID); err != nil {
 		t.Fatal(err)
 	}
-	wantCode(t, "DeleteWebhookEndpoint(again)", svc.DeleteWebhookEndpoint(op, "beta", ep.ID), consent.NotFound)
+	wantCode(t, "Endpoints.Delete(again)", endpoints.Delete(op, "beta", ep.ID), consent.NotFound)
 	// Unknown company: refused, nothing to record against.
 	_, err = svc.SetThirdParty(op, "nobody", false, nil)
 	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)

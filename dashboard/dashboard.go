@@ -59,6 +59,7 @@ import (
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // Config configures the dashboard.
@@ -111,6 +112,8 @@ type Handler struct {
 	secret [sha256.Size]byte
 	logins *ratelimit.Limiter // login attempts per client
 	mux    *http.ServeMux
+
+	endpoints webhook.Endpoints // the companies' webhook endpoints
 }
 
 // New returns the dashboard over svc.
@@ -147,7 +150,7 @@ func New(svc *consent.Service, cfg Config) (*Handler, error) {
 	mac := hmac.New(sha256.New, []byte(cfg.OperatorSecret))
 	mac.Write([]byte("consentkit dashboard session v2"))
 	h := &Handler{
-		svc: svc, cfg: cfg, key: mac.Sum(nil),
+		svc: svc, endpoints: webhook.Endpoints{Service: svc}, cfg: cfg, key: mac.Sum(nil),
 		secret: sha256.Sum256([]byte(cfg.OperatorSecret)),
 		logins: ratelimit.New(cfg.LoginsPerMinute, cfg.MaxLoginClients, svc.Now),
 		mux:    http.NewServeMux(),

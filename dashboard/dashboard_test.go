@@ -18,6 +18,7 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 var ctx = context.Background()
@@ -344,7 +345,8 @@ func TestPages(t *testing.T) {
 		code, body = b.post("/dashboard/companies/acme/webhooks", url.Values{"url": {"https://crm.acme.example/hooks"},
 			"events": {consent.EventConsentRevoked, consent.EventCertificateIssued}})
 		ws := regexp.MustCompile(`id="new-webhook-secret">(whsec_[^<]+)<`).FindStringSubmatch(body)
-		eps, err := svc.WebhookEndpoints(ctx, "acme")
+		endpoints := webhook.Endpoints{Service: svc}
+		eps, err := endpoints.List(ctx, "acme")
 		must(t, err)
 		if code != 200 || ws == nil || len(eps) != 1 || eps[0].Secret != html.UnescapeString(ws[1]) || strings.Join(eps[0].Events, " ") != "certificate.issued consent.revoked" {
 			t.Fatalf("add an endpoint: %d, endpoints %+v: %s", code, eps, body)
@@ -361,7 +363,7 @@ func TestPages(t *testing.T) {
 			if code, _ := b.post("/dashboard/companies/acme/webhooks/"+ep, url.Values{"action": {step.action}}); code != 200 {
 				t.Errorf("%s the endpoint: %d", step.action, code)
 			}
-			if eps, err := svc.WebhookEndpoints(ctx, "acme"); err != nil || len(eps) != 1 || eps[0].Disabled() != step.disabled {
+			if eps, err := endpoints.List(ctx, "acme"); err != nil || len(eps) != 1 || eps[0].Disabled() != step.disabled {
 				t.Errorf("after %s: %+v %v", step.action, eps, err)
 			}
 		}
@@ -371,7 +373,7 @@ func TestPages(t *testing.T) {
 		if code, _ := b.post("/dashboard/companies/acme/webhooks/"+ep, url.Values{"action": {"delete"}}); code != 200 {
 			t.Errorf("delete the endpoint: %d", code)
 		}
-		if eps, err := svc.WebhookEndpoints(ctx, "acme"); err != nil || len(eps) != 0 {
+		if eps, err := endpoints.List(ctx, "acme"); err != nil || len(eps) != 0 {
 			t.Errorf("after delete: %+v %v", eps, err)
 		}
 

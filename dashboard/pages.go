@@ -13,6 +13,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // page is what a template renders: the layout's fields and the page's Data.
@@ -623,7 +624,7 @@ func (h *Handler) webhooks(w http.ResponseWriter, r *http.Request, p *page) erro
 }
 
 func (h *Handler) loadWebhooks(r *http.Request, p *page, added *consent.WebhookEndpoint) error {
-	eps, err := h.svc.WebhookEndpoints(r.Context(), p.Company.ID)
+	eps, err := h.endpoints.List(r.Context(), p.Company.ID)
 	p.Data = webhooksData{Endpoints: eps, Events: consent.EventTypes, Added: added}
 	return err
 }
@@ -633,7 +634,7 @@ func (h *Handler) addWebhook(w http.ResponseWriter, r *http.Request, p *page) er
 		return err
 	}
 	r.ParseForm()
-	ep, err := h.svc.AddWebhookEndpoint(r.Context(), consent.WebhookParams{
+	ep, err := h.endpoints.Add(r.Context(), webhook.Params{
 		CompanyID: p.Company.ID, URL: strings.TrimSpace(r.PostFormValue("url")), Events: r.PostForm["events"],
 	})
 	if err != nil {
@@ -654,9 +655,9 @@ func (h *Handler) setWebhook(w http.ResponseWriter, r *http.Request, p *page) er
 	var done string
 	switch action := r.PostFormValue("action"); action {
 	case "disable", "enable":
-		err, done = h.svc.SetWebhookEndpointDisabled(r.Context(), c.ID, id, action == "disable"), action+"d"
+		err, done = h.endpoints.SetDisabled(r.Context(), c.ID, id, action == "disable"), action+"d"
 	case "delete":
-		err, done = h.svc.DeleteWebhookEndpoint(r.Context(), c.ID, id), "deleted"
+		err, done = h.endpoints.Delete(r.Context(), c.ID, id), "deleted"
 	default:
 		return consent.Errorf(consent.Invalid, "action must be disable, enable or delete")
 	}
@@ -676,7 +677,7 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, p *page) er
 	}
 	before, _ := strconv.ParseInt(r.URL.Query().Get("before"), 10, 64)
 	id := r.PathValue("endpoint")
-	ds, err := h.svc.WebhookDeliveries(r.Context(), p.Company.ID, id, max(before, 0), deliveriesPage)
+	ds, err := h.endpoints.Deliveries(r.Context(), p.Company.ID, id, max(before, 0), deliveriesPage)
 	if err != nil {
 		return err
 	}

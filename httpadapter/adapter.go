@@ -19,6 +19,7 @@ import (
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/verify"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // Config configures the handler. Service is required. As everywhere in the
@@ -81,6 +82,8 @@ type Handler struct {
 	capture *capture.Service
 	rrweb   *capture.Recorder
 
+	webhooks webhook.Endpoints
+
 	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
 }
 
@@ -119,7 +122,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("httpadapter: Config.OperatorSecret must be at least %d bytes", MinOperatorSecret)
 	}
 	h := &Handler{
-		cfg: cfg, svc: cfg.Service, log: cfg.Logger,
+		cfg: cfg, svc: cfg.Service, log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
 		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
 		capture: capture.New(cfg.Service),
 		limits:  map[Limit]*ratelimit.Limiter{},

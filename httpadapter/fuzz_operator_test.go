@@ -19,6 +19,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // fuzzRequest is a request for path, whose segments (after the first
@@ -111,7 +112,7 @@ func FuzzOperatorAPI(f *testing.F) {
 	must(f, err)
 	op := h.Operator()
 	addFixtureEndpoint := func(t testing.TB) {
-		_, err := e.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{ID: "ep-fuzz", CompanyID: "acme",
+		_, err := webhook.Endpoints{Service: e.svc}.Add(ctx, webhook.Params{ID: "ep-fuzz", CompanyID: "acme",
 			URL: "https://hooks.acme.example/fixture", Events: []string{consent.EventConsentRevoked}})
 		must(t, err)
 		must(t, e.store.Update(ctx, func(tx consent.Tx) error {
@@ -201,7 +202,7 @@ func FuzzOperatorAPI(f *testing.F) {
 		case rt.method == "POST" && rt.suffix == "/webhooks":
 			checkAddedEndpoint(t, e, body, got)
 			// Delete it, so that a company never reaches its endpoints' limit.
-			must(t, e.svc.DeleteWebhookEndpoint(ctx, company, got["id"].(string)))
+			must(t, webhook.Endpoints{Service: e.svc}.Delete(ctx, company, got["id"].(string)))
 		case rt.method == "DELETE" && endpoint == "ep-fuzz":
 			addFixtureEndpoint(t)
 		case rt.suffix == "/deliveries":

@@ -12,6 +12,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // operatorRoutes are the operator API's routes (Handler.Operator):
@@ -85,7 +86,7 @@ func newWebhookBody(e *consent.WebhookEndpoint) webhookBody {
 }
 
 func (h *Handler) addWebhook(ctx context.Context, _ Caller, req *webhookRequest) (*webhookBody, error) {
-	e, err := h.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: req.CompanyID, URL: req.URL, Events: req.Events, Secret: req.Secret})
+	e, err := h.webhooks.Add(ctx, webhook.Params{CompanyID: req.CompanyID, URL: req.URL, Events: req.Events, Secret: req.Secret})
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +107,7 @@ func (h *Handler) listWebhooks(ctx context.Context, _ Caller, req *companyReques
 	if _, err := h.company(ctx, req.CompanyID); err != nil {
 		return nil, err
 	}
-	eps, err := h.svc.WebhookEndpoints(ctx, req.CompanyID)
+	eps, err := h.webhooks.List(ctx, req.CompanyID)
 	if err != nil {
 		return nil, err
 	}
@@ -141,21 +142,21 @@ type successResponse struct {
 }
 
 func (h *Handler) deleteWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
-	if err := h.svc.DeleteWebhookEndpoint(ctx, req.CompanyID, req.EndpointID); err != nil {
+	if err := h.webhooks.Delete(ctx, req.CompanyID, req.EndpointID); err != nil {
 		return nil, err
 	}
 	return &successResponse{Success: true}, nil
 }
 
 func (h *Handler) disableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
-	if err := h.svc.SetWebhookEndpointDisabled(ctx, req.CompanyID, req.EndpointID, true); err != nil {
+	if err := h.webhooks.SetDisabled(ctx, req.CompanyID, req.EndpointID, true); err != nil {
 		return nil, err
 	}
 	return &successResponse{Success: true}, nil
 }
 
 func (h *Handler) enableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
-	if err := h.svc.SetWebhookEndpointDisabled(ctx, req.CompanyID, req.EndpointID, false); err != nil {
+	if err := h.webhooks.SetDisabled(ctx, req.CompanyID, req.EndpointID, false); err != nil {
 		return nil, err
 	}
 	return &successResponse{Success: true}, nil
@@ -193,7 +194,7 @@ func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveri
 	if limit < 1 || limit > 1000 || req.Before < 0 {
 		return nil, consent.Errorf(consent.Invalid, "limit must be 1 to 1000 (none, or 0: 50), and before not negative")
 	}
-	ds, err := h.svc.WebhookDeliveries(ctx, req.CompanyID, req.EndpointID, req.Before, limit)
+	ds, err := h.webhooks.Deliveries(ctx, req.CompanyID, req.EndpointID, req.Before, limit)
 	if err != nil {
 		return nil, err
 	}

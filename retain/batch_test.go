@@ -17,6 +17,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // oneByOne is RetainBatch as it was before issue 13 made it set-wise: keep
@@ -101,16 +102,17 @@ func newBatchWorld(t *testing.T, st consent.Store, prices *wallet.Prices) *batch
 		must(svc.CreateCompany(ctx, consent.CompanyParams{ID: c, Name: c}))
 		must(svc.AddProperty(ctx, consent.PropertyParams{ID: c + "-web", CompanyID: c, Name: "Form"}))
 	}
-	for _, ep := range []consent.WebhookParams{
+	endpoints := webhook.Endpoints{Service: svc}
+	for _, ep := range []webhook.Params{
 		{ID: "ep-all", CompanyID: "acme", URL: "https://hooks.example.com/all", Events: []string{consent.EventSessionRetained, consent.EventWalletLowBalance}},
 		{ID: "ep-off", CompanyID: "acme", URL: "https://hooks.example.com/off", Events: []string{consent.EventSessionRetained}},
 		{ID: "ep-low", CompanyID: "acme", URL: "https://hooks.example.com/low", Events: []string{consent.EventWalletLowBalance}},
 		{ID: "ep-other", CompanyID: "other", URL: "https://hooks.example.com/other", Events: consent.EventTypes},
 	} {
 		ep.Secret = "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw" // fixed: the two worlds must match
-		must(svc.AddWebhookEndpoint(ctx, ep))
+		must(endpoints.Add(ctx, ep))
 	}
-	must(nil, svc.SetWebhookEndpointDisabled(ctx, "acme", "ep-off", true))
+	must(nil, endpoints.SetDisabled(ctx, "acme", "ep-off", true))
 	for i := range 10 {
 		must(svc.StartSession(ctx, consent.SessionParams{ID: fmt.Sprintf("a%d", i), CompanyID: "acme", PropertyID: "acme-web"}))
 	}

@@ -32,7 +32,7 @@
 //	}
 //
 // webhooks (D44) are optional; a webhook's secret is optional too (a new one
-// is made, and can be read back with consent.Service.WebhookEndpoints). They
+// is made, and can be read back with webhook.Endpoints.List). They
 // are added after the sessions and certificates, so loading a file sends no
 // webhook about what it loads. A webhook URL whose host is a loopback or
 // private IP address is refused unless the service's
@@ -59,6 +59,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // File is a parsed seed file.
@@ -229,7 +230,7 @@ func load(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File, sum
 	}
 	for i, c := range f.Companies {
 		for j, w := range c.Webhooks {
-			_, err := svc.AddWebhookEndpointTx(ctx, tx, consent.WebhookParams{CompanyID: c.ID, URL: w.URL, Secret: w.Secret, Events: w.Events})
+			_, err := webhook.Endpoints{Service: svc}.AddTx(ctx, tx, webhook.Params{CompanyID: c.ID, URL: w.URL, Secret: w.Secret, Events: w.Events})
 			if err != nil {
 				return fmt.Errorf("companies[%d] %q: webhooks[%d]: %w", i, c.ID, j, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/seed"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 func parse(t *testing.T, s string) *seed.File {
@@ -269,7 +270,7 @@ func TestLoadWebhooks(t *testing.T) {
 		if sum.Webhooks != 2 || sum.Certificates != 1 {
 			t.Errorf("summary %+v; want 2 webhooks and 1 certificate", *sum)
 		}
-		eps, err := svc.WebhookEndpoints(t.Context(), "acme")
+		eps, err := webhook.Endpoints{Service: svc}.List(t.Context(), "acme")
 		if err != nil || len(eps) != 2 {
 			t.Fatalf("endpoints %v, %v", eps, err)
 		}
@@ -277,7 +278,7 @@ func TestLoadWebhooks(t *testing.T) {
 			strings.Join(eps[0].Events, ",") != "consent.revoked,session.retained" {
 			t.Errorf("first endpoint %+v", eps[0])
 		}
-		if _, err := consent.WebhookSecretKey(eps[1].Secret); err != nil || eps[1].URL != "https://hooks.acme.example/certs" {
+		if _, err := webhook.SecretKey(eps[1].Secret); err != nil || eps[1].URL != "https://hooks.acme.example/certs" {
 			t.Errorf("second endpoint %+v: %v; want a generated secret", eps[1], err)
 		}
 		err = st.Update(t.Context(), func(tx consent.Tx) error {

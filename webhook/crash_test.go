@@ -58,7 +58,7 @@ func crashChild() int {
 			return err
 		},
 		func() error {
-			_, err := svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: url, Secret: secret,
+			_, err := webhook.Endpoints{Service: svc}.Add(ctx, webhook.Params{CompanyID: "acme", URL: url, Secret: secret,
 				Events: []string{consent.EventConsentRevoked}})
 			return err
 		},

@@ -6,9 +6,9 @@ import (
 )
 
 // TestAddressGuard: the dialer refuses, after name resolution, every
-// special-purpose address (consent.CheckWebhookAddr, whose table
-// consent's tests check block by block); AllowPrivate lets through
-// loopback, private and link-local unicast, and nothing else.
+// special-purpose address (CheckAddr, whose table guard_test.go checks
+// block by block); AllowPrivate lets through loopback, private and
+// link-local unicast, and nothing else.
 func TestAddressGuard(t *testing.T) {
 	const (
 		refused = iota // in both modes

@@ -11,6 +11,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // TestEndpointURLs: by default an endpoint whose host is a non-public IP
@@ -30,7 +31,7 @@ func TestEndpointURLs(t *testing.T) {
 		}
 	}
 	add := func(s *consent.Service, u, sec string) error {
-		_, err := s.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: u, Secret: sec,
+		_, err := webhook.Endpoints{Service: s}.Add(ctx, webhook.Params{CompanyID: "acme", URL: u, Secret: sec,
 			Events: []string{consent.EventConsentRevoked}})
 		return err
 	}
@@ -68,12 +69,12 @@ func TestEndpointURLs(t *testing.T) {
 			t.Errorf("secret %q: %v; want Invalid", sec, err)
 		}
 	}
-	ep, err := svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: "https://hooks.example.com/",
+	ep, err := webhook.Endpoints{Service: svc}.Add(ctx, webhook.Params{CompanyID: "acme", URL: "https://hooks.example.com/",
 		Events: []string{consent.EventVideoFailed, consent.EventConsentRevoked, consent.EventVideoFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := consent.WebhookSecretKey(ep.Secret); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") {
+	if _, err := webhook.SecretKey(ep.Secret); err != nil || !strings.HasPrefix(ep.Secret, "whsec_") {
 		t.Errorf("generated secret %q: %v", ep.Secret, err)
 	}
 	if strings.Join(ep.Events, ",") != "consent.revoked,video.failed" {
@@ -82,7 +83,7 @@ func TestEndpointURLs(t *testing.T) {
 	if err := add(svc, "https://hooks.example.com/", secret); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: "https://h.example/", Events: []string{"consent.granted"}})
+	_, err = webhook.Endpoints{Service: svc}.Add(ctx, webhook.Params{CompanyID: "acme", URL: "https://h.example/", Events: []string{"consent.granted"}})
 	if consent.ErrorCode(err) != consent.Invalid {
 		t.Errorf("unknown event type: %v; want Invalid", err)
 	}

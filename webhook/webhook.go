@@ -20,14 +20,17 @@
 // Receivers must therefore accept a message more than once: the
 // webhook-id tells repeats apart.
 //
+// Endpoints adds a company's endpoints, lists, disables and deletes them,
+// and reads their delivery logs, each change audited.
+//
 // By default a delivery never connects to a loopback, private, link-local,
 // unspecified, multicast, reserved or other special-purpose address
-// (consent.PrivateAddr: every block of the IANA special-purpose address
+// (PrivateAddr: every block of the IANA special-purpose address
 // registries): the check runs on the address actually dialled, after DNS
 // resolution, so a name that resolves, or later re-resolves, to such an
 // address is refused too. Config.AllowPrivate lets deliveries reach
 // loopback, private and link-local unicast addresses, for tests and
-// private deployments, and nothing more (consent.CheckWebhookAddr).
+// private deployments, and nothing more (CheckAddr).
 package webhook
 
 import (
@@ -61,8 +64,8 @@ type Config struct {
 	// link-local unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8,
 	// 172.16.0.0/12, 192.168.0.0/16, fc00::/7, 169.254.0.0/16,
 	// fe80::/10), never to the other special-purpose addresses
-	// (consent.CheckWebhookAddr). Off by default: a webhook URL is chosen
-	// by a customer, and must not reach the service's own network.
+	// (CheckAddr). Off by default: a webhook URL is chosen by a customer,
+	// and must not reach the service's own network.
 	AllowPrivate bool
 	// Timeout bounds one attempt, connection and answer included:
 	// default 15 s.
@@ -130,7 +133,7 @@ func Handler(cfg Config) (jobs.Handler, error) {
 
 // newClient returns the HTTP client of deliveries: no proxy (a proxy would
 // dial for us, past the address check), no redirects, and a dialer that
-// refuses, as it connects, the addresses consent.CheckWebhookAddr refuses
+// refuses, as it connects, the addresses CheckAddr refuses
 // (with allowPrivate).
 func newClient(allowPrivate bool) *http.Client {
 	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: addressGuard(allowPrivate)}
@@ -158,7 +161,7 @@ func addressGuard(allowPrivate bool) func(network, address string, _ syscall.Raw
 		if err != nil {
 			return fmt.Errorf("%w: %s", ErrPrivateAddress, address)
 		}
-		if consent.CheckWebhookAddr(ap.Addr(), allowPrivate) != nil {
+		if CheckAddr(ap.Addr(), allowPrivate) != nil {
 			return fmt.Errorf("%w: %s", ErrPrivateAddress, ap.Addr())
 		}
 		return nil
@@ -262,10 +265,10 @@ func (d *deliverer) post(ctx context.Context, ep *consent.WebhookEndpoint, m *co
 	// A URL refused even with private addresses allowed (malformed, or an
 	// IP address no configuration lets through) can never be delivered
 	// to; other addresses are the dialer's to judge.
-	if err := consent.CheckWebhookURL(ep.URL, true); err != nil {
+	if err := CheckURL(ep.URL, true); err != nil {
 		return 0, permanentError{err}
 	}
-	key, err := consent.WebhookSecretKey(ep.Secret)
+	key, err := SecretKey(ep.Secret)
 	if err != nil {
 		return 0, permanentError{err}
 	}
@@ -314,7 +317,7 @@ var ErrSignature = errors.New("webhook: signature verification failed")
 // of webhook-id, webhook-timestamp and body under secret. It compares in
 // constant time.
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
-	key, err := consent.WebhookSecretKey(secret)
+	key, err := SecretKey(secret)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrSignature, err)
 	}

@@ -227,7 +227,7 @@ func (e *env) issue(t *testing.T, id string) {
 
 func (e *env) endpoint(t *testing.T, url string, events ...string) *consent.WebhookEndpoint {
 	t.Helper()
-	ep, err := e.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: url, Secret: secret, Events: events})
+	ep, err := webhook.Endpoints{Service: e.svc}.Add(ctx, webhook.Params{CompanyID: "acme", URL: url, Secret: secret, Events: events})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func (e *env) drain(t *testing.T) int {
 
 func (e *env) log(t *testing.T, endpointID string) []*consent.WebhookDelivery {
 	t.Helper()
-	log, err := e.svc.WebhookDeliveries(ctx, "acme", endpointID, 0, 100)
+	log, err := webhook.Endpoints{Service: e.svc}.Deliveries(ctx, "acme", endpointID, 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,16 +568,17 @@ func TestRolledBack(t *testing.T) {
 func TestEndpointChoice(t *testing.T) {
 	rcA, rcB, rcC, rcOther := newReceiver(t), newReceiver(t), newReceiver(t), newReceiver(t)
 	e := newEnv(t, teststore.SQLite(t), envOpts{})
+	hooks := webhook.Endpoints{Service: e.svc}
 	e.endpoint(t, rcA.URL, consent.EventCertificateIssued, consent.EventConsentRevoked)
 	e.endpoint(t, rcB.URL, consent.EventConsentRevoked)
 	c := e.endpoint(t, rcC.URL, consent.EventCertificateIssued)
-	if err := e.svc.SetWebhookEndpointDisabled(ctx, "acme", c.ID, true); err != nil {
+	if err := hooks.SetDisabled(ctx, "acme", c.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.svc.CreateCompany(ctx, consent.CompanyParams{ID: "other", Name: "Other"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "other", URL: rcOther.URL, Secret: secret,
+	if _, err := hooks.Add(ctx, webhook.Params{CompanyID: "other", URL: rcOther.URL, Secret: secret,
 		Events: consent.EventTypes}); err != nil {
 		t.Fatal(err)
 	}
@@ -589,26 +590,26 @@ func TestEndpointChoice(t *testing.T) {
 	}
 
 	// Another company can neither read C's log nor delete it.
-	if _, err := e.svc.WebhookDeliveries(ctx, "other", c.ID, 0, 10); !errors.Is(err, consent.ErrNotFound) {
+	if _, err := hooks.Deliveries(ctx, "other", c.ID, 0, 10); !errors.Is(err, consent.ErrNotFound) {
 		t.Errorf("another company's log: %v; want NotFound", err)
 	}
-	if err := e.svc.DeleteWebhookEndpoint(ctx, "other", c.ID); !errors.Is(err, consent.ErrNotFound) {
+	if err := hooks.Delete(ctx, "other", c.ID); !errors.Is(err, consent.ErrNotFound) {
 		t.Errorf("deleting another company's endpoint: %v; want NotFound", err)
 	}
-	if err := e.svc.DeleteWebhookEndpoint(ctx, "acme", c.ID); err != nil {
+	if err := hooks.Delete(ctx, "acme", c.ID); err != nil {
 		t.Fatal(err)
 	}
-	eps, err := e.svc.WebhookEndpoints(ctx, "acme")
+	eps, err := hooks.List(ctx, "acme")
 	if err != nil || len(eps) != 2 {
 		t.Fatalf("endpoints after a delete: %v, %v; want 2", eps, err)
 	}
-	// At most MaxWebhookEndpoints a company.
-	for range consent.MaxWebhookEndpoints - len(eps) {
+	// At most MaxEndpoints a company.
+	for range webhook.MaxEndpoints - len(eps) {
 		e.endpoint(t, rcB.URL, consent.EventVideoFailed)
 	}
-	_, err = e.svc.AddWebhookEndpoint(ctx, consent.WebhookParams{CompanyID: "acme", URL: rcB.URL, Events: []string{consent.EventVideoFailed}})
+	_, err = hooks.Add(ctx, webhook.Params{CompanyID: "acme", URL: rcB.URL, Events: []string{consent.EventVideoFailed}})
 	if !errors.Is(err, consent.ErrInvalid) {
-		t.Errorf("endpoint %d: %v; want Invalid", consent.MaxWebhookEndpoints+1, err)
+		t.Errorf("endpoint %d: %v; want Invalid", webhook.MaxEndpoints+1, err)
 	}
 }
 

@@ -1,10 +1,11 @@
-package consent_test
+package webhook_test
 
 import (
 	"net/netip"
 	"testing"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 // refusedBlocks are the blocks a webhook must not reach by default (D44),
@@ -86,16 +87,16 @@ func urlOf(a netip.Addr) string {
 // wanted answers.
 func checkGuard(t *testing.T, a netip.Addr, refused, allowedPrivate bool) {
 	t.Helper()
-	if got := consent.PrivateAddr(a); got != refused {
+	if got := webhook.PrivateAddr(a); got != refused {
 		t.Errorf("PrivateAddr(%s) = %v; want %v", a, got, refused)
 	}
 	for _, allowPrivate := range []bool{false, true} {
 		want := !refused || allowPrivate && allowedPrivate
-		if err := consent.CheckWebhookAddr(a, allowPrivate); (err == nil) != want || err != nil && consent.ErrorCode(err) != consent.Invalid {
-			t.Errorf("CheckWebhookAddr(%s, %v) = %v; want allowed %v", a, allowPrivate, err, want)
+		if err := webhook.CheckAddr(a, allowPrivate); (err == nil) != want || err != nil && consent.ErrorCode(err) != consent.Invalid {
+			t.Errorf("CheckAddr(%s, %v) = %v; want allowed %v", a, allowPrivate, err, want)
 		}
-		if err := consent.CheckWebhookURL(urlOf(a), allowPrivate); (err == nil) != want || err != nil && consent.ErrorCode(err) != consent.Invalid {
-			t.Errorf("CheckWebhookURL(%s, %v) = %v; want allowed %v", urlOf(a), allowPrivate, err, want)
+		if err := webhook.CheckURL(urlOf(a), allowPrivate); (err == nil) != want || err != nil && consent.ErrorCode(err) != consent.Invalid {
+			t.Errorf("CheckURL(%s, %v) = %v; want allowed %v", urlOf(a), allowPrivate, err, want)
 		}
 	}
 }
@@ -209,13 +210,13 @@ func TestWebhookAddressForms(t *testing.T) {
 	} {
 		for _, allowPrivate := range []bool{false, true} {
 			want := c.want == public || c.want == private && allowPrivate
-			err := consent.CheckWebhookURL(c.url, allowPrivate)
+			err := webhook.CheckURL(c.url, allowPrivate)
 			if (err == nil) != want || err != nil && consent.ErrorCode(err) != consent.Invalid {
-				t.Errorf("CheckWebhookURL(%s, %v) = %v; want allowed %v", c.url, allowPrivate, err, want)
+				t.Errorf("CheckURL(%s, %v) = %v; want allowed %v", c.url, allowPrivate, err, want)
 			}
 		}
 	}
-	if !consent.PrivateAddr(netip.Addr{}) || consent.CheckWebhookAddr(netip.Addr{}, true) == nil {
+	if !webhook.PrivateAddr(netip.Addr{}) || webhook.CheckAddr(netip.Addr{}, true) == nil {
 		t.Errorf("the zero Addr is allowed")
 	}
 }
