@@ -152,7 +152,7 @@ type consentRequest struct {
 
 type consentResponse struct {
 	CertificateID    string   `json:"certificate_id"`
-	CreatedTimestamp *rfc3339 `json:"created_timestamp"`
+	CreatedTimestamp *RFC3339 `json:"created_timestamp"`
 }
 
 func (h *Handler) giveConsent(ctx context.Context, c Caller, req *consentRequest) (*consentResponse, error) {

@@ -85,7 +85,7 @@ func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.Pr
 
 type matchResponse struct {
 	Valid            bool     `json:"valid"`
-	ConsentOptIn     *rfc3339 `json:"consent_opt_in"`
+	ConsentOptIn     *RFC3339 `json:"consent_opt_in"`
 	Origin           string   `json:"origin"`
 	ConsentTypes     []string `json:"consent_types"`
 	VerificationType string   `json:"verification_type"`
@@ -123,7 +123,7 @@ func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyI
 
 type partialMatchResponse struct {
 	Valid            bool     `json:"valid"`
-	ConsentOptIn     *rfc3339 `json:"consent_opt_in"`
+	ConsentOptIn     *RFC3339 `json:"consent_opt_in"`
 	Origin           string   `json:"origin"`
 	VerificationType string   `json:"verification_type"`
 	EmailMatched     *bool    `json:"email_matched,omitempty"`
@@ -156,7 +156,7 @@ func (r *infoRequest) credentials() (string, string) { return r.CompanyID, r.Pro
 type infoResponse struct {
 	Valid            bool            `json:"valid"`
 	CertificateID    string          `json:"certificate_id"`
-	CreatedTimestamp *rfc3339        `json:"created_timestamp"`
+	CreatedTimestamp *RFC3339        `json:"created_timestamp"`
 	HasConsents      bool            `json:"has_consents"`
 	ConsentCount     int             `json:"consent_count"`
 	EventsCombined   json.RawMessage `json:"events_combined"`
@@ -164,7 +164,7 @@ type infoResponse struct {
 	// D37). The browser's facts are there for captured certificates only.
 	SessionID         string              `json:"session_id"`
 	Origin            string              `json:"origin"`
-	ConsentOptIn      *rfc3339            `json:"consent_opt_in"`
+	ConsentOptIn      *RFC3339            `json:"consent_opt_in"`
 	ConsentTypes      []string            `json:"consent_types"`
 	ClientIP          string              `json:"client_ip,omitempty"`
 	UserAgent         string              `json:"user_agent,omitempty"`
@@ -215,7 +215,7 @@ type retentionResponse struct {
 	Success          bool          `json:"success"`
 	SessionID        string        `json:"session_id"`
 	RetentionStatus  string        `json:"retention_status"`
-	RetainedUntil    *rfc3339      `json:"retained_until"`
+	RetainedUntil    *RFC3339      `json:"retained_until"`
 	CostCharged      wallet.Amount `json:"cost_charged"`
 	RemainingBalance wallet.Amount `json:"remaining_balance"`
 }
@@ -256,7 +256,7 @@ type optOutResponse struct {
 	Success      bool     `json:"success"`
 	Revoked      int      `json:"revoked"`
 	Certificates []string `json:"certificates"`
-	Timestamp    *rfc3339 `json:"timestamp"`
+	Timestamp    *RFC3339 `json:"timestamp"`
 }
 
 // company makes an opt-out's idempotency key the client's and the
@@ -359,7 +359,7 @@ type statusResponse struct {
 	SessionID          string     `json:"sessionId"`
 	RetentionStatus    string     `json:"retention_status"`
 	RrwebToVideoStatus string     `json:"rrweb_to_video_status"`
-	RetainedUntil      *rfc3339   `json:"retained_until"`
+	RetainedUntil      *RFC3339   `json:"retained_until"`
 	Video              *videoBody `json:"video,omitempty"`
 }
 

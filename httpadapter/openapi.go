@@ -539,7 +539,7 @@ var (
 	amountType  = reflect.TypeFor[wallet.Amount]()
 	rawType     = reflect.TypeFor[json.RawMessage]()
 	timeType    = reflect.TypeFor[time.Time]()
-	rfc3339Type = reflect.TypeFor[rfc3339]()
+	rfc3339Type = reflect.TypeFor[RFC3339]()
 	marshaler   = reflect.TypeFor[json.Marshaler]()
 )
 

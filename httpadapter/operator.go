@@ -21,7 +21,9 @@ import (
 // webhook endpoints and their delivery logs (D44), and audit logs (D42)
 // and the check of their chains. Every change is audited with the actor
 // "operator"; lists of things that grow without bound are read page by
-// page (consent.Page), and a chain is checked in bounded runs.
+// page (consent.Page), and a chain is checked in bounded runs. The
+// answers' types are exported, so that a client in Go (cmd/consentkit)
+// decodes what the server encodes rather than a copy of it.
 func (h *Handler) operatorRoutes() []*route {
 	const post, get, put, del = http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete
 	const base = "/operator/companies/{company_id}"
@@ -71,21 +73,22 @@ type webhookRequest struct {
 	Secret string `json:"secret"`
 }
 
-type webhookBody struct {
+// WebhookBody is a webhook endpoint (D44) in the operator API's answers.
+type WebhookBody struct {
 	ID     string   `json:"id"`
 	URL    string   `json:"url"`
 	Events []string `json:"events"`
 	// Secret is shown when the endpoint is added, never again.
 	Secret     string   `json:"secret,omitempty"`
-	CreatedAt  *rfc3339 `json:"created_at"`
-	DisabledAt *rfc3339 `json:"disabled_at"`
+	CreatedAt  *RFC3339 `json:"created_at"`
+	DisabledAt *RFC3339 `json:"disabled_at"`
 }
 
-func newWebhookBody(e *consent.WebhookEndpoint) webhookBody {
-	return webhookBody{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: timestamp(e.CreatedAt), DisabledAt: timestamp(e.DisabledAt)}
+func newWebhookBody(e *consent.WebhookEndpoint) WebhookBody {
+	return WebhookBody{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: timestamp(e.CreatedAt), DisabledAt: timestamp(e.DisabledAt)}
 }
 
-func (h *Handler) addWebhook(ctx context.Context, _ Caller, req *webhookRequest) (*webhookBody, error) {
+func (h *Handler) addWebhook(ctx context.Context, _ Caller, req *webhookRequest) (*WebhookBody, error) {
 	e, err := h.webhooks.Add(ctx, webhook.Params{CompanyID: req.CompanyID, URL: req.URL, Events: req.Events, Secret: req.Secret})
 	if err != nil {
 		return nil, err
@@ -99,11 +102,13 @@ type companyRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 }
 
-type webhooksResponse struct {
-	Endpoints []webhookBody `json:"endpoints"`
+// WebhooksResponse is the answer of GET …/webhooks: the company's
+// endpoints, oldest first.
+type WebhooksResponse struct {
+	Endpoints []WebhookBody `json:"endpoints"`
 }
 
-func (h *Handler) listWebhooks(ctx context.Context, _ Caller, req *companyRequest) (*webhooksResponse, error) {
+func (h *Handler) listWebhooks(ctx context.Context, _ Caller, req *companyRequest) (*WebhooksResponse, error) {
 	if _, err := h.company(ctx, req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -111,7 +116,7 @@ func (h *Handler) listWebhooks(ctx context.Context, _ Caller, req *companyReques
 	if err != nil {
 		return nil, err
 	}
-	out := &webhooksResponse{Endpoints: []webhookBody{}}
+	out := &WebhooksResponse{Endpoints: []WebhookBody{}}
 	for _, e := range eps {
 		out.Endpoints = append(out.Endpoints, newWebhookBody(e))
 	}
@@ -137,29 +142,31 @@ type endpointRequest struct {
 	EndpointID string `path:"endpoint_id" json:"-"`
 }
 
-type successResponse struct {
+// SuccessResponse is the answer of a change that returns nothing else:
+// revoking a token, deleting, disabling or enabling an endpoint.
+type SuccessResponse struct {
 	Success bool `json:"success"`
 }
 
-func (h *Handler) deleteWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
+func (h *Handler) deleteWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*SuccessResponse, error) {
 	if err := h.webhooks.Delete(ctx, req.CompanyID, req.EndpointID); err != nil {
 		return nil, err
 	}
-	return &successResponse{Success: true}, nil
+	return &SuccessResponse{Success: true}, nil
 }
 
-func (h *Handler) disableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
+func (h *Handler) disableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*SuccessResponse, error) {
 	if err := h.webhooks.SetDisabled(ctx, req.CompanyID, req.EndpointID, true); err != nil {
 		return nil, err
 	}
-	return &successResponse{Success: true}, nil
+	return &SuccessResponse{Success: true}, nil
 }
 
-func (h *Handler) enableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*successResponse, error) {
+func (h *Handler) enableWebhook(ctx context.Context, _ Caller, req *endpointRequest) (*SuccessResponse, error) {
 	if err := h.webhooks.SetDisabled(ctx, req.CompanyID, req.EndpointID, false); err != nil {
 		return nil, err
 	}
-	return &successResponse{Success: true}, nil
+	return &SuccessResponse{Success: true}, nil
 }
 
 type deliveriesRequest struct {
@@ -169,24 +176,27 @@ type deliveriesRequest struct {
 	Limit      int    `query:"limit" json:"-"`  // default 50
 }
 
-type deliveryBody struct {
+// DeliveryBody is an entry of an endpoint's delivery log (D44).
+type DeliveryBody struct {
 	Seq        int64    `json:"seq"`
 	MessageID  string   `json:"message_id"`
 	EventType  string   `json:"event_type"`
 	Attempt    int      `json:"attempt"`
-	At         *rfc3339 `json:"at"`
+	At         *RFC3339 `json:"at"`
 	Status     int      `json:"status"`
 	Error      string   `json:"error"`
 	DurationMS float64  `json:"duration_ms"`
 }
 
-type deliveriesResponse struct {
-	Deliveries []deliveryBody `json:"deliveries"`
+// DeliveriesResponse is the answer of GET
+// …/webhooks/{endpoint_id}/deliveries: a page of the log, newest first.
+type DeliveriesResponse struct {
+	Deliveries []DeliveryBody `json:"deliveries"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *int64 `json:"next_before,omitempty"`
 }
 
-func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveriesRequest) (*deliveriesResponse, error) {
+func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveriesRequest) (*DeliveriesResponse, error) {
 	limit := req.Limit
 	if limit == 0 {
 		limit = 50
@@ -198,9 +208,9 @@ func (h *Handler) webhookDeliveries(ctx context.Context, _ Caller, req *deliveri
 	if err != nil {
 		return nil, err
 	}
-	out := &deliveriesResponse{Deliveries: []deliveryBody{}}
+	out := &DeliveriesResponse{Deliveries: []DeliveryBody{}}
 	for _, d := range ds {
-		out.Deliveries = append(out.Deliveries, deliveryBody{
+		out.Deliveries = append(out.Deliveries, DeliveryBody{
 			Seq: d.Seq, MessageID: d.MessageID, EventType: d.EventType, Attempt: d.Attempt, At: timestamp(d.At),
 			Status: d.Status, Error: d.Error, DurationMS: float64(d.Duration) / float64(time.Millisecond),
 		})
@@ -226,9 +236,10 @@ type auditRequest struct {
 	Actor  string `query:"actor" json:"-"`
 }
 
-type auditBody struct {
+// AuditEntryBody is an entry of a company's audit log (D42).
+type AuditEntryBody struct {
 	Seq       int64    `json:"seq"`
-	At        *rfc3339 `json:"at"`
+	At        *RFC3339 `json:"at"`
 	Actor     string   `json:"actor"`
 	Action    string   `json:"action"`
 	Target    string   `json:"target"`
@@ -239,15 +250,16 @@ type auditBody struct {
 	Hash      string   `json:"hash"`
 }
 
-type auditResponse struct {
-	Entries []auditBody `json:"entries"`
+// AuditResponse is the answer of GET …/audit: a page of the audit log.
+type AuditResponse struct {
+	Entries []AuditEntryBody `json:"entries"`
 	// NextAfter, when set, is the after of the next page (oldest first).
 	NextAfter *int64 `json:"next_after,omitempty"`
 	// NextBefore, when set, is the before of the next page (newest first).
 	NextBefore *int64 `json:"next_before,omitempty"`
 }
 
-func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*auditResponse, error) {
+func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*AuditResponse, error) {
 	if _, err := h.company(ctx, req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -260,9 +272,9 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*a
 	if err != nil {
 		return nil, err
 	}
-	out := &auditResponse{Entries: []auditBody{}}
+	out := &AuditResponse{Entries: []AuditEntryBody{}}
 	for _, e := range entries {
-		out.Entries = append(out.Entries, auditBody{
+		out.Entries = append(out.Entries, AuditEntryBody{
 			Seq: e.Seq, At: timestamp(e.At), Actor: e.Actor, Action: e.Action, Target: e.Target, Outcome: e.Outcome,
 			RequestID: e.RequestID, Detail: e.Detail, PrevHash: e.PrevHash.String(), Hash: e.Hash.String(),
 		})
@@ -359,16 +371,17 @@ type createCompanyRequest struct {
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
 }
 
-type companyBody struct {
+// CompanyBody is a company in the operator API's answers.
+type CompanyBody struct {
 	ID                            string   `json:"id"`
 	Name                          string   `json:"name"`
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
-	CreatedAt                     *rfc3339 `json:"created_at"`
+	CreatedAt                     *RFC3339 `json:"created_at"`
 }
 
-func newCompanyBody(c *consent.Company) companyBody {
-	return companyBody{ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
+func newCompanyBody(c *consent.Company) CompanyBody {
+	return CompanyBody{ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties: orNone(c.AuthorizedThirdParties), CreatedAt: timestamp(c.CreatedAt)}
 }
 
@@ -382,7 +395,7 @@ func orNone[T any](list []T) []T {
 
 // createCompany creates a company with an empty wallet. A retry after a
 // lost answer is told by its 409: the id is the caller's.
-func (h *Handler) createCompany(ctx context.Context, _ Caller, req *createCompanyRequest) (*companyBody, error) {
+func (h *Handler) createCompany(ctx context.Context, _ Caller, req *createCompanyRequest) (*CompanyBody, error) {
 	c, err := h.svc.CreateCompany(ctx, consent.CompanyParams{ID: req.ID, Name: req.Name,
 		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties})
 	if err != nil {
@@ -397,18 +410,20 @@ type companiesRequest struct {
 	Limit int    `query:"limit" json:"-"` // default consent.DefaultPage
 }
 
-type companiesResponse struct {
-	Companies []companyBody `json:"companies"`
+// CompaniesResponse is the answer of GET /operator/companies: a page of
+// companies by id.
+type CompaniesResponse struct {
+	Companies []CompanyBody `json:"companies"`
 	// NextAfter, when set, is the after of the next page.
 	NextAfter *string `json:"next_after,omitempty"`
 }
 
-func (h *Handler) listCompanies(ctx context.Context, _ Caller, req *companiesRequest) (*companiesResponse, error) {
+func (h *Handler) listCompanies(ctx context.Context, _ Caller, req *companiesRequest) (*CompaniesResponse, error) {
 	cs, err := h.svc.Companies(ctx, req.After, req.Limit)
 	if err != nil {
 		return nil, err
 	}
-	out := &companiesResponse{Companies: []companyBody{}}
+	out := &CompaniesResponse{Companies: []CompanyBody{}}
 	for _, c := range cs {
 		out.Companies = append(out.Companies, newCompanyBody(c))
 	}
@@ -419,7 +434,7 @@ func (h *Handler) listCompanies(ctx context.Context, _ Caller, req *companiesReq
 	return out, nil
 }
 
-func (h *Handler) getCompany(ctx context.Context, _ Caller, req *companyRequest) (*companyBody, error) {
+func (h *Handler) getCompany(ctx context.Context, _ Caller, req *companyRequest) (*CompanyBody, error) {
 	c, err := h.svc.Company(ctx, req.CompanyID)
 	if err != nil {
 		return nil, err
@@ -439,18 +454,19 @@ type addPropertyRequest struct {
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
-type propertyBody struct {
+// PropertyBody is a property and its allowed origins (D32).
+type PropertyBody struct {
 	ID             string   `json:"id"`
 	Name           string   `json:"name"`
 	AllowedOrigins []string `json:"allowed_origins"`
-	CreatedAt      *rfc3339 `json:"created_at"`
+	CreatedAt      *RFC3339 `json:"created_at"`
 }
 
-func newPropertyBody(p *consent.Property) propertyBody {
-	return propertyBody{ID: p.ID, Name: p.Name, AllowedOrigins: orNone(p.AllowedOrigins), CreatedAt: timestamp(p.CreatedAt)}
+func newPropertyBody(p *consent.Property) PropertyBody {
+	return PropertyBody{ID: p.ID, Name: p.Name, AllowedOrigins: orNone(p.AllowedOrigins), CreatedAt: timestamp(p.CreatedAt)}
 }
 
-func (h *Handler) addProperty(ctx context.Context, _ Caller, req *addPropertyRequest) (*propertyBody, error) {
+func (h *Handler) addProperty(ctx context.Context, _ Caller, req *addPropertyRequest) (*PropertyBody, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -463,16 +479,17 @@ func (h *Handler) addProperty(ctx context.Context, _ Caller, req *addPropertyReq
 	return &body, nil
 }
 
-type propertiesResponse struct {
-	Properties []propertyBody `json:"properties"`
+// PropertiesResponse is the answer of GET …/properties.
+type PropertiesResponse struct {
+	Properties []PropertyBody `json:"properties"`
 }
 
-func (h *Handler) listProperties(ctx context.Context, _ Caller, req *companyRequest) (*propertiesResponse, error) {
+func (h *Handler) listProperties(ctx context.Context, _ Caller, req *companyRequest) (*PropertiesResponse, error) {
 	ps, err := h.svc.Properties(ctx, req.CompanyID)
 	if err != nil {
 		return nil, err
 	}
-	out := &propertiesResponse{Properties: []propertyBody{}}
+	out := &PropertiesResponse{Properties: []PropertyBody{}}
 	for _, p := range ps {
 		out.Properties = append(out.Properties, newPropertyBody(p))
 	}
@@ -486,7 +503,7 @@ type originsRequest struct {
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
-func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *originsRequest) (*propertyBody, error) {
+func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *originsRequest) (*PropertyBody, error) {
 	if req.AllowedOrigins == nil { // an absent list is no order to clear it
 		return nil, consent.Errorf(consent.Invalid, "allowed_origins is required: the full list, [] for none")
 	}
@@ -509,12 +526,13 @@ type issueTokenRequest struct {
 	ExpiresAt   string   `json:"expires_at"`  // RFC 3339; "": never
 }
 
-type tokenBody struct {
+// TokenBody is a company's token (D6).
+type TokenBody struct {
 	ID          string   `json:"id"`
 	Permissions []string `json:"permissions"`
-	ExpiresAt   *rfc3339 `json:"expires_at"`
-	RevokedAt   *rfc3339 `json:"revoked_at"`
-	CreatedAt   *rfc3339 `json:"created_at"`
+	ExpiresAt   *RFC3339 `json:"expires_at"`
+	RevokedAt   *RFC3339 `json:"revoked_at"`
+	CreatedAt   *RFC3339 `json:"created_at"`
 	// Active: neither revoked nor expired now.
 	Active bool `json:"active"`
 	// Secret is shown in the answer that issues the token, never again:
@@ -522,19 +540,19 @@ type tokenBody struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-func (h *Handler) newTokenBody(t *consent.Token) tokenBody {
+func (h *Handler) newTokenBody(t *consent.Token) TokenBody {
 	perms := []string{}
 	for _, p := range t.Permissions {
 		perms = append(perms, string(p))
 	}
-	return tokenBody{ID: t.ID, Permissions: perms, ExpiresAt: timestamp(t.ExpiresAt), RevokedAt: timestamp(t.RevokedAt),
+	return TokenBody{ID: t.ID, Permissions: perms, ExpiresAt: timestamp(t.ExpiresAt), RevokedAt: timestamp(t.RevokedAt),
 		CreatedAt: timestamp(t.CreatedAt), Active: t.Active(h.svc.Now())}
 }
 
 // issueToken is no idempotent route: its answer holds the secret, which
 // is never stored (D6), so it cannot be replayed. A retry after a lost
 // answer issues another token; revoke the one never received.
-func (h *Handler) issueToken(ctx context.Context, _ Caller, req *issueTokenRequest) (*tokenBody, error) {
+func (h *Handler) issueToken(ctx context.Context, _ Caller, req *issueTokenRequest) (*TokenBody, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -567,16 +585,17 @@ func parseTime(field, s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-type tokensResponse struct {
-	Tokens []tokenBody `json:"tokens"`
+// TokensResponse is the answer of GET …/tokens.
+type TokensResponse struct {
+	Tokens []TokenBody `json:"tokens"`
 }
 
-func (h *Handler) listTokens(ctx context.Context, _ Caller, req *companyRequest) (*tokensResponse, error) {
+func (h *Handler) listTokens(ctx context.Context, _ Caller, req *companyRequest) (*TokensResponse, error) {
 	ts, err := h.svc.Tokens(ctx, req.CompanyID)
 	if err != nil {
 		return nil, err
 	}
-	out := &tokensResponse{Tokens: []tokenBody{}}
+	out := &TokensResponse{Tokens: []TokenBody{}}
 	for _, t := range ts {
 		out.Tokens = append(out.Tokens, h.newTokenBody(t))
 	}
@@ -590,14 +609,14 @@ type tokenRequest struct {
 
 // revokeToken revokes a token of the company; revoking it again answers
 // the same.
-func (h *Handler) revokeToken(ctx context.Context, _ Caller, req *tokenRequest) (*successResponse, error) {
+func (h *Handler) revokeToken(ctx context.Context, _ Caller, req *tokenRequest) (*SuccessResponse, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
 	if err := h.svc.RevokeToken(ctx, req.CompanyID, req.TokenID); err != nil {
 		return nil, err
 	}
-	return &successResponse{Success: true}, nil
+	return &SuccessResponse{Success: true}, nil
 }
 
 // The wallet (D1, D5).
@@ -610,7 +629,8 @@ type topUpRequest struct {
 
 func (r *topUpRequest) company() string { return r.CompanyID }
 
-type topUpBody struct {
+// TopUpBody is the answer of POST …/wallet/top-ups.
+type TopUpBody struct {
 	CompanyID string        `json:"company_id"`
 	Amount    wallet.Amount `json:"amount"`
 	Reference string        `json:"reference"`
@@ -622,27 +642,28 @@ type topUpBody struct {
 // retry could fail on, so without a key a retry after a lost answer would
 // credit twice. The key is claimed, and the answer stored, in the
 // transaction of the credit (D40), scoped to the operator and the company.
-func (h *Handler) topUp(ctx context.Context, _ Caller, req *topUpRequest) (*topUpBody, error) {
+func (h *Handler) topUp(ctx context.Context, _ Caller, req *topUpRequest) (*TopUpBody, error) {
 	if req.Amount == nil {
 		return nil, consent.Errorf(consent.Invalid, "amount is required: dollars, such as 25 or 12.50")
 	}
-	return consent.Paid(ctx, h.svc, nil, func(tx consent.Tx) (*topUpBody, error) {
+	return consent.Paid(ctx, h.svc, nil, func(tx consent.Tx) (*TopUpBody, error) {
 		bal, err := h.svc.TopUpTx(ctx, tx, req.CompanyID, *req.Amount, req.Reference)
 		if err != nil {
 			return nil, err
 		}
-		return &topUpBody{CompanyID: req.CompanyID, Amount: *req.Amount, Reference: req.Reference, Balance: bal}, nil
+		return &TopUpBody{CompanyID: req.CompanyID, Amount: *req.Amount, Reference: req.Reference, Balance: bal}, nil
 	})
 }
 
-func topUpAnswer(b *topUpBody) *topUpBody { return b }
+func topUpAnswer(b *TopUpBody) *TopUpBody { return b }
 
-type balanceBody struct {
+// BalanceBody is the answer of GET …/wallet.
+type BalanceBody struct {
 	CompanyID string        `json:"company_id"`
 	Balance   wallet.Amount `json:"balance"`
 }
 
-func (h *Handler) balance(ctx context.Context, _ Caller, req *companyRequest) (*balanceBody, error) {
+func (h *Handler) balance(ctx context.Context, _ Caller, req *companyRequest) (*BalanceBody, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -650,7 +671,7 @@ func (h *Handler) balance(ctx context.Context, _ Caller, req *companyRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &balanceBody{CompanyID: req.CompanyID, Balance: bal}, nil
+	return &BalanceBody{CompanyID: req.CompanyID, Balance: bal}, nil
 }
 
 // pageRequest reads a page of a company's list (consent.Page), newest
@@ -708,7 +729,8 @@ func readPage[T, B any](ctx context.Context, req *pageRequest, read func(context
 	return out, &next, nil
 }
 
-type entryBody struct {
+// LedgerEntryBody is an entry of a company's ledger (D5).
+type LedgerEntryBody struct {
 	ID     string        `json:"id"`
 	Kind   string        `json:"kind"`
 	Amount wallet.Amount `json:"amount"`
@@ -716,66 +738,70 @@ type entryBody struct {
 	// taken from it.
 	Credit    bool     `json:"credit"`
 	Reference string   `json:"reference"`
-	CreatedAt *rfc3339 `json:"created_at"`
+	CreatedAt *RFC3339 `json:"created_at"`
 }
 
-type ledgerResponse struct {
-	Entries []entryBody `json:"entries"`
+// LedgerResponse is the answer of GET …/wallet/ledger: a page of the
+// ledger, newest first.
+type LedgerResponse struct {
+	Entries []LedgerEntryBody `json:"entries"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *string `json:"next_before,omitempty"`
 }
 
-func (h *Handler) ledger(ctx context.Context, _ Caller, req *pageRequest) (*ledgerResponse, error) {
-	entries, next, err := readPage(ctx, req, h.svc.LedgerPage, func(e *wallet.Entry) entryBody {
-		return entryBody{ID: e.ID, Kind: string(e.Kind), Amount: e.Amount, Credit: e.Kind.IsCredit(), Reference: e.Reference,
+func (h *Handler) ledger(ctx context.Context, _ Caller, req *pageRequest) (*LedgerResponse, error) {
+	entries, next, err := readPage(ctx, req, h.svc.LedgerPage, func(e *wallet.Entry) LedgerEntryBody {
+		return LedgerEntryBody{ID: e.ID, Kind: string(e.Kind), Amount: e.Amount, Credit: e.Kind.IsCredit(), Reference: e.Reference,
 			CreatedAt: timestamp(e.CreatedAt)}
 	}, func(e *wallet.Entry) (time.Time, string) { return e.CreatedAt, e.ID })
 	if err != nil {
 		return nil, err
 	}
-	return &ledgerResponse{Entries: entries, NextBefore: next}, nil
+	return &LedgerResponse{Entries: entries, NextBefore: next}, nil
 }
 
 // Certificates, sessions and revocations: read only.
 
-// certificateSummary is a certificate in a list: what it is, not what it
+// CertificateSummary is a certificate in a list: what it is, not what it
 // holds. The consumer's email and mobile are never shown, nor their
 // digests (D17): only whether they were given.
-type certificateSummary struct {
+type CertificateSummary struct {
 	ID              string   `json:"id"`
 	PropertyID      string   `json:"property_id"`
 	SessionID       string   `json:"session_id"`
 	Origin          string   `json:"origin"`
 	RetentionStatus string   `json:"retention_status"`
-	CreatedAt       *rfc3339 `json:"created_at"`
-	ExpiresAt       *rfc3339 `json:"expires_at"`
-	RevokedAt       *rfc3339 `json:"revoked_at"`
+	CreatedAt       *RFC3339 `json:"created_at"`
+	ExpiresAt       *RFC3339 `json:"expires_at"`
+	RevokedAt       *RFC3339 `json:"revoked_at"`
 	EmailGiven      bool     `json:"email_given"`
 	MobileGiven     bool     `json:"mobile_given"`
 	Signed          bool     `json:"signed"`
 }
 
-func newCertificateSummary(c *consent.Certificate) certificateSummary {
-	return certificateSummary{ID: c.ID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin,
+func newCertificateSummary(c *consent.Certificate) CertificateSummary {
+	return CertificateSummary{ID: c.ID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin,
 		RetentionStatus: string(c.RetentionStatus), CreatedAt: timestamp(c.CreatedAt), ExpiresAt: timestamp(c.ExpiresAt),
 		RevokedAt: timestamp(c.RevokedAt), EmailGiven: !c.EmailDigest.IsZero(), MobileGiven: !c.MobileDigest.IsZero(),
 		Signed: len(c.Signature) > 0}
 }
 
-type certificatesResponse struct {
-	Certificates []certificateSummary `json:"certificates"`
+// CertificatesResponse is the answer of GET …/certificates (a page,
+// newest first) and of POST …/certificates/search.
+type CertificatesResponse struct {
+	Certificates []CertificateSummary `json:"certificates"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *string `json:"next_before,omitempty"`
 }
 
 func certificateKey(c *consent.Certificate) (time.Time, string) { return c.CreatedAt, c.ID }
 
-func (h *Handler) listCertificates(ctx context.Context, _ Caller, req *pageRequest) (*certificatesResponse, error) {
+func (h *Handler) listCertificates(ctx context.Context, _ Caller, req *pageRequest) (*CertificatesResponse, error) {
 	list, next, err := readPage(ctx, req, h.svc.CertificatePage, newCertificateSummary, certificateKey)
 	if err != nil {
 		return nil, err
 	}
-	return &certificatesResponse{Certificates: list, NextBefore: next}, nil
+	return &CertificatesResponse{Certificates: list, NextBefore: next}, nil
 }
 
 // searchRequest finds a consumer's certificates. The email and mobile
@@ -788,12 +814,12 @@ type searchRequest struct {
 
 // searchCertificates finds the company's certificates by the digests of
 // the normalized email and mobile (D17), newest first.
-func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *searchRequest) (*certificatesResponse, error) {
+func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *searchRequest) (*CertificatesResponse, error) {
 	cs, err := h.svc.FindCertificates(ctx, req.CompanyID, req.Email, req.Mobile)
 	if err != nil {
 		return nil, err
 	}
-	out := &certificatesResponse{Certificates: []certificateSummary{}}
+	out := &CertificatesResponse{Certificates: []CertificateSummary{}}
 	for _, c := range cs {
 		out.Certificates = append(out.Certificates, newCertificateSummary(c))
 	}
@@ -805,17 +831,19 @@ type certificateRequest struct {
 	CertificateID string `path:"certificate_id" json:"-"`
 }
 
-type recordBody struct {
+// ConsentBody is one consent of a certificate: its text, its types and
+// when it was given.
+type ConsentBody struct {
 	Text    string   `json:"text"`
 	Types   []string `json:"types"`
-	OptInAt *rfc3339 `json:"opt_in_at"`
+	OptInAt *RFC3339 `json:"opt_in_at"`
 }
 
-// certificateBody is a certificate with its content: the consents, where
+// CertificateBody is a certificate with its content: the consents, where
 // and how they were given (D35, D37), and its signature (D41).
-type certificateBody struct {
-	certificateSummary
-	Consents        []recordBody        `json:"consents"`
+type CertificateBody struct {
+	CertificateSummary
+	Consents        []ConsentBody       `json:"consents"`
 	ClientIP        string              `json:"client_ip"`
 	UserAgent       string              `json:"user_agent"`
 	RecordingSHA256 string              `json:"recording_sha256"`
@@ -825,19 +853,19 @@ type certificateBody struct {
 	EventsCombined  json.RawMessage     `json:"events_combined"`
 }
 
-func (h *Handler) getCertificate(ctx context.Context, _ Caller, req *certificateRequest) (*certificateBody, error) {
+func (h *Handler) getCertificate(ctx context.Context, _ Caller, req *certificateRequest) (*CertificateBody, error) {
 	c, err := h.svc.CompanyCertificate(ctx, req.CompanyID, req.CertificateID)
 	if err != nil {
 		return nil, err
 	}
-	out := &certificateBody{
-		certificateSummary: newCertificateSummary(c), Consents: []recordBody{},
+	out := &CertificateBody{
+		CertificateSummary: newCertificateSummary(c), Consents: []ConsentBody{},
 		ClientIP: c.ClientIP, UserAgent: c.UserAgent, RecordingSHA256: hexDigest(c.RecordingSHA256),
 		Visibility: c.Visibility, KeyID: c.KeyID, Signature: base64.StdEncoding.EncodeToString(c.Signature),
 		EventsCombined: c.EventsCombined,
 	}
 	for _, r := range c.Records {
-		out.Consents = append(out.Consents, recordBody{Text: r.Text, Types: orNone(r.Types), OptInAt: timestamp(r.OptInAt)})
+		out.Consents = append(out.Consents, ConsentBody{Text: r.Text, Types: orNone(r.Types), OptInAt: timestamp(r.OptInAt)})
 	}
 	if len(out.EventsCombined) == 0 {
 		out.EventsCombined = json.RawMessage("{}")
@@ -845,9 +873,9 @@ func (h *Handler) getCertificate(ctx context.Context, _ Caller, req *certificate
 	return out, nil
 }
 
-// opSessionBody is a session as the operator sees it; its upload
+// OperatorSessionBody is a session as the operator sees it; its upload
 // capability (D33) is never shown.
-type opSessionBody struct {
+type OperatorSessionBody struct {
 	ID              string   `json:"id"`
 	PropertyID      string   `json:"property_id"`
 	RetentionStatus string   `json:"retention_status"`
@@ -856,35 +884,36 @@ type opSessionBody struct {
 	EventBytes      int64    `json:"event_bytes"`
 	CertificateID   string   `json:"certificate_id"`
 	URL             string   `json:"url"`
-	CreatedAt       *rfc3339 `json:"created_at"`
-	ExpiresAt       *rfc3339 `json:"expires_at"`
-	ClosedAt        *rfc3339 `json:"closed_at"`
+	CreatedAt       *RFC3339 `json:"created_at"`
+	ExpiresAt       *RFC3339 `json:"expires_at"`
+	ClosedAt        *RFC3339 `json:"closed_at"`
 	VideoBytes      int64    `json:"video_bytes"`
 	VideoSHA256     string   `json:"video_sha256"`
 	VideoDurationMS int64    `json:"video_duration_ms"`
 }
 
-func newOpSessionBody(s *consent.Session) opSessionBody {
-	return opSessionBody{ID: s.ID, PropertyID: s.PropertyID, RetentionStatus: string(s.RetentionStatus),
+func newOpSessionBody(s *consent.Session) OperatorSessionBody {
+	return OperatorSessionBody{ID: s.ID, PropertyID: s.PropertyID, RetentionStatus: string(s.RetentionStatus),
 		VideoStatus: string(s.VideoStatus), EventChunks: s.EventChunks, EventBytes: s.EventBytes,
 		CertificateID: s.CertificateID, URL: s.URL, CreatedAt: timestamp(s.CreatedAt), ExpiresAt: timestamp(s.ExpiresAt),
 		ClosedAt: timestamp(s.ClosedAt), VideoBytes: s.Video.Bytes, VideoSHA256: hexDigest(s.Video.SHA256),
 		VideoDurationMS: s.Video.Duration.Milliseconds()}
 }
 
-type sessionsResponse struct {
-	Sessions []opSessionBody `json:"sessions"`
+// SessionsResponse is the answer of GET …/sessions: a page, newest first.
+type SessionsResponse struct {
+	Sessions []OperatorSessionBody `json:"sessions"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *string `json:"next_before,omitempty"`
 }
 
-func (h *Handler) listSessions(ctx context.Context, _ Caller, req *pageRequest) (*sessionsResponse, error) {
+func (h *Handler) listSessions(ctx context.Context, _ Caller, req *pageRequest) (*SessionsResponse, error) {
 	list, next, err := readPage(ctx, req, h.svc.SessionPage, newOpSessionBody,
 		func(s *consent.Session) (time.Time, string) { return s.CreatedAt, s.ID })
 	if err != nil {
 		return nil, err
 	}
-	return &sessionsResponse{Sessions: list, NextBefore: next}, nil
+	return &SessionsResponse{Sessions: list, NextBefore: next}, nil
 }
 
 type opSessionRequest struct {
@@ -892,7 +921,7 @@ type opSessionRequest struct {
 	SessionID string `path:"session_id" json:"-"`
 }
 
-func (h *Handler) getSession(ctx context.Context, _ Caller, req *opSessionRequest) (*opSessionBody, error) {
+func (h *Handler) getSession(ctx context.Context, _ Caller, req *opSessionRequest) (*OperatorSessionBody, error) {
 	s, err := h.svc.CompanySession(ctx, req.CompanyID, req.SessionID)
 	if err != nil {
 		return nil, err
@@ -901,9 +930,9 @@ func (h *Handler) getSession(ctx context.Context, _ Caller, req *opSessionReques
 	return &body, nil
 }
 
-// revocationBody is a revocation record (D19); like a certificate's, the
+// RevocationBody is a revocation record (D19); like a certificate's, the
 // consumer's email and mobile are shown only as given or not.
-type revocationBody struct {
+type RevocationBody struct {
 	ID             string   `json:"id"`
 	CertificateID  string   `json:"certificate_id"`
 	EmailGiven     bool     `json:"email_given"`
@@ -911,23 +940,25 @@ type revocationBody struct {
 	Reason         string   `json:"reason"`
 	ClientIP       string   `json:"client_ip"`
 	CertificateIDs []string `json:"certificate_ids"`
-	CreatedAt      *rfc3339 `json:"created_at"`
+	CreatedAt      *RFC3339 `json:"created_at"`
 }
 
-type revocationsResponse struct {
-	Revocations []revocationBody `json:"revocations"`
+// RevocationsResponse is the answer of GET …/revocations: a page, newest
+// first.
+type RevocationsResponse struct {
+	Revocations []RevocationBody `json:"revocations"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *string `json:"next_before,omitempty"`
 }
 
-func (h *Handler) listRevocations(ctx context.Context, _ Caller, req *pageRequest) (*revocationsResponse, error) {
-	list, next, err := readPage(ctx, req, h.svc.RevocationPage, func(r *consent.Revocation) revocationBody {
-		return revocationBody{ID: r.ID, CertificateID: r.CertificateID, EmailGiven: !r.EmailDigest.IsZero(),
+func (h *Handler) listRevocations(ctx context.Context, _ Caller, req *pageRequest) (*RevocationsResponse, error) {
+	list, next, err := readPage(ctx, req, h.svc.RevocationPage, func(r *consent.Revocation) RevocationBody {
+		return RevocationBody{ID: r.ID, CertificateID: r.CertificateID, EmailGiven: !r.EmailDigest.IsZero(),
 			MobileGiven: !r.MobileDigest.IsZero(), Reason: r.Reason, ClientIP: r.ClientIP,
 			CertificateIDs: orNone(r.CertificateIDs), CreatedAt: timestamp(r.CreatedAt)}
 	}, func(r *consent.Revocation) (time.Time, string) { return r.CreatedAt, r.ID })
 	if err != nil {
 		return nil, err
 	}
-	return &revocationsResponse{Revocations: list, NextBefore: next}, nil
+	return &RevocationsResponse{Revocations: list, NextBefore: next}, nil
 }

@@ -59,8 +59,10 @@ const (
 	RetainErrors
 )
 
-// errorBody is both shapes' error body; the unused fields are omitted.
-type errorBody struct {
+// ErrorBody is the body of every error answer, of both shapes (D14),
+// the operator API's included; the fields a shape does not use are
+// omitted.
+type ErrorBody struct {
 	Status         int            `json:"status,omitempty"`
 	Success        *bool          `json:"success,omitempty"`
 	Error          string         `json:"error"`
@@ -94,8 +96,8 @@ func (h *Handler) writeError(w http.ResponseWriter, r *http.Request, shape Error
 // errorAnswer is the status and body that answer err in the given shape:
 // an *httpError with its own status, a coded error through the table above;
 // a 402 adds the price and the balance (D4). Uncoded errors are logged.
-func (h *Handler) errorAnswer(r *http.Request, shape ErrorShape, err error) (int, *errorBody) {
-	body := &errorBody{}
+func (h *Handler) errorAnswer(r *http.Request, shape ErrorShape, err error) (int, *ErrorBody) {
+	body := &ErrorBody{}
 	var status int
 	var he *httpError
 	if errors.As(err, &he) {
@@ -334,15 +336,15 @@ func kindNouns(t reflect.Type) (one, many string) {
 	return "JSON value", "JSON values"
 }
 
-// rfc3339 is a time as RFC 3339 text in UTC: a JSON string that the
+// RFC3339 is a time as RFC 3339 text in UTC: a JSON string that the
 // OpenAPI document describes with format date-time.
-type rfc3339 string
+type RFC3339 string
 
 // timestamp renders t as RFC 3339 in UTC, or null for the zero time.
-func timestamp(t time.Time) *rfc3339 {
+func timestamp(t time.Time) *RFC3339 {
 	if t.IsZero() {
 		return nil
 	}
-	s := rfc3339(t.UTC().Format(time.RFC3339Nano))
+	s := RFC3339(t.UTC().Format(time.RFC3339Nano))
 	return &s
 }

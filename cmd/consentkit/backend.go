@@ -266,9 +266,7 @@ func (k *call) do(ctx context.Context, method, path string, query url.Values, bo
 		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, k.base+"/operator"+path, err)
 	}
 	if resp.StatusCode/100 != 2 {
-		var eb struct {
-			Error string `json:"error"`
-		}
+		var eb httpadapter.ErrorBody
 		if json.Unmarshal(b, &eb) != nil || eb.Error == "" {
 			eb.Error = strings.TrimSpace(http.StatusText(resp.StatusCode) + ": not an answer of the operator API; is -url the server's base URL?")
 		}

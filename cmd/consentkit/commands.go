@@ -58,7 +58,7 @@ refused with 409 and the company stands.`,
 				body := map[string]any{"id": *id, "name": *name, "third_party_verification_enabled": *thirdParty,
 					"authorized_third_parties": authorized.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, "/companies", nil, body, nil)
-				return show(c, a, err, func(v *companyBody) { c.showCompany(v) })
+				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 			}
 		}},
 	{group: "companies", name: "list", summary: "List the companies by id, a page at a time",
@@ -70,13 +70,10 @@ refused with 409 and the company stands.`,
 				setQuery(q, "after", *after)
 				setInt(q, "limit", *limit)
 				a, err := c.do(ctx, http.MethodGet, "/companies", q, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Companies []companyBody `json:"companies"`
-					NextAfter *string       `json:"next_after"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.CompaniesResponse) {
 					t := c.table("ID", "NAME", "THIRD-PARTY", "AUTHORIZED", "CREATED")
 					for _, co := range v.Companies {
-						t.row(co.ID, co.Name, onOff(co.ThirdParty), join(co.Authorized), ts(co.CreatedAt))
+						t.row(co.ID, co.Name, onOff(co.ThirdPartyVerificationEnabled), join(co.AuthorizedThirdParties), ts(co.CreatedAt))
 					}
 					t.flush()
 					if v.NextAfter != nil {
@@ -90,7 +87,7 @@ refused with 409 and the company stands.`,
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath(), nil, nil, nil)
 				if err != nil || c.json {
-					return show(c, a, err, func(*companyBody) {})
+					return show(c, a, err, func(*httpadapter.CompanyBody) {})
 				}
 				// The balance is a second request, made for the text only:
 				// -json stays the answer of one API call.
@@ -98,13 +95,13 @@ refused with 409 and the company stands.`,
 				if err != nil {
 					return err
 				}
-				var bal balanceBody
+				var bal httpadapter.BalanceBody
 				if err := json.Unmarshal(b.body, &bal); err != nil {
 					return err
 				}
-				return show(c, a, nil, func(v *companyBody) {
-					c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdParty),
-						"authorized third parties", join(v.Authorized), "created", ts(v.CreatedAt), "balance", bal.Balance.String())
+				return show(c, a, nil, func(v *httpadapter.CompanyBody) {
+					c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
+						"authorized third parties", join(v.AuthorizedThirdParties), "created", ts(v.CreatedAt), "balance", bal.Balance.String())
 				})
 			}
 		}},
@@ -121,16 +118,14 @@ refused with 409 and the company stands.`,
 				}
 				body := map[string]any{"id": *id, "name": *name, "allowed_origins": origins.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("properties"), nil, body, nil)
-				return show(c, a, err, func(v *propertyBody) { c.showProperty(v) })
+				return show(c, a, err, func(v *httpadapter.PropertyBody) { c.showProperty(v) })
 			}
 		}},
 	{group: "properties", name: "list", company: true, summary: "List a company's properties, oldest first",
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("properties"), nil, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Properties []propertyBody `json:"properties"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.PropertiesResponse) {
 					t := c.table("ID", "NAME", "ALLOWED ORIGINS", "CREATED")
 					for _, p := range v.Properties {
 						t.row(p.ID, p.Name, join(p.AllowedOrigins), ts(p.CreatedAt))
@@ -155,7 +150,7 @@ replaces the property's; -none allows no origin at all.`,
 				case *none || len(origins) > 0:
 					body := map[string]any{"allowed_origins": origins.orEmpty()}
 					a, err := c.do(ctx, http.MethodPut, c.companyPath("properties", id, "allowed-origins"), nil, body, nil)
-					return show(c, a, err, func(v *propertyBody) { c.showProperty(v) })
+					return show(c, a, err, func(v *httpadapter.PropertyBody) { c.showProperty(v) })
 				}
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("properties"), nil, nil, nil)
 				if err != nil {
@@ -168,12 +163,12 @@ replaces the property's; -none allows no origin at all.`,
 					return err
 				}
 				for _, raw := range v.Properties {
-					var p propertyBody
+					var p httpadapter.PropertyBody
 					if err := json.Unmarshal(raw, &p); err != nil {
 						return err
 					}
 					if p.ID == id {
-						return show(c, &answer{body: raw}, nil, func(p *propertyBody) { c.showProperty(p) })
+						return show(c, &answer{body: raw}, nil, func(p *httpadapter.PropertyBody) { c.showProperty(p) })
 					}
 				}
 				return &apiError{status: http.StatusNotFound, message: fmt.Sprintf("company %s has no property %s", c.company, id)}
@@ -199,7 +194,7 @@ but whose answer was lost cannot be recovered: revoke it and issue another.`,
 				}
 				body := map[string]any{"permissions": perms.orEmpty(), "expires_at": exp}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("tokens"), nil, body, nil)
-				return show(c, a, err, func(v *tokenBody) {
+				return show(c, a, err, func(v *httpadapter.TokenBody) {
 					c.pairs("id", v.ID, "permissions", join(v.Permissions), "expires", ts(v.ExpiresAt), "created", ts(v.CreatedAt),
 						"secret", v.Secret)
 					fmt.Fprintln(c.stdout, "The secret is shown this once: only its digest is kept.")
@@ -210,9 +205,7 @@ but whose answer was lost cannot be recovered: revoke it and issue another.`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("tokens"), nil, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Tokens []tokenBody `json:"tokens"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.TokensResponse) {
 					t := c.table("ID", "ACTIVE", "PERMISSIONS", "EXPIRES", "REVOKED", "CREATED")
 					for _, k := range v.Tokens {
 						t.row(k.ID, yesNo(k.Active), join(k.Permissions), ts(k.ExpiresAt), ts(k.RevokedAt), ts(k.CreatedAt))
@@ -229,7 +222,7 @@ answers the same.`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("tokens", c.args[0], "revoke"), nil, nil, nil)
-				return show(c, a, err, func(*successBody) { fmt.Fprintf(c.stdout, "revoked %s\n", c.args[0]) })
+				return show(c, a, err, func(*httpadapter.SuccessResponse) { fmt.Fprintf(c.stdout, "revoked %s\n", c.args[0]) })
 			}
 		}},
 
@@ -275,7 +268,7 @@ reference is refused (422).`,
 						fmt.Fprintln(c.stderr, "replayed: this key's top-up was made before; nothing more was credited")
 					}
 				}
-				return show(c, ans, nil, func(v *topUpBody) {
+				return show(c, ans, nil, func(v *httpadapter.TopUpBody) {
 					c.pairs("company", v.CompanyID, "credited", v.Amount.String(), "reference", dash(v.Reference),
 						"balance", v.Balance.String(), "idempotency key", k)
 					if replayed {
@@ -288,7 +281,7 @@ reference is refused (422).`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("wallet"), nil, nil, nil)
-				return show(c, a, err, func(v *balanceBody) { c.pairs("company", v.CompanyID, "balance", v.Balance.String()) })
+				return show(c, a, err, func(v *httpadapter.BalanceBody) { c.pairs("company", v.CompanyID, "balance", v.Balance.String()) })
 			}
 		}},
 	{group: "wallet", name: "ledger", company: true, summary: "List a company's ledger, newest first, a page at a time (D5)",
@@ -300,10 +293,7 @@ reference is refused (422).`,
 					return err
 				}
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("wallet", "ledger"), q, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Entries    []entryBody `json:"entries"`
-					NextBefore *string     `json:"next_before"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.LedgerResponse) {
 					t := c.table("CREATED", "KIND", "AMOUNT", "REFERENCE", "ID")
 					for _, e := range v.Entries {
 						amount := "-" + e.Amount.String()
@@ -339,14 +329,14 @@ created in -since … -until, newest first, a page at a time.`,
 					// In the body, not the URL, so that no access log keeps them.
 					body := map[string]any{"email": *email, "mobile": *mobile}
 					a, err := c.do(ctx, http.MethodPost, c.companyPath("certificates", "search"), nil, body, nil)
-					return show(c, a, err, func(v *certificatesBody) { c.showCertificates(v) })
+					return show(c, a, err, func(v *httpadapter.CertificatesResponse) { c.showCertificates(v) })
 				}
 				q, err := pf.query()
 				if err != nil {
 					return err
 				}
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("certificates"), q, nil, nil)
-				return show(c, a, err, func(v *certificatesBody) { c.showCertificates(v) })
+				return show(c, a, err, func(v *httpadapter.CertificatesResponse) { c.showCertificates(v) })
 			}
 		}},
 	{group: "certificates", name: "show", company: true, args: []string{"CERTIFICATE_ID"},
@@ -364,10 +354,7 @@ created in -since … -until, newest first, a page at a time.`,
 					return err
 				}
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("sessions"), q, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Sessions   []sessionBody `json:"sessions"`
-					NextBefore *string       `json:"next_before"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.SessionsResponse) {
 					t := c.table("ID", "CREATED", "PROPERTY", "RETENTION", "VIDEO", "CHUNKS", "BYTES", "CERTIFICATE")
 					for _, s := range v.Sessions {
 						t.row(s.ID, ts(s.CreatedAt), s.PropertyID, s.RetentionStatus, s.VideoStatus, strconv.Itoa(s.EventChunks),
@@ -382,7 +369,7 @@ created in -since … -until, newest first, a page at a time.`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("sessions", c.args[0]), nil, nil, nil)
-				return show(c, a, err, func(s *sessionBody) {
+				return show(c, a, err, func(s *httpadapter.OperatorSessionBody) {
 					c.pairs("id", s.ID, "property", s.PropertyID, "url", dash(s.URL), "created", ts(s.CreatedAt),
 						"expires", ts(s.ExpiresAt), "closed", ts(s.ClosedAt), "retention", s.RetentionStatus,
 						"video", s.VideoStatus, "event chunks", strconv.Itoa(s.EventChunks), "event bytes", strconv.FormatInt(s.EventBytes, 10),
@@ -401,10 +388,7 @@ created in -since … -until, newest first, a page at a time.`,
 					return err
 				}
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("revocations"), q, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Revocations []revocationBody `json:"revocations"`
-					NextBefore  *string          `json:"next_before"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.RevocationsResponse) {
 					t := c.table("ID", "CREATED", "CERTIFICATES", "BY", "CLIENT IP", "REASON")
 					for _, r := range v.Revocations {
 						var by []string
@@ -439,7 +423,7 @@ created in -since … -until, newest first, a page at a time.`,
 				// a command line.
 				body := map[string]any{"url": *u, "events": events.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("webhooks"), nil, body, nil)
-				return show(c, a, err, func(v *webhookBody) {
+				return show(c, a, err, func(v *httpadapter.WebhookBody) {
 					c.pairs("id", v.ID, "url", v.URL, "events", join(v.Events), "created", ts(v.CreatedAt), "secret", v.Secret)
 					fmt.Fprintln(c.stdout, "The secret is shown this once: keep it where the receiver verifies signatures.")
 				})
@@ -449,9 +433,7 @@ created in -since … -until, newest first, a page at a time.`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error {
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("webhooks"), nil, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Endpoints []webhookBody `json:"endpoints"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.WebhooksResponse) {
 					t := c.table("ID", "URL", "EVENTS", "DISABLED", "CREATED")
 					for _, e := range v.Endpoints {
 						t.row(e.ID, e.URL, join(e.Events), ts(e.DisabledAt), ts(e.CreatedAt))
@@ -473,10 +455,7 @@ created in -since … -until, newest first, a page at a time.`,
 				setInt(q, "before", int(*before))
 				setInt(q, "limit", *limit)
 				a, err := c.do(ctx, http.MethodGet, c.companyPath("webhooks", c.args[0], "deliveries"), q, nil, nil)
-				return show(c, a, err, func(v *struct {
-					Deliveries []deliveryBody `json:"deliveries"`
-					NextBefore *int64         `json:"next_before"`
-				}) {
+				return show(c, a, err, func(v *httpadapter.DeliveriesResponse) {
 					t := c.table("SEQ", "AT", "EVENT", "MESSAGE", "ATTEMPT", "STATUS", "MS", "ERROR")
 					for _, d := range v.Deliveries {
 						t.row(strconv.FormatInt(d.Seq, 10), ts(d.At), d.EventType, d.MessageID, strconv.Itoa(d.Attempt),
@@ -554,7 +533,7 @@ func webhookChange(name, method, summary, done string) *command {
 					path += "/" + name
 				}
 				a, err := c.do(ctx, method, path, nil, nil, nil)
-				return show(c, a, err, func(*successBody) { fmt.Fprintf(c.stdout, "%s %s\n", done, c.args[0]) })
+				return show(c, a, err, func(*httpadapter.SuccessResponse) { fmt.Fprintf(c.stdout, "%s %s\n", done, c.args[0]) })
 			}
 		}}
 }
@@ -700,7 +679,7 @@ func (c *call) verifyAudit(ctx context.Context, from int64, limit int, all bool)
 
 // auditEntry is an entry of an audit page, with its JSON as answered.
 type auditEntry struct {
-	auditBody
+	httpadapter.AuditEntryBody
 	raw json.RawMessage
 }
 
@@ -718,7 +697,7 @@ func (c *call) auditPage(ctx context.Context, q url.Values) ([]auditEntry, error
 	out := make([]auditEntry, len(v.Entries))
 	for i, raw := range v.Entries {
 		out[i].raw = raw
-		if err := json.Unmarshal(raw, &out[i].auditBody); err != nil {
+		if err := json.Unmarshal(raw, &out[i].AuditEntryBody); err != nil {
 			return nil, err
 		}
 	}
@@ -747,7 +726,7 @@ func (c *call) printEntries(entries []auditEntry) {
 // showCertificate prints the certificate id of the call's company.
 func (c *call) showCertificate(ctx context.Context, id string) error {
 	a, err := c.do(ctx, http.MethodGet, c.companyPath("certificates", id), nil, nil, nil)
-	return show(c, a, err, func(v *certificateBody) {
+	return show(c, a, err, func(v *httpadapter.CertificateBody) {
 		c.pairs("id", v.ID, "property", v.PropertyID, "session", v.SessionID, "origin", v.Origin,
 			"created", ts(v.CreatedAt), "expires", ts(v.ExpiresAt), "revoked", ts(v.RevokedAt), "retention", v.RetentionStatus,
 			"email given", yesNo(v.EmailGiven), "mobile given", yesNo(v.MobileGiven), "client ip", dash(v.ClientIP),
@@ -762,7 +741,7 @@ func (c *call) showCertificate(ctx context.Context, id string) error {
 	})
 }
 
-func (c *call) showCertificates(v *certificatesBody) {
+func (c *call) showCertificates(v *httpadapter.CertificatesResponse) {
 	t := c.table("ID", "CREATED", "PROPERTY", "SESSION", "RETENTION", "REVOKED", "EMAIL", "MOBILE", "ORIGIN")
 	for _, x := range v.Certificates {
 		t.row(x.ID, ts(x.CreatedAt), x.PropertyID, x.SessionID, x.RetentionStatus, ts(x.RevokedAt),
@@ -772,12 +751,12 @@ func (c *call) showCertificates(v *certificatesBody) {
 	c.nextPage(v.NextBefore)
 }
 
-func (c *call) showCompany(v *companyBody) {
-	c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdParty),
-		"authorized third parties", join(v.Authorized), "created", ts(v.CreatedAt))
+func (c *call) showCompany(v *httpadapter.CompanyBody) {
+	c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
+		"authorized third parties", join(v.AuthorizedThirdParties), "created", ts(v.CreatedAt))
 }
 
-func (c *call) showProperty(v *propertyBody) {
+func (c *call) showProperty(v *httpadapter.PropertyBody) {
 	c.pairs("id", v.ID, "name", v.Name, "allowed origins", join(v.AllowedOrigins), "created", ts(v.CreatedAt))
 }
 

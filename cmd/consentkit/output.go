@@ -6,11 +6,12 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/httpadapter"
 )
 
 // show prints an answer: with -json its body as the operator API sent it,
-// otherwise text written by text from the body decoded into a T.
+// otherwise text written by text from the body decoded into a T, the
+// answer's type as package httpadapter declares and encodes it.
 func show[T any](c *call, a *answer, err error, text func(*T)) error {
 	if err != nil {
 		return err
@@ -86,11 +87,11 @@ func oneLine(s string) string {
 
 // ts is a time of an answer, RFC 3339 in UTC as the API writes it; "-"
 // for none.
-func ts(s *string) string {
+func ts(s *httpadapter.RFC3339) string {
 	if s == nil || *s == "" {
 		return "-"
 	}
-	return *s
+	return string(*s)
 }
 
 func dash(s string) string {
@@ -126,148 +127,4 @@ func given(b bool) string {
 		return "given"
 	}
 	return "-"
-}
-
-// The operator API's answers, as far as the text output reads them; -json
-// prints them whole, as sent (httpadapter/operator.go declares them).
-
-type companyBody struct {
-	ID         string   `json:"id"`
-	Name       string   `json:"name"`
-	ThirdParty bool     `json:"third_party_verification_enabled"`
-	Authorized []string `json:"authorized_third_parties"`
-	CreatedAt  *string  `json:"created_at"`
-}
-
-type propertyBody struct {
-	ID             string   `json:"id"`
-	Name           string   `json:"name"`
-	AllowedOrigins []string `json:"allowed_origins"`
-	CreatedAt      *string  `json:"created_at"`
-}
-
-type tokenBody struct {
-	ID          string   `json:"id"`
-	Permissions []string `json:"permissions"`
-	ExpiresAt   *string  `json:"expires_at"`
-	RevokedAt   *string  `json:"revoked_at"`
-	CreatedAt   *string  `json:"created_at"`
-	Active      bool     `json:"active"`
-	Secret      string   `json:"secret"`
-}
-
-type successBody struct {
-	Success bool `json:"success"`
-}
-
-type topUpBody struct {
-	CompanyID string        `json:"company_id"`
-	Amount    wallet.Amount `json:"amount"`
-	Reference string        `json:"reference"`
-	Balance   wallet.Amount `json:"balance"`
-}
-
-type balanceBody struct {
-	CompanyID string        `json:"company_id"`
-	Balance   wallet.Amount `json:"balance"`
-}
-
-type entryBody struct {
-	ID        string        `json:"id"`
-	Kind      string        `json:"kind"`
-	Amount    wallet.Amount `json:"amount"`
-	Credit    bool          `json:"credit"`
-	Reference string        `json:"reference"`
-	CreatedAt *string       `json:"created_at"`
-}
-
-type certificateSummary struct {
-	ID              string  `json:"id"`
-	PropertyID      string  `json:"property_id"`
-	SessionID       string  `json:"session_id"`
-	Origin          string  `json:"origin"`
-	RetentionStatus string  `json:"retention_status"`
-	CreatedAt       *string `json:"created_at"`
-	ExpiresAt       *string `json:"expires_at"`
-	RevokedAt       *string `json:"revoked_at"`
-	EmailGiven      bool    `json:"email_given"`
-	MobileGiven     bool    `json:"mobile_given"`
-	Signed          bool    `json:"signed"`
-}
-
-type certificatesBody struct {
-	Certificates []certificateSummary `json:"certificates"`
-	NextBefore   *string              `json:"next_before"`
-}
-
-type certificateBody struct {
-	certificateSummary
-	Consents []struct {
-		Text    string   `json:"text"`
-		Types   []string `json:"types"`
-		OptInAt *string  `json:"opt_in_at"`
-	} `json:"consents"`
-	ClientIP        string `json:"client_ip"`
-	UserAgent       string `json:"user_agent"`
-	RecordingSHA256 string `json:"recording_sha256"`
-	KeyID           string `json:"key_id"`
-}
-
-type sessionBody struct {
-	ID              string  `json:"id"`
-	PropertyID      string  `json:"property_id"`
-	RetentionStatus string  `json:"retention_status"`
-	VideoStatus     string  `json:"rrweb_to_video_status"`
-	EventChunks     int     `json:"event_chunks"`
-	EventBytes      int64   `json:"event_bytes"`
-	CertificateID   string  `json:"certificate_id"`
-	URL             string  `json:"url"`
-	CreatedAt       *string `json:"created_at"`
-	ExpiresAt       *string `json:"expires_at"`
-	ClosedAt        *string `json:"closed_at"`
-	VideoBytes      int64   `json:"video_bytes"`
-	VideoSHA256     string  `json:"video_sha256"`
-	VideoDurationMS int64   `json:"video_duration_ms"`
-}
-
-type revocationBody struct {
-	ID             string   `json:"id"`
-	CertificateID  string   `json:"certificate_id"`
-	EmailGiven     bool     `json:"email_given"`
-	MobileGiven    bool     `json:"mobile_given"`
-	Reason         string   `json:"reason"`
-	ClientIP       string   `json:"client_ip"`
-	CertificateIDs []string `json:"certificate_ids"`
-	CreatedAt      *string  `json:"created_at"`
-}
-
-type webhookBody struct {
-	ID         string   `json:"id"`
-	URL        string   `json:"url"`
-	Events     []string `json:"events"`
-	Secret     string   `json:"secret"`
-	CreatedAt  *string  `json:"created_at"`
-	DisabledAt *string  `json:"disabled_at"`
-}
-
-type deliveryBody struct {
-	Seq        int64   `json:"seq"`
-	MessageID  string  `json:"message_id"`
-	EventType  string  `json:"event_type"`
-	Attempt    int     `json:"attempt"`
-	At         *string `json:"at"`
-	Status     int     `json:"status"`
-	Error      string  `json:"error"`
-	DurationMS float64 `json:"duration_ms"`
-}
-
-type auditBody struct {
-	Seq       int64   `json:"seq"`
-	At        *string `json:"at"`
-	Actor     string  `json:"actor"`
-	Action    string  `json:"action"`
-	Target    string  `json:"target"`
-	Outcome   string  `json:"outcome"`
-	RequestID string  `json:"request_id"`
-	Detail    string  `json:"detail"`
 }
