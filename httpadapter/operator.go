@@ -21,9 +21,11 @@ import (
 // webhook endpoints and their delivery logs (D44), and audit logs (D42)
 // and the check of their chains. Every change is audited with the actor
 // "operator"; lists of things that grow without bound are read page by
-// page (consent.Page), and a chain is checked in bounded runs. The
-// answers' types are exported, so that a client in Go (cmd/consentkit)
-// decodes what the server encodes rather than a copy of it.
+// page (consent.Page), and a chain is checked in bounded runs. The types
+// of the bodies and answers are exported, so that a client in Go
+// (cmd/consentkit) writes and reads what the server reads and writes
+// rather than a copy of it; fields tagged path or query come from the
+// URL, never from the body.
 func (h *Handler) operatorRoutes() []*route {
 	const post, get, put, del = http.MethodPost, http.MethodGet, http.MethodPut, http.MethodDelete
 	const base = "/operator/companies/{company_id}"
@@ -65,12 +67,13 @@ func (h *Handler) operatorRoutes() []*route {
 	}
 }
 
-type webhookRequest struct {
+// AddWebhookRequest is the body of POST …/webhooks.
+type AddWebhookRequest struct {
 	CompanyID string   `path:"company_id" json:"-"`
 	URL       string   `json:"url"`
 	Events    []string `json:"events"`
 	// Secret is optional: a new one is made, and shown once, in the answer.
-	Secret string `json:"secret"`
+	Secret string `json:"secret,omitempty"`
 }
 
 // WebhookBody is a webhook endpoint (D44) in the operator API's answers.
@@ -88,7 +91,7 @@ func newWebhookBody(e *consent.WebhookEndpoint) WebhookBody {
 	return WebhookBody{ID: e.ID, URL: e.URL, Events: e.Events, CreatedAt: timestamp(e.CreatedAt), DisabledAt: timestamp(e.DisabledAt)}
 }
 
-func (h *Handler) addWebhook(ctx context.Context, _ Caller, req *webhookRequest) (*WebhookBody, error) {
+func (h *Handler) addWebhook(ctx context.Context, _ Caller, req *AddWebhookRequest) (*WebhookBody, error) {
 	e, err := h.webhooks.Add(ctx, webhook.Params{CompanyID: req.CompanyID, URL: req.URL, Events: req.Events, Secret: req.Secret})
 	if err != nil {
 		return nil, err
@@ -364,7 +367,8 @@ func (h *Handler) verifyAudit(ctx context.Context, _ Caller, req *auditVerifyReq
 
 // Companies.
 
-type createCompanyRequest struct {
+// CreateCompanyRequest is the body of POST /operator/companies.
+type CreateCompanyRequest struct {
 	ID                            string   `json:"id"`
 	Name                          string   `json:"name"`
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
@@ -395,7 +399,7 @@ func orNone[T any](list []T) []T {
 
 // createCompany creates a company with an empty wallet. A retry after a
 // lost answer is told by its 409: the id is the caller's.
-func (h *Handler) createCompany(ctx context.Context, _ Caller, req *createCompanyRequest) (*CompanyBody, error) {
+func (h *Handler) createCompany(ctx context.Context, _ Caller, req *CreateCompanyRequest) (*CompanyBody, error) {
 	c, err := h.svc.CreateCompany(ctx, consent.CompanyParams{ID: req.ID, Name: req.Name,
 		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties})
 	if err != nil {
@@ -445,7 +449,8 @@ func (h *Handler) getCompany(ctx context.Context, _ Caller, req *companyRequest)
 
 // Properties and their allowed origins (D32).
 
-type addPropertyRequest struct {
+// AddPropertyRequest is the body of POST …/properties.
+type AddPropertyRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 	// ID is optional: a random one is made. Give one to make a retry safe
 	// (a second call with it is a 409).
@@ -466,7 +471,7 @@ func newPropertyBody(p *consent.Property) PropertyBody {
 	return PropertyBody{ID: p.ID, Name: p.Name, AllowedOrigins: orNone(p.AllowedOrigins), CreatedAt: timestamp(p.CreatedAt)}
 }
 
-func (h *Handler) addProperty(ctx context.Context, _ Caller, req *addPropertyRequest) (*PropertyBody, error) {
+func (h *Handler) addProperty(ctx context.Context, _ Caller, req *AddPropertyRequest) (*PropertyBody, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -496,14 +501,16 @@ func (h *Handler) listProperties(ctx context.Context, _ Caller, req *companyRequ
 	return out, nil
 }
 
-type originsRequest struct {
+// AllowedOriginsRequest is the body of PUT
+// …/properties/{property_id}/allowed-origins.
+type AllowedOriginsRequest struct {
 	CompanyID  string `path:"company_id" json:"-"`
 	PropertyID string `path:"property_id" json:"-"`
 	// AllowedOrigins replaces the list; [] allows none.
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
-func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *originsRequest) (*PropertyBody, error) {
+func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *AllowedOriginsRequest) (*PropertyBody, error) {
 	if req.AllowedOrigins == nil { // an absent list is no order to clear it
 		return nil, consent.Errorf(consent.Invalid, "allowed_origins is required: the full list, [] for none")
 	}
@@ -520,7 +527,8 @@ func (h *Handler) setAllowedOrigins(ctx context.Context, _ Caller, req *originsR
 
 // Tokens (D6).
 
-type issueTokenRequest struct {
+// IssueTokenRequest is the body of POST …/tokens.
+type IssueTokenRequest struct {
 	CompanyID   string   `path:"company_id" json:"-"`
 	Permissions []string `json:"permissions"` // vzew_retention, or none
 	ExpiresAt   string   `json:"expires_at"`  // RFC 3339; "": never
@@ -552,7 +560,7 @@ func (h *Handler) newTokenBody(t *consent.Token) TokenBody {
 // issueToken is no idempotent route: its answer holds the secret, which
 // is never stored (D6), so it cannot be replayed. A retry after a lost
 // answer issues another token; revoke the one never received.
-func (h *Handler) issueToken(ctx context.Context, _ Caller, req *issueTokenRequest) (*TokenBody, error) {
+func (h *Handler) issueToken(ctx context.Context, _ Caller, req *IssueTokenRequest) (*TokenBody, error) {
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
@@ -621,13 +629,14 @@ func (h *Handler) revokeToken(ctx context.Context, _ Caller, req *tokenRequest) 
 
 // The wallet (D1, D5).
 
-type topUpRequest struct {
+// TopUpRequest is the body of POST …/wallet/top-ups.
+type TopUpRequest struct {
 	CompanyID string         `path:"company_id" json:"-"`
 	Amount    *wallet.Amount `json:"amount"`    // dollars, exact (D1)
 	Reference string         `json:"reference"` // the payment's reference; optional
 }
 
-func (r *topUpRequest) company() string { return r.CompanyID }
+func (r *TopUpRequest) company() string { return r.CompanyID }
 
 // TopUpBody is the answer of POST …/wallet/top-ups.
 type TopUpBody struct {
@@ -642,7 +651,7 @@ type TopUpBody struct {
 // retry could fail on, so without a key a retry after a lost answer would
 // credit twice. The key is claimed, and the answer stored, in the
 // transaction of the credit (D40), scoped to the operator and the company.
-func (h *Handler) topUp(ctx context.Context, _ Caller, req *topUpRequest) (*TopUpBody, error) {
+func (h *Handler) topUp(ctx context.Context, _ Caller, req *TopUpRequest) (*TopUpBody, error) {
 	if req.Amount == nil {
 		return nil, consent.Errorf(consent.Invalid, "amount is required: dollars, such as 25 or 12.50")
 	}
@@ -804,9 +813,9 @@ func (h *Handler) listCertificates(ctx context.Context, _ Caller, req *pageReque
 	return &CertificatesResponse{Certificates: list, NextBefore: next}, nil
 }
 
-// searchRequest finds a consumer's certificates. The email and mobile
+// SearchRequest finds a consumer's certificates. The email and mobile
 // travel in the body, not the URL, so that no access log keeps them.
-type searchRequest struct {
+type SearchRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 	Email     string `json:"email"`
 	Mobile    string `json:"mobile"`
@@ -814,7 +823,7 @@ type searchRequest struct {
 
 // searchCertificates finds the company's certificates by the digests of
 // the normalized email and mobile (D17), newest first.
-func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *searchRequest) (*CertificatesResponse, error) {
+func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *SearchRequest) (*CertificatesResponse, error) {
 	cs, err := h.svc.FindCertificates(ctx, req.CompanyID, req.Email, req.Mobile)
 	if err != nil {
 		return nil, err

@@ -55,8 +55,8 @@ refused with 409 and the company stands.`,
 				if *id == "" || *name == "" {
 					return usagef("-id and -name are required")
 				}
-				body := map[string]any{"id": *id, "name": *name, "third_party_verification_enabled": *thirdParty,
-					"authorized_third_parties": authorized.orEmpty()}
+				body := httpadapter.CreateCompanyRequest{ID: *id, Name: *name, ThirdPartyVerificationEnabled: *thirdParty,
+					AuthorizedThirdParties: authorized.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, "/companies", nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 			}
@@ -116,7 +116,7 @@ refused with 409 and the company stands.`,
 				if *name == "" {
 					return usagef("-name is required")
 				}
-				body := map[string]any{"id": *id, "name": *name, "allowed_origins": origins.orEmpty()}
+				body := httpadapter.AddPropertyRequest{ID: *id, Name: *name, AllowedOrigins: origins.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("properties"), nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.PropertyBody) { c.showProperty(v) })
 			}
@@ -148,7 +148,7 @@ replaces the property's; -none allows no origin at all.`,
 				case *none && len(origins) > 0:
 					return usagef("-none and -origin contradict each other")
 				case *none || len(origins) > 0:
-					body := map[string]any{"allowed_origins": origins.orEmpty()}
+					body := httpadapter.AllowedOriginsRequest{AllowedOrigins: origins.orEmpty()}
 					a, err := c.do(ctx, http.MethodPut, c.companyPath("properties", id, "allowed-origins"), nil, body, nil)
 					return show(c, a, err, func(v *httpadapter.PropertyBody) { c.showProperty(v) })
 				}
@@ -192,7 +192,7 @@ but whose answer was lost cannot be recovered: revoke it and issue another.`,
 				if err != nil {
 					return err
 				}
-				body := map[string]any{"permissions": perms.orEmpty(), "expires_at": exp}
+				body := httpadapter.IssueTokenRequest{Permissions: perms.orEmpty(), ExpiresAt: exp}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("tokens"), nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.TokenBody) {
 					c.pairs("id", v.ID, "permissions", join(v.Permissions), "expires", ts(v.ExpiresAt), "created", ts(v.CreatedAt),
@@ -251,8 +251,8 @@ reference is refused (422).`,
 				if err := consent.CheckIdempotencyKey(k); err != nil {
 					return usagef("-key: %s", consent.ErrorMessage(err))
 				}
-				// The amount goes as the decimal text it was given: exact (D1).
-				body := map[string]any{"amount": json.RawMessage(a.String()), "reference": *reference}
+				// The amount goes as decimal text: exact (D1).
+				body := httpadapter.TopUpRequest{Amount: &a, Reference: *reference}
 				ans, err := c.do(ctx, http.MethodPost, c.companyPath("wallet", "top-ups"), nil, body,
 					http.Header{"Idempotency-Key": {k}})
 				if err != nil {
@@ -327,7 +327,7 @@ created in -since … -until, newest first, a page at a time.`,
 					return c.showCertificate(ctx, *id)
 				case byConsumer:
 					// In the body, not the URL, so that no access log keeps them.
-					body := map[string]any{"email": *email, "mobile": *mobile}
+					body := httpadapter.SearchRequest{Email: *email, Mobile: *mobile}
 					a, err := c.do(ctx, http.MethodPost, c.companyPath("certificates", "search"), nil, body, nil)
 					return show(c, a, err, func(v *httpadapter.CertificatesResponse) { c.showCertificates(v) })
 				}
@@ -421,7 +421,7 @@ created in -since … -until, newest first, a page at a time.`,
 				}
 				// The signing secret is made by the server, never passed on
 				// a command line.
-				body := map[string]any{"url": *u, "events": events.orEmpty()}
+				body := httpadapter.AddWebhookRequest{URL: *u, Events: events.orEmpty()}
 				a, err := c.do(ctx, http.MethodPost, c.companyPath("webhooks"), nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.WebhookBody) {
 					c.pairs("id", v.ID, "url", v.URL, "events", join(v.Events), "created", ts(v.CreatedAt), "secret", v.Secret)
