@@ -272,19 +272,50 @@ func (j *Job) check() error {
 	return checkRange("attempts", j.Attempts, math.MinInt32, MaxJobAttempts)
 }
 
+// check checks e's fields.
+func (e *WebhookEndpoint) check() error {
+	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
+		return err
+	}
+	if err := checkTexts("url", e.URL, "secret", e.Secret); err != nil {
+		return err
+	}
+	if err := checkTimes([]string{"created_at", "disabled_at"}, e.CreatedAt, e.DisabledAt); err != nil {
+		return err
+	}
+	return checkList("events", e.Events)
+}
+
+// check checks d's fields, its Attempt and Status among them (checkInt32).
+func (d *WebhookDelivery) check() error {
+	if err := checkKeyTexts("endpoint_id", d.EndpointID); err != nil {
+		return err
+	}
+	if err := checkTexts("message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
+		return err
+	}
+	if err := CheckTime("at", d.At); err != nil {
+		return err
+	}
+	if err := checkInt32("attempt", d.Attempt); err != nil {
+		return err
+	}
+	return checkInt32("status", d.Status)
+}
+
 // MaxJobAttempts is the most Attempts a job has: the most it is written
 // with (EnqueueJob, EnqueueJobs, EndJob), and where LeaseJob's count of
 // leases stops. The SQL stores keep Attempts in a 32-bit column
-// (CheckInt32); so a job leased at the cap still ends (EndJob) with the
+// (checkInt32); so a job leased at the cap still ends (EndJob) with the
 // count it was leased with.
 const MaxJobAttempts = 1_000_000_000
 
-// CheckInt32 returns an Invalid error naming field when n is outside -2^31
+// checkInt32 returns an Invalid error naming field when n is outside -2^31
 // to 2^31-1: the range of the counts and statuses that the SQL stores keep
 // in 32-bit integer columns (PostgreSQL's integer refuses more, where
 // SQLite and memory would keep it) — a job's Attempts, a webhook
 // delivery's Attempt and Status, an idempotency key's answered status.
-func CheckInt32(field string, n int) error {
+func checkInt32(field string, n int) error {
 	return checkRange(field, n, math.MinInt32, math.MaxInt32)
 }
 

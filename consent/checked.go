@@ -425,7 +425,7 @@ func (t checkedTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, 
 	if err := checkIdempotencyKey(scope, key); err != nil {
 		return err
 	}
-	if err := CheckInt32("status", status); err != nil {
+	if err := checkInt32("status", status); err != nil {
 		return err
 	}
 	return t.tx.AnswerIdempotencyKey(ctx, scope, key, status, body)
@@ -480,7 +480,7 @@ func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, lim
 }
 
 func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error {
-	if err := e.CheckText(); err != nil {
+	if err := e.check(); err != nil {
 		return err
 	}
 	return t.tx.CreateWebhookEndpoint(ctx, e)
@@ -518,7 +518,7 @@ func (t checkedTx) DeleteWebhookEndpoint(ctx context.Context, companyID, id stri
 }
 
 func (t checkedTx) AppendWebhookDelivery(ctx context.Context, d *WebhookDelivery) error {
-	if err := d.CheckText(); err != nil {
+	if err := d.check(); err != nil {
 		return err
 	}
 	return t.tx.AppendWebhookDelivery(ctx, d)

@@ -93,38 +93,6 @@ type WebhookMessage struct {
 	Body       string `json:"body"` // {"type":…,"timestamp":…,"data":{…}}
 }
 
-// CheckText checks e's text fields and its times.
-func (e *WebhookEndpoint) CheckText() error {
-	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
-		return err
-	}
-	if err := checkTexts("url", e.URL, "secret", e.Secret); err != nil {
-		return err
-	}
-	if err := checkTimes([]string{"created_at", "disabled_at"}, e.CreatedAt, e.DisabledAt); err != nil {
-		return err
-	}
-	return checkList("events", e.Events)
-}
-
-// CheckText checks d's text fields, its time, and its Attempt and Status
-// (CheckInt32).
-func (d *WebhookDelivery) CheckText() error {
-	if err := checkKeyTexts("endpoint_id", d.EndpointID); err != nil {
-		return err
-	}
-	if err := checkTexts("message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
-		return err
-	}
-	if err := CheckTime("at", d.At); err != nil {
-		return err
-	}
-	if err := CheckInt32("attempt", d.Attempt); err != nil {
-		return err
-	}
-	return CheckInt32("status", d.Status)
-}
-
 // WebhookAllowPrivate reports Config.WebhookAllowPrivate: whether a
 // webhook endpoint may be added with a URL whose host is a loopback,
 // private or link-local IP address (package webhook checks it).
