@@ -90,13 +90,10 @@ var errClosed = errors.New("memstore: store is closed")
 
 // Update runs fn with the store locked for writing.
 func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed
+	if err := s.usable(ctx); err != nil {
+		return err
 	}
 	tx := &tx{s: s}
 	tx.undo = tx.first[:0]
@@ -114,15 +111,24 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 
 // View runs fn with the store locked for reading.
 func (s *Store) View(ctx context.Context, fn func(consent.Tx) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.usable(ctx); err != nil {
+		return err
+	}
+	return fn(&tx{s: s, readOnly: true})
+}
+
+// usable returns why a transaction cannot begin, with the store's lock
+// held: ctx ended, or the store is closed.
+func (s *Store) usable(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	if s.closed {
 		return errClosed
 	}
-	return fn(&tx{s: s, readOnly: true})
+	return nil
 }
 
 // Close makes later transactions fail.
@@ -212,6 +218,57 @@ func appendUndo[K comparable, V any](t *tx, m map[K][]V, k K, vs ...V) {
 func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
 func conflict(what string) error { return consent.Errorf(consent.Conflict, "%s already exists", what) }
 
+// get returns a copy of the value under k in m, or what's NotFound error.
+func get[K comparable, V any](m map[K]V, k K, what string, clone func(V) V) (V, error) {
+	v, ok := m[k]
+	if !ok {
+		var zero V
+		return zero, notFound(what)
+	}
+	return clone(v), nil
+}
+
+// create stores v under k in m for a Create method: in a write
+// transaction, under a key not taken (a Conflict on what), when each of
+// refs is nil: the rows v refers to, checked in order (see has).
+func create[K comparable, V any](t *tx, m map[K]V, k K, v V, what string, refs ...error) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if _, ok := m[k]; ok {
+		return conflict(what)
+	}
+	for _, err := range refs {
+		if err != nil {
+			return err
+		}
+	}
+	set(t, m, k, v)
+	return nil
+}
+
+// has returns nil when k is in m, and what's NotFound error otherwise.
+func has[K comparable, V any](m map[K]V, k K, what string) error {
+	if _, ok := m[k]; !ok {
+		return notFound(what)
+	}
+	return nil
+}
+
+// change replaces the value under k in m by edit's new copy of it, in a
+// write transaction; a missing k is what's NotFound error.
+func change[K comparable, V any](t *tx, m map[K]V, k K, what string, edit func(old V) V) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	old, ok := m[k]
+	if !ok {
+		return notFound(what)
+	}
+	set(t, m, k, edit(old))
+	return nil
+}
+
 // utc is a time as the store keeps it: in UTC, to the microsecond, as the
 // SQL stores keep times (consent.UTC).
 func utc(t time.Time) time.Time {
@@ -221,24 +278,22 @@ func utc(t time.Time) time.Time {
 	return consent.UTC(t)
 }
 
+func cloneCompany(c *consent.Company) *consent.Company {
+	n := *c
+	n.AuthorizedThirdParties, n.CreatedAt = list(c.AuthorizedThirdParties), utc(n.CreatedAt)
+	return &n
+}
+
 func (t *tx) CreateCompany(_ context.Context, c *consent.Company) error {
-	if err := t.write(); err != nil {
+	if err := create(t, t.s.companies, c.ID, cloneCompany(c), "company"); err != nil {
 		return err
 	}
-	if _, ok := t.s.companies[c.ID]; ok {
-		return conflict("company")
-	}
-	set(t, t.s.companies, c.ID, cloneCompany(c))
 	set(t, t.s.balances, c.ID, 0)
 	return nil
 }
 
 func (t *tx) Company(_ context.Context, id string) (*consent.Company, error) {
-	c, ok := t.s.companies[id]
-	if !ok {
-		return nil, notFound("company")
-	}
-	return cloneCompany(c), nil
+	return get(t.s.companies, id, "company", cloneCompany)
 }
 
 func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, error) {
@@ -253,53 +308,33 @@ func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, e
 }
 
 func (t *tx) UpdateCompany(_ context.Context, c *consent.Company) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	old, ok := t.s.companies[c.ID]
-	if !ok {
-		return notFound("company")
-	}
-	n := cloneCompany(c)
-	n.CreatedAt = old.CreatedAt
-	set(t, t.s.companies, c.ID, n)
-	return nil
+	return change(t, t.s.companies, c.ID, "company", func(old *consent.Company) *consent.Company {
+		n := cloneCompany(c)
+		n.CreatedAt = old.CreatedAt
+		return n
+	})
+}
+
+func cloneProperty(p *consent.Property) *consent.Property {
+	n := *p
+	n.AllowedOrigins, n.CreatedAt = list(p.AllowedOrigins), utc(n.CreatedAt)
+	return &n
 }
 
 func (t *tx) CreateProperty(_ context.Context, p *consent.Property) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	if _, ok := t.s.properties[p.ID]; ok {
-		return conflict("property")
-	}
-	if _, ok := t.s.companies[p.CompanyID]; !ok {
-		return notFound("company")
-	}
-	set(t, t.s.properties, p.ID, cloneProperty(p))
-	return nil
+	return create(t, t.s.properties, p.ID, cloneProperty(p), "property", has(t.s.companies, p.CompanyID, "company"))
 }
 
 func (t *tx) Property(_ context.Context, id string) (*consent.Property, error) {
-	p, ok := t.s.properties[id]
-	if !ok {
-		return nil, notFound("property")
-	}
-	return cloneProperty(p), nil
+	return get(t.s.properties, id, "property", cloneProperty)
 }
 
 func (t *tx) UpdateProperty(_ context.Context, p *consent.Property) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	old, ok := t.s.properties[p.ID]
-	if !ok {
-		return notFound("property")
-	}
-	n := cloneProperty(old)
-	n.Name, n.AllowedOrigins = p.Name, list(p.AllowedOrigins)
-	set(t, t.s.properties, p.ID, n)
-	return nil
+	return change(t, t.s.properties, p.ID, "property", func(old *consent.Property) *consent.Property {
+		n := cloneProperty(old)
+		n.Name, n.AllowedOrigins = p.Name, list(p.AllowedOrigins)
+		return n
+	})
 }
 
 // byCreation sorts items oldest first, by creation time and then id.
@@ -334,31 +369,39 @@ func page[V any](p consent.Page, items []V, key func(V) (company string, at time
 	return out, nil
 }
 
-func (t *tx) Properties(_ context.Context, companyID string) ([]*consent.Property, error) {
-	out := []*consent.Property{}
-	for _, p := range t.s.properties {
-		if p.CompanyID == companyID {
-			out = append(out, cloneProperty(p))
+// companyList returns copies of the items of m that are companyID's,
+// oldest first (byCreation).
+func companyList[V any](m map[string]V, companyID string, key func(V) (company string, at time.Time, id string), clone func(V) V) []V {
+	out := []V{}
+	for _, v := range m {
+		if company, _, _ := key(v); company == companyID {
+			out = append(out, clone(v))
 		}
 	}
-	byCreation(out, func(p *consent.Property) (time.Time, string) { return p.CreatedAt, p.ID })
-	return out, nil
+	byCreation(out, func(v V) (time.Time, string) { _, at, id := key(v); return at, id })
+	return out
+}
+
+func (t *tx) Properties(_ context.Context, companyID string) ([]*consent.Property, error) {
+	return companyList(t.s.properties, companyID, func(p *consent.Property) (string, time.Time, string) {
+		return p.CompanyID, p.CreatedAt, p.ID
+	}, cloneProperty), nil
+}
+
+func cloneToken(tok *consent.Token) *consent.Token {
+	n := *tok
+	n.Permissions, n.ExpiresAt, n.RevokedAt, n.CreatedAt = list(tok.Permissions), utc(n.ExpiresAt), utc(n.RevokedAt), utc(n.CreatedAt)
+	return &n
 }
 
 func (t *tx) CreateToken(_ context.Context, tok *consent.Token) error {
-	if err := t.write(); err != nil {
+	var taken error
+	if _, ok := t.s.tokenByDigest[tok.Digest]; ok {
+		taken = conflict("token")
+	}
+	if err := create(t, t.s.tokens, tok.ID, cloneToken(tok), "token", taken, has(t.s.companies, tok.CompanyID, "company")); err != nil {
 		return err
 	}
-	if _, ok := t.s.tokens[tok.ID]; ok {
-		return conflict("token")
-	}
-	if _, ok := t.s.tokenByDigest[tok.Digest]; ok {
-		return conflict("token")
-	}
-	if _, ok := t.s.companies[tok.CompanyID]; !ok {
-		return notFound("company")
-	}
-	set(t, t.s.tokens, tok.ID, cloneToken(tok))
 	set(t, t.s.tokenByDigest, tok.Digest, tok.ID)
 	return nil
 }
@@ -369,6 +412,12 @@ func (t *tx) TokenByDigest(_ context.Context, d consent.Digest) (*consent.Token,
 		return nil, notFound("token")
 	}
 	return cloneToken(t.s.tokens[id]), nil
+}
+
+func (t *tx) Tokens(_ context.Context, companyID string) ([]*consent.Token, error) {
+	return companyList(t.s.tokens, companyID, func(tok *consent.Token) (string, time.Time, string) {
+		return tok.CompanyID, tok.CreatedAt, tok.ID
+	}, cloneToken), nil
 }
 
 func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) error {
@@ -387,43 +436,27 @@ func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) 
 	return nil
 }
 
-func (t *tx) Tokens(_ context.Context, companyID string) ([]*consent.Token, error) {
-	out := []*consent.Token{}
-	for _, tok := range t.s.tokens {
-		if tok.CompanyID == companyID {
-			out = append(out, cloneToken(tok))
-		}
-	}
-	byCreation(out, func(tok *consent.Token) (time.Time, string) { return tok.CreatedAt, tok.ID })
-	return out, nil
+func cloneSession(s *consent.Session) *consent.Session {
+	n := *s
+	n.CreatedAt, n.ExpiresAt, n.ClosedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.ClosedAt)
+	n.Video.Duration = n.Video.Duration.Truncate(time.Millisecond) // as the SQL stores keep it
+	return &n
 }
 
 func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	if _, ok := t.s.sessions[ses.ID]; ok {
-		return conflict("session")
-	}
-	if _, ok := t.s.companies[ses.CompanyID]; !ok {
-		return notFound("company")
-	}
-	if _, ok := t.s.properties[ses.PropertyID]; !ok {
-		return notFound("property")
-	}
 	n := cloneSession(ses)
 	n.EventChunks, n.EventBytes = 0, 0
-	set(t, t.s.sessions, ses.ID, n)
+	err := create(t, t.s.sessions, ses.ID, n, "session",
+		has(t.s.companies, ses.CompanyID, "company"), has(t.s.properties, ses.PropertyID, "property"))
+	if err != nil {
+		return err
+	}
 	set(t, t.s.events, ses.ID, nil)
 	return nil
 }
 
 func (t *tx) Session(_ context.Context, id string) (*consent.Session, error) {
-	ses, ok := t.s.sessions[id]
-	if !ok {
-		return nil, notFound("session")
-	}
-	return cloneSession(ses), nil
+	return get(t.s.sessions, id, "session", cloneSession)
 }
 
 func (t *tx) Sessions(_ context.Context, ids []string) ([]*consent.Session, error) {
@@ -452,17 +485,15 @@ func mapValues[V any](m map[string]V) []V {
 }
 
 func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) error {
-	if err := t.write(); err != nil {
+	err := change(t, t.s.sessions, sessionID, "session", func(old *consent.Session) *consent.Session {
+		n := cloneSession(old)
+		n.EventChunks++
+		n.EventBytes += int64(len(chunk))
+		return n
+	})
+	if err != nil {
 		return err
 	}
-	ses, ok := t.s.sessions[sessionID]
-	if !ok {
-		return notFound("session")
-	}
-	n := cloneSession(ses)
-	n.EventChunks++
-	n.EventBytes += int64(len(chunk))
-	set(t, t.s.sessions, sessionID, n)
 	appendUndo(t, t.s.events, sessionID, list(chunk))
 	return nil
 }
@@ -479,15 +510,7 @@ func (t *tx) EventChunk(_ context.Context, sessionID string, seq int) ([]byte, e
 }
 
 func (t *tx) UpdateSession(_ context.Context, ses *consent.Session) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	old, ok := t.s.sessions[ses.ID]
-	if !ok {
-		return notFound("session")
-	}
-	set(t, t.s.sessions, ses.ID, updated(old, ses))
-	return nil
+	return change(t, t.s.sessions, ses.ID, "session", func(old *consent.Session) *consent.Session { return updated(old, ses) })
 }
 
 // updated returns a copy of the stored session old with what UpdateSession
@@ -530,23 +553,28 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 	return out, nil
 }
 
+func cloneCertificate(c *consent.Certificate) *consent.Certificate {
+	n := *c
+	n.Records = make([]consent.Record, len(c.Records))
+	for i, r := range c.Records {
+		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt)}
+	}
+	n.EventsCombined = list(c.EventsCombined)
+	n.Signature = list(c.Signature)
+	if c.Visibility != nil {
+		v := *c.Visibility
+		n.Visibility = &v
+	}
+	n.CreatedAt, n.ExpiresAt, n.RevokedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.RevokedAt)
+	return &n
+}
+
 func (t *tx) CreateCertificate(_ context.Context, c *consent.Certificate) error {
-	if err := t.write(); err != nil {
+	err := create(t, t.s.certs, c.ID, cloneCertificate(c), "certificate", has(t.s.companies, c.CompanyID, "company"),
+		has(t.s.properties, c.PropertyID, "property"), has(t.s.sessions, c.SessionID, "session"))
+	if err != nil {
 		return err
 	}
-	if _, ok := t.s.certs[c.ID]; ok {
-		return conflict("certificate")
-	}
-	if _, ok := t.s.companies[c.CompanyID]; !ok {
-		return notFound("company")
-	}
-	if _, ok := t.s.properties[c.PropertyID]; !ok {
-		return notFound("property")
-	}
-	if _, ok := t.s.sessions[c.SessionID]; !ok {
-		return notFound("session")
-	}
-	set(t, t.s.certs, c.ID, cloneCertificate(c))
 	if !c.EmailDigest.IsZero() {
 		appendUndo(t, t.s.certsByEmail, c.EmailDigest, c.ID)
 	}
@@ -569,11 +597,7 @@ func unindex[K comparable](t *tx, m map[K][]string, k K, id string) {
 }
 
 func (t *tx) Certificate(_ context.Context, id string) (*consent.Certificate, error) {
-	c, ok := t.s.certs[id]
-	if !ok {
-		return nil, notFound("certificate")
-	}
-	return cloneCertificate(c), nil
+	return get(t.s.certs, id, "certificate", cloneCertificate)
 }
 
 // certificatesOf returns the ids among those of an index's entry that are
@@ -614,48 +638,37 @@ func (t *tx) CertificatePage(_ context.Context, p consent.Page) ([]*consent.Cert
 }
 
 func (t *tx) UpdateCertificate(_ context.Context, c *consent.Certificate) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	old, ok := t.s.certs[c.ID]
-	if !ok {
-		return notFound("certificate")
-	}
-	n := cloneCertificate(old)
-	n.RetentionStatus, n.ExpiresAt = c.RetentionStatus, utc(c.ExpiresAt)
-	set(t, t.s.certs, c.ID, n)
-	return nil
+	return change(t, t.s.certs, c.ID, "certificate", func(old *consent.Certificate) *consent.Certificate {
+		n := cloneCertificate(old)
+		n.RetentionStatus, n.ExpiresAt = c.RetentionStatus, utc(c.ExpiresAt)
+		return n
+	})
 }
 
+// RevokeCertificate keeps the first revocation's time.
 func (t *tx) RevokeCertificate(_ context.Context, id string, at time.Time) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	c, ok := t.s.certs[id]
-	if !ok {
-		return notFound("certificate")
-	}
-	if c.RevokedAt.IsZero() {
-		n := cloneCertificate(c)
+	return change(t, t.s.certs, id, "certificate", func(old *consent.Certificate) *consent.Certificate {
+		if !old.RevokedAt.IsZero() {
+			return old
+		}
+		n := cloneCertificate(old)
 		n.RevokedAt = utc(at)
-		set(t, t.s.certs, id, n)
-	}
-	return nil
+		return n
+	})
 }
 
 func (t *tx) CreateRevocation(_ context.Context, r *consent.Revocation) error {
-	if err := t.write(); err != nil {
+	if err := create(t, t.s.revocations, r.ID, cloneRevocation(r), "revocation", has(t.s.companies, r.CompanyID, "company")); err != nil {
 		return err
 	}
-	if _, ok := t.s.revocations[r.ID]; ok {
-		return conflict("revocation")
-	}
-	if _, ok := t.s.companies[r.CompanyID]; !ok {
-		return notFound("company")
-	}
-	set(t, t.s.revocations, r.ID, cloneRevocation(r))
 	appendUndo(t, t.s.revByCompany, r.CompanyID, r.ID)
 	return nil
+}
+
+func cloneRevocation(r *consent.Revocation) *consent.Revocation {
+	n := *r
+	n.CertificateIDs, n.CreatedAt = list(r.CertificateIDs), utc(n.CreatedAt)
+	return &n
 }
 
 func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revocation, error) {
@@ -749,15 +762,7 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 type jobID struct{ kind, key string }
 
 func (t *tx) EnqueueJob(_ context.Context, j *consent.Job) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	id := jobID{j.Kind, j.Key}
-	if _, ok := t.s.jobs[id]; ok {
-		return conflict("job")
-	}
-	set(t, t.s.jobs, id, cloneJob(j))
-	return nil
+	return create(t, t.s.jobs, jobID{j.Kind, j.Key}, cloneJob(j), "job")
 }
 
 // EnqueueJobs looks every job up before it adds one, so that it adds all
@@ -788,11 +793,7 @@ func cloneJob(j *consent.Job) *consent.Job {
 }
 
 func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
-	j, ok := t.s.jobs[jobID{kind, key}]
-	if !ok {
-		return nil, notFound("job")
-	}
-	return cloneJob(j), nil
+	return get(t.s.jobs, jobID{kind, key}, "job", cloneJob)
 }
 
 func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
@@ -846,8 +847,6 @@ func (t *tx) RenewJob(_ context.Context, kind, key, owner string, until time.Tim
 }
 
 func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Job) error {
-	if next != nil {
-	}
 	if err := t.write(); err != nil {
 		return err
 	}
@@ -868,16 +867,10 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 }
 
 func (t *tx) CreateWebhookEndpoint(_ context.Context, e *consent.WebhookEndpoint) error {
-	if err := t.write(); err != nil {
+	err := create(t, t.s.endpoints, e.ID, cloneEndpoint(e), "webhook endpoint", has(t.s.companies, e.CompanyID, "company"))
+	if err != nil {
 		return err
 	}
-	if _, ok := t.s.endpoints[e.ID]; ok {
-		return conflict("webhook endpoint")
-	}
-	if _, ok := t.s.companies[e.CompanyID]; !ok {
-		return notFound("company")
-	}
-	set(t, t.s.endpoints, e.ID, cloneEndpoint(e))
 	appendUndo(t, t.s.epByCompany, e.CompanyID, e.ID)
 	return nil
 }
@@ -890,11 +883,7 @@ func cloneEndpoint(e *consent.WebhookEndpoint) *consent.WebhookEndpoint {
 }
 
 func (t *tx) WebhookEndpoint(_ context.Context, id string) (*consent.WebhookEndpoint, error) {
-	e, ok := t.s.endpoints[id]
-	if !ok {
-		return nil, notFound("webhook endpoint")
-	}
-	return cloneEndpoint(e), nil
+	return get(t.s.endpoints, id, "webhook endpoint", cloneEndpoint)
 }
 
 func (t *tx) WebhookEndpoints(_ context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
@@ -1166,61 +1155,9 @@ func (t *tx) AuditHead(_ context.Context, companyID string) (*consent.AuditHead,
 // that a value reads back alike from every store.
 func list[S ~[]E, E any](s S) S { return append(S{}, s...) }
 
-func cloneCompany(c *consent.Company) *consent.Company {
-	n := *c
-	n.AuthorizedThirdParties = list(c.AuthorizedThirdParties)
-	n.CreatedAt = utc(n.CreatedAt)
-	return &n
-}
-
-func cloneToken(tok *consent.Token) *consent.Token {
-	n := *tok
-	n.Permissions = list(tok.Permissions)
-	n.ExpiresAt, n.RevokedAt, n.CreatedAt = utc(n.ExpiresAt), utc(n.RevokedAt), utc(n.CreatedAt)
-	return &n
-}
-
-func cloneProperty(p *consent.Property) *consent.Property {
-	n := *p
-	n.AllowedOrigins = list(p.AllowedOrigins)
-	n.CreatedAt = utc(n.CreatedAt)
-	return &n
-}
-
-func cloneSession(s *consent.Session) *consent.Session {
-	n := *s
-	n.CreatedAt, n.ExpiresAt, n.ClosedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.ClosedAt)
-	n.Video.Duration = n.Video.Duration.Truncate(time.Millisecond) // as the SQL stores keep it
-	return &n
-}
-
-func cloneCertificate(c *consent.Certificate) *consent.Certificate {
-	n := *c
-	n.Records = make([]consent.Record, len(c.Records))
-	for i, r := range c.Records {
-		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt)}
-	}
-	n.EventsCombined = list(c.EventsCombined)
-	n.Signature = list(c.Signature)
-	if c.Visibility != nil {
-		v := *c.Visibility
-		n.Visibility = &v
-	}
-	n.CreatedAt, n.ExpiresAt, n.RevokedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.RevokedAt)
-	return &n
-}
-
-func cloneRevocation(r *consent.Revocation) *consent.Revocation {
-	n := *r
-	n.CertificateIDs = list(r.CertificateIDs)
-	n.CreatedAt = utc(n.CreatedAt)
-	return &n
-}
-
 func cloneKey(r *consent.IdempotencyRecord) *consent.IdempotencyRecord {
 	n := *r
-	n.Body = list(r.Body)
-	n.CreatedAt, n.ExpiresAt = utc(n.CreatedAt), utc(n.ExpiresAt)
+	n.Body, n.CreatedAt, n.ExpiresAt = list(r.Body), utc(n.CreatedAt), utc(n.ExpiresAt)
 	return &n
 }
 
@@ -1239,18 +1176,11 @@ func (t *tx) ClaimIdempotencyKey(_ context.Context, r *consent.IdempotencyRecord
 }
 
 func (t *tx) AnswerIdempotencyKey(_ context.Context, scope, key string, status int, body []byte) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	id := keyID{scope, key}
-	old, ok := t.s.keys[id]
-	if !ok {
-		return notFound("idempotency key")
-	}
-	n := cloneKey(old)
-	n.Status, n.Body = status, list(body)
-	set(t, t.s.keys, id, n)
-	return nil
+	return change(t, t.s.keys, keyID{scope, key}, "idempotency key", func(old *consent.IdempotencyRecord) *consent.IdempotencyRecord {
+		n := cloneKey(old)
+		n.Status, n.Body = status, list(body)
+		return n
+	})
 }
 
 func (t *tx) ReleaseIdempotencyKey(_ context.Context, scope, key string) error {

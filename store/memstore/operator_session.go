@@ -16,22 +16,11 @@ func cloneOperatorSession(s *consent.OperatorSession) *consent.OperatorSession {
 }
 
 func (t *tx) CreateOperatorSession(_ context.Context, s *consent.OperatorSession) error {
-	if err := t.write(); err != nil {
-		return err
-	}
-	if _, ok := t.s.operators[s.Digest]; ok {
-		return conflict("operator session")
-	}
-	set(t, t.s.operators, s.Digest, cloneOperatorSession(s))
-	return nil
+	return create(t, t.s.operators, s.Digest, cloneOperatorSession(s), "operator session")
 }
 
 func (t *tx) OperatorSession(_ context.Context, d consent.Digest) (*consent.OperatorSession, error) {
-	s, ok := t.s.operators[d]
-	if !ok {
-		return nil, notFound("operator session")
-	}
-	return cloneOperatorSession(s), nil
+	return get(t.s.operators, d, "operator session", cloneOperatorSession)
 }
 
 func (t *tx) DeleteOperatorSession(_ context.Context, d consent.Digest) error {
