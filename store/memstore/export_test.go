@@ -30,25 +30,3 @@ func TamperAudit(s *Store, companyID string, seq int64, edit func(e *consent.Aud
 	s.audit[n.CompanyID] = slices.Insert(slices.Clone(to), j, &n)
 	return true
 }
-
-// TamperCertificate edits the stored certificate behind the store's back.
-func TamperCertificate(s *Store, id string, edit func(c *consent.Certificate)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, ok := s.certs[id]
-	if ok {
-		edit(c)
-	}
-	return ok
-}
-
-// TamperEvents edits the session's stored chunks behind the store's back.
-func TamperEvents(s *Store, sessionID string, edit func(chunks [][]byte)) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	chunks, ok := s.events[sessionID]
-	if ok {
-		edit(chunks)
-	}
-	return ok
-}

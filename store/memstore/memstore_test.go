@@ -1,9 +1,7 @@
 package memstore_test
 
 import (
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -41,34 +39,3 @@ func TestAuditTamper(t *testing.T) {
 	})
 }
 
-// integrityTamperer edits the store's memory through its test hooks.
-type integrityTamperer struct{ s *memstore.Store }
-
-func (m integrityTamperer) ReplaceConsentText(t testing.TB, id, old, new string) {
-	if !memstore.TamperCertificate(m.s, id, func(c *consent.Certificate) {
-		c.Records[0].Text = strings.Replace(c.Records[0].Text, old, new, 1)
-	}) {
-		t.Fatalf("no certificate %s", id)
-	}
-}
-
-func (m integrityTamperer) ShiftCreatedAt(t testing.TB, id string) {
-	if !memstore.TamperCertificate(m.s, id, func(c *consent.Certificate) { c.CreatedAt = c.CreatedAt.Add(time.Second) }) {
-		t.Fatalf("no certificate %s", id)
-	}
-}
-
-func (m integrityTamperer) ReplaceInRecording(t testing.TB, sessionID, old, new string) {
-	if !memstore.TamperEvents(m.s, sessionID, func(chunks [][]byte) {
-		chunks[0] = []byte(strings.Replace(string(chunks[0]), old, new, 1))
-	}) {
-		t.Fatalf("no events of %s", sessionID)
-	}
-}
-
-func TestIntegrityTamper(t *testing.T) {
-	storetest.RunIntegrityTamper(t, func(tb testing.TB) (consent.Store, storetest.IntegrityTamperer) {
-		s := teststore.Memory(tb)
-		return s, integrityTamperer{s}
-	})
-}

@@ -197,38 +197,6 @@ func (g *errgroup) Go(fn func() error) {
 
 func (g *errgroup) Wait() error { g.wg.Wait(); return g.err }
 
-// integrityTamperer writes to the certificate and event tables through the
-// store's pool.
-type integrityTamperer struct{ pool *pgxpool.Pool }
-
-func (m integrityTamperer) exec1(t testing.TB, sql string, args ...any) {
-	t.Helper()
-	tag, err := m.pool.Exec(context.Background(), sql, args...)
-	if err != nil || tag.RowsAffected() != 1 {
-		t.Fatalf("tamper: %d rows, %v", tag.RowsAffected(), err)
-	}
-}
-
-func (m integrityTamperer) ReplaceConsentText(t testing.TB, id, old, new string) {
-	m.exec1(t, `UPDATE certificates SET records = replace(records::text, $1, $2)::jsonb WHERE id = $3`, old, new, id)
-}
-
-func (m integrityTamperer) ShiftCreatedAt(t testing.TB, id string) {
-	m.exec1(t, `UPDATE certificates SET created_at = created_at + interval '1 second' WHERE id = $1`, id)
-}
-
-func (m integrityTamperer) ReplaceInRecording(t testing.TB, sessionID, old, new string) {
-	m.exec1(t, `UPDATE session_events SET data = convert_to(replace(convert_from(data, 'UTF8'), $1, $2), 'UTF8')
-		WHERE session_id = $3 AND seq = 0`, old, new, sessionID)
-}
-
-func TestIntegrityTamper(t *testing.T) {
-	storetest.RunIntegrityTamper(t, func(tb testing.TB) (consent.Store, storetest.IntegrityTamperer) {
-		s := teststore.Postgres(tb)
-		return s, integrityTamperer{s.Pool()}
-	})
-}
-
 // A claim of a key that another running transaction claimed waits for that
 // transaction, on another instance too (D40): when it commits, the claim
 // finds its answer; when it rolls back, the claim gets the key.

@@ -115,37 +115,6 @@ func TestAuditAppendOnly(t *testing.T) {
 	}
 }
 
-func (m tamperer) exec1(t testing.TB, query string, args ...any) {
-	t.Helper()
-	r, err := m.db.Exec(query, args...)
-	if err != nil {
-		t.Fatalf("tamper: %v", err)
-	}
-	if n, _ := r.RowsAffected(); n != 1 {
-		t.Fatalf("tamper: %d rows changed, want 1", n)
-	}
-}
-
-func (m tamperer) ReplaceConsentText(t testing.TB, id, old, new string) {
-	m.exec1(t, `UPDATE certificates SET records = CAST(replace(CAST(records AS TEXT), ?, ?) AS BLOB) WHERE id = ?`, old, new, id)
-}
-
-func (m tamperer) ShiftCreatedAt(t testing.TB, id string) {
-	m.exec1(t, `UPDATE certificates SET created_at = created_at + 1000000 WHERE id = ?`, id)
-}
-
-func (m tamperer) ReplaceInRecording(t testing.TB, sessionID, old, new string) {
-	m.exec1(t, `UPDATE session_events SET data = CAST(replace(CAST(data AS TEXT), ?, ?) AS BLOB) WHERE session_id = ? AND seq = 0`,
-		old, new, sessionID)
-}
-
-func TestIntegrityTamper(t *testing.T) {
-	storetest.RunIntegrityTamper(t, func(tb testing.TB) (consent.Store, storetest.IntegrityTamperer) {
-		s, db := open(tb)
-		return s, tamperer{db}
-	})
-}
-
 // Every Update in a transaction of its own, as before group commit.
 func TestConformanceWithoutGroupCommit(t *testing.T) {
 	storetest.Run(t, func(tb testing.TB) consent.Store {

@@ -464,24 +464,21 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
 			s, tm := open(t)
-			svc, err := consent.NewService(s, consent.Config{Now: func() time.Time { return t0 }})
-			if err != nil {
-				t.Fatal(err)
-			}
 			fixture(t, s)
+			// The entries consent.Service.Audit would append for these
+			// outcomes, seeded through the store alone.
 			outcomes := []error{nil, consent.ErrNotFound, &wallet.InsufficientFundsError{}, nil, consent.ErrOptedOut}
 			for i, err := range outcomes {
-				update(t, s, func(tx consent.Tx) error {
-					return svc.Audit(consent.WithRequestID(ctx, fmt.Sprintf("req-%d", i)), tx, consent.AuditParams{
-						CompanyID: "acme", Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("cert-%d", i),
-						Err: err, Detail: map[string]any{"i": i}, Actor: "tok_x",
-					})
-				})
+				outcome := consent.AuditOK
+				if err != nil {
+					outcome = string(consent.ErrorCode(err))
+				}
+				appendAudit(t, s, consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "tok_x", Action: consent.AuditVerifyMatch,
+					Target: fmt.Sprintf("cert-%d", i), Outcome: outcome, RequestID: fmt.Sprintf("req-%d", i), Detail: fmt.Sprintf(`{"i":%d}`, i)})
 			}
 			for range 2 {
-				update(t, s, func(tx consent.Tx) error {
-					return svc.Audit(ctx, tx, consent.AuditParams{CompanyID: "other", Action: consent.AuditWalletCredit})
-				})
+				appendAudit(t, s, consent.AuditEntry{CompanyID: "other", At: t0, Actor: consent.ActorOperator,
+					Action: consent.AuditWalletCredit, Outcome: consent.AuditOK})
 			}
 			chain := auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", Limit: 10})
 			if len(chain) != 5 {
@@ -489,7 +486,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 			}
 			c.tamper(t, tm, chain)
 
-			n, err := audit.VerifyChain(ctx, svc.Store(), "acme")
+			n, err := audit.VerifyChain(ctx, s, "acme")
 			var ce *audit.ChainError
 			switch {
 			case c.wantSeq == 0 && (err != nil || n != 5):
@@ -507,7 +504,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 				var checked int64
 				from := int64(1)
 				for {
-					run, err := audit.CheckChain(ctx, svc.Store(), "acme", from, limit)
+					run, err := audit.CheckChain(ctx, s, "acme", from, limit)
 					checked += run.Checked
 					switch {
 					case run.Checked > int64(limit):
@@ -526,7 +523,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 
 			// All companies at once: acme as above; other is intact unless
 			// an entry was moved into it.
-			_, err = audit.VerifyChains(ctx, svc.Store())
+			_, err = audit.VerifyChains(ctx, s)
 			broken := map[string]bool{}
 			for _, e := range unjoin(err) {
 				if errors.As(e, &ce) {
