@@ -24,62 +24,14 @@ func appendAudit(t testing.TB, s consent.Store, e consent.AuditEntry) *consent.A
 	return &e
 }
 
-func auditEntries(t testing.TB, s consent.Store, q consent.AuditQuery) []*consent.AuditEntry {
-	t.Helper()
-	var out []*consent.AuditEntry
-	view(t, s, func(tx consent.Tx) error {
-		var err error
-		out, err = tx.AuditEntries(ctx, q)
-		return err
-	})
-	return out
-}
-
-func auditHead(t testing.TB, s consent.Store, companyID string) *consent.AuditHead {
-	t.Helper()
+func headErr(s consent.Store, companyID string) (*consent.AuditHead, error) {
 	var h *consent.AuditHead
-	view(t, s, func(tx consent.Tx) error {
+	err := s.View(ctx, func(tx consent.Tx) error {
 		var err error
 		h, err = tx.AuditHead(ctx, companyID)
 		return err
 	})
-	return h
-}
-
-// checkChain fails t unless the entries are the company's whole chain:
-// Seq 1, 2, 3… without a gap, each linked to the one before and hashed by
-// consent.AuditHash, the last one being the head.
-func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
-	t.Helper()
-	var all []*consent.AuditEntry
-	for after := int64(0); ; {
-		page := auditEntries(t, s, consent.AuditQuery{CompanyID: companyID, AfterSeq: after, Limit: consent.MaxAuditPage})
-		all = append(all, page...)
-		if len(page) < consent.MaxAuditPage {
-			break
-		}
-		after = page[len(page)-1].Seq
-	}
-	if len(all) != want {
-		t.Fatalf("%s has %d audit entries, want %d", companyID, len(all), want)
-	}
-	var prev consent.Digest
-	for i, e := range all {
-		if e.Seq != int64(i+1) {
-			t.Fatalf("%s: entry %d has Seq %d: the chain has a gap", companyID, i+1, e.Seq)
-		}
-		if e.PrevHash != prev {
-			t.Fatalf("%s: entry %d does not link to entry %d: the chain forked", companyID, e.Seq, e.Seq-1)
-		}
-		if e.Hash != consent.AuditHash(e) {
-			t.Fatalf("%s: entry %d's hash is not AuditHash of its fields", companyID, e.Seq)
-		}
-		prev = e.Hash
-	}
-	h := auditHead(t, s, companyID)
-	if h.Seq != int64(want) || h.Hash != prev {
-		t.Fatalf("%s: head is %d %s, want %d %s", companyID, h.Seq, h.Hash, want, prev)
-	}
+	return h, err
 }
 
 // testAuditAppend: the store numbers each company's entries from 1, links
@@ -145,16 +97,6 @@ func testAuditAppend(t *testing.T, s consent.Store) {
 		t.Errorf("AppendAudit in View succeeded")
 	}
 	checkChain(t, s, "acme", 3)
-}
-
-func headErr(s consent.Store, companyID string) (*consent.AuditHead, error) {
-	var h *consent.AuditHead
-	err := s.View(ctx, func(tx consent.Tx) error {
-		var err error
-		h, err = tx.AuditHead(ctx, companyID)
-		return err
-	})
-	return h, err
 }
 
 // testAuditQuery: every filter, alone and together, both orders, and
@@ -397,6 +339,112 @@ func testAuditRollback(t *testing.T, s consent.Store) {
 		t.Errorf("rolled-back entries are stored: %d", len(got))
 	}
 	checkChain(t, s, "acme", 2)
+}
+
+var errBulk = errors.New("boom")
+
+// testAppendAudits: entries appended in one step chain on from the head
+// as one-by-one appends would — to a new chain, after single appends and
+// before them — and a refusal appends none.
+func testAppendAudits(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	batch := func(company string, n int, tag string) []*consent.AuditEntry {
+		var out []*consent.AuditEntry
+		for i := range n {
+			out = append(out, &consent.AuditEntry{CompanyID: company, At: t0.Add(time.Duration(i) * time.Millisecond),
+				Actor: "tok_1", Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%s-%d", tag, i),
+				Outcome: []string{"ok", "not_found", "conflict", "payment"}[i%4], RequestID: "req-" + tag,
+				Detail: fmt.Sprintf(`{"index":%d,"note":"ünï \"q\"\n"}`, i)})
+		}
+		return out
+	}
+	first := batch("acme", 3, "a") // a new chain
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, first) })
+	for i, e := range first {
+		if e.Seq != int64(i+1) || e.Hash != consent.AuditHash(e) || (i > 0 && e.PrevHash != first[i-1].Hash) {
+			t.Errorf("entry %d as AppendAudits completed it: %+v", i, e)
+		}
+	}
+	checkChain(t, s, "acme", 3)
+	appendAudit(t, s, *batch("acme", 1, "single")[0])
+	second := batch("acme", 2620, "b") // the head moves by many, more than one statement's rows on SQLite
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, second) })
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("acme", 1, "c")) })
+	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, nil) })
+	appendAudit(t, s, *batch("acme", 1, "single2")[0])
+	checkChain(t, s, "acme", 2626)
+	var got []*consent.AuditEntry
+	for after := int64(4); after < 2624; after += 1000 {
+		got = append(got, auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", AfterSeq: after, BeforeSeq: 2625, Limit: 1000})...)
+	}
+	if d := cmp.Diff(second, got, opts); d != "" {
+		t.Errorf("entries appended by AppendAudits, read back (-want +got):\n%s", d)
+	}
+	// Two transactions that each append and then roll back leave nothing.
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.AppendAudits(ctx, batch("acme", 5, "gone")); err != nil {
+			return err
+		}
+		return errBulk
+	})
+	if !errors.Is(err, errBulk) {
+		t.Errorf("Update = %v, want the callback's error", err)
+	}
+	checkChain(t, s, "acme", 2626)
+
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.AppendAudits(ctx, batch("nobody", 2, "x")) })
+	wantCode(t, "AppendAudits of an unknown company", err, consent.NotFound)
+	checkChain(t, s, "acme", 2626)
+	checkChain(t, s, "other", 0)
+}
+
+// testConcurrentAppendAudits: appends in one step and one by one, from
+// many transactions at once, never fork a company's chain.
+func testConcurrentAppendAudits(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	const workers, each, size = 8, 4, 10
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		errs  []error
+		start = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			company := []string{"acme", "other"}[w%2]
+			for i := range each {
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					if w%4 < 2 { // one by one
+						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+							Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
+					}
+					var list []*consent.AuditEntry
+					for k := range size {
+						list = append(list, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+							Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%d-%d", i, k), Outcome: "ok"})
+					}
+					return tx.AppendAudits(ctx, list)
+				})
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		t.Errorf("concurrent append: %v", err)
+	}
+	// Per company: half the workers append one at a time, half ten at a time.
+	n := workers / 4 * each * (1 + size)
+	checkChain(t, s, "acme", n)
+	checkChain(t, s, "other", n)
 }
 
 // AuditTamperer changes a store's audit log behind its back, as someone

@@ -113,29 +113,3 @@ func testCapture(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
-
-// testEmptyEventChunk: an empty chunk, nil or not, is a chunk of no bytes
-// on every store (the SQL stores' data column is NOT NULL).
-func testEmptyEventChunk(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		for _, chunk := range [][]byte{nil, {}} {
-			if err := tx.AppendEvents(ctx, "s1", chunk); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	view(t, s, func(tx consent.Tx) error {
-		ses, err := tx.Session(ctx, "s1")
-		if err != nil || ses.EventChunks != 2 || ses.EventBytes != 0 {
-			t.Errorf("session after two empty chunks: %+v, %v; want 2 chunks of 0 bytes", ses, err)
-		}
-		for seq := range 2 {
-			if b, err := tx.EventChunk(ctx, "s1", seq); err != nil || len(b) != 0 {
-				t.Errorf("EventChunk(%d) = %q, %v; want empty", seq, b, err)
-			}
-		}
-		return nil
-	})
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"testing"
 
@@ -121,6 +122,95 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 		}
 		return errors.Join(err, err2)
 	})
+}
+
+// testConcurrentDirectAndBehind: concurrent calls each make a row of their
+// own (a session) and charge and audit themselves, in one order or the
+// other, and every third fails after both. On the SQL stores the charge and
+// the audit entry are written behind and the session is written at once
+// (the call's savepoint is made before it): exactly the kept calls' sessions,
+// ledger entries and audit entries stay.
+func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
+	funded(t, s)
+	errBoom := errors.New("boom")
+	const workers, each = 12, 6
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		kept  = map[string]bool{}
+		start = make(chan struct{})
+	)
+	for w := range workers {
+		wg.Go(func() {
+			<-start
+			for i := range each {
+				id := fmt.Sprintf("c-%d-%d", w, i)
+				fail := (w+i)%3 == 0
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					direct := func() error { return tx.CreateSession(ctx, session(id, "acme", "acme-web")) }
+					behind := func() error {
+						if _, err := tx.Debit(ctx, entry(id, "acme", wallet.SessionRetention, wallet.Cent, t0)); err != nil {
+							return err
+						}
+						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
+							Action: consent.AuditRetainSession, Target: id, Outcome: "ok"})
+					}
+					first, second := direct, behind
+					if i%2 == 1 {
+						first, second = behind, direct
+					}
+					if err := first(); err != nil {
+						return err
+					}
+					if err := second(); err != nil {
+						return err
+					}
+					if fail {
+						return errBoom
+					}
+					return nil
+				})
+				if keptCall(t, "call "+id, fail, err, errBoom) {
+					mu.Lock()
+					kept[id] = true
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	var ids []string
+	for w := range workers {
+		for i := range each {
+			ids = append(ids, fmt.Sprintf("c-%d-%d", w, i))
+		}
+	}
+	for i, got := range sessions(t, s, ids...) {
+		if (got != nil) != kept[ids[i]] {
+			t.Errorf("session %s stored: %v, its call kept: %v", ids[i], got != nil, kept[ids[i]])
+		}
+	}
+	charged := map[string]bool{}
+	for _, e := range ledgerOf(t, s, "acme") {
+		if e.ID != "topup" {
+			charged[e.ID] = true
+		}
+	}
+	audited := map[string]bool{}
+	view(t, s, func(tx consent.Tx) error {
+		entries, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "acme", Limit: 1000})
+		for _, e := range entries {
+			audited[e.Target] = true
+		}
+		return err
+	})
+	if !maps.Equal(charged, kept) || !maps.Equal(audited, kept) {
+		t.Errorf("%d calls kept; %d charged and %d audited, not the same calls", len(kept), len(charged), len(audited))
+	}
+	if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar-wallet.Amount(len(kept))*wallet.Cent {
+		t.Errorf("balance %v after %d kept calls of −0.01", bal, len(kept))
+	}
 }
 
 // CheckGrouping runs 200 concurrent debits on s, each Update its own, every

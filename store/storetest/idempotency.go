@@ -13,26 +13,6 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-func keyRecord(scope, key string, fp byte, at time.Time) *consent.IdempotencyRecord {
-	return &consent.IdempotencyRecord{Scope: scope, Key: key, Fingerprint: consent.Digest{fp},
-		CreatedAt: at, ExpiresAt: at.Add(consent.IdempotencyTTL)}
-}
-
-// claim claims r in a transaction of its own, and with answer non-nil
-// answers it there.
-func claim(t *testing.T, s consent.Store, r *consent.IdempotencyRecord, now time.Time, answer []byte) *consent.IdempotencyRecord {
-	t.Helper()
-	var prior *consent.IdempotencyRecord
-	update(t, s, func(tx consent.Tx) error {
-		var err error
-		if prior, err = tx.ClaimIdempotencyKey(ctx, r, now); err != nil || prior != nil || answer == nil {
-			return err
-		}
-		return tx.AnswerIdempotencyKey(ctx, r.Scope, r.Key, 200, answer)
-	})
-	return prior
-}
-
 // The stored answer of a key comes back byte for byte; a released key, a
 // claim rolled back and an expired key are free; scopes are apart; pruning
 // removes only expired keys, at most limit at a time (D40).

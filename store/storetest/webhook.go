@@ -11,11 +11,12 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-func endpoint(id, company string, events ...string) *consent.WebhookEndpoint {
-	return &consent.WebhookEndpoint{
-		ID: id, CompanyID: company, URL: "https://hooks.example/" + id + "?q=ü",
-		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: events, CreatedAt: t0,
+func endpointIDs(list []*consent.WebhookEndpoint) []string {
+	var ids []string
+	for _, e := range list {
+		ids = append(ids, e.ID)
 	}
+	return ids
 }
 
 func testWebhookEndpoint(t *testing.T, s consent.Store) {
@@ -110,14 +111,6 @@ func testWebhookEndpoint(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
-}
-
-func endpointIDs(list []*consent.WebhookEndpoint) []string {
-	var ids []string
-	for _, e := range list {
-		ids = append(ids, e.ID)
-	}
-	return ids
 }
 
 func testWebhookDeliveries(t *testing.T, s consent.Store) {

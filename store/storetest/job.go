@@ -12,13 +12,6 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-// kinds are the job kinds the suite leases.
-var kinds = []string{consent.JobConvert, "purge", "webhook"}
-
-func job(kind, key string, runAfter time.Time) *consent.Job {
-	return &consent.Job{Kind: kind, Key: key, RunAfter: runAfter, CreatedAt: t0}
-}
-
 func testJob(t *testing.T, s consent.Store) {
 	// Any bytes, invalid UTF-8 and NUL included, come back as they went in.
 	payload := []byte("{\"id\":1}\x00\xff\xfe")
@@ -45,14 +38,49 @@ func testJob(t *testing.T, s consent.Store) {
 	wantCode(t, "EnqueueJob(again)", err, consent.Conflict)
 }
 
-func lease(s consent.Store, owner string, now time.Time, kinds ...string) (*consent.Job, error) {
-	var j *consent.Job
-	err := s.Update(ctx, func(tx consent.Tx) error {
-		var err error
-		j, err = tx.LeaseJob(ctx, kinds, owner, now, now.Add(10*time.Minute))
-		return err
-	})
-	return j, err
+// testEnqueueJobs: every job is added as EnqueueJob adds it, payloads
+// byte for byte; a taken kind and key, or one listed twice, adds none.
+func testEnqueueJobs(t *testing.T, s consent.Store) {
+	withPayload := func(j *consent.Job, p []byte) *consent.Job { j.Payload = p; return j }
+	list := []*consent.Job{
+		withPayload(job("webhook", "msg_1:ep_1", t0), []byte("{\"id\":1}\x00\xff\xfe")),
+		job(consent.JobConvert, "s1", t0.Add(time.Second)),
+		withPayload(job("webhook", "msg_1:ep_2", t0), []byte{}),
+		{Kind: "purge", Key: "p1", Attempts: 2, LastError: "line 1\nline \"2\"\t\\ ünï ✓ 𝄞", RunAfter: t0.Add(time.Hour), CreatedAt: t0},
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, list) })
+	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, nil) })
+	got := append(jobsOf(t, s, "webhook", "msg_1:ep_1"), jobsOf(t, s, consent.JobConvert, "s1")[0],
+		jobsOf(t, s, "webhook", "msg_1:ep_2")[0], jobsOf(t, s, "purge", "p1")[0])
+	want := make([]*consent.Job, len(list))
+	for i, j := range list {
+		n := *j
+		if n.Payload == nil {
+			n.Payload = []byte{}
+		}
+		want[i] = &n
+	}
+	if d := cmp.Diff(want, got, opts); d != "" {
+		t.Errorf("jobs after EnqueueJobs (-want +got):\n%s", d)
+	}
+	if got := jobsOf(t, s, "webhook", "msg_1:ep_2")[0]; got == nil || got.Payload == nil || len(got.Payload) != 0 {
+		t.Errorf("an empty payload came back as %+v, want empty", got)
+	}
+
+	for _, c := range []struct {
+		name string
+		list []*consent.Job
+		code consent.Code
+	}{
+		{"a taken key", []*consent.Job{job("webhook", "new-1", t0), job(consent.JobConvert, "s1", t0)}, consent.Conflict},
+		{"a key twice", []*consent.Job{job("webhook", "new-1", t0), job("webhook", "new-2", t0), job("webhook", "new-1", t0)}, consent.Conflict},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, c.list) })
+		wantCode(t, "EnqueueJobs with "+c.name, err, c.code)
+		if got := jobsOf(t, s, "webhook", "new-1", "new-2"); got[0] != nil || got[1] != nil {
+			t.Errorf("EnqueueJobs with %s added %+v", c.name, got)
+		}
+	}
 }
 
 func testLeaseJob(t *testing.T, s consent.Store) {

@@ -369,3 +369,141 @@ func testReadBadText(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+func testTimesUTC(t *testing.T, s consent.Store) {
+	zone := time.FixedZone("UTC-5", -5*3600)
+	at := t0.In(zone)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "p", CompanyID: "acme", Name: "Form", CreatedAt: at}); err != nil {
+			return err
+		}
+		ses := session("s1", "acme", "p")
+		ses.CreatedAt, ses.ExpiresAt = at, at.Add(time.Hour)
+		if err := tx.CreateSession(ctx, ses); err != nil {
+			return err
+		}
+		cert := certificate("c1", "acme", "p", "s1")
+		cert.CreatedAt, cert.ExpiresAt, cert.Records[0].OptInAt = at, at.Add(time.Hour), at
+		if err := tx.CreateCertificate(ctx, cert); err != nil {
+			return err
+		}
+		if err := tx.RevokeCertificate(ctx, "c1", at); err != nil {
+			return err
+		}
+		if err := tx.CreateToken(ctx, &consent.Token{ID: "t", CompanyID: "acme", Digest: consent.DigestOf("x"), ExpiresAt: at, CreatedAt: at}); err != nil {
+			return err
+		}
+		if err := tx.RevokeToken(ctx, "acme", "t", at); err != nil {
+			return err
+		}
+		if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "r", CompanyID: "acme", CreatedAt: at}); err != nil {
+			return err
+		}
+		_, err := tx.Credit(ctx, entry("e", "acme", wallet.TopUp, 1, at))
+		return err
+	})
+	view(t, s, func(tx consent.Tx) error {
+		var times []time.Time
+		c, err := tx.Company(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		p, err := tx.Property(ctx, "p")
+		if err != nil {
+			return err
+		}
+		ses, err := tx.Session(ctx, "s1")
+		if err != nil {
+			return err
+		}
+		cert, err := tx.Certificate(ctx, "c1")
+		if err != nil {
+			return err
+		}
+		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("x"))
+		if err != nil {
+			return err
+		}
+		revs, err := tx.Revocations(ctx, "acme")
+		if err != nil || len(revs) != 1 {
+			return fmt.Errorf("Revocations: %d, %v", len(revs), err)
+		}
+		ledger, err := tx.Ledger(ctx, "acme")
+		if err != nil || len(ledger) != 1 {
+			return fmt.Errorf("Ledger: %d, %v", len(ledger), err)
+		}
+		times = append(times, c.CreatedAt, p.CreatedAt, ses.CreatedAt, cert.CreatedAt, cert.RevokedAt,
+			cert.Records[0].OptInAt, tok.CreatedAt, tok.ExpiresAt, tok.RevokedAt, revs[0].CreatedAt, ledger[0].CreatedAt)
+		for i, got := range times {
+			if got.Location() != time.UTC || !got.Equal(at) {
+				t.Errorf("time %d = %v (%v), want %v in UTC", i, got, got.Location(), t0)
+			}
+		}
+		for i, got := range []time.Time{ses.ExpiresAt, cert.ExpiresAt} {
+			if got.Location() != time.UTC || !got.Equal(at.Add(time.Hour)) {
+				t.Errorf("expiry %d = %v, want %v in UTC", i, got, at.Add(time.Hour).UTC())
+			}
+		}
+		return nil
+	})
+}
+
+// testSubMicrosecond: every store keeps times to the microsecond (and a
+// video's duration to the millisecond), and compares the times it is given
+// at that precision too, so that a time with nanoseconds (the job runner's
+// clock, time.Now) reads back and decides alike on every store.
+func testSubMicrosecond(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	ns := 500 * time.Nanosecond
+	ses := session("fine", "acme", "acme-web")
+	ses.CreatedAt, ses.ExpiresAt = t0.Add(ns), t0.Add(ns)
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateSession(ctx, ses); err != nil {
+			return err
+		}
+		withVideo := *ses
+		withVideo.Video = consent.Video{Path: "v.mp4", Bytes: 1, Duration: 1500 * time.Microsecond}
+		if err := tx.UpdateSession(ctx, &withVideo); err != nil {
+			return err
+		}
+		if err := tx.EnqueueJob(ctx, job(consent.JobConvert, "fine", t0.Add(ns))); err != nil {
+			return err
+		}
+		_, err := tx.ClaimIdempotencyKey(ctx, &consent.IdempotencyRecord{Scope: "acme", Key: "k", Fingerprint: consent.Digest{1},
+			CreatedAt: t0.Add(-time.Hour), ExpiresAt: t0.Add(ns)}, t0.Add(-time.Hour))
+		if err != nil {
+			return err
+		}
+		return tx.AnswerIdempotencyKey(ctx, "acme", "k", 200, []byte("{}"))
+	})
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Session(ctx, "fine")
+		if err != nil || !got.CreatedAt.Equal(t0) || got.Video.Duration != time.Millisecond {
+			t.Errorf("session: created %v, video %v, %v; want %v and 1ms", got.CreatedAt, got.Video.Duration, err, t0)
+		}
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error {
+		// The job runs after t0+500ns, kept as t0: due at t0.
+		j, err := tx.LeaseJob(ctx, []string{consent.JobConvert}, "worker", t0, t0.Add(time.Minute))
+		if err != nil || j.Key != "fine" {
+			t.Errorf("LeaseJob at t0 of a job due at t0+500ns: %v, %v; want it leased", j, err)
+		}
+		// The key expires at t0+500ns, kept as t0: expired at t0, so
+		// claimed afresh.
+		old, err := tx.ClaimIdempotencyKey(ctx, &consent.IdempotencyRecord{Scope: "acme", Key: "k", Fingerprint: consent.Digest{1},
+			CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}, t0)
+		if err != nil || old != nil {
+			t.Errorf("claim at t0 of a key expiring at t0+500ns: %+v, %v; want a fresh claim", old, err)
+		}
+		// The session expires at t0+500ns, kept as t0: purged at t0.
+		purged, err := tx.PurgeSessions(ctx, t0, 10)
+		if err != nil || len(purged) != 1 {
+			t.Errorf("PurgeSessions at t0 of a session expiring at t0+500ns: %d purged, %v; want it", len(purged), err)
+		}
+		return nil
+	})
+}

@@ -14,77 +14,9 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The lists of the operator surface (issue 14): a company's properties and
-// tokens, and pages of its ledger, certificates, sessions and revocations.
-
-func testProperties(t *testing.T, s consent.Store) {
-	fixture(t, s) // acme-web and other-web, at t0
-	early := &consent.Property{ID: "p-early", CompanyID: "acme", Name: "Early", AllowedOrigins: []string{"https://acme.example"},
-		CreatedAt: t0.Add(-time.Hour)}
-	tieB := &consent.Property{ID: "acme-B", CompanyID: "acme", Name: "Same time, upper-case id", CreatedAt: t0}
-	late := &consent.Property{ID: "a-late", CompanyID: "acme", Name: "Late", CreatedAt: t0.Add(time.Hour)}
-	update(t, s, func(tx consent.Tx) error {
-		for _, p := range []*consent.Property{late, tieB, early} {
-			if err := tx.CreateProperty(ctx, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	web := &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Form", CreatedAt: t0}
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Properties(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		// Oldest first; at one time, ids byte by byte ("B" before "w").
-		if d := cmp.Diff([]*consent.Property{early, tieB, web, late}, got, opts); d != "" {
-			t.Errorf("Properties(acme) (-want +got):\n%s", d)
-		}
-		got, err = tx.Properties(ctx, "other")
-		if err != nil || len(got) != 1 || got[0].ID != "other-web" {
-			t.Errorf("Properties(other) = %v, %v; want other-web alone", got, err)
-		}
-		got, err = tx.Properties(ctx, "nobody")
-		if err != nil || got == nil || len(got) != 0 {
-			t.Errorf("Properties(nobody) = %#v, %v; want an empty slice", got, err)
-		}
-		return nil
-	})
-}
-
-func testTokens(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	first := &consent.Token{ID: "tok_b", CompanyID: "acme", Digest: consent.DigestOf("secret-b"),
-		Permissions: []consent.Permission{consent.PermissionRetention}, CreatedAt: t0}
-	tie := &consent.Token{ID: "tok_a", CompanyID: "acme", Digest: consent.DigestOf("secret-a"),
-		ExpiresAt: t0.Add(time.Hour), CreatedAt: t0}
-	revoked := &consent.Token{ID: "tok_0", CompanyID: "acme", Digest: consent.DigestOf("secret-0"), CreatedAt: t0.Add(time.Minute)}
-	others := &consent.Token{ID: "tok_o", CompanyID: "other", Digest: consent.DigestOf("secret-o"), CreatedAt: t0}
-	update(t, s, func(tx consent.Tx) error {
-		for _, tok := range []*consent.Token{revoked, first, others, tie} {
-			if err := tx.CreateToken(ctx, tok); err != nil {
-				return err
-			}
-		}
-		return tx.RevokeToken(ctx, "acme", "tok_0", t0.Add(2*time.Minute))
-	})
-	revoked.RevokedAt = t0.Add(2 * time.Minute)
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Tokens(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff([]*consent.Token{tie, first, revoked}, got, opts); d != "" {
-			t.Errorf("Tokens(acme) (-want +got):\n%s", d)
-		}
-		got, err = tx.Tokens(ctx, "nobody")
-		if err != nil || got == nil || len(got) != 0 {
-			t.Errorf("Tokens(nobody) = %#v, %v; want an empty slice", got, err)
-		}
-		return nil
-	})
-}
+// The lists of the operator surface (issue 14): pages of a company's
+// ledger, certificates, sessions and revocations; its properties and tokens
+// are Property/List and Token/List.
 
 // stamp is an item's place in a page's order.
 type stamp struct {
@@ -104,15 +36,12 @@ var pageStamps = []stamp{
 	{t0.Add(-24 * time.Hour), "x-old"},
 }
 
-// newestFirst is stamps in a page's order.
-func newestFirst(stamps []stamp) []stamp {
-	out := slices.Clone(stamps)
-	slices.SortFunc(out, func(a, b stamp) int {
-		if consent.Newer(a.at, a.id, b.at, b.id) {
-			return -1
-		}
-		return 1
-	})
+func idsOf(stamps []string) []string {
+	out := []string{}
+	for _, s := range stamps {
+		id, _, _ := strings.Cut(s, "@")
+		out = append(out, id)
+	}
 	return out
 }
 
@@ -195,15 +124,6 @@ func checkPage[T any](t *testing.T, s consent.Store, want []*T, key func(*T) sta
 	if got := get(consent.Page{CompanyID: "nobody", Limit: 10}); got == nil || len(got) != 0 {
 		t.Errorf("a page of an unknown company = %#v; want an empty slice", got)
 	}
-}
-
-func idsOf(stamps []string) []string {
-	out := []string{}
-	for _, s := range stamps {
-		id, _, _ := strings.Cut(s, "@")
-		out = append(out, id)
-	}
-	return out
 }
 
 func testLedgerPage(t *testing.T, s consent.Store) {
@@ -467,4 +387,16 @@ func testEmptyLists(t *testing.T, s consent.Store) {
 		same("PurgeCertificates(none due)", []string{}, ids, err)
 		return nil
 	})
+}
+
+// newestFirst is stamps in a page's order.
+func newestFirst(stamps []stamp) []stamp {
+	out := slices.Clone(stamps)
+	slices.SortFunc(out, func(a, b stamp) int {
+		if consent.Newer(a.at, a.id, b.at, b.id) {
+			return -1
+		}
+		return 1
+	})
+	return out
 }

@@ -1,0 +1,205 @@
+package storetest
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+func testCertificate(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	want := certificate("cert-1", "acme", "acme-web", "s1")
+	want.EmailDigest = consent.DigestOf("jane@example.com")
+	want.MobileDigest = consent.DigestOf("+15550102000")
+	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, want) })
+	bare := &consent.Certificate{
+		ID: "cert-2", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1",
+		EventsCombined: []byte(`{}`), RetentionStatus: consent.RetentionNone, CreatedAt: t0, ExpiresAt: t0,
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, bare) })
+	view(t, s, func(tx consent.Tx) error {
+		for _, w := range []*consent.Certificate{want, bare} {
+			got, err := tx.Certificate(ctx, w.ID)
+			if err != nil {
+				return err
+			}
+			if d := cmp.Diff(w, got, opts); d != "" {
+				t.Errorf("Certificate(%s) (-want +got):\n%s", w.ID, d)
+			}
+			if !bytes.Equal(got.EventsCombined, w.EventsCombined) {
+				t.Errorf("events_combined = %s, want byte-identical %s", got.EventsCombined, w.EventsCombined)
+			}
+		}
+		_, err := tx.Certificate(ctx, "cert-9")
+		wantCode(t, "Certificate(unknown)", err, consent.NotFound)
+		return nil
+	})
+	for name, c := range map[string]*consent.Certificate{
+		"duplicate":        certificate("cert-1", "acme", "acme-web", "s1"),
+		"unknown company":  certificate("cert-3", "nobody", "acme-web", "s1"),
+		"unknown property": certificate("cert-3", "acme", "nothing", "s1"),
+		"unknown session":  certificate("cert-3", "acme", "acme-web", "s9"),
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) })
+		want := consent.NotFound
+		if name == "duplicate" {
+			want = consent.Conflict
+		}
+		wantCode(t, "CreateCertificate("+name+")", err, want)
+	}
+}
+
+func testUpdateCertificate(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for _, c := range []*consent.Certificate{
+			certificate("c-2", "acme", "acme-web", "s1"),
+			certificate("c-1", "acme", "acme-web", "s1"),
+			certificate("c-3", "other", "other-web", "s2"),
+		} {
+			if err := tx.CreateCertificate(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	want := certificate("c-1", "acme", "acme-web", "s1")
+	want.RetentionStatus, want.ExpiresAt = consent.RetentionRetained, t0.AddDate(5, 0, 0)
+	changed := *want
+	changed.Origin, changed.Records = "changed", nil // not written
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, &changed) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Certificate(ctx, "c-1")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("Certificate after UpdateCertificate (-want +got):\n%s", d)
+		}
+		ids, err := tx.CertificatesBySession(ctx, "s1")
+		if err != nil || !cmp.Equal(ids, []string{"c-1", "c-2"}) {
+			t.Errorf("CertificatesBySession(s1) = %v, %v; want [c-1 c-2]", ids, err)
+		}
+		ids, err = tx.CertificatesBySession(ctx, "s9")
+		if err != nil || len(ids) != 0 {
+			t.Errorf("CertificatesBySession(unknown) = %v, %v; want none", ids, err)
+		}
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.UpdateCertificate(ctx, certificate("c-9", "acme", "acme-web", "s1"))
+	})
+	wantCode(t, "UpdateCertificate(unknown)", err, consent.NotFound)
+}
+
+func testCertificatesByDigest(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	email, mobile := consent.DigestOf("jane@example.com"), consent.DigestOf("+15550102000")
+	update(t, s, func(tx consent.Tx) error {
+		for _, c := range []struct {
+			id, company, property, session string
+			email, mobile                  consent.Digest
+		}{
+			{"c-b", "acme", "acme-web", "s1", email, mobile},
+			{"c-a", "acme", "acme-web", "s1", email, consent.Digest{}},
+			{"c-c", "acme", "acme-web", "s1", consent.Digest{}, mobile},
+			{"c-d", "acme", "acme-web", "s1", consent.DigestOf("x@example.com"), consent.Digest{}},
+			{"c-o", "other", "other-web", "s2", email, mobile}, // another company's
+		} {
+			cert := certificate(c.id, c.company, c.property, c.session)
+			cert.EmailDigest, cert.MobileDigest = c.email, c.mobile
+			if err := tx.CreateCertificate(ctx, cert); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		check := func(what string, got []string, err error, want []string) {
+			t.Helper()
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+			if d := cmp.Diff(want, got, opts); d != "" {
+				t.Errorf("%s (-want +got):\n%s", what, d)
+			}
+		}
+		got, err := tx.CertificatesByEmail(ctx, "acme", email)
+		check("CertificatesByEmail(acme)", got, err, []string{"c-a", "c-b"})
+		got, err = tx.CertificatesByMobile(ctx, "acme", mobile)
+		check("CertificatesByMobile(acme)", got, err, []string{"c-b", "c-c"})
+		got, err = tx.CertificatesByEmail(ctx, "other", email)
+		check("CertificatesByEmail(other)", got, err, []string{"c-o"})
+		got, err = tx.CertificatesByEmail(ctx, "acme", consent.DigestOf("nobody@example.com"))
+		check("CertificatesByEmail(unknown)", got, err, nil)
+		got, err = tx.CertificatesByMobile(ctx, "acme", consent.Digest{})
+		check("CertificatesByMobile(zero digest)", got, err, nil)
+		got, err = tx.CertificatesByEmail(ctx, "nobody", email)
+		check("CertificatesByEmail(unknown company)", got, err, nil)
+		return nil
+	})
+}
+
+func testRevokeCertificate(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateCertificate(ctx, certificate("cert-1", "acme", "acme-web", "s1"))
+	})
+	at := t0.Add(time.Hour)
+	update(t, s, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-1", at) })
+	update(t, s, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-1", at.Add(time.Hour)) })
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-9", at) })
+	wantCode(t, "RevokeCertificate(unknown)", err, consent.NotFound)
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Certificate(ctx, "cert-1")
+		if err != nil {
+			return err
+		}
+		if !got.Revoked() || !got.RevokedAt.Equal(at) {
+			t.Errorf("RevokedAt = %v, want %v (the first revocation)", got.RevokedAt, at)
+		}
+		return nil
+	})
+}
+
+func testRevocation(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	first := &consent.Revocation{
+		ID: "rev-1", CompanyID: "acme", CertificateID: "cert-1",
+		EmailDigest: consent.DigestOf("jane@example.com"), Reason: "asked by phone",
+		ClientIP: "203.0.113.7", CertificateIDs: []string{"cert-1", "cert-2"}, CreatedAt: t0,
+	}
+	second := &consent.Revocation{
+		ID: "rev-0", CompanyID: "acme", MobileDigest: consent.DigestOf("+15550102000"),
+		ClientIP: "2001:db8::1", CreatedAt: t0.Add(time.Minute),
+	}
+	others := &consent.Revocation{ID: "rev-2", CompanyID: "other", CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error {
+		for _, r := range []*consent.Revocation{first, second, others} {
+			if err := tx.CreateRevocation(ctx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Revocations(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff([]*consent.Revocation{first, second}, got, opts); d != "" {
+			t.Errorf("Revocations (-want +got):\n%s", d)
+		}
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateRevocation(ctx, first) })
+	wantCode(t, "CreateRevocation(duplicate)", err, consent.Conflict)
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-9", CompanyID: "nobody", CreatedAt: t0})
+	})
+	wantCode(t, "CreateRevocation(unknown company)", err, consent.NotFound)
+}

@@ -1,0 +1,255 @@
+package storetest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+func testCompany(t *testing.T, s consent.Store) {
+	want := &consent.Company{
+		ID: "acme", Name: "Acme Insurance", ThirdPartyVerificationEnabled: true,
+		AuthorizedThirdParties: []string{"buyer", "broker:2"}, CreatedAt: t0,
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.CreateCompany(ctx, want) })
+
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Company(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("Company (-want +got):\n%s", d)
+		}
+		_, err = tx.Company(ctx, "nobody")
+		wantCode(t, "Company(nobody)", err, consent.NotFound)
+		return nil
+	})
+
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "again", CreatedAt: t0})
+	})
+	wantCode(t, "CreateCompany(duplicate)", err, consent.Conflict)
+	if !errors.Is(err, consent.ErrConflict) {
+		t.Errorf("errors.Is(%v, ErrConflict) = false", err)
+	}
+
+	changed := &consent.Company{ID: "acme", Name: "Acme", AuthorizedThirdParties: nil, CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, changed) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Company(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(changed, got, opts); d != "" {
+			t.Errorf("Company after UpdateCompany (-want +got):\n%s", d)
+		}
+		return nil
+	})
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		return tx.UpdateCompany(ctx, &consent.Company{ID: "nobody", Name: "x"})
+	})
+	wantCode(t, "UpdateCompany(nobody)", err, consent.NotFound)
+
+	update(t, s, func(tx consent.Tx) error {
+		for _, id := range []string{"b", "B", "a-1", "zz"} {
+			if err := tx.CreateCompany(ctx, &consent.Company{ID: id, Name: id, CreatedAt: t0}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		for _, page := range []struct {
+			after string
+			limit int
+			want  []string
+		}{
+			{"", 3, []string{"B", "a-1", "acme"}}, // byte order
+			{"acme", 3, []string{"b", "zz"}},
+			{"zz", 3, nil},
+			{"", 0, nil},
+		} {
+			got, err := tx.CompanyIDs(ctx, page.after, page.limit)
+			if err != nil {
+				return err
+			}
+			if d := cmp.Diff(page.want, got, opts); d != "" {
+				t.Errorf("CompanyIDs(%q, %d) (-want +got):\n%s", page.after, page.limit, d)
+			}
+		}
+		return nil
+	})
+}
+
+func testProperty(t *testing.T, s consent.Store) {
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0})
+	})
+	want := &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Quote form", CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.CreateProperty(ctx, want) })
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Property(ctx, "acme-web")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff(want, got, opts); d != "" {
+			t.Errorf("Property (-want +got):\n%s", d)
+		}
+		_, err = tx.Property(ctx, "nothing")
+		wantCode(t, "Property(nothing)", err, consent.NotFound)
+		return nil
+	})
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateProperty(ctx, want) })
+	wantCode(t, "CreateProperty(duplicate)", err, consent.Conflict)
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateProperty(ctx, &consent.Property{ID: "p2", CompanyID: "nobody", Name: "x", CreatedAt: t0})
+	})
+	wantCode(t, "CreateProperty(unknown company)", err, consent.NotFound)
+}
+
+func testProperties(t *testing.T, s consent.Store) {
+	fixture(t, s) // acme-web and other-web, at t0
+	early := &consent.Property{ID: "p-early", CompanyID: "acme", Name: "Early", AllowedOrigins: []string{"https://acme.example"},
+		CreatedAt: t0.Add(-time.Hour)}
+	tieB := &consent.Property{ID: "acme-B", CompanyID: "acme", Name: "Same time, upper-case id", CreatedAt: t0}
+	late := &consent.Property{ID: "a-late", CompanyID: "acme", Name: "Late", CreatedAt: t0.Add(time.Hour)}
+	update(t, s, func(tx consent.Tx) error {
+		for _, p := range []*consent.Property{late, tieB, early} {
+			if err := tx.CreateProperty(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	web := &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Form", CreatedAt: t0}
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Properties(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		// Oldest first; at one time, ids byte by byte ("B" before "w").
+		if d := cmp.Diff([]*consent.Property{early, tieB, web, late}, got, opts); d != "" {
+			t.Errorf("Properties(acme) (-want +got):\n%s", d)
+		}
+		got, err = tx.Properties(ctx, "other")
+		if err != nil || len(got) != 1 || got[0].ID != "other-web" {
+			t.Errorf("Properties(other) = %v, %v; want other-web alone", got, err)
+		}
+		got, err = tx.Properties(ctx, "nobody")
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("Properties(nobody) = %#v, %v; want an empty slice", got, err)
+		}
+		return nil
+	})
+}
+
+func testToken(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	active := &consent.Token{
+		ID: "tok_1", CompanyID: "acme", Digest: consent.DigestOf("secret-1"),
+		Permissions: []consent.Permission{consent.PermissionRetention}, CreatedAt: t0,
+	}
+	expired := &consent.Token{
+		ID: "tok_2", CompanyID: "acme", Digest: consent.DigestOf("secret-2"),
+		ExpiresAt: t0.Add(time.Hour), CreatedAt: t0,
+	}
+	update(t, s, func(tx consent.Tx) error {
+		if err := tx.CreateToken(ctx, active); err != nil {
+			return err
+		}
+		return tx.CreateToken(ctx, expired)
+	})
+	view(t, s, func(tx consent.Tx) error {
+		for _, want := range []*consent.Token{active, expired} {
+			got, err := tx.TokenByDigest(ctx, want.Digest)
+			if err != nil {
+				return err
+			}
+			if d := cmp.Diff(want, got, opts); d != "" {
+				t.Errorf("TokenByDigest (-want +got):\n%s", d)
+			}
+		}
+		_, err := tx.TokenByDigest(ctx, consent.DigestOf("unknown"))
+		wantCode(t, "TokenByDigest(unknown)", err, consent.NotFound)
+		return nil
+	})
+
+	for name, tok := range map[string]*consent.Token{
+		"same id":     {ID: "tok_1", CompanyID: "acme", Digest: consent.DigestOf("secret-3"), CreatedAt: t0},
+		"same digest": {ID: "tok_3", CompanyID: "acme", Digest: consent.DigestOf("secret-1"), CreatedAt: t0},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateToken(ctx, tok) })
+		wantCode(t, "CreateToken("+name+")", err, consent.Conflict)
+	}
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.CreateToken(ctx, &consent.Token{ID: "tok_4", CompanyID: "nobody", Digest: consent.DigestOf("s4"), CreatedAt: t0})
+	})
+	wantCode(t, "CreateToken(unknown company)", err, consent.NotFound)
+
+	// Revocation is visible, keeps its first time, and is only by the owner.
+	revoked := t0.Add(2 * time.Hour)
+	update(t, s, func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "tok_1", revoked) })
+	update(t, s, func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "tok_1", revoked.Add(time.Hour)) })
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.RevokeToken(ctx, "other", "tok_2", revoked) })
+	wantCode(t, "RevokeToken(other company's token)", err, consent.NotFound)
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", "tok_9", revoked) })
+	wantCode(t, "RevokeToken(unknown)", err, consent.NotFound)
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.TokenByDigest(ctx, active.Digest)
+		if err != nil {
+			return err
+		}
+		if !got.RevokedAt.Equal(revoked) {
+			t.Errorf("RevokedAt = %v, want %v (the first revocation)", got.RevokedAt, revoked)
+		}
+		if got.Active(revoked) {
+			t.Error("revoked token is active")
+		}
+		other, err := tx.TokenByDigest(ctx, expired.Digest)
+		if err != nil {
+			return err
+		}
+		if !other.RevokedAt.IsZero() {
+			t.Errorf("token of another company's failed revocation has RevokedAt %v", other.RevokedAt)
+		}
+		return nil
+	})
+}
+
+func testTokens(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	first := &consent.Token{ID: "tok_b", CompanyID: "acme", Digest: consent.DigestOf("secret-b"),
+		Permissions: []consent.Permission{consent.PermissionRetention}, CreatedAt: t0}
+	tie := &consent.Token{ID: "tok_a", CompanyID: "acme", Digest: consent.DigestOf("secret-a"),
+		ExpiresAt: t0.Add(time.Hour), CreatedAt: t0}
+	revoked := &consent.Token{ID: "tok_0", CompanyID: "acme", Digest: consent.DigestOf("secret-0"), CreatedAt: t0.Add(time.Minute)}
+	others := &consent.Token{ID: "tok_o", CompanyID: "other", Digest: consent.DigestOf("secret-o"), CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error {
+		for _, tok := range []*consent.Token{revoked, first, others, tie} {
+			if err := tx.CreateToken(ctx, tok); err != nil {
+				return err
+			}
+		}
+		return tx.RevokeToken(ctx, "acme", "tok_0", t0.Add(2*time.Minute))
+	})
+	revoked.RevokedAt = t0.Add(2 * time.Minute)
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.Tokens(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if d := cmp.Diff([]*consent.Token{tie, first, revoked}, got, opts); d != "" {
+			t.Errorf("Tokens(acme) (-want +got):\n%s", d)
+		}
+		got, err = tx.Tokens(ctx, "nobody")
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("Tokens(nobody) = %#v, %v; want an empty slice", got, err)
+		}
+		return nil
+	})
+}
