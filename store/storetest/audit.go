@@ -462,7 +462,8 @@ type AuditTamperer interface {
 // RunAuditTamper checks that audit.VerifyChain finds every
 // edit of any field of an entry, and the deletion of a first, middle or last
 // entry, in the store's own tables. open returns a new, empty, migrated
-// store and a tamperer of it.
+// store and a tamperer of it; the cases run in parallel, each on a store
+// of its own, so open must be safe to call from parallel tests.
 func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, AuditTamperer)) {
 	// Each case builds acme's chain of 5 entries and other's of 2, tampers,
 	// and expects audit.VerifyChain to name acme's entry wantSeq (0: intact).
@@ -511,6 +512,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 	}
 	for _, c := range cases {
 		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			t.Parallel() // a store of its own
 			s, tm := open(t)
 			fixture(t, s)
 			// The entries consent.Service.Audit would append for these

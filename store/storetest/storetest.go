@@ -146,12 +146,21 @@ var areas = []area{
 }
 
 // Run runs the whole suite: each behaviour as the subtest Area/Behaviour
-// on a store of its own from newStore.
+// on a store of its own from newStore. Every behaviour has its own store,
+// so they all run in parallel (t.Parallel), as many at once as go test's
+// -parallel allows (GOMAXPROCS by default); newStore must be safe to call
+// from parallel tests. The behaviours that make concurrent calls make them
+// on their own store and check invariants, not timings, so they run in
+// parallel too.
 func Run(t *testing.T, newStore NewStore) {
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			for _, b := range a.behaviours {
-				t.Run(b.name, func(t *testing.T) { b.fn(t, newStore(t)) })
+				t.Run(b.name, func(t *testing.T) {
+					t.Parallel()
+					b.fn(t, newStore(t))
+				})
 			}
 		})
 	}
