@@ -45,8 +45,8 @@ func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, er
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	rows, err := t.tx.Query(ctx, `SELECT s.* FROM unnest($1::text[]) AS u (id)
-		CROSS JOIN LATERAL (SELECT `+sessionColumns+` FROM sessions WHERE id = u.id LIMIT 1`+t.lock+`) AS s`, sorted)
-	list, err := collect(rows, err, scanSession)
+		CROSS JOIN LATERAL (SELECT `+sqlrow.SessionColumns+` FROM sessions WHERE id = u.id LIMIT 1`+t.lock+`) AS s`, sorted)
+	list, err := collect(rows, err, dialect.ScanSession)
 	if err != nil {
 		return nil, err
 	}

@@ -92,15 +92,8 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
-	c := consent.Company{ID: id}
-	var created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
-		FROM companies WHERE id = $1`, id).Scan(&c.Name, &c.ThirdPartyVerificationEnabled, &c.AuthorizedThirdParties, &created)
-	if err != nil {
-		return nil, one(err, "company")
-	}
-	c.CreatedAt = created.UTC()
-	return &c, nil
+	c, err := dialect.ScanCompany(t.tx.QueryRow(ctx, `SELECT `+sqlrow.CompanyColumns+` FROM companies WHERE id = $1`, id))
+	return c, one(err, "company")
 }
 
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
@@ -126,15 +119,8 @@ func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
-	p := consent.Property{ID: id}
-	var created time.Time
-	err := t.tx.QueryRow(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = $1`, id).
-		Scan(&p.CompanyID, &p.Name, &p.AllowedOrigins, &created)
-	if err != nil {
-		return nil, one(err, "property")
-	}
-	p.CreatedAt = created.UTC()
-	return &p, nil
+	p, err := dialect.ScanProperty(t.tx.QueryRow(ctx, `SELECT `+sqlrow.PropertyColumns+` FROM properties WHERE id = $1`, id))
+	return p, one(err, "property")
 }
 
 func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
@@ -155,30 +141,8 @@ func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
 }
 
 func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
-	tok := consent.Token{Digest: d}
-	var (
-		perms            []string
-		expires, revoked *time.Time
-		created          time.Time
-	)
-	err := t.tx.QueryRow(ctx, `SELECT id, company_id, permissions, expires_at, revoked_at, created_at
-		FROM tokens WHERE digest = $1`, d[:]).Scan(&tok.ID, &tok.CompanyID, &perms, &expires, &revoked, &created)
-	if err != nil {
-		return nil, one(err, "token")
-	}
-	tok.Permissions = permissions(perms)
-	tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = utc(expires), utc(revoked), created.UTC()
-	return &tok, nil
-}
-
-// permissions returns the permissions of a token's column: an empty
-// slice, never nil, when it has none.
-func permissions(perms []string) []consent.Permission {
-	out := make([]consent.Permission, len(perms))
-	for i, p := range perms {
-		out[i] = consent.Permission(p)
-	}
-	return out
+	tok, err := dialect.ScanToken(t.tx.QueryRow(ctx, `SELECT `+sqlrow.TokenColumns+` FROM tokens WHERE digest = $1`, d[:]))
+	return tok, one(err, "token")
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
@@ -196,42 +160,9 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 	return err
 }
 
-// sessionColumns are the columns scanSession reads, in its order.
-const sessionColumns = `id, company_id, property_id, retention_status, video_status,
-	event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
-	upload_digest, certificate_id, url, closed_at`
-
-func scanSession(row pgx.Row) (*consent.Session, error) {
-	var (
-		s                consent.Session
-		created, expires time.Time
-		closed           *time.Time
-		videoSHA, upload []byte
-		videoMS          int64
-	)
-	err := row.Scan(&s.ID, &s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
-		&upload, &s.CertificateID, &s.URL, &closed)
-	if err != nil {
-		return nil, err
-	}
-	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
-		return nil, err
-	}
-	if s.UploadDigest, err = sqlrow.ScanDigest(upload); err != nil {
-		return nil, err
-	}
-	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
-	s.CreatedAt, s.ExpiresAt, s.ClosedAt = created.UTC(), expires.UTC(), utc(closed)
-	return &s, nil
-}
-
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
-	s, err := scanSession(t.tx.QueryRow(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = $1`+t.lock, id))
-	if err != nil {
-		return nil, one(err, "session")
-	}
-	return s, nil
+	s, err := dialect.ScanSession(t.tx.QueryRow(ctx, `SELECT `+sqlrow.SessionColumns+` FROM sessions WHERE id = $1`+t.lock, id))
+	return s, one(err, "session")
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
@@ -273,10 +204,7 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 		return nil, notFound("session")
 	}
 	rows, err := t.tx.Query(ctx, `SELECT data FROM session_events WHERE session_id = $1 ORDER BY seq`, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[[]byte])
+	return collect(rows, err, sqlrow.ScanBytes)
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
@@ -299,59 +227,19 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	return err
 }
 
-// certificateColumns are the columns scanCertificate reads, in its order.
+// certificateColumns are the columns dialect.ScanCertificate reads, in its order.
 const certificateColumns = `id, company_id, property_id, session_id, origin, records::text,
 	events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
 	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
 
-func scanCertificate(row pgx.Row) (*consent.Certificate, error) {
-	var (
-		c                           consent.Certificate
-		records, events, visibility string
-		email, mobile, recording    []byte
-		created, expires            time.Time
-		revoked                     *time.Time
-	)
-	err := row.Scan(&c.ID, &c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
-		&records, &events, &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
-		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
-	if err != nil {
-		return nil, err
-	}
-	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
-		return nil, err
-	}
-	if c.Visibility, err = sqlrow.DecodeVisibility(visibility); err != nil {
-		return nil, err
-	}
-	if c.Records, err = sqlrow.DecodeRecords([]byte(records)); err != nil {
-		return nil, err
-	}
-	if c.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-		return nil, err
-	}
-	if c.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-		return nil, err
-	}
-	c.EventsCombined = []byte(events)
-	c.CreatedAt, c.ExpiresAt, c.RevokedAt = created.UTC(), expires.UTC(), utc(revoked)
-	return &c, nil
-}
-
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
-	c, err := scanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
-	if err != nil {
-		return nil, one(err, "certificate")
-	}
-	return c, nil
+	c, err := dialect.ScanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
+	return c, one(err, "certificate")
 }
 
 func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := t.tx.Query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return collect(rows, err, sqlrow.ScanText)
 }
 
 func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
@@ -385,33 +273,9 @@ func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error 
 	return err
 }
 
-// revocationColumns are the columns scanRevocation reads, in its order.
-const revocationColumns = `id, company_id, certificate_id, email_digest, mobile_digest, reason, client_ip,
-	certificate_ids, created_at`
-
-func scanRevocation(row pgx.Row) (*consent.Revocation, error) {
-	var (
-		r             consent.Revocation
-		email, mobile []byte
-		created       time.Time
-	)
-	err := row.Scan(&r.ID, &r.CompanyID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &r.CertificateIDs, &created)
-	if err != nil {
-		return nil, err
-	}
-	if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-		return nil, err
-	}
-	if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-		return nil, err
-	}
-	r.CreatedAt = created.UTC()
-	return &r, nil
-}
-
 func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+revocationColumns+` FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
-	return collect(rows, err, scanRevocation)
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.RevocationColumns+` FROM revocations WHERE company_id = $1 ORDER BY seq`, companyID)
+	return collect(rows, err, dialect.ScanRevocation)
 }
 
 // purgedSession is what PurgeSessions leaves of a session.
@@ -472,43 +336,22 @@ func payload(p []byte) []byte {
 	return p
 }
 
-const jobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
-
-func scanJob(row pgx.Row) (*consent.Job, error) {
-	var (
-		j                  consent.Job
-		runAfter, created  time.Time
-		leaseUntil, failed *time.Time
-	)
-	if err := row.Scan(&j.Kind, &j.Key, &j.Payload, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
-		return nil, err
-	}
-	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = runAfter.UTC(), utc(leaseUntil), utc(failed), created.UTC()
-	return &j, nil
-}
-
 func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
-	j, err := scanJob(t.tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = $1 AND key = $2`, kind, key))
-	if err != nil {
-		return nil, one(err, "job")
-	}
-	return j, nil
+	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `SELECT `+sqlrow.JobColumns+` FROM jobs WHERE kind = $1 AND key = $2`, kind, key))
+	return j, one(err, "job")
 }
 
 // LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
 // machines each take a different job without waiting for each other.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	j, err := scanJob(t.tx.QueryRow(ctx, `UPDATE jobs
+	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
 			WHERE kind = ANY($4) AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 			ORDER BY run_after, kind COLLATE "C", key COLLATE "C" LIMIT 1
 			FOR UPDATE SKIP LOCKED)
-		RETURNING `+jobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
-	if err != nil {
-		return nil, one(err, "due job")
-	}
-	return j, nil
+		RETURNING `+sqlrow.JobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
+	return j, one(err, "due job")
 }
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
@@ -529,8 +372,6 @@ func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.T
 }
 
 func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
-	if next != nil {
-	}
 	if next == nil {
 		tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key = $2 AND lease_owner = $3`, kind, key, owner)
 		return t.leaseErr(ctx, tag, err, kind, key)
@@ -602,28 +443,12 @@ func (t *tx) post(ctx context.Context, e *wallet.Entry, update string) (wallet.A
 	return wallet.Amount(bal), nil
 }
 
-// entryColumns are the columns scanEntry reads, in its order.
-const entryColumns = `id, company_id, kind, amount, reference, created_at`
-
-func scanEntry(row pgx.Row) (*wallet.Entry, error) {
-	var (
-		e       wallet.Entry
-		amount  int64
-		created time.Time
-	)
-	if err := row.Scan(&e.ID, &e.CompanyID, &e.Kind, &amount, &e.Reference, &created); err != nil {
-		return nil, err
-	}
-	e.Amount, e.CreatedAt = wallet.Amount(amount), created.UTC()
-	return &e, nil
-}
-
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = $1 ORDER BY seq`, companyID)
-	return collect(rows, err, scanEntry)
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.EntryColumns+` FROM ledger WHERE company_id = $1 ORDER BY seq`, companyID)
+	return collect(rows, err, dialect.ScanEntry)
 }
 
 // zeroHash is the PrevHash of a chain's first entry.
@@ -664,37 +489,17 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 	if q.Newest {
 		order = "DESC"
 	}
-	rows, err := t.tx.Query(ctx, `SELECT seq, at, actor, action, target, outcome, request_id, detail,
-		prev_hash, hash FROM audit_log
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.AuditColumns+` FROM audit_log
 		WHERE company_id = $1 AND seq > $2 AND ($3 = 0 OR seq < $3)
 		AND left(action, length($4::text)) = $4::text AND ($5 = '' OR target = $5) AND ($6 = '' OR actor = $6)
 		AND ($7::timestamptz IS NULL OR at >= $7) AND ($8::timestamptz IS NULL OR at < $8)
 		ORDER BY seq `+order+` LIMIT $9`,
 		q.CompanyID, q.AfterSeq, q.BeforeSeq, q.ActionPrefix, q.Target, q.Actor,
 		nullTime(q.Since), nullTime(q.Until), q.Limit)
-	if err != nil {
-		return nil, err
+	out, err := collect(rows, err, dialect.ScanAudit)
+	for _, e := range out {
+		e.CompanyID = q.CompanyID
 	}
-	out := []*consent.AuditEntry{}
-	var (
-		e          consent.AuditEntry
-		at         time.Time
-		prev, hash []byte
-	)
-	_, err = pgx.ForEachRow(rows, []any{&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Outcome, &e.RequestID,
-		&e.Detail, &prev, &hash}, func() error {
-		n := e
-		n.CompanyID, n.At = q.CompanyID, at.UTC()
-		var err error
-		if n.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
-			return err
-		}
-		if n.Hash, err = sqlrow.ScanDigest(hash); err != nil {
-			return err
-		}
-		out = append(out, &n)
-		return nil
-	})
 	return out, err
 }
 
@@ -727,45 +532,15 @@ func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoi
 	return err
 }
 
-const endpointColumns = `id, company_id, url, secret, events, created_at, disabled_at`
-
-func scanEndpoint(row pgx.Row) (*consent.WebhookEndpoint, error) {
-	var (
-		e        consent.WebhookEndpoint
-		created  time.Time
-		disabled *time.Time
-	)
-	if err := row.Scan(&e.ID, &e.CompanyID, &e.URL, &e.Secret, &e.Events, &created, &disabled); err != nil {
-		return nil, err
-	}
-	e.CreatedAt, e.DisabledAt = created.UTC(), utc(disabled)
-	return &e, nil
-}
-
 func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
-	e, err := scanEndpoint(t.tx.QueryRow(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
-	if err != nil {
-		return nil, one(err, "webhook endpoint")
-	}
-	return e, nil
+	e, err := dialect.ScanEndpoint(t.tx.QueryRow(ctx, `SELECT `+sqlrow.EndpointColumns+` FROM webhook_endpoints WHERE id = $1`, id))
+	return e, one(err, "webhook endpoint")
 }
 
 func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.EndpointColumns+` FROM webhook_endpoints
 		WHERE company_id = $1 ORDER BY seq`, companyID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*consent.WebhookEndpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, err, dialect.ScanEndpoint)
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
@@ -790,26 +565,13 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := t.tx.Query(ctx, `SELECT seq, message_id, event_type, attempt, at, status, error, duration_us
-		FROM webhook_deliveries WHERE endpoint_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, endpointID, before, max(limit, 0))
-	if err != nil {
-		return nil, err
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.DeliveryColumns+` FROM webhook_deliveries
+		WHERE endpoint_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, endpointID, before, max(limit, 0))
+	out, err := collect(rows, err, dialect.ScanDelivery)
+	for _, d := range out {
+		d.EndpointID = endpointID
 	}
-	defer rows.Close()
-	out := []*consent.WebhookDelivery{}
-	for rows.Next() {
-		d := consent.WebhookDelivery{EndpointID: endpointID}
-		var (
-			at time.Time
-			us int64
-		)
-		if err := rows.Scan(&d.Seq, &d.MessageID, &d.EventType, &d.Attempt, &at, &d.Status, &d.Error, &us); err != nil {
-			return nil, err
-		}
-		d.At, d.Duration = at.UTC(), time.Duration(us)*time.Microsecond
-		out = append(out, &d)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // signatureBytes stores a missing signature as an empty one.
@@ -818,25 +580,6 @@ func signatureBytes(sig []byte) []byte {
 		return []byte{}
 	}
 	return sig
-}
-
-const keyColumns = `scope, key, fingerprint, status, body, created_at, expires_at`
-
-func scanKey(row pgx.Row) (*consent.IdempotencyRecord, error) {
-	var (
-		r                consent.IdempotencyRecord
-		fp               []byte
-		created, expires time.Time
-	)
-	if err := row.Scan(&r.Scope, &r.Key, &fp, &r.Status, &r.Body, &created, &expires); err != nil {
-		return nil, err
-	}
-	if len(fp) != len(r.Fingerprint) {
-		return nil, fmt.Errorf("idempotency key %q: fingerprint of %d bytes", r.Key, len(fp))
-	}
-	copy(r.Fingerprint[:], fp)
-	r.CreatedAt, r.ExpiresAt = created.UTC(), expires.UTC()
-	return &r, nil
 }
 
 // ClaimIdempotencyKey inserts the claim with ON CONFLICT DO NOTHING: an
@@ -855,7 +598,7 @@ func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyReco
 		if tag.RowsAffected() == 1 {
 			return nil, nil
 		}
-		old, err := scanKey(t.tx.QueryRow(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = $1 AND key = $2`, r.Scope, r.Key))
+		old, err := dialect.ScanKey(t.tx.QueryRow(ctx, `SELECT `+sqlrow.KeyColumns+` FROM idempotency_keys WHERE scope = $1 AND key = $2`, r.Scope, r.Key))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue

@@ -106,9 +106,9 @@ func (t *tx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, er
 	for rest := ids; len(rest) > 0; {
 		chunk := rest[:min(len(rest), rowsPerStatement(1))]
 		rest = rest[len(chunk):]
-		rows, err := t.tx.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id IN (`+
+		rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.SessionColumns+` FROM sessions WHERE id IN (`+
 			strings.Repeat("?,", len(chunk)-1)+`?)`, anys(chunk)...)
-		list, err := collect(rows, err, scanSession)
+		list, err := collect(rows, err, dialect.ScanSession)
 		if err != nil {
 			return nil, err
 		}

@@ -5,57 +5,67 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The lists of the operator surface (issue 14), each read in the order of
-// an index on (company_id, created_at, id) of migration 0011.
+// dialect is how SQLite keeps what sqlrow scans and pages: times as
+// microseconds since the epoch (sqlrow.Micros), lists as JSON text, ids
+// compared byte by byte (the BINARY collation).
+var dialect = sqlrow.Dialect{
+	Param:   sqlrow.Numbered("?"),
+	Arg:     func(t time.Time) any { return t.UnixMicro() },
+	Time:    func(t *time.Time) any { return micros{t} },
+	Strings: func(s *[]string) any { return jsonList{s} },
+}
+
+// micros scans a time column into *t (sqlrow.Time).
+type micros struct{ t *time.Time }
+
+func (m micros) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*m.t = time.Time{}
+	case int64:
+		*m.t = sqlrow.Time(&v)
+	default:
+		return fmt.Errorf("time column holds %T", src)
+	}
+	return nil
+}
+
+// jsonList scans a list of text kept as JSON into *s.
+type jsonList struct{ s *[]string }
+
+func (l jsonList) Scan(src any) error {
+	switch v := src.(type) {
+	case string:
+		return json.Unmarshal([]byte(v), l.s)
+	case []byte:
+		return json.Unmarshal(v, l.s)
+	}
+	return fmt.Errorf("list column holds %T", src)
+}
 
 // collect scans every row of a query with scan; none: an empty slice.
-func collect[T any](rows *sql.Rows, err error, scan func(interface{ Scan(...any) error }) (*T, error)) ([]*T, error) {
+func collect[T any](rows *sql.Rows, err error, scan func(sqlrow.Row) (T, error)) ([]T, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	defer rows.Close()
-	out := []*T{}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, mapErr(rows.Err())
+	out, err := sqlrow.Collect(rows, scan)
+	return out, mapErr(err)
 }
 
-// pageQuery returns the query of the page p of a table whose rows
-// columns names, newest first. Only the bounds p sets are in the WHERE
-// clause, so that SQLite reads the index as a range from the first row to
-// the limit. ids compare byte by byte (SQLite's BINARY collation).
-func pageQuery(table, columns string, p consent.Page) (string, []any) {
-	q := `SELECT ` + columns + ` FROM ` + table + ` WHERE company_id = ?`
-	args := []any{p.CompanyID}
-	if !p.Since.IsZero() {
-		q += ` AND created_at >= ?`
-		args = append(args, p.Since.UnixMicro())
-	}
-	if !p.Until.IsZero() {
-		q += ` AND created_at < ?`
-		args = append(args, p.Until.UnixMicro())
-	}
-	if !p.Before.IsZero() {
-		q += ` AND (created_at, id) < (?, ?)`
-		args = append(args, p.Before.At.UnixMicro(), p.Before.ID)
-	}
-	return q + ` ORDER BY created_at DESC, id DESC LIMIT ?`, append(args, p.Limit)
-}
+// The lists of the operator surface (issue 14), each read in the order of
+// an index on (company_id, created_at, id) of migration 0011.
 
 // readPage reads the page p of table with scan.
-func readPage[T any](ctx context.Context, t *tx, table, columns string, p consent.Page, scan func(interface{ Scan(...any) error }) (*T, error)) ([]*T, error) {
-	q, args := pageQuery(table, columns, p)
+func readPage[T any](ctx context.Context, t *tx, table, columns string, p consent.Page, scan func(sqlrow.Row) (T, error)) ([]T, error) {
+	q, args := dialect.PageQuery(table, columns, p)
 	rows, err := t.tx.QueryContext(ctx, q, args...)
 	return collect(rows, err, scan)
 }
@@ -64,63 +74,29 @@ func (t *tx) LedgerPage(ctx context.Context, p consent.Page) ([]*wallet.Entry, e
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
-	return readPage(ctx, t, "ledger", entryColumns, p, scanEntry)
+	return readPage(ctx, t, "ledger", sqlrow.EntryColumns, p, dialect.ScanEntry)
 }
 
 func (t *tx) CertificatePage(ctx context.Context, p consent.Page) ([]*consent.Certificate, error) {
-	return readPage(ctx, t, "certificates", certificateColumns, p, scanCertificate)
+	return readPage(ctx, t, "certificates", sqlrow.CertificateColumns, p, dialect.ScanCertificate)
 }
 
 func (t *tx) SessionPage(ctx context.Context, p consent.Page) ([]*consent.Session, error) {
-	return readPage(ctx, t, "sessions", sessionColumns, p, scanSession)
+	return readPage(ctx, t, "sessions", sqlrow.SessionColumns, p, dialect.ScanSession)
 }
 
 func (t *tx) RevocationPage(ctx context.Context, p consent.Page) ([]*consent.Revocation, error) {
-	return readPage(ctx, t, "revocations", revocationColumns, p, scanRevocation)
+	return readPage(ctx, t, "revocations", sqlrow.RevocationColumns, p, dialect.ScanRevocation)
 }
 
 func (t *tx) Properties(ctx context.Context, companyID string) ([]*consent.Property, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, company_id, name, allowed_origins, created_at FROM properties
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.PropertyColumns+` FROM properties
 		WHERE company_id = ? ORDER BY created_at, id`, companyID)
-	return collect(rows, err, func(row interface{ Scan(...any) error }) (*consent.Property, error) {
-		var (
-			p       consent.Property
-			origins string
-			created int64
-		)
-		if err := row.Scan(&p.ID, &p.CompanyID, &p.Name, &origins, &created); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(origins), &p.AllowedOrigins); err != nil {
-			return nil, fmt.Errorf("property %s: allowed_origins: %w", p.ID, err)
-		}
-		p.CreatedAt = sqlrow.Time(&created)
-		return &p, nil
-	})
+	return collect(rows, err, dialect.ScanProperty)
 }
 
 func (t *tx) Tokens(ctx context.Context, companyID string) ([]*consent.Token, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id, company_id, digest, permissions, expires_at, revoked_at, created_at
-		FROM tokens WHERE company_id = ? ORDER BY created_at, id`, companyID)
-	return collect(rows, err, func(row interface{ Scan(...any) error }) (*consent.Token, error) {
-		var (
-			tok              consent.Token
-			digest           []byte
-			perms            string
-			expires, revoked *int64
-			created          int64
-		)
-		err := row.Scan(&tok.ID, &tok.CompanyID, &digest, &perms, &expires, &revoked, &created)
-		if err != nil {
-			return nil, err
-		}
-		if tok.Digest, err = sqlrow.ScanDigest(digest); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(perms), &tok.Permissions); err != nil {
-			return nil, fmt.Errorf("token %s: permissions: %w", tok.ID, err)
-		}
-		tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = sqlrow.Time(expires), sqlrow.Time(revoked), sqlrow.Time(&created)
-		return &tok, nil
-	})
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.TokenColumns+` FROM tokens
+		WHERE company_id = ? ORDER BY created_at, id`, companyID)
+	return collect(rows, err, dialect.ScanToken)
 }

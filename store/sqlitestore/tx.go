@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -79,21 +78,8 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 }
 
 func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
-	var (
-		c       = consent.Company{ID: id}
-		parties string
-		created int64
-	)
-	err := t.tx.QueryRowContext(ctx, `SELECT name, third_party_enabled, authorized_third_parties, created_at
-		FROM companies WHERE id = ?`, id).Scan(&c.Name, &c.ThirdPartyVerificationEnabled, &parties, &created)
-	if err != nil {
-		return nil, one(err, "company")
-	}
-	if err := json.Unmarshal([]byte(parties), &c.AuthorizedThirdParties); err != nil {
-		return nil, fmt.Errorf("company %s: authorized_third_parties: %w", id, err)
-	}
-	c.CreatedAt = sqlrow.Time(&created)
-	return &c, nil
+	c, err := dialect.ScanCompany(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.CompanyColumns+` FROM companies WHERE id = ?`, id))
+	return c, one(err, "company")
 }
 
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
@@ -117,21 +103,8 @@ func (t *tx) CreateProperty(ctx context.Context, p *consent.Property) error {
 }
 
 func (t *tx) Property(ctx context.Context, id string) (*consent.Property, error) {
-	p := consent.Property{ID: id}
-	var (
-		origins string
-		created int64
-	)
-	err := t.tx.QueryRowContext(ctx, `SELECT company_id, name, allowed_origins, created_at FROM properties WHERE id = ?`, id).
-		Scan(&p.CompanyID, &p.Name, &origins, &created)
-	if err != nil {
-		return nil, one(err, "property")
-	}
-	if err := json.Unmarshal([]byte(origins), &p.AllowedOrigins); err != nil {
-		return nil, fmt.Errorf("property %s: allowed_origins: %w", id, err)
-	}
-	p.CreatedAt = sqlrow.Time(&created)
-	return &p, nil
+	p, err := dialect.ScanProperty(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.PropertyColumns+` FROM properties WHERE id = ?`, id))
+	return p, one(err, "property")
 }
 
 func (t *tx) UpdateProperty(ctx context.Context, p *consent.Property) error {
@@ -160,22 +133,8 @@ func (t *tx) CreateToken(ctx context.Context, tok *consent.Token) error {
 }
 
 func (t *tx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
-	tok := consent.Token{Digest: d}
-	var (
-		perms            string
-		expires, revoked *int64
-		created          int64
-	)
-	err := t.tx.QueryRowContext(ctx, `SELECT id, company_id, permissions, expires_at, revoked_at, created_at
-		FROM tokens WHERE digest = ?`, d[:]).Scan(&tok.ID, &tok.CompanyID, &perms, &expires, &revoked, &created)
-	if err != nil {
-		return nil, one(err, "token")
-	}
-	if err := json.Unmarshal([]byte(perms), &tok.Permissions); err != nil {
-		return nil, fmt.Errorf("token %s: permissions: %w", tok.ID, err)
-	}
-	tok.ExpiresAt, tok.RevokedAt, tok.CreatedAt = sqlrow.Time(expires), sqlrow.Time(revoked), sqlrow.Time(&created)
-	return &tok, nil
+	tok, err := dialect.ScanToken(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.TokenColumns+` FROM tokens WHERE digest = ?`, d[:]))
+	return tok, one(err, "token")
 }
 
 func (t *tx) RevokeToken(ctx context.Context, companyID, id string, at time.Time) error {
@@ -192,41 +151,9 @@ func (t *tx) CreateSession(ctx context.Context, s *consent.Session) error {
 	return err
 }
 
-// sessionColumns are the columns scanSession reads, in its order.
-const sessionColumns = `id, company_id, property_id, retention_status, video_status,
-	event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
-	upload_digest, certificate_id, url, closed_at`
-
-func scanSession(row interface{ Scan(...any) error }) (*consent.Session, error) {
-	var (
-		s                         consent.Session
-		created, expires, videoMS int64
-		closed                    *int64
-		videoSHA, upload          []byte
-	)
-	err := row.Scan(&s.ID, &s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
-		&created, &expires, &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
-		&upload, &s.CertificateID, &s.URL, &closed)
-	if err != nil {
-		return nil, err
-	}
-	if s.Video.SHA256, err = sqlrow.ScanDigest(videoSHA); err != nil {
-		return nil, err
-	}
-	if s.UploadDigest, err = sqlrow.ScanDigest(upload); err != nil {
-		return nil, err
-	}
-	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
-	s.CreatedAt, s.ExpiresAt, s.ClosedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(closed)
-	return &s, nil
-}
-
 func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
-	s, err := scanSession(t.tx.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE id = ?`, id))
-	if err != nil {
-		return nil, one(err, "session")
-	}
-	return s, nil
+	s, err := dialect.ScanSession(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.SessionColumns+` FROM sessions WHERE id = ?`, id))
+	return s, one(err, "session")
 }
 
 func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
@@ -265,19 +192,7 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 		return nil, err
 	}
 	rows, err := t.tx.QueryContext(ctx, `SELECT data FROM session_events WHERE session_id = ? ORDER BY seq`, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := [][]byte{}
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
+	return collect(rows, err, sqlrow.ScanBytes)
 }
 
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
@@ -299,67 +214,14 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	return err
 }
 
-// certificateColumns are the columns scanCertificate reads, in its order.
-const certificateColumns = `id, company_id, property_id, session_id, origin, records, events_combined,
-	email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
-
-func scanCertificate(row interface{ Scan(...any) error }) (*consent.Certificate, error) {
-	var (
-		c                                 consent.Certificate
-		records, email, mobile, recording []byte
-		created, expires                  int64
-		revoked                           *int64
-		visibility                        string
-	)
-	err := row.Scan(&c.ID, &c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
-		&records, (*[]byte)(&c.EventsCombined), &email, &mobile, &c.RetentionStatus, &created, &expires, &revoked,
-		&c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
-	if err != nil {
-		return nil, err
-	}
-	if c.RecordingSHA256, err = sqlrow.ScanDigest(recording); err != nil {
-		return nil, err
-	}
-	if c.Visibility, err = sqlrow.DecodeVisibility(visibility); err != nil {
-		return nil, err
-	}
-	if c.Records, err = sqlrow.DecodeRecords(records); err != nil {
-		return nil, err
-	}
-	if c.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-		return nil, err
-	}
-	if c.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-		return nil, err
-	}
-	c.CreatedAt, c.ExpiresAt, c.RevokedAt = sqlrow.Time(&created), sqlrow.Time(&expires), sqlrow.Time(revoked)
-	return &c, nil
-}
-
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
-	c, err := scanCertificate(t.tx.QueryRowContext(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = ?`, id))
-	if err != nil {
-		return nil, one(err, "certificate")
-	}
-	return c, nil
+	c, err := dialect.ScanCertificate(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.CertificateColumns+` FROM certificates WHERE id = ?`, id))
+	return c, one(err, "certificate")
 }
 
 func (t *tx) ids(ctx context.Context, query string, args ...any) ([]string, error) {
 	rows, err := t.tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	ids := []string{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return collect(rows, err, sqlrow.ScanText)
 }
 
 func (t *tx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
@@ -403,38 +265,10 @@ func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error 
 	return err
 }
 
-// revocationColumns are the columns scanRevocation reads, in its order.
-const revocationColumns = `id, company_id, certificate_id, email_digest, mobile_digest, reason, client_ip,
-	certificate_ids, created_at`
-
-func scanRevocation(row interface{ Scan(...any) error }) (*consent.Revocation, error) {
-	var (
-		r             consent.Revocation
-		email, mobile []byte
-		ids           string
-		created       int64
-	)
-	err := row.Scan(&r.ID, &r.CompanyID, &r.CertificateID, &email, &mobile, &r.Reason, &r.ClientIP, &ids, &created)
-	if err != nil {
-		return nil, err
-	}
-	if r.EmailDigest, err = sqlrow.ScanDigest(email); err != nil {
-		return nil, err
-	}
-	if r.MobileDigest, err = sqlrow.ScanDigest(mobile); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(ids), &r.CertificateIDs); err != nil {
-		return nil, fmt.Errorf("revocation %s: certificate_ids: %w", r.ID, err)
-	}
-	r.CreatedAt = sqlrow.Time(&created)
-	return &r, nil
-}
-
 func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+revocationColumns+` FROM revocations
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.RevocationColumns+` FROM revocations
 		WHERE company_id = ? ORDER BY seq`, companyID)
-	return collect(rows, err, scanRevocation)
+	return collect(rows, err, dialect.ScanRevocation)
 }
 
 // purgedSession is what PurgeSessions leaves of a session.
@@ -486,27 +320,9 @@ func payload(p []byte) []byte {
 	return p
 }
 
-const jobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
-
-func scanJob(row interface{ Scan(...any) error }) (*consent.Job, error) {
-	var (
-		j                  consent.Job
-		runAfter, created  int64
-		leaseUntil, failed *int64
-	)
-	if err := row.Scan(&j.Kind, &j.Key, &j.Payload, &j.Attempts, &runAfter, &j.LastError, &j.LeaseOwner, &leaseUntil, &failed, &created); err != nil {
-		return nil, err
-	}
-	j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt = sqlrow.Time(&runAfter), sqlrow.Time(leaseUntil), sqlrow.Time(failed), sqlrow.Time(&created)
-	return &j, nil
-}
-
 func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
-	j, err := scanJob(t.tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE kind = ? AND key = ?`, kind, key))
-	if err != nil {
-		return nil, one(err, "job")
-	}
-	return j, nil
+	j, err := dialect.ScanJob(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.JobColumns+` FROM jobs WHERE kind = ? AND key = ?`, kind, key))
+	return j, one(err, "job")
 }
 
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
@@ -521,16 +337,13 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		marks[i] = "?" + strconv.Itoa(len(args)+1) // numbered, as the others are
 		args = append(args, k)
 	}
-	j, err := scanJob(t.tx.QueryRowContext(ctx, `UPDATE jobs
+	j, err := dialect.ScanJob(t.tx.QueryRowContext(ctx, `UPDATE jobs
 		SET lease_owner = ?1, lease_until = ?2, attempts = min(attempts + 1, ?4)
 		WHERE (kind, key) = (SELECT kind, key FROM jobs
 			WHERE kind IN (`+strings.Join(marks, ",")+`) AND failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
 			ORDER BY run_after, kind, key LIMIT 1)
-		RETURNING `+jobColumns, args...))
-	if err != nil {
-		return nil, one(err, "due job")
-	}
-	return j, nil
+		RETURNING `+sqlrow.JobColumns, args...))
+	return j, one(err, "due job")
 }
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
@@ -554,8 +367,6 @@ func (t *tx) RenewJob(ctx context.Context, kind, key, owner string, until time.T
 }
 
 func (t *tx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
-	if next != nil {
-	}
 	if next == nil {
 		r, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND key = ? AND lease_owner = ?`, kind, key, owner)
 		return t.leaseErr(ctx, r, err, kind, key)
@@ -628,27 +439,12 @@ func (t *tx) appendEntry(ctx context.Context, e *wallet.Entry) error {
 	return err
 }
 
-// entryColumns are the columns scanEntry reads, in its order.
-const entryColumns = `id, company_id, kind, amount, reference, created_at`
-
-func scanEntry(row interface{ Scan(...any) error }) (*wallet.Entry, error) {
-	var (
-		e       wallet.Entry
-		created int64
-	)
-	if err := row.Scan(&e.ID, &e.CompanyID, &e.Kind, &e.Amount, &e.Reference, &created); err != nil {
-		return nil, err
-	}
-	e.CreatedAt = sqlrow.Time(&created)
-	return &e, nil
-}
-
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
 	if err := t.readBehind(ctx); err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+entryColumns+` FROM ledger WHERE company_id = ? ORDER BY seq`, companyID)
-	return collect(rows, err, scanEntry)
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.EntryColumns+` FROM ledger WHERE company_id = ? ORDER BY seq`, companyID)
+	return collect(rows, err, dialect.ScanEntry)
 }
 
 // AppendAudit moves the company's head first: SQLite's one writer already
@@ -685,39 +481,18 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 	if q.Newest {
 		order = "DESC"
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT seq, at, actor, action, target, outcome, request_id, detail,
-		prev_hash, hash FROM audit_log
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.AuditColumns+` FROM audit_log
 		WHERE company_id = ?1 AND seq > ?2 AND (?3 = 0 OR seq < ?3)
 		AND substr(action, 1, length(?4)) = ?4 AND (?5 = '' OR target = ?5) AND (?6 = '' OR actor = ?6)
 		AND (?7 IS NULL OR at >= ?7) AND (?8 IS NULL OR at < ?8)
 		ORDER BY seq `+order+` LIMIT ?9`,
 		q.CompanyID, q.AfterSeq, q.BeforeSeq, q.ActionPrefix, q.Target, q.Actor,
 		sqlrow.Micros(q.Since), sqlrow.Micros(q.Until), q.Limit)
-	if err != nil {
-		return nil, err
+	out, err := collect(rows, err, dialect.ScanAudit)
+	for _, e := range out {
+		e.CompanyID = q.CompanyID
 	}
-	defer rows.Close()
-	out := []*consent.AuditEntry{}
-	for rows.Next() {
-		e := consent.AuditEntry{CompanyID: q.CompanyID}
-		var (
-			at         int64
-			prev, hash []byte
-		)
-		if err := rows.Scan(&e.Seq, &at, &e.Actor, &e.Action, &e.Target, &e.Outcome, &e.RequestID, &e.Detail,
-			&prev, &hash); err != nil {
-			return nil, err
-		}
-		e.At = sqlrow.Time(&at)
-		if e.PrevHash, err = sqlrow.ScanDigest(prev); err != nil {
-			return nil, err
-		}
-		if e.Hash, err = sqlrow.ScanDigest(hash); err != nil {
-			return nil, err
-		}
-		out = append(out, &e)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
@@ -758,49 +533,15 @@ func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoi
 	return err
 }
 
-const endpointColumns = `id, company_id, url, secret, events, created_at, disabled_at`
-
-func scanEndpoint(row interface{ Scan(...any) error }) (*consent.WebhookEndpoint, error) {
-	var (
-		e        consent.WebhookEndpoint
-		events   string
-		created  int64
-		disabled *int64
-	)
-	if err := row.Scan(&e.ID, &e.CompanyID, &e.URL, &e.Secret, &events, &created, &disabled); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(events), &e.Events); err != nil {
-		return nil, fmt.Errorf("webhook endpoint %s: events: %w", e.ID, err)
-	}
-	e.CreatedAt, e.DisabledAt = sqlrow.Time(&created), sqlrow.Time(disabled)
-	return &e, nil
-}
-
 func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
-	e, err := scanEndpoint(t.tx.QueryRowContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
-	if err != nil {
-		return nil, one(err, "webhook endpoint")
-	}
-	return e, nil
+	e, err := dialect.ScanEndpoint(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.EndpointColumns+` FROM webhook_endpoints WHERE id = ?`, id))
+	return e, one(err, "webhook endpoint")
 }
 
 func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+endpointColumns+` FROM webhook_endpoints
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.EndpointColumns+` FROM webhook_endpoints
 		WHERE company_id = ? ORDER BY seq`, companyID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*consent.WebhookEndpoint{}
-	for rows.Next() {
-		e, err := scanEndpoint(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collect(rows, err, dialect.ScanEndpoint)
 }
 
 func (t *tx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
@@ -828,23 +569,13 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 	if before <= 0 {
 		before = math.MaxInt64
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT seq, message_id, event_type, attempt, at, status, error, duration_us
-		FROM webhook_deliveries WHERE endpoint_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, endpointID, before, max(limit, 0))
-	if err != nil {
-		return nil, err
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.DeliveryColumns+` FROM webhook_deliveries
+		WHERE endpoint_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, endpointID, before, max(limit, 0))
+	out, err := collect(rows, err, dialect.ScanDelivery)
+	for _, d := range out {
+		d.EndpointID = endpointID
 	}
-	defer rows.Close()
-	out := []*consent.WebhookDelivery{}
-	for rows.Next() {
-		d := consent.WebhookDelivery{EndpointID: endpointID}
-		var at, us int64
-		if err := rows.Scan(&d.Seq, &d.MessageID, &d.EventType, &d.Attempt, &at, &d.Status, &d.Error, &us); err != nil {
-			return nil, err
-		}
-		d.At, d.Duration = sqlrow.Time(&at), time.Duration(us)*time.Microsecond
-		out = append(out, &d)
-	}
-	return out, rows.Err()
+	return out, err
 }
 
 // signatureBytes stores a missing signature as an empty one.
@@ -855,29 +586,10 @@ func signatureBytes(sig []byte) []byte {
 	return sig
 }
 
-const keyColumns = `scope, key, fingerprint, status, body, created_at, expires_at`
-
-func scanKey(row interface{ Scan(...any) error }) (*consent.IdempotencyRecord, error) {
-	var (
-		r                consent.IdempotencyRecord
-		fp               []byte
-		created, expires int64
-	)
-	if err := row.Scan(&r.Scope, &r.Key, &fp, &r.Status, &r.Body, &created, &expires); err != nil {
-		return nil, err
-	}
-	if len(fp) != len(r.Fingerprint) {
-		return nil, fmt.Errorf("idempotency key %q: fingerprint of %d bytes", r.Key, len(fp))
-	}
-	copy(r.Fingerprint[:], fp)
-	r.CreatedAt, r.ExpiresAt = sqlrow.Time(&created), sqlrow.Time(&expires)
-	return &r, nil
-}
-
 // ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
 // claim at a time.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
-	old, err := scanKey(t.tx.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
+	old, err := dialect.ScanKey(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.KeyColumns+` FROM idempotency_keys WHERE scope = ? AND key = ?`, r.Scope, r.Key))
 	switch {
 	case err == nil && old.ExpiresAt.After(now):
 		return old, nil
