@@ -10,12 +10,15 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/store/pgstore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -33,9 +36,47 @@ type Kind struct {
 // Kinds lists every store. Postgres skips the test that opens it, saying
 // how to run it, when DSNVar is unset.
 var Kinds = []Kind{
-	{"memory", func(tb testing.TB) consent.Store { return Memory(tb) }},
-	{"sqlite", func(tb testing.TB) consent.Store { return SQLite(tb) }},
-	{"postgres", func(tb testing.TB) consent.Store { return Postgres(tb) }},
+	{"memory", Open(Memory)},
+	{"sqlite", Open(SQLite)},
+	{"postgres", Open(Postgres)},
+}
+
+// Open turns Memory, SQLite or Postgres (or any function that opens one
+// kind of store) into a function that opens a consent.Store, the form
+// storetest.Run and storetest.BenchmarkDebit take.
+func Open[S consent.Store](open func(tb testing.TB) S) func(tb testing.TB) consent.Store {
+	return func(tb testing.TB) consent.Store { return open(tb) }
+}
+
+// CheckAppendOnly gives s company "acme" with two audit entries, then
+// fails t unless the database refuses each of stmts as append-only and
+// both entries are left unchanged. exec runs a statement, and count reads
+// the number a query selects, on a connection that goes around the store.
+func CheckAppendOnly(t *testing.T, s consent.Store, stmts []string, exec func(stmt string) error, count func(query string) (int, error)) {
+	t.Helper()
+	ctx := context.Background()
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
+			return err
+		}
+		for range 2 {
+			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok"}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range stmts {
+		if err := exec(stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
+			t.Errorf("%s: %v, want refused as append-only", stmt, err)
+		}
+	}
+	if n, err := count(`SELECT count(*) FROM audit_log WHERE outcome = 'ok'`); err != nil || n != 2 {
+		t.Errorf("entries left: %d, %v; want both, unchanged", n, err)
+	}
 }
 
 // Each runs fn as a subtest per store kind.
@@ -56,6 +97,13 @@ func Memory(tb testing.TB) *memstore.Store {
 func SQLite(tb testing.TB) *sqlitestore.Store {
 	tb.Helper()
 	return SQLiteConfig(tb, sqlitestore.Config{})
+}
+
+// SQLiteWithoutGroupCommit is SQLite with group commit off: every Update
+// in a transaction of its own.
+func SQLiteWithoutGroupCommit(tb testing.TB) *sqlitestore.Store {
+	tb.Helper()
+	return SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
 }
 
 // SQLiteConfig is SQLite with a Config.
@@ -118,6 +166,13 @@ func PostgresURL(tb testing.TB) string {
 func Postgres(tb testing.TB) *pgstore.Store {
 	tb.Helper()
 	return PostgresConfig(tb, pgstore.Config{})
+}
+
+// PostgresWithoutGroupCommit is Postgres with group commit off: every
+// Update in a transaction of its own.
+func PostgresWithoutGroupCommit(tb testing.TB) *pgstore.Store {
+	tb.Helper()
+	return PostgresConfig(tb, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
 }
 
 // PostgresConfig is Postgres with a Config.

@@ -10,11 +10,11 @@ import (
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(tb testing.TB) consent.Store { return teststore.Memory(tb) })
+	storetest.Run(t, teststore.Open(teststore.Memory))
 }
 
 func BenchmarkDebit(b *testing.B) {
-	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store { return teststore.Memory(tb) })
+	storetest.BenchmarkDebit(b, teststore.Open(teststore.Memory))
 }
 
 // tamperer edits the store's memory through the test hook TamperAudit.
@@ -38,4 +38,3 @@ func TestAuditTamper(t *testing.T) {
 		return s, tamperer{s}
 	})
 }
-

@@ -5,24 +5,22 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
-	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/store/storetest"
 	"github.com/consentkit/consentkit/wallet"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(tb testing.TB) consent.Store { return teststore.SQLite(tb) })
+	storetest.Run(t, teststore.Open(teststore.SQLite))
 }
 
 func BenchmarkDebit(b *testing.B) {
-	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store { return teststore.SQLite(tb) })
+	storetest.BenchmarkDebit(b, teststore.Open(teststore.SQLite))
 }
 
 // tamperer writes to the store's file on a connection of its own, as
@@ -81,59 +79,36 @@ func TestAuditTamper(t *testing.T) {
 // The database itself refuses to change or delete an entry, to delete a
 // head, or to move a head anywhere but one entry forward.
 func TestAuditAppendOnly(t *testing.T) {
-	ctx := context.Background()
 	s, db := open(t)
-	err := s.Update(ctx, func(tx consent.Tx) error {
-		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
-			return err
-		}
-		for range 2 {
-			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", Actor: "a", Action: "x.y", Outcome: "ok"}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, stmt := range []string{
+	teststore.CheckAppendOnly(t, s, []string{
 		`UPDATE audit_log SET outcome = 'forged' WHERE seq = 1`,
 		`DELETE FROM audit_log WHERE seq = 2`,
 		`DELETE FROM audit_heads`,
 		`UPDATE audit_heads SET seq = 1`,
 		`UPDATE audit_heads SET seq = 5`,
 		`UPDATE audit_heads SET company_id = 'other'`,
-	} {
-		if _, err := db.Exec(stmt); err == nil || !strings.Contains(err.Error(), "append-only") {
-			t.Errorf("%s: %v, want refused as append-only", stmt, err)
-		}
-	}
-	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM audit_log WHERE outcome = 'ok'`).Scan(&n); err != nil || n != 2 {
-		t.Errorf("entries left: %d, %v; want both, unchanged", n, err)
-	}
+	}, func(stmt string) error {
+		_, err := db.Exec(stmt)
+		return err
+	}, func(query string) (n int, err error) {
+		return n, db.QueryRow(query).Scan(&n)
+	})
 }
 
 // Every Update in a transaction of its own, as before group commit.
 func TestConformanceWithoutGroupCommit(t *testing.T) {
-	storetest.Run(t, func(tb testing.TB) consent.Store {
-		return teststore.SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
-	})
+	storetest.Run(t, teststore.Open(teststore.SQLiteWithoutGroupCommit))
 }
 
 // Concurrent calls share transactions; a lone call runs alone.
 func TestGroupCommitGroups(t *testing.T) {
-	s := teststore.SQLite(t)
+	s, off := teststore.SQLite(t), teststore.SQLiteWithoutGroupCommit(t)
 	storetest.CheckGrouping(t, s, s.GroupStats)
-	off := teststore.SQLiteConfig(t, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
 	storetest.CheckGrouping(t, off, off.GroupStats)
 }
 
 func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
-	storetest.BenchmarkDebit(b, func(tb testing.TB) consent.Store {
-		return teststore.SQLiteConfig(tb, sqlitestore.Config{GroupCommit: store.GroupCommit{Off: true}})
-	})
+	storetest.BenchmarkDebit(b, teststore.Open(teststore.SQLiteWithoutGroupCommit))
 }
 
 // TestBulkWritesAllOrNothing: a write of more rows than one statement
