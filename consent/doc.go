@@ -4,13 +4,15 @@
 // properties, integration tokens, recorded sessions, certificates and
 // revocations — the coded errors every layer shares, identifier rules (D29),
 // the normalization of emails and mobile numbers (D17), and the Store and Tx
-// interfaces that every storage backend implements.
+// interfaces that every storage backend implements. The Service checks
+// every call of a Tx before the store sees it (Checked: the rules of what
+// may be stored live in one place), so a backend does storage only.
 //
 // Service holds the operations that create things: companies, properties,
 // tokens, wallet top-ups, session recordings and certificates. The
 // verification, retention and revocation rules live in the packages verify,
-// retain and optout, all written against Tx so that each rule exists once and
-// runs the same on every store.
+// retain and optout, and webhook endpoints in webhook, all written against
+// Tx so that each rule exists once and runs the same on every store.
 //
 // Times are kept in UTC with microsecond precision, the finest that every
 // store can hold.
