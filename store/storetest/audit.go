@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -178,9 +177,7 @@ func testAuditQuery(t *testing.T, s consent.Store) {
 			}
 			got = append(got, e.Seq)
 		}
-		if d := cmp.Diff(tc.want, got, opts); d != "" {
-			t.Errorf("%s: seqs (-want +got):\n%s", tc.name, d)
-		}
+		wantSame(t, tc.want, got, opts, "%s: seqs", tc.name)
 	}
 
 	// Pages of 7, both ways, add up to the whole selection in order.
@@ -208,9 +205,7 @@ func testAuditQuery(t *testing.T, s consent.Store) {
 				q.AfterSeq = page[len(page)-1].Seq
 			}
 		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("paging (newest %v) (-want +got):\n%s", newest, d)
-		}
+		wantSame(t, want, got, exact, "paging (newest %v)", newest)
 	}
 }
 
@@ -231,54 +226,47 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 	const workers, each = 20, 6
 	errBoom := errors.New("boom")
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
-		kept  = map[string]int{}
-		want  = map[string][]string{} // the targets of the kept entries of each company, in no order
-		start = make(chan struct{})
+		errs []error
+		kept = map[string]int{}
+		want = map[string][]string{} // the targets of the kept entries of each company, in no order
 	)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			company := []string{"acme", "other"}[w%2]
-			for i := range each {
-				// Every third call fails after its append: its entry
-				// and head move are undone, and the calls after it in
-				// the same batch chain on from the head before it. Every
-				// fourth reads the head after its first append (which
-				// sees it) and appends a second entry.
-				fail, reads := (w+i)%3 == 2, (w+i)%4 == 1
-				var targets []string
-				err := s.Update(ctx, func(tx consent.Tx) error {
-					targets = nil
-					if _, err := tx.Debit(ctx, entry(fmt.Sprintf("d-%d-%d", w, i), company, wallet.ExactMatch, wallet.Cent/100, t0)); err != nil {
-						return err
-					}
-					e := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
-						Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d", w, i), Outcome: "ok"}
-					err := tx.AppendAudit(ctx, e)
-					targets = append(targets, e.Target)
-					if err == nil && reads {
-						var head *consent.AuditHead
-						if head, err = tx.AuditHead(ctx, company); err == nil && (head.Seq != e.Seq || head.Hash != e.Hash) {
-							err = fmt.Errorf("the head after an append is %d %x, want the entry's %d %x", head.Seq, head.Hash, e.Seq, e.Hash)
-						}
-						if err == nil {
-							second := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
-								Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d-second", w, i), Outcome: "ok"}
-							err = tx.AppendAudit(ctx, second)
-							targets = append(targets, second.Target)
-						}
-					}
-					if err == nil && fail {
-						err = errBoom
-					}
+	concurrently(workers, func(w int, locked func(func())) {
+		company := []string{"acme", "other"}[w%2]
+		for i := range each {
+			// Every third call fails after its append: its entry
+			// and head move are undone, and the calls after it in
+			// the same batch chain on from the head before it. Every
+			// fourth reads the head after its first append (which
+			// sees it) and appends a second entry.
+			fail, reads := (w+i)%3 == 2, (w+i)%4 == 1
+			var targets []string
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				targets = nil
+				if _, err := tx.Debit(ctx, entry(fmt.Sprintf("d-%d-%d", w, i), company, wallet.ExactMatch, wallet.Cent/100, t0)); err != nil {
 					return err
-				})
-				mu.Lock()
+				}
+				e := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+					Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d", w, i), Outcome: "ok"}
+				err := tx.AppendAudit(ctx, e)
+				targets = append(targets, e.Target)
+				if err == nil && reads {
+					var head *consent.AuditHead
+					if head, err = tx.AuditHead(ctx, company); err == nil && (head.Seq != e.Seq || head.Hash != e.Hash) {
+						err = fmt.Errorf("the head after an append is %d %x, want the entry's %d %x", head.Seq, head.Hash, e.Seq, e.Hash)
+					}
+					if err == nil {
+						second := &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+							Action: consent.AuditVerifyMatch, Target: fmt.Sprintf("%d-%d-second", w, i), Outcome: "ok"}
+						err = tx.AppendAudit(ctx, second)
+						targets = append(targets, second.Target)
+					}
+				}
+				if err == nil && fail {
+					err = errBoom
+				}
+				return err
+			})
+			locked(func() {
 				switch {
 				case fail && !errors.Is(err, errBoom):
 					errs = append(errs, fmt.Errorf("a failing call: %v, want boom", err))
@@ -288,12 +276,9 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 					kept[company] += len(targets)
 					want[company] = append(want[company], targets...)
 				}
-				mu.Unlock()
-			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+			})
+		}
+	})
 	for _, err := range errs {
 		t.Errorf("concurrent append: %v", err)
 	}
@@ -377,9 +362,7 @@ func testAppendAudits(t *testing.T, s consent.Store) {
 	for after := int64(4); after < 2624; after += 1000 {
 		got = append(got, auditEntries(t, s, consent.AuditQuery{CompanyID: "acme", AfterSeq: after, BeforeSeq: 2625, Limit: 1000})...)
 	}
-	if d := cmp.Diff(second, got, opts); d != "" {
-		t.Errorf("entries appended by AppendAudits, read back (-want +got):\n%s", d)
-	}
+	wantSame(t, second, got, opts, "entries appended by AppendAudits, read back")
 	// Two transactions that each append and then roll back leave nothing.
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.AppendAudits(ctx, batch("acme", 5, "gone")); err != nil {
@@ -404,40 +387,30 @@ func testConcurrentAppendAudits(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	const workers, each, size = 8, 4, 10
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		errs  []error
-		start = make(chan struct{})
+		errs []error
 	)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			company := []string{"acme", "other"}[w%2]
-			for i := range each {
-				err := s.Update(ctx, func(tx consent.Tx) error {
-					if w%4 < 2 { // one by one
-						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
-							Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
-					}
-					var list []*consent.AuditEntry
-					for k := range size {
-						list = append(list, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
-							Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%d-%d", i, k), Outcome: "ok"})
-					}
-					return tx.AppendAudits(ctx, list)
-				})
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
+	concurrently(workers, func(w int, locked func(func())) {
+		company := []string{"acme", "other"}[w%2]
+		for i := range each {
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				if w%4 < 2 { // one by one
+					return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+						Action: consent.AuditVerifyMatch, Target: fmt.Sprint(i), Outcome: "ok"})
 				}
+				var list []*consent.AuditEntry
+				for k := range size {
+					list = append(list, &consent.AuditEntry{CompanyID: company, At: t0, Actor: fmt.Sprintf("w%d", w),
+						Action: consent.AuditRetainBatch, Target: fmt.Sprintf("%d-%d", i, k), Outcome: "ok"})
+				}
+				return tx.AppendAudits(ctx, list)
+			})
+			if err != nil {
+				locked(func() {
+					errs = append(errs, err)
+				})
 			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+		}
+	})
 	for _, err := range errs {
 		t.Errorf("concurrent append: %v", err)
 	}
@@ -589,9 +562,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 			if c.name == "move to another company" {
 				want["other"] = true
 			}
-			if d := cmp.Diff(want, broken, opts); d != "" {
-				t.Errorf("VerifyChains: broken chains (-want +got):\n%s", d)
-			}
+			wantSame(t, want, broken, opts, "VerifyChains: broken chains")
 		})
 	}
 }

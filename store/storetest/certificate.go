@@ -27,9 +27,7 @@ func testCertificate(t *testing.T, s consent.Store) {
 			if err != nil {
 				return err
 			}
-			if d := cmp.Diff(w, got, opts); d != "" {
-				t.Errorf("Certificate(%s) (-want +got):\n%s", w.ID, d)
-			}
+			wantSame(t, w, got, opts, "Certificate(%s)", w.ID)
 			if !bytes.Equal(got.EventsCombined, w.EventsCombined) {
 				t.Errorf("events_combined = %s, want byte-identical %s", got.EventsCombined, w.EventsCombined)
 			}
@@ -72,14 +70,8 @@ func testUpdateCertificate(t *testing.T, s consent.Store) {
 	changed := *want
 	changed.Origin, changed.Records = "changed", nil // not written
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, &changed) })
+	wantRead(t, s, consent.Tx.Certificate, "c-1", want, "Certificate after UpdateCertificate")
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Certificate(ctx, "c-1")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(want, got, opts); d != "" {
-			t.Errorf("Certificate after UpdateCertificate (-want +got):\n%s", d)
-		}
 		ids, err := tx.CertificatesBySession(ctx, "s1")
 		if err != nil || !cmp.Equal(ids, []string{"c-1", "c-2"}) {
 			t.Errorf("CertificatesBySession(s1) = %v, %v; want [c-1 c-2]", ids, err)
@@ -124,9 +116,7 @@ func testCertificatesByDigest(t *testing.T, s consent.Store) {
 			if err != nil {
 				t.Errorf("%s: %v", what, err)
 			}
-			if d := cmp.Diff(want, got, opts); d != "" {
-				t.Errorf("%s (-want +got):\n%s", what, d)
-			}
+			wantSame(t, want, got, opts, "%s", what)
 		}
 		got, err := tx.CertificatesByEmail(ctx, "acme", email)
 		check("CertificatesByEmail(acme)", got, err, []string{"c-a", "c-b"})
@@ -186,16 +176,7 @@ func testRevocation(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Revocations(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff([]*consent.Revocation{first, second}, got, opts); d != "" {
-			t.Errorf("Revocations (-want +got):\n%s", d)
-		}
-		return nil
-	})
+	wantRead(t, s, consent.Tx.Revocations, "acme", []*consent.Revocation{first, second}, "Revocations")
 	err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateRevocation(ctx, first) })
 	wantCode(t, "CreateRevocation(duplicate)", err, consent.Conflict)
 	err = s.Update(ctx, func(tx consent.Tx) error {

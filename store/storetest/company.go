@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -17,18 +15,8 @@ func testCompany(t *testing.T, s consent.Store) {
 	}
 	update(t, s, func(tx consent.Tx) error { return tx.CreateCompany(ctx, want) })
 
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Company(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(want, got, opts); d != "" {
-			t.Errorf("Company (-want +got):\n%s", d)
-		}
-		_, err = tx.Company(ctx, "nobody")
-		wantCode(t, "Company(nobody)", err, consent.NotFound)
-		return nil
-	})
+	wantRead(t, s, consent.Tx.Company, "acme", want, "Company")
+	wantNotFound(t, s, consent.Tx.Company, "nobody", "Company(nobody)")
 
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		return tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "again", CreatedAt: t0})
@@ -40,16 +28,7 @@ func testCompany(t *testing.T, s consent.Store) {
 
 	changed := &consent.Company{ID: "acme", Name: "Acme", AuthorizedThirdParties: nil, CreatedAt: t0}
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, changed) })
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Company(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(changed, got, opts); d != "" {
-			t.Errorf("Company after UpdateCompany (-want +got):\n%s", d)
-		}
-		return nil
-	})
+	wantRead(t, s, consent.Tx.Company, "acme", changed, "Company after UpdateCompany")
 	err = s.Update(ctx, func(tx consent.Tx) error {
 		return tx.UpdateCompany(ctx, &consent.Company{ID: "nobody", Name: "x"})
 	})
@@ -78,9 +57,7 @@ func testCompany(t *testing.T, s consent.Store) {
 			if err != nil {
 				return err
 			}
-			if d := cmp.Diff(page.want, got, opts); d != "" {
-				t.Errorf("CompanyIDs(%q, %d) (-want +got):\n%s", page.after, page.limit, d)
-			}
+			wantSame(t, page.want, got, opts, "CompanyIDs(%q, %d)", page.after, page.limit)
 		}
 		return nil
 	})
@@ -92,18 +69,8 @@ func testProperty(t *testing.T, s consent.Store) {
 	})
 	want := &consent.Property{ID: "acme-web", CompanyID: "acme", Name: "Quote form", CreatedAt: t0}
 	update(t, s, func(tx consent.Tx) error { return tx.CreateProperty(ctx, want) })
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Property(ctx, "acme-web")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(want, got, opts); d != "" {
-			t.Errorf("Property (-want +got):\n%s", d)
-		}
-		_, err = tx.Property(ctx, "nothing")
-		wantCode(t, "Property(nothing)", err, consent.NotFound)
-		return nil
-	})
+	wantRead(t, s, consent.Tx.Property, "acme-web", want, "Property")
+	wantNotFound(t, s, consent.Tx.Property, "nothing", "Property(nothing)")
 	err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateProperty(ctx, want) })
 	wantCode(t, "CreateProperty(duplicate)", err, consent.Conflict)
 	err = s.Update(ctx, func(tx consent.Tx) error {
@@ -133,9 +100,7 @@ func testProperties(t *testing.T, s consent.Store) {
 			return err
 		}
 		// Oldest first; at one time, ids byte by byte ("B" before "w").
-		if d := cmp.Diff([]*consent.Property{early, tieB, web, late}, got, opts); d != "" {
-			t.Errorf("Properties(acme) (-want +got):\n%s", d)
-		}
+		wantSame(t, []*consent.Property{early, tieB, web, late}, got, opts, "Properties(acme)")
 		got, err = tx.Properties(ctx, "other")
 		if err != nil || len(got) != 1 || got[0].ID != "other-web" {
 			t.Errorf("Properties(other) = %v, %v; want other-web alone", got, err)
@@ -170,9 +135,7 @@ func testToken(t *testing.T, s consent.Store) {
 			if err != nil {
 				return err
 			}
-			if d := cmp.Diff(want, got, opts); d != "" {
-				t.Errorf("TokenByDigest (-want +got):\n%s", d)
-			}
+			wantSame(t, want, got, opts, "TokenByDigest")
 		}
 		_, err := tx.TokenByDigest(ctx, consent.DigestOf("unknown"))
 		wantCode(t, "TokenByDigest(unknown)", err, consent.NotFound)
@@ -238,15 +201,9 @@ func testTokens(t *testing.T, s consent.Store) {
 		return tx.RevokeToken(ctx, "acme", "tok_0", t0.Add(2*time.Minute))
 	})
 	revoked.RevokedAt = t0.Add(2 * time.Minute)
+	wantRead(t, s, consent.Tx.Tokens, "acme", []*consent.Token{tie, first, revoked}, "Tokens(acme)")
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Tokens(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff([]*consent.Token{tie, first, revoked}, got, opts); d != "" {
-			t.Errorf("Tokens(acme) (-want +got):\n%s", d)
-		}
-		got, err = tx.Tokens(ctx, "nobody")
+		got, err := tx.Tokens(ctx, "nobody")
 		if err != nil || got == nil || len(got) != 0 {
 			t.Errorf("Tokens(nobody) = %#v, %v; want an empty slice", got, err)
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"sync"
 	"testing"
 
 	"github.com/consentkit/consentkit/consent"
@@ -24,76 +23,68 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 	errBoom := errors.New("boom")
 	const kinds, n = 6, 60
 	var (
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-		mu    sync.Mutex
-		kept  = map[string]bool{}
+		kept = map[string]bool{}
 	)
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			id := fmt.Sprint("d", i)
-			cctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			err := s.Update(cctx, func(tx consent.Tx) error {
-				switch i % kinds {
-				case 4: // no statement, and succeeds
-					return nil
-				case 5: // no statement, and fails
-					return errBoom
-				}
-				if _, err := tx.Debit(cctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
-					return err
-				}
-				switch i % kinds {
-				case 1: // fails by its own choice
-					return errBoom
-				case 2: // a refused statement: the company exists
-					return tx.CreateCompany(cctx, &consent.Company{ID: "acme", Name: "again", CreatedAt: t0})
-				case 3: // its caller gives up before it ends
-					cancel()
-				}
-				return nil
-			})
+	concurrently(n, func(i int, locked func(func())) {
+		id := fmt.Sprint("d", i)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		err := s.Update(cctx, func(tx consent.Tx) error {
 			switch i % kinds {
-			case 0:
-				if err != nil {
-					t.Errorf("%s: %v", id, err)
-					return
-				}
-				// Visible to a new transaction as soon as Update returns.
-				view(t, s, func(tx consent.Tx) error {
-					entries, err := tx.Ledger(ctx, "acme")
-					for _, e := range entries {
-						if e.ID == id {
-							return err
-						}
-					}
-					t.Errorf("%s: not in the ledger when its Update returned", id)
-					return err
-				})
-				mu.Lock()
-				kept[id] = true
-				mu.Unlock()
-			case 1, 5:
-				if !errors.Is(err, errBoom) {
-					t.Errorf("%s: %v, want its own error", id, err)
-				}
-			case 2:
-				wantCode(t, id, err, consent.Conflict)
-			case 3:
-				if !errors.Is(err, context.Canceled) {
-					t.Errorf("%s: %v, want context.Canceled", id, err)
-				}
-			case 4:
-				if err != nil {
-					t.Errorf("%s: %v", id, err)
-				}
+			case 4: // no statement, and succeeds
+				return nil
+			case 5: // no statement, and fails
+				return errBoom
 			}
+			if _, err := tx.Debit(cctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
+				return err
+			}
+			switch i % kinds {
+			case 1: // fails by its own choice
+				return errBoom
+			case 2: // a refused statement: the company exists
+				return tx.CreateCompany(cctx, &consent.Company{ID: "acme", Name: "again", CreatedAt: t0})
+			case 3: // its caller gives up before it ends
+				cancel()
+			}
+			return nil
 		})
-	}
-	close(start)
-	wg.Wait()
+		switch i % kinds {
+		case 0:
+			if err != nil {
+				t.Errorf("%s: %v", id, err)
+				return
+			}
+			// Visible to a new transaction as soon as Update returns.
+			view(t, s, func(tx consent.Tx) error {
+				entries, err := tx.Ledger(ctx, "acme")
+				for _, e := range entries {
+					if e.ID == id {
+						return err
+					}
+				}
+				t.Errorf("%s: not in the ledger when its Update returned", id)
+				return err
+			})
+			locked(func() {
+				kept[id] = true
+			})
+		case 1, 5:
+			if !errors.Is(err, errBoom) {
+				t.Errorf("%s: %v, want its own error", id, err)
+			}
+		case 2:
+			wantCode(t, id, err, consent.Conflict)
+		case 3:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v, want context.Canceled", id, err)
+			}
+		case 4:
+			if err != nil {
+				t.Errorf("%s: %v", id, err)
+			}
+		}
+	})
 	view(t, s, func(tx consent.Tx) error {
 		entries, err := tx.Ledger(ctx, "acme")
 		if err != nil {
@@ -135,51 +126,43 @@ func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
 	errBoom := errors.New("boom")
 	const workers, each = 12, 6
 	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		kept  = map[string]bool{}
-		start = make(chan struct{})
+		kept = map[string]bool{}
 	)
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				id := fmt.Sprintf("c-%d-%d", w, i)
-				fail := (w+i)%3 == 0
-				err := s.Update(ctx, func(tx consent.Tx) error {
-					direct := func() error { return tx.CreateSession(ctx, session(id, "acme", "acme-web")) }
-					behind := func() error {
-						if _, err := tx.Debit(ctx, entry(id, "acme", wallet.SessionRetention, wallet.Cent, t0)); err != nil {
-							return err
-						}
-						return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
-							Action: consent.AuditRetainSession, Target: id, Outcome: "ok"})
-					}
-					first, second := direct, behind
-					if i%2 == 1 {
-						first, second = behind, direct
-					}
-					if err := first(); err != nil {
+	concurrently(workers, func(w int, locked func(func())) {
+		for i := range each {
+			id := fmt.Sprintf("c-%d-%d", w, i)
+			fail := (w+i)%3 == 0
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				direct := func() error { return tx.CreateSession(ctx, session(id, "acme", "acme-web")) }
+				behind := func() error {
+					if _, err := tx.Debit(ctx, entry(id, "acme", wallet.SessionRetention, wallet.Cent, t0)); err != nil {
 						return err
 					}
-					if err := second(); err != nil {
-						return err
-					}
-					if fail {
-						return errBoom
-					}
-					return nil
-				})
-				if keptCall(t, "call "+id, fail, err, errBoom) {
-					mu.Lock()
-					kept[id] = true
-					mu.Unlock()
+					return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
+						Action: consent.AuditRetainSession, Target: id, Outcome: "ok"})
 				}
+				first, second := direct, behind
+				if i%2 == 1 {
+					first, second = behind, direct
+				}
+				if err := first(); err != nil {
+					return err
+				}
+				if err := second(); err != nil {
+					return err
+				}
+				if fail {
+					return errBoom
+				}
+				return nil
+			})
+			if keptCall(t, "call "+id, fail, err, errBoom) {
+				locked(func() {
+					kept[id] = true
+				})
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+		}
+	})
 	var ids []string
 	for w := range workers {
 		for i := range each {
@@ -225,23 +208,19 @@ func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls i
 	b0, c0 := stats()
 	const n, failing = 200, 50
 	errBoom := errors.New("boom")
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			fail := i%(n/failing) == 0
-			err := s.Update(ctx, func(tx consent.Tx) error {
-				_, err := tx.Debit(ctx, entry(fmt.Sprint("d", i), "acme", wallet.ExactMatch, wallet.Cent, t0))
-				if err == nil && fail {
-					err = errBoom
-				}
-				return err
-			})
-			if fail && !errors.Is(err, errBoom) || !fail && err != nil {
-				t.Errorf("call %d (failing: %v): %v", i, fail, err)
+	concurrently(n, func(i int, _ func(func())) {
+		fail := i%(n/failing) == 0
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			_, err := tx.Debit(ctx, entry(fmt.Sprint("d", i), "acme", wallet.ExactMatch, wallet.Cent, t0))
+			if err == nil && fail {
+				err = errBoom
 			}
+			return err
 		})
-	}
-	wg.Wait()
+		if fail && !errors.Is(err, errBoom) || !fail && err != nil {
+			t.Errorf("call %d (failing: %v): %v", i, fail, err)
+		}
+	})
 	b1, c1 := stats()
 	batches, calls := b1-b0, c1-c0
 	switch {

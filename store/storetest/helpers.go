@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,26 +23,27 @@ var opts = cmp.Options{cmpopts.EquateEmpty()}
 // t0 is a fixed time with microsecond precision, in UTC.
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 123456000, time.UTC)
 
-func auditEntries(t testing.TB, s consent.Store, q consent.AuditQuery) []*consent.AuditEntry {
+// read returns what get(tx, ctx, arg) reads in a View, failing t on an
+// error.
+func read[A, T any](t testing.TB, s consent.Store, get func(consent.Tx, context.Context, A) (T, error), arg A) T {
 	t.Helper()
-	var out []*consent.AuditEntry
+	var out T
 	view(t, s, func(tx consent.Tx) error {
 		var err error
-		out, err = tx.AuditEntries(ctx, q)
+		out, err = get(tx, ctx, arg)
 		return err
 	})
 	return out
 }
 
+func auditEntries(t testing.TB, s consent.Store, q consent.AuditQuery) []*consent.AuditEntry {
+	t.Helper()
+	return read(t, s, consent.Tx.AuditEntries, q)
+}
+
 func auditHead(t testing.TB, s consent.Store, companyID string) *consent.AuditHead {
 	t.Helper()
-	var h *consent.AuditHead
-	view(t, s, func(tx consent.Tx) error {
-		var err error
-		h, err = tx.AuditHead(ctx, companyID)
-		return err
-	})
-	return h
+	return read(t, s, consent.Tx.AuditHead, companyID)
 }
 
 // checkChain fails t unless the entries are the company's whole chain:
@@ -83,13 +85,7 @@ func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
 // sessions returns the sessions of ids as Sessions reads them.
 func sessions(t testing.TB, s consent.Store, ids ...string) []*consent.Session {
 	t.Helper()
-	var out []*consent.Session
-	view(t, s, func(tx consent.Tx) error {
-		var err error
-		out, err = tx.Sessions(ctx, ids)
-		return err
-	})
-	return out
+	return read(t, s, consent.Tx.Sessions, ids)
 }
 
 // jobs returns the jobs of kind and keys (nil where there is none).
@@ -114,24 +110,12 @@ func jobsOf(t testing.TB, s consent.Store, kind string, keys ...string) []*conse
 
 func ledgerOf(t testing.TB, s consent.Store, companyID string) []*wallet.Entry {
 	t.Helper()
-	var out []*wallet.Entry
-	view(t, s, func(tx consent.Tx) error {
-		var err error
-		out, err = tx.Ledger(ctx, companyID)
-		return err
-	})
-	return out
+	return read(t, s, consent.Tx.Ledger, companyID)
 }
 
 func balanceOf(t testing.TB, s consent.Store, companyID string) wallet.Amount {
 	t.Helper()
-	var bal wallet.Amount
-	view(t, s, func(tx consent.Tx) error {
-		var err error
-		bal, err = tx.Balance(ctx, companyID)
-		return err
-	})
-	return bal
+	return read(t, s, consent.Tx.Balance, companyID)
 }
 
 // keptCall checks the outcome of a call that was to fail with errBoom, or
@@ -286,4 +270,59 @@ func endpoint(id, company string, events ...string) *consent.WebhookEndpoint {
 		ID: id, CompanyID: company, URL: "https://hooks.example/" + id + "?q=ü",
 		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: events, CreatedAt: t0,
 	}
+}
+
+// concurrently calls fn(0) … fn(n-1), each in a goroutine of its own,
+// releases them all at once and waits until all have returned. The calls'
+// shared bookkeeping goes in functions given to locked, which runs one at a
+// time.
+func concurrently(n int, fn func(w int, locked func(func()))) {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		start = make(chan struct{})
+	)
+	locked := func(f func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		f()
+	}
+	for w := range n {
+		wg.Go(func() {
+			<-start
+			fn(w, locked)
+		})
+	}
+	close(start)
+	wg.Wait()
+}
+
+// exact is cmp.Diff without options: an empty slice differs from nil.
+var exact = cmp.Options{}
+
+// wantSame fails t unless got is want by cmp.Diff with o, saying what was
+// compared (format and args) and the difference.
+func wantSame(t testing.TB, want, got any, o cmp.Option, format string, args ...any) {
+	t.Helper()
+	if d := cmp.Diff(want, got, o); d != "" {
+		t.Errorf(format+" (-want +got):\n%s", append(args, d)...)
+	}
+}
+
+// wantRead fails t unless get(tx, ctx, arg), in a View, reads want (by
+// cmp.Diff with opts), saying what was read (format and args).
+func wantRead[A, T any](t testing.TB, s consent.Store, get func(consent.Tx, context.Context, A) (T, error), arg A,
+	want T, format string, args ...any) {
+	t.Helper()
+	wantSame(t, want, read(t, s, get, arg), opts, format, args...)
+}
+
+// wantNotFound fails t unless get(tx, ctx, id), in a View, is NotFound.
+func wantNotFound[T any](t *testing.T, s consent.Store, get func(consent.Tx, context.Context, string) (T, error), id, what string) {
+	t.Helper()
+	view(t, s, func(tx consent.Tx) error {
+		_, err := get(tx, ctx, id)
+		wantCode(t, what, err, consent.NotFound)
+		return nil
+	})
 }

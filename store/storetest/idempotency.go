@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -148,33 +147,32 @@ func testIdempotencyKey(t *testing.T, s consent.Store) {
 func testConcurrentClaims(t *testing.T, s consent.Store) {
 	const n = 8
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
 		winners []int
 		seen    = map[string]int{}
 	)
-	for i := range n {
-		wg.Go(func() {
-			err := s.Update(ctx, func(tx consent.Tx) error {
-				prior, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "race", 1, t0), t0)
-				if err != nil {
-					return err
-				}
-				mu.Lock()
-				defer mu.Unlock()
+	concurrently(n, func(i int, locked func(func())) {
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			prior, err := tx.ClaimIdempotencyKey(ctx, keyRecord("company:acme", "race", 1, t0), t0)
+			if err != nil {
+				return err
+			}
+			won := false
+			locked(func() {
 				if prior != nil {
 					seen[fmt.Sprint(prior.Status, " ", string(prior.Body))]++
-					return nil
+				} else {
+					winners, won = append(winners, i), true
 				}
-				winners = append(winners, i)
-				return tx.AnswerIdempotencyKey(ctx, "company:acme", "race", 201, []byte(fmt.Sprint("winner ", i)))
 			})
-			if err != nil {
-				t.Errorf("claim %d: %v", i, err)
+			if !won {
+				return nil
 			}
+			return tx.AnswerIdempotencyKey(ctx, "company:acme", "race", 201, []byte(fmt.Sprint("winner ", i)))
 		})
-	}
-	wg.Wait()
+		if err != nil {
+			t.Errorf("claim %d: %v", i, err)
+		}
+	})
 	if len(winners) < 1 {
 		t.Fatal("nobody claimed the key")
 	}

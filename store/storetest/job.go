@@ -3,7 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,9 +59,7 @@ func testEnqueueJobs(t *testing.T, s consent.Store) {
 		}
 		want[i] = &n
 	}
-	if d := cmp.Diff(want, got, opts); d != "" {
-		t.Errorf("jobs after EnqueueJobs (-want +got):\n%s", d)
-	}
+	wantSame(t, want, got, opts, "jobs after EnqueueJobs")
 	if got := jobsOf(t, s, "webhook", "msg_1:ep_2")[0]; got == nil || got.Payload == nil || len(got.Payload) != 0 {
 		t.Errorf("an empty payload came back as %+v, want empty", got)
 	}
@@ -191,9 +188,7 @@ func testLeaseJob(t *testing.T, s consent.Store) {
 		}
 		order = append(order, j.Kind+"/"+j.Key)
 	}
-	if d := cmp.Diff([]string{"convert/s2", "purge/z", "webhook/B", "webhook/b"}, order); d != "" {
-		t.Errorf("lease order (-want +got):\n%s", d)
-	}
+	wantSame(t, []string{"convert/s2", "purge/z", "webhook/B", "webhook/b"}, order, exact, "lease order")
 }
 
 // testConcurrentLeases: many runners leasing at once each get a different
@@ -209,30 +204,23 @@ func testConcurrentLeases(t *testing.T, s consent.Store) {
 		return nil
 	})
 	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
 		leased = map[string]int{}
 	)
-	for w := range runners {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, err := lease(s, fmt.Sprint("w", w), t0, kinds...)
-				if consent.ErrorCode(err) == consent.NotFound {
-					return
-				}
-				if err != nil {
-					t.Errorf("lease: %v", err)
-					return
-				}
-				mu.Lock()
-				leased[j.Kind+"/"+j.Key]++
-				mu.Unlock()
+	concurrently(runners, func(w int, locked func(func())) {
+		for {
+			j, err := lease(s, fmt.Sprint("w", w), t0, kinds...)
+			if consent.ErrorCode(err) == consent.NotFound {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			if err != nil {
+				t.Errorf("lease: %v", err)
+				return
+			}
+			locked(func() {
+				leased[j.Kind+"/"+j.Key]++
+			})
+		}
+	})
 	if len(leased) != jobs {
 		t.Errorf("%d jobs leased, want %d", len(leased), jobs)
 	}

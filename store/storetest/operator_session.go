@@ -58,17 +58,13 @@ func testOperatorSession(t *testing.T, s consent.Store) {
 		if err != nil {
 			return err
 		}
-		if d := cmp.Diff(want, got); d != "" {
-			t.Errorf("OperatorSession in the creating transaction (-want +got):\n%s", d)
-		}
+		wantSame(t, want, got, exact, "OperatorSession in the creating transaction")
 		return nil
 	})
 	// The caller's value is its own: changing it changes nothing stored.
 	in.ExpiresAt = t0.Add(time.Minute)
 	got := operatorSession(t, s, "secret-1")
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("OperatorSession (-want +got):\n%s", d)
-	}
+	wantSame(t, want, got, exact, "OperatorSession")
 	if got != nil && (got.CreatedAt.Location() != time.UTC || got.ExpiresAt.Location() != time.UTC) {
 		t.Errorf("OperatorSession's times are in %v and %v; want UTC", got.CreatedAt.Location(), got.ExpiresAt.Location())
 	}
@@ -76,9 +72,7 @@ func testOperatorSession(t *testing.T, s consent.Store) {
 	if got != nil {
 		got.ExpiresAt = t0.Add(time.Minute)
 	}
-	if d := cmp.Diff(want, operatorSession(t, s, "secret-1")); d != "" {
-		t.Errorf("OperatorSession after changing a returned value (-want +got):\n%s", d)
-	}
+	wantSame(t, want, operatorSession(t, s, "secret-1"), exact, "OperatorSession after changing a returned value")
 
 	// A taken digest, even with other times: Conflict, and the first
 	// session stays as it was.
@@ -86,16 +80,12 @@ func testOperatorSession(t *testing.T, s consent.Store) {
 		return tx.CreateOperatorSession(ctx, opSession("secret-1", t0.Add(48*time.Hour)))
 	})
 	wantCode(t, "CreateOperatorSession of a taken digest", err, consent.Conflict)
-	if d := cmp.Diff(want, operatorSession(t, s, "secret-1")); d != "" {
-		t.Errorf("OperatorSession after the conflict (-want +got):\n%s", d)
-	}
+	wantSame(t, want, operatorSession(t, s, "secret-1"), exact, "OperatorSession after the conflict")
 
 	// An expired session is still returned: the caller compares times.
 	expired := opSession("secret-old", t0.Add(-time.Hour))
 	update(t, s, func(tx consent.Tx) error { return tx.CreateOperatorSession(ctx, expired) })
-	if d := cmp.Diff(expired, operatorSession(t, s, "secret-old")); d != "" {
-		t.Errorf("an expired OperatorSession (-want +got):\n%s", d)
-	}
+	wantSame(t, expired, operatorSession(t, s, "secret-old"), exact, "an expired OperatorSession")
 
 	// Unknown digests, the zero one included: NotFound, in View and Update.
 	for name, d := range map[string]consent.Digest{"unknown": consent.DigestOf("none"), "zero": {}} {
@@ -136,9 +126,7 @@ func testOperatorSession(t *testing.T, s consent.Store) {
 	update(t, s, func(tx consent.Tx) error {
 		return tx.CreateOperatorSession(ctx, opSession("secret-1", t0.Add(time.Hour)))
 	})
-	if d := cmp.Diff(opSession("secret-1", t0.Add(time.Hour)), operatorSession(t, s, "secret-1")); d != "" {
-		t.Errorf("a session created again after its deletion (-want +got):\n%s", d)
-	}
+	wantSame(t, opSession("secret-1", t0.Add(time.Hour)), operatorSession(t, s, "secret-1"), exact, "a session created again after its deletion")
 }
 
 // testPruneOperatorSessions: pruning deletes only sessions whose ExpiresAt
@@ -193,18 +181,14 @@ func testPruneOperatorSessions(t *testing.T, s consent.Store) {
 	if n := prune(now, 2); n != 2 {
 		t.Errorf("the first PruneOperatorSessions(t0+999ns, 2) = %d; want 2", n)
 	}
-	if d := cmp.Diff([]string{"now", "a microsecond from now", "in an hour"}, left()); d != "" {
-		t.Errorf("after the first prune, the sessions left (-want +got):\n%s", d)
-	}
+	wantSame(t, []string{"now", "a microsecond from now", "in an hour"}, left(), exact, "after the first prune, the sessions left")
 	if n := prune(now, 2); n != 1 {
 		t.Errorf("the second PruneOperatorSessions(t0+999ns, 2) = %d; want 1 (the one expiring at t0)", n)
 	}
 	if n := prune(now, 2); n != 0 {
 		t.Errorf("the third PruneOperatorSessions(t0+999ns, 2) = %d; want 0", n)
 	}
-	if d := cmp.Diff([]string{"a microsecond from now", "in an hour"}, left()); d != "" {
-		t.Errorf("after pruning at t0+999ns, the sessions left (-want +got):\n%s", d)
-	}
+	wantSame(t, []string{"a microsecond from now", "in an hour"}, left(), exact, "after pruning at t0+999ns, the sessions left")
 	// A limit as high as an int goes is no limit.
 	if n := prune(t0.Add(time.Hour), math.MaxInt); n != 2 {
 		t.Errorf("PruneOperatorSessions(t0+1h, MaxInt) = %d; want 2", n)
@@ -237,12 +221,8 @@ func testOperatorSessionTimes(t *testing.T, s consent.Store) {
 		_, err := tx.PruneOperatorSessions(ctx, first, 10) // nothing expired then
 		return err
 	})
-	if d := cmp.Diff(ends, operatorSession(t, s, "ends")); d != "" {
-		t.Errorf("a session of the years 1 to 9999 (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(short, operatorSession(t, s, "short")); d != "" {
-		t.Errorf("a session of one microsecond (-want +got):\n%s", d)
-	}
+	wantSame(t, ends, operatorSession(t, s, "ends"), exact, "a session of the years 1 to 9999")
+	wantSame(t, short, operatorSession(t, s, "short"), exact, "a session of one microsecond")
 	var n int
 	update(t, s, func(tx consent.Tx) (err error) { n, err = tx.PruneOperatorSessions(ctx, last, 10); return err })
 	if n != 3 {
@@ -279,12 +259,8 @@ func testOperatorSessionRollsBack(t *testing.T, s consent.Store) {
 	if got := operatorSession(t, s, "new"); got != nil {
 		t.Errorf("a session created in a rolled-back transaction was kept: %+v", got)
 	}
-	if d := cmp.Diff(kept, operatorSession(t, s, "kept")); d != "" {
-		t.Errorf("a session deleted in a rolled-back transaction (-want +got):\n%s", d)
-	}
-	if d := cmp.Diff(expired, operatorSession(t, s, "expired")); d != "" {
-		t.Errorf("a session pruned in a rolled-back transaction (-want +got):\n%s", d)
-	}
+	wantSame(t, kept, operatorSession(t, s, "kept"), exact, "a session deleted in a rolled-back transaction")
+	wantSame(t, expired, operatorSession(t, s, "expired"), exact, "a session pruned in a rolled-back transaction")
 }
 
 // testOperatorSessionViewIsReadOnly: a View reads operator sessions, and

@@ -77,9 +77,7 @@ func checkPage[T any](t *testing.T, s consent.Store, want []*T, key func(*T) sta
 		return got
 	}
 	// The whole list, every field.
-	if d := cmp.Diff(want, get(consent.Page{CompanyID: "acme", Limit: consent.MaxPage}), opts); d != "" {
-		t.Errorf("one page of all (-want +got):\n%s", d)
-	}
+	wantSame(t, want, get(consent.Page{CompanyID: "acme", Limit: consent.MaxPage}), opts, "one page of all")
 	// Page by page, each starting after the last item of the one before.
 	var walked []*T
 	p := consent.Page{CompanyID: "acme", Limit: 2}
@@ -95,9 +93,7 @@ func checkPage[T any](t *testing.T, s consent.Store, want []*T, key func(*T) sta
 		last := key(page[len(page)-1])
 		p.Before = consent.Cursor{At: last.at, ID: last.id}
 	}
-	if d := cmp.Diff(stampsOf(want), stampsOf(walked)); d != "" {
-		t.Errorf("page by page (-want +got):\n%s", d)
-	}
+	wantSame(t, stampsOf(want), stampsOf(walked), exact, "page by page")
 	// Time bounds: at or after Since, before Until, and a cursor within them.
 	since, until := t0, t0.Add(2*time.Second)
 	var bounded []*T
@@ -107,87 +103,82 @@ func checkPage[T any](t *testing.T, s consent.Store, want []*T, key func(*T) sta
 		}
 	}
 	got := get(consent.Page{CompanyID: "acme", Since: since, Until: until, Limit: consent.MaxPage})
-	if d := cmp.Diff(stampsOf(bounded), stampsOf(got)); d != "" {
-		t.Errorf("Since %v, Until %v (-want +got):\n%s", since, until, d)
-	}
+	wantSame(t, stampsOf(bounded), stampsOf(got), exact, "Since %v, Until %v", since, until)
 	cursor := key(bounded[0])
 	got = get(consent.Page{CompanyID: "acme", Since: since, Until: until, Before: consent.Cursor{At: cursor.at, ID: cursor.id}, Limit: 2})
-	if d := cmp.Diff(stampsOf(bounded[1:3]), stampsOf(got)); d != "" {
-		t.Errorf("bounded page after %v (-want +got):\n%s", cursor, d)
-	}
+	wantSame(t, stampsOf(bounded[1:3]), stampsOf(got), exact, "bounded page after %v", cursor)
 	// A cursor between ids of one time: the items of that time with a
 	// lower id, then the older ones.
 	got = get(consent.Page{CompanyID: "acme", Before: consent.Cursor{At: t0.Add(time.Second), ID: "x-C"}, Limit: 2})
-	if d := cmp.Diff([]string{"x-B", "x-0"}, idsOf(stampsOf(got))); d != "" {
-		t.Errorf("page before (t0+1s, x-C) (-want +got):\n%s", d)
-	}
+	wantSame(t, []string{"x-B", "x-0"}, idsOf(stampsOf(got)), exact, "page before (t0+1s, x-C)")
 	if got := get(consent.Page{CompanyID: "nobody", Limit: 10}); got == nil || len(got) != 0 {
 		t.Errorf("a page of an unknown company = %#v; want an empty slice", got)
 	}
 }
 
-func testLedgerPage(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	var want []*wallet.Entry
+// seedPage writes, for each of pageStamps, acme's item mine(i, st) and
+// other's item theirs(st) (which no page of acme's may show), each with
+// create, in one transaction, and returns acme's items in the order written.
+func seedPage[T any](t *testing.T, s consent.Store, mine func(i int, st stamp) T, theirs func(st stamp) T,
+	create func(tx consent.Tx, v T) error) []T {
+	t.Helper()
+	var want []T
 	update(t, s, func(tx consent.Tx) error {
 		for i, st := range pageStamps {
-			e := entry(st.id, "acme", wallet.TopUp, wallet.Amount(i+1)*wallet.Cent, st.at)
-			if _, err := tx.Credit(ctx, e); err != nil {
+			v := mine(i, st)
+			if err := create(tx, v); err != nil {
 				return err
 			}
-			want = append(want, e)
-			if _, err := tx.Credit(ctx, entry("o-"+st.id, "other", wallet.TopUp, wallet.Cent, st.at)); err != nil {
+			want = append(want, v)
+			if err := create(tx, theirs(st)); err != nil {
 				return err
 			}
 		}
 		return nil
+	})
+	return want
+}
+
+func testLedgerPage(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	want := seedPage(t, s, func(i int, st stamp) *wallet.Entry {
+		return entry(st.id, "acme", wallet.TopUp, wallet.Amount(i+1)*wallet.Cent, st.at)
+	}, func(st stamp) *wallet.Entry {
+		return entry("o-"+st.id, "other", wallet.TopUp, wallet.Cent, st.at)
+	}, func(tx consent.Tx, e *wallet.Entry) error {
+		_, err := tx.Credit(ctx, e)
+		return err
 	})
 	checkPage(t, s, want, func(e *wallet.Entry) stamp { return stamp{e.CreatedAt, e.ID} }, consent.Tx.LedgerPage)
 }
 
 func testCertificatePage(t *testing.T, s consent.Store) {
 	fixture(t, s)
-	var want []*consent.Certificate
-	update(t, s, func(tx consent.Tx) error {
-		for _, st := range pageStamps {
-			c := certificate(st.id, "acme", "acme-web", "s1")
-			c.CreatedAt = st.at
-			c.EmailDigest = consent.DigestOf(st.id + "@example.com")
-			if err := tx.CreateCertificate(ctx, c); err != nil {
-				return err
-			}
-			want = append(want, c)
-			o := certificate("o-"+st.id, "other", "other-web", "s2")
-			o.CreatedAt = st.at
-			if err := tx.CreateCertificate(ctx, o); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	want := seedPage(t, s, func(_ int, st stamp) *consent.Certificate {
+		c := certificate(st.id, "acme", "acme-web", "s1")
+		c.CreatedAt = st.at
+		c.EmailDigest = consent.DigestOf(st.id + "@example.com")
+		return c
+	}, func(st stamp) *consent.Certificate {
+		o := certificate("o-"+st.id, "other", "other-web", "s2")
+		o.CreatedAt = st.at
+		return o
+	}, func(tx consent.Tx, c *consent.Certificate) error { return tx.CreateCertificate(ctx, c) })
 	checkPage(t, s, want, func(c *consent.Certificate) stamp { return stamp{c.CreatedAt, c.ID} }, consent.Tx.CertificatePage)
 }
 
 func testSessionPage(t *testing.T, s consent.Store) {
 	fixture(t, s)
-	var want []*consent.Session
-	update(t, s, func(tx consent.Tx) error {
-		for _, st := range pageStamps {
-			ses := session(st.id, "acme", "acme-web")
-			ses.CreatedAt, ses.URL, ses.CertificateID = st.at, "https://acme.example/"+st.id, "cert-"+st.id
-			ses.UploadDigest = consent.DigestOf(st.id)
-			if err := tx.CreateSession(ctx, ses); err != nil {
-				return err
-			}
-			want = append(want, ses)
-			o := session("o-"+st.id, "other", "other-web")
-			o.CreatedAt = st.at
-			if err := tx.CreateSession(ctx, o); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	want := seedPage(t, s, func(_ int, st stamp) *consent.Session {
+		ses := session(st.id, "acme", "acme-web")
+		ses.CreatedAt, ses.URL, ses.CertificateID = st.at, "https://acme.example/"+st.id, "cert-"+st.id
+		ses.UploadDigest = consent.DigestOf(st.id)
+		return ses
+	}, func(st stamp) *consent.Session {
+		o := session("o-"+st.id, "other", "other-web")
+		o.CreatedAt = st.at
+		return o
+	}, func(tx consent.Tx, ses *consent.Session) error { return tx.CreateSession(ctx, ses) })
 	// The fixture's s1 is acme's too.
 	s1 := session("s1", "acme", "acme-web")
 	want = append(want, s1)
@@ -196,22 +187,13 @@ func testSessionPage(t *testing.T, s consent.Store) {
 
 func testRevocationPage(t *testing.T, s consent.Store) {
 	fixture(t, s)
-	var want []*consent.Revocation
-	update(t, s, func(tx consent.Tx) error {
-		for _, st := range pageStamps {
-			r := &consent.Revocation{ID: st.id, CompanyID: "acme", CertificateID: "cert-" + st.id,
-				MobileDigest: consent.DigestOf("+1555" + st.id), Reason: "asked", ClientIP: "203.0.113.9",
-				CertificateIDs: []string{"cert-" + st.id}, CreatedAt: st.at}
-			if err := tx.CreateRevocation(ctx, r); err != nil {
-				return err
-			}
-			want = append(want, r)
-			if err := tx.CreateRevocation(ctx, &consent.Revocation{ID: "o-" + st.id, CompanyID: "other", CreatedAt: st.at}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	want := seedPage(t, s, func(_ int, st stamp) *consent.Revocation {
+		return &consent.Revocation{ID: st.id, CompanyID: "acme", CertificateID: "cert-" + st.id,
+			MobileDigest: consent.DigestOf("+1555" + st.id), Reason: "asked", ClientIP: "203.0.113.9",
+			CertificateIDs: []string{"cert-" + st.id}, CreatedAt: st.at}
+	}, func(st stamp) *consent.Revocation {
+		return &consent.Revocation{ID: "o-" + st.id, CompanyID: "other", CreatedAt: st.at}
+	}, func(tx consent.Tx, r *consent.Revocation) error { return tx.CreateRevocation(ctx, r) })
 	checkPage(t, s, want, func(r *consent.Revocation) stamp { return stamp{r.CreatedAt, r.ID} }, consent.Tx.RevocationPage)
 }
 

@@ -163,9 +163,7 @@ func testPurge(t *testing.T, s consent.Store) {
 		}
 		want := session("old", "acme", "acme-web")
 		want.ExpiresAt, want.RetentionStatus = t0, consent.RetentionExpired
-		if d := cmp.Diff(want, ses, opts); d != "" {
-			t.Errorf("purged session (-want +got):\n%s", d)
-		}
+		wantSame(t, want, ses, opts, "purged session")
 		if chunks, err := tx.Events(ctx, "old"); err != nil || len(chunks) != 0 {
 			t.Errorf("Events(old) = %d chunks, %v; want none", len(chunks), err)
 		}

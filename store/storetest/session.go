@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -16,15 +13,9 @@ import (
 
 func testSession(t *testing.T, s consent.Store) {
 	fixture(t, s)
+	wantRead(t, s, consent.Tx.Session, "s1", session("s1", "acme", "acme-web"), "Session")
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Session(ctx, "s1")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(session("s1", "acme", "acme-web"), got, opts); d != "" {
-			t.Errorf("Session (-want +got):\n%s", d)
-		}
-		_, err = tx.Session(ctx, "s9")
+		_, err := tx.Session(ctx, "s9")
 		wantCode(t, "Session(unknown)", err, consent.NotFound)
 		_, err = tx.Events(ctx, "s9")
 		wantCode(t, "Events(unknown)", err, consent.NotFound)
@@ -128,16 +119,7 @@ func testUpdateSession(t *testing.T, s consent.Store) {
 	changed := *want
 	changed.CompanyID, changed.PropertyID, changed.CreatedAt = "other", "other-web", t0.Add(time.Hour) // not written
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateSession(ctx, &changed) })
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Session(ctx, "s1")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff(want, got, opts); d != "" {
-			t.Errorf("Session after UpdateSession (-want +got):\n%s", d)
-		}
-		return nil
-	})
+	wantRead(t, s, consent.Tx.Session, "s1", want, "Session after UpdateSession")
 	err := s.Update(ctx, func(tx consent.Tx) error { return tx.UpdateSession(ctx, session("s9", "acme", "acme-web")) })
 	wantCode(t, "UpdateSession(unknown)", err, consent.NotFound)
 }
@@ -154,21 +136,11 @@ func testSessions(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
-	one := func(id string) *consent.Session {
-		var ses *consent.Session
-		view(t, s, func(tx consent.Tx) error {
-			var err error
-			ses, err = tx.Session(ctx, id)
-			return err
-		})
-		return ses
-	}
+	one := func(id string) *consent.Session { return read(t, s, consent.Tx.Session, id) }
 	ids := []string{"b2", "nobody", "s2", "b0", "b2", "s1"}
 	got := sessions(t, s, ids...)
 	want := []*consent.Session{one("b2"), nil, one("s2"), one("b0"), one("b2"), one("s1")}
-	if d := cmp.Diff(want, got, opts); d != "" {
-		t.Errorf("Sessions(%q) (-want +got):\n%s", ids, d)
-	}
+	wantSame(t, want, got, opts, "Sessions(%q)", ids)
 	if len(got) == len(ids) && got[0] == got[4] {
 		t.Errorf("Sessions gave a repeated id one *Session for both places, want a copy each")
 	}
@@ -229,14 +201,10 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 	}
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, list) })
 	want := []*consent.Session{written[1], written[2], written[0], before[3], before[4]}
-	if d := cmp.Diff(want, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
-		t.Errorf("sessions after UpdateSessions (-want +got):\n%s", d)
-	}
+	wantSame(t, want, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts, "sessions after UpdateSessions")
 	// Back to where they were, in one more call: it writes over anything.
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, before[:3]) })
-	if d := cmp.Diff(before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
-		t.Errorf("sessions after a second UpdateSessions (-want +got):\n%s", d)
-	}
+	wantSame(t, before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts, "sessions after a second UpdateSessions")
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, nil) })
 
 	for _, c := range []struct {
@@ -250,9 +218,7 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 			wantCode(t, "UpdateSessions with "+c.name, tx.UpdateSessions(ctx, c.list), c.code)
 			return nil // commit: the refusal wrote nothing
 		})
-		if d := cmp.Diff(before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts); d != "" {
-			t.Errorf("UpdateSessions with %s changed sessions (-want +got):\n%s", c.name, d)
-		}
+		wantSame(t, before, sessions(t, s, "b0", "b1", "b2", "b3", "s1"), opts, "UpdateSessions with %s changed sessions", c.name)
 	}
 
 	// More sessions than one statement binds on SQLite: all are written,
@@ -278,13 +244,9 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 		wantCode(t, "UpdateSessions of 2,500 with the last unknown", tx.UpdateSessions(ctx, unknown), consent.NotFound)
 		return nil // commit: the refusal wrote nothing
 	})
-	if d := cmp.Diff(fresh, sessions(t, s, ids...), opts); d != "" {
-		t.Errorf("UpdateSessions of 2,500 with the last unknown changed sessions (-want +got):\n%s", d)
-	}
+	wantSame(t, fresh, sessions(t, s, ids...), opts, "UpdateSessions of 2,500 with the last unknown changed sessions")
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateSessions(ctx, list) })
-	if d := cmp.Diff(list, sessions(t, s, ids...), opts); d != "" {
-		t.Errorf("sessions after UpdateSessions of 2,500 (-want +got):\n%s", d)
-	}
+	wantSame(t, list, sessions(t, s, ids...), opts, "sessions after UpdateSessions of 2,500")
 }
 
 // testReadThenWriteIsAtomic: a rule checked on a session read inside Update
@@ -298,36 +260,28 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 	})
 	const n = 20
 	var (
-		wg                 sync.WaitGroup
-		mu                 sync.Mutex
 		ok, conflicts      int
-		start              = make(chan struct{})
 		errAlreadyRetained = consent.Errorf(consent.Conflict, "already retained")
 	)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			err := s.Update(ctx, func(tx consent.Tx) error {
-				ses, err := tx.Session(ctx, "s1")
-				if err != nil {
-					return err
-				}
-				if ses.RetentionStatus == consent.RetentionRetained {
-					return errAlreadyRetained
-				}
-				// Widen the window between the check and the write, so that a
-				// store whose reads do not lock is caught.
-				time.Sleep(2 * time.Millisecond)
-				if _, err := tx.Debit(ctx, entry(fmt.Sprintf("r%02d", i), "acme", wallet.RetainSingle, 10*wallet.Cent, t0)); err != nil {
-					return err
-				}
-				ses.RetentionStatus = consent.RetentionRetained
-				return tx.UpdateSession(ctx, ses)
-			})
-			mu.Lock()
-			defer mu.Unlock()
+	concurrently(n, func(i int, locked func(func())) {
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			ses, err := tx.Session(ctx, "s1")
+			if err != nil {
+				return err
+			}
+			if ses.RetentionStatus == consent.RetentionRetained {
+				return errAlreadyRetained
+			}
+			// Widen the window between the check and the write, so that a
+			// store whose reads do not lock is caught.
+			time.Sleep(2 * time.Millisecond)
+			if _, err := tx.Debit(ctx, entry(fmt.Sprintf("r%02d", i), "acme", wallet.RetainSingle, 10*wallet.Cent, t0)); err != nil {
+				return err
+			}
+			ses.RetentionStatus = consent.RetentionRetained
+			return tx.UpdateSession(ctx, ses)
+		})
+		locked(func() {
 			switch {
 			case err == nil:
 				ok++
@@ -336,10 +290,8 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 			default:
 				t.Errorf("unexpected error: %v", err)
 			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+		})
+	})
 	if ok != 1 || conflicts != n-1 {
 		t.Errorf("%d succeeded and %d conflicted; want 1 and %d", ok, conflicts, n-1)
 	}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -158,9 +156,7 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 	if !errors.Is(err, errBoom) {
 		t.Fatalf("Update returned %v, want fn's error", err)
 	}
-	if d := cmp.Diff(before, sessions(t, s, "s1"), opts); d != "" {
-		t.Errorf("session after the rollback (-want +got):\n%s", d)
-	}
+	wantSame(t, before, sessions(t, s, "s1"), opts, "session after the rollback")
 	if got := jobsOf(t, s, consent.JobConvert, "s1"); got[0] != nil {
 		t.Errorf("job after the rollback: %+v", got[0])
 	}
@@ -170,9 +166,7 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 	if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar {
 		t.Errorf("balance after the rollback: %v, want 10", bal)
 	}
-	if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
-		t.Errorf("ledger after the rollback (-want +got):\n%s", d)
-	}
+	wantSame(t, ledger, ledgerOf(t, s, "acme"), opts, "ledger after the rollback")
 	// The same writes commit afterwards: nothing of the first try is left
 	// to conflict with them.
 	update(t, s, func(tx consent.Tx) error {
@@ -185,9 +179,7 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 		_, err := tx.DebitAll(ctx, debits())
 		return err
 	})
-	if d := cmp.Diff(append(ledger, debits()...), ledgerOf(t, s, "acme"), opts); d != "" {
-		t.Errorf("ledger after the retry (-want +got):\n%s", d)
-	}
+	wantSame(t, append(ledger, debits()...), ledgerOf(t, s, "acme"), opts, "ledger after the retry")
 }
 
 // testTakenBeforeMissing: a create whose id is taken and whose parent does

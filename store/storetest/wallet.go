@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -64,14 +61,8 @@ func testWallet(t *testing.T, s consent.Store) {
 		wantCode(t, "Credit or Debit of unknown company", s.Update(ctx, fn), consent.NotFound)
 	}
 
+	wantRead(t, s, consent.Tx.Ledger, "acme", []*wallet.Entry{credit, debit, all}, "Ledger")
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Ledger(ctx, "acme")
-		if err != nil {
-			return err
-		}
-		if d := cmp.Diff([]*wallet.Entry{credit, debit, all}, got, opts); d != "" {
-			t.Errorf("Ledger (-want +got):\n%s", d)
-		}
 		other, err := tx.Ledger(ctx, "other")
 		if err != nil || len(other) != 0 {
 			t.Errorf("Ledger(other) = %v, %v; want none", other, err)
@@ -103,9 +94,7 @@ func testDebitAll(t *testing.T, s consent.Store) {
 		}
 		return err
 	})
-	if d := cmp.Diff(append([]*wallet.Entry{topup}, list...), ledgerOf(t, s, "acme"), opts); d != "" {
-		t.Errorf("Ledger after DebitAll (-want +got):\n%s", d)
-	}
+	wantSame(t, append([]*wallet.Entry{topup}, list...), ledgerOf(t, s, "acme"), opts, "Ledger after DebitAll")
 	update(t, s, func(tx consent.Tx) error {
 		if bal, err := tx.DebitAll(ctx, nil); bal != 0 || err != nil {
 			t.Errorf("DebitAll(none) = %v, %v; want 0, nil", bal, err)
@@ -148,9 +137,7 @@ func testDebitAll(t *testing.T, s consent.Store) {
 		if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Cent {
 			t.Errorf("DebitAll with %s: balance %v, want 0.1", c.name, bal)
 		}
-		if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
-			t.Errorf("DebitAll with %s changed the ledger (-want +got):\n%s", c.name, d)
-		}
+		wantSame(t, ledger, ledgerOf(t, s, "acme"), opts, "DebitAll with %s changed the ledger", c.name)
 	}
 	for _, c := range []struct {
 		name string
@@ -194,9 +181,7 @@ func testBalanceLimit(t *testing.T, s consent.Store) {
 		if !errors.Is(err, wallet.ErrBalanceLimit) || consent.ErrorCode(err) != consent.Invalid {
 			t.Errorf("%s: %v, want ErrBalanceLimit (Invalid)", name, err)
 		}
-		if d := cmp.Diff(ledger, ledgerOf(t, s, "acme"), opts); d != "" {
-			t.Errorf("%s changed the ledger (-want +got):\n%s", name, d)
-		}
+		wantSame(t, ledger, ledgerOf(t, s, "acme"), opts, "%s changed the ledger", name)
 	}
 	refused("a credit over the limit", func(tx consent.Tx) error {
 		_, err := tx.Credit(ctx, entry("over", "acme", wallet.TopUp, wallet.MaxBalance-10*wallet.Dollar+1, t0))
@@ -229,19 +214,13 @@ func testBalanceLimit(t *testing.T, s consent.Store) {
 	// Eight credits of just over half the limit at once: exactly one can
 	// be made.
 	half := wallet.MaxBalance/2 + 1
-	var wg sync.WaitGroup
 	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = s.Update(ctx, func(tx consent.Tx) error {
-				_, err := tx.Credit(ctx, entry(fmt.Sprintf("half-%d", i), "acme", wallet.TopUp, half, t0))
-				return err
-			})
-		}()
-	}
-	wg.Wait()
+	concurrently(len(errs), func(i int, _ func(func())) {
+		errs[i] = s.Update(ctx, func(tx consent.Tx) error {
+			_, err := tx.Credit(ctx, entry(fmt.Sprintf("half-%d", i), "acme", wallet.TopUp, half, t0))
+			return err
+		})
+	})
 	made := 0
 	for i, err := range errs {
 		switch {
@@ -268,26 +247,18 @@ func testConcurrentDebits(t *testing.T, s consent.Store) {
 	price := 15 * wallet.Cent / 10
 	const n = 100
 	var (
-		wg            sync.WaitGroup
-		mu            sync.Mutex
 		ok, short     int
 		others        []error
-		start         = make(chan struct{})
 		lowestBalance = wallet.Dollar
 	)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			var bal wallet.Amount
-			err := s.Update(ctx, func(tx consent.Tx) error {
-				var err error
-				bal, err = tx.Debit(ctx, entry(fmt.Sprintf("d%03d", i), "acme", wallet.ExactMatch, price, t0))
-				return err
-			})
-			mu.Lock()
-			defer mu.Unlock()
+	concurrently(n, func(i int, locked func(func())) {
+		var bal wallet.Amount
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			var err error
+			bal, err = tx.Debit(ctx, entry(fmt.Sprintf("d%03d", i), "acme", wallet.ExactMatch, price, t0))
+			return err
+		})
+		locked(func() {
 			switch {
 			case err == nil:
 				ok++
@@ -297,10 +268,8 @@ func testConcurrentDebits(t *testing.T, s consent.Store) {
 			default:
 				others = append(others, err)
 			}
-		}()
-	}
-	close(start)
-	wg.Wait()
+		})
+	})
 	for _, err := range others {
 		t.Errorf("unexpected error: %v", err)
 		if strings.Contains(err.Error(), "locked") {
@@ -359,29 +328,20 @@ func testConcurrentTakenEntryIDs(t *testing.T, s consent.Store) {
 	const rounds, workers = 4, 16
 	ok := 0
 	for r := range rounds {
-		var (
-			wg    sync.WaitGroup
-			start = make(chan struct{})
-			errs  = make([]error, workers)
-		)
-		for w := range workers {
-			wg.Go(func() {
-				<-start
-				id := fmt.Sprintf("e-%d-%d", r, w)
-				if w%5 == 2 {
-					id = "taken"
+		errs := make([]error, workers)
+		concurrently(workers, func(w int, _ func(func())) {
+			id := fmt.Sprintf("e-%d-%d", r, w)
+			if w%5 == 2 {
+				id = "taken"
+			}
+			errs[w] = s.Update(ctx, func(tx consent.Tx) error {
+				if _, err := tx.Debit(ctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
+					return err
 				}
-				errs[w] = s.Update(ctx, func(tx consent.Tx) error {
-					if _, err := tx.Debit(ctx, entry(id, "acme", wallet.ExactMatch, wallet.Cent, t0)); err != nil {
-						return err
-					}
-					return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
-						Action: consent.AuditVerifyMatch, Target: id, Outcome: "ok"})
-				})
+				return tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "t",
+					Action: consent.AuditVerifyMatch, Target: id, Outcome: "ok"})
 			})
-		}
-		close(start)
-		wg.Wait()
+		})
 		for w, err := range errs {
 			if w%5 == 2 {
 				wantCode(t, fmt.Sprintf("round %d, call %d with a taken id", r, w), err, consent.Conflict)
@@ -413,52 +373,40 @@ func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	const workers, each = 12, 5
 	errBoom := errors.New("boom")
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		kept  int
-		start = make(chan struct{})
-	)
-	for w := range workers {
-		wg.Go(func() {
-			<-start
-			for i := range each {
-				fail := (w+i)%3 == 0
-				err := s.Update(ctx, func(tx consent.Tx) error {
-					in := entry(fmt.Sprintf("in-%d-%d", w, i), "acme", wallet.TopUp, 3*wallet.Cent, t0)
-					after, err := tx.Credit(ctx, in)
-					if err != nil {
-						return err
-					}
-					if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != after {
-						return fmt.Errorf("Balance after a credit to %v = %v, %v", after, bal, err)
-					}
-					out := entry(fmt.Sprintf("out-%d-%d", w, i), "acme", wallet.ExactMatch, wallet.Cent, t0)
-					if bal, err := tx.Debit(ctx, out); err != nil || bal != after-wallet.Cent {
-						return fmt.Errorf("Debit after a credit to %v = %v, %v", after, bal, err)
-					}
-					ledger, err := tx.Ledger(ctx, "acme")
-					if err != nil {
-						return err
-					}
-					if n := len(ledger); n < 2 || ledger[n-2].ID != in.ID || ledger[n-1].ID != out.ID {
-						return fmt.Errorf("the ledger read back does not end with the call's two entries: %d entries", n)
-					}
-					if fail {
-						return errBoom
-					}
-					return nil
-				})
-				if keptCall(t, fmt.Sprintf("call %d-%d", w, i), fail, err, errBoom) {
-					mu.Lock()
-					kept++
-					mu.Unlock()
+	kept := 0
+	concurrently(workers, func(w int, locked func(func())) {
+		for i := range each {
+			fail := (w+i)%3 == 0
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				in := entry(fmt.Sprintf("in-%d-%d", w, i), "acme", wallet.TopUp, 3*wallet.Cent, t0)
+				after, err := tx.Credit(ctx, in)
+				if err != nil {
+					return err
 				}
+				if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != after {
+					return fmt.Errorf("Balance after a credit to %v = %v, %v", after, bal, err)
+				}
+				out := entry(fmt.Sprintf("out-%d-%d", w, i), "acme", wallet.ExactMatch, wallet.Cent, t0)
+				if bal, err := tx.Debit(ctx, out); err != nil || bal != after-wallet.Cent {
+					return fmt.Errorf("Debit after a credit to %v = %v, %v", after, bal, err)
+				}
+				ledger, err := tx.Ledger(ctx, "acme")
+				if err != nil {
+					return err
+				}
+				if n := len(ledger); n < 2 || ledger[n-2].ID != in.ID || ledger[n-1].ID != out.ID {
+					return fmt.Errorf("the ledger read back does not end with the call's two entries: %d entries", n)
+				}
+				if fail {
+					return errBoom
+				}
+				return nil
+			})
+			if keptCall(t, fmt.Sprintf("call %d-%d", w, i), fail, err, errBoom) {
+				locked(func() { kept++ })
 			}
-		})
-	}
-	close(start)
-	wg.Wait()
+		}
+	})
 	if n := len(ledgerOf(t, s, "acme")); n != 2*kept {
 		t.Errorf("%d ledger entries after %d kept calls, want %d", n, kept, 2*kept)
 	}
