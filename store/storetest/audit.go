@@ -224,7 +224,6 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 		return nil
 	})
 	const workers, each = 20, 6
-	errBoom := errors.New("boom")
 	var (
 		errs []error
 		kept = map[string]int{}
@@ -301,7 +300,6 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 func testAuditRollback(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	first := appendAudit(t, s, consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "a", Action: "x.one", Outcome: "ok"})
-	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		for range 3 {
 			if err := tx.AppendAudit(ctx, &consent.AuditEntry{CompanyID: "acme", At: t0, Actor: "a", Action: "x.gone", Outcome: "ok"}); err != nil {

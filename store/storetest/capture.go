@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -37,18 +35,20 @@ func testCapture(t *testing.T, s consent.Store) {
 	})
 	view(t, s, func(tx consent.Tx) error {
 		got, err := tx.Property(ctx, "cap-web")
-		if d := cmp.Diff(prop, got, opts); err != nil || d != "" {
-			t.Errorf("Property: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Property: %v", err)
 		}
+		wantSame(t, prop, got, opts, "Property")
 		if !got.AllowsOrigin("http://localhost:8080") || got.AllowsOrigin("http://localhost:8081") {
 			t.Errorf("AllowsOrigin compares %v inexactly", got.AllowedOrigins)
 		}
 		gotSes, err := tx.Session(ctx, "cap-1")
 		want := *ses
 		want.EventChunks, want.EventBytes = 2, 2*int64(len(`[{"type":4,"timestamp":1}]`))
-		if d := cmp.Diff(&want, gotSes, opts); err != nil || d != "" {
-			t.Errorf("Session: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Session: %v", err)
 		}
+		wantSame(t, &want, gotSes, opts, "Session")
 		for seq, want := range []string{`[{"type":4,"timestamp":1}]`, `[{"type":3,"timestamp":2}]`} {
 			if b, err := tx.EventChunk(ctx, "cap-1", seq); err != nil || string(b) != want {
 				t.Errorf("EventChunk(%d) = %q, %v; want %q", seq, b, err, want)
@@ -101,14 +101,16 @@ func testCapture(t *testing.T, s consent.Store) {
 			t.Errorf("ClosedAt = %v, %v; want %v", gotSes.ClosedAt, err, closed)
 		}
 		got, err := tx.Property(ctx, "cap-web")
-		if d := cmp.Diff(prop, got, opts); err != nil || d != "" {
-			t.Errorf("Property after UpdateProperty: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Property after UpdateProperty: %v", err)
 		}
+		wantSame(t, prop, got, opts, "Property after UpdateProperty")
 		for _, want := range []*consent.Certificate{cert, plain} {
 			got, err := tx.Certificate(ctx, want.ID)
-			if d := cmp.Diff(want, got, opts); err != nil || d != "" {
-				t.Errorf("Certificate(%s): %v (-want +got):\n%s", want.ID, err, d)
+			if err != nil {
+				t.Errorf("Certificate(%s): %v", want.ID, err)
 			}
+			wantSame(t, want, got, opts, "Certificate(%s)", want.ID)
 		}
 		return nil
 	})

@@ -20,11 +20,8 @@ import (
 // work.
 func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 	funded(t, s)
-	errBoom := errors.New("boom")
 	const kinds, n = 6, 60
-	var (
-		kept = map[string]bool{}
-	)
+	kept := map[string]bool{}
 	concurrently(n, func(i int, locked func(func())) {
 		id := fmt.Sprint("d", i)
 		cctx, cancel := context.WithCancel(ctx)
@@ -123,11 +120,8 @@ func testConcurrentUpdatesFailAlone(t *testing.T, s consent.Store) {
 // ledger entries and audit entries stay.
 func testConcurrentDirectAndBehind(t *testing.T, s consent.Store) {
 	funded(t, s)
-	errBoom := errors.New("boom")
 	const workers, each = 12, 6
-	var (
-		kept = map[string]bool{}
-	)
+	kept := map[string]bool{}
 	concurrently(workers, func(w int, locked func(func())) {
 		for i := range each {
 			id := fmt.Sprintf("c-%d-%d", w, i)
@@ -207,7 +201,6 @@ func CheckGrouping(t *testing.T, s consent.Store, stats func() (batches, calls i
 	funded(t, s)
 	b0, c0 := stats()
 	const n, failing = 200, 50
-	errBoom := errors.New("boom")
 	concurrently(n, func(i int, _ func(func())) {
 		fail := i%(n/failing) == 0
 		err := s.Update(ctx, func(tx consent.Tx) error {

@@ -20,6 +20,9 @@ var ctx = context.Background()
 // opts compares across stores: an empty slice equals a nil one.
 var opts = cmp.Options{cmpopts.EquateEmpty()}
 
+// errBoom is the error a call returns to fail by its own choice.
+var errBoom = errors.New("boom")
+
 // t0 is a fixed time with microsecond precision, in UTC.
 var t0 = time.Date(2026, 11, 20, 10, 0, 0, 123456000, time.UTC)
 
@@ -301,12 +304,15 @@ func concurrently(n int, fn func(w int, locked func(func()))) {
 var exact = cmp.Options{}
 
 // wantSame fails t unless got is want by cmp.Diff with o, saying what was
-// compared (format and args) and the difference.
-func wantSame(t testing.TB, want, got any, o cmp.Option, format string, args ...any) {
+// compared (format and args) and the difference, and reports whether it
+// was.
+func wantSame(t testing.TB, want, got any, o cmp.Option, format string, args ...any) bool {
 	t.Helper()
 	if d := cmp.Diff(want, got, o); d != "" {
 		t.Errorf(format+" (-want +got):\n%s", append(args, d)...)
+		return false
 	}
+	return true
 }
 
 // wantRead fails t unless get(tx, ctx, arg), in a View, reads want (by

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -253,9 +251,10 @@ func testEmptyLists(t *testing.T, s consent.Store) {
 	})
 	same := func(what string, want, got any, err error) {
 		t.Helper()
-		if d := cmp.Diff(want, got); err != nil || d != "" {
-			t.Errorf("%s: %v (-want +got):\n%s", what, err, d)
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
 		}
+		wantSame(t, want, got, exact, "%s", what)
 	}
 	claimed := keyRecord("company:acme", "k1", 1, t0)
 	claimed.Body = []byte{}

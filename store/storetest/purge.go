@@ -205,7 +205,6 @@ func testPurge(t *testing.T, s consent.Store) {
 // everything as it was.
 func testPurgeRollsBack(t *testing.T, s consent.Store) {
 	purgeFixture(t, s)
-	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		if _, err := tx.PurgeSessions(ctx, t0, 10); err != nil {
 			return err

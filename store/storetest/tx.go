@@ -16,7 +16,6 @@ func testRollback(t *testing.T, s consent.Store) {
 		_, err := tx.Credit(ctx, entry("e1", "acme", wallet.TopUp, wallet.Dollar, t0))
 		return err
 	})
-	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		if _, err := tx.Debit(ctx, entry("e2", "acme", wallet.ExactMatch, 15*wallet.Cent/10, t0)); err != nil {
 			return err
@@ -140,7 +139,6 @@ func testBulkRollsBack(t *testing.T, s consent.Store) {
 	debits := func() []*wallet.Entry {
 		return []*wallet.Entry{entry("d1", "acme", wallet.RetainBatch, 10*wallet.Cent, t0), entry("d2", "acme", wallet.RetainBatch, 10*wallet.Cent, t0)}
 	}
-	errBoom := errors.New("boom")
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.UpdateSessions(ctx, []*consent.Session{&retained}); err != nil {
 			return err

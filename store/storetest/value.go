@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -51,25 +49,30 @@ func testText(t *testing.T, s consent.Store) {
 	})
 	view(t, s, func(tx consent.Tx) error {
 		gotCo, err := tx.Company(ctx, co.ID)
-		if d := cmp.Diff(co, gotCo, opts); err != nil || d != "" {
-			t.Errorf("Company: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Company: %v", err)
 		}
+		wantSame(t, co, gotCo, opts, "Company")
 		gotProp, err := tx.Property(ctx, prop.ID)
-		if d := cmp.Diff(prop, gotProp, opts); err != nil || d != "" {
-			t.Errorf("Property: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Property: %v", err)
 		}
+		wantSame(t, prop, gotProp, opts, "Property")
 		gotCert, err := tx.Certificate(ctx, cert.ID)
-		if d := cmp.Diff(cert, gotCert, opts); err != nil || d != "" {
-			t.Errorf("Certificate: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Certificate: %v", err)
 		}
+		wantSame(t, cert, gotCert, opts, "Certificate")
 		revs, err := tx.Revocations(ctx, "acme")
-		if d := cmp.Diff([]*consent.Revocation{rev}, revs, opts); err != nil || d != "" {
-			t.Errorf("Revocations: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Revocations: %v", err)
 		}
+		wantSame(t, []*consent.Revocation{rev}, revs, opts, "Revocations")
 		ledger, err := tx.Ledger(ctx, "acme")
-		if d := cmp.Diff([]*wallet.Entry{credit}, ledger, opts); err != nil || d != "" {
-			t.Errorf("Ledger: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("Ledger: %v", err)
 		}
+		wantSame(t, []*wallet.Entry{credit}, ledger, opts, "Ledger")
 		return nil
 	})
 
@@ -362,9 +365,10 @@ func testReadBadText(t *testing.T, s consent.Store) {
 			"a\x00b": {"acme", "other"}, "acme\x00": {"other"}, "acme\xff": {"other"}, "\xff": {},
 		} {
 			ids, err := tx.CompanyIDs(ctx, after, 10)
-			if d := cmp.Diff(want, ids, opts); err != nil || d != "" {
-				t.Errorf("CompanyIDs(%q): %v (-want +got):\n%s", after, err, d)
+			if err != nil {
+				t.Errorf("CompanyIDs(%q): %v", after, err)
 			}
+			wantSame(t, want, ids, opts, "CompanyIDs(%q)", after)
 		}
 		return nil
 	})

@@ -372,7 +372,6 @@ func testConcurrentTakenEntryIDs(t *testing.T, s consent.Store) {
 func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	const workers, each = 12, 5
-	errBoom := errors.New("boom")
 	kept := 0
 	concurrently(workers, func(w int, locked func(func())) {
 		for i := range each {

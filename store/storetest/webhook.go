@@ -37,13 +37,15 @@ func testWebhookEndpoint(t *testing.T, s consent.Store) {
 	})
 	view(t, s, func(tx consent.Tx) error {
 		got, err := tx.WebhookEndpoint(ctx, "ep-a1")
-		if d := cmp.Diff(a1, got, opts); err != nil || d != "" {
-			t.Errorf("WebhookEndpoint: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("WebhookEndpoint: %v", err)
 		}
+		wantSame(t, a1, got, opts, "WebhookEndpoint")
 		list, err := tx.WebhookEndpoints(ctx, "acme")
-		if d := cmp.Diff([]*consent.WebhookEndpoint{a2, a1, bare}, list, opts); err != nil || d != "" {
-			t.Errorf("WebhookEndpoints(acme): %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("WebhookEndpoints(acme): %v", err)
 		}
+		wantSame(t, []*consent.WebhookEndpoint{a2, a1, bare}, list, opts, "WebhookEndpoints(acme)")
 		if list, err := tx.WebhookEndpoints(ctx, "nobody"); err != nil || list == nil || len(list) != 0 {
 			t.Errorf("WebhookEndpoints(nobody) = %v, %v; want an empty slice", list, err)
 		}
@@ -93,9 +95,10 @@ func testWebhookEndpoint(t *testing.T, s consent.Store) {
 		_, err := tx.WebhookEndpoint(ctx, "ep-a1")
 		wantCode(t, "WebhookEndpoint(deleted)", err, consent.NotFound)
 		list, err := tx.WebhookEndpoints(ctx, "acme")
-		if d := cmp.Diff([]string{"ep-a2", "ep-a3"}, endpointIDs(list)); err != nil || d != "" {
-			t.Errorf("WebhookEndpoints after delete: %v (-want +got):\n%s", err, d)
+		if err != nil {
+			t.Errorf("WebhookEndpoints after delete: %v", err)
 		}
+		wantSame(t, []string{"ep-a2", "ep-a3"}, endpointIDs(list), exact, "WebhookEndpoints after delete")
 		log, err := tx.WebhookDeliveries(ctx, "ep-a1", 0, 10)
 		if err != nil || len(log) != 0 {
 			t.Errorf("log of a deleted endpoint = %v, %v; want none", log, err)
