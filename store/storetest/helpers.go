@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -208,6 +209,20 @@ func fixture(t *testing.T, s consent.Store) {
 				return err
 			}
 			if err := tx.CreateSession(ctx, session(c.session, c.company, c.property)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// withSessions is fixture with acme's sessions b0 … b(n-1) on acme-web.
+func withSessions(t *testing.T, s consent.Store, n int) {
+	t.Helper()
+	fixture(t, s)
+	update(t, s, func(tx consent.Tx) error {
+		for i := range n {
+			if err := tx.CreateSession(ctx, session(fmt.Sprintf("b%d", i), "acme", "acme-web")); err != nil {
 				return err
 			}
 		}

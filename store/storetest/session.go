@@ -127,15 +127,7 @@ func testUpdateSession(t *testing.T, s consent.Store) {
 // testSessions: out[i] is ids[i]'s session or nil, a repeated id gets a
 // copy of its own, and the read sees the transaction's own writes.
 func testSessions(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		for i := range 3 {
-			if err := tx.CreateSession(ctx, session(fmt.Sprintf("b%d", i), "acme", "acme-web")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	withSessions(t, s, 3)
 	one := func(id string) *consent.Session { return read(t, s, consent.Tx.Session, id) }
 	ids := []string{"b2", "nobody", "s2", "b0", "b2", "s1"}
 	got := sessions(t, s, ids...)
@@ -173,15 +165,7 @@ func testSessions(t *testing.T, s consent.Store) {
 // testUpdateSessions: every session is written as UpdateSession writes
 // it; an unknown one writes none.
 func testUpdateSessions(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	update(t, s, func(tx consent.Tx) error {
-		for i := range 4 {
-			if err := tx.CreateSession(ctx, session(fmt.Sprintf("b%d", i), "acme", "acme-web")); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	withSessions(t, s, 4)
 	before := sessions(t, s, "b0", "b1", "b2", "b3", "s1")
 	retained := func(ses *consent.Session, i int) *consent.Session {
 		n := *ses

@@ -409,50 +409,28 @@ func testTimesUTC(t *testing.T, s consent.Store) {
 		_, err := tx.Credit(ctx, entry("e", "acme", wallet.TopUp, 1, at))
 		return err
 	})
-	view(t, s, func(tx consent.Tx) error {
-		var times []time.Time
-		c, err := tx.Company(ctx, "acme")
-		if err != nil {
-			return err
+	c := read(t, s, consent.Tx.Company, "acme")
+	p := read(t, s, consent.Tx.Property, "p")
+	ses := read(t, s, consent.Tx.Session, "s1")
+	cert := read(t, s, consent.Tx.Certificate, "c1")
+	tok := read(t, s, consent.Tx.TokenByDigest, consent.DigestOf("x"))
+	revs := read(t, s, consent.Tx.Revocations, "acme")
+	ledger := read(t, s, consent.Tx.Ledger, "acme")
+	if len(revs) != 1 || len(ledger) != 1 {
+		t.Fatalf("%d revocations and %d ledger entries, want 1 and 1", len(revs), len(ledger))
+	}
+	times := []time.Time{c.CreatedAt, p.CreatedAt, ses.CreatedAt, cert.CreatedAt, cert.RevokedAt,
+		cert.Records[0].OptInAt, tok.CreatedAt, tok.ExpiresAt, tok.RevokedAt, revs[0].CreatedAt, ledger[0].CreatedAt}
+	for i, got := range times {
+		if got.Location() != time.UTC || !got.Equal(at) {
+			t.Errorf("time %d = %v (%v), want %v in UTC", i, got, got.Location(), t0)
 		}
-		p, err := tx.Property(ctx, "p")
-		if err != nil {
-			return err
+	}
+	for i, got := range []time.Time{ses.ExpiresAt, cert.ExpiresAt} {
+		if got.Location() != time.UTC || !got.Equal(at.Add(time.Hour)) {
+			t.Errorf("expiry %d = %v, want %v in UTC", i, got, at.Add(time.Hour).UTC())
 		}
-		ses, err := tx.Session(ctx, "s1")
-		if err != nil {
-			return err
-		}
-		cert, err := tx.Certificate(ctx, "c1")
-		if err != nil {
-			return err
-		}
-		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("x"))
-		if err != nil {
-			return err
-		}
-		revs, err := tx.Revocations(ctx, "acme")
-		if err != nil || len(revs) != 1 {
-			return fmt.Errorf("Revocations: %d, %v", len(revs), err)
-		}
-		ledger, err := tx.Ledger(ctx, "acme")
-		if err != nil || len(ledger) != 1 {
-			return fmt.Errorf("Ledger: %d, %v", len(ledger), err)
-		}
-		times = append(times, c.CreatedAt, p.CreatedAt, ses.CreatedAt, cert.CreatedAt, cert.RevokedAt,
-			cert.Records[0].OptInAt, tok.CreatedAt, tok.ExpiresAt, tok.RevokedAt, revs[0].CreatedAt, ledger[0].CreatedAt)
-		for i, got := range times {
-			if got.Location() != time.UTC || !got.Equal(at) {
-				t.Errorf("time %d = %v (%v), want %v in UTC", i, got, got.Location(), t0)
-			}
-		}
-		for i, got := range []time.Time{ses.ExpiresAt, cert.ExpiresAt} {
-			if got.Location() != time.UTC || !got.Equal(at.Add(time.Hour)) {
-				t.Errorf("expiry %d = %v, want %v in UTC", i, got, at.Add(time.Hour).UTC())
-			}
-		}
-		return nil
-	})
+	}
 }
 
 // testSubMicrosecond: every store keeps times to the microsecond (and a
