@@ -230,16 +230,24 @@ func testOperatorSessionTimes(t *testing.T, s consent.Store) {
 	}
 }
 
-// testOperatorSessionRollsBack: what a rolled-back Update did to operator
-// sessions — a create, a delete, a prune — is undone.
-func testOperatorSessionRollsBack(t *testing.T, s consent.Store) {
-	kept, expired := opSession("kept", t0.Add(time.Hour)), opSession("expired", t0.Add(-time.Hour))
+// keptAndExpired creates the operator sessions "kept", which ends in an
+// hour, and "expired", which ended an hour ago, and returns them.
+func keptAndExpired(t *testing.T, s consent.Store) (kept, expired *consent.OperatorSession) {
+	t.Helper()
+	kept, expired = opSession("kept", t0.Add(time.Hour)), opSession("expired", t0.Add(-time.Hour))
 	update(t, s, func(tx consent.Tx) error {
 		if err := tx.CreateOperatorSession(ctx, kept); err != nil {
 			return err
 		}
 		return tx.CreateOperatorSession(ctx, expired)
 	})
+	return kept, expired
+}
+
+// testOperatorSessionRollsBack: what a rolled-back Update did to operator
+// sessions — a create, a delete, a prune — is undone.
+func testOperatorSessionRollsBack(t *testing.T, s consent.Store) {
+	kept, expired := keptAndExpired(t, s)
 	errBack := errors.New("roll back")
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.CreateOperatorSession(ctx, opSession("new", t0.Add(time.Hour))); err != nil {
@@ -267,13 +275,7 @@ func testOperatorSessionRollsBack(t *testing.T, s consent.Store) {
 // refuses to create, delete or prune them, as it refuses every write —
 // even a delete or a prune that would find nothing to delete.
 func testOperatorSessionViewIsReadOnly(t *testing.T, s consent.Store) {
-	kept, expired := opSession("kept", t0.Add(time.Hour)), opSession("expired", t0.Add(-time.Hour))
-	update(t, s, func(tx consent.Tx) error {
-		if err := tx.CreateOperatorSession(ctx, kept); err != nil {
-			return err
-		}
-		return tx.CreateOperatorSession(ctx, expired)
-	})
+	kept, _ := keptAndExpired(t, s)
 	for name, write := range map[string]func(tx consent.Tx) error{
 		"CreateOperatorSession": func(tx consent.Tx) error {
 			return tx.CreateOperatorSession(ctx, opSession("ghost", t0.Add(time.Hour)))
