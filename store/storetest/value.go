@@ -103,13 +103,9 @@ func testTimeRange(t *testing.T, s consent.Store) {
 	update(t, s, func(tx consent.Tx) error {
 		return tx.CreateToken(ctx, &consent.Token{ID: "tok-last", CompanyID: "acme", Digest: consent.DigestOf("last"), ExpiresAt: last, CreatedAt: t0})
 	})
-	view(t, s, func(tx consent.Tx) error {
-		tok, err := tx.TokenByDigest(ctx, consent.DigestOf("last"))
-		if err != nil || !tok.ExpiresAt.Equal(last) {
-			t.Errorf("a token expiring at %v: %v, %v", last, tok, err)
-		}
-		return nil
-	})
+	if tok := read(t, s, consent.Tx.TokenByDigest, consent.DigestOf("last")); !tok.ExpiresAt.Equal(last) {
+		t.Errorf("a token expiring at %v: %v", last, tok)
+	}
 }
 
 // testTimeArguments: the ends of the years 1 to 9999 are kept on every
