@@ -5,26 +5,16 @@ import (
 	"encoding/base32"
 	"encoding/binary"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/ident"
 )
 
 // MaxIDLength is the longest identifier accepted (D29).
-const MaxIDLength = 128
+const MaxIDLength = ident.MaxLength
 
 // ValidID reports whether s is an identifier: 1–128 characters of
 // [A-Za-z0-9._:-] (D29).
-func ValidID(s string) bool {
-	if len(s) == 0 || len(s) > MaxIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func ValidID(s string) bool { return ident.Valid(s) }
 
 // CheckID returns an Invalid error naming field when id is not an identifier.
 func CheckID(field, id string) error {

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+
+	"github.com/consentkit/consentkit/internal/ident"
 )
 
 // SigningKey is an Ed25519 private key with the id it is published under.
@@ -23,7 +25,7 @@ type PublicKey struct {
 // NewSigningKey returns a new random key with the given id: 1–128
 // characters of A-Z a-z 0-9 . _ : -, as every identifier (D29).
 func NewSigningKey(id string) (SigningKey, error) {
-	if !validID(id) {
+	if !ident.Valid(id) {
 		return SigningKey{}, fmt.Errorf("signed: key id %q must be 1 to 128 characters of A-Z a-z 0-9 . _ : -", id)
 	}
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
@@ -31,22 +33,6 @@ func NewSigningKey(id string) (SigningKey, error) {
 		return SigningKey{}, err
 	}
 	return SigningKey{ID: id, Private: priv}, nil
-}
-
-// validID reports whether s is an identifier of the API (D29), which a
-// key id published beside the signature must be.
-func validID(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-			c == '.' || c == '_' || c == ':' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // Public returns k's public key.

@@ -1,0 +1,23 @@
+// Package ident is the identifier rule of the API (D29), in one place for
+// consent's vocabulary and for package signed, which the offline verifier
+// imports without consent. It uses the standard library only.
+package ident
+
+// MaxLength is the longest identifier.
+const MaxLength = 128
+
+// Valid reports whether s is an identifier: 1 to MaxLength characters of
+// [A-Za-z0-9._:-].
+func Valid(s string) bool {
+	if len(s) == 0 || len(s) > MaxLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+			c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
