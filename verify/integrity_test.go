@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/signed"
-	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -193,20 +191,7 @@ func (t memTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 // openSQLite returns a migrated SQLite store and a tamperer that writes to
 // its file on a connection of its own.
 func openSQLite(tb testing.TB) (consent.Store, tamperer) {
-	path := filepath.Join(tb.TempDir(), "consent.db")
-	s, err := sqlitestore.Open(path, sqlitestore.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
+	s, db := teststore.SQLiteWithDB(tb)
 	return s, sqliteTamperer{db}
 }
 

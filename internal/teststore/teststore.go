@@ -6,6 +6,7 @@ package teststore
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"net/url"
 	"os"
@@ -109,7 +110,29 @@ func SQLiteWithoutGroupCommit(tb testing.TB) *sqlitestore.Store {
 // SQLiteConfig is SQLite with a Config.
 func SQLiteConfig(tb testing.TB, cfg sqlitestore.Config) *sqlitestore.Store {
 	tb.Helper()
-	s, err := sqlitestore.Open(filepath.Join(tb.TempDir(), "consent.db"), cfg)
+	s, _ := sqliteAt(tb, cfg)
+	return s
+}
+
+// SQLiteWithDB is SQLite with a connection of its own to the store's file,
+// for tests that change rows behind the store's back.
+func SQLiteWithDB(tb testing.TB) (*sqlitestore.Store, *sql.DB) {
+	tb.Helper()
+	s, path := sqliteAt(tb, sqlitestore.Config{})
+	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return s, db
+}
+
+// sqliteAt opens and migrates a store in a new file, and returns the
+// file's path.
+func sqliteAt(tb testing.TB, cfg sqlitestore.Config) (*sqlitestore.Store, string) {
+	tb.Helper()
+	path := filepath.Join(tb.TempDir(), "consent.db")
+	s, err := sqlitestore.Open(path, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -117,7 +140,7 @@ func SQLiteConfig(tb testing.TB, cfg sqlitestore.Config) *sqlitestore.Store {
 	if err := s.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	return s
+	return s, path
 }
 
 // PostgresURL returns a connection URL whose search_path is a new schema of

@@ -4,13 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
-	"github.com/consentkit/consentkit/store/sqlitestore"
 	"github.com/consentkit/consentkit/store/storetest"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -45,28 +43,9 @@ func (m tamperer) DeleteAudit(t testing.TB, companyID string, seq int64) {
 	}
 }
 
-// open returns a migrated store and a connection of its own to its file.
-func open(tb testing.TB) (*sqlitestore.Store, *sql.DB) {
-	path := filepath.Join(tb.TempDir(), "consent.db")
-	s, err := sqlitestore.Open(path, sqlitestore.Config{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	if err := s.Migrate(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { db.Close() })
-	return s, db
-}
-
 func TestAuditTamper(t *testing.T) {
 	storetest.RunAuditTamper(t, func(tb testing.TB) (consent.Store, storetest.AuditTamperer) {
-		s, db := open(tb)
+		s, db := teststore.SQLiteWithDB(tb)
 		for _, trigger := range []string{"audit_log_no_update", "audit_log_no_delete"} {
 			if _, err := db.Exec("DROP TRIGGER " + trigger); err != nil {
 				tb.Fatal(err)
@@ -79,7 +58,7 @@ func TestAuditTamper(t *testing.T) {
 // The database itself refuses to change or delete an entry, to delete a
 // head, or to move a head anywhere but one entry forward.
 func TestAuditAppendOnly(t *testing.T) {
-	s, db := open(t)
+	s, db := teststore.SQLiteWithDB(t)
 	teststore.CheckAppendOnly(t, s, []string{
 		`UPDATE audit_log SET outcome = 'forged' WHERE seq = 1`,
 		`DELETE FROM audit_log WHERE seq = 2`,
@@ -117,7 +96,7 @@ func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
 // goes on to commit (which SQLite, unlike PostgreSQL, allows after a
 // failed statement).
 func TestBulkWritesAllOrNothing(t *testing.T) {
-	s, db := open(t)
+	s, db := teststore.SQLiteWithDB(t)
 	ctx := context.Background()
 	if err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: time.Now()}); err != nil {
