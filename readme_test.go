@@ -14,7 +14,8 @@ var readmeImports = map[string]string{
 	"context":     "context.Background",
 	"fmt":         "fmt.Println",
 	"net/http":    "http.NewServeMux",
-	"consent":     "consent.NewService",
+	"consentkit":  "consentkit.NewService",
+	"consent":     "consent.NewID",
 	"httpadapter": "httpadapter.New",
 	"retain":      "retain.NewWorker",
 	"mp4":         "mp4.New",
@@ -43,7 +44,7 @@ var readmePaths = map[string]string{
 
 // Every Go snippet of the README compiles against the library as it is: each
 // becomes the body of a function returning error, inside which ctx and svc
-// (a *consent.Service) are in scope, as the README's prose says they are.
+// (a *consentkit.Service) are in scope, as the README's prose says they are.
 func TestREADMECompiles(t *testing.T) {
 	readme, err := os.ReadFile("README.md")
 	if err != nil {
@@ -57,7 +58,9 @@ func TestREADMECompiles(t *testing.T) {
 	src.WriteString("package main\n\nimport (\n")
 	for name := range readmeImports {
 		path := name
-		if p, ok := readmePaths[name]; ok {
+		if name == "consentkit" {
+			path = "github.com/consentkit/consentkit"
+		} else if p, ok := readmePaths[name]; ok {
 			path = "github.com/consentkit/consentkit/" + p
 		}
 		src.WriteString("\t\"" + path + "\"\n")
@@ -70,7 +73,7 @@ func TestREADMECompiles(t *testing.T) {
 	importBlock := regexp.MustCompile(`(?s)^import \(.*?\)\n`)
 	for i, b := range blocks {
 		body := importBlock.ReplaceAllString(string(b[1]), "")
-		src.WriteString("func snippet" + string(rune('a'+i)) + "(ctx context.Context) error {\n\tvar svc *consent.Service\n\t_ = svc\n\t{\n" + body + "\t}\n\treturn nil\n}\n")
+		src.WriteString("func snippet" + string(rune('a'+i)) + "(ctx context.Context) error {\n\tvar svc *consentkit.Service\n\t_ = svc\n\t{\n" + body + "\t}\n\treturn nil\n}\n")
 	}
 	dir, err := os.MkdirTemp(".", "_readme")
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -78,7 +79,7 @@ func CheckChain(ctx context.Context, st consent.Store, companyID string, from in
 	if limit < 1 || limit > MaxCheck {
 		return res, consent.Errorf(consent.Invalid, "limit must be 1 to %d", MaxCheck)
 	}
-	st = consent.Checked(st)
+	st = consentkit.Checked(st)
 	head1, err := head(ctx, st, companyID)
 	if err != nil {
 		return res, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -15,21 +16,21 @@ import (
 var ctx = context.Background()
 
 // newService is a Service over memory with the company acme.
-func newService(t *testing.T) *consent.Service {
+func newService(t *testing.T) *consentkit.Service {
 	t.Helper()
 	st := memstore.New()
 	t.Cleanup(func() { st.Close() })
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
 	return svc
 }
 
-func entriesOf(t *testing.T, svc *consent.Service, company string) []*consent.AuditEntry {
+func entriesOf(t *testing.T, svc *consentkit.Service, company string) []*consent.AuditEntry {
 	t.Helper()
 	out, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: company, Limit: consent.MaxAuditPage})
 	if err != nil {
@@ -106,12 +107,12 @@ func TestCheckChain(t *testing.T) {
 func TestVerifyChainFindsAnEdit(t *testing.T) {
 	st := &editing{Store: memstore.New()}
 	t.Cleanup(func() { st.Close() })
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"acme", "beta"} {
-		if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: id, Name: id}); err != nil {
+		if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: id}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.TopUp(ctx, id, wallet.Dollar, "inv-1"); err != nil {

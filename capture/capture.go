@@ -7,7 +7,7 @@
 // capability returned by Start, of which only the SHA-256 is stored) must
 // match, else Unauthorized; the browser's Origin must be one of the
 // property's allowed origins, else Forbidden (ErrOrigin). The rules are
-// written here once, over consent.Service's StartSession, AppendEvents and
+// written here once, over consentkit.Service's StartSession, AppendEvents and
 // IssueCertificate, so the Go API and the HTTP routes behave alike.
 package capture
 
@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -51,13 +52,13 @@ func (e *ClosedError) Unwrap() error {
 	return &consent.Error{Code: consent.Conflict, Message: e.Error()}
 }
 
-// Service is browser capture over a consent.Service.
+// Service is browser capture over a consentkit.Service.
 type Service struct {
-	svc *consent.Service
+	svc *consentkit.Service
 }
 
 // New returns the capture service of svc.
-func New(svc *consent.Service) *Service { return &Service{svc: svc} }
+func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // StartRequest starts a recording session.
 type StartRequest struct {
@@ -99,7 +100,7 @@ func (c *Service) Start(ctx context.Context, req StartRequest) (*Started, error)
 		if !prop.AllowsOrigin(req.Origin) || !prop.AllowsOrigin(pageOrigin) {
 			return ErrOrigin
 		}
-		ses, err := c.svc.StartSessionTx(ctx, tx, consent.SessionParams{
+		ses, err := c.svc.StartSessionTx(ctx, tx, consentkit.SessionParams{
 			CompanyID: prop.CompanyID, PropertyID: prop.ID, URL: req.URL,
 			UploadDigest: consent.DigestOf(token), CertificateID: consent.NewID("cert"),
 		})
@@ -397,7 +398,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			for i, r := range req.Records {
 				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now}
 			}
-			cert, err = c.svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+			cert, err = c.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
 				Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
 				ClientIP: req.ClientIP, UserAgent: req.UserAgent, Visibility: req.Visibility,

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -26,25 +27,25 @@ const (
 )
 
 type fixture struct {
-	svc *consent.Service
+	svc *consentkit.Service
 	cap *capture.Service
 }
 
 func setup(t *testing.T, st consent.Store) fixture {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	svc, err := consent.NewService(st, consent.Config{Now: func() time.Time { return now }})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form",
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form",
 		AllowedOrigins: []string{"HTTPS://Forms.Acme.Example:443/"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "closed-web", CompanyID: "acme", Name: "No capture"}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "closed-web", CompanyID: "acme", Name: "No capture"}); err != nil {
 		t.Fatal(err)
 	}
 	return fixture{svc, capture.New(svc)}

@@ -1,11 +1,8 @@
 package consent
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -40,7 +37,12 @@ type AuditEntry struct {
 
 // AuditHead is the end of a company's chain, kept by the store apart from
 // the entries: the Seq and Hash of its last entry (zero when it has none).
-// A deleted last entry is found only by comparing the chain with it.
+// A deleted last entry is found only by comparing the chain with it. The
+// store appends under a lock of the head: appends to one company take turns,
+// appends to different companies never wait for each other, and no chain
+// can fork. Someone able to rewrite both the entries and the head in the
+// database can rewrite history consistently; to catch that, record a
+// company's head somewhere else from time to time and compare.
 type AuditHead struct {
 	CompanyID string
 	Seq       int64
@@ -95,7 +97,17 @@ const auditDomain = "consentkit.audit.v1"
 // AuditEncoding returns the canonical encoding of e that AuditHash hashes:
 // every field but Hash, PrevHash included, in a fixed order, each
 // length-prefixed or of fixed size, so that no two different entries encode
-// alike. See the package documentation for the layout.
+// alike:
+//
+//	str("consentkit.audit.v1")
+//	str(CompanyID)
+//	u64(Seq)
+//	u64(At in microseconds since the Unix epoch, two's complement)
+//	str(Actor) str(Action) str(Target) str(Outcome) str(RequestID) str(Detail)
+//	PrevHash (32 bytes)
+//
+// where str(s) is the length of s in bytes as a big-endian uint32 followed
+// by the bytes of s, and u64 is a big-endian uint64.
 func AuditEncoding(e *AuditEntry) []byte {
 	return appendAuditEncoding(make([]byte, 0, 8*4+len(auditDomain)+len(e.CompanyID)+8+8+len(e.Actor)+len(e.Action)+
 		len(e.Target)+len(e.Outcome)+len(e.RequestID)+len(e.Detail)+len(e.PrevHash)), e)
@@ -128,9 +140,9 @@ func AuditHash(e *AuditEntry) Digest {
 	return sha256.Sum256(appendAuditEncoding(buf[:0], e))
 }
 
-// check checks e's text fields and their lengths, and its time
+// Check checks e's text fields and their lengths, and its time
 // (CheckTime).
-func (e *AuditEntry) check() error {
+func (e *AuditEntry) Check() error {
 	if err := checkTexts("company_id", e.CompanyID, "actor", e.Actor, "action", e.Action, "target", e.Target,
 		"outcome", e.Outcome, "request_id", e.RequestID, "detail", e.Detail); err != nil {
 		return err
@@ -204,140 +216,9 @@ func (q *AuditQuery) Match(e *AuditEntry) bool {
 		e.Seq > q.AfterSeq && (q.BeforeSeq == 0 || e.Seq < q.BeforeSeq)
 }
 
-// Request ids and actors travel in the context from the layer that knows
-// them (httpadapter) to the transaction that records them.
-type ctxKey int
-
-const (
-	requestIDKey ctxKey = iota
-	actorKey
-)
-
-// WithRequestID returns ctx carrying the request id, which audit entries
-// written under it record. An id that is not an identifier (ValidID) is
-// dropped.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	if !ValidID(id) {
-		return ctx
-	}
-	return context.WithValue(ctx, requestIDKey, id)
-}
-
-// RequestIDFrom returns the request id of ctx; "" when none.
-func RequestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
-}
-
-// WithActor returns ctx carrying who acts, recorded by the audit entries
-// written under it: a token id, or "property:<id>" (D8). An actor that is
-// not ValidText or is longer than MaxAuditField is dropped.
-func WithActor(ctx context.Context, actor string) context.Context {
-	if actor == "" || len(actor) > MaxAuditField || !ValidText(actor) {
-		return ctx
-	}
-	return context.WithValue(ctx, actorKey, actor)
-}
-
-// ActorFrom returns the actor of ctx; "" when none.
-func ActorFrom(ctx context.Context) string {
-	a, _ := ctx.Value(actorKey).(string)
-	return a
-}
-
-// AuditParams describes an entry for Service.Audit.
-type AuditParams struct {
-	CompanyID string
-	Action    string
-	Target    string
-	// Err is the outcome: nil is AuditOK, else its ErrorCode.
-	Err error
-	// Detail is marshalled to JSON (nil: none). Keep it short, and never
-	// put an email, a mobile number or a secret in it.
-	Detail any
-	// Actor, when set, is recorded instead of the context's (ActorFrom),
-	// which is recorded instead of ActorOperator.
-	Actor string
-}
-
-// Audit appends an entry to the audit log of p.CompanyID inside tx, at the
-// service clock's time, with the request id of ctx (D42). NotFound when the
-// company does not exist.
-func (s *Service) Audit(ctx context.Context, tx Tx, p AuditParams) error {
-	e, err := s.auditEntry(ctx, p)
-	if err != nil {
-		return err
-	}
-	return tx.AppendAudit(ctx, e)
-}
-
-// auditEntry is the entry Audit appends, stamped now.
-func (s *Service) auditEntry(ctx context.Context, p AuditParams) (*AuditEntry, error) {
-	e := &AuditEntry{
-		CompanyID: p.CompanyID, At: s.Now(), Actor: p.Actor, Action: p.Action, Target: p.Target,
-		Outcome: AuditOK, RequestID: RequestIDFrom(ctx),
-	}
-	if e.Actor == "" {
-		e.Actor = ActorFrom(ctx)
-	}
-	if e.Actor == "" {
-		e.Actor = ActorOperator
-	}
-	if p.Err != nil {
-		e.Outcome = string(ErrorCode(p.Err))
-	}
-	if p.Detail != nil {
-		b, err := json.Marshal(p.Detail)
-		if err != nil {
-			return nil, fmt.Errorf("audit detail: %w", err)
-		}
-		e.Detail = string(b)
-	}
-	return e, nil
-}
-
 // Refused reports whether err refuses a request for a reason of its own (a
 // coded error other than Internal), as opposed to a failure of storage.
 func Refused(err error) bool {
 	code := ErrorCode(err)
 	return code != "" && code != Internal
-}
-
-// UpdateAudited runs fn in one transaction and records its outcome in the
-// audit log in that same transaction: p describes the entry, and fn may fill
-// in p's Target and Detail as it learns them. When fn succeeds the entry
-// commits with its work. When fn refuses (Refused) the refusal is recorded
-// and committed — so fn must refuse before it writes anything — and returned;
-// when the refusal cannot be recorded (the company does not exist, or p
-// holds text a store refuses) it is returned and nothing is recorded. Any
-// other failure rolls everything back.
-//
-// The entry is appended after fn's work, so the lock of the company's chain
-// head is always the last lock a transaction takes (after its session,
-// certificate and wallet rows) and is held only until the commit: no two
-// flows take them in opposite orders.
-func (s *Service) UpdateAudited(ctx context.Context, p *AuditParams, fn func(tx Tx) error) error {
-	_, err := s.once(ctx, p, func(tx Tx) (any, error) { return nil, fn(tx) })
-	return err
-}
-
-// DefaultAuditPage is the page size of AuditLog when the query sets none.
-const DefaultAuditPage = 100
-
-// AuditLog returns a page of a company's audit log: the entries q selects,
-// oldest first unless q.Newest. A zero q.Limit means DefaultAuditPage.
-func (s *Service) AuditLog(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
-	if q.Limit == 0 {
-		q.Limit = DefaultAuditPage
-	}
-	if err := q.Check(); err != nil {
-		return nil, err
-	}
-	var out []*AuditEntry
-	err := s.store.View(ctx, func(tx Tx) error {
-		var err error
-		out, err = tx.AuditEntries(ctx, q)
-		return err
-	})
-	return out, err
 }

@@ -5,8 +5,6 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
-
-	"github.com/consentkit/consentkit/wallet"
 )
 
 // ValidText reports whether s may be stored as text: valid UTF-8 holding no
@@ -87,9 +85,10 @@ func checkTexts(pairs ...string) error {
 // MaxIDLength).
 const MaxKeyBytes = 1024
 
-// checkKeyTexts is checkTexts for text kept in keys: each value must also be
-// at most MaxKeyBytes.
-func checkKeyTexts(pairs ...string) error {
+// CheckKeys checks text kept in keys, given as pairs of a field's name and
+// its value: the error of CheckText for the first pair whose value is not
+// text, else an Invalid error for the first longer than MaxKeyBytes.
+func CheckKeys(pairs ...string) error {
 	if err := checkTexts(pairs...); err != nil {
 		return err
 	}
@@ -113,7 +112,7 @@ func checkList(field string, list []string) error {
 // The check methods below are what the checked Tx runs before a store
 // writes a value (see Tx): each returns an Invalid error naming the first
 // field that no store may keep — text that is not ValidText, a key
-// (checkKeyTexts) longer than MaxKeyBytes, a time outside the years 1 to
+// (CheckKeys) longer than MaxKeyBytes, a time outside the years 1 to
 // 9999, a count outside its range — so that all stores are given the same
 // values.
 
@@ -142,9 +141,9 @@ func checkTimes(fields []string, times ...time.Time) error {
 	return nil
 }
 
-// check checks c's text fields and (as every check method) its times.
-func (c *Company) check() error {
-	if err := checkKeyTexts("id", c.ID); err != nil {
+// Check checks c's text fields and (as every Check method) its times.
+func (c *Company) Check() error {
+	if err := CheckKeys("id", c.ID); err != nil {
 		return err
 	}
 	if err := CheckText("name", c.Name); err != nil {
@@ -156,9 +155,9 @@ func (c *Company) check() error {
 	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
 }
 
-// check checks p's fields.
-func (p *Property) check() error {
-	if err := checkKeyTexts("id", p.ID, "company_id", p.CompanyID); err != nil {
+// Check checks p's fields.
+func (p *Property) Check() error {
+	if err := CheckKeys("id", p.ID, "company_id", p.CompanyID); err != nil {
 		return err
 	}
 	if err := CheckText("name", p.Name); err != nil {
@@ -170,9 +169,9 @@ func (p *Property) check() error {
 	return checkList("allowed_origins", p.AllowedOrigins)
 }
 
-// check checks t's fields.
-func (t *Token) check() error {
-	if err := checkKeyTexts("id", t.ID, "company_id", t.CompanyID); err != nil {
+// Check checks t's fields.
+func (t *Token) Check() error {
+	if err := CheckKeys("id", t.ID, "company_id", t.CompanyID); err != nil {
 		return err
 	}
 	if err := checkTimes([]string{"expires_at", "revoked_at", "created_at"}, t.ExpiresAt, t.RevokedAt, t.CreatedAt); err != nil {
@@ -186,22 +185,22 @@ func (t *Token) check() error {
 	return nil
 }
 
-// check checks s's fields.
-func (s *Session) check() error {
+// Check checks s's fields.
+func (s *Session) Check() error {
 	if err := checkTimes([]string{"created_at", "expires_at", "closed_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt); err != nil {
 		return err
 	}
-	if err := checkKeyTexts("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID, "certificate_id", s.CertificateID); err != nil {
+	if err := CheckKeys("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID, "certificate_id", s.CertificateID); err != nil {
 		return err
 	}
 	return checkTexts("retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
 		"video.path", s.Video.Path, "url", s.URL)
 }
 
-// check checks c's fields, its consent records and its EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
+// Check checks c's fields, its consent records and its EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control
 // character, and an escaped one such as \u0000 is kept as written).
-func (c *Certificate) check() error {
-	if err := checkKeyTexts("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID, "session_id", c.SessionID); err != nil {
+func (c *Certificate) Check() error {
+	if err := CheckKeys("id", c.ID, "company_id", c.CompanyID, "property_id", c.PropertyID, "session_id", c.SessionID); err != nil {
 		return err
 	}
 	if err := checkTexts("origin", c.Origin, "retention_status", string(c.RetentionStatus), "key_id", c.KeyID); err != nil {
@@ -243,9 +242,9 @@ func (c *Certificate) check() error {
 	return nil
 }
 
-// check checks r's fields.
-func (r *Revocation) check() error {
-	if err := checkKeyTexts("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID); err != nil {
+// Check checks r's fields.
+func (r *Revocation) Check() error {
+	if err := CheckKeys("id", r.ID, "company_id", r.CompanyID, "certificate_id", r.CertificateID); err != nil {
 		return err
 	}
 	if err := checkTexts("reason", r.Reason, "client_ip", r.ClientIP); err != nil {
@@ -257,13 +256,13 @@ func (r *Revocation) check() error {
 	return checkList("certificate_ids", r.CertificateIDs)
 }
 
-// check checks j's fields, its Attempts among them: -2^31 to
+// Check checks j's fields, its Attempts among them: -2^31 to
 // MaxJobAttempts.
-func (j *Job) check() error {
+func (j *Job) Check() error {
 	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
 		return err
 	}
-	if err := checkKeyTexts("kind", j.Kind, "key", j.Key); err != nil {
+	if err := CheckKeys("kind", j.Kind, "key", j.Key); err != nil {
 		return err
 	}
 	if err := checkTexts("last_error", j.LastError, "lease_owner", j.LeaseOwner); err != nil {
@@ -272,9 +271,9 @@ func (j *Job) check() error {
 	return checkRange("attempts", j.Attempts, math.MinInt32, MaxJobAttempts)
 }
 
-// check checks e's fields.
-func (e *WebhookEndpoint) check() error {
-	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
+// Check checks e's fields.
+func (e *WebhookEndpoint) Check() error {
+	if err := CheckKeys("id", e.ID, "company_id", e.CompanyID); err != nil {
 		return err
 	}
 	if err := checkTexts("url", e.URL, "secret", e.Secret); err != nil {
@@ -286,9 +285,9 @@ func (e *WebhookEndpoint) check() error {
 	return checkList("events", e.Events)
 }
 
-// check checks d's fields, its Attempt and Status among them (checkInt32).
-func (d *WebhookDelivery) check() error {
-	if err := checkKeyTexts("endpoint_id", d.EndpointID); err != nil {
+// Check checks d's fields, its Attempt and Status among them (checkInt32).
+func (d *WebhookDelivery) Check() error {
+	if err := CheckKeys("endpoint_id", d.EndpointID); err != nil {
 		return err
 	}
 	if err := checkTexts("message_id", d.MessageID, "event_type", d.EventType, "error", d.Error); err != nil {
@@ -328,60 +327,15 @@ func checkRange(field string, n, lo, hi int) error {
 	return nil
 }
 
-// checkIdempotencyKey checks the text of an idempotency key's scope and key
-// before a store writes or looks them up (ClaimIdempotencyKey,
-// AnswerIdempotencyKey, ReleaseIdempotencyKey): Invalid when either is
-// not ValidText or is longer than MaxKeyBytes.
-func checkIdempotencyKey(scope, key string) error {
-	return checkKeyTexts("idempotency scope", scope, "idempotency key", key)
-}
-
-// check checks r before a store records it (ClaimIdempotencyKey): its
-// scope and key (checkIdempotencyKey) and its times.
-func (r *IdempotencyRecord) check() error {
-	if err := checkIdempotencyKey(r.Scope, r.Key); err != nil {
+// Check checks r before a store records it (ClaimIdempotencyKey) or
+// answers it (AnswerIdempotencyKey): its scope and key (CheckKeys), its
+// times, and a status that a 32-bit integer holds.
+func (r *IdempotencyRecord) Check() error {
+	if err := CheckKeys("idempotency scope", r.Scope, "idempotency key", r.Key); err != nil {
 		return err
 	}
-	return checkTimes([]string{"created_at", "expires_at"}, r.CreatedAt, r.ExpiresAt)
-}
-
-// checkLease checks a lease before a store takes or extends it (LeaseJob,
-// RenewJob): the owner's text, then now and the lease's end (CheckTime;
-// RenewJob, which has no now, passes the zero time).
-func checkLease(owner string, now, until time.Time) error {
-	if err := CheckText("lease_owner", owner); err != nil {
+	if err := checkTimes([]string{"created_at", "expires_at"}, r.CreatedAt, r.ExpiresAt); err != nil {
 		return err
 	}
-	return checkTimes([]string{"now", "lease_until"}, now, until)
-}
-
-// checkRevokedAt refuses, as Invalid, a revocation without its time: a
-// zero time would read as "not revoked" and, kept by a store, stop a later
-// revocation from taking (RevokeToken, RevokeCertificate). A time outside
-// the years 1 to 9999 is Invalid too (CheckTime).
-func checkRevokedAt(at time.Time) error {
-	if at.IsZero() {
-		return Errorf(Invalid, "a revocation needs its time")
-	}
-	return CheckTime("revoked_at", at)
-}
-
-// checkEntry checks a ledger entry before a store writes it: its text
-// fields, its time (CheckTime), and its amount, which is positive (a
-// credit or a debit of zero or less is Invalid, as the SQL stores' CHECK
-// has it) and at most wallet.MaxBalance (wallet.ErrBalanceLimit).
-func checkEntry(e *wallet.Entry) error {
-	if e.Amount <= 0 {
-		return Errorf(Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
-	}
-	if e.Amount > wallet.MaxBalance {
-		return wallet.ErrBalanceLimit
-	}
-	if err := checkKeyTexts("id", e.ID, "company_id", e.CompanyID); err != nil {
-		return err
-	}
-	if err := checkTexts("kind", string(e.Kind), "reference", e.Reference); err != nil {
-		return err
-	}
-	return CheckTime("created_at", e.CreatedAt)
+	return checkInt32("status", r.Status)
 }

@@ -1,6 +1,7 @@
 package consent
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -276,3 +277,24 @@ func (d Digest) IsZero() bool { return d == Digest{} }
 
 // String returns d in hex.
 func (d Digest) String() string { return hex.EncodeToString(d[:]) }
+
+// JoinChunks joins JSON arrays into one array.
+func JoinChunks(chunks [][]byte) json.RawMessage {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	n := 0
+	for _, c := range chunks {
+		inner := bytes.TrimSpace(c)
+		inner = bytes.TrimSpace(inner[1 : len(inner)-1]) // checkEvents admitted only arrays
+		if len(inner) == 0 {
+			continue
+		}
+		if n > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(inner)
+		n++
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}

@@ -2,39 +2,7 @@ package consent
 
 import (
 	"context"
-
-	"github.com/consentkit/consentkit/wallet"
 )
-
-// Charge debits the price of kind (Config.Prices, D2) from the company's
-// wallet inside tx, with a ledger entry referring to reference (D5), and
-// returns the amount charged and the new balance. A price of zero debits
-// nothing and writes no entry. A charge that takes the balance below
-// Config.LowBalanceThreshold emits EventWalletLowBalance. A short balance gives a
-// *wallet.InsufficientFundsError and changes nothing (D4).
-func (s *Service) Charge(ctx context.Context, tx Tx, companyID string, kind wallet.EntryKind, reference string) (charged, balance wallet.Amount, err error) {
-	price := s.cfg.Prices.Of(kind)
-	if price == 0 {
-		balance, err = tx.Balance(ctx, companyID)
-		return 0, balance, err
-	}
-	now := s.Now()
-	balance, err = tx.Debit(ctx, &wallet.Entry{
-		ID: newEntryID(now), CompanyID: companyID, Kind: kind, Amount: price, Reference: reference, CreatedAt: now,
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	if low := s.cfg.LowBalanceThreshold; low > 0 && balance < low && balance+price >= low {
-		err = s.EmitEvent(ctx, tx, companyID, EventWalletLowBalance, map[string]any{
-			"company_id": companyID, "balance": balance, "threshold": low, "reference": reference,
-		})
-		if err != nil {
-			return 0, 0, err
-		}
-	}
-	return price, balance, nil
-}
 
 // SessionOf returns the company's session inside tx. Another company's
 // session is reported as not found, the same as an unknown one (D9). A

@@ -45,10 +45,10 @@ type Store interface {
 //
 // # What a store is given
 //
-// The Service checks every call before a store sees it: the Tx that
-// Service.Store hands out refuses, as Invalid, a value or an argument that
-// some store could not keep exactly, and answers a lookup by a key that
-// no row can have as finding nothing. So a store is given only:
+// The Service (package consentkit) checks every call before a store sees
+// it: the Tx that Service.Store hands out refuses, as Invalid, a value or an
+// argument that some store could not keep exactly, and answers a lookup by
+// a key that no row can have as finding nothing. So a store is given only:
 //
 //   - text that is ValidText (valid UTF-8 without C0 controls other than
 //     tab and newlines), which it keeps byte for byte, 4-byte characters

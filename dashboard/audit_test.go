@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -47,13 +48,13 @@ func chainState(t *testing.T, body string) string {
 // run after run to the end. An edited entry is named.
 func TestAuditChainMark(t *testing.T) {
 	st, db := tamperedStore(t)
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	must(t, err)
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme Co"}) // entry 1
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme Co"}) // entry 1
 	must(t, err)
 	must(t, st.Update(ctx, func(tx consent.Tx) error { // entries 2 to 1200
 		for i := range 1199 {
-			if err := svc.Audit(ctx, tx, consent.AuditParams{CompanyID: "acme", Action: "test.note", Detail: map[string]int{"n": i + 2}}); err != nil {
+			if err := svc.Audit(ctx, tx, consentkit.AuditParams{CompanyID: "acme", Action: "test.note", Detail: map[string]int{"n": i + 2}}); err != nil {
 				return err
 			}
 		}

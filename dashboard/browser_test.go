@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -232,7 +233,7 @@ func TestDashboardInBrowser(t *testing.T) {
 // convertedVideo makes a 2 s MP4 with ffmpeg, stores it as the session's
 // video and marks the session retained and converted, as the conversion
 // worker does.
-func convertedVideo(t *testing.T, svc *consent.Service, videos retain.Dir, sessionID string) {
+func convertedVideo(t *testing.T, svc *consentkit.Service, videos retain.Dir, sessionID string) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "video.mp4")
 	out, err := exec.Command("ffmpeg", "-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=duration=2:size=320x240:rate=25",

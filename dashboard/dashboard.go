@@ -28,7 +28,7 @@
 // operator out. A login deletes a bounded number of expired sessions.
 // Every form carries a CSRF token derived from the session, and a POST
 // without it is refused with 403. Everything the dashboard changes goes
-// through consent.Service and is audited with the actor "operator" (D42).
+// through consentkit.Service and is audited with the actor "operator" (D42).
 //
 // Login attempts are limited per client address (Config.LoginsPerMinute;
 // an IPv6 client by its /64; behind Config.TrustedProxies, the forwarded
@@ -55,6 +55,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/ratelimit"
@@ -106,7 +107,7 @@ const (
 
 // Handler serves the dashboard. It is safe for concurrent use.
 type Handler struct {
-	svc    *consent.Service
+	svc    *consentkit.Service
 	cfg    Config
 	key    []byte // signs login cookies and CSRF tokens
 	secret [sha256.Size]byte
@@ -117,7 +118,7 @@ type Handler struct {
 }
 
 // New returns the dashboard over svc.
-func New(svc *consent.Service, cfg Config) (*Handler, error) {
+func New(svc *consentkit.Service, cfg Config) (*Handler, error) {
 	if svc == nil {
 		return nil, errors.New("dashboard: nil service")
 	}
@@ -234,7 +235,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, aut
 			return
 		}
 	}
-	ctx := consent.WithActor(r.Context(), consent.ActorOperator)
+	ctx := consentkit.WithActor(r.Context(), consent.ActorOperator)
 	r = r.WithContext(ctx)
 	if err := fn(w, r, p); err != nil {
 		h.fail(w, p, statusOf(err), messageOf(err))

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -38,29 +39,29 @@ func must(t testing.TB, err error) {
 
 // fixture: companies acme and other, a property, a token and a
 // certificate each; it returns the service and acme's token secret.
-func fixture(t *testing.T, st consent.Store) (*consent.Service, string) {
+func fixture(t *testing.T, st consent.Store) (*consentkit.Service, string) {
 	key, err := signed.NewSigningKey("dashboard-test")
 	must(t, err)
-	svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
+	svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}})
 	must(t, err)
 	var acmeSecret string
 	for _, id := range []string{"acme", "other"} {
-		_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: id, Name: strings.ToUpper(id[:1]) + id[1:] + " Co"})
+		_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: strings.ToUpper(id[:1]) + id[1:] + " Co"})
 		must(t, err)
 		_, err = svc.TopUp(ctx, id, wallet.Dollar, "initial")
 		must(t, err)
-		_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: id + "-web", CompanyID: id, Name: "Quote form", AllowedOrigins: []string{"https://forms." + id + ".example"}})
+		_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: id + "-web", CompanyID: id, Name: "Quote form", AllowedOrigins: []string{"https://forms." + id + ".example"}})
 		must(t, err)
-		_, sec, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: id})
+		_, sec, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: id})
 		must(t, err)
 		if id == "acme" {
 			acmeSecret = sec
 		}
-		_, err = svc.StartSession(ctx, consent.SessionParams{ID: "s-" + id, CompanyID: id, PropertyID: id + "-web"})
+		_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s-" + id, CompanyID: id, PropertyID: id + "-web"})
 		must(t, err)
 		_, err = svc.AppendEvents(ctx, "s-"+id, json.RawMessage(`[{"type":4,"data":{"width":800,"height":600},"timestamp":1}]`))
 		must(t, err)
-		_, err = svc.IssueCertificate(ctx, consent.CertificateParams{
+		_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{
 			ID: "cert-" + id, CompanyID: id, PropertyID: id + "-web", SessionID: "s-" + id, Origin: "https://forms." + id + ".example/quote",
 			Email: email, Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}}},
 			Visibility: &consent.Visibility{InViewport: true, Visible: true, FontSizePx: 14, TextColor: "rgb(17, 17, 17)",
@@ -142,7 +143,7 @@ func contains(t *testing.T, what, body string, want ...string) {
 }
 
 func TestNewNeedsASecret(t *testing.T) {
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
 	must(t, err)
 	if _, err := dashboard.New(svc, dashboard.Config{OperatorSecret: "short"}); err == nil {
 		t.Error("a short operator secret was accepted")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -26,7 +26,7 @@ func newClock() *clock { return &clock{time.Date(2026, 11, 21, 12, 0, 0, 0, time
 // loginHandler is a dashboard on an empty memory store, on the clock c.
 func loginHandler(t *testing.T, c *clock, cfg dashboard.Config) *dashboard.Handler {
 	t.Helper()
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{Now: c.now})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{Now: c.now})
 	must(t, err)
 	cfg.OperatorSecret = secret
 	h, err := dashboard.New(svc, cfg)
@@ -159,8 +159,8 @@ func TestLoginUnknownAddress(t *testing.T) {
 	}
 }
 
-func mustService(t *testing.T) *consent.Service {
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{})
+func mustService(t *testing.T) *consentkit.Service {
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
 	must(t, err)
 	return svc
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -104,7 +105,7 @@ func (h *Handler) companies(w http.ResponseWriter, r *http.Request, p *page) err
 }
 
 func (h *Handler) createCompany(w http.ResponseWriter, r *http.Request, p *page) error {
-	c, err := h.svc.CreateCompany(r.Context(), consent.CompanyParams{ID: strings.TrimSpace(r.PostFormValue("id")), Name: strings.TrimSpace(r.PostFormValue("name"))})
+	c, err := h.svc.CreateCompany(r.Context(), consentkit.CompanyParams{ID: strings.TrimSpace(r.PostFormValue("id")), Name: strings.TrimSpace(r.PostFormValue("name"))})
 	if err != nil {
 		return err
 	}
@@ -241,7 +242,7 @@ func (h *Handler) topUp(w http.ResponseWriter, r *http.Request, p *page) error {
 	if ref == "" {
 		ref = "dashboard"
 	}
-	k := &consent.Idempotency{Scope: consent.OperatorIdempotencyScope(c.ID), Key: r.PostFormValue("key"),
+	k := &consentkit.Idempotency{Scope: consentkit.OperatorIdempotencyScope(c.ID), Key: r.PostFormValue("key"),
 		Fingerprint: sha256.Sum256([]byte("dashboard top-up\n" + amount.String() + "\n" + ref)),
 		Answer: func(result any, err error) (int, []byte, bool) {
 			if err != nil {
@@ -249,7 +250,7 @@ func (h *Handler) topUp(w http.ResponseWriter, r *http.Request, p *page) error {
 			}
 			return http.StatusOK, []byte(result.(wallet.Amount).String()), true
 		}}
-	_, err = h.svc.TopUp(consent.WithIdempotency(r.Context(), k), c.ID, amount, ref)
+	_, err = h.svc.TopUp(consentkit.WithIdempotency(r.Context(), k), c.ID, amount, ref)
 	switch {
 	case errors.Is(err, consent.ErrReplayed):
 		h.redirectTo(p, "/companies/"+c.ID, "That top-up was already made (the form was sent twice); the wallet was credited once.")
@@ -288,7 +289,7 @@ func (h *Handler) issueToken(w http.ResponseWriter, r *http.Request, p *page) er
 	if err := h.companyPage(r, p, "tokens", "tokens", "Tokens"); err != nil {
 		return err
 	}
-	params := consent.TokenParams{CompanyID: p.Company.ID}
+	params := consentkit.TokenParams{CompanyID: p.Company.ID}
 	if r.PostFormValue("retention") != "" {
 		params.Permissions = append(params.Permissions, consent.PermissionRetention)
 	}
@@ -371,7 +372,7 @@ func (h *Handler) addProperty(w http.ResponseWriter, r *http.Request, p *page) e
 	if err != nil {
 		return err
 	}
-	prop, err := h.svc.AddProperty(r.Context(), consent.PropertyParams{
+	prop, err := h.svc.AddProperty(r.Context(), consentkit.PropertyParams{
 		ID: strings.TrimSpace(r.PostFormValue("id")), CompanyID: c.ID, Name: strings.TrimSpace(r.PostFormValue("name")),
 		AllowedOrigins: origins(r.PostFormValue("origins")),
 	})

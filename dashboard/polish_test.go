@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -18,7 +19,7 @@ func TestPagesReadable(t *testing.T) {
 	_, err := svc.TopUp(ctx, "acme", 1233*wallet.Dollar+50*wallet.Cent, "invoice <b>9</b>")
 	must(t, err)
 	must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
-		return svc.Audit(ctx, tx, consent.AuditParams{CompanyID: "acme", Action: "test.note", Target: "t-1",
+		return svc.Audit(ctx, tx, consentkit.AuditParams{CompanyID: "acme", Action: "test.note", Target: "t-1",
 			Detail: map[string]any{"note": `<script>alert("x")</script>`, "<i>key</i>": "v", "nested": map[string]any{"a": []any{1, "<b>"}}}})
 	}))
 	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})

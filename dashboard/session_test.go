@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -54,7 +55,7 @@ func TestSessions(t *testing.T) {
 		st := open(t)
 		c := newClock()
 		instance := func() *dashboard.Handler {
-			svc, err := consent.NewService(st, consent.Config{Now: c.now})
+			svc, err := consentkit.NewService(st, consentkit.Config{Now: c.now})
 			must(t, err)
 			h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, SessionTTL: time.Hour})
 			must(t, err)
@@ -129,7 +130,7 @@ func TestSessions(t *testing.T) {
 			t.Error("the cookie the forgeries were made from is refused")
 		}
 		// Another operator secret: every session ends.
-		svc, err := consent.NewService(st, consent.Config{Now: c.now})
+		svc, err := consentkit.NewService(st, consentkit.Config{Now: c.now})
 		must(t, err)
 		rotated, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret + "-rotated"})
 		must(t, err)
@@ -143,7 +144,7 @@ func TestSessions(t *testing.T) {
 func TestSessionsPruned(t *testing.T) {
 	st := teststore.Memory(t)
 	c := newClock()
-	svc, err := consent.NewService(st, consent.Config{Now: c.now})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: c.now})
 	must(t, err)
 	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, SessionTTL: time.Minute})
 	must(t, err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/ratelimit"
@@ -25,9 +26,9 @@ import (
 // Config configures the handler. Service is required. As everywhere in the
 // library, the zero value of a field means its default and a value out of
 // range is an error from New; the clock, prices and retention periods are
-// the Service's (consent.Config), not declared again here.
+// the Service's (consentkit.Config), not declared again here.
 type Config struct {
-	Service *consent.Service
+	Service *consentkit.Service
 	Logger  *slog.Logger // default slog.Default()
 	// PropertyCredentials turns on company-and-property authentication of
 	// Verification API requests without an Authorization header (D8). Off by
@@ -70,7 +71,7 @@ type Config struct {
 // mux, under any prefix.
 type Handler struct {
 	cfg    Config
-	svc    *consent.Service
+	svc    *consentkit.Service
 	log    *slog.Logger
 	routes []*route
 	*router
@@ -228,7 +229,7 @@ func (rr *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		id = consent.NewID("req")
 	}
 	w.Header().Set(RequestIDHeader, id)
-	r = r.WithContext(consent.WithRequestID(r.Context(), id))
+	r = r.WithContext(consentkit.WithRequestID(r.Context(), id))
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
 		rr.h.notFound(w, r)
 		return

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -355,7 +356,7 @@ func (failingStore) Update(context.Context, func(consent.Tx) error) error { retu
 func TestInternalErrorsDoNotLeak(t *testing.T) {
 	e := setup(t, teststore.Memory(t))
 	var logs bytes.Buffer
-	svc, err := consent.NewService(failingStore{e.store}, consent.Config{Now: e.clock.Now})
+	svc, err := consentkit.NewService(failingStore{e.store}, consentkit.Config{Now: e.clock.Now})
 	must(t, err)
 	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(t, err)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -28,7 +29,7 @@ const (
 func capturing(t *testing.T, store consent.Store, cfg httpadapter.Config) (*env, http.Handler) {
 	t.Helper()
 	e := setup(t, store)
-	_, err := e.svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
+	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
 		AllowedOrigins: []string{formOrigin}})
 	must(t, err)
 	return e, e.handler(t, cfg)

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -125,19 +126,19 @@ func chaosPlan(t *testing.T, e *env, seed uint64, n int) []*chaosCall {
 	rng := mrand.New(mrand.NewPCG(seed, 0))
 	var (
 		calls    []*chaosCall
-		certs    []consent.CertificateParams
+		certs    []consentkit.CertificateParams
 		sessions []string
 		poor     int
 	)
 	cert := func(id, company, session, email string) {
-		certs = append(certs, consent.CertificateParams{
+		certs = append(certs, consentkit.CertificateParams{
 			ID: id, CompanyID: company, PropertyID: company + "-web", SessionID: session, Email: email,
 			Origin:  "https://" + company + ".example/quote",
 			Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}, OptInAt: created}},
 		})
 	}
 	for i := range n {
-		c := &chaosCall{i: i, company: "acme", scope: consent.IdempotencyScope("acme", ""), key: fmt.Sprintf("chaos-key-%d", i)}
+		c := &chaosCall{i: i, company: "acme", scope: consentkit.IdempotencyScope("acme", ""), key: fmt.Sprintf("chaos-key-%d", i)}
 		switch k := rng.IntN(100); {
 		case k < 22:
 			c.op, c.refs = "match", []string{fmt.Sprint("cx-", i)}
@@ -160,7 +161,7 @@ func chaosPlan(t *testing.T, e *env, seed uint64, n int) []*chaosCall {
 			c.req = request{path: "/api/integrations/acme/retain/batch", token: acmeToken, body: batchBody(c.refs...)}
 		case k < 88:
 			c.op, c.cert = "optout", fmt.Sprint("co-", i)
-			c.scope = consent.IdempotencyScope("acme", "192.0.2.1")
+			c.scope = consentkit.IdempotencyScope("acme", "192.0.2.1")
 			cert(c.cert, "acme", "s1", fmt.Sprintf("co%d@example.com", i))
 			body := `{"company_id":"acme","certificate_id":"` + c.cert + `"}`
 			if rng.IntN(2) == 0 {
@@ -169,7 +170,7 @@ func chaosPlan(t *testing.T, e *env, seed uint64, n int) []*chaosCall {
 			c.req = request{path: "/opt-out", body: body}
 		default:
 			c.op, c.company, c.refs = "poor", "poor", []string{fmt.Sprint("cp-", i)}
-			c.scope = consent.IdempotencyScope("poor", "")
+			c.scope = consentkit.IdempotencyScope("poor", "")
 			cert(c.refs[0], "poor", "s-poor", "")
 			c.req = request{path: "/verify/match", token: poorToken, body: matchBody(c.refs[0], "poor", consentText)}
 			poor++
@@ -182,7 +183,7 @@ func chaosPlan(t *testing.T, e *env, seed uint64, n int) []*chaosCall {
 	for w := range chaosWorkers {
 		wg.Go(func() {
 			for i := w; i < len(sessions); i += chaosWorkers {
-				_, err := e.svc.StartSession(ctx, consent.SessionParams{ID: sessions[i], CompanyID: "acme", PropertyID: "acme-web"})
+				_, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: sessions[i], CompanyID: "acme", PropertyID: "acme-web"})
 				if err != nil {
 					t.Errorf("session %s: %v", sessions[i], err)
 				}

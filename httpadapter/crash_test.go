@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -48,7 +49,7 @@ type stopAfterCommit struct{ consent.Store }
 
 func (s stopAfterCommit) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	err := s.Store.Update(ctx, fn)
-	if err == nil && consent.IdempotencyFrom(ctx) != nil {
+	if err == nil && consentkit.IdempotencyFrom(ctx) != nil {
 		fmt.Println("committed")
 		time.Sleep(time.Minute) // killed long before
 	}
@@ -62,7 +63,7 @@ func crashChild(v string) int {
 	if err != nil {
 		return fail(err)
 	}
-	svc, err := consent.NewService(stopAfterCommit{st}, consent.Config{Now: func() time.Time { return now }})
+	svc, err := consentkit.NewService(stopAfterCommit{st}, consentkit.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		return fail(err)
 	}
@@ -153,7 +154,7 @@ func TestKeyedRetryAfterCrash(t *testing.T) {
 			st, err = openStore(kind, dsn)
 			must(t, err)
 			defer st.Close()
-			svc, err := consent.NewService(st, consent.Config{Now: func() time.Time { return now }})
+			svc, err := consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }})
 			must(t, err)
 			h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			must(t, err)

@@ -10,13 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
 )
 
 // requestRoutes are the routes whose requests have JSON fields.
 func requestRoutes(t testing.TB) []*route {
-	svc, err := consent.NewService(memstore.New(), consent.Config{})
+	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@
 // http.Handler that a host application mounts on its own mux, under any
 // prefix, behind its own middleware:
 //
-//	svc, err := consent.NewService(st, consent.Config{})
+//	svc, err := consentkit.NewService(st, consentkit.Config{})
 //	h, err := httpadapter.New(httpadapter.Config{Service: svc})
 //	mux.Handle("/consent/", http.StripPrefix("/consent", h))
 //
@@ -124,12 +124,12 @@
 // A paid or state-changing route is bound with handlePaid instead: its
 // function returns the operation's result, and a second function renders
 // it, so that the answer can be rendered inside the operation's
-// transaction (consent.Paid) and stored there with the request's
+// transaction (consentkit.Paid) and stored there with the request's
 // Idempotency-Key (D40). A call sent again with the key gets that answer
 // byte for byte with Idempotent-Replayed: true; the same key with another
 // request (route and decoded body) gets 422; a call whose first attempt is
 // still running waits for it, then replays it, or gets 409 past
-// consent.Config.IdempotencyWait. Successes, 409s and 422s are kept; other
+// consentkit.Config.IdempotencyWait. Successes, 409s and 422s are kept; other
 // 4xx answers are not, so a retry after a top-up succeeds.
 //
 // # OpenAPI
@@ -187,7 +187,7 @@
 // is an identifier of at most 64 characters, else a generated one. The
 // request id and the actor — the authenticating token's id, or
 // "property:<id>" for company-and-property credentials — travel in the
-// request's context (consent.WithRequestID, consent.WithActor) to the audit
+// request's context (consentkit.WithRequestID, consentkit.WithActor) to the audit
 // entry that the request's transaction writes (D42), and internal errors are
 // logged with the request id.
 //

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -19,16 +20,16 @@ import (
 func Example() {
 	ctx := context.Background()
 	st := memstore.New()
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		panic(err)
 	}
-	svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme Insurance"})
-	svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"})
+	svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme Insurance"})
+	svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"})
 	svc.TopUp(ctx, "acme", 10*wallet.Dollar, "invoice-1")
-	_, secret, _ := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
-	svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
-	svc.IssueCertificate(ctx, consent.CertificateParams{
+	_, secret, _ := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
+	svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
+	svc.IssueCertificate(ctx, consentkit.CertificateParams{
 		ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1",
 		Records: []consent.Record{{Text: "I agree to be contacted."}},
 	})

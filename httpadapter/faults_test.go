@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -335,7 +336,7 @@ func TestClientGoneIsNotAServerFault(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
 		e := setup(t, open(t))
 		slow := blockingStore{Store: e.store, entered: make(chan struct{}, 1)}
-		svc, err := consent.NewService(slow, consent.Config{Now: e.clock.Now})
+		svc, err := consentkit.NewService(slow, consentkit.Config{Now: e.clock.Now})
 		must(t, err)
 		var logs bytes.Buffer
 		h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(&logs, nil))})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/wallet"
@@ -48,7 +49,7 @@ var companies = []string{"acme", "buyer", "other", "closed", "poor"}
 
 type env struct {
 	store consent.Store
-	svc   *consent.Service
+	svc   *consentkit.Service
 	clock *clock
 }
 
@@ -67,11 +68,11 @@ func must(t testing.TB, err error) {
 func setup(t testing.TB, store consent.Store) *env {
 	t.Helper()
 	clk := &clock{t: created}
-	svc, err := consent.NewService(store, consent.Config{Now: clk.Now})
+	svc, err := consentkit.NewService(store, consentkit.Config{Now: clk.Now})
 	must(t, err)
 	e := &env{store: store, svc: svc, clock: clk}
 	one := wallet.Dollar
-	for _, c := range []consent.CompanyParams{
+	for _, c := range []consentkit.CompanyParams{
 		{ID: "acme", Name: "Acme Insurance", ThirdPartyVerificationEnabled: true, AuthorizedThirdParties: []string{"buyer"}},
 		{ID: "buyer", Name: "Lead Buyer"},
 		{ID: "other", Name: "Other Co"},
@@ -86,11 +87,11 @@ func setup(t testing.TB, store consent.Store) *env {
 		}
 		_, err = svc.TopUp(ctx, c.ID, amount, "initial")
 		must(t, err)
-		_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: c.ID + "-web", CompanyID: c.ID, Name: "Form"})
+		_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: c.ID + "-web", CompanyID: c.ID, Name: "Form"})
 		must(t, err)
 	}
 	retention := []consent.Permission{consent.PermissionRetention}
-	for _, tok := range []consent.TokenParams{
+	for _, tok := range []consentkit.TokenParams{
 		{CompanyID: "acme", Secret: acmeToken, Permissions: retention},
 		{CompanyID: "acme", Secret: acmeNoPerm},
 		{CompanyID: "acme", Secret: acmeExpired, Permissions: retention, ExpiresAt: created.Add(time.Hour)},
@@ -110,14 +111,14 @@ func setup(t testing.TB, store consent.Store) *env {
 		{"s1", "acme"}, {"s2", "acme"}, {"s-retained", "acme"}, {"s-kept", "acme"},
 		{"s-other", "other"}, {"s-poor", "poor"}, {"s-closed", "closed"},
 	} {
-		_, err := svc.StartSession(ctx, consent.SessionParams{ID: s.id, CompanyID: s.company, PropertyID: s.company + "-web"})
+		_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: s.id, CompanyID: s.company, PropertyID: s.company + "-web"})
 		must(t, err)
 		_, err = svc.AppendEvents(ctx, s.id, json.RawMessage(`[{"type":4,"data":{"width":1024,"height":625},"timestamp":1}]`))
 		must(t, err)
 	}
 	record := consent.Record{Text: consentText, Types: []string{"tcpa", "marketing"}, OptInAt: created.Add(5 * time.Second)}
 	privacy := consent.Record{Text: privacyText, Types: []string{"privacy", "tcpa"}, OptInAt: created.Add(3 * time.Second)}
-	for _, c := range []consent.CertificateParams{
+	for _, c := range []consentkit.CertificateParams{
 		{ID: "cert-1", CompanyID: "acme", SessionID: "s1", Email: "Jane@Example.com", Mobile: "(555) 010-2000",
 			Records: []consent.Record{record, privacy}, EventsCombined: json.RawMessage(`{"fields":2,"submitted":true}`)},
 		{ID: "cert-2", CompanyID: "acme", SessionID: "s1", Email: "jane@example.com", Records: []consent.Record{record}},

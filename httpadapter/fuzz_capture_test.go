@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -32,7 +33,7 @@ type captureFuzz struct {
 func newCaptureFuzz(f *testing.F) *captureFuzz {
 	j := &journal{Store: teststore.Memory(f)}
 	e := setup(f, j)
-	_, err := e.svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
+	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
 		AllowedOrigins: []string{formOrigin}})
 	must(f, err)
 	h := e.handler(f, httpadapter.Config{CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -184,11 +185,11 @@ func FuzzPathsAndAuth(f *testing.F) {
 // newSession adds a session of acme's, with a chunk of events and a
 // certificate of the same id.
 func newSession(t *testing.T, e *env, id string) {
-	_, err := e.svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"})
+	_, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"})
 	must(t, err)
 	_, err = e.svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"width":1024,"height":625},"timestamp":1}]`))
 	must(t, err)
-	_, err = e.svc.IssueCertificate(ctx, consent.CertificateParams{ID: id, CompanyID: "acme", PropertyID: "acme-web", SessionID: id,
+	_, err = e.svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: id, CompanyID: "acme", PropertyID: "acme-web", SessionID: id,
 		Origin: "https://acme.example/quote", Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}}}})
 	must(t, err)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -55,11 +56,11 @@ func canonicalPath(p string) string {
 // request, and another body or route is ErrKeyReused. Its Answer renders an
 // outcome as the wrapper would write it; successes, 409s and 422s are kept,
 // other refusals are not (a 402 or a 404 may succeed when sent again).
-func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key string) (*consent.Idempotency, error) {
+func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key string) (*consentkit.Idempotency, error) {
 	if err := consent.CheckIdempotencyKey(key); err != nil {
 		return nil, err
 	}
-	scope := consent.IdempotencyScope(c.CompanyID, "")
+	scope := consentkit.IdempotencyScope(c.CompanyID, "")
 	o, named := req.(companyNamed)
 	switch {
 	case rt.Auth == AuthOperator && !named:
@@ -68,9 +69,9 @@ func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key
 		if err := consent.CheckID("company_id", o.company()); err != nil {
 			return nil, err
 		}
-		scope = consent.IdempotencyScope(o.company(), c.ClientIP.String())
+		scope = consentkit.IdempotencyScope(o.company(), c.ClientIP.String())
 		if rt.Auth == AuthOperator {
-			scope = consent.OperatorIdempotencyScope(o.company())
+			scope = consentkit.OperatorIdempotencyScope(o.company())
 		}
 	}
 	fields, err := json.Marshal(req)
@@ -80,7 +81,7 @@ func (h *Handler) idempotency(rt *route, r *http.Request, c Caller, req any, key
 	fp := sha256.New()
 	fp.Write([]byte(rt.Method + " " + canonicalPath(r.URL.Path) + "\n"))
 	fp.Write(fields)
-	k := &consent.Idempotency{Scope: scope, Key: key}
+	k := &consentkit.Idempotency{Scope: scope, Key: key}
 	fp.Sum(k.Fingerprint[:0])
 	k.Answer = func(result any, err error) (int, []byte, bool) {
 		if err != nil {

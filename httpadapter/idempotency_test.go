@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -72,7 +73,7 @@ func TestIdempotentConcurrentCalls(t *testing.T) {
 				h := e.handler(t, httpadapter.Config{OptOutPerMinute: 100})
 				// A second instance on the same store: calls with one key
 				// on two instances are kept apart by the store alone.
-				other, err := consent.NewService(e.store, consent.Config{Now: e.clock.Now})
+				other, err := consentkit.NewService(e.store, consentkit.Config{Now: e.clock.Now})
 				must(t, err)
 				h2, err := httpadapter.New(httpadapter.Config{Service: other, OptOutPerMinute: 100})
 				must(t, err)
@@ -290,7 +291,7 @@ type gatedStore struct {
 }
 
 func (g *gatedStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	if consent.IdempotencyFrom(ctx) != nil {
+	if consentkit.IdempotencyFrom(ctx) != nil {
 		select {
 		case g.entered <- struct{}{}:
 		default:
@@ -301,12 +302,12 @@ func (g *gatedStore) Update(ctx context.Context, fn func(consent.Tx) error) erro
 }
 
 // TestIdempotencyInFlight: a second call with the key of a call still
-// running waits for it up to consent.Config.IdempotencyWait, then gets 409;
+// running waits for it up to consentkit.Config.IdempotencyWait, then gets 409;
 // once the first is done, the key replays its answer.
 func TestIdempotencyInFlight(t *testing.T) {
 	e := setup(t, teststore.Memory(t))
 	g := &gatedStore{Store: e.store, entered: make(chan struct{}, 1), gate: make(chan struct{})}
-	svc, err := consent.NewService(g, consent.Config{Now: e.clock.Now, IdempotencyWait: 50 * time.Millisecond})
+	svc, err := consentkit.NewService(g, consentkit.Config{Now: e.clock.Now, IdempotencyWait: 50 * time.Millisecond})
 	must(t, err)
 	e.svc = svc
 	h := e.handler(t, httpadapter.Config{})

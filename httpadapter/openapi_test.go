@@ -18,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -230,7 +231,7 @@ func TestOpenAPIDeclaresWhatRoutesAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "acme-openapi-token-0001"
-	if _, _, err := svc.IssueToken(context.Background(), consent.TokenParams{CompanyID: "acme", Secret: token,
+	if _, _, err := svc.IssueToken(context.Background(), consentkit.TokenParams{CompanyID: "acme", Secret: token,
 		Permissions: []consent.Permission{consent.PermissionRetention}}); err != nil {
 		t.Fatal(err)
 	}

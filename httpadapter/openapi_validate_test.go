@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/signed"
@@ -358,18 +359,18 @@ func TestOpenAPIValidatesSignedAnswers(t *testing.T) {
 	key, err := signed.NewSigningKey("key-1")
 	must(t, err)
 	st := memstore.New()
-	svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
+	svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}})
 	must(t, err)
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 	must(t, err)
-	_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+	_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 	must(t, err)
-	_, err = svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 	must(t, err)
-	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 		Origin: "https://acme.example/", Email: "a@b.example", Records: []consent.Record{{Text: "I agree", Types: []string{"tcpa"}}}})
 	must(t, err)
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	must(t, err)
 	h, err := httpadapter.New(httpadapter.Config{Service: svc})
 	must(t, err)

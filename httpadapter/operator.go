@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -284,7 +285,7 @@ func (h *Handler) auditLog(ctx context.Context, _ Caller, req *auditRequest) (*A
 	}
 	limit := q.Limit
 	if limit == 0 {
-		limit = consent.DefaultAuditPage
+		limit = consentkit.DefaultAuditPage
 	}
 	if len(entries) == limit {
 		next := entries[len(entries)-1].Seq
@@ -400,7 +401,7 @@ func orNone[T any](list []T) []T {
 // createCompany creates a company with an empty wallet. A retry after a
 // lost answer is told by its 409: the id is the caller's.
 func (h *Handler) createCompany(ctx context.Context, _ Caller, req *CreateCompanyRequest) (*CompanyBody, error) {
-	c, err := h.svc.CreateCompany(ctx, consent.CompanyParams{ID: req.ID, Name: req.Name,
+	c, err := h.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: req.ID, Name: req.Name,
 		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties})
 	if err != nil {
 		return nil, err
@@ -475,7 +476,7 @@ func (h *Handler) addProperty(ctx context.Context, _ Caller, req *AddPropertyReq
 	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
 		return nil, err
 	}
-	p, err := h.svc.AddProperty(ctx, consent.PropertyParams{ID: req.ID, CompanyID: req.CompanyID, Name: req.Name,
+	p, err := h.svc.AddProperty(ctx, consentkit.PropertyParams{ID: req.ID, CompanyID: req.CompanyID, Name: req.Name,
 		AllowedOrigins: req.AllowedOrigins})
 	if err != nil {
 		return nil, err
@@ -568,7 +569,7 @@ func (h *Handler) issueToken(ctx context.Context, _ Caller, req *IssueTokenReque
 	if err != nil {
 		return nil, err
 	}
-	p := consent.TokenParams{CompanyID: req.CompanyID, ExpiresAt: expires}
+	p := consentkit.TokenParams{CompanyID: req.CompanyID, ExpiresAt: expires}
 	for _, perm := range req.Permissions {
 		p.Permissions = append(p.Permissions, consent.Permission(perm))
 	}
@@ -655,7 +656,7 @@ func (h *Handler) topUp(ctx context.Context, _ Caller, req *TopUpRequest) (*TopU
 	if req.Amount == nil {
 		return nil, consent.Errorf(consent.Invalid, "amount is required: dollars, such as 25 or 12.50")
 	}
-	return consent.Paid(ctx, h.svc, nil, func(tx consent.Tx) (*TopUpBody, error) {
+	return consentkit.Paid(ctx, h.svc, nil, func(tx consent.Tx) (*TopUpBody, error) {
 		bal, err := h.svc.TopUpTx(ctx, tx, req.CompanyID, *req.Amount, req.Reference)
 		if err != nil {
 			return nil, err

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -408,7 +409,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			code, tok := call("POST", tokens, `{"permissions":["vzew_retention"]}`)
 			id, _ := tok["id"].(string)
 			secret, _ := tok["secret"].(string)
-			if code != 201 || id == "" || !strings.HasPrefix(secret, consent.TokenPrefix) || tok["active"] != true {
+			if code != 201 || id == "" || !strings.HasPrefix(secret, consentkit.TokenPrefix) || tok["active"] != true {
 				t.Fatalf("issue: %d %v", code, tok)
 			}
 			// The secret works on the public API, and never on the operator's.

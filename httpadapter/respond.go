@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
@@ -107,7 +108,7 @@ func (h *Handler) errorAnswer(r *http.Request, shape ErrorShape, err error) (int
 		status, body.Error = statuses[code], consent.ErrorMessage(err)
 		if code == consent.Internal {
 			h.log.ErrorContext(r.Context(), "consentkit: internal error", "method", r.Method, "path", r.URL.Path,
-				"request_id", consent.RequestIDFrom(r.Context()), "err", err)
+				"request_id", consentkit.RequestIDFrom(r.Context()), "err", err)
 		}
 	}
 	if shape == RetainErrors {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/wallet"
@@ -42,7 +43,7 @@ type Route struct {
 	// Idempotent routes are paid or state-changing: they take an
 	// Idempotency-Key header, and a call sent again with its key is
 	// answered with the first call's stored answer, without doing
-	// anything again (D40; consent.Idempotency has the rules).
+	// anything again (D40; consentkit.Idempotency has the rules).
 	Idempotent bool
 	// RequireKey routes refuse a call without an Idempotency-Key (400):
 	// those that move money without a charge to fail on, such as a top-up,
@@ -193,7 +194,7 @@ func handle[Req, Resp any](rt Route, fn func(ctx context.Context, c Caller, req 
 
 // handlePaid binds a paid or state-changing route (Route.Idempotent): call
 // runs the operation and render turns its result — what the operation's
-// consent.Paid transaction returns — into the Response. The two are apart
+// consentkit.Paid transaction returns — into the Response. The two are apart
 // so that the answer can be rendered inside that transaction and stored
 // with the call's idempotency key (D40).
 func handlePaid[Req, Res, Resp any](rt Route, call func(ctx context.Context, c Caller, req *Req) (Res, error), render func(Res) *Resp) *route {
@@ -261,7 +262,7 @@ type streamer interface {
 // function. For an Idempotent route called with an Idempotency-Key it
 // returns the key too, which holds the answer to send once the call is
 // done (D40).
-func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *consent.Idempotency, error) {
+func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *consentkit.Idempotency, error) {
 	ctx := r.Context()
 	c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r), Origin: r.Header.Get("Origin"), UserAgent: r.UserAgent()}
 	if rt.Limit.byClient() { // taken before anything is read
@@ -279,7 +280,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 		if err := h.authenticateOperator(r); err != nil {
 			return nil, nil, err
 		}
-		ctx = consent.WithActor(ctx, consent.ActorOperator)
+		ctx = consentkit.WithActor(ctx, consent.ActorOperator)
 	} else if rt.Auth != AuthNone {
 		tok, err := h.authenticate(r, rt.Auth)
 		if err != nil {
@@ -287,7 +288,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 		}
 		if tok != nil {
 			c.Token, c.CompanyID = tok, tok.CompanyID
-			ctx = consent.WithActor(ctx, tok.ID) // who acted, in the audit log (D42)
+			ctx = consentkit.WithActor(ctx, tok.ID) // who acted, in the audit log (D42)
 			if err := h.take(r, rt.Limit, c); err != nil {
 				return nil, nil, err
 			}
@@ -316,12 +317,12 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 			return nil, nil, err
 		}
 		c.CompanyID = company
-		ctx = consent.WithActor(ctx, "property:"+property)
+		ctx = consentkit.WithActor(ctx, "property:"+property)
 		if err := h.take(r, rt.Limit, c); err != nil {
 			return nil, nil, err
 		}
 	}
-	var idem *consent.Idempotency
+	var idem *consentkit.Idempotency
 	key, ok := idempotencyKey(r)
 	if rt.RequireKey && !ok {
 		return nil, nil, consent.Errorf(consent.Invalid, "the %s header is required: send a key of your choosing, "+
@@ -332,7 +333,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 		if idem, err = h.idempotency(rt, r, c, req, key); err != nil {
 			return nil, nil, err
 		}
-		ctx = consent.WithIdempotency(ctx, idem)
+		ctx = consentkit.WithIdempotency(ctx, idem)
 	}
 	resp, err := rt.call(ctx, c, req)
 	return resp, idem, err

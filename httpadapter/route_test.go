@@ -7,34 +7,35 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
 )
 
-func newTestHandler(t *testing.T) (*Handler, *consent.Service) {
+func newTestHandler(t *testing.T) (*Handler, *consentkit.Service) {
 	t.Helper()
 	ctx := context.Background()
-	svc, err := consent.NewService(memstore.New(), consent.Config{})
+	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []func() error{
 		func() error {
-			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 			return err
 		},
 		func() error {
-			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			_, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err
 		},
 		func() error { _, err := svc.TopUp(ctx, "acme", wallet.Dollar, ""); return err },
 		func() error {
-			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 			return err
 		},
 		func() error {
-			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web",
+			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web",
 				SessionID: "s1", Records: []consent.Record{{Text: "I agree.", Types: []string{"tcpa"}}}})
 			return err
 		},

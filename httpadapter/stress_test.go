@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -216,7 +217,7 @@ const (
 func stressRun(t *testing.T, st consent.Store, seed uint64, ops int) {
 	began := time.Now()
 	e := setup(t, st)
-	_, err := e.svc.AddProperty(ctx, consent.PropertyParams{ID: stressProperty, CompanyID: "acme", Name: "Quote form",
+	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: stressProperty, CompanyID: "acme", Name: "Quote form",
 		AllowedOrigins: []string{formOrigin}})
 	must(t, err)
 	// Sessions of acme to retain: the first of them have a certificate
@@ -230,7 +231,7 @@ func stressRun(t *testing.T, st consent.Store, seed uint64, ops int) {
 			made = made[:0] // a store may run this more than once
 			for i := from; i < min(from+100, sessions); i++ {
 				id := fmt.Sprint("st-", i)
-				if _, err := e.svc.StartSessionTx(ctx, tx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+				if _, err := e.svc.StartSessionTx(ctx, tx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
 					return err
 				}
 				if i >= certs {
@@ -238,7 +239,7 @@ func stressRun(t *testing.T, st consent.Store, seed uint64, ops int) {
 				}
 				c := stressCert{id: fmt.Sprint("sc-", i), property: "acme-web", session: id, text: consentText,
 					email: fmt.Sprintf("lead%d@example.com", i), mobile: fmt.Sprintf("555-300-%04d", i)}
-				_, err := e.svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+				_, err := e.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 					ID: c.id, CompanyID: "acme", PropertyID: "acme-web", SessionID: id,
 					Email: c.email, Mobile: c.mobile, Origin: "https://acme.example/quote",
 					Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}, OptInAt: created}},
@@ -442,7 +443,7 @@ func stressStep(t *testing.T, e *env, h http.Handler, pool *stressPool, rng *ran
 			me.tokens[k].revoked = true
 			return
 		}
-		tok, secret, err := e.svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention}})
+		tok, secret, err := e.svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention}})
 		if err != nil {
 			t.Errorf("issue token: %v", err)
 			return

@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -92,7 +93,7 @@ type Result struct {
 // Config configures a Runner. Store and at least one Handler are required.
 type Config struct {
 	// Store holds the queue: a Service's Store, or a store that New wraps
-	// with consent.Checked, so that the runner's writes are checked as the
+	// with consentkit.Checked, so that the runner's writes are checked as the
 	// Service's are. Required.
 	Store    consent.Store
 	Handlers []Handler
@@ -122,7 +123,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Poll < 0 {
 		return nil, errors.New("jobs: Config.Poll must not be negative")
 	}
-	cfg.Store = consent.Checked(cfg.Store)
+	cfg.Store = consentkit.Checked(cfg.Store)
 	if cfg.ID == "" {
 		host, _ := os.Hostname()
 		var b [4]byte

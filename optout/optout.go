@@ -6,17 +6,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
-// Service revokes consent with the store and clock of a consent.Service.
+// Service revokes consent with the store and clock of a consentkit.Service.
 // It is safe for concurrent use.
 type Service struct {
-	svc *consent.Service
+	svc *consentkit.Service
 }
 
 // New returns a Service built from svc.
-func New(svc *consent.Service) *Service { return &Service{svc: svc} }
+func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // Request is an opt-out. ClientIP is recorded with it (D19).
 type Request struct {
@@ -79,7 +80,7 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 
-	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*Result, error) {
+	return consentkit.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*Result, error) {
 		ids, err := s.match(ctx, tx, rev)
 		if consent.ErrorCode(err) == consent.NotFound {
 			// An unknown company: nothing to revoke and nothing to record
@@ -118,7 +119,7 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 				by = append(by, f.name)
 			}
 		}
-		err = s.svc.Audit(ctx, tx, consent.AuditParams{CompanyID: rev.CompanyID, Action: consent.AuditOptOut,
+		err = s.svc.Audit(ctx, tx, consentkit.AuditParams{CompanyID: rev.CompanyID, Action: consent.AuditOptOut,
 			Target: rev.ID, Actor: consent.ActorConsumer, Detail: map[string]any{"revoked": len(ids), "by": by}})
 		return &Result{CertificateIDs: ids, Timestamp: rev.CreatedAt}, err
 	})

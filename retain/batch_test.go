@@ -13,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -25,7 +26,7 @@ import (
 // its own. The set-wise batch must answer and store exactly what it does.
 func (s *Service) oneByOne(ctx context.Context, companyID string, sessionIDs []string) (*BatchResult, error) {
 	r := rule{kind: wallet.RetainBatch, action: consent.AuditRetainBatch, video: true}
-	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
+	return consentkit.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
 		res := &BatchResult{Results: make([]BatchEntry, len(sessionIDs))}
 		for i, id := range sessionIDs {
 			e := BatchEntry{SessionID: id}
@@ -33,7 +34,7 @@ func (s *Service) oneByOne(ctx context.Context, companyID string, sessionIDs []s
 			if e.Err = consent.CheckID("session_id", id); e.Err == nil {
 				kept, e.Err = s.keep(ctx, tx, companyID, id, r)
 			}
-			audit := consent.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
+			audit := consentkit.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
 				Detail: map[string]any{"index": i}}
 			switch code := consent.ErrorCode(e.Err); code {
 			case "":
@@ -78,7 +79,7 @@ func (c *ticker) Now() time.Time {
 // batchWorld is one store with the fixture of TestBatchSetWise.
 type batchWorld struct {
 	st    consent.Store
-	svc   *consent.Service
+	svc   *consentkit.Service
 	r     *Service
 	clock *ticker
 	head  int64 // acme's audit head before the batches
@@ -87,7 +88,7 @@ type batchWorld struct {
 func newBatchWorld(t *testing.T, st consent.Store, prices *wallet.Prices) *batchWorld {
 	t.Helper()
 	clk := &ticker{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	svc, err := consent.NewService(st, consent.Config{Now: clk.Now, Prices: prices, LowBalanceThreshold: 30 * wallet.Cent})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: clk.Now, Prices: prices, LowBalanceThreshold: 30 * wallet.Cent})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,8 +100,8 @@ func newBatchWorld(t *testing.T, st consent.Store, prices *wallet.Prices) *batch
 		}
 	}
 	for _, c := range []string{"acme", "other"} {
-		must(svc.CreateCompany(ctx, consent.CompanyParams{ID: c, Name: c}))
-		must(svc.AddProperty(ctx, consent.PropertyParams{ID: c + "-web", CompanyID: c, Name: "Form"}))
+		must(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: c, Name: c}))
+		must(svc.AddProperty(ctx, consentkit.PropertyParams{ID: c + "-web", CompanyID: c, Name: "Form"}))
 	}
 	endpoints := webhook.Endpoints{Service: svc}
 	for _, ep := range []webhook.Params{
@@ -114,9 +115,9 @@ func newBatchWorld(t *testing.T, st consent.Store, prices *wallet.Prices) *batch
 	}
 	must(nil, endpoints.SetDisabled(ctx, "acme", "ep-off", true))
 	for i := range 10 {
-		must(svc.StartSession(ctx, consent.SessionParams{ID: fmt.Sprintf("a%d", i), CompanyID: "acme", PropertyID: "acme-web"}))
+		must(svc.StartSession(ctx, consentkit.SessionParams{ID: fmt.Sprintf("a%d", i), CompanyID: "acme", PropertyID: "acme-web"}))
 	}
-	must(svc.StartSession(ctx, consent.SessionParams{ID: "o1", CompanyID: "other", PropertyID: "other-web"}))
+	must(svc.StartSession(ctx, consentkit.SessionParams{ID: "o1", CompanyID: "other", PropertyID: "other-web"}))
 	must(svc.TopUp(ctx, "acme", wallet.Dollar, "fixture"))
 	must(w.r.Retain(ctx, "acme", "acme", "a3"))          // retained before the batch
 	must(nil, st.Update(ctx, func(tx consent.Tx) error { // purged before the batch
@@ -270,7 +271,7 @@ func TestBatchSetWise(t *testing.T) {
 		for _, p := range prices {
 			t.Run(p.name, func(t *testing.T) {
 				ref, set := newBatchWorld(t, open(t), p.prices), newBatchWorld(t, open(t), p.prices)
-				rctx := consent.WithRequestID(consent.WithActor(ctx, "tok_batch"), "req-batch")
+				rctx := consentkit.WithRequestID(consentkit.WithActor(ctx, "tok_batch"), "req-batch")
 				for round := range 2 { // the second finds everything retained or unpaid
 					want, err := ref.r.oneByOne(rctx, "acme", ids)
 					if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/retain"
@@ -21,14 +22,14 @@ func BenchmarkRetain(b *testing.B) {
 		for _, n := range []int{1, retain.MaxBatch} {
 			b.Run(fmt.Sprintf("%s/sessions=%d", k.Name, n), func(b *testing.B) {
 				st := k.Open(b)
-				svc, err := consent.NewService(st, consent.Config{})
+				svc, err := consentkit.NewService(st, consentkit.Config{})
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+				if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+				if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
 					b.Fatal(err)
 				}
 				r := retain.New(svc)
@@ -40,7 +41,7 @@ func BenchmarkRetain(b *testing.B) {
 						for i := range ids {
 							made++
 							ids[i] = fmt.Sprintf("s%07d", made)
-							if _, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{ID: ids[i], CompanyID: "acme", PropertyID: "web"}); err != nil {
+							if _, err := svc.StartSessionTx(ctx, tx, consentkit.SessionParams{ID: ids[i], CompanyID: "acme", PropertyID: "web"}); err != nil {
 								return err
 							}
 						}

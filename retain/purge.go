@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/jobs"
 )
@@ -27,7 +28,7 @@ const (
 type PurgeConfig struct {
 	// Service gives the store and the clock: what expires at or before
 	// Service.Now() is purged.
-	Service *consent.Service
+	Service *consentkit.Service
 	// Videos is where the videos of purged sessions are removed.
 	Videos VideoStore
 	// Every is how often the purge runs: default one hour.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -28,7 +29,7 @@ const consentText = "I agree to be contacted by Acme."
 // out by email).
 type purgeEnv struct {
 	store  consent.Store
-	svc    *consent.Service
+	svc    *consentkit.Service
 	clock  *clock
 	videos retain.Dir
 	purger *retain.Purger
@@ -47,9 +48,9 @@ func newPurgeEnv(t *testing.T, st consent.Store) *purgeEnv {
 	svc, clk := base.svc, base.clock
 	e := &purgeEnv{store: st, svc: svc, clock: clk, videos: retain.Dir{Root: base.videos}}
 	for _, id := range []string{"plain", "kept", "revoked"} {
-		must(svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web", URL: "https://acme.example/quote"}))
+		must(svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web", URL: "https://acme.example/quote"}))
 		must(svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"session":"`+id+`"}}]`)))
-		must(svc.IssueCertificate(ctx, consent.CertificateParams{ID: "c-" + id, CompanyID: "acme", PropertyID: "web", SessionID: id,
+		must(svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "c-" + id, CompanyID: "acme", PropertyID: "web", SessionID: id,
 			Origin: "https://acme.example/quote", Email: id + "@example.com", Records: []consent.Record{{Text: consentText}}}))
 	}
 	must(retain.New(svc).RetainCertificates(ctx, "acme", "acme", "kept"))

@@ -5,19 +5,20 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
 
 // Service runs every retention: the Retain API and the Verification API's
 // /verify/session and /verify/certificate, with the store, clock, prices
-// and long-term period of a consent.Service. It is safe for concurrent use.
+// and long-term period of a consentkit.Service. It is safe for concurrent use.
 type Service struct {
-	svc *consent.Service
+	svc *consentkit.Service
 }
 
 // New returns a Service built from svc.
-func New(svc *consent.Service) *Service { return &Service{svc: svc} }
+func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // StatusQueued is the status of a successful retention (§4.8).
 const StatusQueued = "queued_for_conversion"
@@ -193,8 +194,8 @@ func (s *Service) one(ctx context.Context, caller, companyID, sessionID string, 
 	if err := consent.CheckID(fields[r.video].session, sessionID); err != nil {
 		return nil, err
 	}
-	audit := &consent.AuditParams{CompanyID: companyID, Action: r.action, Target: sessionID}
-	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Retention, error) {
+	audit := &consentkit.AuditParams{CompanyID: companyID, Action: r.action, Target: sessionID}
+	return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Retention, error) {
 		out, err := s.keep(ctx, tx, companyID, sessionID, r)
 		if err == nil {
 			audit.Detail = retentionDetail(out, r)
@@ -299,7 +300,7 @@ func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, ses
 		return nil, consent.Errorf(consent.Invalid, "session_ids must list 1 to %d sessions", MaxBatch)
 	}
 	r := rule{kind: wallet.RetainBatch, action: consent.AuditRetainBatch, video: true}
-	return consent.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
+	return consentkit.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*BatchResult, error) {
 		return s.batch(ctx, tx, companyID, sessionIDs, r)
 	})
 }
@@ -341,7 +342,7 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 		}
 		// The details are retentionDetail's and the index's, as structs:
 		// the same JSON, made faster than from maps.
-		audit := consent.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
+		audit := consentkit.AuditParams{CompanyID: companyID, Action: r.action, Target: id, Err: e.Err,
 			Detail: indexDetail{i}}
 		switch code := consent.ErrorCode(e.Err); code {
 		case "":
@@ -390,7 +391,7 @@ type (
 // when it is not the company's) and in b: the same checks, charge, marks,
 // conversion job and event, gathered in b and the session instead of
 // written.
-func (s *Service) keepIn(ctx context.Context, b *consent.Batch, ses *consent.Session, r rule) (*Retention, error) {
+func (s *Service) keepIn(ctx context.Context, b *consentkit.Batch, ses *consent.Session, r rule) (*Retention, error) {
 	if ses == nil {
 		return nil, consent.Errorf(consent.NotFound, "session not found")
 	}

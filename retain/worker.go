@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/jobs"
 )
@@ -17,7 +18,7 @@ import (
 // required; zero values of the rest mean their defaults. The store and the
 // clock are the Service's.
 type WorkerConfig struct {
-	Service   *consent.Service
+	Service   *consentkit.Service
 	Converter Converter
 	Videos    VideoStore
 	// ID names this worker in leases; default host-pid-random. Every

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/internal/testwait"
@@ -83,7 +84,7 @@ func (f *fakeConverter) count(id string) int {
 
 type env struct {
 	store  consent.Store
-	svc    *consent.Service
+	svc    *consentkit.Service
 	clock  *clock
 	retain *retain.Service
 	videos string
@@ -100,15 +101,15 @@ func setup(t *testing.T, st consent.Store, n int) *env {
 			t.Fatal(err)
 		}
 	}
-	svc, err := consent.NewService(st, consent.Config{Now: clk.Now})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: clk.Now})
 	must(svc, err)
-	must(svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}))
-	must(svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
+	must(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}))
+	must(svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
 	must(svc.TopUp(ctx, "acme", 100*wallet.Dollar, ""))
 	e := &env{store: st, svc: svc, clock: clk, retain: retain.New(svc), videos: t.TempDir()}
 	for i := range n {
 		id := fmt.Sprintf("s%02d", i)
-		must(svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web"}))
+		must(svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web"}))
 		must(svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"session":"`+id+`"}}]`)))
 		must(e.retain.Retain(ctx, "acme", "acme", id))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/seed"
@@ -43,7 +44,7 @@ type loaded struct {
 // loadRolledBack loads f into st in one transaction, reads back what it
 // loaded, and rolls the transaction back. It returns Load's error, or what
 // was loaded; afterwards st must be empty again.
-func loadRolledBack(t *testing.T, st consent.Store, svc *consent.Service, f *seed.File) (*loaded, error) {
+func loadRolledBack(t *testing.T, st consent.Store, svc *consentkit.Service, f *seed.File) (*loaded, error) {
 	ctx := context.Background()
 	var out *loaded
 	var loadErr error
@@ -69,7 +70,7 @@ func loadRolledBack(t *testing.T, st consent.Store, svc *consent.Service, f *see
 	return out, nil
 }
 
-func readBack(ctx context.Context, svc *consent.Service, tx consent.Tx, f *seed.File, sum *seed.Summary) (*loaded, error) {
+func readBack(ctx context.Context, svc *consentkit.Service, tx consent.Tx, f *seed.File, sum *seed.Summary) (*loaded, error) {
 	l := &loaded{Summary: *sum}
 	for _, c := range f.Companies {
 		co, err := tx.Company(ctx, c.ID)
@@ -145,7 +146,7 @@ func readBack(ctx context.Context, svc *consent.Service, tx consent.Tx, f *seed.
 // signs certificates, at a fixed time.
 type stores struct {
 	mem, sqlite    consent.Store
-	memSvc, sqlSvc *consent.Service
+	memSvc, sqlSvc *consentkit.Service
 }
 
 func newStores(f *testing.F) *stores {
@@ -154,12 +155,12 @@ func newStores(f *testing.F) *stores {
 		f.Fatal(err)
 	}
 	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-	cfg := consent.Config{Now: func() time.Time { return now }, SigningKeys: []signed.SigningKey{key}}
+	cfg := consentkit.Config{Now: func() time.Time { return now }, SigningKeys: []signed.SigningKey{key}}
 	s := &stores{mem: teststore.Memory(f), sqlite: teststore.SQLite(f)}
-	if s.memSvc, err = consent.NewService(s.mem, cfg); err != nil {
+	if s.memSvc, err = consentkit.NewService(s.mem, cfg); err != nil {
 		f.Fatal(err)
 	}
-	if s.sqlSvc, err = consent.NewService(s.sqlite, cfg); err != nil {
+	if s.sqlSvc, err = consentkit.NewService(s.sqlite, cfg); err != nil {
 		f.Fatal(err)
 	}
 	return s

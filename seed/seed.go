@@ -56,6 +56,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
@@ -174,7 +175,7 @@ type Summary struct {
 var ErrNotEmpty = errors.New("seed: the store already has data; a seed file loads only into an empty store")
 
 // Load loads f into the empty store of svc in one transaction.
-func Load(ctx context.Context, svc *consent.Service, f *File) (*Summary, error) {
+func Load(ctx context.Context, svc *consentkit.Service, f *File) (*Summary, error) {
 	var sum *Summary
 	err := svc.Store().Update(ctx, func(tx consent.Tx) error {
 		var err error
@@ -189,7 +190,7 @@ func Load(ctx context.Context, svc *consent.Service, f *File) (*Summary, error) 
 
 // LoadTx is Load inside tx, so that a caller can do more in the same
 // transaction.
-func LoadTx(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File) (*Summary, error) {
+func LoadTx(ctx context.Context, svc *consentkit.Service, tx consent.Tx, f *File) (*Summary, error) {
 	empty, err := Empty(ctx, tx)
 	if err != nil {
 		return nil, err
@@ -210,7 +211,7 @@ func Empty(ctx context.Context, tx consent.Tx) (bool, error) {
 	return len(ids) == 0, err
 }
 
-func load(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File, sum *Summary) error {
+func load(ctx context.Context, svc *consentkit.Service, tx consent.Tx, f *File, sum *Summary) error {
 	for i, c := range f.Companies {
 		if err := loadCompany(ctx, svc, tx, c, sum); err != nil {
 			return fmt.Errorf("companies[%d] %q: %w", i, c.ID, err)
@@ -240,11 +241,11 @@ func load(ctx context.Context, svc *consent.Service, tx consent.Tx, f *File, sum
 	return nil
 }
 
-func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Company, sum *Summary) error {
+func loadCompany(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c Company, sum *Summary) error {
 	if c.ID == "" {
 		return consent.Errorf(consent.Invalid, "id is required")
 	}
-	_, err := svc.CreateCompanyTx(ctx, tx, consent.CompanyParams{
+	_, err := svc.CreateCompanyTx(ctx, tx, consentkit.CompanyParams{
 		ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties: c.AuthorizedThirdParties,
 	})
@@ -264,7 +265,7 @@ func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Com
 		if p.ID == "" {
 			return fmt.Errorf("properties[%d]: %w", j, consent.Errorf(consent.Invalid, "id is required"))
 		}
-		if _, err := svc.AddPropertyTx(ctx, tx, consent.PropertyParams{ID: p.ID, CompanyID: c.ID, Name: p.Name, AllowedOrigins: p.AllowedOrigins}); err != nil {
+		if _, err := svc.AddPropertyTx(ctx, tx, consentkit.PropertyParams{ID: p.ID, CompanyID: c.ID, Name: p.Name, AllowedOrigins: p.AllowedOrigins}); err != nil {
 			return fmt.Errorf("properties[%d] %q: %w", j, p.ID, err)
 		}
 		sum.Properties++
@@ -273,7 +274,7 @@ func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Com
 		if t.Token == "" {
 			return fmt.Errorf("tokens[%d]: %w", j, consent.Errorf(consent.Invalid, "token is required"))
 		}
-		tok, _, err := svc.IssueTokenTx(ctx, tx, consent.TokenParams{
+		tok, _, err := svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{
 			CompanyID: c.ID, Permissions: t.Permissions, ExpiresAt: t.ExpiresAt, Secret: t.Token,
 		})
 		if err == nil && t.Revoked {
@@ -287,16 +288,16 @@ func loadCompany(ctx context.Context, svc *consent.Service, tx consent.Tx, c Com
 	return nil
 }
 
-func loadSession(ctx context.Context, svc *consent.Service, tx consent.Tx, s Session) error {
+func loadSession(ctx context.Context, svc *consentkit.Service, tx consent.Tx, s Session) error {
 	if s.ID == "" {
 		return consent.Errorf(consent.Invalid, "id is required")
 	}
-	if _, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{
+	if _, err := svc.StartSessionTx(ctx, tx, consentkit.SessionParams{
 		ID: s.ID, CompanyID: s.CompanyID, PropertyID: s.PropertyID, CreatedAt: s.CreatedAt,
 	}); err != nil {
 		return err
 	}
-	for _, chunk := range chunks(s.Events, consent.DefaultMaxChunkBytes) {
+	for _, chunk := range chunks(s.Events, consentkit.DefaultMaxChunkBytes) {
 		if _, err := svc.AppendEventsTx(ctx, tx, s.ID, chunk); err != nil {
 			return fmt.Errorf("events: %w", err)
 		}
@@ -331,7 +332,7 @@ func chunks(events []json.RawMessage, max int) []json.RawMessage {
 	return out
 }
 
-func loadCertificate(ctx context.Context, svc *consent.Service, tx consent.Tx, c Certificate) error {
+func loadCertificate(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c Certificate) error {
 	if c.ID == "" {
 		return consent.Errorf(consent.Invalid, "id is required")
 	}
@@ -339,7 +340,7 @@ func loadCertificate(ctx context.Context, svc *consent.Service, tx consent.Tx, c
 	for i, r := range c.Consents {
 		records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt}
 	}
-	_, err := svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+	_, err := svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 		ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID,
 		Origin: c.Origin, Email: c.Email, Mobile: c.Mobile, Records: records,
 		EventsCombined: c.EventsCombined, CreatedAt: c.CreatedAt,

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/seed"
@@ -39,7 +40,7 @@ func TestLoadExample(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := open(t)
-		svc, err := consent.NewService(st, consent.Config{})
+		svc, err := consentkit.NewService(st, consentkit.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestLoadErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
 				st := open(t)
-				svc, err := consent.NewService(st, consent.Config{})
+				svc, err := consentkit.NewService(st, consentkit.Config{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -222,7 +223,7 @@ func TestLoadAllowedOrigins(t *testing.T) {
 // load loads file into st, failing t on an error, and returns st.
 func load(t *testing.T, st consent.Store, file string) consent.Store {
 	t.Helper()
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestLoadWebhooks(t *testing.T) {
 		                 "consents":[{"text":"I agree."}]}]}`
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
 		st := open(t)
-		svc, err := consent.NewService(st, consent.Config{})
+		svc, err := consentkit.NewService(st, consentkit.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -290,7 +291,7 @@ func TestLoadWebhooks(t *testing.T) {
 		}
 	})
 	// With private addresses allowed, the same file loads.
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{WebhookAllowPrivate: true})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{WebhookAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

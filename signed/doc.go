@@ -16,8 +16,9 @@
 //		// not signed, or not by a published key over this content
 //	}
 //
-// A service signs with a [SigningKey]: package consent builds the
-// [Document] of each certificate it issues and signs it with [SigningKey.Sign].
+// A service signs with a [SigningKey]: the Service builds the [Document] of
+// each certificate it issues (consent.Document) and signs it with
+// [SigningKey.Sign].
 //
 // # The canonical encoding
 //

@@ -5,7 +5,7 @@
 //
 // A store does storage only: exact round trips, NotFound and Conflict,
 // transactions. The Service checks every value and argument of a call
-// before a store sees it (consent.Checked), so a store written for another
+// before a store sees it (consentkit.Checked), so a store written for another
 // database implements consent.Store, runs storetest, and is given only
 // values that every store can keep.
 package store

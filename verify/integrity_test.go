@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/signed"
@@ -72,7 +73,7 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}})
+			svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,14 +83,14 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 					t.Fatal(err)
 				}
 			}
-			must(svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}))
-			must(svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
+			must(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}))
+			must(svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
 			must(svc.TopUp(ctx, "acme", wallet.Dollar, ""))
-			must(svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}))
+			must(svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}))
 			must(svc.AppendEvents(ctx, "s1", json.RawMessage(recording)))
 			joined, err := svc.Recording(ctx, "s1")
 			must(joined, err)
-			must(svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
+			must(svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
 				SessionID: "s1", Origin: "https://acme.example/", Records: []consent.Record{{Text: text, Types: []string{"tcpa"}}},
 				RecordingSHA256: sha256.Sum256(joined)}))
 			tc.tamper(t, tm)

@@ -13,20 +13,21 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
 // Service answers verification requests with the store, clock and prices
-// of a consent.Service. It is safe for concurrent use.
+// of a consentkit.Service. It is safe for concurrent use.
 type Service struct {
-	svc      *consent.Service
+	svc      *consentkit.Service
 	recorded recordedSet
 }
 
 // New returns a Service built from svc.
-func New(svc *consent.Service) *Service { return &Service{svc: svc} }
+func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // Verification types (service.md §4.1).
 const (
@@ -167,8 +168,8 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		if vtype == ThirdParty {
 			detail.Originator = owner
 		}
-		audit := &consent.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
-		return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
+		audit := &consentkit.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
+		return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
 			if vtype == ThirdParty {
 				if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
 					return nil, err
@@ -402,7 +403,7 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*c
 func (s *Service) integrity(ctx context.Context, cert *consent.Certificate, recording *consent.Digest) error {
 	if err := s.svc.CheckIntegrity(cert, recording); err != nil {
 		slog.ErrorContext(ctx, "consentkit: a certificate failed its integrity check; it is refused", "certificate", cert.ID,
-			"company", cert.CompanyID, "err", err, "request_id", consent.RequestIDFrom(ctx))
+			"company", cert.CompanyID, "err", err, "request_id", consentkit.RequestIDFrom(ctx))
 		return err
 	}
 	return nil
@@ -484,8 +485,8 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 // info is CertificateInfo with the recording's check.
 func (s *Service) info(ctx context.Context, caller string, req InfoRequest, recording recordingCheck) (*Info, error) {
 	detail := &infoDetail{PropertyID: req.PropertyID}
-	audit := &consent.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
-	return consent.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {
+	audit := &consentkit.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
+	return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return nil, err
 		}

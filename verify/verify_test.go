@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/verify"
@@ -19,17 +20,17 @@ var ctx = context.Background()
 func setup(t *testing.T, records ...consent.Record) *verify.Service {
 	t.Helper()
 	st := memstore.New()
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	steps := []error{err}
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 	steps = append(steps, err)
-	_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+	_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 	steps = append(steps, err)
 	_, err = svc.TopUp(ctx, "acme", wallet.Dollar, "")
 	steps = append(steps, err)
-	_, err = svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 	steps = append(steps, err)
-	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s1", Records: records})
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s1", Records: records})
 	steps = append(steps, err)
 	for _, err := range steps {
 		if err != nil {
@@ -108,28 +109,28 @@ func (c *countingStore) Update(ctx context.Context, fn func(consent.Tx) error) e
 func TestRecordingReadOnlyWhenThereIsOne(t *testing.T) {
 	const text = "I agree."
 	st := &countingStore{Store: memstore.New()}
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	recording := json.RawMessage(`[{"type":4,"data":{"href":"https://acme.example/"},"timestamp":1}]`)
 	steps := []error{}
 	for _, step := range []func() (any, error){
-		func() (any, error) { return svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}) },
+		func() (any, error) { return svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}) },
 		func() (any, error) {
-			return svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			return svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 		},
 		func() (any, error) { return svc.TopUp(ctx, "acme", wallet.Dollar, "") },
 		func() (any, error) {
-			return svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			return svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 		},
 		func() (any, error) { return svc.AppendEvents(ctx, "s1", recording) },
 		func() (any, error) {
-			return svc.IssueCertificate(ctx, consent.CertificateParams{ID: "plain", CompanyID: "acme", PropertyID: "web",
+			return svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "plain", CompanyID: "acme", PropertyID: "web",
 				SessionID: "s1", Records: []consent.Record{{Text: text}}})
 		},
 		func() (any, error) {
-			return svc.IssueCertificate(ctx, consent.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
+			return svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
 				SessionID: "s1", Records: []consent.Record{{Text: text}}, RecordingSHA256: sha256.Sum256(recording)})
 		},
 	} {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/optout"
@@ -35,25 +36,25 @@ func crashChild() int {
 	if err := st.Migrate(ctx); err != nil {
 		return fail(err)
 	}
-	svc, err := consent.NewService(st, consent.Config{WebhookAllowPrivate: true})
+	svc, err := consentkit.NewService(st, consentkit.Config{WebhookAllowPrivate: true})
 	if err != nil {
 		return fail(err)
 	}
 	steps := []func() error{
 		func() error {
-			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 			return err
 		},
 		func() error {
-			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			_, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err
 		},
 		func() error {
-			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 			return err
 		},
 		func() error {
-			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
+			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
 				SessionID: "s1", Email: email, Records: []consent.Record{{Text: "I agree."}}})
 			return err
 		},
@@ -113,7 +114,7 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -57,12 +58,12 @@ type Params struct {
 // reads their delivery logs (D44). Each change is audited, as the
 // Service's own changes are.
 type Endpoints struct {
-	Service *consent.Service
+	Service *consentkit.Service
 }
 
 // Add adds a webhook endpoint to a company (D44) and returns it, with its
 // secret. Invalid when the URL, secret or events are not acceptable (see
-// CheckURL, whose allowPrivate is consent.Config.WebhookAllowPrivate) or
+// CheckURL, whose allowPrivate is consentkit.Config.WebhookAllowPrivate) or
 // the company has MaxEndpoints already; NotFound when the company does not
 // exist; Conflict when the id is taken.
 func (e Endpoints) Add(ctx context.Context, p Params) (*consent.WebhookEndpoint, error) {
@@ -121,7 +122,7 @@ func (e Endpoints) AddTx(ctx context.Context, tx consent.Tx, p Params) (*consent
 		return nil, err
 	}
 	// The audit log names the endpoint, its URL and events, never its secret.
-	err = s.Audit(ctx, tx, consent.AuditParams{CompanyID: ep.CompanyID, Action: consent.AuditWebhookCreate, Target: ep.ID,
+	err = s.Audit(ctx, tx, consentkit.AuditParams{CompanyID: ep.CompanyID, Action: consent.AuditWebhookCreate, Target: ep.ID,
 		Detail: map[string]any{"url": ep.URL, "events": ep.Events}})
 	if err != nil {
 		return nil, err
@@ -147,7 +148,7 @@ func (e Endpoints) Delete(ctx context.Context, companyID, id string) error {
 	if !consent.ValidID(id) {
 		return consent.Errorf(consent.NotFound, "webhook endpoint not found")
 	}
-	p := consent.AuditParams{CompanyID: companyID, Action: consent.AuditWebhookDelete, Target: id}
+	p := consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditWebhookDelete, Target: id}
 	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error { return tx.DeleteWebhookEndpoint(ctx, companyID, id) })
 }
 
@@ -163,7 +164,7 @@ func (e Endpoints) SetDisabled(ctx context.Context, companyID, id string, disabl
 	if !consent.ValidID(id) {
 		return consent.Errorf(consent.NotFound, "webhook endpoint not found")
 	}
-	p := consent.AuditParams{CompanyID: companyID, Action: action, Target: id}
+	p := consentkit.AuditParams{CompanyID: companyID, Action: action, Target: id}
 	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, companyID, id, at) })
 }
 

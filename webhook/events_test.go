@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
@@ -44,12 +45,12 @@ type sent struct {
 // what the receiver gets.
 func TestEvents(t *testing.T) {
 	rc := newReceiver(t)
-	e := newEnv(t, teststore.SQLite(t), envOpts{cfg: consent.Config{LowBalanceThreshold: 250_000 * wallet.Microdollar}})
+	e := newEnv(t, teststore.SQLite(t), envOpts{cfg: consentkit.Config{LowBalanceThreshold: 250_000 * wallet.Microdollar}})
 	ep := e.endpoint(t, rc.URL, consent.EventTypes...)
 	if _, err := e.svc.TopUp(ctx, "acme", 400_000*wallet.Microdollar, "test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.StartSession(ctx, consent.SessionParams{ID: "s2", CompanyID: "acme", PropertyID: "web"}); err != nil {
+	if _, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: "s2", CompanyID: "acme", PropertyID: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"s1", "s2"} {

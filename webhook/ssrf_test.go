@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -17,20 +18,20 @@ import (
 // TestEndpointURLs: by default an endpoint whose host is a non-public IP
 // address is refused when it is added; names are left to the dialer.
 func TestEndpointURLs(t *testing.T) {
-	svc, err := consent.NewService(memstore.New(), consent.Config{})
+	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := consent.NewService(memstore.New(), consent.Config{WebhookAllowPrivate: true})
+	open, err := consentkit.NewService(memstore.New(), consentkit.Config{WebhookAllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []*consent.Service{svc, open} {
-		if _, err := s.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	for _, s := range []*consentkit.Service{svc, open} {
+		if _, err := s.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	add := func(s *consent.Service, u, sec string) error {
+	add := func(s *consentkit.Service, u, sec string) error {
 		_, err := webhook.Endpoints{Service: s}.Add(ctx, webhook.Params{CompanyID: "acme", URL: u, Secret: sec,
 			Events: []string{consent.EventConsentRevoked}})
 		return err

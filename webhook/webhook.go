@@ -5,7 +5,7 @@
 // the HMAC-SHA256, keyed with the base64-decoded part of the endpoint's
 // "whsec_" secret, of "id.timestamp.body").
 //
-// Messages are written by consent.Service.EmitEvent inside the transaction
+// Messages are written by consentkit.Service.EmitEvent inside the transaction
 // of the change they report, as jobs of kind consent.JobWebhook: the job
 // queue is the outbox, so a change that rolls back sends nothing and one
 // that commits is delivered at least once, even if the process dies right
@@ -52,6 +52,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/jobs"
 )
@@ -59,7 +60,7 @@ import (
 // Config configures a Handler. Service is required; zero values of the rest
 // mean their defaults.
 type Config struct {
-	Service *consent.Service
+	Service *consentkit.Service
 	// AllowPrivate lets deliveries connect to loopback, private and
 	// link-local unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8,
 	// 172.16.0.0/12, 192.168.0.0/16, fc00::/7, 169.254.0.0/16,

@@ -20,6 +20,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
@@ -156,13 +157,13 @@ func (c *clock) Add(d time.Duration) {
 // env is a service with company acme: property web, session s1 and, once
 // issue is called, certificate cert-1 with the email and mobile above.
 type env struct {
-	svc    *consent.Service
+	svc    *consentkit.Service
 	clock  *clock
 	runner *jobs.Runner
 }
 
 type envOpts struct {
-	cfg     consent.Config
+	cfg     consentkit.Config
 	webhook webhook.Config
 	// guard keeps the delivery's address guard on; otherwise the receiver
 	// on 127.0.0.1 needs AllowPrivate.
@@ -181,7 +182,7 @@ func newEnv(t *testing.T, st consent.Store, o envOpts) *env {
 	c := &clock{now: time.Now().UTC().Truncate(time.Second)}
 	o.cfg.Now = c.Now
 	o.cfg.WebhookAllowPrivate = true // the receiver is on 127.0.0.1
-	svc, err := consent.NewService(st, o.cfg)
+	svc, err := consentkit.NewService(st, o.cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,13 +203,13 @@ func newEnv(t *testing.T, st consent.Store, o envOpts) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	return &env{svc: svc, clock: c, runner: r}
@@ -216,7 +217,7 @@ func newEnv(t *testing.T, st consent.Store, o envOpts) *env {
 
 func (e *env) issue(t *testing.T, id string) {
 	t.Helper()
-	_, err := e.svc.IssueCertificate(ctx, consent.CertificateParams{
+	_, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{
 		ID: id, CompanyID: "acme", PropertyID: "web", SessionID: "s1", Origin: "https://acme.example/quote",
 		Email: email, Mobile: mobile, Records: []consent.Record{{Text: "I agree.", Types: []string{"tcpa"}}},
 	})
@@ -349,7 +350,7 @@ func TestConsentRevoked(t *testing.T) {
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
-func revocations(svc *consent.Service) ([]*consent.Revocation, error) {
+func revocations(svc *consentkit.Service) ([]*consent.Revocation, error) {
 	var out []*consent.Revocation
 	err := svc.Store().View(ctx, func(tx consent.Tx) error {
 		var err error
@@ -533,7 +534,7 @@ func TestRolledBack(t *testing.T) {
 		e.endpoint(t, rc.URL, consent.EventTypes...)
 		boom := errors.New("boom")
 		err := e.svc.Store().Update(ctx, func(tx consent.Tx) error {
-			_, err := e.svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{
+			_, err := e.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 				ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 				Records: []consent.Record{{Text: "I agree."}},
 			})
@@ -575,7 +576,7 @@ func TestEndpointChoice(t *testing.T) {
 	if err := hooks.SetDisabled(ctx, "acme", c.ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.CreateCompany(ctx, consent.CompanyParams{ID: "other", Name: "Other"}); err != nil {
+	if _, err := e.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "other", Name: "Other"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hooks.Add(ctx, webhook.Params{CompanyID: "other", URL: rcOther.URL, Secret: secret,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -30,27 +31,27 @@ func refusals(t *testing.T) map[string][]byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{key}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.TopUp(ctx, "acme", wallet.Dollar, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+	if _, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 		Origin: "https://acme.example/quote", Email: "jane@example.com", Records: []consent.Record{{Text: "I agree.", Types: []string{"tcpa"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}

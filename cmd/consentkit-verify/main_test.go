@@ -16,6 +16,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -33,26 +34,26 @@ func serve(t *testing.T) (certJSON, keysJSON []byte) {
 		t.Fatal(err)
 	}
 	old, _ := signed.NewSigningKey("key-0")
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}, PublicKeys: []signed.PublicKey{old.Public()}})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{key}, PublicKeys: []signed.PublicKey{old.Public()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, step := range []func() error{
 		func() error {
-			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 			return err
 		},
 		func() error {
-			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+			_, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
 			return err
 		},
 		func() error { _, err := svc.TopUp(ctx, "acme", wallet.Dollar, ""); return err },
 		func() error {
-			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+			_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
 			return err
 		},
 		func() error {
-			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 				Origin: "https://acme.example/quote?x=<1>&y=2", Mobile: "(555) 010-2000",
 				Records: []consent.Record{{Text: "I agree to \"calls\"\tand texts\n— Acme ✓", Types: []string{"tcpa", "sms"}}}})
 			return err
@@ -62,7 +63,7 @@ func serve(t *testing.T) (certJSON, keysJSON []byte) {
 			t.Fatal(err)
 		}
 	}
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}

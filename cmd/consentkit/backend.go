@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver of the schema check, as sqlitestore uses it
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/pgstore"
@@ -134,7 +135,7 @@ func (k *call) direct(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	svc, err := consent.NewService(st, consent.Config{Now: k.now})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: k.now})
 	if err == nil {
 		var secret [32]byte
 		rand.Read(secret[:]) // never fails (crypto/rand, Go 1.24+)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -59,7 +60,7 @@ type backend struct {
 	name      string
 	env       map[string]string
 	openStore func(ctx context.Context, dsn string) (consent.Store, func() error, error)
-	svc       *consent.Service
+	svc       *consentkit.Service
 	store     consent.Store
 	clock     *clock
 }
@@ -124,7 +125,7 @@ func (b *backend) json(t *testing.T, args ...string) (string, map[string]any) {
 
 func newBackend(t *testing.T, name string, st consent.Store, clk *clock) *backend {
 	t.Helper()
-	svc, err := consent.NewService(st, consent.Config{Now: clk.Now})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +323,7 @@ func script(t *testing.T, b *backend) []string {
 
 	// Tokens: the secret once (D6).
 	issued := jsonOut("tokens", "issue", "-retention", "-expires", "2030-01-01T00:00:00Z")
-	if s, _ := issued["secret"].(string); !strings.HasPrefix(s, consent.TokenPrefix) || issued["expires_at"] != "2030-01-01T00:00:00Z" {
+	if s, _ := issued["secret"].(string); !strings.HasPrefix(s, consentkit.TokenPrefix) || issued["expires_at"] != "2030-01-01T00:00:00Z" {
 		t.Errorf("tokens issue: %v", issued)
 	}
 	out = text("tokens", "issue", "-expires", "48h")
@@ -467,7 +468,7 @@ func seed(t *testing.T, b *backend) {
 	b.clock.t = start.Add(time.Hour)
 	b.clock.mu.Unlock()
 	for _, id := range []string{"s1", "s2"} {
-		if _, err := svc.StartSession(ctx, consent.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+		if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":4,"data":{"width":1024,"height":625},"timestamp":1}]`)); err != nil {
@@ -475,7 +476,7 @@ func seed(t *testing.T, b *backend) {
 		}
 	}
 	record := consent.Record{Text: "I agree to be called.", Types: []string{"tcpa", "marketing"}, OptInAt: start.Add(time.Hour)}
-	for _, c := range []consent.CertificateParams{
+	for _, c := range []consentkit.CertificateParams{
 		{ID: "cert-1", SessionID: "s1", Email: "jane@example.com", Mobile: "+1 555 010 2000"},
 		{ID: "cert-2", SessionID: "s1", Email: "JANE@example.com"},
 		{ID: "cert-3", SessionID: "s2", Email: "joe@example.com"},
@@ -486,7 +487,7 @@ func seed(t *testing.T, b *backend) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s-beta", CompanyID: "beta", PropertyID: "acme-web"}); err == nil {
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s-beta", CompanyID: "beta", PropertyID: "acme-web"}); err == nil {
 		t.Error("a session of beta on acme's property")
 	}
 	b.clock.tick()

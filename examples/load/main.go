@@ -58,6 +58,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -155,7 +156,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.BoolVar(&o.ceilings, "ceilings", true, "measure the ceilings (trivial handler, the store's own) in the same run")
 	fs.BoolVar(&o.groupCommit, "group-commit", true, "the SQL stores run concurrent calls in shared transactions (store.GroupCommit); false: each in its own")
 	fs.BoolVar(&o.sign, "sign", true, "certificates are signed, as examples/server signs them, and every verification checks the signature (D41)")
-	fs.BoolVar(&o.sigCache, "signature-cache", true, "the service remembers good signatures (consent.Config.SignatureCacheSize); false: each verification checks in full")
+	fs.BoolVar(&o.sigCache, "signature-cache", true, "the service remembers good signatures (consentkit.Config.SignatureCacheSize); false: each verification checks in full")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write the server's CPU profile, from the end of its preload, to this file")
 	fs.StringVar(&o.memProfile, "memprofile", "", "write the server's allocation profile, at its end, to this file (the preload's allocations included: look at what ServeHTTP allocates)")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the clients' random choices")
@@ -501,12 +502,12 @@ func events(n int) []byte {
 }
 
 // preload stores n sessions with one chunk each, 1,000 to a transaction.
-func preload(ctx context.Context, svc *consent.Service, n int, chunk []byte) error {
+func preload(ctx context.Context, svc *consentkit.Service, n int, chunk []byte) error {
 	for done := 0; done < n; {
 		batch := min(1000, n-done)
 		err := svc.Store().Update(ctx, func(tx consent.Tx) error {
 			for range batch {
-				ses, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{CompanyID: "acme", PropertyID: "acme-web",
+				ses, err := svc.StartSessionTx(ctx, tx, consentkit.SessionParams{CompanyID: "acme", PropertyID: "acme-web",
 					UploadDigest: consent.DigestOf(consent.NewID("t")), CertificateID: consent.NewID("cert")})
 				if err != nil {
 					return err

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/retain"
@@ -24,14 +25,14 @@ func purge(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	svc, err := consent.NewService(st, consent.Config{})
+	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		return err
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		return err
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{loadOrigin}}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{loadOrigin}}); err != nil {
 		return err
 	}
 	return purgeScenario(ctx, o, svc, stdout)
@@ -42,10 +43,10 @@ func purge(ctx context.Context, o options, stdout io.Writer) error {
 // keep verifying live certificates over loopback with /verify/match. It
 // reports the purge's rows per second, and the verifications' latency
 // before the purge and while it runs.
-func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout io.Writer) error {
+func purgeScenario(ctx context.Context, o options, svc *consentkit.Service, stdout io.Writer) error {
 	live := make([]string, 1000)
 	start := time.Now()
-	past := svc.Now().Add(-consent.DefaultRetention - 24*time.Hour)
+	past := svc.Now().Add(-consentkit.DefaultRetention - 24*time.Hour)
 	if err := certificates(ctx, svc, o.expired, past, nil); err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout 
 	if _, err := svc.TopUp(ctx, "acme", 1_000_000*wallet.Dollar, "load"); err != nil {
 		return err
 	}
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func purgeScenario(ctx context.Context, o options, svc *consent.Service, stdout 
 // certificates issues n certificates created at created (zero: now), one
 // session per 100, 1,000 to a transaction; the first len(ids) of them have their
 // ids written to ids.
-func certificates(ctx context.Context, svc *consent.Service, n int, created time.Time, ids []string) error {
+func certificates(ctx context.Context, svc *consentkit.Service, n int, created time.Time, ids []string) error {
 	var ses *consent.Session
 	for done := 0; done < n; {
 		batch := min(1000, n-done)
@@ -165,12 +166,12 @@ func certificates(ctx context.Context, svc *consent.Service, n int, created time
 			for i := range batch {
 				if (done+i)%100 == 0 {
 					var err error
-					ses, err = svc.StartSessionTx(ctx, tx, consent.SessionParams{CompanyID: "acme", PropertyID: "acme-web", CreatedAt: created})
+					ses, err = svc.StartSessionTx(ctx, tx, consentkit.SessionParams{CompanyID: "acme", PropertyID: "acme-web", CreatedAt: created})
 					if err != nil {
 						return err
 					}
 				}
-				c, err := svc.IssueCertificateTx(ctx, tx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web",
+				c, err := svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web",
 					SessionID: ses.ID, Origin: loadOrigin + "/quote", Email: fmt.Sprintf("lead%d@example.com", done+i),
 					Records: []consent.Record{{Text: consentText, Types: []string{"tcpa"}}}, CreatedAt: created})
 				if err != nil {

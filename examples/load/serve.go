@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/signed"
@@ -68,7 +69,7 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 		return err
 	}
 	defer cleanup()
-	cfg := consent.Config{}
+	cfg := consentkit.Config{}
 	if o.sign {
 		key, err := signed.NewSigningKey("load")
 		if err != nil {
@@ -79,21 +80,21 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	if !o.sigCache {
 		cfg.SignatureCacheSize = -1
 	}
-	svc, err := consent.NewService(st, cfg)
+	svc, err := consentkit.NewService(st, cfg)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		return err
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{loadOrigin}}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form", AllowedOrigins: []string{loadOrigin}}); err != nil {
 		return err
 	}
 	if _, err := svc.TopUp(ctx, "acme", 100_000_000*wallet.Dollar, "load"); err != nil {
 		return err
 	}
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme",
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme",
 		Permissions: []consent.Permission{consent.PermissionRetention}})
 	if err != nil {
 		return err
@@ -180,12 +181,12 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 
 // retainSessions starts n sessions, rs-0 … rs-<n-1>, for the Retain API to
 // retain, 1,000 to a transaction.
-func retainSessions(ctx context.Context, svc *consent.Service, n int) error {
+func retainSessions(ctx context.Context, svc *consentkit.Service, n int) error {
 	for done := 0; done < n; {
 		batch := min(1000, n-done)
 		err := svc.Store().Update(ctx, func(tx consent.Tx) error {
 			for i := range batch {
-				if _, err := svc.StartSessionTx(ctx, tx, consent.SessionParams{ID: "rs-" + strconv.Itoa(done+i),
+				if _, err := svc.StartSessionTx(ctx, tx, consentkit.SessionParams{ID: "rs-" + strconv.Itoa(done+i),
 					CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
 					return err
 				}

@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/store/memstore"
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // /consent/, and the host's middleware around all of it. It returns the
 // handler and a demo token.
 func newApp(ctx context.Context, log *slog.Logger) (http.Handler, string, error) {
-	svc, err := consent.NewService(memstore.New(), consent.Config{})
+	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
 	if err != nil {
 		return nil, "", err
 	}
@@ -126,23 +127,23 @@ func requestID(next http.Handler) http.Handler {
 
 // demo creates company acme with a certificate to verify and returns a
 // token of it.
-func demo(ctx context.Context, svc *consent.Service) (string, error) {
+func demo(ctx context.Context, svc *consentkit.Service) (string, error) {
 	steps := []func() error{
 		func() error {
-			_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"})
+			_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
 			return err
 		},
 		func() error {
-			_, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form"})
+			_, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form"})
 			return err
 		},
 		func() error { _, err := svc.TopUp(ctx, "acme", 5*wallet.Dollar, "demo"); return err },
 		func() error {
-			_, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
+			_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
 			return err
 		},
 		func() error {
-			_, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme",
+			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme",
 				PropertyID: "acme-web", SessionID: "s1", Records: []consent.Record{{Text: "I agree to be contacted."}}})
 			return err
 		},
@@ -152,6 +153,6 @@ func demo(ctx context.Context, svc *consent.Service) (string, error) {
 			return "", err
 		}
 	}
-	_, secret, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	_, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	return secret, err
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/seed"
 )
@@ -23,7 +24,7 @@ var exampleSeed []byte
 
 // prepare loads the seed file when one is given, or demo data into an empty
 // store. It returns the demo token's secret, or "" when it issued none.
-func prepare(ctx context.Context, svc *consent.Service, seedPath string, log *slog.Logger) (string, error) {
+func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log *slog.Logger) (string, error) {
 	if seedPath != "" {
 		f, err := os.Open(seedPath)
 		if err != nil {
@@ -60,7 +61,7 @@ func prepare(ctx context.Context, svc *consent.Service, seedPath string, log *sl
 		if _, err := seed.LoadTx(ctx, svc, tx, file); err != nil {
 			return err
 		}
-		_, secret, err = svc.IssueTokenTx(ctx, tx, consent.TokenParams{
+		_, secret, err = svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{
 			CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention},
 		})
 		return err

@@ -21,7 +21,7 @@ type keyFile struct {
 	KeyID      string `json:"key_id"`
 	PrivateKey string `json:"private_key"`
 	// CreatedAt is when the key was made: certificates created before it
-	// were issued unsigned (consent.Config.UnsignedBefore).
+	// were issued unsigned (consentkit.Config.UnsignedBefore).
 	CreatedAt time.Time `json:"created_at"`
 }
 

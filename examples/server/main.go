@@ -31,6 +31,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -79,7 +80,7 @@ type options struct {
 const OperatorSecretEnv = "CONSENTKIT_OPERATOR_SECRET"
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{defaultRet: days(consent.DefaultRetention), longTermRet: days(5 * 365 * 24 * time.Hour)}
+	o := &options{defaultRet: days(consentkit.DefaultRetention), longTermRet: days(5 * 365 * 24 * time.Hour)}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -283,7 +284,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if created && keyPath != "" {
 		log.Info("made the key that signs certificates; keep it with the data, and back it up", "key_id", key.ID, "file", keyPath)
 	}
-	svc, err := consent.NewService(st, consent.Config{
+	svc, err := consentkit.NewService(st, consentkit.Config{
 		// Certificates of a database older than its key were issued
 		// unsigned; they still verify (their recording hash is checked).
 		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -53,7 +54,7 @@ func demoOrigins(addr net.Addr) []string {
 // It does nothing when the store has no demo company (a custom seed), and
 // changes nothing (and audits nothing) when the origins are there already.
 // It reports whether the demo is on.
-func setupDemo(ctx context.Context, svc *consent.Service, addr net.Addr) (bool, error) {
+func setupDemo(ctx context.Context, svc *consentkit.Service, addr net.Addr) (bool, error) {
 	origins := demoOrigins(addr)
 	var prop *consent.Property
 	err := svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -75,7 +76,7 @@ func setupDemo(ctx context.Context, svc *consent.Service, addr net.Addr) (bool, 
 	case err != nil:
 		return false, err
 	case prop == nil:
-		_, err = svc.AddProperty(ctx, consent.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
+		_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
 		return err == nil, err
 	case prop.CompanyID != demoCompany: // the id is another company's
 		return false, nil
@@ -219,7 +220,7 @@ const maxEmail = 254
 // /demo/submitted?certificate_id=…, a page that can be reloaded. The page
 // shows only certificates of the demo property: any other id, valid or
 // not, is a certificate not issued.
-func demoHandler(svc *consent.Service, base string, rec *recorderSetup, log *slog.Logger) http.Handler {
+func demoHandler(svc *consentkit.Service, base string, rec *recorderSetup, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	page := func(data map[string]any) map[string]any {
 		data["Base"], data["Company"], data["Property"] = base, demoCompany, demoProperty
@@ -276,7 +277,7 @@ func demoHandler(svc *consent.Service, base string, rec *recorderSetup, log *slo
 // demoSession returns the session of the demo property's certificate id,
 // waiting up to two seconds for it to be issued. Another property's
 // certificate is not found, as an unknown one.
-func demoSession(ctx context.Context, svc *consent.Service, certID string) (string, bool) {
+func demoSession(ctx context.Context, svc *consentkit.Service, certID string) (string, bool) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for {

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
@@ -20,7 +20,7 @@ import (
 // is missing it says which and how to get it, leaves jobs pending, and looks
 // again every o.toolsRecheck, and when recheck closes: once the tool is
 // installed, conversion starts without a restart, and the log says so once.
-func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, recheck <-chan struct{}, log *slog.Logger) <-chan struct{} {
+func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, recheck <-chan struct{}, log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -67,7 +67,7 @@ func startWorker(ctx context.Context, svc *consent.Service, videos retain.VideoS
 // -purge-interval (D43) and the removal of the videos it leaves. They start
 // at once, while conversion (startWorker) may wait for its tools. The
 // returned channel closes when they have stopped.
-func startJobs(ctx context.Context, svc *consent.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
+func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
 	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
 	if err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -69,7 +70,7 @@ window.addEventListener("submit", function (e) {
 </body></html>`
 
 type stack struct {
-	svc     *consent.Service
+	svc     *consentkit.Service
 	api     http.Handler
 	service *httptest.Server
 	form    *httptest.Server
@@ -110,18 +111,18 @@ func newStack(t *testing.T) *stack {
 		}
 		t.Skipf("browser test skipped: rrweb is not installed (npm ci --prefix retain/mp4/replayer): %v", err)
 	}
-	svc, err := consent.NewService(teststore.SQLite(t), consent.Config{})
+	svc, err := consentkit.NewService(teststore.SQLite(t), consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme Insurance"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme Insurance"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.TopUp(ctx, "acme", 5*wallet.Dollar, "test"); err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention}})
+	_, token, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func newStack(t *testing.T) *stack {
 	}))
 	t.Cleanup(s.form.Close)
 	// The service and the form are on different ports: different origins.
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
 		AllowedOrigins: []string{s.form.URL}}); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +330,7 @@ func TestBrowserCapture(t *testing.T) {
 
 // convertRetained runs the real converter on the retained session and
 // checks that its MP4 is stored.
-func convertRetained(t *testing.T, svc *consent.Service, sessionID string) {
+func convertRetained(t *testing.T, svc *consentkit.Service, sessionID string) {
 	t.Helper()
 	tmp, err := os.MkdirTemp("", "cke2v")
 	if err != nil {
@@ -419,7 +420,7 @@ func TestBrowserSlowOrDeadService(t *testing.T) {
 
 // waitCertificate returns the certificate once it is issued, failing t
 // when it is not by shortly before the test's deadline.
-func waitCertificate(t *testing.T, svc *consent.Service, id string) *consent.Certificate {
+func waitCertificate(t *testing.T, svc *consentkit.Service, id string) *consent.Certificate {
 	t.Helper()
 	var (
 		cert *consent.Certificate

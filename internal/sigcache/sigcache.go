@@ -2,7 +2,7 @@
 // that verifying one certificate again and again costs a SHA-256 of its
 // canonical encoding instead of an Ed25519 verification (60–77 µs of
 // processor time on the project's machines, more than the rest of a match
-// on the memory store). consent.Service keeps one.
+// on the memory store). consentkit.Service keeps one.
 package sigcache
 
 import (

@@ -120,7 +120,7 @@ type Config struct {
 	// unbounded. Default 1 hour.
 	MaxDuration time.Duration
 	// MaxRecordingBytes bounds the recording a conversion takes: default
-	// 64 MiB, the service's own bound (consent.Config.MaxRecordingBytes).
+	// 64 MiB, the service's own bound (consentkit.Config.MaxRecordingBytes).
 	// A larger one is refused with a permanent *RecordingError.
 	MaxRecordingBytes int
 	// Parallel is how many conversions run at once, each with a warm

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -149,7 +150,7 @@ func TestAuditManyInstances(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	svc, err := consent.NewService(stores[1], consent.Config{})
+	svc, err := consentkit.NewService(stores[1], consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

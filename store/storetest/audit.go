@@ -486,7 +486,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 			t.Parallel() // a store of its own
 			s, tm := open(t)
 			fixture(t, s)
-			// The entries consent.Service.Audit would append for these
+			// The entries consentkit.Service.Audit would append for these
 			// outcomes, seeded through the store alone.
 			outcomes := []error{nil, consent.ErrNotFound, &wallet.InsufficientFundsError{}, nil, consent.ErrOptedOut}
 			for i, err := range outcomes {

@@ -1,10 +1,12 @@
-package consent
+package consentkit
 
 import (
 	"context"
 	"fmt"
 	"slices"
 
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/ident"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -33,21 +35,21 @@ import (
 // charge of the company meanwhile. It is not safe for concurrent use.
 type Batch struct {
 	s         *Service
-	tx        Tx
+	tx        consent.Tx
 	companyID string
-	balance   wallet.Amount      // after the charges so far
-	endpoints []*WebhookEndpoint // read at the first event; nil until then
-	read      bool               // whether endpoints was read
+	balance   wallet.Amount              // after the charges so far
+	endpoints []*consent.WebhookEndpoint // read at the first event; nil until then
+	read      bool                       // whether endpoints was read
 	debits    []*wallet.Entry
-	jobs      []*Job
-	audits    []*AuditEntry
-	ids       map[string]*idRun // of its ledger entries and messages, by prefix
+	jobs      []*consent.Job
+	audits    []*consent.AuditEntry
+	ids       map[string]*ident.Run // of its ledger entries and messages, by prefix
 }
 
 // NewBatch starts a batch of the company's items inside tx. It reads the
 // company's balance, which locks its wallet until tx ends (as the wallet
 // operations do). NotFound when the company does not exist.
-func (s *Service) NewBatch(ctx context.Context, tx Tx, companyID string) (*Batch, error) {
+func (s *Service) NewBatch(ctx context.Context, tx consent.Tx, companyID string) (*Batch, error) {
 	bal, err := tx.Balance(ctx, companyID)
 	if err != nil {
 		return nil, err
@@ -55,17 +57,17 @@ func (s *Service) NewBatch(ctx context.Context, tx Tx, companyID string) (*Batch
 	return &Batch{s: s, tx: tx, companyID: companyID, balance: bal}, nil
 }
 
-// newID returns the batch's next id of the prefix (see idRun).
+// newID returns the batch's next id of the prefix (see ident.Run).
 func (b *Batch) newID(prefix string) string {
 	r := b.ids[prefix]
 	if r == nil {
 		if b.ids == nil {
-			b.ids = map[string]*idRun{}
+			b.ids = map[string]*ident.Run{}
 		}
-		r = newIDRun(prefix)
+		r = ident.NewRun(prefix)
 		b.ids[prefix] = r
 	}
-	return r.next()
+	return r.Next()
 }
 
 // Balance returns the wallet's balance after the batch's charges so far.
@@ -92,7 +94,7 @@ func (b *Batch) Charge(ctx context.Context, kind wallet.EntryKind, reference str
 	b.balance -= price
 	if low := b.s.cfg.LowBalanceThreshold; low > 0 && b.balance < low && b.balance+price >= low {
 		bal := b.balance
-		err = b.Emit(ctx, EventWalletLowBalance, func() any {
+		err = b.Emit(ctx, consent.EventWalletLowBalance, func() any {
 			return map[string]any{"company_id": b.companyID, "balance": bal, "threshold": low, "reference": reference}
 		})
 		if err != nil {
@@ -104,15 +106,15 @@ func (b *Batch) Charge(ctx context.Context, kind wallet.EntryKind, reference str
 
 // Enqueue adds j to the jobs that Flush enqueues. j is not copied: leave
 // it alone until then.
-func (b *Batch) Enqueue(j *Job) { b.jobs = append(b.jobs, j) }
+func (b *Batch) Enqueue(j *consent.Job) { b.jobs = append(b.jobs, j) }
 
 // Emit is EmitEvent for the batch's company, with the event's data made by
 // data() only when an endpoint receives the event: the messages' jobs are
 // enqueued by Flush. The company's webhook endpoints are read once, at the
 // batch's first event.
 func (b *Batch) Emit(ctx context.Context, eventType string, data func() any) error {
-	if !slices.Contains(EventTypes, eventType) {
-		return Errorf(Invalid, "unknown webhook event type %q", eventType)
+	if !slices.Contains(consent.EventTypes, eventType) {
+		return consent.Errorf(consent.Invalid, "unknown webhook event type %q", eventType)
 	}
 	if !b.read {
 		eps, err := b.tx.WebhookEndpoints(ctx, b.companyID)
@@ -134,7 +136,7 @@ func (b *Batch) Emit(ctx context.Context, eventType string, data func() any) err
 // batch's company.
 func (b *Batch) Audit(ctx context.Context, p AuditParams) error {
 	if p.CompanyID != b.companyID {
-		return fmt.Errorf("consent: an audit entry of company %q in a batch of %q", p.CompanyID, b.companyID)
+		return fmt.Errorf("consentkit: an audit entry of company %q in a batch of %q", p.CompanyID, b.companyID)
 	}
 	e, err := b.s.auditEntry(ctx, p)
 	if err != nil {

@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
 )
@@ -31,7 +32,7 @@ func (s *countingStore) View(ctx context.Context, fn func(consent.Tx) error) err
 
 // services returns two Services on one store, as two instances on one
 // database, each with its own clock starting at the same time.
-func services(t *testing.T, cfg consent.Config) (a, b *consent.Service, ca, cb *clock, st *countingStore) {
+func services(t *testing.T, cfg consentkit.Config) (a, b *consentkit.Service, ca, cb *clock, st *countingStore) {
 	t.Helper()
 	st = &countingStore{Store: memstore.New(), hold: make(chan chan struct{}, 1)}
 	t.Cleanup(func() { st.Close() })
@@ -39,14 +40,14 @@ func services(t *testing.T, cfg consent.Config) (a, b *consent.Service, ca, cb *
 	ca, cb = &clock{t: start}, &clock{t: start}
 	var err error
 	cfg.Now = ca.now
-	if a, err = consent.NewService(st, cfg); err != nil {
+	if a, err = consentkit.NewService(st, cfg); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Now = cb.now
-	if b, err = consent.NewService(st, cfg); err != nil {
+	if b, err = consentkit.NewService(st, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := a.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
 	return a, b, ca, cb, st
@@ -56,8 +57,8 @@ func services(t *testing.T, cfg consent.Config) (a, b *consent.Service, ca, cb *
 // TTL; a revocation through the same Service takes effect at once; one
 // through another instance within that instance's TTL, never later.
 func TestTokenCache(t *testing.T) {
-	a, b, ca, _, st := services(t, consent.Config{TokenCacheTTL: 2 * time.Second})
-	tok, secret, err := a.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	a, b, ca, _, st := services(t, consentkit.Config{TokenCacheTTL: 2 * time.Second})
+	tok, secret, err := a.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestTokenCache(t *testing.T) {
 	}
 
 	// Revoked through a, after a cached it: refused at once.
-	tok2, secret2, err := a.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	tok2, secret2, err := a.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +107,8 @@ func TestTokenCache(t *testing.T) {
 // A cached token that expires stops authenticating when it expires, not at
 // the end of the TTL.
 func TestTokenCacheExpiry(t *testing.T) {
-	a, _, ca, _, _ := services(t, consent.Config{TokenCacheTTL: time.Hour})
-	_, secret, err := a.IssueToken(ctx, consent.TokenParams{CompanyID: "acme", ExpiresAt: ca.t.Add(time.Minute)})
+	a, _, ca, _, _ := services(t, consentkit.Config{TokenCacheTTL: time.Hour})
+	_, secret, err := a.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme", ExpiresAt: ca.t.Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,8 +125,8 @@ func TestTokenCacheExpiry(t *testing.T) {
 // committed may still pass (it began first), but leaves nothing cached:
 // the next request is refused.
 func TestTokenCacheRevocationDuringRead(t *testing.T) {
-	a, _, _, _, st := services(t, consent.Config{TokenCacheTTL: time.Hour})
-	tok, secret, err := a.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	a, _, _, _, st := services(t, consentkit.Config{TokenCacheTTL: time.Hour})
+	tok, secret, err := a.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +151,8 @@ func TestTokenCacheRevocationDuringRead(t *testing.T) {
 
 // With the cache off, every authentication reads the store.
 func TestTokenCacheOff(t *testing.T) {
-	a, _, _, _, st := services(t, consent.Config{TokenCacheTTL: -1})
-	_, secret, err := a.IssueToken(ctx, consent.TokenParams{CompanyID: "acme"})
+	a, _, _, _, st := services(t, consentkit.Config{TokenCacheTTL: -1})
+	_, secret, err := a.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"crypto/ed25519"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/signed"
@@ -48,14 +49,14 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	created := time.Date(2026, 11, 22, 10, 30, 0, 123456000, time.UTC)
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{key}, Now: func() time.Time { return created }})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{key}, Now: func() time.Time { return created }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustDo(t, svc)
 	text := "I agree — \"Acme\" may call me.\tC:\\path\nsecond line \u2028 ✓ 𝄞"
 	optIn := created.Add(-5 * time.Second)
-	c, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+	c, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 		Origin: "https://acme.example/quote?a=1&b=<2>", Email: "Jane@Example.com",
 		Records: []consent.Record{{Text: text, Types: []string{"tcpa", "marketing"}, OptInAt: optIn}, {Text: "second"}}}) // its opt-in is the creation
 	if err != nil {
@@ -96,13 +97,13 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 // its SHA-256; keys rotate.
 func TestCheckIntegrity(t *testing.T) {
 	old, _ := signed.NewSigningKey("k1")
-	svc, err := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{old}})
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{old}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mustDo(t, svc)
 	recording := []byte(`[{"type":4,"timestamp":1}]`)
-	if _, err := svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+	if _, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 		Origin: "https://acme.example/", Records: []consent.Record{{Text: "I agree", Types: []string{"tcpa"}}},
 		RecordingSHA256: sha256.Sum256(recording)}); err != nil {
 		t.Fatal(err)
@@ -147,11 +148,11 @@ func TestCheckIntegrity(t *testing.T) {
 	// Rotation: a new key signs, the old one still verifies, as a signing
 	// key or as a public key only.
 	next, _ := signed.NewSigningKey("k2")
-	for name, cfg := range map[string]consent.Config{
+	for name, cfg := range map[string]consentkit.Config{
 		"both signing": {SigningKeys: []signed.SigningKey{next, old}},
 		"old public":   {SigningKeys: []signed.SigningKey{next}, PublicKeys: []signed.PublicKey{old.Public()}},
 	} {
-		rotated, err := consent.NewService(teststore.Memory(t), cfg)
+		rotated, err := consentkit.NewService(teststore.Memory(t), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,43 +162,43 @@ func TestCheckIntegrity(t *testing.T) {
 	}
 	unsigned := certificate(t, svc, "cert-1")
 	unsigned.Signature, unsigned.KeyID = nil, ""
-	legacy, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
+	legacy, _ := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
 	if err := legacy.CheckIntegrity(unsigned, &digest); err != nil {
 		t.Errorf("an unsigned certificate from before UnsignedBefore: %v", err)
 	}
-	legacy, _ = consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
+	legacy, _ = consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
 	if err := legacy.CheckIntegrity(unsigned, &digest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("an unsigned certificate created at UnsignedBefore: %v; want ErrIntegrity", err)
 	}
-	without, _ := consent.NewService(teststore.Memory(t), consent.Config{SigningKeys: []signed.SigningKey{next}})
+	without, _ := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}})
 	if err := without.CheckIntegrity(good, nil); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a certificate of a key no longer configured: %v; want ErrIntegrity", err)
 	}
-	for name, cfg := range map[string]consent.Config{
+	for name, cfg := range map[string]consentkit.Config{
 		"short key": {SigningKeys: []signed.SigningKey{{ID: "k", Private: old.Private[:10]}}},
 		"two k1":    {SigningKeys: []signed.SigningKey{old}, PublicKeys: []signed.PublicKey{old.Public()}},
 		"bad id":    {SigningKeys: []signed.SigningKey{{ID: "a b", Private: old.Private}}},
 	} {
-		if _, err := consent.NewService(teststore.Memory(t), cfg); err == nil {
+		if _, err := consentkit.NewService(teststore.Memory(t), cfg); err == nil {
 			t.Errorf("%s: NewService accepted it", name)
 		}
 	}
 }
 
-func mustDo(t testing.TB, svc *consent.Service) {
+func mustDo(t testing.TB, svc *consentkit.Service) {
 	t.Helper()
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func certificate(t *testing.T, svc *consent.Service, id string) *consent.Certificate {
+func certificate(t *testing.T, svc *consentkit.Service, id string) *consent.Certificate {
 	t.Helper()
 	var c *consent.Certificate
 	if err := svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -228,12 +229,12 @@ func BenchmarkCheckIntegrity(b *testing.B) {
 	}{{"cached", 0, false}, {"cached/digests", 0, true}, {"uncached", -1, false}} {
 		b.Run(bc.name, func(b *testing.B) {
 			st := memstore.New()
-			svc, err := consent.NewService(st, consent.Config{SigningKeys: []signed.SigningKey{key}, SignatureCacheSize: bc.size})
+			svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}, SignatureCacheSize: bc.size})
 			if err != nil {
 				b.Fatal(err)
 			}
 			mustDo(b, svc)
-			p := consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			p := consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 				Origin: "https://acme.example/quote", Records: []consent.Record{{Text: "I agree to be contacted by Acme.", Types: []string{"tcpa"}}}}
 			if bc.digests {
 				p.Email, p.Mobile, p.RecordingSHA256 = "ann@example.com", "+15555550100", consent.Digest{1, 2, 3}

@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"crypto/sha256"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -52,7 +53,7 @@ func TestAuditEncoding(t *testing.T) {
 	}
 }
 
-func log(t *testing.T, svc *consent.Service, company string) []*consent.AuditEntry {
+func log(t *testing.T, svc *consentkit.Service, company string) []*consent.AuditEntry {
 	t.Helper()
 	out, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: company})
 	if err != nil {
@@ -75,12 +76,12 @@ func rows(entries []*consent.AuditEntry) []row {
 // id ("operator" without one); refusals inside the transaction are recorded
 // too, and the chain is intact.
 func TestAuditServiceActions(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
-	op := consent.WithRequestID(consent.WithActor(ctx, "admin:jo"), "req-1")
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "beta", Name: "Beta"}); err != nil {
+	svc, _ := newService(t, consentkit.Config{})
+	op := consentkit.WithRequestID(consentkit.WithActor(ctx, "admin:jo"), "req-1")
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "beta", Name: "Beta"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(op, consent.PropertyParams{ID: "beta-web", CompanyID: "beta", Name: "Form"}); err != nil {
+	if _, err := svc.AddProperty(op, consentkit.PropertyParams{ID: "beta-web", CompanyID: "beta", Name: "Form"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := svc.SetAllowedOrigins(op, "beta", "beta-web", []string{"https://beta.example"}); err != nil {
@@ -91,7 +92,7 @@ func TestAuditServiceActions(t *testing.T) {
 	if _, err := svc.SetThirdParty(op, "beta", true, []string{"acme"}); err != nil {
 		t.Fatal(err)
 	}
-	tok, _, err := svc.IssueToken(op, consent.TokenParams{CompanyID: "beta", Permissions: []consent.Permission{consent.PermissionRetention}})
+	tok, _, err := svc.IssueToken(op, consentkit.TokenParams{CompanyID: "beta", Permissions: []consent.Permission{consent.PermissionRetention}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestAuditServiceActions(t *testing.T) {
 // UpdateAudited commits a refusal with its entry, rolls back a failure with
 // everything, and commits a success with its entry.
 func TestUpdateAudited(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
+	svc, _ := newService(t, consentkit.Config{})
 	errDisk := errors.New("disk on fire")
 	before := len(log(t, svc, "acme"))
 	for _, tc := range []struct {
@@ -184,7 +185,7 @@ func TestUpdateAudited(t *testing.T) {
 		{"payment", &wallet.InsufficientFundsError{Required: 1}, wallet.ErrInsufficientFunds, "payment"},
 		{"storage failure", errDisk, errDisk, ""},
 	} {
-		p := &consent.AuditParams{CompanyID: "acme", Action: "test." + tc.name}
+		p := &consentkit.AuditParams{CompanyID: "acme", Action: "test." + tc.name}
 		err := svc.UpdateAudited(ctx, p, func(tx consent.Tx) error {
 			p.Target = "t-1"
 			return tc.fnErr
@@ -209,7 +210,7 @@ func TestUpdateAudited(t *testing.T) {
 }
 
 func TestAuditLogQuery(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
+	svc, _ := newService(t, consentkit.Config{})
 	for name, q := range map[string]consent.AuditQuery{
 		"no company":    {},
 		"limit too big": {CompanyID: "acme", Limit: consent.MaxAuditPage + 1},
@@ -225,14 +226,14 @@ func TestAuditLogQuery(t *testing.T) {
 }
 
 func TestContextValues(t *testing.T) {
-	if id := consent.RequestIDFrom(consent.WithRequestID(ctx, "bad id")); id != "" {
+	if id := consentkit.RequestIDFrom(consentkit.WithRequestID(ctx, "bad id")); id != "" {
 		t.Errorf("a request id that is not an identifier was kept: %q", id)
 	}
-	if a := consent.ActorFrom(consent.WithActor(ctx, "a\x00b")); a != "" {
+	if a := consentkit.ActorFrom(consentkit.WithActor(ctx, "a\x00b")); a != "" {
 		t.Errorf("an actor that is not text was kept: %q", a)
 	}
-	c := consent.WithActor(consent.WithRequestID(ctx, "r-1"), "tok_1")
-	if consent.RequestIDFrom(c) != "r-1" || consent.ActorFrom(c) != "tok_1" {
+	c := consentkit.WithActor(consentkit.WithRequestID(ctx, "r-1"), "tok_1")
+	if consentkit.RequestIDFrom(c) != "r-1" || consentkit.ActorFrom(c) != "tok_1" {
 		t.Errorf("context lost its values")
 	}
 }

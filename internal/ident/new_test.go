@@ -1,4 +1,4 @@
-package consent
+package ident
 
 import (
 	"encoding/binary"
@@ -7,21 +7,21 @@ import (
 	"time"
 )
 
-// newEntryID keeps NewID's form, carries its time in its first 48 bits, and
+// Entry keeps New's form, carries its time in its first 48 bits, and
 // stays unique among ids of the same millisecond.
-func TestNewEntryID(t *testing.T) {
+func TestEntry(t *testing.T) {
 	at := time.Date(2026, 11, 25, 3, 30, 0, 123456789, time.UTC)
 	seen := map[string]bool{}
 	for range 10000 {
-		id := newEntryID(at)
-		if !ValidID(id) || len(id) != len(NewID("le")) || !strings.HasPrefix(id, "le_") {
-			t.Fatalf("%q is not of NewID's form", id)
+		id := Entry(at)
+		if !Valid(id) || len(id) != len(New("le")) || !strings.HasPrefix(id, "le_") {
+			t.Fatalf("%q is not of New's form", id)
 		}
 		if seen[id] {
 			t.Fatalf("%q twice", id)
 		}
 		seen[id] = true
-		b, err := idEncoding.DecodeString(strings.TrimPrefix(id, "le_"))
+		b, err := encoding.DecodeString(strings.TrimPrefix(id, "le_"))
 		if err != nil || len(b) != 16 {
 			t.Fatalf("%q: %v", id, err)
 		}
@@ -30,19 +30,19 @@ func TestNewEntryID(t *testing.T) {
 		}
 	}
 	// A millisecond later, the ids still share their leading characters.
-	a, b := newEntryID(at), newEntryID(at.Add(time.Millisecond))
+	a, b := Entry(at), Entry(at.Add(time.Millisecond))
 	if a[:10] != b[:10] {
 		t.Errorf("%q and %q, a millisecond apart, share no prefix", a, b)
 	}
 }
 
-// idString writes the prefix, "_" and the bytes in base32, whatever the
+// format writes the prefix, "_" and the bytes in base32, whatever the
 // prefix's length.
-func TestIDString(t *testing.T) {
+func TestFormat(t *testing.T) {
 	b := [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 255}
 	for _, prefix := range []string{"", "le", "cert", strings.Repeat("p", 100)} {
-		if got, want := idString(prefix, &b), prefix+"_"+idEncoding.EncodeToString(b[:]); got != want {
-			t.Errorf("idString(%q) = %q, want %q", prefix, got, want)
+		if got, want := format(prefix, &b), prefix+"_"+encoding.EncodeToString(b[:]); got != want {
+			t.Errorf("format(%q) = %q, want %q", prefix, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"fmt"

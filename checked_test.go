@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -14,7 +15,7 @@ import (
 )
 
 // The checked_*_test.go files test the checked Tx, the Store that a
-// Service hands out (Service.Store, consent.Checked): what it refuses, as
+// Service hands out (Service.Store, consentkit.Checked): what it refuses, as
 // Invalid, before a store sees it — text that is not ValidText, keys over
 // MaxKeyBytes, times outside the years 1 to 9999, counts outside 32 bits,
 // amounts that are not positive or over wallet.MaxBalance, lists and pages
@@ -38,7 +39,7 @@ func overStores(t *testing.T, fn func(t *testing.T, s consent.Store)) {
 	} {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()
-			svc, err := consent.NewService(k.open(t), consent.Config{})
+			svc, err := consentkit.NewService(k.open(t), consentkit.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -193,7 +194,7 @@ func unchangedWallet(t *testing.T, s consent.Store, what string, ledger []*walle
 // failing t unless the chain is whole (audit.VerifyChain).
 func chainLength(t testing.TB, s consent.Store, companyID string) int64 {
 	t.Helper()
-	svc, err := consent.NewService(s, consent.Config{})
+	svc, err := consentkit.NewService(s, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

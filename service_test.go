@@ -1,4 +1,4 @@
-package consent_test
+package consentkit_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
@@ -19,7 +20,7 @@ type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
-func newService(t *testing.T, cfg consent.Config) (*consent.Service, *clock) {
+func newService(t *testing.T, cfg consentkit.Config) (*consentkit.Service, *clock) {
 	t.Helper()
 	c := &clock{t: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)}
 	if cfg.Now == nil {
@@ -27,14 +28,14 @@ func newService(t *testing.T, cfg consent.Config) (*consent.Service, *clock) {
 	}
 	s := memstore.New()
 	t.Cleanup(func() { s.Close() })
-	svc, err := consent.NewService(s, cfg)
+	svc, err := consentkit.NewService(s, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.AddProperty(ctx, consent.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"}); err != nil {
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Quote form"}); err != nil {
 		t.Fatal(err)
 	}
 	return svc, c
@@ -48,14 +49,14 @@ func wantCode(t *testing.T, what string, err error, code consent.Code) {
 }
 
 func TestCreateCompany(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
-	_, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "acme", Name: "Again"})
+	svc, _ := newService(t, consentkit.Config{})
+	_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Again"})
 	wantCode(t, "duplicate", err, consent.Conflict)
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "bad id", Name: "X"})
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "bad id", Name: "X"})
 	wantCode(t, "bad id", err, consent.Invalid)
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "x", Name: " "})
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "x", Name: " "})
 	wantCode(t, "blank name", err, consent.Invalid)
-	_, err = svc.CreateCompany(ctx, consent.CompanyParams{ID: "x", Name: "X", AuthorizedThirdParties: []string{"ok", "not ok"}})
+	_, err = svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "x", Name: "X", AuthorizedThirdParties: []string{"ok", "not ok"}})
 	wantCode(t, "bad third party", err, consent.Invalid)
 
 	c, err := svc.SetThirdParty(ctx, "acme", true, []string{"buyer", "buyer", "broker"})
@@ -71,15 +72,15 @@ func TestCreateCompany(t *testing.T) {
 }
 
 func TestTokens(t *testing.T) {
-	svc, clk := newService(t, consent.Config{})
-	tok, secret, err := svc.IssueToken(ctx, consent.TokenParams{
+	svc, clk := newService(t, consentkit.Config{})
+	tok, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{
 		CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention},
 		ExpiresAt: clk.t.Add(time.Hour),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(secret, consent.TokenPrefix) || len(secret) < len(consent.TokenPrefix)+43 {
+	if !strings.HasPrefix(secret, consentkit.TokenPrefix) || len(secret) < len(consentkit.TokenPrefix)+43 {
 		t.Errorf("secret %q lacks the prefix or 32 random bytes", secret)
 	}
 	if tok.Digest != consent.DigestOf(secret) {
@@ -97,7 +98,7 @@ func TestTokens(t *testing.T) {
 	_, err = svc.Authenticate(ctx, secret)
 	wantCode(t, "Authenticate(expired)", err, consent.Unauthorized)
 
-	_, secret2, err := svc.IssueToken(ctx, consent.TokenParams{CompanyID: "acme", Secret: "any-secret-string"})
+	_, secret2, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme", Secret: "any-secret-string"})
 	if err != nil || secret2 != "any-secret-string" {
 		t.Fatalf("IssueToken(given secret) = %q, %v", secret2, err)
 	}
@@ -112,7 +113,7 @@ func TestTokens(t *testing.T) {
 	_, err = svc.Authenticate(ctx, "any-secret-string")
 	wantCode(t, "Authenticate(revoked)", err, consent.Unauthorized)
 
-	for name, p := range map[string]consent.TokenParams{
+	for name, p := range map[string]consentkit.TokenParams{
 		"short secret":   {CompanyID: "acme", Secret: "short"},
 		"unknown perm":   {CompanyID: "acme", Permissions: []consent.Permission{"admin"}},
 		"past expiry":    {CompanyID: "acme", ExpiresAt: clk.t.Add(-time.Second)},
@@ -121,12 +122,12 @@ func TestTokens(t *testing.T) {
 		_, _, err := svc.IssueToken(ctx, p)
 		wantCode(t, "IssueToken("+name+")", err, consent.Invalid)
 	}
-	_, _, err = svc.IssueToken(ctx, consent.TokenParams{CompanyID: "nobody"})
+	_, _, err = svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "nobody"})
 	wantCode(t, "IssueToken(unknown company)", err, consent.NotFound)
 }
 
 func TestTopUp(t *testing.T) {
-	svc, _ := newService(t, consent.Config{})
+	svc, _ := newService(t, consentkit.Config{})
 	bal, err := svc.TopUp(ctx, "acme", 25*wallet.Dollar+wallet.Dollar/2, "inv-1")
 	if err != nil || bal.String() != "25.5" {
 		t.Fatalf("TopUp = %s, %v", bal, err)
@@ -147,8 +148,8 @@ func TestTopUp(t *testing.T) {
 }
 
 func TestRecording(t *testing.T) {
-	svc, clk := newService(t, consent.Config{MaxChunkBytes: 64, MaxRecordingBytes: 100, DefaultRetention: 24 * time.Hour})
-	ses, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
+	svc, clk := newService(t, consentkit.Config{MaxChunkBytes: 64, MaxRecordingBytes: 100, DefaultRetention: 24 * time.Hour})
+	ses, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,10 +157,10 @@ func TestRecording(t *testing.T) {
 		!ses.ExpiresAt.Equal(clk.t.Add(24*time.Hour)) {
 		t.Errorf("new session = %+v", ses)
 	}
-	if _, err := svc.CreateCompany(ctx, consent.CompanyParams{ID: "other", Name: "Other"}); err != nil {
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "other", Name: "Other"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = svc.StartSession(ctx, consent.SessionParams{CompanyID: "other", PropertyID: "acme-web"})
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{CompanyID: "other", PropertyID: "acme-web"})
 	wantCode(t, "StartSession(another company's property)", err, consent.NotFound)
 
 	chunks := []string{`[{"type":4,"timestamp":1}]`, ` [ {"type":2,"timestamp":2} , {"type":3,"timestamp":3} ] `}
@@ -189,12 +190,12 @@ func TestRecording(t *testing.T) {
 }
 
 func TestIssueCertificate(t *testing.T) {
-	svc, clk := newService(t, consent.Config{})
-	if _, err := svc.StartSession(ctx, consent.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+	svc, clk := newService(t, consentkit.Config{})
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
 		t.Fatal(err)
 	}
 	optIn := clk.t.Add(5 * time.Second)
-	c, err := svc.IssueCertificate(ctx, consent.CertificateParams{
+	c, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{
 		ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1",
 		Origin: "https://acme.example/quote", Email: " Jane@Example.com", Mobile: "(555) 010-2000",
 		Records: []consent.Record{
@@ -215,27 +216,27 @@ func TestIssueCertificate(t *testing.T) {
 	if string(c.EventsCombined) != `{"clicks":2}` || c.Revoked() {
 		t.Errorf("certificate = %+v", c)
 	}
-	bare, err := svc.IssueCertificate(ctx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	bare, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
 	if err != nil || string(bare.EventsCombined) != "{}" || len(bare.Records) != 0 || !bare.EmailDigest.IsZero() {
 		t.Errorf("certificate without consents = %+v, %v", bare, err)
 	}
 
-	base := consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"}
-	for name, mod := range map[string]func(*consent.CertificateParams){
-		"events_combined not an object": func(p *consent.CertificateParams) { p.EventsCombined = json.RawMessage(`[1]`) },
-		"blank consent text":            func(p *consent.CertificateParams) { p.Records = []consent.Record{{Text: " "}} },
-		"bad email":                     func(p *consent.CertificateParams) { p.Email = "jane" },
-		"bad mobile":                    func(p *consent.CertificateParams) { p.Mobile = "12" },
-		"bad id":                        func(p *consent.CertificateParams) { p.ID = "a b" },
+	base := consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"}
+	for name, mod := range map[string]func(*consentkit.CertificateParams){
+		"events_combined not an object": func(p *consentkit.CertificateParams) { p.EventsCombined = json.RawMessage(`[1]`) },
+		"blank consent text":            func(p *consentkit.CertificateParams) { p.Records = []consent.Record{{Text: " "}} },
+		"bad email":                     func(p *consentkit.CertificateParams) { p.Email = "jane" },
+		"bad mobile":                    func(p *consentkit.CertificateParams) { p.Mobile = "12" },
+		"bad id":                        func(p *consentkit.CertificateParams) { p.ID = "a b" },
 	} {
 		p := base
 		mod(&p)
 		_, err := svc.IssueCertificate(ctx, p)
 		wantCode(t, "IssueCertificate("+name+")", err, consent.Invalid)
 	}
-	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s9"})
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s9"})
 	wantCode(t, "IssueCertificate(unknown session)", err, consent.NotFound)
-	_, err = svc.IssueCertificate(ctx, consent.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
 	wantCode(t, "IssueCertificate(duplicate)", err, consent.Conflict)
 }
 

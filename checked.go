@@ -1,9 +1,10 @@
-package consent
+package consentkit
 
 import (
 	"context"
 	"time"
 
+	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -19,54 +20,54 @@ import (
 // rows and is not ValidText, what the store answers for a key of no row
 // (NotFound, or an empty list). A call with two faults is refused for the
 // first one met in the order the fields are listed here.
-type checkedStore struct{ store Store }
+type checkedStore struct{ store consent.Store }
 
 // Checked returns store with every transaction checked as the Service's
 // own are (it returns a checked store as it is). The Service's Store is
 // one already; a program that works on a store without a Service, such as
 // a job runner given a Store, wraps it with Checked.
-func Checked(store Store) Store {
+func Checked(store consent.Store) consent.Store {
 	if c, ok := store.(checkedStore); ok {
 		return c
 	}
 	return checkedStore{store}
 }
 
-func (s checkedStore) Update(ctx context.Context, fn func(tx Tx) error) error {
-	return s.store.Update(ctx, func(tx Tx) error { return fn(checkedTx{tx}) })
+func (s checkedStore) Update(ctx context.Context, fn func(tx consent.Tx) error) error {
+	return s.store.Update(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx}) })
 }
 
-func (s checkedStore) View(ctx context.Context, fn func(tx Tx) error) error {
-	return s.store.View(ctx, func(tx Tx) error { return fn(checkedTx{tx}) })
+func (s checkedStore) View(ctx context.Context, fn func(tx consent.Tx) error) error {
+	return s.store.View(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx}) })
 }
 
 func (s checkedStore) Close() error { return s.store.Close() }
 
 // checkedTx checks each call, then passes it to the store's Tx.
-type checkedTx struct{ tx Tx }
+type checkedTx struct{ tx consent.Tx }
 
 // findable reports whether each key may be some row's: a key that is not
 // ValidText is no row's (the stores never hold one), and PostgreSQL refuses
 // it as a parameter where the other stores find nothing.
 func findable(keys ...string) bool {
 	for _, k := range keys {
-		if !ValidText(k) {
+		if !consent.ValidText(k) {
 			return false
 		}
 	}
 	return true
 }
 
-func notFound(what string) error { return Errorf(NotFound, "%s not found", what) }
+func notFound(what string) error { return consent.Errorf(consent.NotFound, "%s not found", what) }
 
-func (t checkedTx) CreateCompany(ctx context.Context, c *Company) error {
-	if err := c.check(); err != nil {
+func (t checkedTx) CreateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateCompany(ctx, c)
 }
 
-func (t checkedTx) Company(ctx context.Context, id string) (*Company, error) {
+func (t checkedTx) Company(ctx context.Context, id string) (*consent.Company, error) {
 	if !findable(id) {
 		return nil, notFound("company")
 	}
@@ -82,49 +83,49 @@ func (t checkedTx) CompanyIDs(ctx context.Context, after string, limit int) ([]s
 	return t.tx.CompanyIDs(ctx, after, limit)
 }
 
-func (t checkedTx) UpdateCompany(ctx context.Context, c *Company) error {
-	if err := c.check(); err != nil {
+func (t checkedTx) UpdateCompany(ctx context.Context, c *consent.Company) error {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	return t.tx.UpdateCompany(ctx, c)
 }
 
-func (t checkedTx) CreateProperty(ctx context.Context, p *Property) error {
-	if err := p.check(); err != nil {
+func (t checkedTx) CreateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateProperty(ctx, p)
 }
 
-func (t checkedTx) Property(ctx context.Context, id string) (*Property, error) {
+func (t checkedTx) Property(ctx context.Context, id string) (*consent.Property, error) {
 	if !findable(id) {
 		return nil, notFound("property")
 	}
 	return t.tx.Property(ctx, id)
 }
 
-func (t checkedTx) UpdateProperty(ctx context.Context, p *Property) error {
-	if err := p.check(); err != nil {
+func (t checkedTx) UpdateProperty(ctx context.Context, p *consent.Property) error {
+	if err := p.Check(); err != nil {
 		return err
 	}
 	return t.tx.UpdateProperty(ctx, p)
 }
 
-func (t checkedTx) Properties(ctx context.Context, companyID string) ([]*Property, error) {
+func (t checkedTx) Properties(ctx context.Context, companyID string) ([]*consent.Property, error) {
 	if !findable(companyID) {
-		return []*Property{}, nil
+		return []*consent.Property{}, nil
 	}
 	return t.tx.Properties(ctx, companyID)
 }
 
-func (t checkedTx) CreateToken(ctx context.Context, tok *Token) error {
-	if err := tok.check(); err != nil {
+func (t checkedTx) CreateToken(ctx context.Context, tok *consent.Token) error {
+	if err := tok.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateToken(ctx, tok)
 }
 
-func (t checkedTx) TokenByDigest(ctx context.Context, d Digest) (*Token, error) {
+func (t checkedTx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
 	return t.tx.TokenByDigest(ctx, d)
 }
 
@@ -138,21 +139,21 @@ func (t checkedTx) RevokeToken(ctx context.Context, companyID, id string, at tim
 	return t.tx.RevokeToken(ctx, companyID, id, at)
 }
 
-func (t checkedTx) Tokens(ctx context.Context, companyID string) ([]*Token, error) {
+func (t checkedTx) Tokens(ctx context.Context, companyID string) ([]*consent.Token, error) {
 	if !findable(companyID) {
-		return []*Token{}, nil
+		return []*consent.Token{}, nil
 	}
 	return t.tx.Tokens(ctx, companyID)
 }
 
-func (t checkedTx) CreateSession(ctx context.Context, s *Session) error {
-	if err := s.check(); err != nil {
+func (t checkedTx) CreateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateSession(ctx, s)
 }
 
-func (t checkedTx) Session(ctx context.Context, id string) (*Session, error) {
+func (t checkedTx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	if !findable(id) {
 		return nil, notFound("session")
 	}
@@ -161,7 +162,7 @@ func (t checkedTx) Session(ctx context.Context, id string) (*Session, error) {
 
 // Sessions asks the store for the ids that may be a session's only; the
 // others get nil at their places.
-func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*Session, error) {
+func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*consent.Session, error) {
 	if findable(ids...) {
 		return t.tx.Sessions(ctx, ids)
 	}
@@ -175,7 +176,7 @@ func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*Session, erro
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*Session, len(ids))
+	out := make([]*consent.Session, len(ids))
 	for i, id := range ids {
 		if findable(id) {
 			out[i], found = found[0], found[1:]
@@ -198,29 +199,29 @@ func (t checkedTx) EventChunk(ctx context.Context, sessionID string, seq int) ([
 	return t.tx.EventChunk(ctx, sessionID, seq)
 }
 
-func (t checkedTx) SessionPage(ctx context.Context, p Page) ([]*Session, error) {
+func (t checkedTx) SessionPage(ctx context.Context, p consent.Page) ([]*consent.Session, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return t.tx.SessionPage(ctx, p)
 }
 
-func (t checkedTx) UpdateSession(ctx context.Context, s *Session) error {
-	if err := s.check(); err != nil {
+func (t checkedTx) UpdateSession(ctx context.Context, s *consent.Session) error {
+	if err := s.Check(); err != nil {
 		return err
 	}
 	return t.tx.UpdateSession(ctx, s)
 }
 
 // UpdateSessions checks the whole list before the store sees any of it.
-func (t checkedTx) UpdateSessions(ctx context.Context, list []*Session) error {
+func (t checkedTx) UpdateSessions(ctx context.Context, list []*consent.Session) error {
 	seen := make(map[string]bool, len(list))
 	for _, s := range list {
-		if err := s.check(); err != nil {
+		if err := s.Check(); err != nil {
 			return err
 		}
 		if seen[s.ID] {
-			return Errorf(Invalid, "session %s is listed twice", s.ID)
+			return consent.Errorf(consent.Invalid, "session %s is listed twice", s.ID)
 		}
 		seen[s.ID] = true
 	}
@@ -237,28 +238,28 @@ func (t checkedTx) Events(ctx context.Context, sessionID string) ([][]byte, erro
 	return t.tx.Events(ctx, sessionID)
 }
 
-func (t checkedTx) CreateCertificate(ctx context.Context, c *Certificate) error {
-	if err := c.check(); err != nil {
+func (t checkedTx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateCertificate(ctx, c)
 }
 
-func (t checkedTx) Certificate(ctx context.Context, id string) (*Certificate, error) {
+func (t checkedTx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
 	if !findable(id) {
 		return nil, notFound("certificate")
 	}
 	return t.tx.Certificate(ctx, id)
 }
 
-func (t checkedTx) CertificatesByEmail(ctx context.Context, companyID string, d Digest) ([]string, error) {
+func (t checkedTx) CertificatesByEmail(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
 	if d.IsZero() || !findable(companyID) {
 		return []string{}, nil
 	}
 	return t.tx.CertificatesByEmail(ctx, companyID, d)
 }
 
-func (t checkedTx) CertificatesByMobile(ctx context.Context, companyID string, d Digest) ([]string, error) {
+func (t checkedTx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
 	if d.IsZero() || !findable(companyID) {
 		return []string{}, nil
 	}
@@ -272,15 +273,15 @@ func (t checkedTx) CertificatesBySession(ctx context.Context, sessionID string) 
 	return t.tx.CertificatesBySession(ctx, sessionID)
 }
 
-func (t checkedTx) CertificatePage(ctx context.Context, p Page) ([]*Certificate, error) {
+func (t checkedTx) CertificatePage(ctx context.Context, p consent.Page) ([]*consent.Certificate, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return t.tx.CertificatePage(ctx, p)
 }
 
-func (t checkedTx) UpdateCertificate(ctx context.Context, c *Certificate) error {
-	if err := c.check(); err != nil {
+func (t checkedTx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
+	if err := c.Check(); err != nil {
 		return err
 	}
 	return t.tx.UpdateCertificate(ctx, c)
@@ -296,39 +297,39 @@ func (t checkedTx) RevokeCertificate(ctx context.Context, id string, at time.Tim
 	return t.tx.RevokeCertificate(ctx, id, at)
 }
 
-func (t checkedTx) CreateRevocation(ctx context.Context, r *Revocation) error {
-	if err := r.check(); err != nil {
+func (t checkedTx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateRevocation(ctx, r)
 }
 
-func (t checkedTx) Revocations(ctx context.Context, companyID string) ([]*Revocation, error) {
+func (t checkedTx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
 	if !findable(companyID) {
-		return []*Revocation{}, nil
+		return []*consent.Revocation{}, nil
 	}
 	return t.tx.Revocations(ctx, companyID)
 }
 
-func (t checkedTx) RevocationPage(ctx context.Context, p Page) ([]*Revocation, error) {
+func (t checkedTx) RevocationPage(ctx context.Context, p consent.Page) ([]*consent.Revocation, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return t.tx.RevocationPage(ctx, p)
 }
 
-func (t checkedTx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*Session, error) {
-	if err := CheckTime("before", before); err != nil {
+func (t checkedTx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
+	if err := consent.CheckTime("before", before); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
-		return []*Session{}, nil
+		return []*consent.Session{}, nil
 	}
 	return t.tx.PurgeSessions(ctx, before, limit)
 }
 
 func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	if err := CheckTime("before", before); err != nil {
+	if err := consent.CheckTime("before", before); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -337,8 +338,8 @@ func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limi
 	return t.tx.PurgeCertificates(ctx, before, limit)
 }
 
-func (t checkedTx) EnqueueJob(ctx context.Context, j *Job) error {
-	if err := j.check(); err != nil {
+func (t checkedTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
+	if err := j.Check(); err != nil {
 		return err
 	}
 	return t.tx.EnqueueJob(ctx, j)
@@ -347,9 +348,9 @@ func (t checkedTx) EnqueueJob(ctx context.Context, j *Job) error {
 // EnqueueJobs checks the whole list before the store sees any of it; two
 // jobs of one kind and key are for the store to refuse (Conflict), as a
 // job already queued is.
-func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*Job) error {
+func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	for _, j := range jobs {
-		if err := j.check(); err != nil {
+		if err := j.Check(); err != nil {
 			return err
 		}
 	}
@@ -359,7 +360,7 @@ func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*Job) error {
 	return t.tx.EnqueueJobs(ctx, jobs)
 }
 
-func (t checkedTx) Job(ctx context.Context, kind, key string) (*Job, error) {
+func (t checkedTx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	if !findable(kind, key) {
 		return nil, notFound("job")
 	}
@@ -367,7 +368,7 @@ func (t checkedTx) Job(ctx context.Context, kind, key string) (*Job, error) {
 }
 
 // LeaseJob asks the store for the kinds that may be a job's only.
-func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error) {
+func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := checkLease(owner, now, until); err != nil {
 		return nil, err
 	}
@@ -396,12 +397,12 @@ func (t checkedTx) RenewJob(ctx context.Context, kind, key, owner string, until 
 	return t.tx.RenewJob(ctx, kind, key, owner, until)
 }
 
-func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *Job) error {
-	if err := CheckText("lease_owner", owner); err != nil {
+func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
 	if next != nil {
-		if err := next.check(); err != nil {
+		if err := next.Check(); err != nil {
 			return err
 		}
 	}
@@ -411,35 +412,34 @@ func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *Jo
 	return t.tx.EndJob(ctx, kind, key, owner, next)
 }
 
-func (t checkedTx) ClaimIdempotencyKey(ctx context.Context, r *IdempotencyRecord, now time.Time) (*IdempotencyRecord, error) {
-	if err := r.check(); err != nil {
+func (t checkedTx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
+	if err := r.Check(); err != nil {
 		return nil, err
 	}
-	if err := CheckTime("now", now); err != nil {
+	if err := consent.CheckTime("now", now); err != nil {
 		return nil, err
 	}
 	return t.tx.ClaimIdempotencyKey(ctx, r, now)
 }
 
 func (t checkedTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
-	if err := checkIdempotencyKey(scope, key); err != nil {
-		return err
-	}
-	if err := checkInt32("status", status); err != nil {
+	r := consent.IdempotencyRecord{Scope: scope, Key: key, Status: status}
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return t.tx.AnswerIdempotencyKey(ctx, scope, key, status, body)
 }
 
 func (t checkedTx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
-	if err := checkIdempotencyKey(scope, key); err != nil {
+	r := consent.IdempotencyRecord{Scope: scope, Key: key}
+	if err := r.Check(); err != nil {
 		return err
 	}
 	return t.tx.ReleaseIdempotencyKey(ctx, scope, key)
 }
 
 func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := CheckTime("now", now); err != nil {
+	if err := consent.CheckTime("now", now); err != nil {
 		return 0, err
 	}
 	if limit <= 0 {
@@ -448,21 +448,21 @@ func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limi
 	return t.tx.PruneIdempotencyKeys(ctx, now, limit)
 }
 
-func (t checkedTx) CreateOperatorSession(ctx context.Context, s *OperatorSession) error {
+func (t checkedTx) CreateOperatorSession(ctx context.Context, s *consent.OperatorSession) error {
 	if err := s.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateOperatorSession(ctx, s)
 }
 
-func (t checkedTx) OperatorSession(ctx context.Context, d Digest) (*OperatorSession, error) {
+func (t checkedTx) OperatorSession(ctx context.Context, d consent.Digest) (*consent.OperatorSession, error) {
 	if d.IsZero() {
 		return nil, notFound("operator session")
 	}
 	return t.tx.OperatorSession(ctx, d)
 }
 
-func (t checkedTx) DeleteOperatorSession(ctx context.Context, d Digest) error {
+func (t checkedTx) DeleteOperatorSession(ctx context.Context, d consent.Digest) error {
 	if d.IsZero() {
 		return nil
 	}
@@ -470,7 +470,7 @@ func (t checkedTx) DeleteOperatorSession(ctx context.Context, d Digest) error {
 }
 
 func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error) {
-	if err := CheckTime("now", now); err != nil {
+	if err := consent.CheckTime("now", now); err != nil {
 		return 0, err
 	}
 	if limit <= 0 {
@@ -479,29 +479,29 @@ func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, lim
 	return t.tx.PruneOperatorSessions(ctx, now, limit)
 }
 
-func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error {
-	if err := e.check(); err != nil {
+func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
+	if err := e.Check(); err != nil {
 		return err
 	}
 	return t.tx.CreateWebhookEndpoint(ctx, e)
 }
 
-func (t checkedTx) WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error) {
+func (t checkedTx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
 	if !findable(id) {
 		return nil, notFound("webhook endpoint")
 	}
 	return t.tx.WebhookEndpoint(ctx, id)
 }
 
-func (t checkedTx) WebhookEndpoints(ctx context.Context, companyID string) ([]*WebhookEndpoint, error) {
+func (t checkedTx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
 	if !findable(companyID) {
-		return []*WebhookEndpoint{}, nil
+		return []*consent.WebhookEndpoint{}, nil
 	}
 	return t.tx.WebhookEndpoints(ctx, companyID)
 }
 
 func (t checkedTx) DisableWebhookEndpoint(ctx context.Context, companyID, id string, at time.Time) error {
-	if err := CheckTime("disabled_at", at); err != nil {
+	if err := consent.CheckTime("disabled_at", at); err != nil {
 		return err
 	}
 	if !findable(companyID, id) {
@@ -517,16 +517,16 @@ func (t checkedTx) DeleteWebhookEndpoint(ctx context.Context, companyID, id stri
 	return t.tx.DeleteWebhookEndpoint(ctx, companyID, id)
 }
 
-func (t checkedTx) AppendWebhookDelivery(ctx context.Context, d *WebhookDelivery) error {
-	if err := d.check(); err != nil {
+func (t checkedTx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
+	if err := d.Check(); err != nil {
 		return err
 	}
 	return t.tx.AppendWebhookDelivery(ctx, d)
 }
 
-func (t checkedTx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*WebhookDelivery, error) {
+func (t checkedTx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
 	if !findable(endpointID) || limit <= 0 {
-		return []*WebhookDelivery{}, nil
+		return []*consent.WebhookDelivery{}, nil
 	}
 	return t.tx.WebhookDeliveries(ctx, endpointID, before, limit)
 }
@@ -563,7 +563,7 @@ func (t checkedTx) DebitAll(ctx context.Context, entries []*wallet.Entry) (walle
 			return 0, err
 		}
 		if e.CompanyID != entries[0].CompanyID {
-			return 0, Errorf(Invalid, "the entries of one debit must be of one company")
+			return 0, consent.Errorf(consent.Invalid, "the entries of one debit must be of one company")
 		}
 	}
 	if _, err := wallet.Sum(entries); err != nil {
@@ -579,27 +579,27 @@ func (t checkedTx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entr
 	return t.tx.Ledger(ctx, companyID)
 }
 
-func (t checkedTx) LedgerPage(ctx context.Context, p Page) ([]*wallet.Entry, error) {
+func (t checkedTx) LedgerPage(ctx context.Context, p consent.Page) ([]*wallet.Entry, error) {
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return t.tx.LedgerPage(ctx, p)
 }
 
-func (t checkedTx) AppendAudit(ctx context.Context, e *AuditEntry) error {
-	if err := e.check(); err != nil {
+func (t checkedTx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
+	if err := e.Check(); err != nil {
 		return err
 	}
 	return t.tx.AppendAudit(ctx, e)
 }
 
-func (t checkedTx) AppendAudits(ctx context.Context, entries []*AuditEntry) error {
+func (t checkedTx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
 	for _, e := range entries {
-		if err := e.check(); err != nil {
+		if err := e.Check(); err != nil {
 			return err
 		}
 		if e.CompanyID != entries[0].CompanyID {
-			return Errorf(Invalid, "the entries of one append must be of one company")
+			return consent.Errorf(consent.Invalid, "the entries of one append must be of one company")
 		}
 	}
 	if len(entries) == 0 {
@@ -608,16 +608,63 @@ func (t checkedTx) AppendAudits(ctx context.Context, entries []*AuditEntry) erro
 	return t.tx.AppendAudits(ctx, entries)
 }
 
-func (t checkedTx) AuditEntries(ctx context.Context, q AuditQuery) ([]*AuditEntry, error) {
+func (t checkedTx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {
 	if err := q.Check(); err != nil {
 		return nil, err
 	}
 	return t.tx.AuditEntries(ctx, q)
 }
 
-func (t checkedTx) AuditHead(ctx context.Context, companyID string) (*AuditHead, error) {
+func (t checkedTx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHead, error) {
 	if !findable(companyID) {
 		return nil, notFound("company")
 	}
 	return t.tx.AuditHead(ctx, companyID)
+}
+
+// checkLease checks a lease before a store takes or extends it (LeaseJob,
+// RenewJob): the owner's text, then now and the lease's end (CheckTime;
+// RenewJob, which has no now, passes the zero time).
+func checkLease(owner string, now, until time.Time) error {
+	if err := consent.CheckText("lease_owner", owner); err != nil {
+		return err
+	}
+	if err := consent.CheckTime("now", now); err != nil {
+		return err
+	}
+	return consent.CheckTime("lease_until", until)
+}
+
+// checkRevokedAt refuses, as Invalid, a revocation without its time: a
+// zero time would read as "not revoked" and, kept by a store, stop a later
+// revocation from taking (RevokeToken, RevokeCertificate). A time outside
+// the years 1 to 9999 is Invalid too (CheckTime).
+func checkRevokedAt(at time.Time) error {
+	if at.IsZero() {
+		return consent.Errorf(consent.Invalid, "a revocation needs its time")
+	}
+	return consent.CheckTime("revoked_at", at)
+}
+
+// checkEntry checks a ledger entry before a store writes it: its text
+// fields, its time (CheckTime), and its amount, which is positive (a
+// credit or a debit of zero or less is Invalid, as the SQL stores' CHECK
+// has it) and at most wallet.MaxBalance (wallet.ErrBalanceLimit).
+func checkEntry(e *wallet.Entry) error {
+	if e.Amount <= 0 {
+		return consent.Errorf(consent.Invalid, "a ledger entry's amount must be positive, not %s", e.Amount)
+	}
+	if e.Amount > wallet.MaxBalance {
+		return wallet.ErrBalanceLimit
+	}
+	if err := consent.CheckKeys("id", e.ID, "company_id", e.CompanyID); err != nil {
+		return err
+	}
+	if err := consent.CheckText("kind", string(e.Kind)); err != nil {
+		return err
+	}
+	if err := consent.CheckText("reference", e.Reference); err != nil {
+		return err
+	}
+	return consent.CheckTime("created_at", e.CreatedAt)
 }

@@ -1,0 +1,380 @@
+package consentkit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Companies, their properties and their integration tokens.
+
+// maxNameLength bounds display names.
+const maxNameLength = 200
+
+func checkName(field, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return consent.Errorf(consent.Invalid, "%s is required", field)
+	}
+	if len(name) > maxNameLength {
+		return consent.Errorf(consent.Invalid, "%s must be at most %d bytes", field, maxNameLength)
+	}
+	return consent.CheckText(field, name)
+}
+
+// CompanyParams describes a new company.
+type CompanyParams struct {
+	ID                            string // required (D29)
+	Name                          string // required
+	ThirdPartyVerificationEnabled bool
+	AuthorizedThirdParties        []string // company ids (D29)
+}
+
+// CreateCompany creates a company with an empty wallet. Conflict when the id
+// is taken.
+func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*consent.Company, error) {
+	return update(ctx, s, func(tx consent.Tx) (*consent.Company, error) { return s.CreateCompanyTx(ctx, tx, p) })
+}
+
+// CreateCompanyTx is CreateCompany inside tx.
+func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyParams) (*consent.Company, error) {
+	if err := consent.CheckID("id", p.ID); err != nil {
+		return nil, err
+	}
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
+	parties, err := checkParties(p.AuthorizedThirdParties)
+	if err != nil {
+		return nil, err
+	}
+	c := &consent.Company{
+		ID: p.ID, Name: p.Name,
+		ThirdPartyVerificationEnabled: p.ThirdPartyVerificationEnabled,
+		AuthorizedThirdParties:        parties,
+		CreatedAt:                     s.Now(),
+	}
+	if err := tx.CreateCompany(ctx, c); err != nil {
+		return nil, err
+	}
+	if err := s.Audit(ctx, tx, companyAudit(consent.AuditCompanyCreate, c.ID, c.ThirdPartyVerificationEnabled, parties)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// companyAudit describes a change of a company's settings for the audit log.
+func companyAudit(action, companyID string, enabled bool, parties []string) AuditParams {
+	return AuditParams{CompanyID: companyID, Action: action, Target: companyID, Detail: map[string]any{
+		"third_party_verification_enabled": enabled, "authorized_third_parties": parties,
+	}}
+}
+
+func checkParties(ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	seen := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if err := consent.CheckID("authorized_third_parties", id); err != nil {
+			return nil, err
+		}
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// SetThirdParty replaces the company's third-party verification settings
+// (§4.7). NotFound when the company does not exist.
+func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled bool, authorized []string) (*consent.Company, error) {
+	parties, err := checkParties(authorized)
+	if err != nil {
+		return nil, err
+	}
+	var c *consent.Company
+	p := companyAudit(consent.AuditCompanyUpdate, companyID, enabled, parties)
+	err = s.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
+		var err error
+		if c, err = tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		c.ThirdPartyVerificationEnabled, c.AuthorizedThirdParties = enabled, parties
+		return tx.UpdateCompany(ctx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// PropertyParams describes a new property.
+type PropertyParams struct {
+	ID        string // optional: a random id when empty
+	CompanyID string
+	Name      string
+	// AllowedOrigins may capture sessions in the browser (D32); each is
+	// normalized by NormalizeOrigin.
+	AllowedOrigins []string
+}
+
+// AddProperty adds a property to a company. NotFound when the company does
+// not exist; Conflict when the id is taken.
+func (s *Service) AddProperty(ctx context.Context, p PropertyParams) (*consent.Property, error) {
+	return update(ctx, s, func(tx consent.Tx) (*consent.Property, error) { return s.AddPropertyTx(ctx, tx, p) })
+}
+
+// AddPropertyTx is AddProperty inside tx.
+func (s *Service) AddPropertyTx(ctx context.Context, tx consent.Tx, p PropertyParams) (*consent.Property, error) {
+	if p.ID == "" {
+		p.ID = consent.NewID("prop")
+	}
+	if err := consent.CheckID("id", p.ID); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckID("company_id", p.CompanyID); err != nil {
+		return nil, err
+	}
+	if err := checkName("name", p.Name); err != nil {
+		return nil, err
+	}
+	origins, err := normalizeOrigins(p.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	prop := &consent.Property{ID: p.ID, CompanyID: p.CompanyID, Name: p.Name, AllowedOrigins: origins, CreatedAt: s.Now()}
+	if err := tx.CreateProperty(ctx, prop); err != nil {
+		return nil, err
+	}
+	if err := s.Audit(ctx, tx, propertyAudit(consent.AuditPropertyCreate, prop.CompanyID, prop.ID, origins)); err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// propertyAudit describes a change of a property for the audit log.
+func propertyAudit(action, companyID, propertyID string, origins []string) AuditParams {
+	return AuditParams{CompanyID: companyID, Action: action, Target: propertyID,
+		Detail: map[string]any{"allowed_origins": origins}}
+}
+
+// maxOrigins bounds a property's allowed origins.
+const maxOrigins = 100
+
+func normalizeOrigins(list []string) ([]string, error) {
+	if len(list) > maxOrigins {
+		return nil, consent.Errorf(consent.Invalid, "allowed_origins: at most %d", maxOrigins)
+	}
+	out := make([]string, 0, len(list))
+	for _, o := range list {
+		n, err := consent.NormalizeOrigin(o)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}
+
+// SetAllowedOrigins replaces the origins allowed to capture sessions for the
+// company's property (D32) and returns the property. NotFound when the
+// property does not exist or is not the company's.
+func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID string, origins []string) (*consent.Property, error) {
+	norm, err := normalizeOrigins(origins)
+	if err != nil {
+		return nil, err
+	}
+	if !consent.ValidID(propertyID) {
+		return nil, consent.Errorf(consent.NotFound, "property not found")
+	}
+	var prop *consent.Property
+	a := propertyAudit(consent.AuditPropertyUpdate, companyID, propertyID, norm)
+	err = s.UpdateAudited(ctx, &a, func(tx consent.Tx) error {
+		if err := consent.CheckProperty(ctx, tx, companyID, propertyID); err != nil {
+			return err
+		}
+		p, err := tx.Property(ctx, propertyID)
+		if err != nil {
+			return err
+		}
+		p.AllowedOrigins = norm
+		prop = p
+		return tx.UpdateProperty(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// TokenParams describes a new integration token.
+type TokenParams struct {
+	CompanyID   string
+	Permissions []consent.Permission
+	ExpiresAt   time.Time // zero: never
+	// Secret, when set, is used instead of a generated one (to load a
+	// token issued elsewhere); it must be at least MinSecretLength bytes.
+	Secret string
+}
+
+// Token secrets.
+const (
+	TokenPrefix     = "ck_" // readable prefix of generated secrets (D6)
+	MinSecretLength = 16
+	maxSecretLength = 512
+)
+
+// IssueToken creates a token and returns it with its secret. The secret is
+// not stored (only its SHA-256 digest is, D6) and cannot be shown again.
+func (s *Service) IssueToken(ctx context.Context, p TokenParams) (*consent.Token, string, error) {
+	var secret string
+	t, err := update(ctx, s, func(tx consent.Tx) (*consent.Token, error) {
+		t, sec, err := s.IssueTokenTx(ctx, tx, p)
+		secret = sec
+		return t, err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return t, secret, nil
+}
+
+// IssueTokenTx is IssueToken inside tx.
+func (s *Service) IssueTokenTx(ctx context.Context, tx consent.Tx, p TokenParams) (*consent.Token, string, error) {
+	if err := consent.CheckID("company_id", p.CompanyID); err != nil {
+		return nil, "", err
+	}
+	for _, perm := range p.Permissions {
+		if perm != consent.PermissionRetention {
+			return nil, "", consent.Errorf(consent.Invalid, "permissions: unknown permission %q", perm)
+		}
+	}
+	secret := p.Secret
+	switch {
+	case secret == "":
+		var b [32]byte
+		rand.Read(b[:])
+		secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+	case len(secret) < MinSecretLength || len(secret) > maxSecretLength || strings.ContainsAny(secret, " \t\r\n"):
+		return nil, "", consent.Errorf(consent.Invalid, "token must be %d to %d bytes without white space", MinSecretLength, maxSecretLength)
+	}
+	now := s.Now()
+	if !p.ExpiresAt.IsZero() && !consent.UTC(p.ExpiresAt).After(now) {
+		return nil, "", consent.Errorf(consent.Invalid, "expires_at must be in the future")
+	}
+	t := &consent.Token{
+		ID:          consent.NewID("tok"),
+		CompanyID:   p.CompanyID,
+		Digest:      consent.DigestOf(secret),
+		Permissions: append([]consent.Permission(nil), p.Permissions...),
+		CreatedAt:   now,
+	}
+	if !p.ExpiresAt.IsZero() {
+		t.ExpiresAt = consent.UTC(p.ExpiresAt)
+	}
+	if err := tx.CreateToken(ctx, t); err != nil {
+		return nil, "", err
+	}
+	detail := map[string]any{"permissions": t.Permissions}
+	if !t.ExpiresAt.IsZero() {
+		detail["expires_at"] = t.ExpiresAt.Format(time.RFC3339Nano)
+	}
+	if err := s.Audit(ctx, tx, AuditParams{CompanyID: t.CompanyID, Action: consent.AuditTokenIssue, Target: t.ID, Detail: detail}); err != nil {
+		return nil, "", err
+	}
+	return t, secret, nil
+}
+
+// RevokeToken revokes a token of the company; it stops authenticating on
+// this Service at once, and on other instances sharing the store within
+// their Config.TokenCacheTTL. Revoking it again does nothing. NotFound
+// when the company has no such token.
+func (s *Service) RevokeToken(ctx context.Context, companyID, tokenID string) error {
+	if !consent.ValidID(tokenID) {
+		return consent.Errorf(consent.NotFound, "token not found")
+	}
+	p := AuditParams{CompanyID: companyID, Action: consent.AuditTokenRevoke, Target: tokenID}
+	err := s.UpdateAudited(ctx, &p, func(tx consent.Tx) error { return tx.RevokeToken(ctx, companyID, tokenID, s.Now()) })
+	// After the commit: a request that read the token before it is not
+	// cached (see ttlcache.Cache.Epoch), and an entry it cached is removed.
+	s.forgetToken(companyID, tokenID)
+	return err
+}
+
+// RevokeTokenTx is RevokeToken inside tx. The Service cannot know when tx
+// commits, so the token stops authenticating everywhere, this Service
+// included, within Config.TokenCacheTTL of the commit.
+func (s *Service) RevokeTokenTx(ctx context.Context, tx consent.Tx, companyID, tokenID string) error {
+	if err := tx.RevokeToken(ctx, companyID, tokenID, s.Now()); err != nil {
+		return err
+	}
+	s.forgetToken(companyID, tokenID)
+	return s.Audit(ctx, tx, AuditParams{CompanyID: companyID, Action: consent.AuditTokenRevoke, Target: tokenID})
+}
+
+// forgetToken removes the company's token from the cache of tokens.
+func (s *Service) forgetToken(companyID, tokenID string) {
+	s.tokens.Remove(func(t *consent.Token) bool { return t.ID == tokenID && t.CompanyID == companyID })
+}
+
+// errBadToken is the one answer to a token that does not authenticate:
+// unknown, expired and revoked tokens are told apart by nothing (D6).
+const errBadToken = "the token is unknown, expired or revoked"
+
+// Authenticate returns the active token whose secret is given. Unauthorized
+// when the secret is empty, unknown, expired or revoked (D6), all with the
+// same message. A token that authenticated recently is taken from a cache
+// (Config.TokenCacheTTL), without a transaction. The token returned is
+// shared: do not change it.
+func (s *Service) Authenticate(ctx context.Context, secret string) (*consent.Token, error) {
+	if secret == "" || len(secret) > maxSecretLength {
+		return nil, consent.Errorf(consent.Unauthorized, errBadToken)
+	}
+	d := consent.DigestOf(secret)
+	now := s.Now()
+	if t, ok := s.tokens.Get(d, now); ok {
+		if !t.Active(now) {
+			return nil, consent.Errorf(consent.Unauthorized, errBadToken)
+		}
+		return t, nil
+	}
+	epoch := s.tokens.Epoch()
+	var t *consent.Token
+	err := s.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		t, err = tx.TokenByDigest(ctx, d)
+		return err
+	})
+	if err == nil {
+		s.tokens.Put(d, t, now, epoch)
+	}
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound || err == nil && !t.Active(s.Now()):
+		return nil, consent.Errorf(consent.Unauthorized, errBadToken)
+	case err != nil:
+		return nil, err
+	}
+	return t, nil
+}
+
+// AuthenticateProperty authenticates a caller by company and property ids,
+// the opt-in credentials of D8: nil when propertyID names a property of
+// companyID. Unauthorized otherwise, with one message whatever was wrong.
+// A property id is not a secret, so a host enables this mode knowingly.
+func (s *Service) AuthenticateProperty(ctx context.Context, companyID, propertyID string) error {
+	deny := consent.Errorf(consent.Unauthorized, "an Authorization: Bearer token, or company_id and property_id of one of its properties, is required")
+	if !consent.ValidID(companyID) || !consent.ValidID(propertyID) {
+		return deny
+	}
+	err := s.store.View(ctx, func(tx consent.Tx) error { return consent.CheckProperty(ctx, tx, companyID, propertyID) })
+	if consent.ErrorCode(err) == consent.NotFound {
+		return deny
+	}
+	return err
+}

@@ -1,0 +1,324 @@
+package consentkit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Recorded sessions and the certificates issued for them.
+
+// SessionParams describes a new recorded session.
+type SessionParams struct {
+	ID         string // optional: a random id when empty
+	CompanyID  string
+	PropertyID string
+	CreatedAt  time.Time // optional: now when zero
+
+	// Browser capture (D33) sets these; see package capture.
+	UploadDigest  consent.Digest // the SHA-256 of the session's upload token
+	CertificateID string         // the certificate reserved for the session
+	URL           string         // the page on which recording started
+}
+
+// StartSession creates a session with an empty recording. NotFound when the
+// property does not exist or is not the company's.
+func (s *Service) StartSession(ctx context.Context, p SessionParams) (*consent.Session, error) {
+	return update(ctx, s, func(tx consent.Tx) (*consent.Session, error) { return s.StartSessionTx(ctx, tx, p) })
+}
+
+// StartSessionTx is StartSession inside tx.
+func (s *Service) StartSessionTx(ctx context.Context, tx consent.Tx, p SessionParams) (*consent.Session, error) {
+	if p.ID == "" {
+		p.ID = consent.NewID("ses")
+	}
+	for _, f := range [...]struct{ name, v string }{{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}} {
+		if err := consent.CheckID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	created := s.Now()
+	if !p.CreatedAt.IsZero() {
+		created = consent.UTC(p.CreatedAt)
+	}
+	if p.CertificateID != "" {
+		if err := consent.CheckID("certificate_id", p.CertificateID); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkURL("url", p.URL); err != nil {
+		return nil, err
+	}
+	ses := &consent.Session{
+		ID: p.ID, CompanyID: p.CompanyID, PropertyID: p.PropertyID,
+		RetentionStatus: consent.RetentionNone, VideoStatus: consent.VideoNone,
+		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
+		UploadDigest: p.UploadDigest, CertificateID: p.CertificateID, URL: p.URL,
+	}
+	if err := consent.CheckProperty(ctx, tx, p.CompanyID, p.PropertyID); err != nil {
+		return nil, err
+	}
+	if err := tx.CreateSession(ctx, ses); err != nil {
+		return nil, err
+	}
+	return ses, nil
+}
+
+// AppendEvents adds a chunk of the session's rrweb recording: a JSON array
+// of event objects, kept byte for byte. TooLarge when the chunk is over
+// MaxChunkBytes or the recording would pass MaxRecordingBytes; NotFound when
+// the session does not exist.
+func (s *Service) AppendEvents(ctx context.Context, sessionID string, events json.RawMessage) (*consent.Session, error) {
+	return update(ctx, s, func(tx consent.Tx) (*consent.Session, error) { return s.AppendEventsTx(ctx, tx, sessionID, events) })
+}
+
+// AppendEventsTx is AppendEvents inside tx.
+func (s *Service) AppendEventsTx(ctx context.Context, tx consent.Tx, sessionID string, events json.RawMessage) (*consent.Session, error) {
+	if len(events) > s.cfg.MaxChunkBytes {
+		return nil, consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
+	}
+	if err := checkEvents(events); err != nil {
+		return nil, err
+	}
+	ses, err := tx.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
+		return nil, consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
+	}
+	if err := tx.AppendEvents(ctx, sessionID, events); err != nil {
+		return nil, err
+	}
+	ses.EventChunks++
+	ses.EventBytes += int64(len(events))
+	return ses, nil
+}
+
+// checkEvents accepts a non-empty JSON array of objects.
+func checkEvents(events json.RawMessage) error {
+	var list []json.RawMessage
+	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of event objects")
+	}
+	for _, e := range list {
+		if len(e) == 0 || e[0] != '{' {
+			return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of event objects")
+		}
+	}
+	return nil
+}
+
+// Recording returns the session's events as one JSON array: the chunks
+// joined in the order they were appended. NotFound when the session does
+// not exist or its recording was purged (D43).
+func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMessage, error) {
+	var chunks [][]byte
+	err := s.store.View(ctx, func(tx consent.Tx) error {
+		ses, err := tx.Session(ctx, sessionID)
+		if err != nil {
+			return err
+		}
+		if ses.RetentionStatus == consent.RetentionExpired {
+			return consent.Errorf(consent.NotFound, "the session's recording was purged: its retention window ended")
+		}
+		chunks, err = tx.Events(ctx, sessionID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return consent.JoinChunks(chunks), nil
+}
+
+// CertificateParams describes a new certificate.
+type CertificateParams struct {
+	ID         string // optional: a random id when empty
+	CompanyID  string
+	PropertyID string
+	SessionID  string
+	Origin     string // where consent was captured, e.g. a form URL
+	Email      string // optional; only its normalized digest is kept (D17)
+	Mobile     string // optional; likewise
+	Records    []consent.Record
+	// EventsCombined is a JSON object; optional ({} when empty).
+	EventsCombined json.RawMessage
+	CreatedAt      time.Time // optional: now when zero
+
+	// Browser capture (D35) sets these; see package capture.
+	ClientIP        string
+	UserAgent       string
+	RecordingSHA256 consent.Digest
+	Visibility      *consent.Visibility
+}
+
+// Limits of a certificate's content.
+const (
+	maxRecords    = 100
+	maxTextLength = 64 << 10
+	maxOrigin     = 2048
+	maxTypes      = 32
+	maxUserAgent  = 1024
+	maxColor      = 64
+)
+
+// checkURL refuses a URL or origin over maxOrigin bytes or that is not text.
+func checkURL(field, u string) error {
+	if len(u) > maxOrigin {
+		return consent.Errorf(consent.Invalid, "%s must be at most %d bytes", field, maxOrigin)
+	}
+	return consent.CheckText(field, u)
+}
+
+// checkVisibility refuses facts no browser measures (D37).
+func checkVisibility(v *consent.Visibility) error {
+	switch {
+	case v == nil:
+		return nil
+	case !(v.FontSizePx >= 0 && v.FontSizePx <= 10_000):
+		return consent.Errorf(consent.Invalid, "visibility.font_size_px must be between 0 and 10000")
+	case !(v.ContrastRatio >= 1 && v.ContrastRatio <= 21):
+		return consent.Errorf(consent.Invalid, "visibility.contrast_ratio must be between 1 and 21")
+	case len(v.TextColor) > maxColor || len(v.BackgroundColor) > maxColor:
+		return consent.Errorf(consent.Invalid, "visibility colours must be at most %d bytes", maxColor)
+	}
+	if err := consent.CheckText("visibility.text_color", v.TextColor); err != nil {
+		return err
+	}
+	return consent.CheckText("visibility.background_color", v.BackgroundColor)
+}
+
+// IssueCertificate issues a certificate for a session of the company.
+// NotFound when the property or session does not exist, is not the
+// company's, or the session is not of that property.
+func (s *Service) IssueCertificate(ctx context.Context, p CertificateParams) (*consent.Certificate, error) {
+	return update(ctx, s, func(tx consent.Tx) (*consent.Certificate, error) { return s.IssueCertificateTx(ctx, tx, p) })
+}
+
+// IssueCertificateTx is IssueCertificate inside tx.
+func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p CertificateParams) (*consent.Certificate, error) {
+	if p.ID == "" {
+		p.ID = consent.NewID("cert")
+	}
+	c, err := s.newCertificate(p)
+	if err != nil {
+		return nil, err
+	}
+	s.sign(c)
+	if err := consent.CheckProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
+		return nil, err
+	}
+	ses, err := tx.Session(ctx, c.SessionID)
+	if consent.ErrorCode(err) == consent.NotFound || err == nil && (ses.CompanyID != c.CompanyID || ses.PropertyID != c.PropertyID) {
+		return nil, consent.Errorf(consent.NotFound, "session not found")
+	} else if err != nil {
+		return nil, err
+	}
+	if err := tx.CreateCertificate(ctx, c); err != nil {
+		return nil, err
+	}
+	err = s.EmitEvent(ctx, tx, c.CompanyID, consent.EventCertificateIssued, map[string]any{
+		"certificate_id": c.ID, "company_id": c.CompanyID, "property_id": c.PropertyID,
+		"session_id": c.SessionID, "created_timestamp": c.CreatedAt,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, error) {
+	for _, f := range [...]struct{ name, v string }{
+		{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}, {"session_id", p.SessionID},
+	} {
+		if err := consent.CheckID(f.name, f.v); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkURL("origin", p.Origin); err != nil {
+		return nil, err
+	}
+	if len(p.UserAgent) > maxUserAgent {
+		return nil, consent.Errorf(consent.Invalid, "user_agent must be at most %d bytes", maxUserAgent)
+	}
+	if err := consent.CheckText("client_ip", p.ClientIP); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckText("user_agent", p.UserAgent); err != nil {
+		return nil, err
+	}
+	if err := checkVisibility(p.Visibility); err != nil {
+		return nil, err
+	}
+	created := s.Now()
+	if !p.CreatedAt.IsZero() {
+		created = consent.UTC(p.CreatedAt)
+	}
+	c := &consent.Certificate{
+		ID: p.ID, CompanyID: p.CompanyID, PropertyID: p.PropertyID, SessionID: p.SessionID,
+		Origin: p.Origin, RetentionStatus: consent.RetentionNone,
+		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
+		EventsCombined: json.RawMessage("{}"),
+		ClientIP:       p.ClientIP, UserAgent: p.UserAgent, RecordingSHA256: p.RecordingSHA256,
+	}
+	if p.Visibility != nil {
+		v := *p.Visibility
+		c.Visibility = &v
+	}
+	var err error
+	if strings.TrimSpace(p.Email) != "" {
+		if c.EmailDigest, err = consent.EmailDigest(p.Email); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(p.Mobile) != "" {
+		if c.MobileDigest, err = consent.MobileDigest(p.Mobile); err != nil {
+			return nil, err
+		}
+	}
+	if ec := bytes.TrimSpace(p.EventsCombined); len(ec) > 0 && !bytes.Equal(ec, []byte("null")) {
+		var obj map[string]json.RawMessage
+		if !utf8.Valid(p.EventsCombined) {
+			return nil, consent.Errorf(consent.Invalid, "events_combined must be valid UTF-8")
+		}
+		if err := json.Unmarshal(p.EventsCombined, &obj); err != nil || obj == nil {
+			return nil, consent.Errorf(consent.Invalid, "events_combined must be a JSON object")
+		}
+		c.EventsCombined = append(json.RawMessage(nil), p.EventsCombined...)
+	}
+	if len(p.Records) > maxRecords {
+		return nil, consent.Errorf(consent.Invalid, "consents: at most %d records", maxRecords)
+	}
+	for i, r := range p.Records {
+		if strings.TrimSpace(r.Text) == "" || len(r.Text) > maxTextLength {
+			return nil, consent.Errorf(consent.Invalid, "consents[%d].text must be non-empty and at most %d bytes", i, maxTextLength)
+		}
+		if err := consent.CheckText(fmt.Sprintf("consents[%d].text", i), r.Text); err != nil {
+			return nil, err
+		}
+		if len(r.Types) > maxTypes {
+			return nil, consent.Errorf(consent.Invalid, "consents[%d].types: at most %d", i, maxTypes)
+		}
+		rec := consent.Record{Text: r.Text, Types: make([]string, 0, len(r.Types)), OptInAt: created}
+		for _, ty := range r.Types {
+			if strings.TrimSpace(ty) == "" || len(ty) > consent.MaxIDLength {
+				return nil, consent.Errorf(consent.Invalid, "consents[%d].types must be non-empty labels of at most %d bytes", i, consent.MaxIDLength)
+			}
+			if err := consent.CheckText(fmt.Sprintf("consents[%d].types", i), ty); err != nil {
+				return nil, err
+			}
+			rec.Types = append(rec.Types, ty)
+		}
+		if !r.OptInAt.IsZero() {
+			rec.OptInAt = consent.UTC(r.OptInAt)
+		}
+		c.Records = append(c.Records, rec)
+	}
+	return c, nil
+}
