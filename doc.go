@@ -37,21 +37,13 @@
 //
 // # Audit log
 //
-// Every verification, retention, revocation, token issue and revocation,
-// wallet credit, webhook endpoint change (never its secret) and company or
-// property settings change appends a consent.AuditEntry to its company's
-// audit log (D42), in the same transaction as the change: who (a token
-// id, "property:<id>", "operator", "consumer" or "system"), what (a dotted
-// action and its target), when, the outcome ("ok" or the code of the
-// refusal) and the request id (WithRequestID, WithActor). Refusals made
-// inside the transaction before anything was written (a certificate not
-// found, opted out, a short wallet, a session already retained) are
-// recorded and committed too; checks of the request itself (a malformed
-// body, a token of another company) are refused before any transaction
-// and are not. Paid (for paid and state-changing operations, which also
-// claim their idempotency key there, D40) and Service.UpdateAudited (for
-// settings) are the ways the flows do this. Package audit checks the
-// chains.
+// Every change and every paid call appends an entry to its company's audit
+// log in the transaction of the change (D42), with the actor and request id
+// the context carries (WithActor, WithRequestID). Paid (for paid and
+// state-changing operations, which also claim their idempotency key there,
+// D40) and Service.UpdateAudited (for settings) are the ways the flows do
+// this; docs/evidence.md says what is recorded, and package audit checks
+// the chains.
 //
 // Times are kept in UTC with microsecond precision, the finest that every
 // store can hold.

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -42,17 +43,26 @@ var readmePaths = map[string]string{
 	"signed": "signed", "audit": "audit",
 }
 
-// Every Go snippet of the README compiles against the library as it is: each
-// becomes the body of a function returning error, inside which ctx and svc
-// (a *consentkit.Service) are in scope, as the README's prose says they are.
+// Every Go snippet of the README and of the pages in docs/ compiles against
+// the library as it is: each becomes the body of a function returning
+// error, inside which ctx and svc (a *consentkit.Service) are in scope, as
+// the prose says they are. The README keeps one: the mount.
 func TestREADMECompiles(t *testing.T) {
-	readme, err := os.ReadFile("README.md")
+	pages, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(readme, -1)
-	if len(blocks) < 4 {
-		t.Fatalf("%d Go snippets in the README; expected at least 4", len(blocks))
+	var blocks [][][]byte
+	for _, page := range append([]string{"README.md"}, pages...) {
+		text, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllSubmatch(text, -1)
+		if page == "README.md" && len(found) == 0 {
+			t.Fatal("the README shows no Go snippet; it should show how to mount the handler")
+		}
+		blocks = append(blocks, found...)
 	}
 	var src strings.Builder
 	src.WriteString("package main\n\nimport (\n")
@@ -73,7 +83,7 @@ func TestREADMECompiles(t *testing.T) {
 	importBlock := regexp.MustCompile(`(?s)^import \(.*?\)\n`)
 	for i, b := range blocks {
 		body := importBlock.ReplaceAllString(string(b[1]), "")
-		src.WriteString("func snippet" + string(rune('a'+i)) + "(ctx context.Context) error {\n\tvar svc *consentkit.Service\n\t_ = svc\n\t{\n" + body + "\t}\n\treturn nil\n}\n")
+		src.WriteString("func snippet" + strconv.Itoa(i) + "(ctx context.Context) error {\n\tvar svc *consentkit.Service\n\t_ = svc\n\t{\n" + body + "\t}\n\treturn nil\n}\n")
 	}
 	dir, err := os.MkdirTemp(".", "_readme")
 	if err != nil {
@@ -85,6 +95,6 @@ func TestREADMECompiles(t *testing.T) {
 	}
 	out, err := exec.Command("go", "vet", "./"+filepath.Base(dir)).CombinedOutput()
 	if err != nil {
-		t.Errorf("the README's Go snippets do not compile: %v\n%s\n%s", err, out, src.String())
+		t.Errorf("the Go snippets of the README and docs/ do not compile: %v\n%s\n%s", err, out, src.String())
 	}
 }
