@@ -311,6 +311,13 @@ func (t checkedTx) Revocations(ctx context.Context, companyID string) ([]*consen
 	return t.tx.Revocations(ctx, companyID)
 }
 
+func (t checkedTx) RevokedBefore(ctx context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {
+	if !findable(companyID) || email.IsZero() && mobile.IsZero() {
+		return time.Time{}, nil
+	}
+	return t.tx.RevokedBefore(ctx, companyID, email, mobile)
+}
+
 func (t checkedTx) RevocationPage(ctx context.Context, p consent.Page) ([]*consent.Revocation, error) {
 	if err := p.Check(); err != nil {
 		return nil, err

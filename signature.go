@@ -52,13 +52,15 @@ func (s *Service) PublicKeys() []signed.PublicKey {
 	return append([]signed.PublicKey{}, s.keys...)
 }
 
-// sign sets c's KeyID and Signature with the first signing key; without
-// one, c stays unsigned.
+// sign sets c's KeyID, Signature and SignatureVersion with the first
+// signing key, in the latest version of the canonical encoding
+// (signed.Version); without a key, c stays unsigned.
 func (s *Service) sign(c *consent.Certificate) {
 	if len(s.cfg.SigningKeys) == 0 {
 		return
 	}
 	k := s.cfg.SigningKeys[0]
+	c.SignatureVersion = 2
 	d := consent.Document(c, nil)
 	c.Signature = k.Sign(&d)
 	c.KeyID = k.ID

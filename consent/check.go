@@ -219,17 +219,24 @@ func (c *Certificate) Check() error {
 		if err := checkList("consents.types", r.Types); err != nil {
 			return err
 		}
+		if err := CheckText("consents.opt_in_method", r.OptInMethod); err != nil {
+			return err
+		}
+		if err := r.Visibility.check("consents.visibility"); err != nil {
+			return err
+		}
 	}
 	if err := checkTexts("client_ip", c.ClientIP, "user_agent", c.UserAgent); err != nil {
 		return err
 	}
-	if v := c.Visibility; v != nil {
-		if err := checkTexts("visibility.text_color", v.TextColor, "visibility.background_color", v.BackgroundColor); err != nil {
-			return err
-		}
-		if math.IsNaN(v.FontSizePx) || math.IsInf(v.FontSizePx, 0) || math.IsNaN(v.ContrastRatio) || math.IsInf(v.ContrastRatio, 0) {
-			return Errorf(Invalid, "visibility: numbers must be finite")
-		}
+	if err := c.Visibility.check("visibility"); err != nil {
+		return err
+	}
+	if err := CheckTime("revoked_before", c.RevokedBefore); err != nil {
+		return err
+	}
+	if err := checkRange("signature_version", c.SignatureVersion, 0, 2); err != nil {
+		return err
 	}
 	if !utf8.Valid(c.EventsCombined) {
 		return Errorf(Invalid, "events_combined must be valid UTF-8")
@@ -338,4 +345,19 @@ func (r *IdempotencyRecord) Check() error {
 		return err
 	}
 	return checkInt32("status", r.Status)
+}
+
+// check checks what a store keeps of v, nil or not: its text, and numbers
+// that are finite (SQL stores keep them in JSON, which has no NaN).
+func (v *Visibility) check(field string) error {
+	if v == nil {
+		return nil
+	}
+	if err := checkTexts(field+".text_color", v.TextColor, field+".background_color", v.BackgroundColor); err != nil {
+		return err
+	}
+	if math.IsNaN(v.FontSizePx) || math.IsInf(v.FontSizePx, 0) || math.IsNaN(v.ContrastRatio) || math.IsInf(v.ContrastRatio, 0) {
+		return Errorf(Invalid, "%s: numbers must be finite", field)
+	}
+	return checkList(field+".hidden_text", v.HiddenText)
 }

@@ -184,10 +184,32 @@ const JobConvert = "convert"
 
 // Record is one consent given in a certificate.
 type Record struct {
+	// Text is the consent text as the consumer could read it: for a
+	// captured certificate, the marked element's visible text (D37).
 	Text    string
 	Types   []string
 	OptInAt time.Time
+	// Visibility is what the consumer could see of this consent's element;
+	// nil when not measured (certificates captured before per-consent
+	// measurement, or issued through the Go API without it).
+	Visibility *Visibility
+	// OptInMethod is how the consumer opted in (one of the OptIn…
+	// constants); "" when not known.
+	OptInMethod string
 }
+
+// How a consumer opted in to one consent, as the capture snippet saw the
+// consent's checkbox (D37).
+const (
+	OptInManual      = "manual"       // ticked by the consumer (a user-triggered event)
+	OptInPreSelected = "pre_selected" // ticked when the page loaded, left so
+	OptInScripted    = "scripted"     // ticked by a script, with no user-triggered event
+	OptInUnchecked   = "unchecked"    // not ticked when the form was submitted
+	OptInNone        = "none"         // the form had no checkbox for it
+)
+
+// OptInMethods lists the opt-in methods a certificate may record.
+var OptInMethods = []string{OptInManual, OptInPreSelected, OptInScripted, OptInUnchecked, OptInNone}
 
 // Certificate is the evidence of consent captured in a session.
 type Certificate struct {
@@ -218,9 +240,15 @@ type Certificate struct {
 	// RecordingSHA256 is the SHA-256 of the session's recording when the
 	// certificate was issued, as Service.Recording returns it.
 	RecordingSHA256 Digest
-	// Visibility is what the consumer could see of the consent text (D37);
-	// nil when not measured.
+	// Visibility is what the consumer could see of the first consent's
+	// text (D37), as snippets measured it before each consent had its own
+	// (Record.Visibility); nil when not measured.
 	Visibility *Visibility
+	// RevokedBefore is the time of the company's latest revocation of the
+	// consumer's email or mobile before this certificate was issued
+	// (Tx.RevokedBefore): the consumer consented again after opting out.
+	// Zero when there was none.
+	RevokedBefore time.Time
 
 	// KeyID and Signature are the Ed25519 signature of the certificate's
 	// canonical encoding (package signed; Signed is what it covers) and the
@@ -228,6 +256,10 @@ type Certificate struct {
 	// signing key.
 	KeyID     string
 	Signature []byte
+	// SignatureVersion is the version of the canonical encoding the
+	// signature covers: 1 or 2 (signed.Version1, signed.Version2); 0 when
+	// unsigned.
+	SignatureVersion int
 }
 
 // Visibility holds the facts the snippet measured on the consent element at
@@ -235,8 +267,10 @@ type Certificate struct {
 type Visibility struct {
 	// InViewport: some of the element was inside the browser's viewport.
 	InViewport bool `json:"in_viewport"`
-	// Visible: neither the element nor an ancestor was hidden by display,
-	// visibility or opacity.
+	// Visible: the element's text was rendered where the consumer could
+	// see it, none of it hidden (HiddenText is empty). Measurements made
+	// before hidden text was kept said only that neither the element nor an
+	// ancestor was hidden by display, visibility or opacity.
 	Visible bool `json:"visible"`
 	// FontSizePx is the computed font size, in CSS pixels.
 	FontSizePx float64 `json:"font_size_px"`
@@ -247,6 +281,10 @@ type Visibility struct {
 	BackgroundColor string `json:"background_color"`
 	// ContrastRatio is the WCAG contrast ratio of the two colours, 1 to 21.
 	ContrastRatio float64 `json:"contrast_ratio"`
+	// HiddenText lists the fragments of the element's text the consumer
+	// could not see (D37), each apart, in the page's order; Visible is false
+	// when there is any. Empty for measurements made before it was kept.
+	HiddenText []string `json:"hidden_text"`
 }
 
 // Revoked reports whether the consumer opted out of c.

@@ -179,6 +179,12 @@ type Tx interface {
 	// Revocations returns the company's revocations, oldest first (none,
 	// or no such company: an empty slice).
 	Revocations(ctx context.Context, companyID string) ([]*Revocation, error)
+	// RevokedBefore returns the latest time at which the company revoked
+	// consent given with the email or the mobile digest: the latest of its
+	// revocations holding either digest, and of the RevokedAt of its
+	// certificates holding either. A zero digest matches nothing. The zero
+	// time when there is none (or no such company).
+	RevokedBefore(ctx context.Context, companyID string, email, mobile Digest) (time.Time, error)
 	// RevocationPage returns the page p of p.CompanyID's revocations,
 	// newest first (see Page). None matching, or no such company: an
 	// empty slice, no error.

@@ -31,11 +31,23 @@
 //     names): "company_id", "consents", "created_at", "email_sha256", "id",
 //     "key_id", "mobile_sha256", "origin", "property_id",
 //     "recording_sha256", "session_id", "v";
-//   - "v" is "consentkit-certificate-1" ([Version]); "key_id" is the id of
+//   - "v" is "consentkit-certificate-1" ([Version1]); "key_id" is the id of
 //     the signing key; "consents" is an array, in the certificate's order,
 //     of objects with the members "opt_in_at", "text", "types" (in that
 //     order), where "types" is an array of strings in the certificate's
 //     order;
+//
+// Version 2 ([Version2], "consentkit-certificate-2", what new certificates
+// are signed in) adds to those members, still in sorted order at every
+// level: "client_ip", "revoked_before", "user_agent" and "visibility" (the
+// certificate's own) at the top, and "opt_in_method" and "visibility" in
+// each consent. A visibility is null when none was measured, else an
+// object of "background_color", "contrast_ratio", "font_size_px",
+// "hidden_text" (an array of strings), "in_viewport" and "visible" (true
+// or false), "text_color"; its two numbers are strings, the shortest
+// decimal that reads back as the same 64-bit float ("16", "18.88").
+// In both versions:
+//
 //   - every other value is a string: times in UTC as
 //     2006-01-02T15:04:05.000000Z (always six decimals; "" for none),
 //     digests as 64 lowercase hex digits ("" for none);
@@ -46,7 +58,7 @@
 //
 // The signature is the 64 bytes of Ed25519 over those bytes; the API shows
 // it in standard base64 with the key id ([Proof]). What is signed is the
-// evidence itself — ids, times, consents, origin, digests, the recording's
-// SHA-256 — and not what changes by design (retention, expiry,
-// revocation).
+// evidence itself — in version 2 every fact the certificate asserts at
+// issue — and not what changes by design (retention, expiry, revocation)
+// nor what is computed when asked.
 package signed

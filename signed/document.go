@@ -8,13 +8,27 @@ import (
 	"time"
 )
 
-// Version is the "v" of the canonical encoding.
-const Version = "consentkit-certificate-1"
+// The versions of the canonical encoding, its "v". Version 1 covers the
+// ids, times, consents' text, types and opt-in times, the origin and the
+// digests; version 2 also covers everything else a certificate asserts at
+// issue: each consent's visibility and opt-in method, the certificate's
+// own visibility, the client's address and user agent, and RevokedBefore.
+// Certificates are signed in Version; those signed in version 1 keep
+// verifying for what it covered.
+const (
+	Version1 = "consentkit-certificate-1"
+	Version2 = "consentkit-certificate-2"
+	Version  = Version2
+)
 
 // Document is what a certificate's signature covers, in the types its
 // issuer holds them: the one thing the canonical encoding is written from
 // ([Document.AppendEncoding]). [Content] is its JSON form.
 type Document struct {
+	// V is the version the document is encoded in: Version1 or Version2
+	// ("" is Version1). The fields marked "version 2" are covered by
+	// Version2 only, and must be zero in a version 1 document.
+	V               string
 	ID              string
 	CompanyID       string
 	PropertyID      string
@@ -26,6 +40,24 @@ type Document struct {
 	MobileSHA256    [sha256.Size]byte // zero: none
 	RecordingSHA256 [sha256.Size]byte // zero: none
 	KeyID           string
+
+	// Version 2.
+	ClientIP      string
+	UserAgent     string
+	Visibility    *Visibility // of the certificate as a whole; nil: none
+	RevokedBefore time.Time   // zero: none
+}
+
+// Visibility is what the consumer could see of a consent's text, as the
+// capture snippet measured it (version 2).
+type Visibility struct {
+	InViewport      bool
+	Visible         bool
+	FontSizePx      float64
+	TextColor       string
+	BackgroundColor string
+	ContrastRatio   float64
+	HiddenText      []string
 }
 
 // DocumentConsent is one consent of a Document.
@@ -33,6 +65,10 @@ type DocumentConsent struct {
 	Text    string
 	Types   []string
 	OptInAt time.Time // zero: none
+
+	// Version 2.
+	OptInMethod string
+	Visibility  *Visibility // nil: none
 }
 
 // Encoding returns the canonical encoding of d: the bytes its signature
@@ -44,6 +80,9 @@ func (d *Document) Encoding() []byte { return d.AppendEncoding(nil) }
 // grows b at most once when no text needs an escape: every verification
 // encodes its certificate to check the signature.
 func (d *Document) AppendEncoding(b []byte) []byte {
+	if d.V == Version2 {
+		return d.appendV2(b)
+	}
 	b = slices.Grow(b, d.size())
 	b = append(b, `{"company_id":`...)
 	b = appendJCS(b, d.CompanyID)
@@ -83,7 +122,7 @@ func (d *Document) AppendEncoding(b []byte) []byte {
 	b = appendDigest(b, d.RecordingSHA256)
 	b = append(b, `,"session_id":`...)
 	b = appendJCS(b, d.SessionID)
-	b = append(b, `,"v":"`+Version+`"}`...)
+	b = append(b, `,"v":"`+Version1+`"}`...)
 	return b
 }
 
@@ -99,7 +138,7 @@ func (d *Document) size() int {
 		timeSize = len(timeLayout)
 	)
 	n := members + quotes + len(d.CompanyID) + timeSize + 3*2*sha256.Size + len(d.ID) + len(d.KeyID) +
-		len(d.Origin) + len(d.PropertyID) + len(d.SessionID) + len(Version)
+		len(d.Origin) + len(d.PropertyID) + len(d.SessionID) + len(Version1)
 	for i, r := range d.Consents {
 		n += record + timeSize + len(r.Text)
 		if i > 0 {
@@ -118,28 +157,34 @@ func (d *Document) size() int {
 // Content is what a certificate's signature covers as the API shows it
 // (certificate-info's "signed"), beside the signature, so that anyone can
 // check the signature offline and see what it vouches for: a [Document]
-// with its times and digests written as the canonical encoding writes
-// them.
+// with its times, digests and numbers written as the canonical encoding
+// writes them. The members of version 2 are absent from version 1 content.
 type Content struct {
-	CompanyID       string    `json:"company_id"`
-	Consents        []Consent `json:"consents"`
-	CreatedAt       string    `json:"created_at"`
-	EmailSHA256     string    `json:"email_sha256"`
-	ID              string    `json:"id"`
-	KeyID           string    `json:"key_id"`
-	MobileSHA256    string    `json:"mobile_sha256"`
-	Origin          string    `json:"origin"`
-	PropertyID      string    `json:"property_id"`
-	RecordingSHA256 string    `json:"recording_sha256"`
-	SessionID       string    `json:"session_id"`
-	V               string    `json:"v"`
+	ClientIP        string             `json:"client_ip,omitempty"`
+	CompanyID       string             `json:"company_id"`
+	Consents        []Consent          `json:"consents"`
+	CreatedAt       string             `json:"created_at"`
+	EmailSHA256     string             `json:"email_sha256"`
+	ID              string             `json:"id"`
+	KeyID           string             `json:"key_id"`
+	MobileSHA256    string             `json:"mobile_sha256"`
+	Origin          string             `json:"origin"`
+	PropertyID      string             `json:"property_id"`
+	RecordingSHA256 string             `json:"recording_sha256"`
+	RevokedBefore   string             `json:"revoked_before,omitempty"`
+	SessionID       string             `json:"session_id"`
+	UserAgent       string             `json:"user_agent,omitempty"`
+	V               string             `json:"v"`
+	Visibility      *ContentVisibility `json:"visibility,omitempty"`
 }
 
 // Consent is one consent of Content.
 type Consent struct {
-	OptInAt string   `json:"opt_in_at"`
-	Text    string   `json:"text"`
-	Types   []string `json:"types"`
+	OptInAt     string             `json:"opt_in_at"`
+	OptInMethod string             `json:"opt_in_method,omitempty"`
+	Text        string             `json:"text"`
+	Types       []string           `json:"types"`
+	Visibility  *ContentVisibility `json:"visibility,omitempty"`
 }
 
 // Content returns d as the API shows it.
@@ -148,28 +193,56 @@ func (d *Document) Content() Content {
 		CompanyID: d.CompanyID, Consents: make([]Consent, 0, len(d.Consents)), CreatedAt: timeString(d.CreatedAt),
 		EmailSHA256: digestString(d.EmailSHA256), ID: d.ID, KeyID: d.KeyID, MobileSHA256: digestString(d.MobileSHA256),
 		Origin: d.Origin, PropertyID: d.PropertyID, RecordingSHA256: digestString(d.RecordingSHA256), SessionID: d.SessionID,
-		V: Version,
+		V: Version1,
+	}
+	v2 := d.V == Version2
+	if v2 {
+		out.V, out.ClientIP, out.UserAgent = Version2, d.ClientIP, d.UserAgent
+		out.RevokedBefore, out.Visibility = timeString(d.RevokedBefore), contentVisibility(d.Visibility)
 	}
 	for _, r := range d.Consents {
 		types := r.Types
 		if types == nil {
 			types = []string{}
 		}
-		out.Consents = append(out.Consents, Consent{OptInAt: timeString(r.OptInAt), Text: r.Text, Types: types})
+		c := Consent{OptInAt: timeString(r.OptInAt), Text: r.Text, Types: types}
+		if v2 {
+			c.OptInMethod, c.Visibility = r.OptInMethod, contentVisibility(r.Visibility)
+		}
+		out.Consents = append(out.Consents, c)
 	}
 	return out
 }
 
-// Document returns the Document that c shows. It fails when c is not of
-// this encoding's version or a time or digest of c is not written as the
-// canonical encoding writes it: no signature covers such content.
+// Document returns the Document that c shows. It fails when c is of no
+// version this package knows, shows a member its version does not cover,
+// or holds a time, digest or number not written as the canonical encoding
+// writes it: no signature covers such content.
 func (c *Content) Document() (Document, error) {
-	if c.V != Version {
-		return Document{}, fmt.Errorf("signed: signed content of version %q, not %q", c.V, Version)
+	switch c.V {
+	case Version1:
+		if c.ClientIP != "" || c.UserAgent != "" || c.RevokedBefore != "" || c.Visibility != nil {
+			return Document{}, fmt.Errorf("signed: content of version %q shows members of version 2", c.V)
+		}
+		for _, r := range c.Consents {
+			if r.OptInMethod != "" || r.Visibility != nil {
+				return Document{}, fmt.Errorf("signed: content of version %q shows members of version 2", c.V)
+			}
+		}
+	case Version2:
+	default:
+		return Document{}, fmt.Errorf("signed: signed content of version %q, not %q or %q", c.V, Version1, Version2)
 	}
-	d := Document{ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin, KeyID: c.KeyID}
+	d := Document{V: c.V, ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID, Origin: c.Origin,
+		KeyID: c.KeyID, ClientIP: c.ClientIP, UserAgent: c.UserAgent}
 	var err error
 	d.CreatedAt, err = parseTime("created_at", c.CreatedAt)
+	if err == nil {
+		d.RevokedBefore, err = parseTime("revoked_before", c.RevokedBefore)
+	}
+	if err == nil {
+		d.Visibility, err = c.Visibility.document()
+	}
 	for _, p := range []struct {
 		name string
 		s    string
@@ -182,8 +255,11 @@ func (c *Content) Document() (Document, error) {
 	d.Consents = make([]DocumentConsent, len(c.Consents))
 	for i, r := range c.Consents {
 		if err == nil {
-			d.Consents[i] = DocumentConsent{Text: r.Text, Types: r.Types}
+			d.Consents[i] = DocumentConsent{Text: r.Text, Types: r.Types, OptInMethod: r.OptInMethod}
 			d.Consents[i].OptInAt, err = parseTime("opt_in_at", r.OptInAt)
+		}
+		if err == nil {
+			d.Consents[i].Visibility, err = r.Visibility.document()
 		}
 	}
 	if err != nil {

@@ -553,19 +553,27 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 	return out, nil
 }
 
+func cloneVisibility(v *consent.Visibility) *consent.Visibility {
+	if v == nil {
+		return nil
+	}
+	n := *v
+	n.HiddenText = list(v.HiddenText)
+	return &n
+}
+
 func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 	n := *c
 	n.Records = make([]consent.Record, len(c.Records))
 	for i, r := range c.Records {
-		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt)}
+		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt),
+			OptInMethod: r.OptInMethod, Visibility: cloneVisibility(r.Visibility)}
 	}
 	n.EventsCombined = list(c.EventsCombined)
 	n.Signature = list(c.Signature)
-	if c.Visibility != nil {
-		v := *c.Visibility
-		n.Visibility = &v
-	}
+	n.Visibility = cloneVisibility(c.Visibility)
 	n.CreatedAt, n.ExpiresAt, n.RevokedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.RevokedAt)
+	n.RevokedBefore = utc(n.RevokedBefore)
 	return &n
 }
 
@@ -677,6 +685,34 @@ func (t *tx) Revocations(_ context.Context, companyID string) ([]*consent.Revoca
 		out = append(out, cloneRevocation(t.s.revocations[id]))
 	}
 	return out, nil
+}
+
+func (t *tx) RevokedBefore(_ context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {
+	var latest time.Time
+	later := func(at time.Time) {
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	matches := func(e, m consent.Digest) bool {
+		return !email.IsZero() && e == email || !mobile.IsZero() && m == mobile
+	}
+	for _, id := range t.s.revByCompany[companyID] {
+		if r := t.s.revocations[id]; matches(r.EmailDigest, r.MobileDigest) {
+			later(r.CreatedAt)
+		}
+	}
+	for _, d := range []consent.Digest{email, mobile} {
+		if d.IsZero() {
+			continue
+		}
+		for _, id := range append(t.certificatesOf(t.s.certsByEmail[d], companyID), t.certificatesOf(t.s.certsByMobile[d], companyID)...) {
+			if c := t.s.certs[id]; matches(c.EmailDigest, c.MobileDigest) {
+				later(c.RevokedAt)
+			}
+		}
+	}
+	return utc(latest), nil
 }
 
 func (t *tx) RevocationPage(_ context.Context, p consent.Page) ([]*consent.Revocation, error) {

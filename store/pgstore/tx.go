@@ -218,19 +218,20 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
 		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility, key_id, signature)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature, revoked_before, signature_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::text::json, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 		c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin, string(records), string(c.EventsCombined),
 		sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest), string(c.RetentionStatus),
 		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature))
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature),
+		nullTime(c.RevokedBefore), c.SignatureVersion)
 	return err
 }
 
 // certificateColumns are the columns dialect.ScanCertificate reads, in its order.
 const certificateColumns = `id, company_id, property_id, session_id, origin, records::text,
 	events_combined::text, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
+	client_ip, user_agent, recording_sha256, visibility, key_id, signature, revoked_before, signature_version`
 
 func (t *tx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
 	c, err := dialect.ScanCertificate(t.tx.QueryRow(ctx, `SELECT `+certificateColumns+` FROM certificates WHERE id = $1`+t.lock, id))
@@ -263,6 +264,17 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
+}
+
+func (t *tx) RevokedBefore(ctx context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {
+	var at time.Time
+	err := t.tx.QueryRow(ctx, `SELECT max(t) FROM (
+		SELECT max(created_at) AS t FROM revocations WHERE company_id = $1 AND email_digest = $2
+		UNION ALL SELECT max(created_at) FROM revocations WHERE company_id = $1 AND mobile_digest = $3
+		UNION ALL SELECT max(revoked_at) FROM certificates WHERE company_id = $1 AND email_digest = $2
+		UNION ALL SELECT max(revoked_at) FROM certificates WHERE company_id = $1 AND mobile_digest = $3) AS latest`,
+		companyID, sqlrow.Digest(email), sqlrow.Digest(mobile)).Scan(dialect.Time(&at))
+	return at, err
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {

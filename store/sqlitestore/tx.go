@@ -206,11 +206,12 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 	}
 	_, err = t.exec(ctx, `INSERT INTO certificates (id, company_id, property_id, session_id, origin, records,
 		events_combined, email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-		client_ip, user_agent, recording_sha256, visibility, key_id, signature)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
+		client_ip, user_agent, recording_sha256, visibility, key_id, signature, revoked_before, signature_version)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
 		records, []byte(c.EventsCombined), sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest),
 		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature))
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature),
+		sqlrow.Micros(c.RevokedBefore), c.SignatureVersion)
 	return err
 }
 
@@ -251,6 +252,17 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
 	return affected(r, err, "certificate")
+}
+
+func (t *tx) RevokedBefore(ctx context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {
+	var at time.Time
+	err := t.tx.QueryRowContext(ctx, `SELECT max(t) FROM (
+		SELECT max(created_at) AS t FROM revocations WHERE company_id = ?1 AND email_digest = ?2
+		UNION ALL SELECT max(created_at) FROM revocations WHERE company_id = ?1 AND mobile_digest = ?3
+		UNION ALL SELECT max(revoked_at) FROM certificates WHERE company_id = ?1 AND email_digest = ?2
+		UNION ALL SELECT max(revoked_at) FROM certificates WHERE company_id = ?1 AND mobile_digest = ?3)`,
+		companyID, sqlrow.Digest(email), sqlrow.Digest(mobile)).Scan(dialect.Time(&at))
+	return at, err
 }
 
 func (t *tx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {

@@ -15,6 +15,18 @@ func testCertificate(t *testing.T, s consent.Store) {
 	want := certificate("cert-1", "acme", "acme-web", "s1")
 	want.EmailDigest = consent.DigestOf("jane@example.com")
 	want.MobileDigest = consent.DigestOf("+15550102000")
+	// Every fact of the evidence round-trips: each consent's visibility and
+	// opt-in method, the certificate's own, the client, the revocation
+	// before it and the signature's version.
+	want.ClientIP, want.UserAgent = "2001:db8::7", "Mozilla/5.0 (X11; Linux x86_64) ✓"
+	want.Records[0].OptInMethod = consent.OptInManual
+	want.Records[0].Visibility = &consent.Visibility{InViewport: true, FontSizePx: 15.5, TextColor: "rgb(17, 17, 17)",
+		BackgroundColor: "rgb(255, 255, 255)", ContrastRatio: 18.88, HiddenText: []string{"and 500 partners", "ünïcødé"}}
+	want.Records[1].OptInMethod = consent.OptInNone
+	want.Records[1].Visibility = &consent.Visibility{Visible: true, FontSizePx: 0.1 + 0.2, ContrastRatio: 1, HiddenText: []string{}}
+	want.Visibility = &consent.Visibility{InViewport: true, Visible: true, FontSizePx: 16, ContrastRatio: 21, HiddenText: []string{}}
+	want.RevokedBefore = t0.Add(-time.Hour + time.Microsecond)
+	want.SignatureVersion = 2
 	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, want) })
 	bare := &consent.Certificate{
 		ID: "cert-2", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1",
@@ -183,4 +195,59 @@ func testRevocation(t *testing.T, s consent.Store) {
 		return tx.CreateRevocation(ctx, &consent.Revocation{ID: "rev-9", CompanyID: "nobody", CreatedAt: t0})
 	})
 	wantCode(t, "CreateRevocation(unknown company)", err, consent.NotFound)
+}
+
+// RevokedBefore finds the company's latest revocation of an email or a
+// mobile digest, in its revocations and its revoked certificates alike,
+// and nothing of another company's or for a zero digest.
+func testRevokedBefore(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	email, mobile := consent.DigestOf("jane@example.com"), consent.DigestOf("+15550102000")
+	other := consent.DigestOf("bob@example.com")
+	byEmail := t0.Add(time.Hour)
+	byMobile := t0.Add(2 * time.Hour)
+	certRevoked := t0.Add(3 * time.Hour)
+	update(t, s, func(tx consent.Tx) error {
+		for _, r := range []*consent.Revocation{
+			{ID: "rev-1", CompanyID: "acme", EmailDigest: email, CreatedAt: byEmail},
+			{ID: "rev-2", CompanyID: "acme", MobileDigest: mobile, CreatedAt: byMobile},
+			{ID: "rev-3", CompanyID: "other", EmailDigest: other, CreatedAt: t0.Add(9 * time.Hour)},
+			{ID: "rev-4", CompanyID: "acme", CreatedAt: t0.Add(8 * time.Hour)}, // no digest: matches nothing
+		} {
+			if err := tx.CreateRevocation(ctx, r); err != nil {
+				return err
+			}
+		}
+		c := certificate("cert-1", "acme", "acme-web", "s1")
+		c.EmailDigest = other
+		if err := tx.CreateCertificate(ctx, c); err != nil {
+			return err
+		}
+		return tx.RevokeCertificate(ctx, "cert-1", certRevoked)
+	})
+	view(t, s, func(tx consent.Tx) error {
+		for _, c := range []struct {
+			name          string
+			company       string
+			email, mobile consent.Digest
+			want          time.Time
+		}{
+			{"email", "acme", email, consent.Digest{}, byEmail},
+			{"mobile", "acme", consent.Digest{}, mobile, byMobile},
+			{"either, the latest", "acme", email, mobile, byMobile},
+			{"a revoked certificate's", "acme", other, consent.Digest{}, certRevoked},
+			{"another company's", "other", email, mobile, time.Time{}},
+			{"no digest", "acme", consent.Digest{}, consent.Digest{}, time.Time{}},
+			{"unknown company", "nobody", email, mobile, time.Time{}},
+		} {
+			got, err := tx.RevokedBefore(ctx, c.company, c.email, c.mobile)
+			if err != nil {
+				return err
+			}
+			if !got.Equal(c.want) {
+				t.Errorf("RevokedBefore(%s) = %v, want %v", c.name, got, c.want)
+			}
+		}
+		return nil
+	})
 }

@@ -70,6 +70,7 @@ var areas = []area{
 	}},
 	{"Revocation", []behaviour{
 		{"CreateList", testRevocation},
+		{"RevokedBefore", testRevokedBefore},
 	}},
 	{"Job", []behaviour{
 		{"Enqueue", testJob},

@@ -58,7 +58,7 @@ func (d Dialect) ScanSession(row Row) (*consent.Session, error) {
 // them in a list of its own).
 const CertificateColumns = `id, company_id, property_id, session_id, origin, records, events_combined,
 	email_digest, mobile_digest, retention_status, created_at, expires_at, revoked_at,
-	client_ip, user_agent, recording_sha256, visibility, key_id, signature`
+	client_ip, user_agent, recording_sha256, visibility, key_id, signature, revoked_before, signature_version`
 
 func (d Dialect) ScanCertificate(row Row) (*consent.Certificate, error) {
 	var (
@@ -68,7 +68,8 @@ func (d Dialect) ScanCertificate(row Row) (*consent.Certificate, error) {
 	)
 	err := row.Scan(&c.ID, &c.CompanyID, &c.PropertyID, &c.SessionID, &c.Origin,
 		&records, &events, &email, &mobile, &c.RetentionStatus, d.Time(&c.CreatedAt), d.Time(&c.ExpiresAt),
-		d.Time(&c.RevokedAt), &c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature)
+		d.Time(&c.RevokedAt), &c.ClientIP, &c.UserAgent, &recording, &visibility, &c.KeyID, &c.Signature,
+		d.Time(&c.RevokedBefore), &c.SignatureVersion)
 	if err != nil {
 		return nil, err
 	}

@@ -52,16 +52,18 @@ func ScanDigest(b []byte) (consent.Digest, error) {
 // record is how a consent.Record is kept inside a certificate's records
 // column: times as microseconds, so nothing is lost to a time format.
 type record struct {
-	Text    string   `json:"text"`
-	Types   []string `json:"types,omitempty"`
-	OptInAt int64    `json:"opt_in_at_us"`
+	Text        string              `json:"text"`
+	Types       []string            `json:"types,omitempty"`
+	OptInAt     int64               `json:"opt_in_at_us"`
+	OptInMethod string              `json:"opt_in_method,omitempty"`
+	Visibility  *consent.Visibility `json:"visibility,omitempty"`
 }
 
 // EncodeRecords returns the JSON kept in a certificate's records column.
 func EncodeRecords(rs []consent.Record) ([]byte, error) {
 	out := make([]record, len(rs))
 	for i, r := range rs {
-		out[i] = record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt.UnixMicro()}
+		out[i] = record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt.UnixMicro(), OptInMethod: r.OptInMethod, Visibility: r.Visibility}
 	}
 	return json.Marshal(out)
 }
@@ -79,7 +81,8 @@ func DecodeRecords(b []byte) ([]consent.Record, error) {
 		if types == nil { // none encodes as no "types" (omitempty)
 			types = []string{}
 		}
-		out[i] = consent.Record{Text: r.Text, Types: types, OptInAt: time.UnixMicro(r.OptInAt).UTC()}
+		out[i] = consent.Record{Text: r.Text, Types: types, OptInAt: time.UnixMicro(r.OptInAt).UTC(),
+			OptInMethod: r.OptInMethod, Visibility: visibilityRead(r.Visibility)}
 	}
 	return out, nil
 }
@@ -103,5 +106,14 @@ func DecodeVisibility(s string) (*consent.Visibility, error) {
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		return nil, fmt.Errorf("visibility column: %w", err)
 	}
-	return &v, nil
+	return visibilityRead(&v), nil
+}
+
+// visibilityRead returns v as a store reads it back: its hidden text an
+// empty list, never nil, when there is none.
+func visibilityRead(v *consent.Visibility) *consent.Visibility {
+	if v != nil && v.HiddenText == nil {
+		v.HiddenText = []string{}
+	}
+	return v
 }
