@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -176,22 +177,44 @@ func checkURL(field, u string) error {
 	return consent.CheckText(field, u)
 }
 
-// checkVisibility refuses facts no browser measures (D37).
-func checkVisibility(v *consent.Visibility) error {
+// maxHiddenFragments bounds the hidden fragments of one visibility.
+const maxHiddenFragments = 100
+
+// visibility returns a copy of v checked: Invalid for facts no browser
+// measures (D37), with field naming it; its hidden text an empty list when
+// there is none.
+func visibility(field string, v *consent.Visibility) (*consent.Visibility, error) {
 	switch {
 	case v == nil:
-		return nil
+		return nil, nil
 	case !(v.FontSizePx >= 0 && v.FontSizePx <= 10_000):
-		return consent.Errorf(consent.Invalid, "visibility.font_size_px must be between 0 and 10000")
+		return nil, consent.Errorf(consent.Invalid, "%s.font_size_px must be between 0 and 10000", field)
 	case !(v.ContrastRatio >= 1 && v.ContrastRatio <= 21):
-		return consent.Errorf(consent.Invalid, "visibility.contrast_ratio must be between 1 and 21")
+		return nil, consent.Errorf(consent.Invalid, "%s.contrast_ratio must be between 1 and 21", field)
 	case len(v.TextColor) > maxColor || len(v.BackgroundColor) > maxColor:
-		return consent.Errorf(consent.Invalid, "visibility colours must be at most %d bytes", maxColor)
+		return nil, consent.Errorf(consent.Invalid, "%s colours must be at most %d bytes", field, maxColor)
+	case len(v.HiddenText) > maxHiddenFragments:
+		return nil, consent.Errorf(consent.Invalid, "%s.hidden_text: at most %d fragments", field, maxHiddenFragments)
 	}
-	if err := consent.CheckText("visibility.text_color", v.TextColor); err != nil {
-		return err
+	if err := consent.CheckText(field+".text_color", v.TextColor); err != nil {
+		return nil, err
 	}
-	return consent.CheckText("visibility.background_color", v.BackgroundColor)
+	if err := consent.CheckText(field+".background_color", v.BackgroundColor); err != nil {
+		return nil, err
+	}
+	out := *v
+	out.HiddenText = make([]string, 0, len(v.HiddenText))
+	size := 0
+	for _, h := range v.HiddenText {
+		if size += len(h); size > maxTextLength {
+			return nil, consent.Errorf(consent.Invalid, "%s.hidden_text must be at most %d bytes in all", field, maxTextLength)
+		}
+		if err := consent.CheckText(field+".hidden_text", h); err != nil {
+			return nil, err
+		}
+		out.HiddenText = append(out.HiddenText, h)
+	}
+	return &out, nil
 }
 
 // IssueCertificate issues a certificate for a session of the company.
@@ -210,10 +233,15 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 	if err != nil {
 		return nil, err
 	}
-	s.sign(c)
 	if err := consent.CheckProperty(ctx, tx, c.CompanyID, c.PropertyID); err != nil {
 		return nil, err
 	}
+	// The consumer may consent again after opting out; the certificate
+	// says so, signed (D41).
+	if c.RevokedBefore, err = tx.RevokedBefore(ctx, c.CompanyID, c.EmailDigest, c.MobileDigest); err != nil {
+		return nil, err
+	}
+	s.sign(c)
 	ses, err := tx.Session(ctx, c.SessionID)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && (ses.CompanyID != c.CompanyID || ses.PropertyID != c.PropertyID) {
 		return nil, consent.Errorf(consent.NotFound, "session not found")
@@ -253,7 +281,8 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 	if err := consent.CheckText("user_agent", p.UserAgent); err != nil {
 		return nil, err
 	}
-	if err := checkVisibility(p.Visibility); err != nil {
+	vis, err := visibility("visibility", p.Visibility)
+	if err != nil {
 		return nil, err
 	}
 	created := s.Now()
@@ -265,13 +294,8 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		Origin: p.Origin, RetentionStatus: consent.RetentionNone,
 		CreatedAt: created, ExpiresAt: created.Add(s.cfg.DefaultRetention),
 		EventsCombined: json.RawMessage("{}"),
-		ClientIP:       p.ClientIP, UserAgent: p.UserAgent, RecordingSHA256: p.RecordingSHA256,
+		ClientIP:       p.ClientIP, UserAgent: p.UserAgent, RecordingSHA256: p.RecordingSHA256, Visibility: vis,
 	}
-	if p.Visibility != nil {
-		v := *p.Visibility
-		c.Visibility = &v
-	}
-	var err error
 	if strings.TrimSpace(p.Email) != "" {
 		if c.EmailDigest, err = consent.EmailDigest(p.Email); err != nil {
 			return nil, err
@@ -317,6 +341,13 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		}
 		if !r.OptInAt.IsZero() {
 			rec.OptInAt = consent.UTC(r.OptInAt)
+		}
+		if r.OptInMethod != "" && !slices.Contains(consent.OptInMethods, r.OptInMethod) {
+			return nil, consent.Errorf(consent.Invalid, "consents[%d].opt_in_method must be one of %s", i, strings.Join(consent.OptInMethods, ", "))
+		}
+		rec.OptInMethod = r.OptInMethod
+		if rec.Visibility, err = visibility(fmt.Sprintf("consents[%d].visibility", i), r.Visibility); err != nil {
+			return nil, err
 		}
 		c.Records = append(c.Records, rec)
 	}

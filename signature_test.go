@@ -69,7 +69,7 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 	want := fmt.Sprintf(`{"company_id":"acme","consents":[{"opt_in_at":"2026-11-22T10:29:55.123456Z","text":%s,"types":["tcpa","marketing"]},`+
 		`{"opt_in_at":"2026-11-22T10:30:00.123456Z","text":"second","types":[]}],"created_at":"2026-11-22T10:30:00.123456Z","email_sha256":"%s","id":"cert-1",`+
 		`"key_id":"key-2026-11","mobile_sha256":"","origin":%s,"property_id":"web","recording_sha256":"","session_id":"s1",`+
-		`"v":"consentkit-certificate-1"}`, escape(text), hex.EncodeToString(email[:]), escape("https://acme.example/quote?a=1&b=<2>"))
+		`"v":"consentkit-certificate-2"}`, escape(text), hex.EncodeToString(email[:]), escape("https://acme.example/quote?a=1&b=<2>"))
 	var published signed.PublicKey
 	for _, k := range svc.PublicKeys() {
 		if k.ID == c.KeyID {

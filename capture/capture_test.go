@@ -13,6 +13,8 @@ import (
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 var ctx = context.Background()
@@ -102,7 +104,7 @@ func TestCapture(t *testing.T) {
 		}
 		if cert.ID != s.CertificateID || cert.Origin != page || cert.ClientIP != "203.0.113.9" ||
 			cert.RecordingSHA256 != sha256.Sum256(rec) || cert.EmailDigest != consent.DigestOf("jane@example.com") ||
-			cert.MobileDigest != consent.DigestOf("+15550102000") || *cert.Visibility != *vis ||
+			cert.MobileDigest != consent.DigestOf("+15550102000") || !cmp.Equal(cert.Visibility, vis, cmpopts.EquateEmpty()) ||
 			len(cert.Records) != 1 || cert.Records[0].Text != consent1 || !cert.Records[0].OptInAt.Equal(f.svc.Now()) {
 			t.Errorf("certificate = %+v", cert)
 		}

@@ -375,7 +375,7 @@ func FuzzCaptureConsent(f *testing.F) {
 				t.Fatalf("%s %q stored as digest %s (%v)", d.name, d.value, d.digest, err)
 			}
 		}
-		if !cmp.Equal(cert.Visibility, req.Visibility) {
+		if !cmp.Equal(cert.Visibility, req.Visibility, cmpopts.EquateEmpty()) {
 			t.Fatalf("visibility %+v stored as %+v", req.Visibility, cert.Visibility)
 		}
 		if cert.ClientIP != "198.51.100.7" || cert.UserAgent != userAgent {

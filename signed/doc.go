@@ -41,8 +41,8 @@
 // are signed in) adds to those members, still in sorted order at every
 // level: "client_ip", "revoked_before", "user_agent" and "visibility" (the
 // certificate's own) at the top, and "opt_in_method" and "visibility" in
-// each consent. A visibility is null when none was measured, else an
-// object of "background_color", "contrast_ratio", "font_size_px",
+// each consent, each absent when empty or none (so that RFC 8785 over the
+// content's JSON gives the signed bytes). A visibility is an object of "background_color", "contrast_ratio", "font_size_px",
 // "hidden_text" (an array of strings), "in_viewport" and "visible" (true
 // or false), "text_color"; its two numbers are strings, the shortest
 // decimal that reads back as the same 64-bit float ("16", "18.88").

@@ -158,7 +158,10 @@ func (d *Document) size() int {
 // (certificate-info's "signed"), beside the signature, so that anyone can
 // check the signature offline and see what it vouches for: a [Document]
 // with its times, digests and numbers written as the canonical encoding
-// writes them. The members of version 2 are absent from version 1 content.
+// writes them. Its JSON holds the canonical encoding's members, with their
+// values as the encoding writes them, so RFC 8785 over it gives the signed
+// bytes: version 2's members are absent when empty, in the JSON as in the
+// encoding, and always absent from version 1 content.
 type Content struct {
 	ClientIP        string             `json:"client_ip,omitempty"`
 	CompanyID       string             `json:"company_id"`

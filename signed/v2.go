@@ -27,6 +27,13 @@ func (o *object) member(name string) {
 }
 
 func (o *object) str(name, v string) { o.member(name); o.b = appendJCS(o.b, v) }
+
+// optional writes the string member only when v is not empty.
+func (o *object) optional(name, v string) {
+	if v != "" {
+		o.str(name, v)
+	}
+}
 func (o *object) time(name string, t time.Time) {
 	o.member(name)
 	o.b = appendTime(o.b, t)
@@ -54,13 +61,12 @@ func (o *object) strings(name string, list []string) {
 	o.b = append(o.b, ']')
 }
 
-// visibility writes v as an object, or null.
+// visibility writes v as an object; nothing when v is nil.
 func (o *object) visibility(name string, v *Visibility) {
-	o.member(name)
 	if v == nil {
-		o.b = append(o.b, "null"...)
 		return
 	}
+	o.member(name)
 	in := object{b: o.b}
 	in.open()
 	in.str("background_color", v.BackgroundColor)
@@ -82,7 +88,7 @@ func number(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 func (d *Document) appendV2(b []byte) []byte {
 	o := object{b: b}
 	o.open()
-	o.str("client_ip", d.ClientIP)
+	o.optional("client_ip", d.ClientIP)
 	o.str("company_id", d.CompanyID)
 	o.member("consents")
 	o.b = append(o.b, '[')
@@ -93,7 +99,7 @@ func (d *Document) appendV2(b []byte) []byte {
 		in := object{b: o.b}
 		in.open()
 		in.time("opt_in_at", r.OptInAt)
-		in.str("opt_in_method", r.OptInMethod)
+		in.optional("opt_in_method", r.OptInMethod)
 		in.str("text", r.Text)
 		in.strings("types", r.Types)
 		in.visibility("visibility", r.Visibility)
@@ -109,9 +115,11 @@ func (d *Document) appendV2(b []byte) []byte {
 	o.str("origin", d.Origin)
 	o.str("property_id", d.PropertyID)
 	o.digest("recording_sha256", d.RecordingSHA256)
-	o.time("revoked_before", d.RevokedBefore)
+	if !d.RevokedBefore.IsZero() {
+		o.time("revoked_before", d.RevokedBefore)
+	}
 	o.str("session_id", d.SessionID)
-	o.str("user_agent", d.UserAgent)
+	o.optional("user_agent", d.UserAgent)
 	o.str("v", Version2)
 	o.visibility("visibility", d.Visibility)
 	o.close()

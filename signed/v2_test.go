@@ -1,10 +1,14 @@
 package signed_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +43,7 @@ func TestSignAndVerifyV2(t *testing.T) {
 	want := `{"client_ip":"203.0.113.7","company_id":"acme","consents":[` +
 		`{"opt_in_at":"2026-11-22T10:29:55.123456Z","opt_in_method":"manual","text":"I agree — \"Acme\" may call me.\tC:\\path\n\u0001","types":["tcpa","marketing"],` +
 		`"visibility":{"background_color":"rgb(255, 255, 255)","contrast_ratio":"21","font_size_px":"15.5","hidden_text":["and 500 partners"],"in_viewport":true,"text_color":"rgb(0, 0, 0)","visible":false}},` +
-		`{"opt_in_at":"2026-11-22T10:30:00.123456Z","opt_in_method":"","text":"second","types":[],"visibility":null}],` +
+		`{"opt_in_at":"2026-11-22T10:30:00.123456Z","text":"second","types":[]}],` +
 		`"created_at":"2026-11-22T10:30:00.123456Z","email_sha256":"` + hex.EncodeToString(email[:]) + `","id":"cert-1",` +
 		`"key_id":"key-2026-11","mobile_sha256":"","origin":"https://acme.example/quote?a=1&b=<2>","property_id":"web","recording_sha256":"",` +
 		`"revoked_before":"2026-11-20T08:00:00.000000Z","session_id":"s1","user_agent":"Mozilla/5.0 (X11; Linux x86_64)","v":"consentkit-certificate-2",` +
@@ -47,9 +51,20 @@ func TestSignAndVerifyV2(t *testing.T) {
 	if !ed25519.Verify(key.Public().Key, []byte(want), sig) {
 		t.Fatalf("the signature does not verify over the documented encoding\nbuilt: %s\nours:  %s", want, d.Encoding())
 	}
-	var probe any
-	if err := json.Unmarshal(d.Encoding(), &probe); err != nil {
-		t.Fatalf("the encoding is not JSON: %v", err)
+	// RFC 8785 over the content's JSON, as any JCS library writes it, is
+	// the signed bytes: the JSON holds the members the encoding holds.
+	shown, err := json.Marshal(d.Content())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(shown, &tree); err != nil {
+		t.Fatal(err)
+	}
+	var generic bytes.Buffer
+	jcs(&generic, tree)
+	if generic.String() != want {
+		t.Errorf("RFC 8785 over the content's JSON:\n%s\nthe encoding:\n%s", generic.String(), want)
 	}
 	// The content as the API shows it round-trips through JSON and verifies.
 	c := d.Content()
@@ -104,5 +119,44 @@ func TestVersion1StillVerifies(t *testing.T) {
 	c.ClientIP = "203.0.113.7"
 	if err := signed.Verify(&c, key.Public(), sig); err == nil {
 		t.Error("version 1 content with a client_ip: Verify accepted it")
+	}
+}
+
+// jcs writes v, a tree decoded from JSON without numbers, as RFC 8785
+// does for the strings the test's documents hold.
+func jcs(b *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for n := range v {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b.WriteByte('{')
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			jcs(b, n)
+			b.WriteByte(':')
+			jcs(b, v[n])
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range v {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			jcs(b, x)
+		}
+		b.WriteByte(']')
+	case bool:
+		fmt.Fprint(b, v)
+	case string:
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`, "\x01", `\u0001`)
+		b.WriteString(`"` + r.Replace(v) + `"`)
+	default:
+		panic(fmt.Sprintf("%T is not in the encoding", v))
 	}
 }

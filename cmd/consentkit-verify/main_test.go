@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -125,6 +126,10 @@ func canonical(b *bytes.Buffer, v any) {
 			canonical(b, x)
 		}
 		b.WriteByte(']')
+	case bool:
+		fmt.Fprint(b, v)
+	case nil:
+		b.WriteString("null")
 	case string:
 		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`)
 		b.WriteString(`"` + r.Replace(v) + `"`)
