@@ -24,21 +24,28 @@ import (
 // tamperer changes a store's rows behind its back, as someone with access
 // to the database could.
 type tamperer interface {
-	// ReplaceConsentText replaces old by new in the certificate's stored
-	// consents.
-	ReplaceConsentText(t testing.TB, certificateID, old, new string)
-	// ShiftCreatedAt moves the certificate's creation time by one second.
-	ShiftCreatedAt(t testing.TB, certificateID string)
+	// ReplaceIn replaces old by new in a text or JSON column of the
+	// certificate: records (its consents), visibility, client_ip or
+	// user_agent.
+	ReplaceIn(t testing.TB, certificateID, column, old, new string)
+	// Shift moves a time of the certificate, created_at or revoked_before,
+	// by one second.
+	Shift(t testing.TB, certificateID, column string)
+	// SetVersion sets the version of the encoding the certificate's
+	// signature is said to cover.
+	SetVersion(t testing.TB, certificateID string, version int)
 	// ReplaceInRecording replaces old by new in the session's first chunk
 	// of events.
 	ReplaceInRecording(t testing.TB, sessionID, old, new string)
 }
 
 // TestIntegrityTamper checks D41 on every store: a certificate signed at
-// issue verifies while untouched; once its consent text, its time or a
-// byte of its session's recording is changed in the store's tables, every
-// verification refuses it with 409 "certificate integrity check failed"
-// and charges nothing.
+// issue verifies while untouched; once any of its evidence — consent text,
+// a consent's visibility, hidden text or opt-in method, the certificate's
+// visibility, client address, user agent, times, revoked_before, the
+// signature's version — or a byte of its session's recording is changed in
+// the store's tables, every verification refuses it with 409 "certificate
+// integrity check failed" and charges nothing.
 func TestIntegrityTamper(t *testing.T) {
 	for _, k := range []struct {
 		name string
@@ -63,8 +70,22 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 		tamper func(t testing.TB, tm tamperer)
 	}{
 		{"intact", func(testing.TB, tamperer) {}},
-		{"consent text", func(t testing.TB, tm tamperer) { tm.ReplaceConsentText(t, "cert-1", "contacted", "called") }},
-		{"time", func(t testing.TB, tm tamperer) { tm.ShiftCreatedAt(t, "cert-1") }},
+		{"consent text", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "records", "contacted", "called") }},
+		{"consent visibility", func(t testing.TB, tm tamperer) {
+			tm.ReplaceIn(t, "cert-1", "records", `"contrast_ratio":21`, `"contrast_ratio":4.5`)
+		}},
+		{"hidden text", func(t testing.TB, tm tamperer) {
+			tm.ReplaceIn(t, "cert-1", "records", "and 500 partners", "and 5 partners")
+		}},
+		{"opt-in method", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "records", `"scripted"`, `"manual"`) }},
+		{"certificate visibility", func(t testing.TB, tm tamperer) {
+			tm.ReplaceIn(t, "cert-1", "visibility", `"font_size_px":16`, `"font_size_px":24`)
+		}},
+		{"client address", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "client_ip", "203.0.113.7", "203.0.113.8") }},
+		{"user agent", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "user_agent", "Firefox", "Chrome") }},
+		{"time", func(t testing.TB, tm tamperer) { tm.Shift(t, "cert-1", "created_at") }},
+		{"revoked before", func(t testing.TB, tm tamperer) { tm.Shift(t, "cert-1", "revoked_before") }},
+		{"signature version", func(t testing.TB, tm tamperer) { tm.SetVersion(t, "cert-1", 1) }},
 		{"recording byte", func(t testing.TB, tm tamperer) { tm.ReplaceInRecording(t, "s1", `"type":4`, `"type":5`) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,12 +111,25 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 			must(svc.AppendEvents(ctx, "s1", json.RawMessage(recording)))
 			joined, err := svc.Recording(ctx, "s1")
 			must(joined, err)
-			must(svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
-				SessionID: "s1", Origin: "https://acme.example/", Records: []consent.Record{{Text: text, Types: []string{"tcpa"}}},
-				RecordingSHA256: sha256.Sum256(joined)}))
+			// A consumer who opted out before consents again: revoked_before.
+			must(svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-0", CompanyID: "acme", PropertyID: "web",
+				SessionID: "s1", Email: "jane@example.com", Records: []consent.Record{{Text: text}}}))
+			err = svc.Store().Update(ctx, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-0", svc.Now()) })
+			must(nil, err)
+			cert, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
+				SessionID: "s1", Origin: "https://acme.example/", Email: "jane@example.com",
+				Records: []consent.Record{{Text: text + " and 500 partners", Types: []string{"tcpa"}, OptInMethod: consent.OptInScripted,
+					Visibility: &consent.Visibility{InViewport: true, FontSizePx: 12, ContrastRatio: 21, HiddenText: []string{"and 500 partners"}}}},
+				ClientIP: "203.0.113.7", UserAgent: "Mozilla/5.0 Firefox/140.0",
+				Visibility:      &consent.Visibility{InViewport: true, Visible: true, FontSizePx: 16, ContrastRatio: 18.88},
+				RecordingSHA256: sha256.Sum256(joined)})
+			must(cert, err)
+			if cert.RevokedBefore.IsZero() || cert.SignatureVersion != 2 {
+				t.Fatalf("issued after an opt-out: revoked_before %v, signature version %d", cert.RevokedBefore, cert.SignatureVersion)
+			}
 			tc.tamper(t, tm)
 			v := verify.New(svc)
-			_, matchErr := v.Match(ctx, "acme", verify.MatchRequest{CertificateID: "cert-1", CompanyID: "acme", Consent: text})
+			_, matchErr := v.Match(ctx, "acme", verify.MatchRequest{CertificateID: "cert-1", CompanyID: "acme", Consent: text + " and 500 partners"})
 			_, infoErr := v.CertificateInfo(ctx, "acme", verify.InfoRequest{CertificateID: "cert-1", CompanyID: "acme", PropertyID: "web"})
 			bal, err := svc.Balance(ctx, "acme")
 			must(bal, err)
@@ -139,18 +173,55 @@ func (m *memTamperer) View(ctx context.Context, fn func(consent.Tx) error) error
 	return m.Store.View(ctx, func(tx consent.Tx) error { return fn(memTx{tx, m}) })
 }
 
-func (m *memTamperer) ReplaceConsentText(_ testing.TB, id, old, new string) {
+func (m *memTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
+	replaceJSON := func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(bytes.Replace(b, []byte(old), []byte(new), 1), v); err != nil {
+			t.Fatal(err)
+		}
+	}
 	m.cert = append(m.cert, func(c *consent.Certificate) {
-		if c.ID == id {
-			c.Records[0].Text = strings.Replace(c.Records[0].Text, old, new, 1)
+		if c.ID != id {
+			return
+		}
+		switch column {
+		case "records":
+			replaceJSON(&c.Records)
+		case "visibility":
+			replaceJSON(&c.Visibility)
+		case "client_ip":
+			c.ClientIP = strings.Replace(c.ClientIP, old, new, 1)
+		case "user_agent":
+			c.UserAgent = strings.Replace(c.UserAgent, old, new, 1)
+		default:
+			t.Fatalf("tamper: no column %s", column)
 		}
 	})
 }
 
-func (m *memTamperer) ShiftCreatedAt(_ testing.TB, id string) {
+func (m *memTamperer) Shift(t testing.TB, id, column string) {
+	m.cert = append(m.cert, func(c *consent.Certificate) {
+		if c.ID != id {
+			return
+		}
+		switch column {
+		case "created_at":
+			c.CreatedAt = c.CreatedAt.Add(time.Second)
+		case "revoked_before":
+			c.RevokedBefore = c.RevokedBefore.Add(time.Second)
+		default:
+			t.Fatalf("tamper: no time %s", column)
+		}
+	})
+}
+
+func (m *memTamperer) SetVersion(_ testing.TB, id string, version int) {
 	m.cert = append(m.cert, func(c *consent.Certificate) {
 		if c.ID == id {
-			c.CreatedAt = c.CreatedAt.Add(time.Second)
+			c.SignatureVersion = version
 		}
 	})
 }
@@ -209,12 +280,18 @@ func (m sqliteTamperer) exec1(t testing.TB, query string, args ...any) {
 	}
 }
 
-func (m sqliteTamperer) ReplaceConsentText(t testing.TB, id, old, new string) {
-	m.exec1(t, `UPDATE certificates SET records = CAST(replace(CAST(records AS TEXT), ?, ?) AS BLOB) WHERE id = ?`, old, new, id)
+func (m sqliteTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
+	m.exec1(t, `UPDATE certificates SET `+column+` = CAST(replace(CAST(`+column+` AS TEXT), ?, ?) AS `+
+		map[bool]string{true: "BLOB", false: "TEXT"}[column == "records"]+`) WHERE id = ? AND instr(CAST(`+column+` AS TEXT), ?) > 0`,
+		old, new, id, old)
 }
 
-func (m sqliteTamperer) ShiftCreatedAt(t testing.TB, id string) {
-	m.exec1(t, `UPDATE certificates SET created_at = created_at + 1000000 WHERE id = ?`, id)
+func (m sqliteTamperer) Shift(t testing.TB, id, column string) {
+	m.exec1(t, `UPDATE certificates SET `+column+` = `+column+` + 1000000 WHERE id = ?`, id)
+}
+
+func (m sqliteTamperer) SetVersion(t testing.TB, id string, version int) {
+	m.exec1(t, `UPDATE certificates SET signature_version = ? WHERE id = ?`, version, id)
 }
 
 func (m sqliteTamperer) ReplaceInRecording(t testing.TB, sessionID, old, new string) {
@@ -234,12 +311,24 @@ func (m pgTamperer) exec1(t testing.TB, sql string, args ...any) {
 	}
 }
 
-func (m pgTamperer) ReplaceConsentText(t testing.TB, id, old, new string) {
-	m.exec1(t, `UPDATE certificates SET records = replace(records::text, $1, $2)::jsonb WHERE id = $3`, old, new, id)
+// ReplaceIn edits jsonb as text, which PostgreSQL writes with a space
+// after each colon.
+func (m pgTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
+	cast := ""
+	if column == "records" {
+		cast = "::jsonb"
+		old, new = strings.ReplaceAll(old, `":`, `": `), strings.ReplaceAll(new, `":`, `": `)
+	}
+	m.exec1(t, `UPDATE certificates SET `+column+` = replace(`+column+`::text, $1, $2)`+cast+
+		` WHERE id = $3 AND strpos(`+column+`::text, $1) > 0`, old, new, id)
 }
 
-func (m pgTamperer) ShiftCreatedAt(t testing.TB, id string) {
-	m.exec1(t, `UPDATE certificates SET created_at = created_at + interval '1 second' WHERE id = $1`, id)
+func (m pgTamperer) Shift(t testing.TB, id, column string) {
+	m.exec1(t, `UPDATE certificates SET `+column+` = `+column+` + interval '1 second' WHERE id = $1`, id)
+}
+
+func (m pgTamperer) SetVersion(t testing.TB, id string, version int) {
+	m.exec1(t, `UPDATE certificates SET signature_version = $1 WHERE id = $2`, version, id)
 }
 
 func (m pgTamperer) ReplaceInRecording(t testing.TB, sessionID, old, new string) {
