@@ -315,12 +315,17 @@ func isNumber(raw []byte) bool {
 // Consent is the consumer's consent, sent when the form is submitted (D35).
 type Consent struct {
 	SessionID string
-	Records   []consent.Record // Text and Types; the opt-in time is the server's
-	Email     string           // optional; only its digest is kept (D17)
-	Mobile    string           // optional; likewise
+	// Records are the consents: their text, types, and what the snippet
+	// measured of each (Visibility, OptInMethod); the opt-in time is the
+	// server's.
+	Records []consent.Record
+	Email   string // optional; only its digest is kept (D17)
+	Mobile  string // optional; likewise
 	// URL is the page where consent was given; its origin must be allowed.
-	URL        string
-	Visibility *consent.Visibility // optional (D37)
+	URL string
+	// Visibility is optional: the first consent's, as snippets sent it
+	// before each consent had its own (D37).
+	Visibility *consent.Visibility
 	ClientIP   string
 	UserAgent  string
 	// Tail, when not nil, is the session's last chunk of events, stored
@@ -396,7 +401,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			now := c.svc.Now()
 			records := make([]consent.Record, len(req.Records))
 			for i, r := range req.Records {
-				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now}
+				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now, Visibility: r.Visibility, OptInMethod: r.OptInMethod}
 			}
 			cert, err = c.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,

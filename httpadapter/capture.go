@@ -139,10 +139,16 @@ type consentRequest struct {
 	Consents  []struct {
 		Text  string   `json:"text"`
 		Types []string `json:"types"`
+		// Visibility and OptInMethod are what the snippet measured of this
+		// consent (D37); snippets cached before sent neither.
+		Visibility  *consent.Visibility `json:"visibility"`
+		OptInMethod string              `json:"opt_in_method"`
 	} `json:"consents"`
-	Email      string              `json:"email"`
-	Mobile     string              `json:"mobile"`
-	URL        string              `json:"url"`
+	Email  string `json:"email"`
+	Mobile string `json:"mobile"`
+	URL    string `json:"url"`
+	// Visibility is the first consent's, which snippets sent alone before
+	// each consent had its own; still accepted, and kept as sent.
 	Visibility *consent.Visibility `json:"visibility"`
 	// Seq and Events, when given, are the session's last chunk, stored with
 	// the consent (capture.Consent.Tail).
@@ -164,7 +170,7 @@ func (h *Handler) giveConsent(ctx context.Context, c Caller, req *consentRequest
 		in.ClientIP = c.ClientIP.String()
 	}
 	for _, r := range req.Consents {
-		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types})
+		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types, Visibility: r.Visibility, OptInMethod: r.OptInMethod})
 	}
 	switch {
 	case req.Seq != nil && len(req.Events) > 0:

@@ -91,6 +91,8 @@ type matchResponse struct {
 	VerificationType string   `json:"verification_type"`
 	EmailMatched     *bool    `json:"email_matched,omitempty"`
 	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
+	// RevokedBefore: the consumer had opted out before this consent.
+	RevokedBefore *RFC3339 `json:"revoked_before,omitempty"`
 }
 
 func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*verify.Result, error) {
@@ -105,7 +107,7 @@ func matchAnswer(res *verify.Result) *matchResponse {
 	return &matchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
-		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
+		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched, RevokedBefore: timestamp(res.RevokedBefore),
 	}
 }
 
@@ -128,6 +130,7 @@ type partialMatchResponse struct {
 	VerificationType string   `json:"verification_type"`
 	EmailMatched     *bool    `json:"email_matched,omitempty"`
 	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
+	RevokedBefore    *RFC3339 `json:"revoked_before,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*verify.Result, error) {
@@ -142,6 +145,7 @@ func partialMatchAnswer(res *verify.Result) *partialMatchResponse {
 	return &partialMatchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
+		RevokedBefore: timestamp(res.RevokedBefore),
 	}
 }
 
@@ -169,10 +173,25 @@ type infoResponse struct {
 	ClientIP          string              `json:"client_ip,omitempty"`
 	UserAgent         string              `json:"user_agent,omitempty"`
 	RecordingSHA256   string              `json:"recording_sha256,omitempty"`
+	// ConsentVisibility is the first consent's visibility, kept for
+	// integrations written before each consent had its own (Consents).
 	ConsentVisibility *consent.Visibility `json:"consent_visibility,omitempty"`
+	Consents          []consentAnswer     `json:"consents"`
+	RevokedBefore     *RFC3339            `json:"revoked_before,omitempty"`
 	// The certificate's signature (D41): "signature", "key_id" and
 	// "signed", as cmd/consentkit-verify reads them.
 	signed.Proof
+}
+
+// consentAnswer is one consent of a certificate-info answer: the text as
+// the consumer could read it, its types and opt-in time, and what the
+// snippet measured of it (D37).
+type consentAnswer struct {
+	Text        string              `json:"text"`
+	Types       []string            `json:"types"`
+	OptIn       *RFC3339            `json:"opt_in"`
+	OptInMethod string              `json:"opt_in_method,omitempty"`
+	Visibility  *consent.Visibility `json:"visibility,omitempty"`
 }
 
 func (h *Handler) certificateInfo(ctx context.Context, c Caller, req *infoRequest) (*verify.Info, error) {
@@ -188,6 +207,17 @@ func infoAnswer(info *verify.Info) *infoResponse {
 		SessionID: info.SessionID, Origin: info.Origin, ConsentOptIn: timestamp(info.ConsentOptIn),
 		ConsentTypes: info.ConsentTypes, ClientIP: info.ClientIP, UserAgent: info.UserAgent,
 		RecordingSHA256: hexDigest(info.RecordingSHA256), ConsentVisibility: info.Visibility,
+		Consents: make([]consentAnswer, len(info.Records)), RevokedBefore: timestamp(info.RevokedBefore),
+	}
+	for i, r := range info.Records {
+		types := r.Types
+		if types == nil {
+			types = []string{}
+		}
+		resp.Consents[i] = consentAnswer{Text: r.Text, Types: types, OptIn: timestamp(r.OptInAt), OptInMethod: r.OptInMethod, Visibility: r.Visibility}
+		if resp.ConsentVisibility == nil && i == 0 {
+			resp.ConsentVisibility = r.Visibility
+		}
 	}
 	if len(info.Signature) > 0 {
 		resp.Proof = signed.Proof{Signature: signed.EncodeSignature(info.Signature), KeyID: info.KeyID, Signed: &info.Signed}

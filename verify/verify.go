@@ -77,8 +77,12 @@ type Result struct {
 	// EmailMatched and MobileMatched say whether the lead's email and
 	// mobile are the certificate's (D38); nil when not given.
 	EmailMatched, MobileMatched *bool
-	Charged                     wallet.Amount
-	Balance                     wallet.Amount // after the charge
+	// RevokedBefore is when the company last revoked the consumer's
+	// consent before the certificate was issued; zero when it had not
+	// (consent.Certificate.RevokedBefore).
+	RevokedBefore time.Time
+	Charged       wallet.Amount
+	Balance       wallet.Amount // after the charge
 }
 
 // maxTextBytes bounds consent text and terms; a record holds at most 64 KiB.
@@ -415,7 +419,7 @@ func result(cert *consent.Certificate, match func(consent.Record) bool) *Result 
 	for _, r := range cert.Records {
 		n += len(r.Types)
 	}
-	res := &Result{Origin: cert.Origin, ConsentTypes: make([]string, 0, n)}
+	res := &Result{Origin: cert.Origin, ConsentTypes: make([]string, 0, n), RevokedBefore: cert.RevokedBefore}
 	for i, r := range cert.Records {
 		if !res.Valid && match(r) {
 			res.Valid, res.ConsentOptIn = true, r.OptInAt
@@ -458,9 +462,15 @@ type Info struct {
 	KeyID      string
 	Signature  []byte
 	Signed     signed.Content // what the signature covers
+	// Visibility is the certificate's single measurement, of its first
+	// consent, as snippets made it before each consent had its own.
 	Visibility *consent.Visibility
-	Charged    wallet.Amount
-	Balance    wallet.Amount
+	// Records are the consents, each with its own visibility and opt-in
+	// method when the snippet measured them (D37).
+	Records       []consent.Record
+	RevokedBefore time.Time // zero: none (Result.RevokedBefore)
+	Charged       wallet.Amount
+	Balance       wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
@@ -501,6 +511,7 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 			ConsentTypes: r.ConsentTypes, ConsentOptIn: r.ConsentOptIn, ClientIP: cert.ClientIP,
 			UserAgent: cert.UserAgent, RecordingSHA256: cert.RecordingSHA256, Visibility: cert.Visibility,
 			KeyID: cert.KeyID, Signature: cert.Signature, Signed: consent.Signed(cert),
+			Records: cert.Records, RevokedBefore: cert.RevokedBefore,
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		detail.Charged = &info.Charged
