@@ -79,6 +79,13 @@ func TestCaptureEvidence(t *testing.T) {
 			t.Errorf("signed content: %+v", c)
 		}
 
+		// The offline check reads the answer as the server writes it: every
+		// fact shown is the signed one, and only the unsigned are listed.
+		shown, err := signed.CheckShown(info.Body.Bytes())
+		if err != nil || shown.Differs != "" || strings.Join(shown.Unsigned, ",") != "events_combined,valid" {
+			t.Errorf("signed.CheckShown of the answer: %+v, %v", shown, err)
+		}
+
 		for _, path := range []string{"/verify/match", "/verify/partial-match"} {
 			body := matchBody(s.CertificateID, "acme", "I agree to be called by Acme.")
 			if path == "/verify/partial-match" {

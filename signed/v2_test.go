@@ -160,3 +160,26 @@ func jcs(b *bytes.Buffer, v any) {
 		panic(fmt.Sprintf("%T is not in the encoding", v))
 	}
 }
+
+// What an answer shows of a version 1 certificate beyond what version 1
+// covered is listed as unsigned, never compared; what it covered is.
+func TestCheckShownVersion1(t *testing.T) {
+	d := documentV2()
+	d.V = ""
+	c := d.Content()
+	answer, err := json.Marshal(map[string]any{
+		"signed": c, "certificate_id": "cert-1", "origin": d.Origin, "client_ip": "203.0.113.7",
+		"consent_visibility": map[string]any{"visible": true}, "revoked_before": "2026-11-20T08:00:00Z", "valid": true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := signed.CheckShown(answer)
+	if err != nil || got.Differs != "" || strings.Join(got.Unsigned, ",") != "client_ip,consent_visibility,revoked_before,valid" {
+		t.Errorf("CheckShown = %+v, %v; want client_ip, consent_visibility, revoked_before and valid unsigned", got, err)
+	}
+	answer = bytes.Replace(answer, []byte(`"certificate_id":"cert-1"`), []byte(`"certificate_id":"cert-2"`), 1)
+	if got, err := signed.CheckShown(answer); err != nil || got.Differs != "certificate_id" {
+		t.Errorf("an edited certificate_id: %+v, %v", got, err)
+	}
+}

@@ -8,9 +8,13 @@
 //	curl -s https://consent.example/.well-known/consentkit-keys > keys.json
 //	go run ./cmd/consentkit-verify -keys keys.json cert.json
 //
-// It prints what the signature vouches for and exits 0 when it holds, 1
-// when it does not (the certificate carries no signature, or not one that
-// a published key verifies over its content), and 2 when the input cannot
+// It prints what the signature vouches for and exits 0 when it holds and
+// every fact the answer shows beside it is what is signed; 1 when not (the
+// certificate carries no signature, not one that a published key verifies
+// over its content, or the answer shows a signed fact with another value,
+// which it names). It lists the facts the answer shows that no signature
+// covers (valid, events_combined, and in certificates signed in version 1
+// the facts version 2 added). It exits 2 when the input cannot
 // be read as a certificate-info answer: a file that is missing or not
 // JSON; an error answer of the API saved in the certificate's place (curl
 // -s writes a 401, 403 or 404 body as readily as a 200), which is told with
@@ -25,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/consentkit/consentkit/signed"
 )
@@ -87,8 +92,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		in = f
 	}
+	answer, err := io.ReadAll(io.LimitReader(in, 64<<20))
+	if err != nil {
+		fmt.Fprintln(stderr, "consentkit-verify:", err)
+		return 2
+	}
 	var cert info
-	if err := json.NewDecoder(io.LimitReader(in, 64<<20)).Decode(&cert); err != nil {
+	if err := json.Unmarshal(answer, &cert); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			fmt.Fprintf(stderr, "consentkit-verify: %s holds JSON but no certificate-info answer: %v\n", name, err)
@@ -115,11 +125,36 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "NOT VALID:", err)
 		return 1
 	}
+	shown, err := signed.CheckShown(answer)
+	if err != nil {
+		fmt.Fprintln(stdout, "NOT VALID:", err)
+		return 1
+	}
+	if shown.Differs != "" {
+		fmt.Fprintf(stdout, "NOT VALID: the signature holds, but the answer's %s is not what it covers\n", shown.Differs)
+		return 1
+	}
 	s := cert.Signed
-	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s\n",
-		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID)
+	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s, %s\n",
+		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID, s.V)
+	if s.ClientIP != "" || s.UserAgent != "" {
+		fmt.Fprintf(stdout, "  client %s, %q\n", s.ClientIP, s.UserAgent)
+	}
+	if s.RevokedBefore != "" {
+		fmt.Fprintf(stdout, "  the consumer had opted out before, last at %s\n", s.RevokedBefore)
+	}
 	for i, c := range s.Consents {
 		fmt.Fprintf(stdout, "  consent %d, opted in %s, types %v: %q\n", i+1, c.OptInAt, c.Types, c.Text)
+		if c.OptInMethod != "" {
+			fmt.Fprintf(stdout, "    opt-in: %s\n", c.OptInMethod)
+		}
+		if v := c.Visibility; v != nil {
+			fmt.Fprintf(stdout, "    visible %v, in the viewport %v, %s px, contrast %s, hidden text %q\n",
+				v.Visible, v.InViewport, v.FontSizePx, v.ContrastRatio, v.HiddenText)
+		}
+	}
+	if len(shown.Unsigned) > 0 {
+		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(shown.Unsigned, ", "))
 	}
 	return 0
 }

@@ -56,7 +56,11 @@ func serve(t *testing.T) (certJSON, keysJSON []byte) {
 		func() error {
 			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
 				Origin: "https://acme.example/quote?x=<1>&y=2", Mobile: "(555) 010-2000",
-				Records: []consent.Record{{Text: "I agree to \"calls\"\tand texts\n— Acme ✓", Types: []string{"tcpa", "sms"}}}})
+				ClientIP: "203.0.113.7", UserAgent: "Mozilla/5.0 Firefox/140.0",
+				Visibility: &consent.Visibility{InViewport: true, Visible: true, FontSizePx: 16, ContrastRatio: 18.88},
+				Records: []consent.Record{{Text: "I agree to \"calls\"\tand texts\n— Acme ✓", Types: []string{"tcpa", "sms"},
+					OptInMethod: consent.OptInManual, Visibility: &consent.Visibility{InViewport: true, FontSizePx: 16, ContrastRatio: 21,
+						HiddenText: []string{"and 500 partners"}}}}})
 			return err
 		},
 	} {
@@ -197,5 +201,58 @@ func TestVerifyOffline(t *testing.T) {
 	}
 	if code := run([]string{}, nil, &out, &errOut); code != 2 {
 		t.Errorf("no -keys: exit %d, want 2", code)
+	}
+}
+
+// Every fact the answer shows beside the signature is held to the signed
+// content: one edited outside "signed" is named; the facts no signature
+// covers are listed.
+func TestShownFactsChecked(t *testing.T) {
+	certJSON, keysJSON := serve(t)
+	keys := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(keys, keysJSON, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"-keys", keys}, bytes.NewReader(certJSON), &out, &errOut); code != 0 ||
+		!strings.Contains(out.String(), "not signed, shown by the answer: events_combined, valid\n") ||
+		!strings.Contains(out.String(), "opt-in: manual") || !strings.Contains(out.String(), `hidden text ["and 500 partners"]`) {
+		t.Fatalf("untouched answer: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	for name, edit := range map[string]func(a map[string]any){
+		"certificate_id":     func(a map[string]any) { a["certificate_id"] = "cert-2" },
+		"session_id":         func(a map[string]any) { a["session_id"] = "s2" },
+		"origin":             func(a map[string]any) { a["origin"] = "https://evil.example/" },
+		"created_timestamp":  func(a map[string]any) { a["created_timestamp"] = "2020-01-01T00:00:00Z" },
+		"consent_opt_in":     func(a map[string]any) { a["consent_opt_in"] = "2020-01-01T00:00:00Z" },
+		"consent_types":      func(a map[string]any) { a["consent_types"] = []string{"tcpa"} },
+		"consent_count":      func(a map[string]any) { a["consent_count"] = 2 },
+		"client_ip":          func(a map[string]any) { a["client_ip"] = "198.51.100.1" },
+		"user_agent":         func(a map[string]any) { a["user_agent"] = "curl/8" },
+		"revoked_before":     func(a map[string]any) { a["revoked_before"] = "2020-01-01T00:00:00Z" },
+		"consent_visibility": func(a map[string]any) { a["consent_visibility"].(map[string]any)["contrast_ratio"] = 4.5 },
+		"consents":           func(a map[string]any) { a["consents"].([]any)[0].(map[string]any)["text"] = "I agree." },
+		"consents, method": func(a map[string]any) {
+			a["consents"].([]any)[0].(map[string]any)["opt_in_method"] = "pre_selected"
+		},
+		"consents, hidden text": func(a map[string]any) {
+			a["consents"].([]any)[0].(map[string]any)["visibility"].(map[string]any)["hidden_text"] = []string{}
+		},
+	} {
+		var a map[string]any
+		if err := json.Unmarshal(certJSON, &a); err != nil {
+			t.Fatal(err)
+		}
+		edit(a)
+		changed, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		member, _, _ := strings.Cut(name, ",")
+		out.Reset()
+		if code := run([]string{"-keys", keys}, bytes.NewReader(changed), &out, &errOut); code != 1 ||
+			!strings.Contains(out.String(), "the answer's "+member+" is not what it covers") {
+			t.Errorf("%s edited: exit %d, %s; want 1 naming %s", name, code, out.String(), member)
+		}
 	}
 }
