@@ -455,6 +455,24 @@ func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limi
 	return t.tx.PruneIdempotencyKeys(ctx, now, limit)
 }
 
+func (t checkedTx) PublishKey(ctx context.Context, k *consent.PublishedKey) error {
+	if err := k.Check(); err != nil {
+		return err
+	}
+	return t.tx.PublishKey(ctx, k)
+}
+
+func (t checkedTx) PublishedKey(ctx context.Context, id string) (*consent.PublishedKey, error) {
+	if !findable(id) {
+		return nil, notFound("published key")
+	}
+	return t.tx.PublishedKey(ctx, id)
+}
+
+func (t checkedTx) PublishedKeys(ctx context.Context) ([]*consent.PublishedKey, error) {
+	return t.tx.PublishedKeys(ctx)
+}
+
 func (t checkedTx) CreateOperatorSession(ctx context.Context, s *consent.OperatorSession) error {
 	if err := s.Check(); err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -116,6 +118,11 @@ type Service struct {
 	// checked lately.
 	keys       []signed.PublicKey
 	signatures *sigcache.Cache
+	// published are the keys of other instances read from the store, by
+	// id (a published key never changes); keysPublished is set once this
+	// Service's own keys are known to be in the store (PublishKeys).
+	published     sync.Map // string → signed.PublicKey
+	keysPublished atomic.Bool
 }
 
 // NewService returns a Service over store. It fails when store is nil or a

@@ -1,6 +1,8 @@
 package consentkit
 
 import (
+	"bytes"
+	"context"
 	"crypto/ed25519"
 	"fmt"
 	"slices"
@@ -66,26 +68,106 @@ func (s *Service) sign(c *consent.Certificate) {
 	c.KeyID = k.ID
 }
 
+// PublishKeys publishes the Service's keys — Config.SigningKeys and
+// Config.PublicKeys — in its store, so that every instance sharing the
+// store verifies the certificates this one signs (D41). It fails with a
+// Conflict when a key id is published already with another key: two
+// instances must share one key, or sign under ids of their own. Call it
+// at start; a Service that was not told to publishes its signing key
+// with the first certificate it signs, and refuses to sign under an id
+// that another key holds.
+func (s *Service) PublishKeys(ctx context.Context) error {
+	err := s.store.Update(ctx, func(tx consent.Tx) error {
+		for _, k := range s.keys {
+			if err := s.publish(ctx, tx, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.keysPublished.Store(true)
+	}
+	return err
+}
+
+// publish publishes k in tx unless it is published already; a Conflict
+// when its id holds another key.
+func (s *Service) publish(ctx context.Context, tx consent.Tx, k signed.PublicKey) error {
+	got, err := tx.PublishedKey(ctx, k.ID)
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		return tx.PublishKey(ctx, &consent.PublishedKey{ID: k.ID, Key: k.Key, CreatedAt: s.Now()})
+	case err != nil:
+		return err
+	case !bytes.Equal(got.Key, k.Key):
+		return consent.Errorf(consent.Conflict, "key id %s is published already with another key: instances sharing a store must share one key, or sign under ids of their own", k.ID)
+	}
+	return nil
+}
+
+// PublishedKeys returns every key that verifies certificates in the
+// Service's store: its own (PublicKeys), then those other instances
+// published, oldest first — what GET /.well-known/consentkit-keys
+// publishes.
+func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error) {
+	out := s.PublicKeys()
+	err := s.store.View(ctx, func(tx consent.Tx) error {
+		list, err := tx.PublishedKeys(ctx)
+		for _, k := range list {
+			if !slices.ContainsFunc(out, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
+				out = append(out, signed.PublicKey{ID: k.ID, Key: k.Key})
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+// key returns the public key of id: one of the Service's own, else one
+// published in the store (read through tx once, then remembered).
+func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.PublicKey, bool, error) {
+	if i := slices.IndexFunc(s.keys, func(k signed.PublicKey) bool { return k.ID == id }); i >= 0 {
+		return s.keys[i], true, nil
+	}
+	if k, ok := s.published.Load(id); ok {
+		return k.(signed.PublicKey), true, nil
+	}
+	got, err := tx.PublishedKey(ctx, id)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return signed.PublicKey{}, false, nil
+	}
+	if err != nil {
+		return signed.PublicKey{}, false, err
+	}
+	k := signed.PublicKey{ID: got.ID, Key: got.Key}
+	s.published.Store(id, k)
+	return k, true, nil
+}
+
 // CheckIntegrity reports whether c still is what was issued: its signature
-// holds under the key of its KeyID (Config.SigningKeys or PublicKeys) and,
+// holds under the key of its KeyID (Config.SigningKeys or PublicKeys, or
+// a key another instance published in the store, read through tx) and,
 // when recording is not nil, it (the SHA-256 of the session's recording as
 // Service.Recording returns it) is c.RecordingSHA256. A service with keys
 // refuses an unsigned certificate (unless created before
 // Config.UnsignedBefore); one without keys checks only the recording. The
 // error wraps ErrIntegrity.
-func (s *Service) CheckIntegrity(c *consent.Certificate, recording *consent.Digest) error {
-	keys := s.keys
+func (s *Service) CheckIntegrity(ctx context.Context, tx consent.Tx, c *consent.Certificate, recording *consent.Digest) error {
 	switch {
-	case len(c.Signature) == 0 && len(keys) > 0 && !c.CreatedAt.Before(s.cfg.UnsignedBefore):
+	case len(c.Signature) == 0 && len(s.keys) > 0 && !c.CreatedAt.Before(s.cfg.UnsignedBefore):
 		return fmt.Errorf("%w: certificate %s is not signed", consent.ErrIntegrity, c.ID)
 	case len(c.Signature) > 0:
-		i := slices.IndexFunc(keys, func(k signed.PublicKey) bool { return k.ID == c.KeyID })
-		if i < 0 {
-			return fmt.Errorf("%w: certificate %s is signed with key %q, which is not configured", consent.ErrIntegrity, c.ID, c.KeyID)
+		key, ok, err := s.key(ctx, tx, c.KeyID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: certificate %s is signed with key %q, which is neither configured nor published", consent.ErrIntegrity, c.ID, c.KeyID)
 		}
 		var consents [4]signed.DocumentConsent // most certificates': no allocation
 		d := consent.Document(c, consents[:0])
-		if !s.signatures.Verify(keys[i].Key, c.Signature, &d) {
+		if !s.signatures.Verify(key.Key, c.Signature, &d) {
 			return fmt.Errorf("%w: the signature of certificate %s does not match its content", consent.ErrIntegrity, c.ID)
 		}
 	}

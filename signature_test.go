@@ -83,7 +83,7 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 	}
 	// The certificate as stored verifies; so does it offline.
 	stored := certificate(t, svc, "cert-1")
-	if err := svc.CheckIntegrity(stored, nil); err != nil {
+	if err := checkIntegrity(svc, stored, nil); err != nil {
 		t.Errorf("CheckIntegrity of the stored certificate: %v", err)
 	}
 	sc := consent.Signed(stored)
@@ -95,6 +95,19 @@ func TestSignatureOverDocumentedEncoding(t *testing.T) {
 // Any change to the signed content fails the integrity check; what is not
 // signed (retention, revocation) does not; the recording is checked against
 // its SHA-256; keys rotate.
+// checkIntegrity is CheckIntegrity in a read transaction of svc's store.
+func checkIntegrity(svc *consentkit.Service, c *consent.Certificate, recording *consent.Digest) error {
+	var check error
+	err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		check = svc.CheckIntegrity(ctx, tx, c, recording)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return check
+}
+
 func TestCheckIntegrity(t *testing.T) {
 	old, _ := signed.NewSigningKey("k1")
 	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{old}})
@@ -110,7 +123,7 @@ func TestCheckIntegrity(t *testing.T) {
 	}
 	good := certificate(t, svc, "cert-1")
 	digest := consent.Digest(sha256.Sum256(recording))
-	if err := svc.CheckIntegrity(good, &digest); err != nil {
+	if err := checkIntegrity(svc, good, &digest); err != nil {
 		t.Fatalf("untouched: %v", err)
 	}
 	for name, edit := range map[string]func(c *consent.Certificate){
@@ -129,19 +142,19 @@ func TestCheckIntegrity(t *testing.T) {
 	} {
 		c := certificate(t, svc, "cert-1")
 		edit(c)
-		if err := svc.CheckIntegrity(c, nil); !errors.Is(err, consent.ErrIntegrity) || consent.ErrorCode(err) != consent.Conflict {
+		if err := checkIntegrity(svc, c, nil); !errors.Is(err, consent.ErrIntegrity) || consent.ErrorCode(err) != consent.Conflict {
 			t.Errorf("%s changed: %v; want ErrIntegrity (409)", name, err)
 		}
 	}
 	c := certificate(t, svc, "cert-1")
 	c.RetentionStatus, c.ExpiresAt, c.RevokedAt = consent.RetentionRetained, c.ExpiresAt.AddDate(5, 0, 0), time.Now()
-	if err := svc.CheckIntegrity(c, nil); err != nil {
+	if err := checkIntegrity(svc, c, nil); err != nil {
 		t.Errorf("retention and revocation are not signed, yet: %v", err)
 	}
 	tampered := append([]byte{}, recording...)
 	tampered[3] = 'X'
 	tamperedDigest := consent.Digest(sha256.Sum256(tampered))
-	if err := svc.CheckIntegrity(good, &tamperedDigest); !errors.Is(err, consent.ErrIntegrity) {
+	if err := checkIntegrity(svc, good, &tamperedDigest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a changed recording: %v; want ErrIntegrity", err)
 	}
 
@@ -156,22 +169,22 @@ func TestCheckIntegrity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rotated.CheckIntegrity(good, &digest); err != nil {
+		if err := checkIntegrity(rotated, good, &digest); err != nil {
 			t.Errorf("%s: a certificate of the old key: %v", name, err)
 		}
 	}
 	unsigned := certificate(t, svc, "cert-1")
 	unsigned.Signature, unsigned.KeyID = nil, ""
 	legacy, _ := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt.Add(time.Microsecond)})
-	if err := legacy.CheckIntegrity(unsigned, &digest); err != nil {
+	if err := checkIntegrity(legacy, unsigned, &digest); err != nil {
 		t.Errorf("an unsigned certificate from before UnsignedBefore: %v", err)
 	}
 	legacy, _ = consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}, UnsignedBefore: unsigned.CreatedAt})
-	if err := legacy.CheckIntegrity(unsigned, &digest); !errors.Is(err, consent.ErrIntegrity) {
+	if err := checkIntegrity(legacy, unsigned, &digest); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("an unsigned certificate created at UnsignedBefore: %v; want ErrIntegrity", err)
 	}
 	without, _ := consentkit.NewService(teststore.Memory(t), consentkit.Config{SigningKeys: []signed.SigningKey{next}})
-	if err := without.CheckIntegrity(good, nil); !errors.Is(err, consent.ErrIntegrity) {
+	if err := checkIntegrity(without, good, nil); !errors.Is(err, consent.ErrIntegrity) {
 		t.Errorf("a certificate of a key no longer configured: %v; want ErrIntegrity", err)
 	}
 	for name, cfg := range map[string]consentkit.Config{
@@ -214,7 +227,7 @@ func certificate(t *testing.T, svc *consentkit.Service, id string) *consent.Cert
 // BenchmarkCheckIntegrity is what checking a signed certificate costs,
 // with the signature cache (a certificate verified before) and without.
 //
-//	go test -run '^$' -bench CheckIntegrity ./consent
+//	go test -run '^$' -bench CheckIntegrity .
 func BenchmarkCheckIntegrity(b *testing.B) {
 	key, err := signed.NewSigningKey("k1")
 	if err != nil {
@@ -244,10 +257,16 @@ func BenchmarkCheckIntegrity(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
-			for b.Loop() {
-				if err := svc.CheckIntegrity(c, nil); err != nil {
-					b.Fatal(err)
+			err = svc.Store().View(ctx, func(tx consent.Tx) error {
+				for b.Loop() {
+					if err := svc.CheckIntegrity(ctx, tx, c, nil); err != nil {
+						return err
+					}
 				}
+				return nil
+			})
+			if err != nil {
+				b.Fatal(err)
 			}
 		})
 	}

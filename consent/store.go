@@ -249,6 +249,15 @@ type Tx interface {
 	// not after now, and returns how many it deleted.
 	PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
 
+	// PublishKey stores k. Conflict when a key of its id is published
+	// already (whatever its bytes: a published key never changes).
+	PublishKey(ctx context.Context, k *PublishedKey) error
+	// PublishedKey returns the key of the id; NotFound when none.
+	PublishedKey(ctx context.Context, id string) (*PublishedKey, error)
+	// PublishedKeys returns every published key, oldest first (then by
+	// id); none: an empty slice.
+	PublishedKeys(ctx context.Context) ([]*PublishedKey, error)
+
 	// CreateOperatorSession stores s. Conflict when a session of that
 	// digest exists.
 	CreateOperatorSession(ctx context.Context, s *OperatorSession) error

@@ -543,8 +543,16 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		sum := consent.Digest(sha256.Sum256(consent.JoinChunks(chunks)))
 		recording = &sum
 	}
-	if err := h.svc.CheckIntegrity(d.Cert, recording); err != nil {
-		d.Integrity = err.Error()
+	err = h.svc.Store().View(ctx, func(tx consent.Tx) error {
+		if err := h.svc.CheckIntegrity(ctx, tx, d.Cert, recording); errors.Is(err, consent.ErrIntegrity) {
+			d.Integrity = err.Error()
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	d.Signed = len(d.Cert.Signature) > 0
 	d.Video = h.cfg.Videos != nil && d.Session != nil && d.Session.VideoStatus == consent.VideoConverted

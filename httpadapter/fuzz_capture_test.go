@@ -391,7 +391,7 @@ func FuzzCaptureConsent(f *testing.F) {
 		if cert.RecordingSHA256 != sha256.Sum256(consent.JoinChunks(chunks)) {
 			t.Fatal("the certificate's recording SHA-256 is not that of the recording")
 		}
-		must(t, c.e.svc.CheckIntegrity(cert, nil))
+		must(t, c.e.svc.Store().View(ctx, func(tx consent.Tx) error { return c.e.svc.CheckIntegrity(ctx, tx, cert, nil) }))
 
 		// What the memory store took, SQLite takes and reads back the same.
 		err := sqlite.Update(ctx, func(tx consent.Tx) error {

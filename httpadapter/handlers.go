@@ -58,9 +58,14 @@ func (h *Handler) table() []*route {
 type keysRequest struct{}
 
 // keys publishes the public keys that certificates are signed with, the
-// signing key first, so that anyone can check a certificate offline.
-func (h *Handler) keys(context.Context, Caller, *keysRequest) (*signed.KeySet, error) {
-	ks := signed.Publish(h.svc.PublicKeys())
+// signing key first, then those of the other instances sharing the store
+// (D41), so that anyone can check a certificate offline.
+func (h *Handler) keys(ctx context.Context, _ Caller, _ *keysRequest) (*signed.KeySet, error) {
+	keys, err := h.svc.PublishedKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ks := signed.Publish(keys)
 	return &ks, nil
 }
 

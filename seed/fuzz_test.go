@@ -134,7 +134,7 @@ func readBack(ctx context.Context, svc *consentkit.Service, tx consent.Tx, f *se
 		}
 		// What a store reads back still carries the signature it was
 		// issued with (D41).
-		if err := svc.CheckIntegrity(cert, nil); err != nil {
+		if err := svc.CheckIntegrity(ctx, tx, cert, nil); err != nil {
 			return nil, err
 		}
 		l.Certificates = append(l.Certificates, cert)

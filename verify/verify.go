@@ -291,7 +291,7 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 	if !recording.read && !cert.RecordingSHA256.IsZero() {
 		return nil, errRecordingUnread
 	}
-	if err := s.integrity(ctx, cert, recording.digest); err != nil {
+	if err := s.integrity(ctx, tx, cert, recording.digest); err != nil {
 		return nil, err
 	}
 	if cert.Revoked() {
@@ -404,8 +404,8 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*c
 // integrity refuses a certificate whose content no longer matches its
 // signature, or whose recording no longer has the SHA-256 it was issued
 // with (recordingDigest): a 409, logged, before any charge.
-func (s *Service) integrity(ctx context.Context, cert *consent.Certificate, recording *consent.Digest) error {
-	if err := s.svc.CheckIntegrity(cert, recording); err != nil {
+func (s *Service) integrity(ctx context.Context, tx consent.Tx, cert *consent.Certificate, recording *consent.Digest) error {
+	if err := s.svc.CheckIntegrity(ctx, tx, cert, recording); err != nil {
 		slog.ErrorContext(ctx, "consentkit: a certificate failed its integrity check; it is refused", "certificate", cert.ID,
 			"company", cert.CompanyID, "err", err, "request_id", consentkit.RequestIDFrom(ctx))
 		return err

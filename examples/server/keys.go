@@ -52,7 +52,10 @@ func signingKeyPath(o *options) string {
 // path makes a key kept nowhere.
 func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since time.Time, created bool, err error) {
 	now = now.UTC()
-	id := "key-" + now.Format("20060102")
+	// The id names the day and a random part: instances that each make a
+	// key of their own never make two keys of one id (D41), and each
+	// verifies the others' certificates through the keys in the store.
+	id := consent.NewID("key-" + now.Format("20060102"))
 	if path == "" {
 		key, err = signed.NewSigningKey(id)
 		return key, now, true, err

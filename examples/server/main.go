@@ -295,6 +295,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 
+	// A key id held by another key in the store refuses the start: two
+	// instances must share the key file, or make keys of their own.
+	if err := svc.PublishKeys(ctx); err != nil {
+		return fmt.Errorf("publish the signing key: %w", err)
+	}
 	token, err := prepare(ctx, svc, o.seed, log)
 	if err != nil {
 		return err

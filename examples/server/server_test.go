@@ -688,3 +688,62 @@ func TestServerSigningKeyFromEnv(t *testing.T) {
 		t.Errorf("a malformed key in the environment: %v, %q; want the server to stop naming %s", err, stderr.String(), SigningKeyEnv)
 	}
 }
+
+// Two instances on one PostgreSQL, each with a key file of its own, sign
+// under ids of their own, publish both keys, and each verifies what the
+// other signed; a third whose key file reuses an id with another key is
+// refused at start, naming the id (D41).
+func TestServerInstancesWithoutSharedKey(t *testing.T) {
+	dsn := teststore.PostgresURL(t)
+	keyFile := func() string { return filepath.Join(t.TempDir(), "signing.key") }
+	first := start(t, "-store", "postgres", "-dsn", dsn, "-signing-key", keyFile(), "-replayer", "/nonexistent")
+	if !first.waitFor(t, "Health: curl") {
+		t.Fatalf("no guide:\n%s", first.output())
+	}
+	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(first.output())
+	if m == nil {
+		t.Fatalf("no token printed:\n%s", first.output())
+	}
+	token := m[1]
+	second := start(t, "-store", "postgres", "-dsn", dsn, "-signing-key", keyFile(), "-replayer", "/nonexistent")
+	if !second.waitFor(t, "Health: curl") {
+		t.Fatalf("the second instance did not start:\n%s", second.output())
+	}
+	ids := func(s *running) []string {
+		code, keys := s.call(t, "GET", "/.well-known/consentkit-keys", "", "")
+		list, _ := keys["keys"].([]any)
+		var out []string
+		for _, k := range list {
+			out = append(out, k.(map[string]any)["key_id"].(string))
+		}
+		if code != 200 {
+			t.Fatalf("keys: %d %v", code, keys)
+		}
+		return out
+	}
+	a, b := ids(first), ids(second)
+	if len(a) != 2 || len(b) != 2 || a[0] == b[0] || a[1] != b[0] || b[1] != a[0] {
+		t.Fatalf("published keys: %v on the first, %v on the second; want both, each its own first", a, b)
+	}
+	// The demo certificate the first signed verifies on the second.
+	code, info := second.call(t, "POST", "/verify/certificate-info", token, `{"certificate_id":"cert-2","company_id":"acme","property_id":"acme-web"}`)
+	if code != 200 || info["key_id"] != a[0] {
+		t.Errorf("the second instance on the first's certificate: %d %v; want 200, signed by %s", code, info, a[0])
+	}
+	// A key file that reuses the first's id with another key: refused.
+	impostor := keyFile()
+	seed := make([]byte, 32)
+	seed[0] = 1
+	b2, _ := json.Marshal(map[string]any{"key_id": a[0], "private_key": base64.StdEncoding.EncodeToString(seed), "created_at": "2026-01-01T00:00:00Z"})
+	if err := os.WriteFile(impostor, b2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-store", "postgres", "-dsn", dsn, "-signing-key", impostor, "-replayer", "/nonexistent")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.Contains(string(out), "key id "+a[0]+" is published already with another key") {
+		t.Errorf("an instance with another key under %s: %v\n%s", a[0], err, out)
+	}
+	first.stop(t)
+	second.stop(t)
+}

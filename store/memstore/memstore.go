@@ -50,6 +50,7 @@ type Store struct {
 	deliverySeq    int64
 	keys           map[keyID]*consent.IdempotencyRecord
 	operators      map[consent.Digest]*consent.OperatorSession
+	publicKeys     map[string]*consent.PublishedKey
 }
 
 // keyID names an idempotency key: its scope and the key.
@@ -83,6 +84,7 @@ func New() *Store {
 		deliveries:     map[string][]*consent.WebhookDelivery{},
 		keys:           map[keyID]*consent.IdempotencyRecord{},
 		operators:      map[consent.Digest]*consent.OperatorSession{},
+		publicKeys:     map[string]*consent.PublishedKey{},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -55,4 +56,33 @@ func (t *tx) PruneOperatorSessions(_ context.Context, now time.Time, limit int) 
 		del(t, t.s.operators, s.Digest)
 	}
 	return len(due), nil
+}
+
+func clonePublishedKey(k *consent.PublishedKey) *consent.PublishedKey {
+	n := *k
+	n.Key = list(k.Key)
+	n.CreatedAt = utc(n.CreatedAt)
+	return &n
+}
+
+func (t *tx) PublishKey(_ context.Context, k *consent.PublishedKey) error {
+	return create(t, t.s.publicKeys, k.ID, clonePublishedKey(k), "published key")
+}
+
+func (t *tx) PublishedKey(_ context.Context, id string) (*consent.PublishedKey, error) {
+	return get(t.s.publicKeys, id, "published key", clonePublishedKey)
+}
+
+func (t *tx) PublishedKeys(context.Context) ([]*consent.PublishedKey, error) {
+	out := []*consent.PublishedKey{}
+	for _, k := range t.s.publicKeys {
+		out = append(out, clonePublishedKey(k))
+	}
+	slices.SortFunc(out, func(a, b *consent.PublishedKey) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
 }

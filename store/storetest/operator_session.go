@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -308,5 +309,46 @@ func testOperatorSessionViewIsReadOnly(t *testing.T, s consent.Store) {
 	}
 	if got := operatorSession(t, s, "expired"); got == nil {
 		t.Error("a session pruned in a View is gone")
+	}
+}
+
+// A published key round-trips, is found by its id, is listed oldest first
+// (then by id), and an id is published once: a second key under it, or the
+// same key again, is a Conflict.
+func testPublishedKeys(t *testing.T, s consent.Store) {
+	key := func(id string, b byte, at time.Time) *consent.PublishedKey {
+		return &consent.PublishedKey{ID: id, Key: bytes.Repeat([]byte{b}, 32), CreatedAt: at}
+	}
+	b, a, c := key("key-b", 1, t0), key("key-a", 0, t0), key("key-c", 2, t0.Add(-time.Hour))
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.PublishedKeys(ctx)
+		if err != nil || got == nil || len(got) != 0 {
+			t.Errorf("PublishedKeys of none: %v, %v; want an empty slice", got, err)
+		}
+		return nil
+	})
+	update(t, s, func(tx consent.Tx) error {
+		for _, k := range []*consent.PublishedKey{b, a, c} {
+			if err := tx.PublishKey(ctx, k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		got, err := tx.PublishedKey(ctx, "key-a")
+		wantSame(t, a, got, opts, "PublishedKey(key-a)")
+		if err != nil {
+			return err
+		}
+		_, err = tx.PublishedKey(ctx, "key-z")
+		wantCode(t, "PublishedKey(unknown)", err, consent.NotFound)
+		list, err := tx.PublishedKeys(ctx)
+		wantSame(t, []*consent.PublishedKey{c, a, b}, list, opts, "PublishedKeys")
+		return err
+	})
+	for name, k := range map[string]*consent.PublishedKey{"another key": key("key-a", 9, t0), "the same key": a} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.PublishKey(ctx, k) })
+		wantCode(t, "PublishKey("+name+" under a published id)", err, consent.Conflict)
 	}
 }

@@ -90,6 +90,9 @@ var areas = []area{
 		{"RollsBack", testOperatorSessionRollsBack},
 		{"ViewIsReadOnly", testOperatorSessionViewIsReadOnly},
 	}},
+	{"PublishedKey", []behaviour{
+		{"PublishReadList", testPublishedKeys},
+	}},
 	{"Webhook", []behaviour{
 		{"Endpoint", testWebhookEndpoint},
 		{"Deliveries", testWebhookDeliveries},

@@ -103,7 +103,7 @@ func FuzzVisibilityColumn(f *testing.F) {
 			return
 		}
 		v := &consent.Visibility{InViewport: visible, Visible: !visible, FontSizePx: fontSize, TextColor: colour, BackgroundColor: colour + ";",
-			ContrastRatio: contrast}
+			ContrastRatio: contrast, HiddenText: []string{colour}}
 		enc, err := sqlrow.EncodeVisibility(v)
 		if err != nil || enc == "" {
 			t.Fatalf("encode %+v: %q, %v", v, enc, err)

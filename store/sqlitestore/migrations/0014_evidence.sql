@@ -9,3 +9,15 @@ UPDATE certificates SET signature_version = 1 WHERE length(signature) > 0;
 -- Tx.RevokedBefore finds a company's latest revocation of a digest.
 CREATE INDEX revocations_email ON revocations (company_id, email_digest, created_at) WHERE email_digest IS NOT NULL;
 CREATE INDEX revocations_mobile ON revocations (company_id, mobile_digest, created_at) WHERE mobile_digest IS NOT NULL;
+-- Published public keys (D41): every key that verifies certificates, by
+-- its id, so that instances sharing the store know each other's keys and
+-- never sign under one id with two keys. A published key never changes.
+CREATE TABLE public_keys (
+    id         TEXT PRIMARY KEY,
+    public_key BLOB NOT NULL CHECK (length(public_key) = 32),
+    created_at INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+CREATE TRIGGER public_keys_no_update BEFORE UPDATE ON public_keys
+BEGIN SELECT RAISE(ABORT, 'a published key never changes'); END;
+CREATE TRIGGER public_keys_no_delete BEFORE DELETE ON public_keys
+BEGIN SELECT RAISE(ABORT, 'a published key never changes'); END;
