@@ -238,6 +238,13 @@ func (t checkedTx) Events(ctx context.Context, sessionID string) ([][]byte, erro
 	return t.tx.Events(ctx, sessionID)
 }
 
+func (t checkedTx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
+	if !findable(sessionID) {
+		return notFound("session")
+	}
+	return t.tx.EachEventChunk(ctx, sessionID, fn)
+}
+
 func (t checkedTx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
 	if err := c.Check(); err != nil {
 		return err

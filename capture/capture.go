@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -341,8 +340,10 @@ const maxAttempts = 3
 
 // Issue issues the session's reserved certificate (D35) and closes the
 // session. The certificate keeps the SHA-256 of the recording as stored at
-// this moment (consent.JoinChunks of its chunks, the tail included). A *ClosedError (Conflict) when consent was given already; a
-// Conflict when the session recorded no events.
+// this moment (consent.JoinChunks of its chunks, the tail included),
+// hashed as it is read, never held whole. A *ClosedError (Conflict) when
+// consent was given already; a Conflict when the session recorded no
+// events.
 func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*consent.Certificate, error) {
 	pageOrigin, ok := consent.OriginOf(req.URL)
 	if !ok {
@@ -360,9 +361,9 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 		}
 	}
 	for attempt := 0; ; attempt++ {
-		// The recording is read outside the write transaction, which then
-		// checks that it has not grown meanwhile.
-		chunks, err := c.recording(ctx, caller, req.SessionID)
+		// The recording is hashed outside the write transaction, a chunk at
+		// a time; the write then checks that it has not grown meanwhile.
+		stored, n, err := c.recording(ctx, caller, req.SessionID)
 		if err != nil {
 			return nil, err
 		}
@@ -374,28 +375,33 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				return err
 			case ses.Closed():
 				return &ClosedError{CertificateID: ses.CertificateID}
-			case ses.EventChunks != len(chunks):
+			case ses.EventChunks != n:
 				return errGrew
 			case !prop.AllowsOrigin(pageOrigin):
 				return ErrOrigin
 			}
-			all := chunks
+			recording, chunks := stored.Clone(), n // the store may run this again
 			if t := req.Tail; t != nil {
 				switch {
-				case t.Seq < len(chunks):
-					if !bytes.Equal(chunks[t.Seq], t.Events) {
+				case t.Seq < n:
+					was, err := tx.EventChunk(ctx, ses.ID, t.Seq)
+					if err != nil {
+						return err
+					}
+					if !bytes.Equal(was, t.Events) {
 						return consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
 					}
-				case t.Seq > len(chunks):
-					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, len(chunks))
+				case t.Seq > n:
+					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
 				default:
 					if _, err := c.svc.AppendEventsTx(ctx, tx, ses.ID, t.Events); err != nil {
 						return err
 					}
-					all = append(chunks[:len(chunks):len(chunks)], t.Events)
+					recording.Add(t.Events)
+					chunks++
 				}
 			}
-			if len(all) == 0 {
+			if chunks == 0 {
 				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
 			}
 			now := c.svc.Now()
@@ -407,7 +413,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
 				Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
 				ClientIP: req.ClientIP, UserAgent: req.UserAgent, Visibility: req.Visibility,
-				RecordingSHA256: sha256.Sum256(consent.JoinChunks(all)),
+				RecordingSHA256: recording.Sum(),
 			})
 			if err != nil {
 				return err
@@ -427,17 +433,25 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 
 var errGrew = errors.New("capture: the recording grew while it was hashed")
 
-// recording checks the caller and returns the session's chunks; none for
-// a closed session, which the write answers.
-func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) ([][]byte, error) {
-	var chunks [][]byte
+// recording checks the caller and hashes the session's recording as
+// stored, a chunk at a time, returning the hash and the number of chunks;
+// nothing for a closed session, which the write answers.
+func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) (*consent.RecordingHash, int, error) {
+	var (
+		h *consent.RecordingHash
+		n int
+	)
 	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
+		h, n = consent.NewRecordingHash(), 0
 		ses, _, err := c.session(ctx, tx, sessionID, caller)
 		if err != nil || ses.Closed() {
 			return err
 		}
-		chunks, err = tx.Events(ctx, sessionID)
-		return err
+		return tx.EachEventChunk(ctx, sessionID, func(chunk []byte) error {
+			h.Add(chunk)
+			n++
+			return nil
+		})
 	})
-	return chunks, err
+	return h, n, err
 }

@@ -3,8 +3,10 @@ package consent
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding"
 	"encoding/hex"
 	"encoding/json"
+	"hash"
 	"time"
 )
 
@@ -316,23 +318,80 @@ func (d Digest) IsZero() bool { return d == Digest{} }
 // String returns d in hex.
 func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 
-// JoinChunks joins JSON arrays into one array.
+// JoinChunks joins JSON arrays into one array: the recording of a session
+// whose chunks they are.
 func JoinChunks(chunks [][]byte) json.RawMessage {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	n := 0
 	for _, c := range chunks {
-		inner := bytes.TrimSpace(c)
-		inner = bytes.TrimSpace(inner[1 : len(inner)-1]) // checkEvents admitted only arrays
-		if len(inner) == 0 {
-			continue
+		if inner := innerEvents(c); len(inner) > 0 {
+			if n > 0 {
+				buf.WriteByte(',')
+			}
+			buf.Write(inner)
+			n++
 		}
-		if n > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(inner)
-		n++
 	}
 	buf.WriteByte(']')
 	return buf.Bytes()
+}
+
+// innerEvents is what a chunk, a JSON array of events, adds to its
+// recording: the array's members without its brackets.
+func innerEvents(chunk []byte) []byte {
+	inner := bytes.TrimSpace(chunk)
+	if len(inner) < 2 {
+		return nil
+	}
+	return bytes.TrimSpace(inner[1 : len(inner)-1])
+}
+
+// RecordingHash computes the SHA-256 of a recording as JoinChunks writes
+// it, from its chunks in order, holding none of them: a 64 MiB recording
+// is hashed as it is read, a chunk at a time (Tx.EachEventChunk).
+type RecordingHash struct {
+	h hash.Hash
+	n int
+}
+
+// NewRecordingHash starts the hash of a recording.
+func NewRecordingHash() *RecordingHash {
+	r := &RecordingHash{h: sha256.New()}
+	r.h.Write([]byte{'['})
+	return r
+}
+
+// Add adds the recording's next chunk.
+func (r *RecordingHash) Add(chunk []byte) {
+	if inner := innerEvents(chunk); len(inner) > 0 {
+		if r.n > 0 {
+			r.h.Write([]byte{','})
+		}
+		r.h.Write(inner)
+		r.n++
+	}
+}
+
+// Sum returns the digest of the chunks added so far, which
+// sha256.Sum256(JoinChunks(chunks)) equals; the hash may go on after it.
+func (r *RecordingHash) Sum() Digest {
+	var d Digest
+	c := r.Clone()
+	c.h.Write([]byte{']'})
+	copy(d[:], c.h.Sum(nil))
+	return d
+}
+
+// Clone returns a hash that goes on from r's state, apart from r.
+func (r *RecordingHash) Clone() *RecordingHash {
+	state, err := r.h.(encoding.BinaryMarshaler).MarshalBinary()
+	h := sha256.New()
+	if err == nil {
+		err = h.(encoding.BinaryUnmarshaler).UnmarshalBinary(state)
+	}
+	if err != nil { // crypto/sha256 always marshals its state
+		panic("consent: cloning a SHA-256: " + err.Error())
+	}
+	return &RecordingHash{h: h, n: r.n}
 }

@@ -25,3 +25,19 @@ func CheckProperty(ctx context.Context, tx Tx, companyID, propertyID string) err
 	}
 	return err
 }
+
+// RecordingDigest returns the SHA-256 of the session's recording as
+// JoinChunks writes it, reading it inside tx a chunk at a time
+// (EachEventChunk): never more of it in memory than one chunk. NotFound
+// when the session does not exist.
+func RecordingDigest(ctx context.Context, tx Tx, sessionID string) (Digest, error) {
+	h := NewRecordingHash()
+	err := tx.EachEventChunk(ctx, sessionID, func(chunk []byte) error {
+		h.Add(chunk)
+		return nil
+	})
+	if err != nil {
+		return Digest{}, err
+	}
+	return h.Sum(), nil
+}

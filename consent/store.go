@@ -147,6 +147,11 @@ type Tx interface {
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.
 	Events(ctx context.Context, sessionID string) ([][]byte, error)
+	// EachEventChunk calls fn with each of the session's chunks in the
+	// order they were appended, holding one at a time, and stops at fn's
+	// first error, which it returns. fn must not keep the chunk after it
+	// returns. NotFound when the session does not exist.
+	EachEventChunk(ctx context.Context, sessionID string, fn func(chunk []byte) error) error
 
 	// CreateCertificate stores c. NotFound when its company, property or
 	// session does not exist; Conflict when c.ID is taken.

@@ -506,7 +506,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	ctx := r.Context()
 	id := r.PathValue("certificate")
 	d := certificateData{Term: strings.TrimSpace(r.URL.Query().Get("term"))}
-	var chunks [][]byte
+	var recording *consent.Digest
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		c, err := tx.Certificate(ctx, id)
 		if err != nil {
@@ -528,20 +528,17 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		}
 		d.Session = ses
 		if !c.RecordingSHA256.IsZero() && ses.RetentionStatus != consent.RetentionExpired {
-			chunks, err = tx.Events(ctx, ses.ID)
+			sum, err := consent.RecordingDigest(ctx, tx, ses.ID)
+			recording = &sum
+			return err
 		}
-		return err
+		return nil
 	})
 	if consent.ErrorCode(err) == consent.NotFound {
 		return consent.Errorf(consent.NotFound, "certificate %s not found", id)
 	}
 	if err != nil {
 		return err
-	}
-	var recording *consent.Digest
-	if chunks != nil {
-		sum := consent.Digest(sha256.Sum256(consent.JoinChunks(chunks)))
-		recording = &sum
 	}
 	err = h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		if err := h.svc.CheckIntegrity(ctx, tx, d.Cert, recording); errors.Is(err, consent.ErrIntegrity) {

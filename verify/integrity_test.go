@@ -260,6 +260,19 @@ func (t memTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 	return chunks, err
 }
 
+func (t memTx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
+	chunks, err := t.Events(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	for _, c := range chunks {
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // openSQLite returns a migrated SQLite store and a tamperer that writes to
 // its file on a connection of its own.
 func openSQLite(tb testing.TB) (consent.Store, tamperer) {

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"hash/maphash"
 	"log/slog"
@@ -390,11 +389,10 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*c
 		if err != nil || ses.RetentionStatus == consent.RetentionExpired {
 			return err
 		}
-		chunks, err := tx.Events(ctx, cert.SessionID)
+		sum, err := consent.RecordingDigest(ctx, tx, cert.SessionID)
 		if err != nil {
 			return err
 		}
-		sum := consent.Digest(sha256.Sum256(consent.JoinChunks(chunks)))
 		d = &sum
 		return nil
 	})
@@ -459,9 +457,9 @@ type Info struct {
 	RecordingSHA256 consent.Digest
 	// KeyID and Signature are the certificate's signature (D41); empty
 	// when it was issued unsigned.
-	KeyID      string
-	Signature  []byte
-	Signed     signed.Content // what the signature covers
+	KeyID     string
+	Signature []byte
+	Signed    signed.Content // what the signature covers
 	// Visibility is the certificate's single measurement, of its first
 	// consent, as snippets made it before each consent had its own.
 	Visibility *consent.Visibility

@@ -555,6 +555,18 @@ func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
 	return out, nil
 }
 
+func (t *tx) EachEventChunk(_ context.Context, sessionID string, fn func([]byte) error) error {
+	if _, ok := t.s.sessions[sessionID]; !ok {
+		return notFound("session")
+	}
+	for _, c := range t.s.events[sessionID] {
+		if err := fn(list(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func cloneVisibility(v *consent.Visibility) *consent.Visibility {
 	if v == nil {
 		return nil

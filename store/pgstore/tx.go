@@ -207,6 +207,31 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 	return collect(rows, err, sqlrow.ScanBytes)
 }
 
+func (t *tx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
+	var exists bool
+	if err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM sessions WHERE id = $1)`, sessionID).Scan(&exists); err != nil {
+		return err
+	}
+	if !exists {
+		return notFound("session")
+	}
+	rows, err := t.tx.Query(ctx, `SELECT data FROM session_events WHERE session_id = $1 ORDER BY seq`, sessionID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var chunk []byte
+	for rows.Next() {
+		if err := rows.Scan(&chunk); err != nil {
+			return err
+		}
+		if err := fn(chunk); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {

@@ -195,6 +195,27 @@ func (t *tx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
 	return collect(rows, err, sqlrow.ScanBytes)
 }
 
+func (t *tx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
+	if _, err := t.Session(ctx, sessionID); err != nil {
+		return err
+	}
+	rows, err := t.tx.QueryContext(ctx, `SELECT data FROM session_events WHERE session_id = ? ORDER BY seq`, sessionID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var chunk []byte
+	for rows.Next() {
+		if err := rows.Scan(&chunk); err != nil {
+			return err
+		}
+		if err := fn(chunk); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
 func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {
 	records, err := sqlrow.EncodeRecords(c.Records)
 	if err != nil {

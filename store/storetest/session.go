@@ -286,3 +286,46 @@ func testReadThenWriteIsAtomic(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// EachEventChunk gives the chunks Events returns, in order, byte for byte,
+// one call each; it stops at fn's first error and returns it; an unknown
+// session is NotFound and calls nothing.
+func testEachEventChunk(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	chunks := [][]byte{[]byte(`[{"type":4,"timestamp":1}]`), []byte("[ ]"), []byte(`[{"type":3,"timestamp":2,"x":"ü\u2028"}]`)}
+	update(t, s, func(tx consent.Tx) error {
+		for _, c := range chunks {
+			if err := tx.AppendEvents(ctx, "s1", c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	view(t, s, func(tx consent.Tx) error {
+		var got [][]byte
+		err := tx.EachEventChunk(ctx, "s1", func(c []byte) error {
+			got = append(got, bytes.Clone(c))
+			return nil
+		})
+		if err != nil || len(got) != len(chunks) {
+			t.Fatalf("EachEventChunk: %q, %v; want %q", got, err, chunks)
+		}
+		for i := range chunks {
+			if !bytes.Equal(got[i], chunks[i]) {
+				t.Errorf("chunk %d = %q, want %q", i, got[i], chunks[i])
+			}
+		}
+		calls, stop := 0, errors.New("stop")
+		err = tx.EachEventChunk(ctx, "s1", func([]byte) error { calls++; return stop })
+		if !errors.Is(err, stop) || calls != 1 {
+			t.Errorf("EachEventChunk stopping at the first chunk: %v after %d calls", err, calls)
+		}
+		calls = 0
+		err = tx.EachEventChunk(ctx, "s9", func([]byte) error { calls++; return nil })
+		wantCode(t, "EachEventChunk(unknown)", err, consent.NotFound)
+		if calls != 0 {
+			t.Errorf("EachEventChunk(unknown) called fn %d times", calls)
+		}
+		return nil
+	})
+}

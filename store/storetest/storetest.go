@@ -53,6 +53,7 @@ var areas = []area{
 	{"Session", []behaviour{
 		{"Create", testSession},
 		{"AppendEvents", testEventsByteIdentical},
+		{"EachEventChunk", testEachEventChunk},
 		{"EmptyEventChunk", testEmptyEventChunk},
 		{"Update", testUpdateSession},
 		{"Sessions", testSessions},
