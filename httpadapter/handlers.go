@@ -171,13 +171,13 @@ type infoResponse struct {
 	EventsCombined   json.RawMessage `json:"events_combined"`
 	// Beyond the documented fields: what a buyer of the lead needs (D35,
 	// D37). The browser's facts are there for captured certificates only.
-	SessionID         string              `json:"session_id"`
-	Origin            string              `json:"origin"`
-	ConsentOptIn      *RFC3339            `json:"consent_opt_in"`
-	ConsentTypes      []string            `json:"consent_types"`
-	ClientIP          string              `json:"client_ip,omitempty"`
-	UserAgent         string              `json:"user_agent,omitempty"`
-	RecordingSHA256   string              `json:"recording_sha256,omitempty"`
+	SessionID       string   `json:"session_id"`
+	Origin          string   `json:"origin"`
+	ConsentOptIn    *RFC3339 `json:"consent_opt_in"`
+	ConsentTypes    []string `json:"consent_types"`
+	ClientIP        string   `json:"client_ip,omitempty"`
+	UserAgent       string   `json:"user_agent,omitempty"`
+	RecordingSHA256 string   `json:"recording_sha256,omitempty"`
 	// ConsentVisibility is the first consent's visibility, kept for
 	// integrations written before each consent had its own (Consents).
 	ConsentVisibility *consent.Visibility `json:"consent_visibility,omitempty"`
