@@ -39,7 +39,7 @@ func must(t testing.TB, err error) {
 
 // fixture: companies acme and other, a property, a token and a
 // certificate each; it returns the service and acme's token secret.
-func fixture(t *testing.T, st consent.Store) (*consentkit.Service, string) {
+func fixture(t testing.TB, st consent.Store) (*consentkit.Service, string) {
 	key, err := signed.NewSigningKey("dashboard-test")
 	must(t, err)
 	svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}})
@@ -73,7 +73,7 @@ func fixture(t *testing.T, st consent.Store) (*consentkit.Service, string) {
 }
 
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	c    *http.Client
 	csrf string // of the last page read
@@ -81,7 +81,7 @@ type browser struct {
 
 var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func newBrowser(t *testing.T, h http.Handler) *browser {
+func newBrowser(t testing.TB, h http.Handler) *browser {
 	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", h)

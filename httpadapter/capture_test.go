@@ -26,7 +26,7 @@ const (
 )
 
 // capturing is a handler with a property that allows formOrigin.
-func capturing(t *testing.T, store consent.Store, cfg httpadapter.Config) (*env, http.Handler) {
+func capturing(t testing.TB, store consent.Store, cfg httpadapter.Config) (*env, http.Handler) {
 	t.Helper()
 	e := setup(t, store)
 	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
@@ -63,7 +63,7 @@ type started struct {
 	UploadToken   string `json:"upload_token"`
 }
 
-func startSession(t *testing.T, h http.Handler) started {
+func startSession(t testing.TB, h http.Handler) started {
 	t.Helper()
 	rec := call(h, "POST", "/capture/sessions", formOrigin, "", `{"property_id":"acme-form","url":"`+formPage+`"}`,
 		"Content-Type", "text/plain;charset=UTF-8")

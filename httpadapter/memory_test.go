@@ -2,47 +2,14 @@ package httpadapter_test
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/testmem"
 	"github.com/consentkit/consentkit/internal/teststore"
 )
-
-// peakHeap runs fn and returns the most heap in use above what was in
-// use before it, sampled every millisecond (after a collection, so that
-// the baseline holds live memory only).
-func peakHeap(fn func()) uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	base := ms.HeapAlloc
-	var peak atomic.Uint64
-	done := make(chan struct{})
-	go func() {
-		tick := time.NewTicker(time.Millisecond)
-		defer tick.Stop()
-		for {
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapAlloc > base && ms.HeapAlloc-base > peak.Load() {
-				peak.Store(ms.HeapAlloc - base)
-			}
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	fn()
-	close(done)
-	return peak.Load()
-}
 
 // BenchmarkRecordingMemory is the memory a consent and a certificate-info
 // take on a 64 MiB recording (64 chunks of 1 MiB) on SQLite, alone and
@@ -52,11 +19,10 @@ func peakHeap(fn func()) uint64 {
 //
 //	go test -run '^$' -bench RecordingMemory -benchtime 2x ./httpadapter
 func BenchmarkRecordingMemory(b *testing.B) {
-	e, h := capturing(&testing.T{}, teststore.SQLite(b), httpadapter.Config{CapturePerMinute: -1, CaptureStartsPerMinute: -1})
-	_ = e
+	_, h := capturing(b, teststore.SQLite(b), httpadapter.Config{CapturePerMinute: -1, CaptureStartsPerMinute: -1})
 	event := `{"type":3,"timestamp":1,"data":{"x":"` + strings.Repeat("a", 1<<20-200) + `"}}`
 	record := func() started {
-		s := startSession(&testing.T{}, h)
+		s := startSession(b, h)
 		for seq := range 64 {
 			rec := call(h, "POST", "/capture/sessions/"+s.SessionID+"/events", formOrigin, s.UploadToken,
 				fmt.Sprintf(`{"seq":%d,"events":[%s]}`, seq, event))
@@ -73,7 +39,7 @@ func BenchmarkRecordingMemory(b *testing.B) {
 			b.StopTimer()
 			s := record()
 			b.StartTimer()
-			peak := peakHeap(func() {
+			peak := testmem.Peak(func() {
 				if rec := call(h, "POST", "/capture/sessions/"+s.SessionID+"/consent", formOrigin, s.UploadToken, consentBody); rec.Code != 201 {
 					b.Fatalf("consent: %d %s", rec.Code, rec.Body)
 				}
@@ -97,7 +63,7 @@ func BenchmarkRecordingMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("certificate-info/%d-at-once", n), func(b *testing.B) {
 			var worst uint64
 			for b.Loop() {
-				peak := peakHeap(func() {
+				peak := testmem.Peak(func() {
 					var wg sync.WaitGroup
 					for range n {
 						wg.Go(info)

@@ -220,12 +220,10 @@ func (t *tx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byt
 		return err
 	}
 	defer rows.Close()
-	var chunk []byte
 	for rows.Next() {
-		if err := rows.Scan(&chunk); err != nil {
-			return err
-		}
-		if err := fn(chunk); err != nil {
+		// bytea comes in binary: the raw values are the chunk's bytes, read
+		// once, valid until Next.
+		if err := fn(rows.RawValues()[0]); err != nil {
 			return err
 		}
 	}

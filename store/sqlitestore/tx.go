@@ -204,7 +204,7 @@ func (t *tx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byt
 		return err
 	}
 	defer rows.Close()
-	var chunk []byte
+	var chunk sql.RawBytes // the driver's bytes, not copied again: valid until Next
 	for rows.Next() {
 		if err := rows.Scan(&chunk); err != nil {
 			return err
