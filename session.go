@@ -325,8 +325,11 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		return nil, consent.Errorf(consent.Invalid, "consents: at most %d records", maxRecords)
 	}
 	for i, r := range p.Records {
-		if strings.TrimSpace(r.Text) == "" || len(r.Text) > maxTextLength {
-			return nil, consent.Errorf(consent.Invalid, "consents[%d].text must be non-empty and at most %d bytes", i, maxTextLength)
+		// A consent the consumer could not see at all has no text: what was
+		// hidden is its visibility's hidden_text (D47).
+		allHidden := r.Visibility != nil && len(r.Visibility.HiddenText) > 0
+		if strings.TrimSpace(r.Text) == "" && !allHidden || len(r.Text) > maxTextLength {
+			return nil, consent.Errorf(consent.Invalid, "consents[%d].text must be non-empty (unless all of it was hidden) and at most %d bytes", i, maxTextLength)
 		}
 		if err := consent.CheckText(fmt.Sprintf("consents[%d].text", i), r.Text); err != nil {
 			return nil, err

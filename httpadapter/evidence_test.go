@@ -97,6 +97,27 @@ func TestCaptureEvidence(t *testing.T) {
 			}
 		}
 
+		// A consent the consumer could not see at all has no text, and its
+		// hidden text says what it was: the certificate is issued with it.
+		// Empty text with nothing hidden is refused.
+		hidden := give(`{"consents":[{"text":"I agree to be called by Acme.","types":["tcpa"]},` +
+			`{"text":"","types":["tcpa"],"opt_in_method":"none","visibility":{"in_viewport":true,"visible":false,"font_size_px":1,` +
+			`"text_color":"rgb(254, 254, 254)","background_color":"rgb(255, 255, 255)","contrast_ratio":1.01,"hidden_text":["and 500 partners"]}}],` +
+			`"url":"` + formPage + `"}`)
+		info = serve(h, request{path: "/verify/certificate-info", token: acmeToken,
+			body: `{"certificate_id":"` + hidden.CertificateID + `","company_id":"acme","property_id":"acme-form"}`})
+		if info.Code != 200 || !strings.Contains(info.Body.String(), `{"text":"","types":["tcpa"]`) ||
+			!strings.Contains(info.Body.String(), `"hidden_text":["and 500 partners"]`) {
+			t.Errorf("certificate-info of a consent hidden whole: %d %s", info.Code, info.Body)
+		}
+		empty := startSession(t, h)
+		call(h, "POST", "/capture/sessions/"+empty.SessionID+"/events", formOrigin, empty.UploadToken, `{"seq":0,"events":`+rrwebChunk+`}`)
+		rec := call(h, "POST", "/capture/sessions/"+empty.SessionID+"/consent", formOrigin, empty.UploadToken,
+			`{"consents":[{"text":" ","types":["tcpa"]}],"url":"`+formPage+`"}`)
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), "consents[0].text") {
+			t.Errorf("empty text with nothing hidden: %d %s; want 400 naming consents[0].text", rec.Code, rec.Body)
+		}
+
 		// A body of a snippet cached before: one visibility, no opt-in method.
 		old := give(`{"consents":[{"text":"I agree to be called by Acme.","types":["tcpa"]}],"email":"bob@example.com","url":"` + formPage + `",` +
 			`"visibility":{"in_viewport":true,"visible":true,"font_size_px":16,"text_color":"rgb(0, 0, 0)","background_color":"rgb(255, 255, 255)","contrast_ratio":21}}`)
