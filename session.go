@@ -181,7 +181,7 @@ func checkURL(field, u string) error {
 const maxHiddenFragments = 100
 
 // visibility returns a copy of v checked: Invalid for facts no browser
-// measures (D37), with field naming it; its hidden text an empty list when
+// measures (D47), with field naming it; its hidden text an empty list when
 // there is none.
 func visibility(field string, v *consent.Visibility) (*consent.Visibility, error) {
 	switch {

@@ -70,7 +70,7 @@ func (s *Service) sign(c *consent.Certificate) {
 
 // PublishKeys publishes the Service's keys — Config.SigningKeys and
 // Config.PublicKeys — in its store, so that every instance sharing the
-// store verifies the certificates this one signs (D41). It fails with a
+// store verifies the certificates this one signs (D41, D46). It fails with a
 // Conflict when a key id is published already with another key: two
 // instances must share one key, or sign under ids of their own. Call it
 // at start; a Service that was not told to publishes its signing key

@@ -187,7 +187,7 @@ const JobConvert = "convert"
 // Record is one consent given in a certificate.
 type Record struct {
 	// Text is the consent text as the consumer could read it: for a
-	// captured certificate, the marked element's visible text (D37).
+	// captured certificate, the marked element's visible text (D47).
 	Text    string
 	Types   []string
 	OptInAt time.Time
@@ -201,7 +201,7 @@ type Record struct {
 }
 
 // How a consumer opted in to one consent, as the capture snippet saw the
-// consent's checkbox (D37).
+// consent's checkbox (D48).
 const (
 	OptInManual      = "manual"       // ticked by the consumer (a user-triggered event)
 	OptInPreSelected = "pre_selected" // ticked when the page loaded, left so
@@ -284,7 +284,7 @@ type Visibility struct {
 	// ContrastRatio is the WCAG contrast ratio of the two colours, 1 to 21.
 	ContrastRatio float64 `json:"contrast_ratio"`
 	// HiddenText lists the fragments of the element's text the consumer
-	// could not see (D37), each apart, in the page's order; Visible is false
+	// could not see (D47), each apart, in the page's order; Visible is false
 	// when there is any. Empty for measurements made before it was kept.
 	HiddenText []string `json:"hidden_text"`
 }

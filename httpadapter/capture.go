@@ -140,7 +140,7 @@ type consentRequest struct {
 		Text  string   `json:"text"`
 		Types []string `json:"types"`
 		// Visibility and OptInMethod are what the snippet measured of this
-		// consent (D37); snippets cached before sent neither.
+		// consent (D47, D48); snippets cached before sent neither.
 		Visibility  *consent.Visibility `json:"visibility"`
 		OptInMethod string              `json:"opt_in_method"`
 	} `json:"consents"`

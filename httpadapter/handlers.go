@@ -190,7 +190,7 @@ type infoResponse struct {
 
 // consentAnswer is one consent of a certificate-info answer: the text as
 // the consumer could read it, its types and opt-in time, and what the
-// snippet measured of it (D37).
+// snippet measured of it (D47, D48).
 type consentAnswer struct {
 	Text        string              `json:"text"`
 	Types       []string            `json:"types"`

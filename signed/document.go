@@ -13,8 +13,8 @@ import (
 // digests; version 2 also covers everything else a certificate asserts at
 // issue: each consent's visibility and opt-in method, the certificate's
 // own visibility, the client's address and user agent, and RevokedBefore.
-// Certificates are signed in Version; those signed in version 1 keep
-// verifying for what it covered.
+// Certificates are signed in Version (D46); those signed in version 1
+// keep verifying for what it covered.
 const (
 	Version1 = "consentkit-certificate-1"
 	Version2 = "consentkit-certificate-2"

@@ -464,7 +464,7 @@ type Info struct {
 	// consent, as snippets made it before each consent had its own.
 	Visibility *consent.Visibility
 	// Records are the consents, each with its own visibility and opt-in
-	// method when the snippet measured them (D37).
+	// method when the snippet measured them (D47, D48).
 	Records       []consent.Record
 	RevokedBefore time.Time // zero: none (Result.RevokedBefore)
 	Charged       wallet.Amount
