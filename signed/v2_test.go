@@ -1,17 +1,14 @@
 package signed_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/internal/testjcs"
 	"github.com/consentkit/consentkit/signed"
 )
 
@@ -61,10 +58,8 @@ func TestSignAndVerifyV2(t *testing.T) {
 	if err := json.Unmarshal(shown, &tree); err != nil {
 		t.Fatal(err)
 	}
-	var generic bytes.Buffer
-	jcs(&generic, tree)
-	if generic.String() != want {
-		t.Errorf("RFC 8785 over the content's JSON:\n%s\nthe encoding:\n%s", generic.String(), want)
+	if generic := testjcs.String(tree); generic != want {
+		t.Errorf("RFC 8785 over the content's JSON:\n%s\nthe encoding:\n%s", generic, want)
 	}
 	// The content as the API shows it round-trips through JSON and verifies.
 	c := d.Content()
@@ -119,67 +114,5 @@ func TestVersion1StillVerifies(t *testing.T) {
 	c.ClientIP = "203.0.113.7"
 	if err := signed.Verify(&c, key.Public(), sig); err == nil {
 		t.Error("version 1 content with a client_ip: Verify accepted it")
-	}
-}
-
-// jcs writes v, a tree decoded from JSON without numbers, as RFC 8785
-// does for the strings the test's documents hold.
-func jcs(b *bytes.Buffer, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		names := make([]string, 0, len(v))
-		for n := range v {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		b.WriteByte('{')
-		for i, n := range names {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			jcs(b, n)
-			b.WriteByte(':')
-			jcs(b, v[n])
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, x := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			jcs(b, x)
-		}
-		b.WriteByte(']')
-	case bool:
-		fmt.Fprint(b, v)
-	case string:
-		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`, "\x01", `\u0001`)
-		b.WriteString(`"` + r.Replace(v) + `"`)
-	default:
-		panic(fmt.Sprintf("%T is not in the encoding", v))
-	}
-}
-
-// What an answer shows of a version 1 certificate beyond what version 1
-// covered is listed as unsigned, never compared; what it covered is.
-func TestCheckShownVersion1(t *testing.T) {
-	d := documentV2()
-	d.V = ""
-	c := d.Content()
-	answer, err := json.Marshal(map[string]any{
-		"signed": c, "certificate_id": "cert-1", "origin": d.Origin, "client_ip": "203.0.113.7",
-		"consent_visibility": map[string]any{"visible": true}, "revoked_before": "2026-11-20T08:00:00Z", "valid": true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := signed.CheckShown(answer)
-	if err != nil || got.Differs != "" || strings.Join(got.Unsigned, ",") != "client_ip,consent_visibility,revoked_before,valid" {
-		t.Errorf("CheckShown = %+v, %v; want client_ip, consent_visibility, revoked_before and valid unsigned", got, err)
-	}
-	answer = bytes.Replace(answer, []byte(`"certificate_id":"cert-1"`), []byte(`"certificate_id":"cert-2"`), 1)
-	if got, err := signed.CheckShown(answer); err != nil || got.Differs != "certificate_id" {
-		t.Errorf("an edited certificate_id: %+v, %v", got, err)
 	}
 }

@@ -6,20 +6,19 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/testjcs"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
@@ -100,48 +99,6 @@ func body(t *testing.T, req *http.Request) []byte {
 	return b
 }
 
-// canonical writes v as the documentation of the encoding says (sorted
-// members, no white space, RFC 8785 strings): written from that text for
-// this test, not from the package's code.
-func canonical(b *bytes.Buffer, v any) {
-	switch v := v.(type) {
-	case map[string]any:
-		names := make([]string, 0, len(v))
-		for n := range v {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		b.WriteByte('{')
-		for i, n := range names {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			canonical(b, n)
-			b.WriteByte(':')
-			canonical(b, v[n])
-		}
-		b.WriteByte('}')
-	case []any:
-		b.WriteByte('[')
-		for i, x := range v {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			canonical(b, x)
-		}
-		b.WriteByte(']')
-	case bool:
-		fmt.Fprint(b, v)
-	case nil:
-		b.WriteString("null")
-	case string:
-		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\t", `\t`, "\n", `\n`)
-		b.WriteString(`"` + r.Replace(v) + `"`)
-	default:
-		panic("not in the encoding")
-	}
-}
-
 // The published key verifies the signature over the canonical form of
 // "signed", rebuilt here by the documented rules; the command agrees, and
 // refuses any change.
@@ -162,7 +119,7 @@ func TestVerifyOffline(t *testing.T) {
 	pub, _ := base64.StdEncoding.DecodeString(ks.Keys[0].PublicKey)
 	sig, _ := base64.StdEncoding.DecodeString(answer.Sig)
 	var enc bytes.Buffer
-	canonical(&enc, answer.Signed)
+	testjcs.Write(&enc, answer.Signed)
 	if answer.Key != "key-1" || !ed25519.Verify(pub, enc.Bytes(), sig) {
 		t.Fatalf("the published key does not verify the signature over %s", enc.Bytes())
 	}
