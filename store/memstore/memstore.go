@@ -1,6 +1,9 @@
 // Package memstore is an in-memory consent.Store for tests, examples and
 // the quick start. Nothing survives the process.
 //
+//	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
+//	c, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"})
+//
 // Update transactions run one at a time under a lock and keep an undo log,
 // so a failed transaction leaves no trace; View transactions run
 // concurrently with each other.

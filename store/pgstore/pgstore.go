@@ -1,6 +1,13 @@
 // Package pgstore is a consent.Store on PostgreSQL (github.com/jackc/pgx/v5),
 // for production and for many application instances sharing one database.
 //
+//	st, err := pgstore.Open(ctx, "postgres://user@db:5432/consent?sslmode=disable")
+//	defer st.Close() // or pgstore.New(pool) on a pool of your own, which Close leaves open
+//	err = st.Migrate(ctx) // safe on every start; instances take turns
+//	svc, err := consentkit.NewService(st, consentkit.Config{})
+//
+// Tables go into the schema of the connection's search_path.
+//
 // Transactions run at READ COMMITTED. The wallet debit is one conditional
 // UPDATE, which Postgres re-checks against the newest committed row after
 // waiting for a concurrent writer, so concurrent charges never overdraw
