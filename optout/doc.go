@@ -1,4 +1,10 @@
-// Package optout revokes consumers' consent (service.md §4.6, D16–D19).
+// Package optout revokes consumers' consent: the rules of POST /opt-out
+// (D16–D19), which a consumer calls without a token.
+//
+//	res, err := optout.New(svc).OptOut(ctx, optout.Request{
+//		CompanyID: "acme", Email: "jane@example.com", ClientIP: "203.0.113.7",
+//	})
+//	// res.CertificateIDs are revoked: verifying one is refused (consent.OptedOut)
 //
 // A request names a company and at least one of a certificate id, an email
 // and a mobile number. Matching is within that company and is the union of

@@ -1,6 +1,15 @@
-// Package retain holds the Retain API (service.md §4.8, §4.9): retaining
-// chosen session recordings for the long term and queueing them for
-// conversion to MP4 video.
+// Package retain keeps consent evidence for the long term. The Retain API
+// (POST /api/integrations/{companyId}/retain/{sessionId}, and
+// …/retain/batch for up to 100 sessions) retains chosen session recordings
+// and queues them for conversion to MP4 video, which a Worker (or
+// ConversionHandler in a jobs.Runner) does with a Converter and keeps in a
+// VideoStore; /verify/session and /verify/certificate retain a session, or
+// its certificates, without a video. The Purger removes what has expired.
+//
+//	r := retain.New(svc)
+//	ret, err := r.Retain(ctx, caller, "acme", "ses_123") // ret.RetainedUntil, ret.Charged
+//	w, err := retain.NewWorker(retain.WorkerConfig{Service: svc, Converter: conv, Videos: retain.Dir{Root: "videos"}})
+//	go w.Run(ctx)
 //
 // Each retention is one atomic step (D22): the session must be the
 // company's (NotFound otherwise) and not retained yet (Conflict), the wallet
