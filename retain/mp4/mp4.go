@@ -4,6 +4,11 @@
 // ffmpeg (H.264, yuv420p, even dimensions, +faststart). It implements
 // retain.Converter.
 //
+//	conv, err := mp4.New(mp4.Config{}) // a *MissingError names a missing tool and how to get it
+//	defer conv.Close()                 // stops its warm browsers
+//	w, err := retain.NewWorker(retain.WorkerConfig{Service: svc, Converter: conv, Videos: retain.Dir{Root: "videos"}})
+//	go w.Run(ctx)
+//
 // Frames are deterministic, not screen-recorded in real time: the same
 // recording gives the same file, byte for byte. The page's performance.now
 // and requestAnimationFrame are replaced by a virtual clock that Go

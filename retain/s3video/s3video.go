@@ -2,6 +2,12 @@
 // S3-compatible object storage: Amazon S3, or a server that speaks its API
 // such as MinIO, Ceph or versitygw (D45).
 //
+//	videos, err := s3video.New(ctx, s3video.Config{Bucket: "consent-videos", RequireObjectLock: true})
+//	w, err := retain.NewWorker(retain.WorkerConfig{Service: svc, Converter: conv, Videos: videos}) // writes
+//	h, err := httpadapter.New(httpadapter.Config{Service: svc, Videos: videos})                  // serves
+//
+// The section Example below gives a whole Config.
+//
 // A session's video is the object <Prefix><session>.mp4 of the bucket
 // (Prefix defaults to "videos/"). Put hashes the MP4 first and then streams
 // it with one PutObject, sending its SHA-256 in x-amz-checksum-sha256: a
