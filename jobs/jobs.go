@@ -2,6 +2,12 @@
 // retained recordings to video, the purge of expired data and webhook
 // deliveries are its handlers.
 //
+//	runner, err := jobs.New(jobs.Config{
+//		Store:    svc.Store(),
+//		Handlers: append(purger.Handlers(), conversion, webhooks), // retain's and webhook's
+//	})
+//	err = runner.Run(ctx) // until ctx ends
+//
 // A job is enqueued with consent.Tx.EnqueueJob inside the transaction of the
 // change that calls for it, so it exists exactly when that change committed.
 // A Runner leases due jobs, keeps each lease alive while its handler works,

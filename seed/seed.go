@@ -3,6 +3,10 @@
 // empty store, in one transaction: either everything loads or nothing does.
 // examples/server uses it for its -seed flag; tests can use it too.
 //
+//	f, err := seed.Parse(file) // an *os.File, say
+//	sum, err := seed.Load(ctx, svc, f)
+//	fmt.Println(sum.Companies, sum.Certificates)
+//
 // The format:
 //
 //	{

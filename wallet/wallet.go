@@ -2,6 +2,10 @@
 // micro-dollars (D1), the price list (D2), the kinds of ledger entry (D5) and
 // the error returned when a wallet cannot cover a charge (D4).
 //
+//	amount, err := wallet.ParseAmount("25.50") // 25_500_000 micro-dollars
+//	fmt.Println(amount, 3*wallet.Cent)         // 25.5 0.03
+//	price := wallet.DefaultPrices().ExactMatch // 0.015
+//
 // No float ever holds money here: amounts are parsed from and printed to
 // decimal text digit by digit.
 package wallet

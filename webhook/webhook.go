@@ -1,5 +1,15 @@
-// Package webhook delivers webhooks (D44) as the Standard Webhooks
-// specification says: each message is POSTed with the headers webhook-id
+// Package webhook tells a company's own servers what happened to its
+// consent (D44): it manages the company's webhook endpoints, delivers each
+// event to them, and lets a receiver written in Go verify what it got.
+//
+//	ep, err := webhook.Endpoints{Service: svc}.Add(ctx, webhook.Params{CompanyID: "acme",
+//		URL: "https://hooks.acme.example/consent", Events: []string{consent.EventConsentRevoked}})
+//	h, err := webhook.Handler(webhook.Config{Service: svc}) // run it in a jobs.Runner
+//	…
+//	err = webhook.Verify(ep.Secret, r.Header, body, time.Now()) // in the receiver
+//
+// Deliveries follow the Standard Webhooks specification: each message is
+// POSTed with the headers webhook-id
 // (the message id, the same on every attempt), webhook-timestamp (Unix
 // seconds of the attempt) and webhook-signature ("v1," and the base64 of
 // the HMAC-SHA256, keyed with the base64-decoded part of the endpoint's
