@@ -1,7 +1,14 @@
 // Package capture records consent in the browser (D32–D38): it starts a
 // recording session for a property on a page of an allowed origin, appends
 // the rrweb events the snippet sends in numbered chunks, and issues the
-// session's reserved certificate when the consumer consents.
+// session's reserved certificate when the consumer consents. httpadapter
+// serves it to the snippet (POST /capture/sessions, …/events, …/consent).
+//
+//	c := capture.New(svc)
+//	s, err := c.Start(ctx, capture.StartRequest{PropertyID: "acme-web", URL: page, Origin: origin})
+//	caller := capture.Caller{UploadToken: s.UploadToken, Origin: origin}
+//	n, err := c.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 0, Events: events})
+//	cert, err := c.Issue(ctx, caller, capture.Consent{SessionID: s.SessionID, URL: page, Records: records})
 //
 // Every call is checked the same way: the session's upload token (a random
 // capability returned by Start, of which only the SHA-256 is stored) must

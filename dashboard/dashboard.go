@@ -1,7 +1,11 @@
 // Package dashboard serves an operator's pages in the browser: companies
 // and their balance and ledger, tokens, properties with the snippet tag
 // ready to copy, certificates (search, detail, signature status, the
-// recording's video), revocations, webhooks and the audit log.
+// recording's video), revocations, webhooks and the audit log. Mount it
+// under its prefix, where only operators reach it:
+//
+//	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+//	mux.Handle("/dashboard/", d)
 //
 // The audit page checks the company's chain of hashes (D42) as far as it
 // shows it: the entries on the page, or, on request, a bounded run from
@@ -34,11 +38,6 @@
 // an IPv6 client by its /64; behind Config.TrustedProxies, the forwarded
 // address, D20), in bounded memory (D28), so that guessing from one
 // address never locks the operator out at another.
-//
-// Mount the handler under its prefix:
-//
-//	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
-//	mux.Handle("/dashboard/", d)
 package dashboard
 
 import (

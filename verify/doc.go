@@ -5,6 +5,11 @@
 // calls /verify/session and /verify/certificate share the one retention
 // rule of package retain.
 //
+//	v := verify.New(svc)
+//	res, err := v.Match(ctx, caller, verify.MatchRequest{
+//		CertificateID: "cert_…", CompanyID: "acme", Consent: text})
+//	// res.Valid, res.Charged, res.Balance
+//
 // Every call takes the caller: the company whose credentials were checked
 // (a token's company, or the company of the property named by
 // company-and-property credentials). The order of checks is fixed:
