@@ -115,8 +115,8 @@ func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled b
 // PropertyParams describes a new property.
 type PropertyParams struct {
 	ID        string // optional: a random id when empty
-	CompanyID string
-	Name      string
+	CompanyID string // required: an existing company
+	Name      string // required
 	// AllowedOrigins may capture sessions in the browser (D32); each is
 	// normalized by NormalizeOrigin.
 	AllowedOrigins []string
@@ -215,9 +215,11 @@ func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID s
 
 // TokenParams describes a new integration token.
 type TokenParams struct {
-	CompanyID   string
+	CompanyID string // required: an existing company
+	// Permissions are optional: none lets the token call the Verification
+	// API; consent.PermissionRetention adds the Retain API.
 	Permissions []consent.Permission
-	ExpiresAt   time.Time // zero: never
+	ExpiresAt   time.Time // optional, in the future; zero: never
 	// Secret, when set, is used instead of a generated one (to load a
 	// token issued elsewhere); it must be at least MinSecretLength bytes.
 	Secret string

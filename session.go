@@ -17,9 +17,9 @@ import (
 
 // SessionParams describes a new recorded session.
 type SessionParams struct {
-	ID         string // optional: a random id when empty
-	CompanyID  string
-	PropertyID string
+	ID         string    // optional: a random id when empty
+	CompanyID  string    // required
+	PropertyID string    // required: a property of CompanyID
 	CreatedAt  time.Time // optional: now when zero
 
 	// Browser capture (D33) sets these; see package capture.
@@ -141,13 +141,15 @@ func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMess
 // CertificateParams describes a new certificate.
 type CertificateParams struct {
 	ID         string // optional: a random id when empty
-	CompanyID  string
-	PropertyID string
-	SessionID  string
-	Origin     string // where consent was captured, e.g. a form URL
+	CompanyID  string // required
+	PropertyID string // required: a property of CompanyID
+	SessionID  string // required: a session of that property
+	Origin     string // optional: where consent was captured, e.g. a form URL
 	Email      string // optional; only its normalized digest is kept (D17)
 	Mobile     string // optional; likewise
-	Records    []consent.Record
+	// Records are the consents given, at most 100, each with a non-empty
+	// text. None is allowed, but such a certificate matches nothing.
+	Records []consent.Record
 	// EventsCombined is a JSON object; optional ({} when empty).
 	EventsCombined json.RawMessage
 	CreatedAt      time.Time // optional: now when zero
