@@ -68,10 +68,11 @@ func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // StartRequest starts a recording session.
 type StartRequest struct {
-	PropertyID string
-	// URL is the page being recorded; its origin must be allowed.
+	PropertyID string // required
+	// URL is the page being recorded, required; its origin must be allowed.
 	URL string
-	// Origin is the browser's Origin header.
+	// Origin is the browser's Origin header, required: one of the
+	// property's allowed origins.
 	Origin string
 }
 
@@ -320,14 +321,15 @@ func isNumber(raw []byte) bool {
 
 // Consent is the consumer's consent, sent when the form is submitted (D35).
 type Consent struct {
-	SessionID string
-	// Records are the consents: their text, types, and what the snippet
-	// measured of each (Visibility, OptInMethod); the opt-in time is the
-	// server's.
+	SessionID string // required
+	// Records are the consents, at least one required: their text, types,
+	// and what the snippet measured of each (Visibility, OptInMethod); the
+	// opt-in time is the server's.
 	Records []consent.Record
 	Email   string // optional; only its digest is kept (D17)
 	Mobile  string // optional; likewise
-	// URL is the page where consent was given; its origin must be allowed.
+	// URL is the page where consent was given, required; its origin must
+	// be allowed.
 	URL string
 	// Visibility is optional: the first consent's, as snippets sent it
 	// before each consent had its own (D37).

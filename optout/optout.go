@@ -21,12 +21,13 @@ func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
 // Request is an opt-out. ClientIP is recorded with it (D19).
 type Request struct {
-	CompanyID     string
+	CompanyID string // required
+	// At least one of CertificateID, Email and Mobile is required (D16).
 	CertificateID string
 	Email         string
 	Mobile        string
-	Reason        string
-	ClientIP      string
+	Reason        string // optional
+	ClientIP      string // optional: the caller's address
 }
 
 // Result is the answer to an opt-out (§4.6).

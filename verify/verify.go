@@ -37,12 +37,14 @@ const (
 // MatchRequest is the body of /verify/match. PropertyID is optional; when
 // given it must name a property of CompanyID.
 type MatchRequest struct {
-	CertificateID       string
-	CompanyID           string
-	Consent             string
+	CertificateID string // required
+	CompanyID     string // required: the caller's company
+	Consent       string // required: the consent text to compare
+	// OriginatorCompanyID is optional: the company that issued the
+	// certificate, when it lets the caller verify its certificates (D9).
 	OriginatorCompanyID string
-	PropertyID          string
-	Lead
+	PropertyID          string // optional
+	Lead                       // optional
 }
 
 // Lead is the optional contact of a lead to match against the certificate
@@ -55,12 +57,12 @@ type Lead struct {
 
 // PartialMatchRequest is the body of /verify/partial-match.
 type PartialMatchRequest struct {
-	CertificateID       string
-	CompanyID           string
-	Term                string
-	OriginatorCompanyID string
-	PropertyID          string
-	Lead
+	CertificateID       string // required
+	CompanyID           string // required: the caller's company
+	Term                string // required: not empty once trimmed
+	OriginatorCompanyID string // optional, as in MatchRequest
+	PropertyID          string // optional
+	Lead                       // optional
 }
 
 // Result is the answer to a match or partial match (D12).
@@ -434,9 +436,9 @@ func result(cert *consent.Certificate, match func(consent.Record) bool) *Result 
 
 // InfoRequest is the body of /verify/certificate-info.
 type InfoRequest struct {
-	CertificateID string
-	CompanyID     string
-	PropertyID    string
+	CertificateID string // required
+	CompanyID     string // required: the caller's company
+	PropertyID    string // required: a property of CompanyID (D15)
 }
 
 // Info is certificate metadata (service.md §4.3).
