@@ -28,8 +28,8 @@ import (
 // range is an error from New; the clock, prices and retention periods are
 // the Service's (consentkit.Config), not declared again here.
 type Config struct {
-	Service *consentkit.Service
-	Logger  *slog.Logger // default slog.Default()
+	Service *consentkit.Service // required
+	Logger  *slog.Logger        // default slog.Default()
 	// PropertyCredentials turns on company-and-property authentication of
 	// Verification API requests without an Authorization header (D8). Off by
 	// default: a property id is not a secret.

@@ -27,9 +27,9 @@ const (
 // PurgeConfig configures the purge. Service and Videos are required.
 type PurgeConfig struct {
 	// Service gives the store and the clock: what expires at or before
-	// Service.Now() is purged.
+	// Service.Now() is purged. Required.
 	Service *consentkit.Service
-	// Videos is where the videos of purged sessions are removed.
+	// Videos is where the videos of purged sessions are removed. Required.
 	Videos VideoStore
 	// Every is how often the purge runs: default one hour.
 	Every time.Duration

@@ -18,9 +18,9 @@ import (
 // required; zero values of the rest mean their defaults. The store and the
 // clock are the Service's.
 type WorkerConfig struct {
-	Service   *consentkit.Service
-	Converter Converter
-	Videos    VideoStore
+	Service   *consentkit.Service // required
+	Converter Converter           // required: mp4.New's, in a real service
+	Videos    VideoStore          // required: where videos are kept
 	// ID names this worker in leases; default host-pid-random. Every
 	// worker sharing a store needs its own. (NewWorker only: a
 	// ConversionHandler takes its runner's.)

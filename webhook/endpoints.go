@@ -46,12 +46,12 @@ const MaxEndpoints = 20
 // Params describes a new webhook endpoint.
 type Params struct {
 	ID        string // optional: a random id when empty
-	CompanyID string
-	URL       string // http or https
+	CompanyID string // required
+	URL       string // required: http or https (CheckURL)
 	// Secret is "whsec_" and the base64 of 24 to 64 bytes; empty: a new
 	// random one (returned in the endpoint).
 	Secret string
-	Events []string // at least one of consent.EventTypes
+	Events []string // required: at least one of consent.EventTypes
 }
 
 // Endpoints manages the webhook endpoints of the Service's companies and

@@ -70,7 +70,7 @@ import (
 // Config configures a Handler. Service is required; zero values of the rest
 // mean their defaults.
 type Config struct {
-	Service *consentkit.Service
+	Service *consentkit.Service // required
 	// AllowPrivate lets deliveries connect to loopback, private and
 	// link-local unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8,
 	// 172.16.0.0/12, 192.168.0.0/16, fc00::/7, 169.254.0.0/16,
