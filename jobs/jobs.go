@@ -101,7 +101,8 @@ type Config struct {
 	// Store holds the queue: a Service's Store, or a store that New wraps
 	// with consentkit.Checked, so that the runner's writes are checked as the
 	// Service's are. Required.
-	Store    consent.Store
+	Store consent.Store
+	// Handlers do the kinds of job the runner does. Required: one at least.
 	Handlers []Handler
 	// ID names this runner in leases: default host-pid-random. Every runner
 	// sharing a store needs its own.
