@@ -90,7 +90,7 @@ func checkParties(ids []string) ([]string, error) {
 }
 
 // SetThirdParty replaces the company's third-party verification settings
-// (§4.7). NotFound when the company does not exist.
+// (D9). NotFound when the company does not exist.
 func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled bool, authorized []string) (*consent.Company, error) {
 	parties, err := checkParties(authorized)
 	if err != nil {

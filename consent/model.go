@@ -16,7 +16,7 @@ type Company struct {
 	ID   string
 	Name string
 	// ThirdPartyVerificationEnabled must be on for any other company to
-	// verify this company's certificates (service.md §4.7).
+	// verify this company's certificates (D9).
 	ThirdPartyVerificationEnabled bool
 	// AuthorizedThirdParties lists the companies allowed to do so.
 	AuthorizedThirdParties []string
@@ -24,7 +24,7 @@ type Company struct {
 }
 
 // Authorizes reports whether caller may verify c's certificates as a third
-// party (§4.7, D9).
+// party (D9).
 func (c *Company) Authorizes(caller string) bool {
 	if !c.ThirdPartyVerificationEnabled {
 		return false
@@ -63,7 +63,7 @@ func (p *Property) AllowsOrigin(origin string) bool {
 // Permission is a right a token grants beyond the Verification API.
 type Permission string
 
-// PermissionRetention lets a token call the Retain API (service.md §5 item 4).
+// PermissionRetention lets a token call the Retain API (D7).
 const PermissionRetention Permission = "vzew_retention"
 
 // Token is an integration token (D6). Its secret is shown once, when it is

@@ -8,8 +8,8 @@
 //
 // It never registers anything on http.DefaultServeMux.
 //
-// Routes (service description §4); every /verify/ path is also served under
-// /api (D30):
+// Routes, with their prices in dollars; every /verify/ path is also served
+// under /api (D30):
 //
 //	POST /verify/match                          exact match, 0.015
 //	POST /verify/partial-match                  partial match, 0.015

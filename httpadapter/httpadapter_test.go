@@ -36,7 +36,7 @@ func termBody(cert, company, term string, extra ...string) string {
 }
 
 var verificationCases = []httpCase{
-	// /verify/match (service.md §4.1, D10, D12)
+	// /verify/match (D10, D12)
 	{name: "match/200 valid", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", consentText)},
 		status: 200, charged: map[string]string{"acme": "0.015"},
 		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:05Z","origin":"https://acme.example/quote","consent_types":["marketing","privacy","tcpa"],"verification_type":"first_party"}`},
@@ -130,7 +130,7 @@ var verificationCases = []httpCase{
 	{name: "match/413 body over 1 MiB", req: request{path: "/verify/match", token: acmeToken, body: matchBody("cert-1", "acme", strings.Repeat("x", 1<<20))},
 		status: 413, want: `{"status":413,"error":"request body over 1048576 bytes"}`},
 
-	// /verify/partial-match (§4.2, D11)
+	// /verify/partial-match (D11)
 	{name: "partial/200 found, case folded", req: request{path: "/verify/partial-match", token: acmeToken, body: termBody("cert-1", "acme", " PRIVACY Policy ")},
 		status: 200, charged: map[string]string{"acme": "0.015"},
 		want: `{"valid":true,"consent_opt_in":"2026-11-20T10:00:03Z","origin":"https://acme.example/quote","verification_type":"first_party"}`},
@@ -155,7 +155,7 @@ var verificationCases = []httpCase{
 	{name: "partial/402", req: request{path: "/verify/partial-match", token: poorToken, body: termBody("cert-poor", "poor", "agree")},
 		status: 402, want: `{"status":402,"error":"insufficient balance","required":0.015,"current_balance":0.01}`},
 
-	// /verify/certificate-info (§4.3, D15): free by default
+	// /verify/certificate-info (D15): free by default
 	{name: "info/200", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},
 		status: 200, want: `{"valid":true,"certificate_id":"cert-1","created_timestamp":"2026-11-20T10:00:00Z","has_consents":true,"consent_count":2,"events_combined":{"fields":2,"submitted":true},` +
 			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":"2026-11-20T10:00:03Z","consent_types":["marketing","privacy","tcpa"],` +
@@ -177,7 +177,7 @@ var verificationCases = []httpCase{
 	{name: "info/404 certificate of another company", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-other","company_id":"acme","property_id":"acme-web"}`},
 		status: 404, want: `{"status":404,"error":"certificate not found"}`},
 
-	// /verify/session/:company_id (§4.4, D24)
+	// /verify/session/:company_id (D24)
 	{name: "session/200", req: request{path: "/verify/session/acme", token: acmeToken, body: `{"session_id":"s2"}`},
 		status: 200, charged: map[string]string{"acme": "0.1"},
 		want: `{"success":true,"session_id":"s2","retention_status":"retained","retained_until":"2031-11-21T12:00:00Z","cost_charged":0.1,"remaining_balance":0.9}`},
@@ -201,7 +201,7 @@ var verificationCases = []httpCase{
 	{name: "session/402", req: request{path: "/verify/session/poor", token: poorToken, body: `{"session_id":"s-poor"}`},
 		status: 402, want: `{"status":402,"error":"insufficient balance","required":0.1,"current_balance":0.01}`},
 
-	// /verify/certificate/:company_id (§4.5, D25, D27)
+	// /verify/certificate/:company_id (D25, D27)
 	{name: "certificate/200 revoked ones too", req: request{path: "/verify/certificate/acme", token: acmeToken, body: `{"session_id":"s1"}`},
 		status: 200, charged: map[string]string{"acme": "0.1"},
 		want: `{"success":true,"session_id":"s1","retention_status":"retained","retained_until":"2031-11-21T12:00:00Z","cost_charged":0.1,"remaining_balance":0.9,"certificate_ids":["cert-1","cert-2","cert-empty","cert-revoked"]}`},
@@ -220,7 +220,7 @@ var verificationCases = []httpCase{
 	{name: "certificate/402", req: request{path: "/verify/certificate/poor", token: poorToken, body: `{"session_id":"s-poor"}`},
 		status: 402, want: `{"status":402,"error":"insufficient balance","required":0.1,"current_balance":0.01}`},
 
-	// /opt-out (§4.6, D16–D18): free, unauthenticated
+	// /opt-out (D16–D18): free, unauthenticated
 	{name: "opt-out/200 by certificate_id", req: request{path: "/opt-out", body: `{"company_id":"acme","certificate_id":"cert-1","reason":"called us"}`},
 		status: 200, want: `{"success":true,"revoked":1,"certificates":["cert-1"],"timestamp":"2026-11-21T12:00:00Z"}`},
 	{name: "opt-out/200 by email, any spelling", req: request{path: "/opt-out", body: `{"company_id":"acme","email":"  JANE@example.COM "}`},
@@ -256,7 +256,7 @@ func batchBody(ids ...string) string {
 }
 
 var retainCases = []httpCase{
-	// Retain API single (§4.8, D22)
+	// Retain API single (D22)
 	{name: "retain/200", req: request{path: "/api/integrations/acme/retain/s2", token: acmeToken},
 		status: 200, charged: map[string]string{"acme": "0.1"},
 		want: `{"success":true,"sessionId":"s2","status":"queued_for_conversion","cost_charged":0.1,"remaining_balance":0.9}`},
@@ -282,7 +282,7 @@ var retainCases = []httpCase{
 	{name: "retain/402", req: request{path: "/api/integrations/poor/retain/s-poor", token: poorToken},
 		status: 402, want: `{"success":false,"error":"insufficient balance","required":0.1,"current_balance":0.01}`},
 
-	// Retain API batch (§4.9, D23)
+	// Retain API batch (D23)
 	{name: "batch/200 mixed", req: request{path: "/api/integrations/acme/retain/batch", token: acmeToken,
 		body: batchBody("s2", "s9", "s2", "s-other", "s-retained", "bad id", "s1")},
 		status: 200, charged: map[string]string{"acme": "0.2"},

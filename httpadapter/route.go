@@ -71,7 +71,7 @@ const (
 	// may give company_id and property_id instead (D8).
 	AuthToken
 	// AuthRetention needs a Bearer token with the permission vzew_retention
-	// (the Retain API, service description §5).
+	// (the Retain API, D7).
 	AuthRetention
 	// AuthUpload needs the Bearer upload token of the session in the path
 	// (capture, D33); the capture service checks it.

@@ -30,7 +30,7 @@ type Request struct {
 	ClientIP      string // optional: the caller's address
 }
 
-// Result is the answer to an opt-out (§4.6).
+// Result is the answer to an opt-out, POST /opt-out (D18).
 type Result struct {
 	CertificateIDs []string // every matched certificate, sorted; never nil
 	Timestamp      time.Time

@@ -28,7 +28,7 @@ type Service struct {
 // New returns a Service built from svc.
 func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
-// Verification types (service.md §4.1).
+// Verification types: Result.VerificationType (D12).
 const (
 	FirstParty = "first_party"
 	ThirdParty = "third_party"
@@ -270,7 +270,7 @@ func checkIDs(certificateID, companyID, originatorID, propertyID string) error {
 }
 
 // checkAuthorization: the originator exists, has third-party verification
-// on, and lists the caller (§4.7); all failures look alike (D9).
+// on, and lists the caller; all failures look alike (D9).
 func checkAuthorization(ctx context.Context, tx consent.Tx, originator, caller string) error {
 	org, err := tx.Company(ctx, originator)
 	if consent.ErrorCode(err) == consent.NotFound || err == nil && !org.Authorizes(caller) {
@@ -441,7 +441,8 @@ type InfoRequest struct {
 	PropertyID    string // required: a property of CompanyID (D15)
 }
 
-// Info is certificate metadata (service.md §4.3).
+// Info is certificate metadata: the answer of /verify/certificate-info
+// (D15).
 type Info struct {
 	CertificateID  string
 	CreatedAt      time.Time
