@@ -9,7 +9,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The reads of the operator surface (issue 14): what an operator looks up
+// The reads of the operator surface: what an operator looks up
 // about a company. Each runs in one read-only transaction and answers
 // NotFound for a company that does not exist, so that an unknown company is
 // told apart from one with nothing to show; each reads one company's data

@@ -9,7 +9,7 @@ import (
 
 // Page selects one page of a company's list of ledger entries,
 // certificates, sessions or revocations (Tx.LedgerPage and its siblings),
-// for the operator surface (issue 14).
+// for the operator API, the dashboard and the command line.
 //
 // The order is newest first: by CreatedAt descending, then by ID
 // descending (compared byte by byte), a total order that does not depend

@@ -32,7 +32,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// Proven under faults (issue 13): paid calls through the real handler,
+// Proven under faults: paid calls through the real handler,
 // each with an Idempotency-Key (D40), while the store fails under them —
 // PostgreSQL backends killed mid-transaction (TestChaosPostgresKill), or
 // request contexts cancelled at random points (TestChaosCancel). Then,

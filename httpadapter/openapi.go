@@ -18,7 +18,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The OpenAPI 3.1 document of the route table (issue 12): generated from
+// The OpenAPI 3.1 document of the route table: generated from
 // Handler.Routes by reflection over each route's request and response
 // types, so a route cannot be served without being described. Served at
 // GET /openapi.json; checked by Redocly CLI in the tests (openapi/).

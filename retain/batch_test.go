@@ -21,7 +21,7 @@ import (
 	"github.com/consentkit/consentkit/webhook"
 )
 
-// oneByOne is RetainBatch as it was before issue 13 made it set-wise: keep
+// oneByOne is RetainBatch as it was before it was made set-wise: keep
 // and an audit entry for each entry in turn, each a statement or more of
 // its own. The set-wise batch must answer and store exactly what it does.
 func (s *Service) oneByOne(ctx context.Context, companyID string, sessionIDs []string) (*BatchResult, error) {

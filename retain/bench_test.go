@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkRetain compares a Retain API batch of retain.MaxBatch sessions
-// with a single retention on every store (issue 13: a batch of 100 should
+// with a single retention on every store (the aim: a batch of 100 should
 // cost at most about three single ones). Each iteration retains sessions
 // made for it, outside the timer; ns/op is one call.
 //

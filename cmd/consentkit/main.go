@@ -1,7 +1,7 @@
-// Command consentkit operates a consentkit service from the command line
-// (issue 14): companies, properties and their allowed origins, tokens, the
-// wallet and its ledger, certificates, sessions, revocations, webhooks, the
-// audit log and the check of its chain.
+// Command consentkit operates a consentkit service from the command line:
+// companies, properties and their allowed origins, tokens, the wallet and
+// its ledger, certificates, sessions, revocations, webhooks, the audit log
+// and the check of its chain.
 //
 //	export CONSENTKIT_URL=http://127.0.0.1:8080 CONSENTKIT_OPERATOR_SECRET=…
 //	consentkit companies create -id acme -name "Acme Insurance"

@@ -13,7 +13,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The Tx methods that read or write many rows at once (issue 13) pass
+// The Tx methods that read or write many rows at once pass
 // each column as one array parameter, which unnest turns back into rows:
 // one statement, and one round trip, whatever the number of rows.
 

@@ -47,7 +47,7 @@ func collect[T any](rows pgx.Rows, err error, scan func(sqlrow.Row) (T, error)) 
 	return out, mapErr(err)
 }
 
-// The lists of the operator surface (issue 14), each read in the order of
+// The lists of the operator surface, each read in the order of
 // an index on (company_id, created_at, id COLLATE "C") of migration 0011.
 // They never lock: they are reads for people, not for rules.
 

@@ -13,7 +13,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The Tx methods that read or write many rows at once (issue 13) bind
+// The Tx methods that read or write many rows at once bind
 // every value of every row: a multi-row VALUES list, one statement for up
 // to rowsPerStatement rows. (Passing the rows as one JSON parameter for
 // json_each, as these methods once did, takes every column of every row

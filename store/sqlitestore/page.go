@@ -60,7 +60,7 @@ func collect[T any](rows *sql.Rows, err error, scan func(sqlrow.Row) (T, error))
 	return out, mapErr(err)
 }
 
-// The lists of the operator surface (issue 14), each read in the order of
+// The lists of the operator surface, each read in the order of
 // an index on (company_id, created_at, id) of migration 0011.
 
 // readPage reads the page p of table with scan.

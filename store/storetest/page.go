@@ -12,7 +12,7 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// The lists of the operator surface (issue 14): pages of a company's
+// The lists of the operator surface: pages of a company's
 // ledger, certificates, sessions and revocations; its properties and tokens
 // are Property/List and Token/List.
 

@@ -171,7 +171,7 @@ func Run(t *testing.T, newStore NewStore) {
 	}
 }
 
-// The Tx methods that read or write many rows in one step (issue 13):
+// The Tx methods that read or write many rows in one step:
 // each does what its one-row form does for every row, in the order given,
 // and a refusal leaves nothing written. A refusal that a SQL store finds
 // before it runs a statement (Invalid, NotFound of a row, a short wallet)

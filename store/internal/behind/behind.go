@@ -1,4 +1,4 @@
-// Package behind is write-behind inside a group-commit batch (issue 13),
+// Package behind is write-behind inside a group-commit batch,
 // for the rows nearly every paid call writes: its ledger entry, its
 // wallet's balance and its audit entry. The SQL stores keep them in a
 // Buffer while the batch's calls run and write them in one go before the
