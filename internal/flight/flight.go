@@ -1,7 +1,15 @@
 // Package flight lets calls that share a key take turns within one
 // process: a second call waits, for a bounded time, until the first one
-// leaves. consent uses it for idempotency keys (D40), so that a retried
-// call waits for the first instead of queueing on the database behind it.
+// leaves. consentkit.Service uses it for idempotency keys (D40), so that a
+// retried call waits for the first instead of queueing on the database
+// behind it.
+//
+//	var g flight.Group // the zero Group is ready
+//	leave, err := g.Enter(ctx, scope+" "+key, 10*time.Second) // flight.ErrBusy when it waits in vain
+//	if err != nil {
+//		return err
+//	}
+//	defer leave()
 package flight
 
 import (

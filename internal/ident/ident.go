@@ -1,6 +1,11 @@
 // Package ident is the identifier rule of the API (D29), in one place for
 // consent's vocabulary and for package signed, which the offline verifier
 // imports without consent. It uses the standard library only.
+//
+//	id := ident.New("cert")      // "cert_" and 128 random bits in base32
+//	ok := ident.Valid("acme-web") // 1 to 128 characters of [A-Za-z0-9._:-]
+//	run := ident.NewRun("msg")   // ids of one transaction, next to each other in an index
+//	next := run.Next()
 package ident
 
 // MaxLength is the longest identifier.

@@ -2,6 +2,11 @@
 // valid Unicode. encoding/json turns invalid UTF-8 and \u escapes of lone
 // surrogates into U+FFFD without a word, so a consent text (or a seed file)
 // so changed would be stored, matched and charged as if it had been sent.
+//
+//	if !jsontext.Valid(body) {
+//		return consent.Errorf(consent.Invalid, "the body must be valid UTF-8")
+//	}
+//	field, ok := jsontext.CheckMembers(obj) // which member of an object is at fault
 package jsontext
 
 import (

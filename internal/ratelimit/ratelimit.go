@@ -1,6 +1,11 @@
 // Package ratelimit holds the rate limiter that httpadapter and dashboard
 // share: token buckets kept per key (a client's address, a company, a
 // property) in bounded memory (D20, D28).
+//
+//	l := ratelimit.New(10, 10_000, time.Now) // 10 a minute per key, at most 10,000 keys
+//	if wait, err := l.Allow(ratelimit.ClientKey(addr, 64)); err != nil {
+//		w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfter(wait))) // and answer 429
+//	}
 package ratelimit
 
 import (

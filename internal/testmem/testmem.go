@@ -1,5 +1,8 @@
 // Package testmem measures the memory an operation takes, for benchmarks
 // that report it.
+//
+//	peak := testmem.Peak(func() { h.ServeHTTP(w, req) })
+//	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 package testmem
 
 import (

@@ -1,6 +1,11 @@
 // Package teststore opens fresh stores of every kind for tests: in memory,
 // SQLite in a temporary directory, and PostgreSQL in a schema of its own
 // when CONSENT_TEST_POSTGRES_URL names a database.
+//
+//	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+//		svc, err := consentkit.NewService(open(t), consentkit.Config{})
+//		…
+//	})
 package teststore
 
 import (

@@ -3,6 +3,10 @@
 // that assumes how fast the machine is: a test that waits for a fixed few
 // seconds fails on a busy machine, where the work is right but slow.
 //
+//	if !testwait.Until(t, 10*time.Millisecond, func() bool { return srv.Ready() }) {
+//		t.Fatal("the server never became ready")
+//	}
+//
 // A wait ends shortly before the test's deadline (go test's -timeout), so
 // that a test that waits in vain still reports what it saw before the
 // binary is stopped.

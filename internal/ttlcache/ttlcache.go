@@ -1,7 +1,14 @@
 // Package ttlcache is a small in-process cache of values read from a store:
 // each entry is served for at most a time-to-live after it was read, and a
 // removal moves an epoch on so that a value read before it is never cached
-// after it. consent caches the tokens that authenticated recently with it.
+// after it. consentkit.Service caches the tokens that authenticated
+// recently with it.
+//
+//	c := &ttlcache.Cache[consent.Digest, *consent.Token]{TTL: 2 * time.Second, Size: 10_000}
+//	tok, ok := c.Get(d, now)
+//	epoch := c.Epoch() // before reading the store; then, with what was read:
+//	c.Put(d, tok, now, epoch)
+//	c.Remove(func(t *consent.Token) bool { return t.ID == revoked })
 package ttlcache
 
 import (
