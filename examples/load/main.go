@@ -5,6 +5,9 @@
 // runs in a process of its own (this program, started again), so that its
 // memory and allocations are its own; it preloads what the scenarios need.
 //
+//	go run ./examples/load -store sqlite -scenario match -clients 32 -duration 10s
+//	go run ./examples/load -h # every flag
+//
 // In the same run it measures the ceilings the figures are judged
 // against: a trivial net/http handler in the same server, driven by the
 // same clients; for SQLite, a bare debit transaction loop (BEGIN

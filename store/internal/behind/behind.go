@@ -8,6 +8,12 @@
 // it; the calls' debits and credits are applied to the balances in memory
 // and their audit entries chained from the heads in memory.
 //
+//	var b behind.Batch                            // one per batch transaction
+//	balance, err := b.Post(ctx, src, entries, -1) // a debit, applied in memory
+//	err = b.Append(ctx, src, entry)               // chained from the head in memory
+//	// before the commit: write b.Ledger(), b.Balances(), b.Audit() and
+//	// b.Heads(), then b.Written()
+//
 // A call that fails has what it wrote behind dropped with its savepoint:
 // the store's Batch puts back the buffer as the call began (UndoCall).
 // That is also right when the call wrote the buffer out first, since

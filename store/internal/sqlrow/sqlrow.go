@@ -1,6 +1,10 @@
 // Package sqlrow converts between consent's values and the column values
 // that the SQL stores keep, so that sqlitestore and pgstore encode them the
 // same way.
+//
+//	rows, err := tx.QueryContext(ctx, "SELECT "+sqlrow.PropertyColumns+" FROM properties WHERE company_id = ?", id)
+//	props, err := sqlrow.Collect(rows, scanProperty) // scanProperty(sqlrow.Row) (*consent.Property, error)
+//	records, err := sqlrow.EncodeRecords(cert.Records) // a certificate's consents, as a column keeps them
 package sqlrow
 
 import (
