@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -356,6 +357,10 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 			return nil, consent.Errorf(consent.Invalid, "consents[%d].opt_in_method must be one of %s", i, strings.Join(consent.OptInMethods, ", "))
 		}
 		rec.OptInMethod = r.OptInMethod
+		if r.NodeID < 0 || r.NodeID > math.MaxInt32 {
+			return nil, consent.Errorf(consent.Invalid, "consents[%d].node_id must be a node id of the recording", i)
+		}
+		rec.NodeID = r.NodeID
 		if rec.Visibility, err = visibility(fmt.Sprintf("consents[%d].visibility", i), r.Visibility); err != nil {
 			return nil, err
 		}

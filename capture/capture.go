@@ -416,7 +416,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			now := c.svc.Now()
 			records := make([]consent.Record, len(req.Records))
 			for i, r := range req.Records {
-				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now, Visibility: r.Visibility, OptInMethod: r.OptInMethod}
+				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now, Visibility: r.Visibility, OptInMethod: r.OptInMethod, NodeID: r.NodeID}
 			}
 			cert, err = c.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
 				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,

@@ -222,6 +222,9 @@ func (c *Certificate) Check() error {
 		if err := CheckText("consents.opt_in_method", r.OptInMethod); err != nil {
 			return err
 		}
+		if err := checkRange("consents.node_id", r.NodeID, 0, math.MaxInt32); err != nil {
+			return err
+		}
 		if err := r.Visibility.check("consents.visibility"); err != nil {
 			return err
 		}

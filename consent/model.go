@@ -198,6 +198,11 @@ type Record struct {
 	// OptInMethod is how the consumer opted in (one of the OptIn…
 	// constants); "" when not known.
 	OptInMethod string
+	// NodeID is the recorder's id of the consent's element in the session's
+	// recording, by which a replay finds it; 0 when not known. It locates
+	// the element in the recording (whose digest is signed) and asserts
+	// nothing of its own, so it is not signed.
+	NodeID int
 }
 
 // How a consumer opted in to one consent, as the capture snippet saw the

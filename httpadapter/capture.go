@@ -143,6 +143,9 @@ type consentRequest struct {
 		// consent (D47, D48); snippets cached before sent neither.
 		Visibility  *consent.Visibility `json:"visibility"`
 		OptInMethod string              `json:"opt_in_method"`
+		// NodeID is the recorder's id of the consent's element, by which a
+		// replay finds it.
+		NodeID int `json:"node_id"`
 	} `json:"consents"`
 	Email  string `json:"email"`
 	Mobile string `json:"mobile"`
@@ -170,7 +173,7 @@ func (h *Handler) giveConsent(ctx context.Context, c Caller, req *consentRequest
 		in.ClientIP = c.ClientIP.String()
 	}
 	for _, r := range req.Consents {
-		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types, Visibility: r.Visibility, OptInMethod: r.OptInMethod})
+		in.Records = append(in.Records, consent.Record{Text: r.Text, Types: r.Types, Visibility: r.Visibility, OptInMethod: r.OptInMethod, NodeID: r.NodeID})
 	}
 	switch {
 	case req.Seq != nil && len(req.Events) > 0:

@@ -40,7 +40,7 @@ func TestCaptureEvidence(t *testing.T) {
 			return s
 		}
 		s := give(`{"consents":[` +
-			`{"text":"I agree to be called by Acme.","types":["tcpa"],"opt_in_method":"manual",` +
+			`{"text":"I agree to be called by Acme.","types":["tcpa"],"opt_in_method":"manual","node_id":42,` +
 			`"visibility":{"in_viewport":true,"visible":false,"font_size_px":16,"text_color":"rgb(0, 0, 0)","background_color":"rgb(255, 255, 255)","contrast_ratio":21,"hidden_text":["and 500 partners"]}},` +
 			`{"text":"Send me offers.","types":["marketing"],"opt_in_method":"pre_selected",` +
 			`"visibility":{"in_viewport":true,"visible":true,"font_size_px":1,"text_color":"rgb(254, 254, 254)","background_color":"rgb(255, 255, 255)","contrast_ratio":1.01,"hidden_text":[]}}],` +
@@ -64,6 +64,18 @@ func TestCaptureEvidence(t *testing.T) {
 			t.Fatalf("certificate-info: %d %s", info.Code, info.Body)
 		}
 		first, second := got.Consents[0], got.Consents[1]
+		// The element's node id is kept, for a replay to find it, and not
+		// shown: it asserts nothing.
+		must(t, e.svc.Store().View(ctx, func(tx consent.Tx) error {
+			c, err := tx.Certificate(ctx, s.CertificateID)
+			if err == nil && (c.Records[0].NodeID != 42 || c.Records[1].NodeID != 0) {
+				t.Errorf("node ids kept: %d, %d; want 42, 0", c.Records[0].NodeID, c.Records[1].NodeID)
+			}
+			return err
+		}))
+		if strings.Contains(info.Body.String(), "node_id") {
+			t.Errorf("certificate-info shows node_id: %s", info.Body)
+		}
 		if first.OptInMethod != "manual" || first.Visibility.Visible || strings.Join(first.Visibility.HiddenText, "|") != "and 500 partners" ||
 			second.OptInMethod != "pre_selected" || second.Visibility.FontSizePx != 1 || second.Visibility.ContrastRatio != 1.01 {
 			t.Errorf("each consent's facts: %s", info.Body)

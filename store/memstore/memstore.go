@@ -584,7 +584,7 @@ func cloneCertificate(c *consent.Certificate) *consent.Certificate {
 	n.Records = make([]consent.Record, len(c.Records))
 	for i, r := range c.Records {
 		n.Records[i] = consent.Record{Text: r.Text, Types: list(r.Types), OptInAt: utc(r.OptInAt),
-			OptInMethod: r.OptInMethod, Visibility: cloneVisibility(r.Visibility)}
+			OptInMethod: r.OptInMethod, Visibility: cloneVisibility(r.Visibility), NodeID: r.NodeID}
 	}
 	n.EventsCombined = list(c.EventsCombined)
 	n.Signature = list(c.Signature)

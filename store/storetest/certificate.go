@@ -19,7 +19,7 @@ func testCertificate(t *testing.T, s consent.Store) {
 	// opt-in method, the certificate's own, the client, the revocation
 	// before it and the signature's version.
 	want.ClientIP, want.UserAgent = "2001:db8::7", "Mozilla/5.0 (X11; Linux x86_64) ✓"
-	want.Records[0].OptInMethod = consent.OptInManual
+	want.Records[0].OptInMethod, want.Records[0].NodeID = consent.OptInManual, 2147483647
 	want.Records[0].Visibility = &consent.Visibility{InViewport: true, FontSizePx: 15.5, TextColor: "rgb(17, 17, 17)",
 		BackgroundColor: "rgb(255, 255, 255)", ContrastRatio: 18.88, HiddenText: []string{"and 500 partners", "ünïcødé"}}
 	want.Records[1].OptInMethod = consent.OptInNone

@@ -61,13 +61,14 @@ type record struct {
 	OptInAt     int64               `json:"opt_in_at_us"`
 	OptInMethod string              `json:"opt_in_method,omitempty"`
 	Visibility  *consent.Visibility `json:"visibility,omitempty"`
+	NodeID      int                 `json:"node_id,omitempty"`
 }
 
 // EncodeRecords returns the JSON kept in a certificate's records column.
 func EncodeRecords(rs []consent.Record) ([]byte, error) {
 	out := make([]record, len(rs))
 	for i, r := range rs {
-		out[i] = record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt.UnixMicro(), OptInMethod: r.OptInMethod, Visibility: r.Visibility}
+		out[i] = record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt.UnixMicro(), OptInMethod: r.OptInMethod, Visibility: r.Visibility, NodeID: r.NodeID}
 	}
 	return json.Marshal(out)
 }
@@ -86,7 +87,7 @@ func DecodeRecords(b []byte) ([]consent.Record, error) {
 			types = []string{}
 		}
 		out[i] = consent.Record{Text: r.Text, Types: types, OptInAt: time.UnixMicro(r.OptInAt).UTC(),
-			OptInMethod: r.OptInMethod, Visibility: visibilityRead(r.Visibility)}
+			OptInMethod: r.OptInMethod, Visibility: visibilityRead(r.Visibility), NodeID: r.NodeID}
 	}
 	return out, nil
 }
