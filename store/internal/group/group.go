@@ -144,7 +144,7 @@ func (e *MemberError) Unwrap() error { return e.Err }
 func (g *Group[T]) Do(ctx context.Context, fn func(T) error) error {
 	for {
 		err := g.do(ctx, fn)
-		if err != errAgain {
+		if !errors.Is(err, errAgain) {
 			return err
 		}
 	}
@@ -185,41 +185,35 @@ func (g *Group[T]) do(ctx context.Context, fn func(T) error) error {
 }
 
 // runMember runs fn in the member's savepoint (none when it is alone) and
-// reports fn's error, an error that broke the transaction, and a panic.
-func (g *Group[T]) runMember(ctx context.Context, t turn[T], fn func(T) error) (fnErr, broken error, panicked bool, p any) {
+// reports fn's outcome (its error, or its panic) and an error that broke
+// the transaction.
+func (g *Group[T]) runMember(ctx context.Context, t turn[T], fn func(T) error) (r result, broken error) {
 	bg := context.WithoutCancel(ctx)
 	if !t.solo {
 		if err := g.ops.Savepoint(bg, t.tx); err != nil {
-			return nil, err, false, nil
+			return result{}, err
 		}
 	}
 	func() {
 		defer func() {
-			if r := recover(); r != nil {
-				panicked, p = true, r
-				fnErr = fmt.Errorf("group: panic: %v", r)
+			if p := recover(); p != nil {
+				r = result{err: fmt.Errorf("group: panic: %v", p), panicked: true, p: p}
 			}
 		}()
-		fnErr = fn(t.tx)
-		if fnErr == nil {
+		r.err = fn(t.tx)
+		if r.err == nil {
 			// A caller who gave up while its function ran gets nothing
 			// committed, as with a transaction of its own.
-			fnErr = ctx.Err()
+			r.err = ctx.Err()
 		}
 	}()
 	if t.solo {
-		return fnErr, nil, panicked, p
+		return r, nil
 	}
-	if fnErr != nil {
-		if err := g.ops.RollbackTo(bg, t.tx); err != nil {
-			return fnErr, err, panicked, p
-		}
-		return fnErr, nil, panicked, p
+	if r.err != nil {
+		return r, g.ops.RollbackTo(bg, t.tx)
 	}
-	if err := g.ops.Release(bg, t.tx); err != nil {
-		return nil, err, false, nil
-	}
-	return nil, nil, false, nil
+	return result{}, g.ops.Release(bg, t.tx)
 }
 
 // lead waits for a runner and runs b, whose first member is self, the
@@ -310,14 +304,14 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 		}
 		g.members.Add(1)
 		ran = append(ran, m)
-		fnErr, brk, panicked, p := g.runMember(m.ctx, turn[T]{tx: tx, solo: solo}, m.fn)
+		r, brk := g.runMember(m.ctx, turn[T]{tx: tx, solo: solo}, m.fn)
 		switch {
 		case brk != nil && blamed(brk) && culprit != m:
 			// An earlier member's work broke the batch: this one runs
 			// again, as do the others.
 			broken = true
-			if panicked {
-				settle(m, result{err: fnErr, panicked: panicked, p: p})
+			if r.panicked {
+				settle(m, r)
 			} else {
 				settle(m, result{err: errAgain})
 			}
@@ -328,15 +322,15 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 			broken = true
 			switch {
 			case culprit == m:
-				fnErr, culprit = blame, nil
-			case fnErr == nil: // else undoing fn's work broke it: fn's error stands
-				fnErr = fmt.Errorf("group: the transaction broke: %w", brk)
+				r.err, culprit = blame, nil
+			case r.err == nil: // else undoing fn's work broke it: fn's error stands
+				r.err = fmt.Errorf("group: the transaction broke: %w", brk)
 			}
-			settle(m, result{err: fnErr, panicked: panicked, p: p})
+			settle(m, r)
 			skip(members[i+1:], errAgain)
-		case fnErr != nil:
+		case r.err != nil:
 			failed = failed || solo
-			settle(m, result{err: fnErr, panicked: panicked, p: p})
+			settle(m, r)
 		default:
 			kept = append(kept, m)
 		}
@@ -346,7 +340,7 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 	}
 	err = errAgain
 	if broken || failed || len(kept) == 0 {
-		g.ops.Rollback(bg, tx)
+		_ = g.ops.Rollback(bg, tx) // each member is told its own outcome, or to run again
 	} else if err = g.ops.Commit(bg, tx); blamed(err) {
 		err = errAgain // Commit rolled back: the others run again
 	}
