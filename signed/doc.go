@@ -61,4 +61,16 @@
 // evidence itself — in version 2 every fact the certificate asserts at
 // issue — and not what changes by design (retention, expiry, revocation)
 // nor what is computed when asked.
+//
+// # Attestation statements
+//
+// A [Statement] is what the service states of a certificate after
+// replaying its recording to the consent moment and measuring what the
+// consumer could see itself (D49): the measured facts, the differences
+// from what the browser claimed, what the replay could not reproduce, the
+// SHA-256 of a screenshot, and the SHA-256 of the certificate's canonical
+// encoding, which links it to the certificate. It is signed with the same
+// keys ([SigningKey.SignStatement]) over its own canonical encoding — its
+// JSON's members under the rules above, integers as JSON integers — and
+// checked offline with [VerifyStatement] or [StatementProof.Verify].
 package signed

@@ -46,6 +46,13 @@ func main() {
 type info struct {
 	CertificateID string `json:"certificate_id"`
 	signed.Proof
+	// Attestation, when the answer has one, is the service's own signed
+	// statement of what the consumer could see (D49), checked as the
+	// certificate is.
+	Attestation *struct {
+		Status string `json:"status"`
+		signed.StatementProof
+	} `json:"attestation"`
 
 	Status int    `json:"status"`
 	Error  string `json:"error"`
@@ -134,6 +141,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "NOT VALID: the signature holds, but the answer's %s is not what it covers\n", shown.Differs)
 		return 1
 	}
+	if a := cert.Attestation; a != nil && a.Statement != nil {
+		if err := a.Verify(&ks, cert.Signed); err != nil {
+			fmt.Fprintln(stdout, "NOT VALID: the attestation:", err)
+			return 1
+		}
+		if a.Status != "" && a.Status != a.Statement.Status {
+			fmt.Fprintf(stdout, "NOT VALID: the attestation's status %q is not the signed statement's %q\n", a.Status, a.Statement.Status)
+			return 1
+		}
+	}
 	s := cert.Signed
 	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s, %s\n",
 		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID, s.V)
@@ -151,6 +168,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if v := c.Visibility; v != nil {
 			fmt.Fprintf(stdout, "    visible %v, in the viewport %v, %s px, contrast %s, hidden text %q\n",
 				v.Visible, v.InViewport, v.FontSizePx, v.ContrastRatio, v.HiddenText)
+		}
+	}
+	if a := cert.Attestation; a != nil && a.Statement != nil {
+		st := a.Statement
+		fmt.Fprintf(stdout, "  attestation %s, measured %s, key %s, screenshot %s\n", st.Status, st.MeasuredAt, st.KeyID, st.ScreenshotSHA256)
+		for _, d := range st.Differences {
+			fmt.Fprintf(stdout, "    consent %d %s: claimed %s, measured %s\n", d.Consent+1, d.Field, d.Claimed, d.Measured)
 		}
 	}
 	if len(shown.Unsigned) > 0 {

@@ -1,7 +1,7 @@
 // Package testjcs writes JSON as RFC 8785 (the JSON Canonicalization
 // Scheme) does, for the tests that hold the signed encoding to it. It is
 // written from the scheme's text for the documents the tests sign —
-// objects, arrays, strings, booleans and null; no numbers — not from
+// objects, arrays, strings, booleans, null and integers — not from
 // package signed's encoder.
 package testjcs
 
@@ -12,7 +12,7 @@ import (
 )
 
 // Write writes v, a tree decoded from JSON (map[string]any, []any,
-// string, bool, nil), with sorted members, no white space and strings
+// string, bool, nil, integers as float64), with sorted members, no white space and strings
 // escaped as RFC 8785 escapes them. It panics on anything else.
 func Write(b *bytes.Buffer, v any) {
 	switch v := v.(type) {
@@ -43,6 +43,11 @@ func Write(b *bytes.Buffer, v any) {
 		b.WriteByte(']')
 	case bool:
 		fmt.Fprint(b, v)
+	case float64: // the documents' numbers are integers
+		if v != float64(int64(v)) {
+			panic(fmt.Sprintf("testjcs: %v is not an integer", v))
+		}
+		fmt.Fprint(b, int64(v))
 	case nil:
 		b.WriteString("null")
 	case string:
