@@ -33,7 +33,7 @@ type Shown struct {
 func CheckShown(answer []byte) (Shown, error) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(answer, &members); err != nil {
-		return Shown{}, fmt.Errorf("signed: the answer is not a JSON object: %v", err)
+		return Shown{}, fmt.Errorf("signed: the answer is not a JSON object: %w", err)
 	}
 	var c Content
 	if raw, ok := members["signed"]; !ok || json.Unmarshal(raw, &c) != nil {
@@ -114,7 +114,7 @@ func CheckShown(answer []byte) (Shown, error) {
 			if want == nil && len(d.Consents) > 0 {
 				want = d.Consents[0].Visibility
 			}
-			same, signed = sameVisibility((*json.RawMessage)(&raw), want), v2
+			same, signed = sameVisibility(&raw, want), v2
 		default: // valid, events_combined, and anything else
 			signed = false
 		}

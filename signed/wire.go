@@ -29,7 +29,7 @@ func (p *Proof) Verify(keys *KeySet) error {
 	}
 	sig, err := base64.StdEncoding.DecodeString(p.Signature)
 	if err != nil {
-		return fmt.Errorf("the signature is not base64: %v", err)
+		return fmt.Errorf("the signature is not base64: %w", err)
 	}
 	if p.KeyID != p.Signed.KeyID {
 		return fmt.Errorf("key_id %q differs from the signed content's %q", p.KeyID, p.Signed.KeyID)

@@ -330,7 +330,7 @@ var ErrSignature = errors.New("webhook: signature verification failed")
 func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 	key, err := SecretKey(secret)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrSignature, err)
+		return fmt.Errorf("%w: %w", ErrSignature, err)
 	}
 	id, ts := h.Get("webhook-id"), h.Get("webhook-timestamp")
 	sec, err := strconv.ParseInt(ts, 10, 64)

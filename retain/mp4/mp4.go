@@ -307,7 +307,7 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	if err != nil {
 		os.Remove(dst)
 		if ctx.Err() != nil {
-			return 0, fmt.Errorf("mp4: %w (%v)", ctx.Err(), err)
+			return 0, fmt.Errorf("mp4: %w (%w)", ctx.Err(), err)
 		}
 		return 0, err
 	}
@@ -490,7 +490,7 @@ func (c *Converter) openPage(ctx context.Context) error {
 			return nil
 		}
 		if try == 5 {
-			return errors.New("Chromium returns no screenshots")
+			return errors.New("no screenshots from Chromium")
 		}
 	}
 }
@@ -570,7 +570,7 @@ func (e *encoder) finish(abort bool) error {
 	e.stdin.Close()
 	<-e.exited
 	if e.err != nil && !abort {
-		return fmt.Errorf("mp4: ffmpeg: %v: %s", e.err, bytes.TrimSpace(e.stderr.Bytes()))
+		return fmt.Errorf("mp4: ffmpeg: %w: %s", e.err, bytes.TrimSpace(e.stderr.Bytes()))
 	}
 	return nil
 }
