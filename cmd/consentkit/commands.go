@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -256,7 +257,7 @@ reference is refused (422).`,
 				ans, err := c.do(ctx, http.MethodPost, c.companyPath("wallet", "top-ups"), nil, body,
 					http.Header{"Idempotency-Key": {k}})
 				if err != nil {
-					if ae, ok := err.(*apiError); !ok || ae.status >= 500 || ae.status == http.StatusConflict {
+					if ae, ok := errors.AsType[*apiError](err); !ok || ae.status >= 500 || ae.status == http.StatusConflict {
 						return fmt.Errorf("%w; whether it was credited is unknown: run it again with -key %s, which credits at most once", err, k)
 					}
 					return err
