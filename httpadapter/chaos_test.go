@@ -364,7 +364,7 @@ func chaosRead(t *testing.T, e *env, calls []*chaosCall, auditFrom map[string]in
 		}
 		return errPeek
 	})
-	if err != errPeek {
+	if !errors.Is(err, errPeek) {
 		t.Fatalf("reading the idempotency keys: %v", err)
 	}
 	return s

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -194,7 +195,7 @@ func TestVideoRanges(t *testing.T) {
 				n := 0
 				for ; ; n++ {
 					p, err := parts.NextPart()
-					if err == io.EOF {
+					if errors.Is(err, io.EOF) {
 						break
 					}
 					must(t, err)

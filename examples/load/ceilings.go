@@ -115,11 +115,11 @@ func pgbench(ctx context.Context, dsn string, clients int, d time.Duration) (flo
 		return cmd.CombinedOutput()
 	}
 	if out, err := run("-i", "-q", "-s", "1"); err != nil {
-		return 0, fmt.Errorf("pgbench -i: %v: %s", err, out)
+		return 0, fmt.Errorf("pgbench -i: %w: %s", err, out)
 	}
 	out, err := run("-n", "-c", strconv.Itoa(clients), "-j", "2", "-T", strconv.Itoa(max(1, int(d.Seconds()))))
 	if err != nil {
-		return 0, fmt.Errorf("pgbench: %v: %s", err, out)
+		return 0, fmt.Errorf("pgbench: %w: %s", err, out)
 	}
 	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {

@@ -46,7 +46,7 @@ func serverBinary(t *testing.T) string {
 		binary = filepath.Join(dir, "server")
 		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if buildErr != nil {

@@ -339,13 +339,14 @@ func TestSeek(t *testing.T) {
 	if got := read(-10, io.SeekEnd, 100); !bytes.Equal(got, want[len(want)-10:]) {
 		t.Errorf("last 10 bytes: got %d bytes that differ", len(got))
 	}
-	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+	// io.Reader's contract: Read returns io.EOF itself, never wrapped.
+	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF { //nolint:errorlint // io.EOF itself
 		t.Errorf("Read at the end = %d, %v; want 0, EOF", n, err)
 	}
 	if _, err := f.Seek(10, io.SeekEnd); err != nil {
 		t.Errorf("Seek past the end: %v", err)
 	}
-	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF {
+	if n, err := f.Read(make([]byte, 10)); n != 0 || err != io.EOF { //nolint:errorlint // io.EOF itself
 		t.Errorf("Read past the end = %d, %v; want 0, EOF", n, err)
 	}
 	if _, err := f.Seek(-1, io.SeekStart); err == nil {

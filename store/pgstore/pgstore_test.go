@@ -296,7 +296,7 @@ func testClaimWaits(t *testing.T, commit bool) {
 	}
 
 	releaseAt.Do(func() { close(release) })
-	if err := <-aDone; commit && err != nil || !commit && err != errRollback {
+	if err := <-aDone; commit && err != nil || !commit && !errors.Is(err, errRollback) {
 		t.Fatalf("A: %v", err)
 	}
 	var r result

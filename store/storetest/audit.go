@@ -268,7 +268,7 @@ func testConcurrentAudit(t *testing.T, s consent.Store) {
 			locked(func() {
 				switch {
 				case fail && !errors.Is(err, errBoom):
-					errs = append(errs, fmt.Errorf("a failing call: %v, want boom", err))
+					errs = append(errs, fmt.Errorf("a failing call: %w, want boom", err))
 				case !fail && err != nil:
 					errs = append(errs, err)
 				case !fail:

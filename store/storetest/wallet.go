@@ -382,12 +382,16 @@ func testConcurrentChargesReadBack(t *testing.T, s consent.Store) {
 				if err != nil {
 					return err
 				}
-				if bal, err := tx.Balance(ctx, "acme"); err != nil || bal != after {
-					return fmt.Errorf("Balance after a credit to %v = %v, %v", after, bal, err)
+				if bal, err := tx.Balance(ctx, "acme"); err != nil {
+					return fmt.Errorf("the balance after a credit to %v: %w", after, err)
+				} else if bal != after {
+					return fmt.Errorf("the balance after a credit to %v is %v", after, bal)
 				}
 				out := entry(fmt.Sprintf("out-%d-%d", w, i), "acme", wallet.ExactMatch, wallet.Cent, t0)
-				if bal, err := tx.Debit(ctx, out); err != nil || bal != after-wallet.Cent {
-					return fmt.Errorf("Debit after a credit to %v = %v, %v", after, bal, err)
+				if bal, err := tx.Debit(ctx, out); err != nil {
+					return fmt.Errorf("a debit after a credit to %v: %w", after, err)
+				} else if bal != after-wallet.Cent {
+					return fmt.Errorf("a debit of a cent after a credit to %v leaves %v", after, bal)
 				}
 				ledger, err := tx.Ledger(ctx, "acme")
 				if err != nil {
