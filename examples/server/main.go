@@ -45,8 +45,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
 // options are the command's flags.
@@ -160,7 +161,7 @@ func (d *days) String() string {
 }
 
 // maxDays is the longest duration a flag takes: what a time.Duration holds.
-const maxDays = int64(math.MaxInt64 / int64(24*time.Hour))
+const maxDays = math.MaxInt64 / int64(24*time.Hour)
 
 // goDuration matches the syntax of time.ParseDuration, so that a value it
 // refuses can be told apart as out of range rather than malformed.
