@@ -180,12 +180,12 @@ func TestOpenAPIDeclaresTheRulesStatuses(t *testing.T) {
 				t.Errorf("%s %d: no X-Request-Id header", key, status)
 			}
 			content, _ := r["content"].(map[string]any)
-			switch {
-			case status == 429:
+			switch status {
+			case 429:
 				if ra, _ := headers["Retry-After"].(map[string]any); ra["required"] != true {
 					t.Errorf("%s 429: Retry-After is not a required header: %v", key, headers)
 				}
-			case status == 206:
+			case 206:
 				if _, ok := content[rt.ContentType]; !ok {
 					t.Errorf("%s 206: content %v, want %s", key, content, rt.ContentType)
 				}

@@ -170,7 +170,7 @@ func TestPricesOf(t *testing.T) {
 }
 
 func TestInsufficientFundsError(t *testing.T) {
-	var err error = fmt.Errorf("charge: %w", &wallet.InsufficientFundsError{Required: 15000, Balance: 10000})
+	err := fmt.Errorf("charge: %w", &wallet.InsufficientFundsError{Required: 15000, Balance: 10000})
 	if !errors.Is(err, wallet.ErrInsufficientFunds) {
 		t.Fatal("errors.Is(err, ErrInsufficientFunds) = false")
 	}

@@ -144,7 +144,7 @@ func TestVerifyOffline(t *testing.T) {
 		"type":         {`"sms"`, `"fax"`},
 		"key":          {`"key_id":"key-1"`, `"key_id":"key-0"`},
 	} {
-		changed := bytes.Replace(certJSON, []byte(edit[0]), []byte(edit[1]), -1)
+		changed := bytes.ReplaceAll(certJSON, []byte(edit[0]), []byte(edit[1]))
 		if bytes.Equal(changed, certJSON) {
 			t.Fatalf("%s: the edit changed nothing", name)
 		}

@@ -60,13 +60,6 @@ func affected(tag pgconn.CommandTag, err error, what string) error {
 	return nil
 }
 
-func utc(t *time.Time) time.Time {
-	if t == nil {
-		return time.Time{}
-	}
-	return t.UTC()
-}
-
 // nullTime returns nil for the zero time, stored as NULL.
 func nullTime(t time.Time) any {
 	if t.IsZero() {

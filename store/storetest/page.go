@@ -370,14 +370,3 @@ func testEmptyLists(t *testing.T, s consent.Store) {
 	})
 }
 
-// newestFirst is stamps in a page's order.
-func newestFirst(stamps []stamp) []stamp {
-	out := slices.Clone(stamps)
-	slices.SortFunc(out, func(a, b stamp) int {
-		if consent.Newer(a.at, a.id, b.at, b.id) {
-			return -1
-		}
-		return 1
-	})
-	return out
-}

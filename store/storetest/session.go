@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -223,7 +224,7 @@ func testUpdateSessions(t *testing.T, s consent.Store) {
 	for i, ses := range fresh {
 		list[i] = retained(ses, i)
 	}
-	unknown := append(list[1:], retained(session("m9999", "acme", "acme-web"), 0))
+	unknown := slices.Concat(list[1:], []*consent.Session{retained(session("m9999", "acme", "acme-web"), 0)})
 	update(t, s, func(tx consent.Tx) error {
 		wantCode(t, "UpdateSessions of 2,500 with the last unknown", tx.UpdateSessions(ctx, unknown), consent.NotFound)
 		return nil // commit: the refusal wrote nothing
