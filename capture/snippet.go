@@ -9,12 +9,24 @@ import (
 	"time"
 )
 
-// Snippet is capture.js, the script that a page embeds to capture consent
-// (D36). The HTTP layer serves it at GET /capture/capture.js; it loads
-// rrweb's recorder from /capture/rrweb.js beside it.
+// Snippet is the script that a page embeds to capture consent (D36):
+// MeasureJS followed by capture.js, which calls it. The HTTP layer serves it
+// at GET /capture/capture.js; it loads rrweb's recorder from
+// /capture/rrweb.js beside it.
+var Snippet = []byte(MeasureJS + "\n" + snippetJS)
+
+// MeasureJS is measure.js: the JavaScript function consentkitMeasure(el,
+// win, page), which measures a consent element (D37) — the text the
+// consumer could read of it, the fragments hidden from them, its font size,
+// colours and contrast, and whether it was in the viewport. The snippet
+// measures the live page with it at submit, and retain/mp4's Attest the
+// replayed page: one measure in both places.
 //
+//go:embed measure.js
+var MeasureJS string
+
 //go:embed capture.js
-var Snippet []byte
+var snippetJS string
 
 // DefaultRRWebDir is where `npm ci --prefix retain/mp4/replayer` puts
 // rrweb's browser bundle, relative to the repository's root (D39): the

@@ -1,0 +1,463 @@
+/*
+ * consentkit's measure of a consent element (D37): the text the consumer
+ * could read of it, and how it was shown. It is the one definition of that
+ * measure, shared by the capture snippet, which measures the live page at
+ * submit (the service serves this file's text before the snippet's, as
+ * /capture/capture.js), and by the replay of a recording, which measures
+ * the replayed page (retain/mp4's Attest). It defines one function and
+ * nothing else:
+ *
+ *   consentkitMeasure(el, win, page) -> {text, visibility: {in_viewport,
+ *     visible, font_size_px, text_color, background_color, contrast_ratio,
+ *     hidden_text}}
+ *
+ * el is the consent element, win its window (by default its document's):
+ * the page measured is el's own document, never the global one, so that a
+ * replay can measure inside the iframe it replays in. page, optional, is an
+ * object passed to every call for the same document: the calls then share
+ * the page's measures (viewport, scrollable area), taken at the first, and
+ * their budgets (MAX_HIT_TESTS, MAX_WORDS), as when a form's consents are
+ * measured together. It throws when el cannot be measured.
+ */
+function consentkitMeasure(el, win, page) {
+  "use strict";
+  var doc = el.ownerDocument;
+  win = win || doc.defaultView;
+
+  function luminance(rgb) {
+    var c = rgb.map(function (v) {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+
+  // parseColor reads a computed colour, "rgb(1, 2, 3)", "rgba(1, 2, 3, 0.5)"
+  // or "rgb(1 2 3 / 50%)"; null for any other form (such as oklch()).
+  function parseColor(s) {
+    var m = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,\/]\s*([\d.]+)(%?))?\s*\)$/.exec(s || "");
+    if (!m) return null;
+    var alpha = m[4] === undefined ? 1 : m[5] ? m[4] / 100 : +m[4];
+    return { rgb: [+m[1], +m[2], +m[3]], alpha: Math.min(alpha, 1) };
+  }
+
+  // ---- What the consumer could read (D37) ----
+  //
+  // For each consent element the snippet walks its text nodes, in document
+  // order, and decides for each whether its text was rendered so that a
+  // person could read it. The element's text is the text of the visible
+  // fragments only; each hidden fragment is listed on its own, in order.
+  //
+  // Tests of a whole text node, from the computed style of its element:
+  //   display   display: none on it or an ancestor, or its element not
+  //             rendered by Element.checkVisibility() (content-visibility:
+  //             hidden, a closed <details>);
+  //   visibility hidden or collapse (computed, so inherited as rendered);
+  //   opacity   the product of opacity (times filter: opacity()) of its
+  //             element and every ancestor under 0.1 (a product, since
+  //             opacities multiply: 0.3 inside 0.3 is 0.09);
+  //   font      font size under 4 px;
+  //   contrast  under 1.5:1 (WCAG formula) between its colour and its
+  //             background: the ancestors' background colours composited
+  //             over white (so the nearest opaque one, else white), the
+  //             colour's alpha times the opacity composited over that.
+  //             A colour the snippet cannot parse, or a background image
+  //             under the text (colours unknown), skips this test.
+  // Tests of each rendered box (Range.getClientRects(): one a line):
+  //   size      under 3 px high (text scaled down by a transform); a node
+  //             with no box of positive width and height is hidden whole;
+  //   clipped   under half of a box's area left inside the clip boxes of
+  //             the ancestors that clip it: overflow hidden/clip (per axis,
+  //             padding box; absolutely and fixed positioned boxes escape
+  //             the ancestors below their containing block), clip: rect()
+  //             and clip-path: inset() (other clip-path shapes are left to
+  //             the hit test below);
+  //   off-page  under half of it inside the document's scrollable area
+  //             (left:-9999px, negative offsets; in an axis where the
+  //             viewport's overflow is hidden, the viewport itself) or,
+  //             inside an ancestor that scrolls (overflow auto/scroll),
+  //             inside what scrolling it can reach;
+  //   covered   at the centre of its visible part, another element that
+  //             paints is above the text's element (elementsFromPoint): a
+  //             background colour under which the text's contrast falls
+  //             under 1.5:1, or an image, replaced element or form control
+  //             at opacity 0.5 or more. Transparent overlays (such as an
+  //             opacity-0 input over a custom checkbox) do not count. A
+  //             point outside the viewport, a text element that hit testing
+  //             does not find there (pointer-events: none) and tests beyond
+  //             MAX_HIT_TESTS skip this test: they do not make text hidden.
+  // A node whose boxes are all hidden is hidden; one whose boxes are partly
+  // hidden is measured again word by word, and its runs of hidden words are
+  // its hidden fragments (beyond MAX_WORDS such a node is hidden whole).
+  // The text is joined as innerText joins it: white space collapsed as the
+  // element's white-space says, <br> and blocks as line breaks (two around
+  // a <p>), table cells by tabs, text-transform applied, then trimmed.
+  var MIN_OPACITY = 0.1, MIN_FONT_PX = 4, MIN_BOX_PX = 3, MIN_CONTRAST = 1.5;
+  var MAX_HIT_TESTS = 1000, MAX_WORDS = 2000, MAX_HIDDEN = 100, MAX_HIDDEN_CHARS = 16384;
+  var WHITE = [255, 255, 255];
+  var SKIPPED = /^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE|TEXTAREA|SELECT|IFRAME|OBJECT|EMBED|VIDEO|AUDIO|CANVAS)$/i;
+  var PAINTED = /^(IMG|VIDEO|CANVAS|IFRAME|EMBED|OBJECT|INPUT|SELECT|TEXTAREA|BUTTON|PROGRESS|METER)$/;
+  var BLANKS = /[ \t\n\r\f]+/g;
+
+  function blend(top, alpha, under) {
+    return [0, 1, 2].map(function (i) { return top[i] * alpha + under[i] * (1 - alpha); });
+  }
+
+  function contrast(a, b) {
+    var x = luminance(a), y = luminance(b);
+    return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+  }
+
+  function rgbString(c) { return "rgb(" + c.map(Math.round).join(", ") + ")"; }
+
+  function clean(s) { return s.replace(BLANKS, " ").replace(/^ | $/g, ""); }
+
+  function parentOf(n) { return n.parentElement || (n.parentNode && n.parentNode.host) || null; }
+
+  // The page as a whole: viewport, scrollable area, budgets.
+  function pageEnv() {
+    var de = doc.documentElement, se = doc.scrollingElement || de;
+    var vw = de.clientWidth || win.innerWidth, vh = de.clientHeight || win.innerHeight;
+    var hs = win.getComputedStyle(de), bs = doc.body ? win.getComputedStyle(doc.body) : null;
+    var propagates = hs.overflowX === "visible" && hs.overflowY === "visible"; // body's overflow is the viewport's
+    var vs = propagates && bs ? bs : hs;
+    var lockX = /hidden|clip/.test(vs.overflowX), lockY = /hidden|clip/.test(vs.overflowY);
+    var sx = win.pageXOffset || 0, sy = win.pageYOffset || 0;
+    return {
+      vw: vw, vh: vh, propagates: propagates,
+      area: {
+        l: lockX ? 0 : -sx, r: lockX ? vw : -sx + Math.max(se.scrollWidth, vw),
+        t: lockY ? 0 : -sy, b: lockY ? vh : -sy + Math.max(se.scrollHeight, vh)
+      },
+      range: doc.createRange(), hits: MAX_HIT_TESTS, words: MAX_WORDS
+    };
+  }
+
+  function px(v, whole) {
+    if (!v || v === "auto") return null;
+    var n = parseFloat(v);
+    if (isNaN(n)) return null;
+    return /%$/.test(v) ? n * whole / 100 : n;
+  }
+
+  // overflowBox reports whether el has a box that its overflow applies to:
+  // not inline, not the viewport's (the root, or the body whose overflow
+  // the viewport takes).
+  function overflowBox(el, st, env) {
+    if (el === doc.documentElement || (el === doc.body && env.propagates)) return false;
+    return el.namespaceURI === "http://www.w3.org/2000/svg" ? el.localName === "svg" :
+      st.display !== "inline" && st.display !== "contents";
+  }
+
+  // The boxes by which el clips its content (and, for clip and clip-path,
+  // itself). In an axis where it scrolls, the box is what scrolling can
+  // reach: its scrollable overflow from the scroll origin.
+  function ownClips(el, st, env) {
+    var out = [], r = null;
+    var svg = el.namespaceURI === "http://www.w3.org/2000/svg";
+    var cx = /hidden|clip/.test(st.overflowX), cy = /hidden|clip/.test(st.overflowY);
+    var sx = /auto|scroll/.test(st.overflowX), sy = /auto|scroll/.test(st.overflowY);
+    if (overflowBox(el, st, env) && (cx || cy || sx || sy)) {
+      r = el.getBoundingClientRect();
+      var L = r.left + (el.clientLeft || 0), T = r.top + (el.clientTop || 0);
+      var W = el.clientWidth || (svg ? r.width : 0), H = el.clientHeight || (svg ? r.height : 0);
+      var x = cx ? [L, L + W] : sx ? [L - el.scrollLeft, L - el.scrollLeft + el.scrollWidth] : [-Infinity, Infinity];
+      var y = cy ? [T, T + H] : sy ? [T - el.scrollTop, T - el.scrollTop + el.scrollHeight] : [-Infinity, Infinity];
+      out.push({ l: x[0], r: x[1], t: y[0], b: y[1], sx: sx, sy: sy });
+    }
+    var m = /^rect\(([^)]*)\)/.exec(st.clip || "");
+    if (m && (st.position === "absolute" || st.position === "fixed")) {
+      r = r || el.getBoundingClientRect();
+      var v = m[1].split(/[\s,]+/);
+      var t = px(v[0]), rt = px(v[1]), b = px(v[2]), l = px(v[3]);
+      out.push({ t: r.top + (t === null ? 0 : t), r: r.left + (rt === null ? r.width : rt),
+        b: r.top + (b === null ? r.height : b), l: r.left + (l === null ? 0 : l) });
+    }
+    m = /^inset\(([^)]*)\)/.exec(st.clipPath || "");
+    if (m) {
+      r = r || el.getBoundingClientRect();
+      var s = m[1].split(/\s+round\s/)[0].trim().split(/\s+/);
+      var top = s[0], right = s[1] || top, bottom = s[2] || top, left = s[3] || right;
+      out.push({ t: r.top + (px(top, r.height) || 0), r: r.right - (px(right, r.width) || 0),
+        b: r.bottom - (px(bottom, r.height) || 0), l: r.left + (px(left, r.width) || 0) });
+    }
+    return out;
+  }
+
+  // The facts of one element that its text inherits, given its parent's.
+  function styleCtx(el, p, env) {
+    var st = win.getComputedStyle(el);
+    var c = { el: el, st: st };
+    var op = parseFloat(st.opacity);
+    if (isNaN(op)) op = 1;
+    var f = /opacity\(\s*([\d.]+)(%?)\s*\)/.exec(st.filter || "");
+    if (f) op *= f[2] ? f[1] / 100 : +f[1];
+    c.opacity = (p ? p.opacity : 1) * op;
+    // checkVisibility() also sees what display does not: content skipped by
+    // content-visibility: hidden, such as a closed <details>.
+    c.none = !!(p && p.none) || st.display === "none" ||
+      (st.display !== "contents" && typeof el.checkVisibility === "function" && !el.checkVisibility());
+    c.hitEl = st.display === "contents" ? (p ? p.hitEl : null) : el;
+    // The background: colours composited over white; unknown (bgKnown
+    // false) above a background image until an opaque colour covers it.
+    c.bg = p ? p.bg : WHITE;
+    c.bgKnown = p ? p.bgKnown : true;
+    var bg = parseColor(st.backgroundColor);
+    if (bg && bg.alpha > 0) c.bg = blend(bg.rgb, bg.alpha, c.bg);
+    if (bg && bg.alpha >= 1) c.bgKnown = true;
+    if (st.backgroundImage && st.backgroundImage !== "none") c.bgKnown = false;
+    var fg = parseColor(st.color);
+    c.fg = fg ? blend(fg.rgb, fg.alpha * Math.min(c.opacity, 1), c.bg) : null;
+    c.contrast = c.fg ? contrast(c.fg, c.bg) : null;
+    var pos = st.position;
+    var base = !p ? [] : pos === "fixed" ? p.fixedClips : pos === "absolute" ? p.absClips : p.clips;
+    var own = c.none ? [] : ownClips(el, st, env);
+    c.clips = own.length ? base.concat(own) : base;
+    var contains = (st.transform && st.transform !== "none") || (st.filter && st.filter !== "none") ||
+      (st.perspective && st.perspective !== "none") || /paint|layout|strict|content/.test(st.contain || "");
+    c.absClips = pos !== "static" || contains ? c.clips : (p ? p.absClips : []);
+    c.fixedClips = contains ? c.clips : (p ? p.fixedClips : []);
+    return c;
+  }
+
+  function intersect(a, b) {
+    var r = { l: Math.max(a.l, b.l), r: Math.min(a.r, b.r), t: Math.max(a.t, b.t), b: Math.min(a.b, b.b) };
+    return r.r > r.l && r.b > r.t ? r : null;
+  }
+
+  function boxesOf(node, from, to, env) {
+    env.range.setStart(node, from);
+    env.range.setEnd(node, to);
+    var list = env.range.getClientRects(), out = [];
+    for (var i = 0; i < list.length; i++) {
+      var r = list[i];
+      if (r.width > 0 && r.height > 0) out.push({ l: r.left, r: r.right, t: r.top, b: r.bottom });
+    }
+    return out;
+  }
+
+  function opacityOf(el) {
+    var op = 1;
+    for (var n = el; n && n.nodeType === 1 && op >= MIN_OPACITY; n = parentOf(n)) {
+      var v = parseFloat(win.getComputedStyle(n).opacity);
+      if (!isNaN(v)) op *= v;
+    }
+    return op;
+  }
+
+  // paints reports whether style st, at opacity op, hides text c under it.
+  function paints(st, op, replaced, c) {
+    if (st.visibility !== "visible" || op < MIN_OPACITY) return false;
+    if (replaced || (st.backgroundImage && st.backgroundImage !== "none")) return op >= 0.5;
+    var bg = parseColor(st.backgroundColor);
+    if (!bg || bg.alpha <= 0 || !c.fg) return false;
+    var a = bg.alpha * op;
+    return contrast(blend(bg.rgb, a, c.fg), blend(bg.rgb, a, c.bg)) < MIN_CONTRAST;
+  }
+
+  // paintsOver reports whether e, found above the text's element at a
+  // point, hides the text there. An ancestor found above it is there by
+  // its ::before or ::after, or because the text sits under it (a negative
+  // z-index): either counts when it paints.
+  function paintsOver(e, c) {
+    var st = win.getComputedStyle(e), op = opacityOf(e);
+    var svg = e.namespaceURI === "http://www.w3.org/2000/svg";
+    var replaced = PAINTED.test(e.nodeName) || (svg && e.localName !== "svg" && st.fill && st.fill !== "none");
+    if (paints(st, op, replaced, c)) return true;
+    if (!e.contains(c.hitEl)) return false;
+    for (var i = 0; i < 2; i++) {
+      var ps = win.getComputedStyle(e, i ? "::after" : "::before");
+      if (ps.content && ps.content !== "none" && ps.content !== "normal" && paints(ps, op * (parseFloat(ps.opacity) || 0), false, c)) return true;
+    }
+    return false;
+  }
+
+  function covered(v, c, env) {
+    var x = (v.l + v.r) / 2, y = (v.t + v.b) / 2;
+    if (x < 0 || y < 0 || x >= env.vw || y >= env.vh || !c.hitEl || env.hits <= 0) return false;
+    if (win.getComputedStyle(c.hitEl).pointerEvents === "none") return false;
+    env.hits--;
+    var root = c.hitEl.getRootNode ? c.hitEl.getRootNode() : doc;
+    if (!root.elementsFromPoint) root = doc;
+    if (root.elementFromPoint(x, y) === c.hitEl) return false; // nothing above it: the usual case, and cheap
+    var list = root.elementsFromPoint(x, y);
+    var at = Array.prototype.indexOf.call(list, c.hitEl);
+    for (var i = 0; i < at; i++) if (paintsOver(list[i], c)) return true;
+    return false;
+  }
+
+  // hiddenBox reports whether the consumer could not read the text in box r.
+  function hiddenBox(r, c, env) {
+    if (r.b - r.t < MIN_BOX_PX) return true;
+    // Inside a scroll container, what a person can scroll to is bounded
+    // in its axis by what it reaches (among the clips), not the viewport.
+    var a = env.area, sx = false, sy = false, i;
+    for (i = 0; i < c.clips.length; i++) { sx = sx || c.clips[i].sx; sy = sy || c.clips[i].sy; }
+    var v = intersect(r, { l: sx ? -Infinity : a.l, r: sx ? Infinity : a.r, t: sy ? -Infinity : a.t, b: sy ? Infinity : a.b });
+    for (i = 0; v && i < c.clips.length; i++) v = intersect(v, c.clips[i]);
+    if (!v || (v.r - v.l) * (v.b - v.t) < 0.5 * (r.r - r.l) * (r.b - r.t)) return true;
+    return covered(v, c, env);
+  }
+
+  function allHidden(boxes, c, env) {
+    var hidden = 0;
+    for (var i = 0; i < boxes.length; i++) if (hiddenBox(boxes[i], c, env)) hidden++;
+    return !boxes.length ? true : hidden === boxes.length ? true : hidden ? null : false;
+  }
+
+  function seen(out, c, boxes, env) {
+    out.seen++;
+    var size = parseFloat(c.st.fontSize) || 0;
+    if (out.font === null || size < out.font) out.font = size;
+    if (c.contrast !== null) {
+      var run = { ratio: c.contrast, color: c.st.color, background: rgbString(c.bg) };
+      if (!c.bgKnown) out.unknown = out.unknown || run;
+      else if (out.worst === null || c.contrast < out.worst.ratio) out.worst = run;
+    }
+    for (var i = 0; i < boxes.length && !out.inViewport; i++) {
+      out.inViewport = !!intersect(boxes[i], { l: 0, t: 0, r: env.vw, b: env.vh });
+    }
+  }
+
+  // hide lists a hidden fragment. Past MAX_HIDDEN fragments (the service's
+  // limit) or MAX_HIDDEN_CHARS characters (well inside its 64 KiB) the list
+  // stops, its last fragment cut with "…"; every fragment still makes the
+  // consent not visible.
+  function hide(out, s) {
+    s = clean(s);
+    if (!s) return;
+    out.hiddenCount++;
+    var room = MAX_HIDDEN_CHARS - out.hiddenChars;
+    if (out.hidden.length >= MAX_HIDDEN || room <= 0) return;
+    if (s.length > room) s = s.slice(0, room) + "\u2026";
+    out.hiddenChars += s.length;
+    out.hidden.push(s);
+  }
+
+  function textPart(s, st) { return { s: s, ws: st.whiteSpace || "normal", tt: st.textTransform }; }
+
+  function measureText(node, c, env, out) {
+    var data = node.data, st = c.st;
+    if (!/[^ \t\n\r\f]/.test(data)) { // white space only: nothing to read, but it spaces words
+      if (!c.none && st.visibility === "visible") out.parts.push(textPart(data, st));
+      return;
+    }
+    var hidden = c.none || st.visibility !== "visible" || c.opacity < MIN_OPACITY ||
+      (parseFloat(st.fontSize) || 0) < MIN_FONT_PX || (c.bgKnown && c.contrast !== null && c.contrast < MIN_CONTRAST);
+    var boxes = hidden ? [] : boxesOf(node, 0, data.length, env);
+    if (!hidden) hidden = allHidden(boxes, c, env);
+    if (hidden === null) { // partly hidden: word by word
+      var re = /[^ \t\n\r\f]+/g, m, words = [];
+      while ((m = re.exec(data))) words.push([m.index, m.index + m[0].length]);
+      if (words.length > env.words) { env.words = 0; hidden = true; } else env.words -= words.length;
+    }
+    if (hidden === true) { hide(out, data); return; }
+    if (hidden === false) { seen(out, c, boxes, env); out.parts.push(textPart(data, st)); return; }
+    var text = "", at = 0, start = -1;
+    for (var i = 0; i <= words.length; i++) {
+      var w = words[i], b = w ? boxesOf(node, w[0], w[1], env) : null;
+      if (w && allHidden(b, c, env) !== false) { if (start < 0) start = w[0]; continue; }
+      if (start >= 0) { // a run of hidden words ends
+        text += data.slice(at, start);
+        hide(out, data.slice(start, words[i - 1][1]));
+        at = words[i - 1][1];
+        start = -1;
+      }
+      if (w) seen(out, c, b, env);
+    }
+    out.parts.push(textPart(text + data.slice(at), st));
+  }
+
+  function lineBreaks(el, st) {
+    if (el.nodeName === "P") return 2;
+    return /^(block|flow-root|list-item|table|table-caption|table-row|flex|grid)$/.test(st.display) ||
+      /^block /.test(st.display) ? 1 : 0;
+  }
+
+  function walk(el, c, env, out) {
+    for (var n = el.firstChild; n; n = n.nextSibling) {
+      if (n.nodeType === 3) { measureText(n, c, env, out); continue; }
+      if (n.nodeType !== 1 || SKIPPED.test(n.nodeName)) continue;
+      var cc = styleCtx(n, c, env);
+      if (n.nodeName === "BR") { if (!cc.none) out.parts.push({ nl: true }); continue; }
+      var br = cc.none ? 0 : lineBreaks(n, cc.st);
+      if (br) out.parts.push({ br: br });
+      walk(n, cc, env, out);
+      if (br) out.parts.push({ br: br });
+      if (!cc.none && cc.st.display === "table-cell" && n.nextElementSibling) out.parts.push({ s: "\t", ws: "pre" });
+    }
+  }
+
+  function transformed(s, tt, before) {
+    if (tt === "uppercase") return s.toUpperCase();
+    if (tt === "lowercase") return s.toLowerCase();
+    if (tt !== "capitalize") return s;
+    var starts = !before || /[ \t\n\r\f]$/.test(before);
+    return s.replace(/(^|[ \t\n\r\f])([^ \t\n\r\f])/g, function (m, a, ch, i) {
+      return i === 0 && !a && !starts ? m : a + ch.toUpperCase();
+    });
+  }
+
+  // joinText joins the visible parts as innerText would.
+  function joinText(parts) {
+    var text = "", br = 0;
+    function breaks() {
+      if (br && text) text = text.replace(/ +$/, "") + (br === 2 ? "\n\n" : "\n");
+      br = 0;
+    }
+    for (var i = 0; i < parts.length; i++) {
+      var p = parts[i];
+      if (p.br) { br = Math.max(br, p.br); continue; }
+      if (p.nl) { breaks(); text = text.replace(/ +$/, "") + "\n"; continue; }
+      var s = p.s, pre = /^(pre|pre-wrap|break-spaces)$/.test(p.ws);
+      if (!pre) s = p.ws === "pre-line" ? s.replace(/[ \t\r\f]+/g, " ").replace(/ ?\n ?/g, "\n") : s.replace(BLANKS, " ");
+      if (!pre && s === " ") { // a collapsible space: kept only between words on a line
+        if (text && !br && !/[ \n\t]$/.test(text)) text += " ";
+        continue;
+      }
+      if (!s) continue;
+      breaks();
+      if (!pre && (!text || /[ \n]$/.test(text))) s = s.replace(/^ /, "");
+      text += transformed(s, p.tt, text);
+    }
+    return text.replace(/^[ \t\n\r\f]+|[ \t\n\r\f]+$/g, "");
+  }
+
+  // evidence measures one consent element: its visible text and its
+  // visibility. font_size_px is the smallest font size among its visible
+  // text, and text_color, background_color and contrast_ratio those of the
+  // visible text of lowest contrast (over a known background, else the
+  // first over an image): the worst a reader met. With nothing visible they
+  // are the element's own; in_viewport says whether some visible text (with
+  // none, some of the element's box) was inside the viewport.
+  function evidence(el, env) {
+    var chain = [];
+    for (var n = parentOf(el); n; n = parentOf(n)) chain.unshift(n);
+    var c = null;
+    for (var i = 0; i < chain.length; i++) c = styleCtx(chain[i], c, env);
+    c = styleCtx(el, c, env);
+    var out = { parts: [], hidden: [], hiddenCount: 0, hiddenChars: 0, seen: 0, font: null, worst: null, unknown: null, inViewport: false };
+    walk(el, c, env, out);
+    var text = joinText(out.parts);
+    if (!out.seen) { // nothing visible: the element's own style
+      var r = el.getBoundingClientRect();
+      out.font = parseFloat(c.st.fontSize) || 0;
+      out.worst = { ratio: c.contrast === null ? 1 : c.contrast, color: c.st.color, background: rgbString(c.bg) };
+      out.inViewport = r.width > 0 && r.height > 0 && r.bottom > 0 && r.right > 0 && r.top < env.vh && r.left < env.vw;
+    }
+    var w = out.worst || out.unknown || { ratio: c.contrast === null ? 1 : c.contrast, color: c.st.color, background: rgbString(c.bg) };
+    return {
+      text: text,
+      visibility: {
+        in_viewport: out.inViewport, visible: out.seen > 0 && text !== "" && !out.hiddenCount,
+        font_size_px: out.font, text_color: w.color, background_color: w.background,
+        contrast_ratio: Math.min(21, Math.max(1, Math.round(w.ratio * 100) / 100)),
+        hidden_text: out.hidden
+      }
+    };
+  }
+
+  var env = page && page.env && page.doc === doc ? page.env : pageEnv();
+  if (page) { page.env = env; page.doc = doc; }
+  return evidence(el, env);
+}
