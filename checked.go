@@ -462,6 +462,27 @@ func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limi
 	return t.tx.PruneIdempotencyKeys(ctx, now, limit)
 }
 
+func (t checkedTx) CreateAttestation(ctx context.Context, a *consent.Attestation) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	return t.tx.CreateAttestation(ctx, a)
+}
+
+func (t checkedTx) Attestation(ctx context.Context, certificateID string) (*consent.Attestation, error) {
+	if !findable(certificateID) {
+		return nil, notFound("attestation")
+	}
+	return t.tx.Attestation(ctx, certificateID)
+}
+
+func (t checkedTx) UpdateAttestation(ctx context.Context, a *consent.Attestation) error {
+	if err := a.Check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateAttestation(ctx, a)
+}
+
 func (t checkedTx) PublishKey(ctx context.Context, k *consent.PublishedKey) error {
 	if err := k.Check(); err != nil {
 		return err

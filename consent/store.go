@@ -254,6 +254,17 @@ type Tx interface {
 	// not after now, and returns how many it deleted.
 	PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
 
+	// CreateAttestation stores a. NotFound when its certificate does not
+	// exist or is not a.CompanyID's; Conflict when the certificate has an
+	// attestation already.
+	CreateAttestation(ctx context.Context, a *Attestation) error
+	// Attestation returns the certificate's attestation; NotFound when
+	// none was asked for.
+	Attestation(ctx context.Context, certificateID string) (*Attestation, error)
+	// UpdateAttestation writes a's Status, Statement, Signature, KeyID,
+	// Screenshot and UpdatedAt. NotFound when the certificate has none.
+	UpdateAttestation(ctx context.Context, a *Attestation) error
+
 	// PublishKey stores k. Conflict when a key of its id is published
 	// already (whatever its bytes: a published key never changes).
 	PublishKey(ctx context.Context, k *PublishedKey) error

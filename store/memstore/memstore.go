@@ -54,6 +54,7 @@ type Store struct {
 	keys           map[keyID]*consent.IdempotencyRecord
 	operators      map[consent.Digest]*consent.OperatorSession
 	publicKeys     map[string]*consent.PublishedKey
+	attestations   map[string]*consent.Attestation // by certificate id
 }
 
 // keyID names an idempotency key: its scope and the key.
@@ -88,6 +89,7 @@ func New() *Store {
 		keys:           map[keyID]*consent.IdempotencyRecord{},
 		operators:      map[consent.Digest]*consent.OperatorSession{},
 		publicKeys:     map[string]*consent.PublishedKey{},
+		attestations:   map[string]*consent.Attestation{},
 	}
 }
 
@@ -799,6 +801,7 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 	for _, id := range ids {
 		old := t.s.certs[id]
 		del(t, t.s.certs, id)
+		del(t, t.s.attestations, id)
 		if !old.EmailDigest.IsZero() {
 			unindex(t, t.s.certsByEmail, old.EmailDigest, id)
 		}

@@ -91,6 +91,9 @@ var areas = []area{
 		{"RollsBack", testOperatorSessionRollsBack},
 		{"ViewIsReadOnly", testOperatorSessionViewIsReadOnly},
 	}},
+	{"Attestation", []behaviour{
+		{"CreateReadUpdatePurge", testAttestation},
+	}},
 	{"PublishedKey", []behaviour{
 		{"PublishReadList", testPublishedKeys},
 	}},

@@ -1,0 +1,46 @@
+package consent
+
+import "time"
+
+// Statuses of an Attestation (D49).
+const (
+	AttestationPending     = "pending"     // asked for, not measured yet
+	AttestationAttested    = "attested"    // the replay measured what the browser claimed
+	AttestationMismatch    = "mismatch"    // it measured otherwise: the statement lists each difference
+	AttestationUnavailable = "unavailable" // it could not measure: the statement says why
+)
+
+// Attestation is the state of a certificate's attestation (D49): asked
+// for (pending), then the signed statement of what a replay of its
+// recording measured at the consent moment. The screenshot lives in the
+// video store, never in the database.
+type Attestation struct {
+	CertificateID string
+	CompanyID     string
+	Status        string // one of the Attestation… statuses
+	// Statement is the signed statement's JSON (signed.Statement), with
+	// its Signature and KeyID; empty while pending.
+	Statement []byte
+	Signature []byte
+	KeyID     string
+	// Screenshot is the video store's key of the PNG at the consent
+	// moment; "" when there is none.
+	Screenshot string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+// Check checks a before a store writes it (CreateAttestation,
+// UpdateAttestation): its keys, texts and times.
+func (a *Attestation) Check() error {
+	if err := CheckKeys("certificate_id", a.CertificateID, "company_id", a.CompanyID); err != nil {
+		return err
+	}
+	if err := checkTexts("status", a.Status, "key_id", a.KeyID, "screenshot", a.Screenshot); err != nil {
+		return err
+	}
+	if !ValidText(string(a.Statement)) {
+		return Errorf(Invalid, "statement must be valid UTF-8 text")
+	}
+	return checkTimes([]string{"created_at", "updated_at"}, a.CreatedAt, a.UpdatedAt)
+}
