@@ -33,6 +33,7 @@
   var queue = [], queuedBytes = 0; // chunks waiting: {seq, events, bytes}
   var nextSeq = 0, sending = false, backoff = 500, stopped = false, consented = false;
   var stopRecording = null;
+  var recorder = null;           // rrweb's record, once it records
 
   function safe(fn) {
     return function () {
@@ -161,6 +162,7 @@
         },
         maskInputFn: masked
       });
+      recorder = r;
     });
     s.onerror = stop;
     (document.head || document.documentElement).appendChild(s);
@@ -238,10 +240,20 @@
     return initial && !s.person ? "pre_selected" : "scripted";
   }
 
+  // nodeId returns the recorder's id of el (rrweb's record.mirror), by
+  // which a replay of the recording finds the element, or 0 when the
+  // recorder does not know it (or past the 32-bit ids the service takes).
+  function nodeId(el) {
+    var mirror = recorder && recorder.mirror;
+    var id = mirror && typeof mirror.getId === "function" ? mirror.getId(el) : 0;
+    return typeof id === "number" && id > 0 && id <= 0x7fffffff && id % 1 === 0 ? id : 0;
+  }
+
   // consentsOf measures each consent element (consentkitMeasure, of
   // measure.js, which the service serves before this file's text); a failure
   // to measure one leaves its innerText, visible false, and no opt-in
-  // method.
+  // method. node_id, the element's id in the recording, is left out when
+  // the recorder does not know it.
   function consentsOf(els) {
     var page = {}; // the measures and budgets that the consents share
     return els.map(function (el) {
@@ -255,7 +267,9 @@
           text_color: "", background_color: "", contrast_ratio: 1, hidden_text: [] } };
       }
       try { method = optIn(el); } catch (e) { method = undefined; }
-      return { text: m.text, types: types, visibility: m.visibility, opt_in_method: method };
+      var out = { text: m.text, types: types, visibility: m.visibility, opt_in_method: method };
+      try { var id = nodeId(el); if (id) out.node_id = id; } catch (e) { /* no id: the replay cannot find it */ }
+      return out;
     });
   }
 
