@@ -222,7 +222,7 @@ func (p *StatementProof) Verify(keys *KeySet, c *Content) error {
 	}
 	sig, err := base64.StdEncoding.DecodeString(p.Signature)
 	if err != nil {
-		return fmt.Errorf("the attestation's signature is not base64: %v", err)
+		return fmt.Errorf("the attestation's signature is not base64: %w", err)
 	}
 	if p.KeyID != p.Statement.KeyID {
 		return fmt.Errorf("key_id %q differs from the statement's %q", p.KeyID, p.Statement.KeyID)
