@@ -137,7 +137,7 @@ func (t *batchTx) sendBatch(ctx context.Context, queue func(*pgx.Batch)) (pgx.Ba
 	br := t.Tx.SendBatch(ctx, b)
 	for _, h := range held {
 		if _, err := br.Exec(); err != nil {
-			br.Close()
+			_ = br.Close() // err says why; Close would say it again
 			t.broken = fmt.Errorf("pgstore: %s: %w", h, err)
 			return nil, t.broken
 		}
@@ -190,7 +190,7 @@ func (d detached) Query(ctx context.Context, sql string, args ...any) (pgx.Rows,
 	}
 	rows, err := br.Query()
 	if err != nil {
-		br.Close()
+		_ = br.Close() // err says why; Close would say it again
 		return nil, err
 	}
 	return &batchRows{Rows: rows, br: br}, nil

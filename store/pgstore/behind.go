@@ -96,7 +96,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 			_, err = pgx.ForEachRow(rows, []any{&id}, func() error { inserted[id] = true; return nil })
 		}
 		if err != nil {
-			br.Close()
+			_ = br.Close() // err says why; Close would say it again
 			return mapErr(err)
 		}
 		// Which call's it was is known only here: the batch is rolled

@@ -82,7 +82,7 @@ func (t *tx) execRows(ctx context.Context, cols int, args []any, statement func(
 	}()
 	if err != nil {
 		if _, rerr := t.exec(ctx, "ROLLBACK TO bulk; RELEASE bulk"); rerr != nil {
-			return fmt.Errorf("%w (and undoing it: %v)", err, rerr)
+			return fmt.Errorf("%w (and undoing it: %v)", err, rerr) //nolint:errorlint // err is the cause; mapErr must not match the undo's error
 		}
 		return err
 	}
