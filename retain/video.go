@@ -66,12 +66,12 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 	if err != nil {
 		return consent.Video{}, err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only: its Close loses nothing
 	tmp, err := os.CreateTemp(d.Root, ".tmp-"+sessionID+"-*.mp4")
 	if err != nil {
 		return consent.Video{}, err
 	}
-	defer os.Remove(tmp.Name()) // after the rename it names nothing
+	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename it names nothing
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(tmp, h), in)
 	if err == nil {
@@ -90,9 +90,18 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return consent.Video{}, err
 	}
-	if dir, err := os.Open(d.Root); err == nil { // make the rename durable
-		dir.Sync()
-		dir.Close()
+	// The rename is made durable: a video reported kept must outlive a
+	// crash of the machine.
+	dir, err := os.Open(d.Root)
+	if err != nil {
+		return consent.Video{}, err
+	}
+	err = dir.Sync()
+	if cerr := dir.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return consent.Video{}, fmt.Errorf("retain: sync %s: %w", d.Root, err)
 	}
 	v := consent.Video{Path: dst, Bytes: n}
 	copy(v.SHA256[:], h.Sum(nil))
