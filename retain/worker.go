@@ -204,7 +204,7 @@ func (c *converter) convert(ctx context.Context, sessionID string) (consent.Vide
 	if err != nil {
 		return consent.Video{}, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // best effort: a leftover stays under Config.TempDir
 	out := filepath.Join(dir, "video.mp4")
 	d, err := c.cfg.Converter.Convert(ctx, events, out)
 	if err != nil {

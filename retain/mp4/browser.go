@@ -49,7 +49,7 @@ func (c *Converter) launch() (*browser, error) {
 		return nil, err
 	}
 	if len(dir) > maxDirLength {
-		os.RemoveAll(dir)
+		_ = os.RemoveAll(dir) // empty: made a line above
 		return nil, fmt.Errorf("mp4: temporary directory %s is too long for Chromium's sockets; set Config.TempDir to a short path", dir)
 	}
 	flags := []chromedp.ExecAllocatorOption{
@@ -105,7 +105,8 @@ func (b *browser) newTab() (tab context.Context, close func(), err error) {
 	dispose := func() {
 		ctx, stop := context.WithTimeout(b.ctx, 10*time.Second)
 		defer stop()
-		chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: bc.BrowserContextID})
+		// Best effort: a browser context left behind ends with its browser.
+		_, _ = chromedp.CallBrowser(ctx, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: bc.BrowserContextID}) //nolint:staticcheck // S1016: by field, as the two results only happen to match
 	}
 	t, err := chromedp.CallBrowser(b.ctx, target.CreateTarget, target.CreateTargetParams{
 		URL: "about:blank", BrowserContextID: bc.BrowserContextID, EnableBeginFrameControl: ptr(true),
@@ -118,7 +119,7 @@ func (b *browser) newTab() (tab context.Context, close func(), err error) {
 	return tab, func() {
 		closeCtx, stop := context.WithTimeout(tab, 10*time.Second)
 		defer stop()
-		chromedp.Cancel(closeCtx)
+		_ = chromedp.Cancel(closeCtx) // a tab that does not close goes with its browser context
 		cancel()
 		dispose()
 	}, nil
@@ -134,11 +135,11 @@ func (b *browser) close() {
 		return
 	}
 	closeCtx, stop := context.WithTimeout(b.ctx, 10*time.Second)
-	chromedp.Cancel(closeCtx)
+	_ = chromedp.Cancel(closeCtx) // a browser that does not close is killed: b.cancel
 	stop()
 	b.cancel()
 	if b.encoder != nil {
-		b.encoder.finish(true)
+		b.encoder.abort()
 		b.encoder = nil
 	}
 	if b.preparing { // it fails at once now that the browser is gone
@@ -147,7 +148,7 @@ func (b *browser) close() {
 		}
 		b.preparing = false
 	}
-	os.RemoveAll(b.dir)
+	_ = os.RemoveAll(b.dir) // best effort: a leftover stays under Config.TempDir
 }
 
 // prepare opens the next conversion's tab in the background, so that a
@@ -186,7 +187,7 @@ func (c *Converter) takeEncoder(b *browser) (*encoder, error) {
 		return e, nil
 	}
 	if e != nil {
-		e.finish(true)
+		e.abort()
 	}
 	return c.newEncoder(b)
 }

@@ -302,10 +302,10 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	if err == nil {
 		err = moveFile(enc.out, dst)
 	}
-	os.Remove(enc.out)
+	_ = os.Remove(enc.out) // gone once moved; else left in b's directory, removed with it
 	c.release(b, err != nil)
 	if err != nil {
-		os.Remove(dst)
+		_ = os.Remove(dst) // what a failed copy wrote, if anything
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("mp4: %w (%w)", ctx.Err(), err)
 		}
@@ -324,7 +324,7 @@ func moveFile(src, dst string) error {
 	if err != nil {
 		return err
 	}
-	defer in.Close()
+	defer func() { _ = in.Close() }() // read only: its Close loses nothing
 	out, err := os.Create(dst)
 	if err != nil {
 		return err
@@ -441,9 +441,13 @@ func (c *Converter) isolate(ctx, call context.Context) error {
 		if e, ok := ev.(*fetch.EventRequestPaused); ok {
 			c.blocked.Add(1)
 			// Commands cannot run inside a listener.
-			go chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{
-				RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
-			})
+			// One that fails leaves the request paused: the page gets
+			// nothing either way.
+			go func() {
+				_, _ = chromedp.Call(ctx, fetch.FailRequest, fetch.FailRequestParams{
+					RequestID: e.RequestID, ErrorReason: network.ErrorReasonBlockedByClient,
+				})
+			}()
 		}
 	})
 	if err != nil {
@@ -559,15 +563,21 @@ func (e *encoder) alive() bool {
 	}
 }
 
-// kill stops ffmpeg at once.
-func (e *encoder) kill() { e.cmd.Process.Kill() }
+// kill stops ffmpeg at once. It fails only when ffmpeg has exited, which
+// finish learns from Wait.
+func (e *encoder) kill() { _ = e.cmd.Process.Kill() }
+
+// abort kills ffmpeg and waits for it to exit.
+func (e *encoder) abort() { _ = e.finish(true) } // finish(true) returns nil
 
 // finish closes ffmpeg's input and waits for it; abort kills it first.
 func (e *encoder) finish(abort bool) error {
 	if abort {
 		e.kill()
 	}
-	e.stdin.Close()
+	// Closing the pipe fails only when it is closed already; ffmpeg's exit
+	// tells whether it read the frames.
+	_ = e.stdin.Close()
 	<-e.exited
 	if e.err != nil && !abort {
 		return fmt.Errorf("mp4: ffmpeg: %w: %s", e.err, bytes.TrimSpace(e.stderr.Bytes()))
@@ -577,7 +587,7 @@ func (e *encoder) finish(abort bool) error {
 
 // limitedWriter keeps the first n bytes written to it.
 type limitedWriter struct {
-	w io.Writer
+	w *bytes.Buffer
 	n int
 }
 

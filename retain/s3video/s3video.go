@@ -246,7 +246,7 @@ func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.T
 	if err != nil {
 		return consent.Video{}, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: its Close loses nothing
 	// The SHA-256 goes in the request, so it is computed before the upload.
 	h := sha256.New()
 	n, err := io.Copy(h, f)
@@ -456,7 +456,7 @@ func (r *reader) Read(p []byte) (int, error) {
 		err = io.EOF
 	default:
 		// A broken or short response: the next Read asks again from here.
-		r.body.Close()
+		_ = r.body.Close() // err says what broke
 		r.body = nil
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
@@ -485,7 +485,7 @@ func (r *reader) Seek(offset int64, whence int) (int64, error) {
 		return 0, fmt.Errorf("s3video: seek %s: negative offset %d", r.path, off)
 	}
 	if off != r.off && r.body != nil {
-		r.body.Close()
+		_ = r.body.Close() // the rest of this response is not wanted
 		r.body = nil
 	}
 	r.off = off
