@@ -48,6 +48,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -265,7 +266,7 @@ func (h *Handler) render(w http.ResponseWriter, p *page, status int) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	w.Write([]byte(b.String()))
+	_, _ = io.WriteString(w, b.String()) // a client gone mid-page has no one to tell
 }
 
 // statusOf maps the service's error codes to HTTP statuses.
