@@ -156,7 +156,7 @@ func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"], h["Cache-Control"] = v[0:1:1], v[1:2:2]
 	w.WriteHeader(status)
-	w.Write(body)
+	_, _ = w.Write(body) // a client gone mid-answer has no one to tell
 }
 
 // MaxBodyBytes is the largest request body accepted (D29).
