@@ -96,7 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "consentkit-verify:", err)
 			return 2
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: its Close loses nothing
 		in = f
 	}
 	answer, err := io.ReadAll(io.LimitReader(in, 64<<20))

@@ -152,7 +152,7 @@ func (k *call) direct(ctx context.Context, dsn string) error {
 		}
 	}
 	if err != nil {
-		closeStore()
+		_ = closeStore() // err says why the command cannot run
 		return err
 	}
 	k.close = closeStore
@@ -261,7 +261,7 @@ func (k *call) do(ctx context.Context, method, path string, query url.Values, bo
 		}
 		return nil, fmt.Errorf("%s %s: %w", method, k.base+"/operator"+path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end, or err says why not
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, k.base+"/operator"+path, err)
@@ -328,7 +328,7 @@ func openStore(ctx context.Context, dsn string) (consent.Store, func() error, er
 			err = errNoSchema(dsn)
 		}
 		if err != nil {
-			st.Close()
+			_ = st.Close() // err says why the store is not usable
 			return nil, nil, err
 		}
 		return st, st.Close, nil
@@ -359,7 +359,7 @@ func sqliteMigrated(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // read only: its Close loses nothing
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -387,6 +387,9 @@ func migrate(ctx context.Context, dsn string) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", redact(dsn), err)
 	}
-	defer st.Close()
-	return st.Migrate(ctx)
+	err = st.Migrate(ctx)
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
