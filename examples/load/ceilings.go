@@ -31,13 +31,13 @@ func sqliteLoop(ctx context.Context, d time.Duration) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a scratch database: best effort
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, "loop.db")+
 		"?_txlock=immediate&_journal_mode=WAL&_synchronous=FULL&_busy_timeout=10000")
 	if err != nil {
 		return 0, err
 	}
-	defer db.Close()
+	defer func() { _ = db.Close() }() // its commits are counted; it is removed next
 	db.SetMaxOpenConns(1)
 	for _, q := range []string{
 		`CREATE TABLE wallets (company_id TEXT PRIMARY KEY, balance INTEGER NOT NULL)`,
@@ -87,7 +87,7 @@ const pgbenchDB = "consentload_pgbench"
 // transaction updates, as every charge of one company updates its
 // wallet). It returns transactions per second, or 0 and no error when
 // pgbench is not installed.
-func pgbench(ctx context.Context, dsn string, clients int, d time.Duration) (float64, error) {
+func pgbench(ctx context.Context, dsn string, clients int, d time.Duration) (perSecond float64, err error) {
 	bin, err := exec.LookPath("pgbench")
 	if err != nil {
 		return 0, nil
@@ -96,14 +96,18 @@ func pgbench(ctx context.Context, dsn string, clients int, d time.Duration) (flo
 	if err != nil {
 		return 0, err
 	}
-	defer conn.Close(ctx)
+	defer func() { _ = conn.Close(ctx) }() // used for DDL only, each checked
 	if _, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+pgbenchDB); err != nil {
 		return 0, err
 	}
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgbenchDB); err != nil {
 		return 0, err
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+pgbenchDB)
+	defer func() {
+		if _, derr := conn.Exec(context.WithoutCancel(ctx), "DROP DATABASE IF EXISTS "+pgbenchDB); err == nil && derr != nil {
+			err = fmt.Errorf("drop the pgbench database: %w", derr)
+		}
+	}()
 	cfg, err := pgconn.ParseConfig(dsn)
 	if err != nil {
 		return 0, err

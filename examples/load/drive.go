@@ -67,7 +67,7 @@ func (c *client) do() (int, error) {
 		return 0, err
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close() // drained: nothing is left to fail
 	return resp.StatusCode, err
 }
 
@@ -150,7 +150,7 @@ func startCapture(c *client) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read to the end below, or err says why not
 	if resp.StatusCode != 201 {
 		return fmt.Errorf("start a capture session: status %d", resp.StatusCode)
 	}
@@ -161,7 +161,10 @@ func startCapture(c *client) error {
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		return err
 	}
-	io.Copy(io.Discard, resp.Body)
+	// The rest of the body too: the connection carries the next request.
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
 	c.session, c.upload, c.seq = s.SessionID, s.UploadToken, 0
 	return nil
 }
@@ -190,7 +193,7 @@ func drive(fx *fixture, sc scenario, clients int, d time.Duration, seed uint64) 
 				got.fail(err.Error())
 				return
 			}
-			defer conn.Close()
+			defer func() { _ = conn.Close() }() // each request's failure is counted by itself
 			c := &client{id: i, fx: fx, rng: rand.New(rand.NewPCG(seed, uint64(i))), conn: conn, r: bufio.NewReader(conn)}
 			if sc.start != nil {
 				if err := sc.start(c); err != nil {
@@ -231,7 +234,7 @@ func serverStats(fx *fixture) (stats, error) {
 	if err != nil {
 		return s, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // Decode says whether it was read
 	return s, json.NewDecoder(resp.Body).Decode(&s)
 }
 
@@ -249,6 +252,6 @@ func perRequest(r result, before, after stats) (time.Duration, float64) {
 // resetPeak starts the server's peak memory afresh.
 func resetPeak(fx *fixture) {
 	if resp, err := http.Post("http://"+fx.Addr+"/_load/reset-peak", "", nil); err == nil {
-		resp.Body.Close()
+		_ = resp.Body.Close() // an empty answer
 	}
 }

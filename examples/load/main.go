@@ -203,13 +203,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 }
 
 // load starts the server, measures the ceilings and runs the scenarios.
-func load(ctx context.Context, o options, args []string, stdout io.Writer) error {
+func load(ctx context.Context, o options, args []string, stdout io.Writer) (err error) {
 	fmt.Fprintf(stdout, "machine: %d cores, %s, %s %s/%s\n", runtime.NumCPU(), cpuModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	fx, stop, err := startServer(ctx, args)
 	if err != nil {
 		return err
 	}
-	defer stop()
+	defer func() {
+		if serr := stop(); err == nil && serr != nil {
+			err = fmt.Errorf("the server: %w", serr)
+		}
+	}()
 	fmt.Fprintf(stdout, "store %s: %d certificates and %d sessions preloaded in %s; %v clients, %s per run\n",
 		o.store, fx.CertCount, fx.RetainSessions, fx.Took, o.clientList, o.duration)
 	known := scenarios(o)
@@ -435,14 +439,16 @@ func checkpoint(ctx context.Context, o options, stdout io.Writer) {
 		if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
 			fmt.Fprintf(stdout, "  (CHECKPOINT before the run failed: %v)\n", err)
 		}
-		conn.Close(ctx)
+		_ = conn.Close(ctx) // the checkpoint is done, or told as failed
 	}
 }
 
-func open(ctx context.Context, o options) (consent.Store, func(), error) {
+// open opens and migrates the store of o, and returns a function that
+// closes it and removes what it was kept in.
+func open(ctx context.Context, o options) (consent.Store, func() error, error) {
 	switch o.store {
 	case "memory":
-		return memstore.New(), func() {}, nil
+		return memstore.New(), func() error { return nil }, nil
 	case "sqlite":
 		dir, err := os.MkdirTemp("", "consentload")
 		if err != nil {
@@ -450,9 +456,13 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 		}
 		st, err := sqlitestore.Open(filepath.Join(dir, "consent.db"), sqlitestore.Config{GroupCommit: store.GroupCommit{Off: !o.groupCommit}})
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, errors.Join(err, os.RemoveAll(dir))
 		}
-		return st, func() { st.Close(); os.RemoveAll(dir) }, st.Migrate(ctx)
+		cleanup := func() error { return errors.Join(st.Close(), os.RemoveAll(dir)) }
+		if err := st.Migrate(ctx); err != nil {
+			return nil, nil, errors.Join(err, cleanup())
+		}
+		return st, cleanup, nil
 	case "postgres":
 		if o.dsn == "" {
 			return nil, nil, errors.New("-store postgres needs -dsn")
@@ -465,9 +475,8 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 			if err != nil {
 				return err
 			}
-			defer conn.Close(ctx)
 			_, err = conn.Exec(ctx, q)
-			return err
+			return errors.Join(err, conn.Close(ctx))
 		}
 		if err := admin("CREATE SCHEMA " + schema); err != nil {
 			return nil, nil, err
@@ -480,11 +489,15 @@ func open(ctx context.Context, o options) (consent.Store, func(), error) {
 		q.Set("search_path", schema) // pgx passes it on as a run-time setting
 		u.RawQuery = q.Encode()
 		st, err := pgstore.Open(ctx, u.String(), pgstore.Config{GroupCommit: store.GroupCommit{Off: !o.groupCommit}})
+		drop := func() error { return admin("DROP SCHEMA " + schema + " CASCADE") }
 		if err != nil {
-			admin("DROP SCHEMA " + schema + " CASCADE")
-			return nil, nil, err
+			return nil, nil, errors.Join(err, drop())
 		}
-		return st, func() { st.Close(); admin("DROP SCHEMA " + schema + " CASCADE") }, st.Migrate(ctx)
+		cleanup := func() error { return errors.Join(st.Close(), drop()) }
+		if err := st.Migrate(ctx); err != nil {
+			return nil, nil, errors.Join(err, cleanup())
+		}
+		return st, cleanup, nil
 	}
 	return nil, nil, fmt.Errorf("unknown -store %q", o.store)
 }

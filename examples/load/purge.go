@@ -19,12 +19,16 @@ import (
 )
 
 // purge opens the store and runs purgeScenario in this process.
-func purge(ctx context.Context, o options, stdout io.Writer) error {
+func purge(ctx context.Context, o options, stdout io.Writer) (err error) {
 	st, cleanup, err := open(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer func() {
+		if cerr := cleanup(); err == nil {
+			err = cerr
+		}
+	}()
 	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		return err
@@ -97,8 +101,10 @@ func purgeScenario(ctx context.Context, o options, svc *consentkit.Service, stdo
 					code := 0
 					if err == nil {
 						code = resp.StatusCode
-						io.Copy(io.Discard, resp.Body)
-						resp.Body.Close()
+						// Drained for the connection's next request; the
+						// status is what is counted.
+						_, _ = io.Copy(io.Discard, resp.Body)
+						_ = resp.Body.Close()
 					}
 					got.add(code, 200, err, d)
 				}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,12 +64,16 @@ const (
 // handler (the ceiling of net/http itself) and its own statistics, prints
 // the fixture as one JSON line, and exits when its standard input closes
 // (the load has finished or died).
-func serve(ctx context.Context, o options, stdout io.Writer) error {
+func serve(ctx context.Context, o options, stdout io.Writer) (err error) {
 	st, cleanup, err := open(ctx, o)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	defer func() {
+		if cerr := cleanup(); err == nil {
+			err = cerr
+		}
+	}()
 	cfg := consentkit.Config{}
 	if o.sign {
 		key, err := signed.NewSigningKey("load")
@@ -125,10 +130,11 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
+	// Its failures are the client's, which counts them.
 	mux.HandleFunc("POST /_load/trivial", func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"valid":true}`))
+		_, _ = w.Write([]byte(`{"valid":true}`))
 	})
 	mux.HandleFunc("GET /_load/stats", func(w http.ResponseWriter, r *http.Request) {
 		var m runtime.MemStats
@@ -137,12 +143,14 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 		if g, ok := st.(interface{ GroupStats() (int64, int64) }); ok {
 			s.GroupBatches, s.GroupCalls = g.GroupStats()
 		}
-		json.NewEncoder(w).Encode(s)
+		_ = json.NewEncoder(w).Encode(s) // a short answer fails the load's Decode
 	})
 	// The peak resident memory is measured from here, per scenario: the
 	// load resets it before each one.
 	mux.HandleFunc("POST /_load/reset-peak", func(w http.ResponseWriter, r *http.Request) {
-		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -150,33 +158,49 @@ func serve(ctx context.Context, o options, stdout io.Writer) error {
 	}
 	fx.Addr = ln.Addr().String()
 	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
 	if err := json.NewEncoder(stdout).Encode(&fx); err != nil {
 		return err
 	}
 	if o.cpuProfile != "" {
-		f, err := os.Create(o.cpuProfile)
-		if err != nil {
-			return err
+		f, ferr := os.Create(o.cpuProfile)
+		if ferr != nil {
+			return ferr
 		}
-		defer f.Close()
+		defer closeFile(f, &err) // serve's err
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
 		defer pprof.StopCPUProfile()
 	}
-	io.Copy(io.Discard, os.Stdin)
+	// Until the load closes it, or dies: the end either way.
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	if o.memProfile != "" {
-		f, err := os.Create(o.memProfile)
-		if err != nil {
-			return err
+		f, ferr := os.Create(o.memProfile)
+		if ferr != nil {
+			return ferr
 		}
-		defer f.Close()
+		defer closeFile(f, &err) // serve's err
 		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
 			return err
 		}
 	}
-	return srv.Close()
+	if err := srv.Close(); err != nil {
+		return err
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// closeFile closes f, a file written, and sets *err to Close's error when
+// *err is nil: a write the file system took late can fail there.
+func closeFile(f *os.File, err *error) {
+	if cerr := f.Close(); *err == nil {
+		*err = cerr
+	}
 }
 
 // retainSessions starts n sessions, rs-0 … rs-<n-1>, for the Retain API to
@@ -216,7 +240,7 @@ func peakRSSKB() int64 {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read only: its Close loses nothing
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
@@ -229,7 +253,7 @@ func peakRSSKB() int64 {
 
 // startServer starts this program again as the server, with the same
 // flags, and returns the fixture it made and a function that stops it.
-func startServer(ctx context.Context, args []string) (*fixture, func(), error) {
+func startServer(ctx context.Context, args []string) (*fixture, func() error, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, err
@@ -248,14 +272,14 @@ func startServer(ctx context.Context, args []string) (*fixture, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}
-	stop := func() {
-		stdin.Close()
-		cmd.Wait()
+	// The server exits when its standard input closes; Wait tells how.
+	stop := func() error {
+		_ = stdin.Close() // fails only when closed already
+		return cmd.Wait()
 	}
 	var fx fixture
 	if err := json.NewDecoder(out).Decode(&fx); err != nil {
-		stop()
-		return nil, nil, fmt.Errorf("the server did not start: %w", err)
+		return nil, nil, fmt.Errorf("the server did not start: %w", errors.Join(err, stop()))
 	}
 	return &fx, stop, nil
 }
