@@ -98,10 +98,10 @@ func newApp(ctx context.Context, log *slog.Logger) (http.Handler, string, error)
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "the host application's home page\n")
+		_, _ = io.WriteString(w, "the host application's home page\n")
 	})
 	mux.HandleFunc("GET /status", func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok\n")
+		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.Handle("/consent/", http.StripPrefix("/consent", api))
 	return requestID(logged(log, mux)), secret, nil

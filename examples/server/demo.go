@@ -30,7 +30,7 @@ func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log 
 		if err != nil {
 			return "", err
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }() // read only: its Close loses nothing
 		file, err := seed.Parse(f)
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", seedPath, err)
@@ -109,7 +109,7 @@ func printGuide(w io.Writer, base, token string, demo bool) {
 	curl("Long-term certificate retention (0.10)", "/verify/certificate/acme", `{"session_id":"s1"}`, true)
 	curl("Consumer opt-out (free, no token); verifications of cert-1 answer 403 afterwards", "/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, false)
 	fmt.Fprintf(&b, "Health: curl -s %s/healthz\n\n", base)
-	io.WriteString(w, b.String())
+	_, _ = io.WriteString(w, b.String()) // the terminal: when it is gone, no one reads the guide
 }
 
 // freshen moves the times of the demo's sessions and certificates so that

@@ -84,7 +84,11 @@ func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since ti
 		err = cerr
 	}
 	if err != nil {
-		os.Remove(path)
+		// A partial key file must not be read as a key; one that cannot be
+		// removed is named in the error.
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("%w (and removing %s: %w)", err, path, rerr)
+		}
 		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
 	}
 	return key, now, true, nil

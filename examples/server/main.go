@@ -247,7 +247,7 @@ func openStore(ctx context.Context, o *options) (consent.Store, error) {
 		return nil, err
 	}
 	if err := st.Migrate(ctx); err != nil {
-		st.Close()
+		_ = st.Close() // err says why the store is not usable
 		return nil, err
 	}
 	return st, nil
@@ -262,7 +262,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", o.store, err)
 	}
-	defer st.Close()
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close the store", "err", err)
+		}
+	}()
 	longTerm := time.Duration(o.longTermRet)
 	if !o.longTermSet {
 		longTerm = 0 // the library's default: five calendar years
@@ -328,7 +332,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"status":"ok"}`+"\n")
+		_, _ = io.WriteString(w, `{"status":"ok"}`+"\n") // a prober gone has no one to tell
 	})
 	mux.Handle("/", api)
 	if operatorSecret != "" {
@@ -351,7 +355,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	base := "http://" + ln.Addr().String()
 	demo, err := setupDemo(ctx, svc, ln.Addr())
 	if err != nil {
-		ln.Close()
+		_ = ln.Close() // not served yet: nothing is lost
 		return fmt.Errorf("demo form: %w", err)
 	}
 	rec := newRecorderSetup(o)

@@ -47,7 +47,7 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 			log.Error("video conversion is off", "err", err)
 			return
 		}
-		defer conv.Close() // stops the warm browsers
+		defer func() { _ = conv.Close() }() // stops the warm browsers; it returns nil
 		// The worker takes as many jobs at once as the converter runs.
 		w, err := retain.NewWorker(retain.WorkerConfig{
 			Service: svc, Converter: conv, Videos: videos, Concurrency: o.conversions, Logger: log,
@@ -57,7 +57,9 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 			return
 		}
 		log.Info("video conversion is on", "parallel", o.conversions)
-		w.Run(ctx)
+		if err := w.Run(ctx); err != nil {
+			log.Error("video conversion stopped", "err", err)
+		}
 	}()
 	return done
 }
