@@ -13,6 +13,8 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -85,6 +87,16 @@ func CheckAppendOnly(t *testing.T, s consent.Store, stmts []string, exec func(st
 	}
 }
 
+// CloseAtEnd closes c when tb ends, and fails tb when Close fails: a
+// store that cannot close cleanly is a fault the test should report.
+func CloseAtEnd(tb testing.TB, c io.Closer) {
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Errorf("close %T: %v", c, err)
+		}
+	})
+}
+
 // Each runs fn as a subtest per store kind.
 func Each(t *testing.T, fn func(t *testing.T, open func(tb testing.TB) consent.Store)) {
 	for _, k := range Kinds {
@@ -95,7 +107,7 @@ func Each(t *testing.T, fn func(t *testing.T, open func(tb testing.TB) consent.S
 // Memory returns a new memory store, closed when tb ends.
 func Memory(tb testing.TB) *memstore.Store {
 	s := memstore.New()
-	tb.Cleanup(func() { s.Close() })
+	CloseAtEnd(tb, s)
 	return s
 }
 
@@ -128,7 +140,7 @@ func SQLiteWithDB(tb testing.TB) (*sqlitestore.Store, *sql.DB) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { db.Close() })
+	CloseAtEnd(tb, db)
 	return s, db
 }
 
@@ -141,7 +153,7 @@ func sqliteAt(tb testing.TB, cfg sqlitestore.Config) (*sqlitestore.Store, string
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { s.Close() })
+	CloseAtEnd(tb, s)
 	if err := s.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
@@ -167,9 +179,8 @@ func PostgresURL(tb testing.TB) string {
 		if err != nil {
 			return err
 		}
-		defer c.Close(ctx)
 		_, err = c.Exec(ctx, sql)
-		return err
+		return errors.Join(err, c.Close(ctx))
 	}
 	if err := exec("CREATE SCHEMA " + schema); err != nil {
 		tb.Fatalf("%s: %v", DSNVar, err)
