@@ -85,4 +85,3 @@ func String(v any) string {
 	Write(&b, v)
 	return b.String()
 }
-
