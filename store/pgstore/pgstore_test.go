@@ -117,7 +117,7 @@ func TestAuditManyInstances(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		teststore.CloseAtEnd(t, s)
 		if err := s.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func testClaimWaits(t *testing.T, commit bool) {
 		if *s, err = pgstore.Open(ctx, dsn); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { (*s).Close() })
+		teststore.CloseAtEnd(t, *s)
 	}
 	if err := a.Migrate(ctx); err != nil {
 		t.Fatal(err)

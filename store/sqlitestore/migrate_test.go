@@ -17,7 +17,11 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,11 @@ func TestPragmas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	defer func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, db := range []struct {
 		name string
 		q    func(string, any) error
@@ -50,7 +54,7 @@ func TestPragmas(t *testing.T) {
 func TestOpenRejectsMemory(t *testing.T) {
 	for _, p := range []string{"", ":memory:", "a.db?mode=memory"} {
 		if s, err := Open(p, Config{}); err == nil {
-			s.Close()
+			_ = s.Close() // the test fails already
 			t.Errorf("Open(%q) succeeded; a file path is required", p)
 		}
 	}
