@@ -605,7 +605,7 @@ func TestChaosPostgresKill(t *testing.T) {
 
 	killer, err := pgx.Connect(ctx, os.Getenv(teststore.DSNVar))
 	must(t, err)
-	defer killer.Close(ctx)
+	defer func() { _ = killer.Close(ctx) }() // a connection of the test's own
 	// The killer strikes after every few calls sent, so that the faults
 	// keep pace with the calls however fast the machine is, and then
 	// after a random delay, to strike at a random point of what runs.

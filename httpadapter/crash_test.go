@@ -3,6 +3,7 @@ package httpadapter_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -98,14 +99,17 @@ func TestKeyedRetryAfterCrash(t *testing.T) {
 			setup(t, st)
 			before, err := balanceOf(st, "acme")
 			must(t, err)
-			st.Close()
+			must(t, st.Close())
 
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), crashChildVar+"="+kind+" "+dsn)
 			out, err := cmd.StdoutPipe()
 			must(t, err)
 			must(t, cmd.Start())
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill() // it may have exited already
+				_ = cmd.Wait()         // killed: the status says only that
+			})
 			lines := bufio.NewReader(out)
 			line, err := lines.ReadString('\n')
 			addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listening ")
@@ -127,7 +131,7 @@ func TestKeyedRetryAfterCrash(t *testing.T) {
 			go func() {
 				resp, err := send("http://" + addr)
 				if err == nil {
-					resp.Body.Close()
+					_ = resp.Body.Close()
 					err = fmt.Errorf("answered %s", resp.Status)
 				}
 				answered <- err
@@ -146,14 +150,14 @@ func TestKeyedRetryAfterCrash(t *testing.T) {
 				t.Fatalf("the first call ended before its commit was held: %v", err)
 			}
 			must(t, cmd.Process.Kill()) // SIGKILL: committed, never answered
-			cmd.Wait()
+			_ = cmd.Wait()              // killed: the status says only that
 			if err := <-answered; err == nil || strings.HasPrefix(err.Error(), "answered") {
 				t.Fatalf("the first call got an answer (%v); want a broken connection", err)
 			}
 
 			st, err = openStore(kind, dsn)
 			must(t, err)
-			defer st.Close()
+			teststore.CloseAtEnd(t, st)
 			svc, err := consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }})
 			must(t, err)
 			h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -162,7 +166,7 @@ func TestKeyedRetryAfterCrash(t *testing.T) {
 			resp, err := send(srv)
 			must(t, err)
 			got, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if resp.StatusCode != 200 || resp.Header.Get(httpadapter.ReplayedHeader) != "true" {
 				t.Fatalf("retry: %s replayed=%q %s; want the stored answer", resp.Status, resp.Header.Get(httpadapter.ReplayedHeader), got)
 			}
@@ -191,8 +195,22 @@ func balanceOf(st consent.Store, company string) (wallet.Amount, error) {
 func newLoopback(t *testing.T, h http.Handler) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	must(t, err)
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, ln, h)
 	return "http://" + ln.Addr().String()
+}
+
+// serveOn serves h on ln until the test ends, and fails the test when
+// serving or closing the server fails.
+func serveOn(t *testing.T, ln net.Listener, h http.Handler) {
+	srv := &http.Server{Handler: h}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("close the server: %v", err)
+		}
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("serve: %v", err)
+		}
+	})
 }

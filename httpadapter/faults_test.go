@@ -182,9 +182,7 @@ func serveUnix(t *testing.T, h http.Handler) *http.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	serveOn(t, ln, h)
 	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
 	}}}
@@ -204,7 +202,7 @@ func TestUnixSocketProxy(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode, string(b)
 	}
 	trusted := serveUnix(t, e.handler(t, httpadapter.Config{TrustedProxies: httpadapter.TrustedProxies{UnixSocket: true}}))
@@ -326,7 +324,7 @@ func (l *statusLog) wrap(h http.Handler) http.Handler {
 			w.Header()[k] = v
 		}
 		w.WriteHeader(rec.Code)
-		w.Write(rec.Body.Bytes())
+		_, _ = w.Write(rec.Body.Bytes()) // a client gone: the status is logged above
 	})
 }
 
@@ -353,7 +351,7 @@ func TestClientGoneIsNotAServerFault(t *testing.T) {
 		go func() {
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
-				resp.Body.Close()
+				_ = resp.Body.Close()
 			}
 			done <- err
 		}()

@@ -202,14 +202,12 @@ func (t *journalTx) CreateRevocation(ctx context.Context, r *consent.Revocation)
 
 func (t *journalTx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
 	v, err := t.Tx.PurgeSessions(ctx, before, limit)
-	t.done("PurgeSessions", err)
-	return v, err
+	return v, t.done("PurgeSessions", err)
 }
 
 func (t *journalTx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	v, err := t.Tx.PurgeCertificates(ctx, before, limit)
-	t.done("PurgeCertificates", err)
-	return v, err
+	return v, t.done("PurgeCertificates", err)
 }
 
 func (t *journalTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
@@ -218,8 +216,7 @@ func (t *journalTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
 
 func (t *journalTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	v, err := t.Tx.LeaseJob(ctx, kinds, owner, now, until)
-	t.done("LeaseJob", err)
-	return v, err
+	return v, t.done("LeaseJob", err)
 }
 
 func (t *journalTx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
@@ -232,8 +229,7 @@ func (t *journalTx) EndJob(ctx context.Context, kind, key, owner string, next *c
 
 func (t *journalTx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
 	v, err := t.Tx.ClaimIdempotencyKey(ctx, r, now)
-	t.done("ClaimIdempotencyKey", err)
-	return v, err
+	return v, t.done("ClaimIdempotencyKey", err)
 }
 
 func (t *journalTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
@@ -246,8 +242,7 @@ func (t *journalTx) ReleaseIdempotencyKey(ctx context.Context, scope, key string
 
 func (t *journalTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
 	v, err := t.Tx.PruneIdempotencyKeys(ctx, now, limit)
-	t.done("PruneIdempotencyKeys", err)
-	return v, err
+	return v, t.done("PruneIdempotencyKeys", err)
 }
 
 func (t *journalTx) CreateOperatorSession(ctx context.Context, s *consent.OperatorSession) error {
@@ -260,8 +255,7 @@ func (t *journalTx) DeleteOperatorSession(ctx context.Context, d consent.Digest)
 
 func (t *journalTx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error) {
 	v, err := t.Tx.PruneOperatorSessions(ctx, now, limit)
-	t.done("PruneOperatorSessions", err)
-	return v, err
+	return v, t.done("PruneOperatorSessions", err)
 }
 
 func (t *journalTx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
@@ -282,14 +276,12 @@ func (t *journalTx) AppendWebhookDelivery(ctx context.Context, d *consent.Webhoo
 
 func (t *journalTx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	v, err := t.Tx.Credit(ctx, e)
-	t.done("Credit", err)
-	return v, err
+	return v, t.done("Credit", err)
 }
 
 func (t *journalTx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	v, err := t.Tx.Debit(ctx, e)
-	t.done("Debit", err)
-	return v, err
+	return v, t.done("Debit", err)
 }
 
 func (t *journalTx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
@@ -313,6 +305,5 @@ func (t *journalTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error 
 
 func (t *journalTx) DebitAll(ctx context.Context, es []*wallet.Entry) (wallet.Amount, error) {
 	v, err := t.Tx.DebitAll(ctx, es)
-	t.done("Debit", err)
-	return v, err
+	return v, t.done("Debit", err)
 }

@@ -369,7 +369,7 @@ func TestOpenAPIServerIsTheHandlersRoot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		var b bytes.Buffer
 		if _, err := b.ReadFrom(resp.Body); err != nil {
 			t.Fatal(err)

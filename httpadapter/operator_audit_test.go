@@ -17,6 +17,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 )
 
@@ -30,7 +31,7 @@ func TestOperatorVerifiesAuditChain(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "consent.db")
 	st, err := sqlitestore.Open(path, sqlitestore.Config{})
 	must(t, err)
-	t.Cleanup(func() { st.Close() })
+	teststore.CloseAtEnd(t, st)
 	must(t, st.Migrate(ctx))
 	e := setup(t, st)
 	h, err := httpadapter.New(httpadapter.Config{Service: e.svc, OperatorSecret: operatorSecret,
@@ -54,7 +55,9 @@ func TestOperatorVerifiesAuditChain(t *testing.T) {
 		if err := json.Unmarshal(body, &raw); err != nil {
 			t.Fatalf("GET %s%s: %d, not JSON: %s", verify, query, rec.Code, body)
 		}
-		json.Unmarshal(body, &v)
+		if err := json.Unmarshal(body, &v); err != nil {
+			t.Fatalf("GET %s%s: %d, not an AuditVerifyResponse: %v", verify, query, rec.Code, err)
+		}
 		return rec.Code, v, raw
 	}
 	head, err := e.svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", Newest: true, Limit: 1})
@@ -124,7 +127,7 @@ func TestOperatorVerifiesAuditChain(t *testing.T) {
 	// Entry 3 edited in the database, as its owner could.
 	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
 	must(t, err)
-	defer db.Close()
+	teststore.CloseAtEnd(t, db)
 	for _, stmt := range []string{`DROP TRIGGER audit_log_no_update`,
 		`UPDATE audit_log SET outcome = 'forged' WHERE company_id = 'acme' AND seq = 3`} {
 		if _, err := db.Exec(stmt); err != nil {
