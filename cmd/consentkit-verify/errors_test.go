@@ -71,7 +71,7 @@ func refusals(t *testing.T) map[string][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }()
 		b, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != want {
 			t.Fatalf("POST %s %s: %d %s, want %d", path, body, resp.StatusCode, b, want)

@@ -91,7 +91,7 @@ func body(t *testing.T, req *http.Request) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
 		t.Fatalf("%s %s: %d %s", req.Method, req.URL, resp.StatusCode, b)

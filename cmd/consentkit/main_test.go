@@ -195,14 +195,14 @@ func directBackend(t *testing.T, kind string) *backend {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		teststore.CloseAtEnd(t, s)
 		st = s
 	} else {
 		s, err := pgstore.Open(context.Background(), dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { s.Close() })
+		teststore.CloseAtEnd(t, s)
 		st = s
 	}
 	b := newBackend(t, "direct", st, clk)
@@ -691,7 +691,9 @@ func TestFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other.Close()
+	if err := other.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		b    *backend
 		args []string

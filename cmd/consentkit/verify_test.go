@@ -11,6 +11,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
 )
 
 // cancelOn is a writer that cancels a context once what it was written
@@ -132,7 +133,7 @@ func TestAuditVerify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	teststore.CloseAtEnd(t, db)
 	for _, stmt := range []string{`DROP TRIGGER audit_log_no_update`,
 		`UPDATE audit_log SET outcome = 'forged' WHERE company_id = 'acme' AND seq = 5`} {
 		if _, err := db.Exec(stmt); err != nil {

@@ -34,7 +34,7 @@ func TestMounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"valid":true`) || resp.Header.Get("X-Request-Id") == "" {
 		t.Errorf("verify under /consent/: %d %s (request id %q)", resp.StatusCode, body, resp.Header.Get("X-Request-Id"))
 	}
@@ -44,7 +44,7 @@ func TestMounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if !strings.Contains(string(b), want) {
 			t.Errorf("GET %s = %q", path, b)
 		}
@@ -54,7 +54,7 @@ func TestMounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is checked
 	if resp.StatusCode != 404 {
 		t.Errorf("POST /verify/match outside the prefix: %d, want 404", resp.StatusCode)
 	}
@@ -69,7 +69,7 @@ func started(t *testing.T, args ...string) string {
 	exit := make(chan int, 1)
 	go func() {
 		exit <- run(ctx, args, pw, io.Discard)
-		pw.Close()
+		_ = pw.Close() // a pipe's writer closes without error
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -104,7 +104,7 @@ func TestAddrFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the status is checked
 	if resp.StatusCode != 200 {
 		t.Errorf("GET /status: %d", resp.StatusCode)
 	}
@@ -130,11 +130,15 @@ func TestSlowBodyIsCutOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	io.WriteString(conn, "POST /consent/opt-out HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"company_id\":")
+	defer func() { _ = conn.Close() }()
+	if _, err := io.WriteString(conn, "POST /consent/opt-out HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"company_id\":"); err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	if at, ok := testwait.Deadline(t); ok {
-		conn.SetReadDeadline(at)
+		if err := conn.SetReadDeadline(at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	_, err = io.Copy(io.Discard, conn) // until the server closes the connection
 	if err != nil {

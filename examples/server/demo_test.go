@@ -26,7 +26,7 @@ func page(t *testing.T, send func() (*http.Response, error)) (int, *url.URL, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, resp.Request.URL, string(b)
 }

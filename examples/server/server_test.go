@@ -86,7 +86,10 @@ func startIn(t *testing.T, dir string, args ...string) *running {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // it may have exited already
+		_ = cmd.Wait()         // killed: the status says only that
+	})
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -151,9 +154,11 @@ func (r *running) capturePost(t *testing.T, path, bearer, body string) (int, map
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var v map[string]any
-	json.NewDecoder(resp.Body).Decode(&v)
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil && !errors.Is(err, io.EOF) { // EOF: no body
+		t.Fatalf("POST %s: %d, the answer is not JSON: %v", path, resp.StatusCode, err)
+	}
 	return resp.StatusCode, v
 }
 
@@ -172,7 +177,7 @@ func (r *running) call(t *testing.T, method, path, token, body string) (int, map
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, _ := io.ReadAll(resp.Body)
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -329,7 +334,7 @@ func TestServerRestartKeepsState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	teststore.CloseAtEnd(t, st)
 	err = st.View(context.Background(), func(tx consent.Tx) error {
 		bal, err := tx.Balance(context.Background(), "acme")
 		if err != nil || bal != 25_185_000 {
@@ -488,7 +493,7 @@ func dashboardLogin(t *testing.T, s *running, secret string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp.Body.Close()
+	_ = resp.Body.Close() // only the headers are checked
 	for _, c := range resp.Header.Values("Set-Cookie") {
 		if strings.HasPrefix(c, "consentkit_dashboard=") {
 			return c
@@ -504,7 +509,7 @@ func get(t *testing.T, url string) (int, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		t.Fatal(err)
@@ -601,7 +606,9 @@ func TestFlagsOutOfRange(t *testing.T) {
 // A seed file with an error names it, loads nothing and exits non-zero.
 func TestServerBadSeed(t *testing.T) {
 	seed := filepath.Join(t.TempDir(), "bad.json")
-	os.WriteFile(seed, []byte(`{"companies":[{"id":"a","name":"A"},{"id":"a","name":"again"}]}`), 0o644)
+	if err := os.WriteFile(seed, []byte(`{"companies":[{"id":"a","name":"A"},{"id":"a","name":"again"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	db := filepath.Join(t.TempDir(), "c.db")
 	cmd := exec.Command(serverBinary(t), "-addr", "127.0.0.1:0", "-store", "sqlite", "-dsn", db, "-seed", seed, "-replayer", "/nonexistent")
 	out, err := cmd.CombinedOutput()
@@ -616,13 +623,17 @@ func TestServerBadSeed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	st.View(context.Background(), func(tx consent.Tx) error {
-		if ids, _ := tx.CompanyIDs(context.Background(), "", 10); len(ids) != 0 {
+	teststore.CloseAtEnd(t, st)
+	err = st.View(context.Background(), func(tx consent.Tx) error {
+		ids, err := tx.CompanyIDs(context.Background(), "", 10)
+		if len(ids) != 0 {
 			t.Errorf("companies %v were loaded", ids)
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // A server started before rrweb's replayer was installed notices it once
