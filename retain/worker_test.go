@@ -387,7 +387,9 @@ func TestLostLeaseCancelsConversion(t *testing.T) {
 func TestDirRejectsBadNames(t *testing.T) {
 	d := retain.Dir{Root: t.TempDir()}
 	src := filepath.Join(t.TempDir(), "v.mp4")
-	os.WriteFile(src, []byte("x"), 0o644)
+	if err := os.WriteFile(src, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, id := range []string{"", "..", "a/b"} {
 		if _, err := d.Put(ctx, id, src, time.Time{}); err == nil {
 			t.Errorf("Put(%q) succeeded", id)

@@ -194,7 +194,9 @@ func firstHalfSecond(b *testing.B, raw []byte) []byte {
 	// The last event may come before the half second ends: a final one
 	// marks it, so the recording spans exactly 0.5 s after the snapshot.
 	first := 0.0
-	json.Unmarshal(cut[0], &struct{ Timestamp *float64 }{&first})
+	if err := json.Unmarshal(cut[0], &struct{ Timestamp *float64 }{&first}); err != nil {
+		b.Fatal(err)
+	}
 	end := fmt.Sprintf(`{"type":5,"data":{"tag":"end","payload":{}},"timestamp":%v}`, first+(snapshotAt-first)+500)
 	cut = append(cut, json.RawMessage(end))
 	out, err := json.Marshal(cut)
@@ -229,7 +231,7 @@ func pssKB(dir string) int64 {
 				break
 			}
 		}
-		f.Close()
+		_ = f.Close() // read only: its Close loses nothing
 	}
 	return sum
 }

@@ -36,7 +36,7 @@ func converter(t testing.TB, opts mp4.Config) (*mp4.Converter, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.RemoveAll(dir) })
+		t.Cleanup(func() { _ = os.RemoveAll(dir) }) // checkClean checks it is empty where it matters
 		opts.TempDir = dir
 	}
 	opts.Replayer = replayer
@@ -51,7 +51,11 @@ func converter(t testing.TB, opts mp4.Config) (*mp4.Converter, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
 	if _, err := exec.LookPath("ffprobe"); err != nil {
 		t.Fatal("ffprobe (part of ffmpeg) not found")
 	}
@@ -132,7 +136,9 @@ func waitGone(t *testing.T, dir string) []string {
 // gone.
 func checkClean(t *testing.T, c *mp4.Converter, tmp string) {
 	t.Helper()
-	c.Close()
+	if err := c.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 	if l := waitGone(t, tmp); len(l) > 0 {
 		t.Errorf("processes left behind:\n%s", strings.Join(l, "\n"))
 	}
@@ -211,7 +217,7 @@ func TestConvertIsDeterministic(t *testing.T) {
 // video: frames are on their way.
 func encoding(dir string) bool {
 	found := false
-	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error { // its function never fails
 		if err != nil || found {
 			return nil // a browser's files come and go meanwhile
 		}

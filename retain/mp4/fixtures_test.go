@@ -317,7 +317,7 @@ func startRecorder(t *testing.T) *recorder {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // best effort, unlike t.TempDir: Chromium may still write there
 
 	clip := filepath.Join(dir, "clip.webm")
 	if msg, err := exec.Command("ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=15:duration=2",
@@ -348,7 +348,7 @@ func startRecorder(t *testing.T) *recorder {
 	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithLogf(func(string, ...any) {}))
 	t.Cleanup(func() {
 		closeCtx, stop := context.WithTimeout(ctx, 10*time.Second)
-		chromedp.Cancel(closeCtx)
+		_ = chromedp.Cancel(closeCtx) // a browser that does not close is killed: cancelAlloc
 		stop()
 		cancel()
 		cancelAlloc()
@@ -366,7 +366,7 @@ func (r *recorder) record(t *testing.T, f fixture) []byte {
 	tab, cancelTab := chromedp.NewContext(r.ctx, chromedp.WithNewBrowserContext())
 	defer func() {
 		closeCtx, stop := context.WithTimeout(tab, 10*time.Second)
-		chromedp.Cancel(closeCtx)
+		_ = chromedp.Cancel(closeCtx) // a tab that does not close goes with cancelTab
 		stop()
 		cancelTab()
 	}()

@@ -106,7 +106,9 @@ func startGateway(t *testing.T) *gateway {
 		t.Fatal(err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	if err := l.Close(); err != nil { // only its port was wanted, for the gateway
+		t.Fatal(err)
+	}
 	root, versions := t.TempDir(), t.TempDir()
 	out := new(lockedBuffer)
 	cmd := exec.Command(bin, "--access", accessKey, "--secret", secretKey, "--port", addr, "--quiet",
@@ -119,15 +121,15 @@ func startGateway(t *testing.T) *gateway {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
+		_ = cmd.Process.Kill() // it may have exited already
+		<-exited               //nolint:errcheck // waits for the exit; killed, its status says only that
 	})
 	// The gateway starts as fast as the machine lets it: wait for it as
 	// long as the test binary allows.
 	stop := testwait.Near(t)
 	for {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
+			_ = c.Close() // it answers: it is up
 			break
 		}
 		select {
@@ -192,12 +194,21 @@ func mp4File(t *testing.T, n int, seed uint64) (string, []byte) {
 	t.Helper()
 	b := make([]byte, n)
 	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
-	r.Read(b)
+	_, _ = r.Read(b) // ChaCha8's Read always fills b
 	p := filepath.Join(t.TempDir(), fmt.Sprintf("video-%d.mp4", seed))
 	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return p, b
+}
+
+// closeOK closes f, a video the store opened, and fails t when Close does:
+// the reader's Close is the store's code under test too.
+func closeOK(t *testing.T, f io.Closer) {
+	t.Helper()
+	if err := f.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }
 
 func readAll(t *testing.T, s *s3video.Store, v consent.Video) []byte {
@@ -206,7 +217,7 @@ func readAll(t *testing.T, s *s3video.Store, v consent.Video) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer closeOK(t, f)
 	b, err := io.ReadAll(f)
 	if err != nil {
 		t.Fatal(err)
@@ -302,7 +313,7 @@ func TestSeek(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // for a test that ends early: the end closes f, checked
 	before := g.gets.Load()
 	if n, err := f.Seek(0, io.SeekEnd); n != int64(len(want)) || err != nil {
 		t.Fatalf("Seek(0, End) = %d, %v; want %d", n, err, len(want))
@@ -375,7 +386,7 @@ func TestServeContent(t *testing.T) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
-		defer f.Close()
+		defer closeOK(t, f)
 		w.Header().Set("Content-Type", "video/mp4")
 		http.ServeContent(w, r, "ses_serve.mp4", time.Time{}, f)
 	}))
@@ -404,7 +415,7 @@ func TestServeContent(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, err := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			_ = resp.Body.Close()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -429,7 +440,7 @@ func TestServeContent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close() // only the status is checked
 		if resp.StatusCode != http.StatusRequestedRangeNotSatisfiable {
 			t.Errorf("status %d, want 416", resp.StatusCode)
 		}
@@ -450,13 +461,13 @@ func TestOpenRefuses(t *testing.T) {
 	for _, key := range []string{"videos/ses_x.mp4", "ses_x.mp4", "secret/ses_x.mp4", "videos/sub/ses_x.mp4"} {
 		f, _ := os.Open(src)
 		_, err := g.client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("other"), Key: aws.String(key), Body: f})
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			t.Fatal(err)
 		}
 		f, _ = os.Open(src)
 		_, err = g.client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: aws.String("mine"), Key: aws.String(key), Body: f})
-		f.Close()
+		_ = f.Close() // read only
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -484,7 +495,7 @@ func TestOpenRefuses(t *testing.T) {
 		w.Path = p
 		f, err := s.Open(t.Context(), w)
 		if err == nil {
-			f.Close()
+			_ = f.Close() // the test fails already
 			t.Errorf("Open(%q) succeeded", p)
 			continue
 		}
@@ -533,7 +544,7 @@ func TestNotFound(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer f.Close()
+			defer closeOK(t, f)
 			del := &s3.DeleteObjectInput{Bucket: &bucket, Key: aws.String("videos/ses_nf.mp4")}
 			if _, err := g.client.DeleteObject(t.Context(), del); err != nil {
 				t.Fatal(err)
