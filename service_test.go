@@ -9,6 +9,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -27,7 +28,7 @@ func newService(t *testing.T, cfg consentkit.Config) (*consentkit.Service, *cloc
 		cfg.Now = c.now
 	}
 	s := memstore.New()
-	t.Cleanup(func() { s.Close() })
+	teststore.CloseAtEnd(t, s)
 	svc, err := consentkit.NewService(s, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
 )
 
@@ -35,7 +36,7 @@ func (s *countingStore) View(ctx context.Context, fn func(consent.Tx) error) err
 func services(t *testing.T, cfg consentkit.Config) (a, b *consentkit.Service, ca, cb *clock, st *countingStore) {
 	t.Helper()
 	st = &countingStore{Store: memstore.New(), hold: make(chan chan struct{}, 1)}
-	t.Cleanup(func() { st.Close() })
+	teststore.CloseAtEnd(t, st)
 	start := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	ca, cb = &clock{t: start}, &clock{t: start}
 	var err error

@@ -19,7 +19,11 @@ var ctx = context.Background()
 func newService(t *testing.T) *consentkit.Service {
 	t.Helper()
 	st := memstore.New()
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +110,11 @@ func TestCheckChain(t *testing.T) {
 // entry, and VerifyChains names each broken chain.
 func TestVerifyChainFindsAnEdit(t *testing.T) {
 	st := &editing{Store: memstore.New()}
-	t.Cleanup(func() { st.Close() })
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	})
 	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/sqlitestore"
 )
 
@@ -21,11 +22,11 @@ func tamperedStore(t *testing.T) (*sqlitestore.Store, *sql.DB) {
 	path := filepath.Join(t.TempDir(), "consent.db")
 	s, err := sqlitestore.Open(path, sqlitestore.Config{})
 	must(t, err)
-	t.Cleanup(func() { s.Close() })
+	teststore.CloseAtEnd(t, s)
 	must(t, s.Migrate(ctx))
 	db, err := sql.Open("sqlite3", "file:"+path+"?_busy_timeout=10000")
 	must(t, err)
-	t.Cleanup(func() { db.Close() })
+	teststore.CloseAtEnd(t, db)
 	for _, trigger := range []string{"audit_log_no_update", "audit_log_no_delete"} {
 		_, err := db.Exec("DROP TRIGGER " + trigger)
 		must(t, err)

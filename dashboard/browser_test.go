@@ -259,7 +259,7 @@ func startChromium(t *testing.T) context.Context {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ckdash")
 	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // best effort, unlike t.TempDir: Chromium may still write there
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.UserDataDir(dir),
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900), chromedp.Env("TMPDIR="+dir),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"))

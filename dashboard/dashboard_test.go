@@ -102,7 +102,7 @@ func (b *browser) get(path string) (int, string) {
 
 func (b *browser) read(resp *http.Response) (int, string) {
 	b.t.Helper()
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(resp.Body)
 	must(b.t, err)
 	if m := csrfRE.FindSubmatch(body); m != nil {

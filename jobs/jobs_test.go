@@ -356,7 +356,12 @@ func TestRunnersShareAStore(t *testing.T) {
 				t.Fatal(err)
 			}
 			wg.Add(1)
-			go func() { defer wg.Done(); r.Run(runCtx) }()
+			go func() {
+				defer wg.Done()
+				if err := r.Run(runCtx); err != nil {
+					t.Errorf("runner %d: %v", i, err)
+				}
+			}()
 		}
 		select {
 		case <-all:
@@ -425,7 +430,12 @@ func TestWake(t *testing.T) {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { r.Run(runCtx); close(done) }()
+	go func() {
+		defer close(done)
+		if err := r.Run(runCtx); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
 	defer func() { cancel(); <-done }()
 	// The runner finds nothing and waits an hour. The job is enqueued
 	// only once it has looked, however long that took.

@@ -34,7 +34,7 @@ func TestLoadExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer r.Close()
+		defer func() { _ = r.Close() }() // read only: its Close loses nothing
 		f, err := seed.Parse(r)
 		if err != nil {
 			t.Fatal(err)

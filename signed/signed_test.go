@@ -120,8 +120,12 @@ func TestProofVerify(t *testing.T) {
 	} {
 		var p signed.Proof
 		var ks signed.KeySet
-		json.Unmarshal(proofJSON, &p)
-		json.Unmarshal(keysJSON, &ks)
+		if err := json.Unmarshal(proofJSON, &p); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(keysJSON, &ks); err != nil {
+			t.Fatal(err)
+		}
 		tc.edit(&p, &ks)
 		if err := p.Verify(&ks); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v; want an error saying %q", name, err, tc.want)

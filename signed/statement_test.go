@@ -73,7 +73,9 @@ func TestStatement(t *testing.T) {
 		"no lists":       func(s *signed.Statement) { s.Unreproducible = nil },
 	} {
 		var s signed.Statement
-		json.Unmarshal(raw, &s)
+		if err := json.Unmarshal(raw, &s); err != nil {
+			t.Fatal(err)
+		}
 		edit(&s)
 		if err := signed.VerifyStatement(&s, &content, key.Public(), sig); err == nil {
 			t.Errorf("%s edited: VerifyStatement accepted it", name)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/store/sqlitestore"
@@ -93,7 +94,10 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // killed below, unless the test ended before
+		_ = cmd.Wait()         // killed: the status says only that
+	})
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != "committed" {
 		t.Fatalf("child said %q, %v", line, err)
@@ -101,7 +105,7 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no deferred code, no clean close
 		t.Fatal(err)
 	}
-	cmd.Wait()
+	_ = cmd.Wait() // killed: the status says only that
 	if n := len(rc.requests()); n != 0 {
 		t.Fatalf("receiver got %d requests before any runner ran", n)
 	}
@@ -110,7 +114,7 @@ func TestCrashAfterCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
+	teststore.CloseAtEnd(t, st)
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

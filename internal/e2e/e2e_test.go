@@ -157,13 +157,15 @@ func newStack(t *testing.T) *stack {
 	page := strings.ReplaceAll(formPage, "{{SERVICE}}", s.service.URL)
 	s.form = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
-			r.ParseForm()
+			if err := r.ParseForm(); err != nil {
+				t.Errorf("the form's post: %v", err)
+			}
 			s.posts <- r.PostForm
-			io.WriteString(w, "<!doctype html><p>Thank you.</p>")
+			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page)
+		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
 	}))
 	t.Cleanup(s.form.Close)
 	// The service and the form are on different ports: different origins.
@@ -181,7 +183,7 @@ func browser(t *testing.T) context.Context {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() { _ = os.RemoveAll(dir) }) // best effort, unlike t.TempDir: a browser may still write there
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium), chromedp.UserDataDir(dir),
 		chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1000, 800), chromedp.Env("TMPDIR="+dir))
 	if os.Geteuid() == 0 {
@@ -253,9 +255,11 @@ func (s *stack) post(t *testing.T, path, body string) (int, map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var out map[string]any
-	json.NewDecoder(resp.Body).Decode(&out)
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("%d, the answer is not JSON: %v", resp.StatusCode, err)
+	}
 	return resp.StatusCode, out
 }
 
@@ -336,7 +340,7 @@ func convertRetained(t *testing.T, svc *consentkit.Service, sessionID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(tmp) })
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // best effort, unlike t.TempDir: a browser may still write there
 	conv, err := mp4.New(mp4.Config{Replayer: rrwebDir, TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)

@@ -140,9 +140,11 @@ func newEvidenceStack(t *testing.T, cases []evidenceCase) *evidenceStack {
 	}
 	s.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
-			r.ParseForm()
+			if err := r.ParseForm(); err != nil {
+				t.Errorf("the form's post: %v", err)
+			}
 			s.received <- r.PostForm.Get("handlers_ms")
-			io.WriteString(w, "<!doctype html><p>Thank you.</p>")
+			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
 			return
 		}
 		page, ok := pages[r.URL.Path]
@@ -151,7 +153,7 @@ func newEvidenceStack(t *testing.T, cases []evidenceCase) *evidenceStack {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page)
+		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
 	}))
 	t.Cleanup(s.pages.Close)
 	if _, err := s.base.svc.AddProperty(context.Background(), consentkit.PropertyParams{ID: "evidence-form", CompanyID: "acme",

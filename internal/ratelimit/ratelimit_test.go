@@ -51,7 +51,7 @@ func TestLimiterNeverForgetsSpent(t *testing.T) {
 	}
 	for round := range 3 {
 		for i := range 10_000 {
-			l.Allow(fmt.Sprintf("spray-%d-%d", round, i))
+			_, _ = l.Allow(fmt.Sprintf("spray-%d-%d", round, i)) // refused or not: it fills the table
 		}
 		if _, err := l.Allow("victim"); !errors.Is(err, ErrEmpty) {
 			t.Fatalf("round %d: an emptied bucket answered %v after 10,000 other keys, want ErrEmpty", round, err)
@@ -71,11 +71,14 @@ func TestLimiterNeverForgetsSpent(t *testing.T) {
 func TestLimiterKeepsActiveKeys(t *testing.T) {
 	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
 	l := New(2, 10, func() time.Time { return clock })
-	l.Allow("busy")
-	l.Allow("busy")
+	for i := range 2 {
+		if _, err := l.Allow("busy"); err != nil {
+			t.Fatalf("request %d refused: %v", i+1, err)
+		}
+	}
 	for i := range 100 {
-		l.Allow("busy") // refused, but keeps the key recent
-		l.Allow(fmt.Sprint("other-", i))
+		_, _ = l.Allow("busy")                  // refused, but keeps the key recent
+		_, _ = l.Allow(fmt.Sprint("other-", i)) // a bucket, or ErrFull once they fill the table
 	}
 	if wait, err := l.Allow("busy"); !errors.Is(err, ErrEmpty) || wait != 30*time.Second {
 		t.Errorf("busy key: %v, wait %v; want ErrEmpty for 30 s", err, wait)
