@@ -176,6 +176,9 @@ const clockScript = `(function () {
       const doc = replayer && replayer.iframe ? replayer.iframe.contentDocument : null;
       return sync(document) + sync(doc);
     },
+    // replayer returns the Replayer of the last load (Converter.Attest
+    // measures the page it replays).
+    replayer() { return replayer; },
   };
 })();`
 
