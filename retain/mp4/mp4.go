@@ -55,6 +55,28 @@
 // video being encoded, and is removed when it stops; the video is moved to
 // the destination when its conversion succeeds, and removed when it fails.
 //
+// The same replay attests consent (Converter.Attest): replayed up to the
+// consent moment in a warm browser of the pool, each consent element, found
+// by the node id the capture snippet sent, is measured by the snippet's own
+// code (capture.MeasureJS), and the viewport is shot as PNG, so that the
+// server need not believe what the consumer's browser said it showed.
+//
+//	a, err := conv.Attest(ctx, recording, consentAtMillis, []int{nodeID})
+//	// a.Consents[0].Visible, .Text, .HiddenText; a.Screenshot; a.Unreproducible
+//
+// The replay reproduces what the recording holds: the DOM, its text and
+// attributes, inline styles and the stylesheets the recorder could read,
+// their changes, form state, scroll positions, the viewport, same-origin
+// frames and open shadow roots. It cannot reproduce what the recording only
+// links to, having no network — stylesheets of other origins that the
+// recorder could not read, web fonts, images, video, other origins' frames
+// — nor canvas drawings, which the snippet does not record; the
+// Attestation lists those the page holds (Unreproducible), so that a
+// difference they explain is not taken for a mismatch. It measures in
+// Chromium with this machine's fonts at a device pixel ratio of 1, whatever
+// the consumer's browser and screen: text metrics, and so line breaks and
+// clipping, may differ a little. No script of the page runs.
+//
 // It needs Debian's chromium-headless-shell (full Chromium cannot draw on
 // demand) and ffmpeg, with
 // fonts-liberation for stable text, and rrweb's browser bundle from npm
