@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +22,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/testwait"
+	"github.com/consentkit/consentkit/retain/mp4"
 )
 
 // attestPage is one form of the attestation tests: evidencePage with body
@@ -84,7 +89,7 @@ func newAttestStack(t *testing.T, pages []attestPage) *attestStack {
 	}
 	s.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
-			io.WriteString(w, "<!doctype html><p>Thank you.</p>")
+			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
 			return
 		}
 		page, ok := served[r.URL.Path]
@@ -93,7 +98,7 @@ func newAttestStack(t *testing.T, pages []attestPage) *attestStack {
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, page)
+		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
 	}))
 	t.Cleanup(s.pages.Close)
 	if _, err := s.base.svc.AddProperty(context.Background(), consentkit.PropertyParams{ID: "evidence-form", CompanyID: "acme",
@@ -253,5 +258,123 @@ func TestSnippetNodeID(t *testing.T) {
 		if got.cert.Records[i].NodeID != id {
 			t.Errorf("the certificate's record %d has node id %d, the snippet sent %d", i, got.cert.Records[i].NodeID, id)
 		}
+	}
+}
+
+// attestor returns a video converter, whose Attest replays recordings;
+// the test is skipped, saying why, when a tool is missing (except in CI).
+func attestor(t *testing.T) *mp4.Converter {
+	t.Helper()
+	tmp, err := os.MkdirTemp("", "cke2a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tmp) }) // best effort: Close removed what the browsers made
+	conv, err := mp4.New(mp4.Config{Replayer: rrwebDir, TempDir: tmp})
+	var missing *mp4.MissingError
+	if errors.As(err, &missing) && os.Getenv("CI") != "true" {
+		t.Skipf("attestation test skipped: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := conv.Close(); err != nil {
+			t.Errorf("close the converter: %v", err)
+		}
+	})
+	return conv
+}
+
+// viewportOf returns the viewport of the recording's first meta event.
+func viewportOf(t *testing.T, recording json.RawMessage) (int, int) {
+	t.Helper()
+	var events []struct {
+		Type int `json:"type"`
+		Data struct{ Width, Height int }
+	}
+	if err := json.Unmarshal(recording, &events); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		if e.Type == 4 {
+			return e.Data.Width, e.Data.Height
+		}
+	}
+	t.Fatal("the recording has no meta event")
+	return 0, 0
+}
+
+// The server measures what the consumer saw by replaying the recording
+// to the consent moment: forms recorded through the real snippet in
+// headless Chromium, attested at the certificate's opt-in time with the
+// node ids the snippet sent, measure as the snippet did — an honest
+// consent visible with the same text, a clause hidden by opacity hidden
+// in the replay too — with a screenshot of the viewport; a node the
+// recording lacks is not found, and a stylesheet the recorder could only
+// link to is listed as unreproducible.
+func TestAttest(t *testing.T) {
+	// A stylesheet of another origin, without CORS: the recorder cannot
+	// read it, so the recording links to it.
+	css := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css")
+		_, _ = io.WriteString(w, "label { font-weight: bold }") // a browser gone: the test fails waiting for it
+	}))
+	t.Cleanup(css.Close)
+	sheet := css.URL + "/site.css"
+	pages := []attestPage{
+		{name: "honest", body: withBox(""), act: clickOn("agree")},
+		{name: "hidden", body: hiddenBy("opacity:0"), act: clickOn("agree")},
+		{name: "linked", body: `<link rel="stylesheet" href="` + sheet + `">` + withBox(""), act: clickOn("agree")},
+	}
+	s := newAttestStack(t, pages)
+	ctx := browser(t)
+	conv := attestor(t)
+	const missing = 1 << 30
+	for _, p := range pages {
+		t.Run(p.name, func(t *testing.T) {
+			got := s.run(t, ctx, p)
+			if len(got.consents) != 1 {
+				t.Fatalf("%d consents, want 1", len(got.consents))
+			}
+			sent := got.consents[0]
+			at := got.cert.Records[0].OptInAt.UnixMilli()
+			a, err := conv.Attest(context.Background(), got.recording, at, []int{nodeIDOf(t, sent), missing})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := a.Consents[0]
+			t.Logf("replayed: %+v; unreproducible %q", m, a.Unreproducible)
+			v := sent.Visibility
+			if !m.Found || m.Text != sent.Text || m.Visible != v.Visible || m.InViewport != v.InViewport ||
+				!slices.Equal(m.HiddenText, v.HiddenText) || m.FontSizePx != v.FontSizePx || m.ContrastRatio != v.ContrastRatio ||
+				m.TextColor != v.TextColor || m.BackgroundColor != v.BackgroundColor {
+				t.Errorf("the replay measured %+v; the snippet sent %q %+v", m, sent.Text, v)
+			}
+			switch p.name {
+			case "hidden":
+				if m.Visible || m.Text != agreeText || !slices.Equal(m.HiddenText, []string{clauseText}) {
+					t.Errorf("the hidden clause: replayed %+v, want %q hidden", m, clauseText)
+				}
+			default:
+				if !m.Visible || m.Text != agreeText {
+					t.Errorf("the honest consent: replayed %+v, want %q visible", m, agreeText)
+				}
+			}
+			if a.Consents[1].NodeID != missing || a.Consents[1].Found {
+				t.Errorf("a node the recording lacks: %+v, want Found false", a.Consents[1])
+			}
+			if linked := slices.Contains(a.Unreproducible, "stylesheet "+sheet); linked != (p.name == "linked") {
+				t.Errorf("Unreproducible %q: lists %s %v", a.Unreproducible, sheet, linked)
+			}
+			width, height := viewportOf(t, got.recording)
+			img, err := png.Decode(bytes.NewReader(a.Screenshot))
+			if err != nil {
+				t.Fatalf("the screenshot is not a PNG: %v", err)
+			}
+			if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
+				t.Errorf("the screenshot is %dx%d, the recording's viewport %dx%d", b.Dx(), b.Dy(), width, height)
+			}
+		})
 	}
 }
