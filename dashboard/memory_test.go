@@ -7,8 +7,8 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
-	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/internal/testmem"
+	"github.com/consentkit/consentkit/internal/teststore"
 )
 
 // BenchmarkCertificatePageMemory is the memory the certificate page takes

@@ -369,4 +369,3 @@ func testEmptyLists(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
-
