@@ -14,8 +14,8 @@ import (
 // transaction — charges, jobs, webhook events and audit entries — and
 // Flush writes each kind with one call of the store (DebitAll,
 // EnqueueJobs, AppendAudits), so that n items cost a bounded number of
-// statements instead of n times those of one item (issue 13: the Retain
-// API's batch of 100).
+// statements instead of n times those of one item (the Retain API's batch
+// of 100, say).
 //
 // Its rules are those of Charge, EmitEvent and Audit, applied to the items
 // in the order they are added, with the clock read at the same points: the
@@ -156,7 +156,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	if len(b.debits) > 0 {
 		bal, err := b.tx.DebitAll(ctx, b.debits)
 		if err != nil {
-			return fmt.Errorf("batch of %s: charge: %v", b.companyID, err)
+			return consent.StorageFailure("batch of "+b.companyID+": charge", err)
 		}
 		if bal != b.balance {
 			return fmt.Errorf("batch of %s: the balance after the charges is %s, not %s", b.companyID, bal, b.balance)
@@ -164,7 +164,7 @@ func (b *Batch) Flush(ctx context.Context) error {
 	}
 	if len(b.jobs) > 0 {
 		if err := b.tx.EnqueueJobs(ctx, b.jobs); err != nil {
-			return fmt.Errorf("batch of %s: jobs: %v", b.companyID, err)
+			return consent.StorageFailure("batch of "+b.companyID+": jobs", err)
 		}
 	}
 	if len(b.audits) > 0 {

@@ -99,3 +99,17 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// StorageFailure reports err, met by a write that has no reason of its own
+// to fail (past a charge, in a batch's flush), as a storage failure (an
+// uncoded error, Internal) that what describes: a code err carries, or a
+// wallet's refusal, is dropped — so that a batch fails whole instead of
+// counting a charged entry as refused — while an uncoded error (the
+// driver's) stays in the chain, where a store finds a transaction that the
+// database aborted, for a deadlock, to run it again.
+func StorageFailure(what string, err error) error {
+	if ErrorCode(err) != Internal {
+		return fmt.Errorf("%s: %v", what, err) //nolint:errorlint // the code is dropped on purpose
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}

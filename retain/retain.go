@@ -2,7 +2,6 @@ package retain
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -20,10 +19,11 @@ type Service struct {
 // New returns a Service built from svc.
 func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
-// StatusQueued is the status of a successful retention (§4.8).
+// StatusQueued is the status of a successful retention by the Retain API
+// (D22).
 const StatusQueued = "queued_for_conversion"
 
-// MaxBatch is the most sessions one batch may name (§4.9, D23).
+// MaxBatch is the most sessions one batch may name (D23).
 const MaxBatch = 100
 
 // Retention is the outcome of one retention.
@@ -78,24 +78,23 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	if err != nil {
 		return nil, err
 	}
-	// Past the charge every error is a storage failure: %v drops any code,
-	// so a batch fails whole instead of counting a charged entry as failed.
+	// Past the charge every error is a storage failure (consent.StorageFailure).
 	out, changed := s.mark(ses, certs, r, charged, bal)
 	for _, c := range changed {
 		if err := tx.UpdateCertificate(ctx, c); err != nil {
-			return nil, fmt.Errorf("retain certificate %s: %v", c.ID, err)
+			return nil, consent.StorageFailure("retain certificate "+c.ID, err)
 		}
 	}
 	if err := tx.UpdateSession(ctx, ses); err != nil {
-		return nil, fmt.Errorf("retain %s: %v", sessionID, err)
+		return nil, consent.StorageFailure("retain "+sessionID, err)
 	}
 	if r.video {
 		if err := tx.EnqueueJob(ctx, s.conversion(sessionID)); err != nil {
-			return nil, fmt.Errorf("retain %s: enqueue conversion: %v", sessionID, err)
+			return nil, consent.StorageFailure("retain "+sessionID+": enqueue conversion", err)
 		}
 	}
 	if err := s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, retainedEvent(ses, out)); err != nil {
-		return nil, fmt.Errorf("retain %s: webhook: %v", sessionID, err)
+		return nil, consent.StorageFailure("retain "+sessionID+": webhook", err)
 	}
 	return out, nil
 }
@@ -270,7 +269,8 @@ type BatchEntry struct {
 	Err       error  // nil on success; coded like Retain's errors
 }
 
-// BatchResult is the answer to a batch (§4.9).
+// BatchResult is the answer to a batch, POST
+// /api/integrations/{companyId}/retain/batch (D23).
 type BatchResult struct {
 	Retained, Failed int
 	TotalCost        wallet.Amount
@@ -285,7 +285,7 @@ type BatchResult struct {
 // is empty or longer than MaxBatch; an entry that is not an identifier
 // fails by itself.
 //
-// The batch does its work set-wise (issue 13): one read of all its
+// The batch does its work set-wise: one read of all its
 // sessions, one of the wallet, the rules applied to each entry in order in
 // memory, then one write of each kind — the charges, the sessions, the
 // conversion jobs and webhook messages, the audit entries — so that it
@@ -365,7 +365,7 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 		res.Results[i] = e
 	}
 	if err := tx.UpdateSessions(ctx, retained); err != nil {
-		return nil, fmt.Errorf("retain batch: %v", err)
+		return nil, consent.StorageFailure("retain batch", err)
 	}
 	if err := b.Flush(ctx); err != nil {
 		return nil, err
@@ -407,7 +407,7 @@ func (s *Service) keepIn(ctx context.Context, b *consentkit.Batch, ses *consent.
 		b.Enqueue(s.conversion(ses.ID))
 	}
 	if err := b.Emit(ctx, consent.EventSessionRetained, func() any { return retainedEvent(ses, out) }); err != nil {
-		return nil, fmt.Errorf("retain %s: webhook: %v", ses.ID, err)
+		return nil, consent.StorageFailure("retain "+ses.ID+": webhook", err)
 	}
 	return out, nil
 }

@@ -1,6 +1,11 @@
 // Package sqlitestore is a consent.Store on SQLite (github.com/mattn/go-sqlite3),
 // the embedded default for a real deployment on one machine.
 //
+//	st, err := sqlitestore.Open("consent.db", sqlitestore.Config{})
+//	defer st.Close()
+//	err = st.Migrate(ctx) // explicit: you decide when
+//	svc, err := consentkit.NewService(st, consentkit.Config{})
+//
 // The database runs in WAL mode with synchronous=FULL, so a committed charge
 // or revocation survives a power cut (D31), and with foreign keys on. Writes
 // go through one connection whose transactions begin with BEGIN IMMEDIATE:
@@ -133,16 +138,16 @@ func Open(path string, opts Config) (*Store, error) {
 	// read-only pool needs to exist.
 	var mode string
 	if err := write.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
-		write.Close()
+		_ = write.Close() // err says why Open failed
 		return nil, fmt.Errorf("sqlitestore: open %s: %w", path, err)
 	}
 	if mode != "wal" {
-		write.Close()
+		_ = write.Close()
 		return nil, fmt.Errorf("sqlitestore: journal mode is %q, want wal", mode)
 	}
 	read, err := sql.Open("sqlite3", "file:"+path+"?"+rq.Encode())
 	if err != nil {
-		write.Close()
+		_ = write.Close()
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	read.SetMaxOpenConns(opts.ReadConns)
@@ -162,7 +167,8 @@ func Open(path string, opts Config) (*Store, error) {
 	}
 	cp, err := sql.Open("sqlite3", "file:"+path+"?"+common.Encode())
 	if err != nil {
-		s.Close()
+		close(s.done) // no checkpoints run, which Close would wait for
+		_ = s.Close()
 		return nil, fmt.Errorf("sqlitestore: %w", err)
 	}
 	cp.SetMaxOpenConns(1)
@@ -175,7 +181,7 @@ func Open(path string, opts Config) (*Store, error) {
 // the writer or readers, and does what it can.
 func (s *Store) checkpoints(cp *sql.DB, interval time.Duration) {
 	defer close(s.done)
-	defer cp.Close()
+	defer func() { _ = cp.Close() }() // it only ever checkpoints: nothing is lost
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -183,7 +189,7 @@ func (s *Store) checkpoints(cp *sql.DB, interval time.Duration) {
 		case <-s.stop:
 			return
 		case <-t.C:
-			cp.Exec("PRAGMA wal_checkpoint(PASSIVE)") // a failure is retried at the next tick
+			_, _ = cp.Exec("PRAGMA wal_checkpoint(PASSIVE)") // a failure is retried at the next tick
 		}
 	}
 }
