@@ -43,24 +43,16 @@ func (t *tx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int
 }
 
 func (t *tx) PublishKey(ctx context.Context, k *consent.PublishedKey) error {
-	_, err := t.exec(ctx, `INSERT INTO public_keys (id, public_key, created_at) VALUES ($1, $2, $3)`, k.ID, k.Key, k.CreatedAt)
+	_, err := t.exec(ctx, `INSERT INTO public_keys (`+sqlrow.PublishedKeyColumns+`) VALUES ($1, $2, $3)`, k.ID, k.Key, k.CreatedAt)
 	return err
 }
 
 func (t *tx) PublishedKey(ctx context.Context, id string) (*consent.PublishedKey, error) {
-	k, err := scanPublishedKey(t.tx.QueryRow(ctx, `SELECT id, public_key, created_at FROM public_keys WHERE id = $1`, id))
+	k, err := dialect.ScanPublishedKey(t.tx.QueryRow(ctx, `SELECT `+sqlrow.PublishedKeyColumns+` FROM public_keys WHERE id = $1`, id))
 	return k, one(err, "published key")
 }
 
 func (t *tx) PublishedKeys(ctx context.Context) ([]*consent.PublishedKey, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id, public_key, created_at FROM public_keys ORDER BY created_at, id`)
-	return collect(rows, err, scanPublishedKey)
-}
-
-func scanPublishedKey(row sqlrow.Row) (*consent.PublishedKey, error) {
-	var k consent.PublishedKey
-	if err := row.Scan(&k.ID, &k.Key, dialect.Time(&k.CreatedAt)); err != nil {
-		return nil, err
-	}
-	return &k, nil
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.PublishedKeyColumns+` FROM public_keys ORDER BY created_at, id`)
+	return collect(rows, err, dialect.ScanPublishedKey)
 }

@@ -7,12 +7,10 @@ import (
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 )
 
-const attestationColumns = `certificate_id, company_id, status, statement, signature, key_id, screenshot, created_at, updated_at`
-
 // CreateAttestation inserts the row only for a certificate of the company:
 // none inserted is NotFound, a second is a Conflict (the primary key).
 func (t *tx) CreateAttestation(ctx context.Context, a *consent.Attestation) error {
-	r, err := t.exec(ctx, `INSERT INTO attestations (`+attestationColumns+`)
+	r, err := t.exec(ctx, `INSERT INTO attestations (`+sqlrow.AttestationColumns+`)
 		SELECT id, company_id, ?, ?, ?, ?, ?, ?, ? FROM certificates WHERE id = ? AND company_id = ?`,
 		a.Status, string(a.Statement), signatureBytes(a.Signature), a.KeyID, a.Screenshot, a.CreatedAt.UnixMicro(), a.UpdatedAt.UnixMicro(),
 		a.CertificateID, a.CompanyID)
@@ -20,7 +18,7 @@ func (t *tx) CreateAttestation(ctx context.Context, a *consent.Attestation) erro
 }
 
 func (t *tx) Attestation(ctx context.Context, certificateID string) (*consent.Attestation, error) {
-	a, err := scanAttestation(t.tx.QueryRowContext(ctx, `SELECT `+attestationColumns+` FROM attestations WHERE certificate_id = ?`, certificateID))
+	a, err := dialect.ScanAttestation(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.AttestationColumns+` FROM attestations WHERE certificate_id = ?`, certificateID))
 	return a, one(err, "attestation")
 }
 
@@ -28,18 +26,4 @@ func (t *tx) UpdateAttestation(ctx context.Context, a *consent.Attestation) erro
 	r, err := t.exec(ctx, `UPDATE attestations SET status = ?, statement = ?, signature = ?, key_id = ?, screenshot = ?, updated_at = ?
 		WHERE certificate_id = ?`, a.Status, string(a.Statement), signatureBytes(a.Signature), a.KeyID, a.Screenshot, a.UpdatedAt.UnixMicro(), a.CertificateID)
 	return affected(r, err, "attestation")
-}
-
-func scanAttestation(row sqlrow.Row) (*consent.Attestation, error) {
-	var (
-		a         consent.Attestation
-		statement string
-	)
-	err := row.Scan(&a.CertificateID, &a.CompanyID, &a.Status, &statement, &a.Signature, &a.KeyID, &a.Screenshot,
-		dialect.Time(&a.CreatedAt), dialect.Time(&a.UpdatedAt))
-	if err != nil {
-		return nil, err
-	}
-	a.Statement = []byte(statement)
-	return &a, nil
 }

@@ -215,3 +215,25 @@ func (d Dialect) ScanCompany(row Row) (*consent.Company, error) {
 	var c consent.Company
 	return done(&c, row.Scan(&c.ID, &c.Name, &c.ThirdPartyVerificationEnabled, d.Strings(&c.AuthorizedThirdParties), d.Time(&c.CreatedAt)))
 }
+
+// PublishedKeyColumns are the columns ScanPublishedKey reads.
+const PublishedKeyColumns = `id, public_key, created_at`
+
+func (d Dialect) ScanPublishedKey(row Row) (*consent.PublishedKey, error) {
+	var k consent.PublishedKey
+	return done(&k, row.Scan(&k.ID, &k.Key, d.Time(&k.CreatedAt)))
+}
+
+// AttestationColumns are the columns ScanAttestation reads, in its order.
+const AttestationColumns = `certificate_id, company_id, status, statement, signature, key_id, screenshot, created_at, updated_at`
+
+func (d Dialect) ScanAttestation(row Row) (*consent.Attestation, error) {
+	var (
+		a         consent.Attestation
+		statement string
+	)
+	err := row.Scan(&a.CertificateID, &a.CompanyID, &a.Status, &statement, &a.Signature, &a.KeyID, &a.Screenshot,
+		d.Time(&a.CreatedAt), d.Time(&a.UpdatedAt))
+	a.Statement = []byte(statement)
+	return done(&a, err)
+}

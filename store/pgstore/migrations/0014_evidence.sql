@@ -17,10 +17,8 @@ CREATE TABLE public_keys (
     public_key bytea NOT NULL CHECK (length(public_key) = 32),
     created_at timestamptz NOT NULL
 );
-CREATE FUNCTION public_keys_fixed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    RAISE EXCEPTION 'a published key never changes';
-END $$;
+CREATE FUNCTION public_keys_fixed() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN RAISE EXCEPTION 'a published key never changes'; END $$;
 CREATE TRIGGER public_keys_fixed BEFORE UPDATE OR DELETE ON public_keys
     FOR EACH ROW EXECUTE FUNCTION public_keys_fixed();
 CREATE TRIGGER public_keys_no_truncate BEFORE TRUNCATE ON public_keys
