@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -83,41 +82,21 @@ func (s *Statement) Encoding() ([]byte, error) {
 	o.open()
 	o.str("certificate_id", s.CertificateID)
 	o.str("certificate_sha256", s.CertificateSHA256)
-	o.member("consents")
-	o.b = append(o.b, '[')
-	for i, c := range s.Consents {
-		if i > 0 {
-			o.b = append(o.b, ',')
-		}
-		in := object{b: o.b}
-		in.open()
+	o.objects("consents", len(s.Consents), func(i int, in *object) {
+		c := s.Consents[i]
 		in.boolean("found", c.Found)
-		in.member("node_id")
-		in.b = strconv.AppendInt(in.b, int64(c.NodeID), 10)
+		in.integer("node_id", c.NodeID)
 		in.str("text", c.Text)
 		v, _ := c.Visibility.document() // checked
 		in.visibility("visibility", v)
-		in.close()
-		o.b = in.b
-	}
-	o.b = append(o.b, ']')
-	o.member("differences")
-	o.b = append(o.b, '[')
-	for i, d := range s.Differences {
-		if i > 0 {
-			o.b = append(o.b, ',')
-		}
-		in := object{b: o.b}
-		in.open()
+	})
+	o.objects("differences", len(s.Differences), func(i int, in *object) {
+		d := s.Differences[i]
 		in.str("claimed", d.Claimed)
-		in.member("consent")
-		in.b = strconv.AppendInt(in.b, int64(d.Consent), 10)
+		in.integer("consent", d.Consent)
 		in.str("field", d.Field)
 		in.str("measured", d.Measured)
-		in.close()
-		o.b = in.b
-	}
-	o.b = append(o.b, ']')
+	})
 	o.str("key_id", s.KeyID)
 	o.str("measured_at", s.MeasuredAt)
 	o.optional("reason", s.Reason)

@@ -61,6 +61,30 @@ func (o *object) strings(name string, list []string) {
 	o.b = append(o.b, ']')
 }
 
+// objects writes a member whose value is an array of n objects, the i-th
+// of whose members each writes.
+func (o *object) objects(name string, n int, each func(i int, in *object)) {
+	o.member(name)
+	o.b = append(o.b, '[')
+	for i := range n {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		in := object{b: o.b}
+		in.open()
+		each(i, &in)
+		in.close()
+		o.b = in.b
+	}
+	o.b = append(o.b, ']')
+}
+
+// integer writes an integer member.
+func (o *object) integer(name string, n int) {
+	o.member(name)
+	o.b = strconv.AppendInt(o.b, int64(n), 10)
+}
+
 // visibility writes v as an object; nothing when v is nil.
 func (o *object) visibility(name string, v *Visibility) {
 	if v == nil {
@@ -90,23 +114,14 @@ func (d *Document) appendV2(b []byte) []byte {
 	o.open()
 	o.optional("client_ip", d.ClientIP)
 	o.str("company_id", d.CompanyID)
-	o.member("consents")
-	o.b = append(o.b, '[')
-	for i, r := range d.Consents {
-		if i > 0 {
-			o.b = append(o.b, ',')
-		}
-		in := object{b: o.b}
-		in.open()
+	o.objects("consents", len(d.Consents), func(i int, in *object) {
+		r := d.Consents[i]
 		in.time("opt_in_at", r.OptInAt)
 		in.optional("opt_in_method", r.OptInMethod)
 		in.str("text", r.Text)
 		in.strings("types", r.Types)
 		in.visibility("visibility", r.Visibility)
-		in.close()
-		o.b = in.b
-	}
-	o.b = append(o.b, ']')
+	})
 	o.time("created_at", d.CreatedAt)
 	o.digest("email_sha256", d.EmailSHA256)
 	o.str("id", d.ID)
