@@ -8,38 +8,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/testjcs"
 )
 
-// jcsReference writes s character by character, as RFC 8785 (and the
-// package's notes on signed certificates) say, for appendJCS to be held to.
-func jcsReference(s string) []byte {
-	var b bytes.Buffer
-	b.WriteByte('"')
-	for _, r := range s { // an invalid byte comes as U+FFFD
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20:
-			fmt.Fprintf(&b, `\u%04x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.Bytes()
-}
+// jcsReference writes s as RFC 8785 does, character by character
+// (internal/testjcs, written from the scheme's text), for appendJCS to be
+// held to.
+func jcsReference(s string) []byte { return []byte(testjcs.String(s)) }
 
 // The canonical encoding of a string, on what the seeds hold and what the
 // fuzzer makes of them: every byte alone, escapes amid plain runs, invalid
