@@ -87,20 +87,7 @@ func newAttestStack(t *testing.T, pages []attestPage) *attestStack {
 	for _, p := range pages {
 		served["/"+p.name] = strings.NewReplacer("{{SERVICE}}", s.proxy.URL, "{{BODY}}", p.body, "{{AFTER}}", p.after).Replace(evidencePage)
 	}
-	s.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
-			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
-			return
-		}
-		page, ok := served[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
-	}))
-	t.Cleanup(s.pages.Close)
+	s.pages = formPages(t, served, nil)
 	if _, err := s.base.svc.AddProperty(context.Background(), consentkit.PropertyParams{ID: "evidence-form", CompanyID: "acme",
 		Name: "Attested forms", AllowedOrigins: []string{s.pages.URL}}); err != nil {
 		t.Fatal(err)

@@ -138,24 +138,12 @@ func newEvidenceStack(t *testing.T, cases []evidenceCase) *evidenceStack {
 	for _, c := range cases {
 		pages["/"+c.name] = strings.NewReplacer("{{SERVICE}}", s.proxy.URL, "{{BODY}}", c.body, "{{AFTER}}", c.after).Replace(evidencePage)
 	}
-	s.pages = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
-			if err := r.ParseForm(); err != nil {
-				t.Errorf("the form's post: %v", err)
-			}
-			s.received <- r.PostForm.Get("handlers_ms")
-			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
-			return
+	s.pages = formPages(t, pages, func(r *http.Request) {
+		if err := r.ParseForm(); err != nil {
+			t.Errorf("the form's post: %v", err)
 		}
-		page, ok := pages[r.URL.Path]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
-	}))
-	t.Cleanup(s.pages.Close)
+		s.received <- r.PostForm.Get("handlers_ms")
+	})
 	if _, err := s.base.svc.AddProperty(context.Background(), consentkit.PropertyParams{ID: "evidence-form", CompanyID: "acme",
 		Name: "Evidence forms", AllowedOrigins: []string{s.pages.URL}}); err != nil {
 		t.Fatal(err)
@@ -427,4 +415,28 @@ func TestEvidence(t *testing.T) {
 			c.check(t, b, status)
 		})
 	}
+}
+
+// formPages serves pages by path, and answers the forms' POST /receive
+// with a thank-you page after receive (nil: nothing else). It stops at the
+// test's end.
+func formPages(t *testing.T, pages map[string]string, receive func(*http.Request)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
+			if receive != nil {
+				receive(r)
+			}
+			_, _ = io.WriteString(w, "<!doctype html><p>Thank you.</p>")
+			return
+		}
+		page, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, page) // a browser gone: the test fails waiting for it
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
