@@ -58,17 +58,19 @@ const MaxUnreproducible = 100
 
 // Attest replays events, an rrweb recording, in one of the converter's warm
 // browsers (a fresh browser context, cut off the network, as Convert does)
-// up to its last event whose timestamp is at or before at (milliseconds,
-// the clock of the recording's timestamps), and then measures the elements
+// up to the consent moment: its last event whose timestamp is at or before
+// at (milliseconds, the clock of the recording's timestamps; a recording
+// that ended with the consent, as a captured session's does, is replayed
+// whole with at = math.MaxInt64). It then measures the elements
 // whose recorder ids are nodes (the node_id the snippet sends with each
 // consent) with the same code the snippet ran in the consumer's browser,
 // and takes a screenshot of the viewport.
 //
 // The replay is the one the video shows, in the recording's viewport to
 // the pixel: the events are applied on the virtual clock at the frames
-// (Config.FPS) in which they fall, and the clock then runs on to at, so
-// that CSS animations and transitions stand where they stood at that
-// moment. It reproduces what the recording holds: the DOM, its attributes
+// (Config.FPS) in which they fall, and the clock then runs on to the
+// consent moment, so that CSS animations and transitions stand where they
+// stood then. It reproduces what the recording holds: the DOM, its attributes
 // and text, inline styles and every stylesheet the recorder could read (the
 // page's own, and those of other origins that allow it) with their changes,
 // form state, scroll positions, same-origin iframes and open shadow roots.
@@ -98,7 +100,7 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 	if len(events) > c.opts.MaxRecordingBytes {
 		return nil, recordingErrorf("the recording is %d bytes, more than the %d a replay takes (Config.MaxRecordingBytes)", len(events), c.opts.MaxRecordingBytes)
 	}
-	cut, start, width, height, err := eventsUntil(events, at)
+	cut, start, end, width, height, err := eventsUntil(events, at)
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +123,13 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 			steps = append(steps, float64(f.at)/float64(time.Millisecond))
 		}
 	}
-	target := math.Max(float64(at)-start, 0)
+	target := end - start // the consent moment
 	if len(steps) > 0 {
 		target = math.Max(target, steps[len(steps)-1])
 	}
 	steps = append(steps, target)
 
-	b, err := c.acquire(ctx)
+	b, err := c.acquire(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -149,12 +151,12 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 }
 
 // eventsUntil returns the events of raw dated at or before at, as a JSON
-// array, the timestamp of its first event, and the viewport of its first
-// meta event (the default one when there is none).
-func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start float64, width, height int, err error) {
+// array, the timestamps of its first and its last event, and the viewport
+// of its first meta event (the default one when there is none).
+func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start, end float64, width, height int, err error) {
 	var events []json.RawMessage
 	if err := json.Unmarshal(raw, &events); err != nil {
-		return nil, 0, 0, 0, recordingErrorf("recording is not a JSON array of events: %v", err)
+		return nil, 0, 0, 0, 0, recordingErrorf("recording is not a JSON array of events: %v", err)
 	}
 	kept := make([]json.RawMessage, 0, len(events))
 	width, height = defaultWidth, defaultHeight
@@ -166,7 +168,7 @@ func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start float64, widt
 			Data      struct{ Width, Height int }
 		}
 		if err := json.Unmarshal(e, &ev); err != nil || ev.Timestamp == nil || *ev.Timestamp < 0 {
-			return nil, 0, 0, 0, recordingErrorf("event %d has no valid type and timestamp", i)
+			return nil, 0, 0, 0, 0, recordingErrorf("event %d has no valid type and timestamp", i)
 		}
 		if *ev.Timestamp > float64(at) {
 			continue
@@ -174,6 +176,7 @@ func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start float64, widt
 		if len(kept) == 0 {
 			start = *ev.Timestamp
 		}
+		end = max(end, *ev.Timestamp)
 		kept = append(kept, e)
 		switch ev.Type {
 		case eventFullSnapshot:
@@ -185,10 +188,10 @@ func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start float64, widt
 		}
 	}
 	if !snapshot {
-		return nil, 0, 0, 0, recordingErrorf("the recording has no full snapshot at or before %d", at)
+		return nil, 0, 0, 0, 0, recordingErrorf("the recording has no full snapshot at or before %d", at)
 	}
 	cut, err = json.Marshal(kept)
-	return cut, start, width, height, err
+	return cut, start, end, width, height, err
 }
 
 // attest runs one replay in a fresh tab of b.

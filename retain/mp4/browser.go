@@ -222,11 +222,9 @@ func (c *Converter) openTab(b *browser) (*tab, error) {
 // acquire waits until fewer than Parallel conversions run, then returns a
 // warm browser, or starts one when none is idle. A browser that has died or
 // served BrowserUses conversions is closed instead of being used.
-func (c *Converter) acquire(ctx context.Context) (*browser, error) {
-	select {
-	case c.running <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+func (c *Converter) acquire(ctx context.Context, conversion bool) (*browser, error) {
+	if err := c.running.take(ctx, conversion); err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	var b *browser
@@ -239,13 +237,13 @@ func (c *Converter) acquire(ctx context.Context) (*browser, error) {
 	}
 	c.mu.Unlock()
 	if c.closed.Load() {
-		<-c.running
+		c.running.give()
 		return nil, ErrClosed
 	}
 	if b == nil {
 		var err error
 		if b, err = c.launch(); err != nil {
-			<-c.running
+			c.running.give()
 			return nil, err
 		}
 	}
@@ -266,7 +264,7 @@ func (c *Converter) release(b *browser, failed bool) {
 		c.idle = append(c.idle, b)
 	}
 	c.mu.Unlock()
-	<-c.running
+	c.running.give()
 }
 
 // Close waits for the conversions under way, then shuts down the warm
@@ -274,8 +272,8 @@ func (c *Converter) release(b *browser, failed bool) {
 // afterwards.
 func (c *Converter) Close() error {
 	c.closed.Store(true)
-	for range cap(c.running) { // wait for the conversions under way
-		c.running <- struct{}{}
+	for range c.opts.Parallel { // wait for the conversions under way
+		_ = c.running.take(context.Background(), true) // never ends early
 	}
 	c.mu.Lock()
 	for _, b := range c.idle {
@@ -283,8 +281,8 @@ func (c *Converter) Close() error {
 	}
 	c.idle = nil
 	c.mu.Unlock()
-	for range cap(c.running) {
-		<-c.running
+	for range c.opts.Parallel {
+		c.running.give()
 	}
 	return nil
 }

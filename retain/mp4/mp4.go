@@ -210,8 +210,8 @@ func (e *MissingError) Error() string {
 // context; it is safe for concurrent use. Close it to stop the browsers.
 type Converter struct {
 	opts    Config
-	page    string        // the replay page, built once
-	running chan struct{} // a token per conversion under way, up to Parallel
+	page    string // the replay page, built once
+	running *slots // a slot per conversion or attestation under way, up to Parallel
 	mu      sync.Mutex
 	idle    []*browser // warm browsers waiting for a conversion, the latest used last
 	closed  atomic.Bool
@@ -265,7 +265,7 @@ func New(opts Config) (*Converter, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Converter{opts: opts, page: buildPage(string(js), string(css)), running: make(chan struct{}, opts.Parallel)}, nil
+	return &Converter{opts: opts, page: buildPage(string(js), string(css)), running: newSlots(opts.Parallel)}, nil
 }
 
 // findTool returns path when set (it must exist), else the first of the
@@ -306,7 +306,7 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	defer cancel()
 
 	frames := tl.frames(c.opts.FPS)
-	b, err := c.acquire(ctx)
+	b, err := c.acquire(ctx, true)
 	if err != nil {
 		return 0, err
 	}
