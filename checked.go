@@ -381,6 +381,13 @@ func (t checkedTx) Job(ctx context.Context, kind, key string) (*consent.Job, err
 	return t.tx.Job(ctx, kind, key)
 }
 
+func (t checkedTx) CountJobs(ctx context.Context, kind string) (int, error) {
+	if !findable(kind) {
+		return 0, nil
+	}
+	return t.tx.CountJobs(ctx, kind)
+}
+
 // LeaseJob asks the store for the kinds that may be a job's only.
 func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := checkLease(owner, now, until); err != nil {

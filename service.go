@@ -83,6 +83,10 @@ type Config struct {
 	// changed certificate is always checked in full): default
 	// DefaultSignatureCacheSize; a negative value turns the cache off.
 	SignatureCacheSize int
+	// AttestationQueue bounds how many attestations may wait to be run
+	// (D49): default DefaultAttestationQueue. AskAttestation refuses more
+	// with ErrAttestationQueueFull.
+	AttestationQueue int
 }
 
 // Defaults of Config.
@@ -167,6 +171,9 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.TokenCacheSize <= 0 {
 		cfg.TokenCacheSize = DefaultTokenCacheSize
+	}
+	if cfg.AttestationQueue <= 0 {
+		cfg.AttestationQueue = DefaultAttestationQueue
 	}
 	if cfg.SignatureCacheSize == 0 {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize

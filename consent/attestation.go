@@ -1,6 +1,17 @@
 package consent
 
-import "time"
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/consentkit/consentkit/signed"
+)
+
+// JobAttest is the kind of the job that attests a certificate (D49); its
+// key is the certificate's id.
+const JobAttest = "attest"
 
 // Statuses of an Attestation (D49).
 const (
@@ -43,4 +54,17 @@ func (a *Attestation) Check() error {
 		return Errorf(Invalid, "statement must be valid UTF-8 text")
 	}
 	return checkTimes([]string{"created_at", "updated_at"}, a.CreatedAt, a.UpdatedAt)
+}
+
+// Proof returns a's signed statement as certificate-info answers it, for
+// an offline check (signed.StatementProof.Verify); nil while a is pending.
+func (a *Attestation) Proof() (*signed.StatementProof, error) {
+	if len(a.Statement) == 0 {
+		return nil, nil
+	}
+	var st signed.Statement
+	if err := json.Unmarshal(a.Statement, &st); err != nil {
+		return nil, fmt.Errorf("consent: the statement of the attestation of %s: %w", a.CertificateID, err)
+	}
+	return &signed.StatementProof{Statement: &st, KeyID: a.KeyID, Signature: base64.StdEncoding.EncodeToString(a.Signature)}, nil
 }

@@ -219,6 +219,10 @@ type Tx interface {
 	EnqueueJobs(ctx context.Context, jobs []*Job) error
 	// Job returns the job of that kind and key. NotFound when there is none.
 	Job(ctx context.Context, kind, key string) (*Job, error)
+	// CountJobs returns how many jobs of the kind are queued and not
+	// failed for good (FailedAt zero), leased or not: the length of a
+	// queue that is bounded (attestations, D49).
+	CountJobs(ctx context.Context, kind string) (int, error)
 	// LeaseJob takes, among the due jobs of the given kinds — not failed,
 	// RunAfter not after now, and not leased or its lease run out — the one
 	// with the earliest RunAfter (then kind, then key, compared byte by

@@ -21,6 +21,7 @@
 //	POST /api/integrations/{companyId}/retain/batch         Retain API batch, 0.10 each
 //	GET  /api/integrations/{companyId}/sessions/{sessionId} session status
 //	GET  /api/integrations/{companyId}/sessions/{sessionId}/video the MP4 (Config.Videos)
+//	GET  /api/integrations/{companyId}/certificates/{certificateId}/screenshot the attestation's PNG (D49)
 //	GET  /.well-known/consentkit-keys           the public keys of signed certificates (D41), public
 //
 // Browser capture (D32–D36), public, for pages of a property's allowed

@@ -2,6 +2,7 @@ package httpadapter
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,6 +37,7 @@ func (h *Handler) table() []*route {
 		handlePaid(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch, batchAnswer),
 		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
 		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}/video", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "video/mp4"}, h.video),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/certificates/{certificateId}/screenshot", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "image/png"}, h.screenshot),
 
 		// Browser capture (D32–D36).
 		handle(Route{Method: post, Pattern: "/capture/sessions", Group: CaptureGroup, Auth: AuthNone, Limit: CaptureStartLimit, CORS: true, Status: http.StatusCreated}, h.startCapture),
@@ -84,6 +86,7 @@ type matchRequest struct {
 	PropertyID          string `json:"property_id"`
 	Email               string `json:"email"`  // optional lead matching (D38)
 	Mobile              string `json:"mobile"` // likewise
+	Attest              bool   `json:"attest"` // optional: ask for the attestation (D49)
 }
 
 func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -98,13 +101,28 @@ type matchResponse struct {
 	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
 	// RevokedBefore: the consumer had opted out before this consent.
 	RevokedBefore *RFC3339 `json:"revoked_before,omitempty"`
+	// Attestation: where the certificate's attestation stands (D49).
+	Attestation *attestationStatus `json:"attestation,omitempty"`
+}
+
+// attestationStatus is a certificate's attestation in a match answer.
+type attestationStatus struct {
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
+}
+
+func attestationOf(a *verify.Attestation) *attestationStatus {
+	if a == nil {
+		return nil
+	}
+	return &attestationStatus{Status: a.Status, Reason: a.Reason}
 }
 
 func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*verify.Result, error) {
 	return h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
-		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest,
 	})
 }
 
@@ -113,6 +131,7 @@ func matchAnswer(res *verify.Result) *matchResponse {
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
 		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched, RevokedBefore: timestamp(res.RevokedBefore),
+		Attestation: attestationOf(res.Attestation),
 	}
 }
 
@@ -124,25 +143,27 @@ type partialMatchRequest struct {
 	PropertyID          string `json:"property_id"`
 	Email               string `json:"email"`  // optional lead matching (D38)
 	Mobile              string `json:"mobile"` // likewise
+	Attest              bool   `json:"attest"` // optional: ask for the attestation (D49)
 }
 
 func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
 
 type partialMatchResponse struct {
-	Valid            bool     `json:"valid"`
-	ConsentOptIn     *RFC3339 `json:"consent_opt_in"`
-	Origin           string   `json:"origin"`
-	VerificationType string   `json:"verification_type"`
-	EmailMatched     *bool    `json:"email_matched,omitempty"`
-	MobileMatched    *bool    `json:"mobile_matched,omitempty"`
-	RevokedBefore    *RFC3339 `json:"revoked_before,omitempty"`
+	Valid            bool               `json:"valid"`
+	ConsentOptIn     *RFC3339           `json:"consent_opt_in"`
+	Origin           string             `json:"origin"`
+	VerificationType string             `json:"verification_type"`
+	EmailMatched     *bool              `json:"email_matched,omitempty"`
+	MobileMatched    *bool              `json:"mobile_matched,omitempty"`
+	RevokedBefore    *RFC3339           `json:"revoked_before,omitempty"`
+	Attestation      *attestationStatus `json:"attestation,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*verify.Result, error) {
 	return h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
-		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile},
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest,
 	})
 }
 
@@ -150,7 +171,7 @@ func partialMatchAnswer(res *verify.Result) *partialMatchResponse {
 	return &partialMatchResponse{
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
-		RevokedBefore: timestamp(res.RevokedBefore),
+		RevokedBefore: timestamp(res.RevokedBefore), Attestation: attestationOf(res.Attestation),
 	}
 }
 
@@ -186,6 +207,36 @@ type infoResponse struct {
 	// The certificate's signature (D41): "signature", "key_id" and
 	// "signed", as cmd/consentkit-verify reads them.
 	signed.Proof
+	// Attestation: the certificate's attestation and its signed statement
+	// (D49), which cmd/consentkit-verify checks too.
+	Attestation *attestationAnswer `json:"attestation,omitempty"`
+}
+
+// attestationAnswer is a certificate's attestation in a certificate-info
+// answer: its status, the statement's main facts, and once measured the
+// signed statement itself ("signature", "key_id", "statement": a
+// signed.StatementProof), to check offline.
+type attestationAnswer struct {
+	Status           string              `json:"status"`
+	Reason           string              `json:"reason,omitempty"`
+	ScreenshotSHA256 string              `json:"screenshot_sha256,omitempty"`
+	Differences      []signed.Difference `json:"differences,omitempty"`
+	*signed.StatementProof
+}
+
+// attestationAnswerOf is a's answer; nil for none. A statement that cannot
+// be read (a changed row) is left out: an offline check then says the
+// attestation carries none.
+func attestationAnswerOf(a *consent.Attestation) *attestationAnswer {
+	if a == nil {
+		return nil
+	}
+	p, err := a.Proof()
+	if err != nil || p == nil {
+		return &attestationAnswer{Status: a.Status}
+	}
+	return &attestationAnswer{Status: a.Status, Reason: p.Statement.Reason, ScreenshotSHA256: p.Statement.ScreenshotSHA256,
+		Differences: p.Statement.Differences, StatementProof: p}
 }
 
 // consentAnswer is one consent of a certificate-info answer: the text as
@@ -224,6 +275,7 @@ func infoAnswer(info *verify.Info) *infoResponse {
 			resp.ConsentVisibility = r.Visibility
 		}
 	}
+	resp.Attestation = attestationAnswerOf(info.Attestation)
 	if len(info.Signature) > 0 {
 		resp.Proof = signed.Proof{Signature: signed.EncodeSignature(info.Signature), KeyID: info.KeyID, Signed: &info.Signed}
 	}
@@ -418,11 +470,12 @@ func (h *Handler) sessionStatus(ctx context.Context, c Caller, req *statusReques
 	return body, nil
 }
 
-// videoResponse streams a session's MP4.
+// videoResponse streams a session's MP4, or an attestation's PNG.
 type videoResponse struct {
-	file    io.ReadSeekCloser
-	video   consent.Video
-	session string
+	file        io.ReadSeekCloser
+	video       consent.Video
+	name        string // the file's name: <session>.mp4, <certificate>.png
+	contentType string
 }
 
 // stream answers with the video, Range requests included (serveContent):
@@ -432,11 +485,11 @@ func (v *videoResponse) stream(w http.ResponseWriter, r *http.Request) {
 	defer func() { _ = v.file.Close() }() // read only: its Close loses nothing
 	sum := v.video.SHA256.String()
 	hd := w.Header()
-	hd.Set("Content-Type", "video/mp4")
+	hd.Set("Content-Type", v.contentType)
 	hd.Set("Cache-Control", "private, no-cache")
 	hd.Set("ETag", `"`+sum+`"`)
 	hd.Set("X-Content-SHA256", sum)
-	serveContent(w, r, v.session+".mp4", time.Time{}, v.file)
+	serveContent(w, r, v.name, time.Time{}, v.file)
 }
 
 // video serves the session's converted MP4 (D45), with the Retain API's
@@ -453,5 +506,36 @@ func (h *Handler) video(ctx context.Context, c Caller, req *statusRequest) (*vid
 	if err != nil {
 		return nil, fmt.Errorf("open the video of session %s: %w", ses.ID, err)
 	}
-	return &videoResponse{file: f, video: ses.Video, session: ses.ID}, nil
+	return &videoResponse{file: f, video: ses.Video, name: ses.ID + ".mp4", contentType: "video/mp4"}, nil
+}
+
+type screenshotRequest struct {
+	CompanyID     string `path:"companyId" json:"-"`
+	CertificateID string `path:"certificateId" json:"-"`
+}
+
+// screenshot serves the PNG of the viewport at a certificate's consent
+// moment that its attestation took (D49), with the Retain API's
+// authentication: only to the certificate's company. ETag and
+// X-Content-SHA256 are its SHA-256, as the signed statement states it. Not
+// part of the documented contract.
+func (h *Handler) screenshot(ctx context.Context, c Caller, req *screenshotRequest) (*videoResponse, error) {
+	a, err := h.retain.Screenshot(ctx, c.CompanyID, req.CompanyID, req.CertificateID)
+	if err != nil {
+		return nil, err
+	}
+	if h.cfg.Videos == nil {
+		return nil, &httpError{status: http.StatusServiceUnavailable, msg: "screenshots are not served here (httpadapter.Config.Videos is not set)"}
+	}
+	v := consent.Video{Path: a.Screenshot}
+	if p, err := a.Proof(); err == nil && p != nil {
+		if sum, err := hex.DecodeString(p.Statement.ScreenshotSHA256); err == nil && len(sum) == len(v.SHA256) {
+			copy(v.SHA256[:], sum)
+		}
+	}
+	f, err := h.cfg.Videos.Open(ctx, v)
+	if err != nil {
+		return nil, fmt.Errorf("open the screenshot of certificate %s: %w", a.CertificateID, err)
+	}
+	return &videoResponse{file: f, video: v, name: a.CertificateID + ".png", contentType: "image/png"}, nil
 }

@@ -54,6 +54,7 @@ var routeDocs = map[string]routeDoc{
 	"POST /api/integrations/{companyId}/retain/batch":                               {"Retain API: retain up to 100 sessions, 0.10 each", nil},
 	"GET /api/integrations/{companyId}/sessions/{sessionId}":                        {"Retain API: where a session stands", []int{404}},
 	"GET /api/integrations/{companyId}/sessions/{sessionId}/video":                  {"Retain API: the session's MP4 video", []int{404, http.StatusServiceUnavailable}},
+	"GET /api/integrations/{companyId}/certificates/{certificateId}/screenshot":     {"Retain API: the attestation's screenshot, a PNG (D49)", []int{404, http.StatusServiceUnavailable}},
 	"POST /capture/sessions":                                                        {"Capture: start a recording session", []int{403, 404}},
 	"POST /capture/sessions/{session_id}/events":                                    {"Capture: one numbered chunk of rrweb events", []int{403, 404, 409}},
 	"POST /capture/sessions/{session_id}/consent":                                   {"Capture: give consent and issue the certificate", []int{403, 404, 409}},
@@ -374,7 +375,7 @@ func parameters(rt Route) []object {
 		}
 	case isFile(rt):
 		desc := "A byte range, such as bytes=0-1023: 206 with Content-Range."
-		if rt.ContentType == "video/mp4" { // servableRange
+		if storedFile(rt) { // servableRange
 			desc += " Ranges that no byte satisfies (bytes=-0, a start at or past the end) are left out; " +
 				"with none left, or an invalid range (bytes=5-4), 416 with Content-Range: bytes */<size>. " +
 				"A unit other than bytes is ignored (RFC 9110 §14.2)."
@@ -388,6 +389,11 @@ func parameters(rt Route) []object {
 // isFile reports whether rt answers a file (a script, a video) through
 // http.ServeContent, with ranges and conditional requests.
 func isFile(rt Route) bool { return rt.ContentType != "" }
+
+// storedFile reports whether rt answers a file of the video store (a
+// video, an attestation's screenshot: videoResponse), whose ETag is its
+// SHA-256.
+func storedFile(rt Route) bool { return rt.ContentType == "video/mp4" || rt.ContentType == "image/png" }
 
 // statusesOf is every status rt can answer: its success, those of the
 // wrapper's rules (authentication, rate limit, body, path and query, price),
@@ -479,10 +485,10 @@ func (h *Handler) responses(rt Route, d routeDoc) object {
 		case s < 400 && isFile(rt):
 			r["description"] = "The file, or the requested range of it."
 			headers["Accept-Ranges"] = object{"schema": object{"type": "string"}}
-			if rt.ContentType == "video/mp4" {
-				headers["ETag"] = object{"schema": object{"type": "string"}, "description": "The video's SHA-256, quoted."}
+			if storedFile(rt) {
+				headers["ETag"] = object{"schema": object{"type": "string"}, "description": "The file's SHA-256, quoted."}
 				headers["X-Content-SHA256"] = object{"schema": object{"type": "string", "pattern": "^[0-9a-f]{64}$"},
-					"description": "The video's SHA-256 in hex, to check what was received.", "required": s != http.StatusNotModified}
+					"description": "The file's SHA-256 in hex, to check what was received.", "required": s != http.StatusNotModified}
 			} else {
 				headers["Last-Modified"] = object{"schema": object{"type": "string"}}
 			}
@@ -502,9 +508,9 @@ func (h *Handler) responses(rt Route, d routeDoc) object {
 		case isFile(rt) && (s == http.StatusPreconditionFailed || s == http.StatusRequestedRangeNotSatisfiable):
 			r["description"] = http.StatusText(s) + " (http.ServeContent)."
 			r["content"] = object{"text/plain": object{"schema": object{"type": "string"}}}
-			if s == http.StatusRequestedRangeNotSatisfiable && rt.ContentType == "video/mp4" {
+			if s == http.StatusRequestedRangeNotSatisfiable && storedFile(rt) {
 				headers["Content-Range"] = object{"schema": object{"type": "string", "pattern": `^bytes \*/[0-9]+$`}, "required": true,
-					"description": "bytes */<size>: the video's length (RFC 9110 §15.5.17)."}
+					"description": "bytes */<size>: the file's length (RFC 9110 §15.5.17)."}
 			}
 		default:
 			r["description"] = statusText[s]

@@ -89,7 +89,8 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 }
 
 // Handlers returns the job handlers of the purge, for a jobs.Runner: the
-// recurring purge, every cfg.Every, the removal of videos, and the
+// recurring purge, every cfg.Every, the removal of videos and of
+// attestations' screenshots, and the
 // recurring removal of expired idempotency keys (PruneKeys), every
 // cfg.Every too.
 func (p *Purger) Handlers() []jobs.Handler {
@@ -110,7 +111,43 @@ func (p *Purger) Handlers() []jobs.Handler {
 				p.cfg.Logger.Info("purge: video removed", "session", j.Key, "video", string(j.Payload))
 				return jobs.Result{}, nil
 			}},
+		{Kind: JobDeleteScreenshot, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteScreenshot},
 	}
+}
+
+// deleteScreenshot removes an attestation's screenshot once its
+// certificate is purged (D49). While the certificate lives and its
+// attestation names the screenshot, the job waits: due again at the
+// certificate's retention date, which a retention may have moved, or after
+// the next purge if that date has passed.
+func (p *Purger) deleteScreenshot(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+	path := string(j.Payload)
+	var wait time.Time
+	err := p.store.View(ctx, func(tx consent.Tx) error {
+		cert, err := tx.Certificate(ctx, j.Key)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		att, err := tx.Attestation(ctx, j.Key)
+		if err == nil && att.Screenshot == path {
+			wait = later(cert.ExpiresAt, p.cfg.Service.Now().Add(p.cfg.Every))
+		}
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		return err
+	})
+	if err != nil || !wait.IsZero() {
+		return jobs.Result{Again: wait}, err
+	}
+	if err := p.cfg.Videos.Delete(ctx, path); err != nil {
+		return jobs.Result{}, err
+	}
+	p.cfg.Logger.Info("purge: screenshot removed", "certificate", j.Key, "screenshot", path)
+	return jobs.Result{}, nil
 }
 
 // PruneKeys deletes the idempotency keys past consent.IdempotencyTTL (D40),

@@ -2,6 +2,7 @@ package retain
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -93,10 +94,35 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 			return nil, consent.StorageFailure("retain "+sessionID+": enqueue conversion", err)
 		}
 	}
+	if err := s.attest(ctx, tx, ses, certs, r); err != nil {
+		return nil, consent.StorageFailure("retain "+sessionID+": ask for attestation", err)
+	}
 	if err := s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, retainedEvent(ses, out)); err != nil {
 		return nil, consent.StorageFailure("retain "+sessionID+": webhook", err)
 	}
 	return out, nil
+}
+
+// attest asks for the attestation of each of the company's certificates
+// of the retained session (D49), by whichever route: those retained with
+// it, or all of them. A full attestation queue does not stop the
+// retention: the certificate is then not attested unless asked again
+// (consentkit.ErrAttestationQueueFull).
+func (s *Service) attest(ctx context.Context, tx consent.Tx, ses *consent.Session, certs []*consent.Certificate, r rule) error {
+	if !r.certificates {
+		var err error
+		if certs, err = certificatesOf(ctx, tx, ses); consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	for _, c := range certs {
+		if _, err := s.svc.AskAttestation(ctx, tx, c); err != nil && !errors.Is(err, consentkit.ErrAttestationQueueFull) {
+			return err
+		}
+	}
+	return nil
 }
 
 // admit checks that the session, read with its certificates, can be
@@ -443,4 +469,26 @@ func (s *Service) Status(ctx context.Context, caller, companyID, sessionID strin
 		return err
 	})
 	return ses, err
+}
+
+// Screenshot returns the attestation of a certificate of the caller's
+// company that holds a screenshot of the consent moment (D49), for the
+// Retain API's screenshot route. Forbidden when caller is not companyID;
+// NotFound when the certificate is unknown, not the company's, or has no
+// screenshot (not attested yet, or its replay took none).
+func (s *Service) Screenshot(ctx context.Context, caller, companyID, certificateID string) (*consent.Attestation, error) {
+	if err := checkCaller(caller, companyID, true); err != nil {
+		return nil, err
+	}
+	if err := consent.CheckID("certificateId", certificateID); err != nil {
+		return nil, err
+	}
+	a, err := s.svc.Attestation(ctx, companyID, certificateID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Screenshot == "" {
+		return nil, consent.Errorf(consent.NotFound, "the certificate has no screenshot (attestation %s)", a.Status)
+	}
+	return a, nil
 }

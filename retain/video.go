@@ -1,6 +1,7 @@
 package retain
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -37,15 +38,29 @@ type VideoStore interface {
 	Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error)
 	// Open returns the stored video that Put described, for reading.
 	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
-	// Delete removes the video at path, a Path that Put returned, when the
-	// purge (D43) ends its session's retention. A video already gone is not
-	// an error; a path that is not one of the store's videos is.
+	// Delete removes the video at path, a Path that Put or PutScreenshot
+	// returned, when the purge (D43) ends its session's or its
+	// certificate's retention. A video already gone is not an error; a path
+	// that is not one of the store's is.
 	Delete(ctx context.Context, path string) error
+	// PutScreenshot stores png, the PNG of the viewport at a certificate's
+	// consent moment that its attestation took (D49), replacing any
+	// earlier one, and describes it as Put does; keepUntil is the
+	// certificate's retention date. Open reads it and Delete removes it.
+	PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error)
 }
 
-// Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4.
-// A video is written to a temporary file in Root, synced, and renamed into
-// place, so readers never see half a video.
+// Kinds of file a VideoStore keeps: a session's video, a certificate's
+// screenshot.
+const (
+	videoExt      = ".mp4"
+	screenshotExt = ".png"
+)
+
+// Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4,
+// and one per attested certificate, <Root>/<certificate>.png. A file is
+// written to a temporary file in Root, synced, and renamed into place, so
+// readers never see half of one.
 type Dir struct {
 	Root string
 }
@@ -56,18 +71,29 @@ var _ VideoStore = Dir{}
 // keepUntil is not enforced here: use an S3 store with Object Lock where
 // videos must be undeletable.
 func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
-	if !consent.ValidID(sessionID) || sessionID == "." || sessionID == ".." {
-		return consent.Video{}, fmt.Errorf("retain: %q cannot name a video file", sessionID)
-	}
-	if err := os.MkdirAll(d.Root, 0o755); err != nil {
-		return consent.Video{}, err
-	}
 	in, err := os.Open(src)
 	if err != nil {
 		return consent.Video{}, err
 	}
 	defer func() { _ = in.Close() }() // read only: its Close loses nothing
-	tmp, err := os.CreateTemp(d.Root, ".tmp-"+sessionID+"-*.mp4")
+	return d.put(sessionID, videoExt, in)
+}
+
+// PutScreenshot writes png into the directory; keepUntil is not enforced,
+// as with Put.
+func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
+	return d.put(certificateID, screenshotExt, bytes.NewReader(png))
+}
+
+// put writes in as <Root>/<id><ext>.
+func (d Dir) put(id, ext string, in io.Reader) (consent.Video, error) {
+	if !consent.ValidID(id) || id == "." || id == ".." {
+		return consent.Video{}, fmt.Errorf("retain: %q cannot name a file", id)
+	}
+	if err := os.MkdirAll(d.Root, 0o755); err != nil {
+		return consent.Video{}, err
+	}
+	tmp, err := os.CreateTemp(d.Root, ".tmp-"+id+"-*"+ext)
 	if err != nil {
 		return consent.Video{}, err
 	}
@@ -86,11 +112,11 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 	if err != nil {
 		return consent.Video{}, err
 	}
-	dst := filepath.Join(d.Root, sessionID+".mp4")
+	dst := filepath.Join(d.Root, id+ext)
 	if err := os.Rename(tmp.Name(), dst); err != nil {
 		return consent.Video{}, err
 	}
-	// The rename is made durable: a video reported kept must outlive a
+	// The rename is made durable: a file reported kept must outlive a
 	// crash of the machine.
 	dir, err := os.Open(d.Root)
 	if err != nil {
@@ -131,16 +157,16 @@ func (d Dir) Delete(_ context.Context, path string) error {
 	return nil
 }
 
-// file returns the absolute path of a video of the directory, refusing any
-// other path.
+// file returns the absolute path of a video or screenshot of the
+// directory, refusing any other path.
 func (d Dir) file(path string) (string, error) {
 	root, err := filepath.Abs(d.Root)
 	if err != nil {
 		return "", err
 	}
 	p, err := filepath.Abs(path)
-	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, ".mp4") {
-		return "", fmt.Errorf("retain: video path %q is not a video of %s", path, d.Root)
+	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, videoExt) && !strings.HasSuffix(p, screenshotExt) {
+		return "", fmt.Errorf("retain: video path %q is not a file of %s", path, d.Root)
 	}
 	return p, nil
 }

@@ -45,9 +45,12 @@ type WorkerConfig struct {
 	Logger  *slog.Logger // default slog.Default()
 }
 
-// Worker converts retained recordings to video (D21): a jobs.Runner with
-// the one handler that ConversionHandler returns. A service that runs other
-// jobs too (purge, webhooks) puts that handler in its own Runner instead.
+// Worker converts retained recordings to video (D21) and, when its
+// Converter is also an Attester (mp4.Converter is), attests certificates
+// (D49): a jobs.Runner with the handlers that ConversionHandler and
+// AttestationHandler return, sharing the Converter's browsers, conversions
+// first. A service that runs other jobs too (purge, webhooks) puts those
+// handlers in its own Runner instead.
 type Worker struct {
 	runner *jobs.Runner
 }
@@ -62,7 +65,15 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if poll == 0 {
 		poll = 2 * time.Second
 	}
-	r, err := jobs.New(jobs.Config{Store: cfg.Service.Store(), Handlers: []jobs.Handler{h}, ID: cfg.ID, Poll: poll,
+	handlers := []jobs.Handler{h}
+	if _, ok := cfg.Converter.(Attester); ok {
+		a, err := AttestationHandler(cfg)
+		if err != nil {
+			return nil, err
+		}
+		handlers = append(handlers, a)
+	}
+	r, err := jobs.New(jobs.Config{Store: cfg.Service.Store(), Handlers: handlers, ID: cfg.ID, Poll: poll,
 		Now: cfg.Service.Now, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
@@ -77,6 +88,12 @@ func (w *Worker) Run(ctx context.Context) error { return w.runner.Run(ctx) }
 // RunOnce converts at most one due job and reports whether there was one.
 func (w *Worker) RunOnce(ctx context.Context) (bool, error) {
 	return w.runner.RunOnce(ctx, consent.JobConvert)
+}
+
+// AttestOnce does at most one due attestation and reports whether there
+// was one.
+func (w *Worker) AttestOnce(ctx context.Context) (bool, error) {
+	return w.runner.RunOnce(ctx, consent.JobAttest)
 }
 
 // ConversionHandler returns the handler of consent.JobConvert jobs, which

@@ -45,6 +45,10 @@ type MatchRequest struct {
 	OriginatorCompanyID string
 	PropertyID          string // optional
 	Lead                       // optional
+	// Attest, optional, asks for the certificate's attestation (D49): the
+	// answer's Attestation is pending until the replay has run. It adds
+	// nothing to the price.
+	Attest bool
 }
 
 // Lead is the optional contact of a lead to match against the certificate
@@ -63,6 +67,7 @@ type PartialMatchRequest struct {
 	OriginatorCompanyID string // optional, as in MatchRequest
 	PropertyID          string // optional
 	Lead                       // optional
+	Attest              bool   // optional, as in MatchRequest
 }
 
 // Result is the answer to a match or partial match (D12).
@@ -82,8 +87,50 @@ type Result struct {
 	// consent before the certificate was issued; zero when it had not
 	// (consent.Certificate.RevokedBefore).
 	RevokedBefore time.Time
-	Charged       wallet.Amount
-	Balance       wallet.Amount // after the charge
+	// Attestation is where the certificate's attestation stands (D49);
+	// nil when none was asked for.
+	Attestation *Attestation
+	Charged     wallet.Amount
+	Balance     wallet.Amount // after the charge
+}
+
+// Attestation is the state of a certificate's attestation in a
+// verification's answer (D49).
+type Attestation struct {
+	Status string // consent.AttestationPending, …Attested, …Mismatch or …Unavailable
+	// Reason says why it is unavailable: from the signed statement, or
+	// that the attestation queue was full, in which case nothing was
+	// recorded and asking again later may succeed.
+	Reason string
+}
+
+// attestation reads, or with ask asks for (consentkit.AskAttestation),
+// the attestation of cert inside tx.
+func (s *Service) attestation(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Attestation, error) {
+	var (
+		a   *consent.Attestation
+		err error
+	)
+	if ask {
+		a, err = s.svc.AskAttestation(ctx, tx, cert)
+	} else {
+		a, err = tx.Attestation(ctx, cert.ID)
+	}
+	switch {
+	case errors.Is(err, consentkit.ErrAttestationQueueFull):
+		return &Attestation{Status: consent.AttestationUnavailable, Reason: "the attestation queue is full; ask again later"}, nil
+	case !ask && consent.ErrorCode(err) == consent.NotFound:
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	out := &Attestation{Status: a.Status}
+	if a.Status == consent.AttestationUnavailable {
+		if p, err := a.Proof(); err == nil && p != nil {
+			out.Reason = p.Statement.Reason
+		}
+	}
+	return out, nil
 }
 
 // maxTextBytes bounds consent text and terms; a record holds at most 64 KiB.
@@ -99,7 +146,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch,
+		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch, attest: req.Attest,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -116,7 +163,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch,
+		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -151,6 +198,7 @@ type query struct {
 	kind                                               wallet.EntryKind
 	action                                             string // of the audit entry
 	match                                              func(consent.Record) bool
+	attest                                             bool
 }
 
 func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, error) {
@@ -192,6 +240,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			res := result(cert, q.match)
 			res.VerificationType = vtype
 			res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
+			if res.Attestation, err = s.attestation(ctx, tx, cert, q.attest); err != nil {
+				return nil, err
+			}
 			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
 			detail.Valid, detail.Charged = &res.Valid, &res.Charged
 			return res, err
@@ -470,8 +521,11 @@ type Info struct {
 	// method when the snippet measured them (D47, D48).
 	Records       []consent.Record
 	RevokedBefore time.Time // zero: none (Result.RevokedBefore)
-	Charged       wallet.Amount
-	Balance       wallet.Amount
+	// Attestation is the certificate's attestation with its signed
+	// statement (D49); nil when none was asked for.
+	Attestation *consent.Attestation
+	Charged     wallet.Amount
+	Balance     wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
@@ -513,6 +567,12 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 			UserAgent: cert.UserAgent, RecordingSHA256: cert.RecordingSHA256, Visibility: cert.Visibility,
 			KeyID: cert.KeyID, Signature: cert.Signature, Signed: consent.Signed(cert),
 			Records: cert.Records, RevokedBefore: cert.RevokedBefore,
+		}
+		if info.Attestation, err = tx.Attestation(ctx, cert.ID); consent.ErrorCode(err) == consent.NotFound {
+			info.Attestation, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
 		detail.Charged = &info.Charged

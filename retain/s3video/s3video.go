@@ -79,6 +79,7 @@
 package s3video
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -239,32 +240,43 @@ func (s *Store) Locking() bool { return s.locking }
 // that keeps versions keeps the earlier video too, and its Path still opens
 // it.
 func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
-	if !consent.ValidID(sessionID) || sessionID == "." || sessionID == ".." {
-		return consent.Video{}, fmt.Errorf("s3video: %q cannot name a video", sessionID)
-	}
 	f, err := os.Open(src)
 	if err != nil {
 		return consent.Video{}, err
 	}
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
+	return s.put(ctx, sessionID, ".mp4", "video/mp4", f, keepUntil)
+}
+
+// PutScreenshot uploads png, an attestation's screenshot (D49), as
+// <Prefix><certificateID>.png, locked as Put locks a video.
+func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
+	return s.put(ctx, certificateID, ".png", "image/png", bytes.NewReader(png), keepUntil)
+}
+
+// put uploads body as <Prefix><id><ext>.
+func (s *Store) put(ctx context.Context, id, ext, contentType string, body io.ReadSeeker, keepUntil time.Time) (consent.Video, error) {
+	if !consent.ValidID(id) || id == "." || id == ".." {
+		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object", id)
+	}
 	// The SHA-256 goes in the request, so it is computed before the upload.
 	h := sha256.New()
-	n, err := io.Copy(h, f)
+	n, err := io.Copy(h, body)
 	if err != nil {
 		return consent.Video{}, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if _, err := body.Seek(0, io.SeekStart); err != nil {
 		return consent.Video{}, err
 	}
 	var v consent.Video
 	copy(v.SHA256[:], h.Sum(nil))
-	key := s.prefix + sessionID + ".mp4"
+	key := s.prefix + id + ext
 	in := &s3.PutObjectInput{
 		Bucket:        &s.bucket,
 		Key:           &key,
-		Body:          f,
+		Body:          body,
 		ContentLength: &n,
-		ContentType:   aws.String("video/mp4"),
+		ContentType:   aws.String(contentType),
 		// Object Lock requires an integrity checksum on the request, and
 		// with it the server verifies the body against the digest that
 		// consent.Video records.
@@ -282,7 +294,7 @@ func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.T
 	}
 	out, err := s.client.PutObject(ctx, in)
 	if err != nil {
-		return consent.Video{}, fmt.Errorf("s3video: upload the video of session %s to s3://%s/%s: %w", sessionID, s.bucket, key, err)
+		return consent.Video{}, fmt.Errorf("s3video: upload %s to s3://%s/%s: %w", id+ext, s.bucket, key, err)
 	}
 	v.Path = s.path(key, aws.ToString(out.VersionId))
 	v.Bytes = n
@@ -315,6 +327,9 @@ func (s *Store) parse(p string) (object, error) {
 		return object{}, bad
 	}
 	id, ok := strings.CutSuffix(name, ".mp4")
+	if !ok {
+		id, ok = strings.CutSuffix(name, ".png")
+	}
 	if !ok || !consent.ValidID(id) || id == "." || id == ".." {
 		return object{}, bad
 	}

@@ -852,6 +852,16 @@ func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
 	return get(t.s.jobs, jobID{kind, key}, "job", cloneJob)
 }
 
+func (t *tx) CountJobs(_ context.Context, kind string) (int, error) {
+	n := 0
+	for _, j := range t.s.jobs {
+		if j.Kind == kind && j.FailedAt.IsZero() {
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := t.write(); err != nil {
 		return nil, err

@@ -369,6 +369,12 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	return j, one(err, "job")
 }
 
+func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
+	var n int
+	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE kind = $1 AND failed_at IS NULL`, kind).Scan(&n)
+	return n, err
+}
+
 // LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
 // machines each take a different job without waiting for each other.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {

@@ -277,3 +277,47 @@ func testJobRollsBack(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// testCountJobs: CountJobs counts the queued jobs of one kind, leased or
+// not, and not those failed for good or done.
+func testCountJobs(t *testing.T, s consent.Store) {
+	count := func(kind string) int {
+		t.Helper()
+		var n int
+		view(t, s, func(tx consent.Tx) error {
+			var err error
+			n, err = tx.CountJobs(ctx, kind)
+			return err
+		})
+		return n
+	}
+	if n := count(consent.JobAttest); n != 0 {
+		t.Errorf("CountJobs of an empty queue = %d", n)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EnqueueJobs(ctx, []*consent.Job{job(consent.JobAttest, "c1", t0), job(consent.JobAttest, "c2", t0),
+			job(consent.JobAttest, "c3", t0.Add(time.Hour)), job(consent.JobConvert, "c1", t0)})
+	})
+	if a, c, none := count(consent.JobAttest), count(consent.JobConvert), count("webhook"); a != 3 || c != 1 || none != 0 {
+		t.Errorf("CountJobs = %d attest, %d convert, %d webhook; want 3, 1, 0", a, c, none)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		leased, err := tx.LeaseJob(ctx, []string{consent.JobAttest}, "w1", t0, t0.Add(time.Minute))
+		if err != nil {
+			return err
+		}
+		failed := &consent.Job{Attempts: 1, RunAfter: t0, LastError: "gave up", FailedAt: t0}
+		return tx.EndJob(ctx, leased.Kind, leased.Key, "w1", failed)
+	})
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.LeaseJob(ctx, []string{consent.JobAttest}, "w1", t0, t0.Add(time.Minute))
+		return err
+	})
+	if n := count(consent.JobAttest); n != 2 {
+		t.Errorf("CountJobs with one job failed and one leased = %d, want 2", n)
+	}
+	update(t, s, func(tx consent.Tx) error { return tx.EndJob(ctx, consent.JobAttest, "c2", "w1", nil) })
+	if n := count(consent.JobAttest); n != 1 {
+		t.Errorf("CountJobs once a job is done = %d, want 1", n)
+	}
+}

@@ -76,6 +76,7 @@ var areas = []area{
 	{"Job", []behaviour{
 		{"Enqueue", testJob},
 		{"EnqueueJobs", testEnqueueJobs},
+		{"Count", testCountJobs},
 		{"Lease", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"RollsBack", testJobRollsBack},

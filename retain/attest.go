@@ -1,0 +1,358 @@
+package retain
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/jobs"
+	"github.com/consentkit/consentkit/retain/mp4"
+	"github.com/consentkit/consentkit/signed"
+)
+
+// Attester replays a recording to the consent moment and measures the
+// consent elements there (D49): mp4.Converter, whose warm browsers it
+// shares with conversion (a waiting conversion is served first).
+type Attester interface {
+	Attest(ctx context.Context, events json.RawMessage, at int64, nodes []int) (*mp4.Attestation, error)
+}
+
+// JobDeleteScreenshot removes an attestation's screenshot from the video
+// store once its certificate is purged; its key is the certificate id,
+// its payload the screenshot's Path. It waits, due again at the
+// certificate's retention date, while the certificate lives.
+const JobDeleteScreenshot = "screenshot.delete"
+
+// Tolerances of the comparison of measured and claimed visibility (D49):
+// the consumer's browser and the replay's lay text out with other fonts
+// and screens, so sizes and contrasts that differ by less are the same.
+const (
+	fontSizeTolerance = 0.5 // CSS pixels
+	contrastTolerance = 0.1 // of the WCAG ratio, 1 to 21
+)
+
+// AttestationHandler returns the handler of consent.JobAttest jobs, which
+// consentkit.Service.AskAttestation enqueues (D49): it reads the
+// certificate and its session's recording, checks that the recording is
+// the one the certificate was issued with, replays it whole (a session
+// closes at consent, so its last event is the consent moment) in
+// cfg.Converter, which must be an Attester, compares what it measured of
+// each consent's element with what the browser claimed, keeps the
+// screenshot in cfg.Videos, and records the signed statement — attested,
+// mismatch or unavailable — in the transaction that ends the job. A
+// recording that cannot be replayed is unavailable at once; other
+// failures are tried again with backoff, and the last one is recorded as
+// unavailable. Runs one attestation at a time by default.
+func AttestationHandler(cfg WorkerConfig) (jobs.Handler, error) {
+	if cfg.Service == nil || cfg.Converter == nil || cfg.Videos == nil {
+		return jobs.Handler{}, errors.New("retain: WorkerConfig needs Service, Converter and Videos")
+	}
+	at, ok := cfg.Converter.(Attester)
+	if !ok {
+		return jobs.Handler{}, errors.New("retain: the Converter cannot attest (it has no Attest method)")
+	}
+	if cfg.Lease < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 {
+		return jobs.Handler{}, errors.New("retain: WorkerConfig values must not be negative (zero means the default)")
+	}
+	a := &attestor{svc: cfg.Service, attester: at, videos: cfg.Videos}
+	return jobs.Handler{
+		Kind:        consent.JobAttest,
+		Do:          a.do,
+		Failed:      a.failed,
+		Concurrency: 1,
+		Lease:       cmp.Or(cfg.Lease, 2*time.Minute),
+		MaxAttempts: cfg.MaxAttempts,
+		Backoff:     cfg.Backoff,
+		MaxBackoff:  cfg.MaxBackoff,
+	}, nil
+}
+
+type attestor struct {
+	svc      *consentkit.Service
+	attester Attester
+	videos   VideoStore
+}
+
+// subject is what an attestation reads from the store.
+type subject struct {
+	cert      *consent.Certificate
+	recording json.RawMessage
+	// reason, when set, says why there is nothing to replay.
+	reason string
+}
+
+// read reads the pending attestation's certificate and recording; nil when
+// there is nothing left to do (the certificate purged, the attestation
+// done).
+func (a *attestor) read(ctx context.Context, certificateID string) (*subject, error) {
+	var s *subject
+	err := a.svc.Store().View(ctx, func(tx consent.Tx) error {
+		s = nil
+		att, err := tx.Attestation(ctx, certificateID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		if err != nil || att.Status != consent.AttestationPending {
+			return err
+		}
+		cert, err := tx.Certificate(ctx, certificateID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s = &subject{cert: cert}
+		chunks, err := tx.Events(ctx, cert.SessionID)
+		switch {
+		case consent.ErrorCode(err) == consent.NotFound || err == nil && len(chunks) == 0:
+			s.reason = "the certificate's recording is not kept any more"
+			return nil
+		case err != nil:
+			return err
+		}
+		s.recording = consent.JoinChunks(chunks)
+		if !cert.RecordingSHA256.IsZero() && consent.Digest(sha256.Sum256(s.recording)) != cert.RecordingSHA256 {
+			s.recording, s.reason = nil, "the recording no longer has the SHA-256 the certificate was issued with"
+		}
+		return nil
+	})
+	return s, err
+}
+
+func (a *attestor) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+	s, err := a.read(ctx, j.Key)
+	if err != nil || s == nil {
+		return jobs.Result{}, err
+	}
+	if s.reason != "" {
+		return a.record(ctx, s.cert, nil, s.reason)
+	}
+	var nodes []int
+	for _, r := range s.cert.Records {
+		if r.NodeID > 0 {
+			nodes = append(nodes, r.NodeID)
+		}
+	}
+	if len(nodes) == 0 {
+		return a.record(ctx, s.cert, nil, "no consent of the certificate names its element in the recording (node_id)")
+	}
+	m, err := a.attester.Attest(ctx, s.recording, math.MaxInt64, nodes)
+	var bad *mp4.RecordingError
+	if errors.As(err, &bad) {
+		return a.record(ctx, s.cert, nil, "the recording cannot be replayed: "+bad.Error())
+	}
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	return a.record(ctx, s.cert, m, "")
+}
+
+// failed records the last failed attempt as unavailable.
+func (a *attestor) failed(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error {
+	if !final {
+		return nil
+	}
+	cert, err := tx.Certificate(ctx, j.Key)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	st, sig, err := a.statement(cert, nil, "the replay failed: "+jobs.ErrorText(cause))
+	if err != nil {
+		return err
+	}
+	return a.update(ctx, tx, cert, st, sig, consent.Video{})
+}
+
+// record keeps m's screenshot and returns the job's result: the statement
+// of m (nil with a reason: unavailable), recorded when the job ends.
+func (a *attestor) record(ctx context.Context, cert *consent.Certificate, m *mp4.Attestation, reason string) (jobs.Result, error) {
+	st, sig, err := a.statement(cert, m, reason)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	var shot consent.Video
+	if m != nil && len(m.Screenshot) > 0 {
+		// Written before the commit that names it: a crash between the two
+		// leaves a file that the next attempt overwrites.
+		if shot, err = a.videos.PutScreenshot(ctx, cert.ID, m.Screenshot, cert.ExpiresAt); err != nil {
+			return jobs.Result{}, fmt.Errorf("store the screenshot: %w", err)
+		}
+	}
+	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+		return a.update(ctx, tx, cert, st, sig, shot)
+	}}, nil
+}
+
+// update records the statement in tx, and with a screenshot the job that
+// removes it once the certificate is purged.
+func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Certificate, st *signed.Statement, sig []byte, shot consent.Video) error {
+	att, err := tx.Attestation(ctx, cert.ID)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil // purged meanwhile
+	}
+	if err != nil || att.Status != consent.AttestationPending {
+		return err
+	}
+	body, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	att.Status, att.Statement, att.Signature, att.KeyID = st.Status, body, sig, st.KeyID
+	att.Screenshot, att.UpdatedAt = shot.Path, a.svc.Now()
+	if err := tx.UpdateAttestation(ctx, att); err != nil {
+		return err
+	}
+	if shot.Path == "" {
+		return nil
+	}
+	now := a.svc.Now()
+	return tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteScreenshot, Key: cert.ID, Payload: []byte(shot.Path),
+		RunAfter: later(cert.ExpiresAt, now), CreatedAt: now})
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// statement builds and signs the statement of cert: of m, or unavailable
+// for reason when m is nil.
+func (a *attestor) statement(cert *consent.Certificate, m *mp4.Attestation, reason string) (*signed.Statement, []byte, error) {
+	content := consent.Signed(cert)
+	st, err := signed.NewStatement(&content, a.svc.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	if m == nil {
+		st.Status, st.Reason = signed.Unavailable, reason
+		for _, r := range cert.Records {
+			st.Consents = append(st.Consents, signed.StatedConsent{NodeID: r.NodeID, Text: ""})
+		}
+	} else {
+		st.Unreproducible = m.Unreproducible
+		if len(m.Screenshot) > 0 {
+			sum := sha256.Sum256(m.Screenshot)
+			st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
+		}
+		compare(&st, cert.Records, m)
+	}
+	sig, err := a.svc.SignStatement(&st)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &st, sig, nil
+}
+
+// compare sets st's consents, differences, status and reason from what the
+// replay measured, m, of the certificate's records (D49):
+//   - a consent whose element the recording does not hold at the consent
+//     moment (the browser named a node the replay cannot find) is a
+//     mismatch: the recording does not show what the certificate claims;
+//   - a consent that names no element (node_id 0) cannot be attested:
+//     unavailable, unless another consent is a mismatch;
+//   - text is compared with runs of white space as one space; visibility
+//     (when the browser claimed one) field by field, font size within half
+//     a pixel and contrast within 0.1;
+//   - differences are a mismatch, unless the replay could not reproduce
+//     something (m.Unreproducible: a stylesheet, a font…) that may explain
+//     them: then the status is unavailable, and the reason names both.
+//
+// Attested means every consent was found and measured as claimed.
+func compare(st *signed.Statement, records []consent.Record, m *mp4.Attestation) {
+	byNode := map[int]mp4.Measured{}
+	for _, c := range m.Consents {
+		byNode[c.NodeID] = c
+	}
+	var missing, diffs []signed.Difference
+	unnamed := 0
+	for i, r := range records {
+		c, ok := byNode[r.NodeID]
+		if r.NodeID <= 0 || !ok {
+			unnamed++
+			st.Consents = append(st.Consents, signed.StatedConsent{NodeID: r.NodeID})
+			continue
+		}
+		sc := signed.StatedConsent{NodeID: r.NodeID, Found: c.Found, Text: c.Text}
+		if !c.Found {
+			missing = append(missing, signed.Difference{Consent: i, Field: "found", Claimed: "true", Measured: "false"})
+			st.Consents = append(st.Consents, sc)
+			continue
+		}
+		mv := &consent.Visibility{InViewport: c.InViewport, Visible: c.Visible, FontSizePx: c.FontSizePx,
+			TextColor: c.TextColor, BackgroundColor: c.BackgroundColor, ContrastRatio: c.ContrastRatio, HiddenText: c.HiddenText}
+		sc.Visibility = signed.StatedVisibility(&signed.Visibility{InViewport: mv.InViewport, Visible: mv.Visible,
+			FontSizePx: mv.FontSizePx, TextColor: mv.TextColor, BackgroundColor: mv.BackgroundColor,
+			ContrastRatio: mv.ContrastRatio, HiddenText: mv.HiddenText})
+		st.Consents = append(st.Consents, sc)
+		diffs = append(diffs, differences(i, r, c.Text, mv)...)
+	}
+	switch {
+	case len(missing) > 0:
+		st.Status, st.Differences = signed.Mismatch, append(missing, diffs...)
+	case len(diffs) > 0 && len(m.Unreproducible) == 0:
+		st.Status, st.Differences = signed.Mismatch, diffs
+	case len(diffs) > 0:
+		fields := make([]string, len(diffs))
+		for i, d := range diffs {
+			fields[i] = fmt.Sprintf("consent %d %s", d.Consent, d.Field)
+		}
+		st.Status = signed.Unavailable
+		st.Reason = fmt.Sprintf("the replay could not reproduce %s, which may explain what it measured otherwise than the browser claimed (%s)",
+			strings.Join(m.Unreproducible, ", "), strings.Join(fields, ", "))
+	case unnamed > 0:
+		st.Status = signed.Unavailable
+		st.Reason = fmt.Sprintf("%d of the certificate's %d consents name no element of the recording (node_id)", unnamed, len(records))
+	default:
+		st.Status = signed.Attested
+	}
+}
+
+// differences lists what the browser claimed of record r (consent i)
+// otherwise than the replay measured it.
+func differences(i int, r consent.Record, text string, m *consent.Visibility) []signed.Difference {
+	var out []signed.Difference
+	add := func(field, claimed, measured string) {
+		out = append(out, signed.Difference{Consent: i, Field: field, Claimed: claimed, Measured: measured})
+	}
+	if a, b := strings.Join(strings.Fields(r.Text), " "), strings.Join(strings.Fields(text), " "); a != b {
+		add("text", r.Text, text)
+	}
+	v := r.Visibility
+	if v == nil {
+		return out
+	}
+	flag := func(field string, a, b bool) {
+		if a != b {
+			add(field, fmt.Sprint(a), fmt.Sprint(b))
+		}
+	}
+	flag("visibility.in_viewport", v.InViewport, m.InViewport)
+	flag("visibility.visible", v.Visible, m.Visible)
+	if math.Abs(v.FontSizePx-m.FontSizePx) > fontSizeTolerance {
+		add("visibility.font_size_px", number(v.FontSizePx), number(m.FontSizePx))
+	}
+	if math.Abs(v.ContrastRatio-m.ContrastRatio) > contrastTolerance {
+		add("visibility.contrast_ratio", number(v.ContrastRatio), number(m.ContrastRatio))
+	}
+	if a, b := strings.Join(v.HiddenText, "\n"), strings.Join(m.HiddenText, "\n"); a != b {
+		add("visibility.hidden_text", fmt.Sprintf("%q", v.HiddenText), fmt.Sprintf("%q", m.HiddenText))
+	}
+	return out
+}
+
+func number(f float64) string { return fmt.Sprintf("%g", f) }
