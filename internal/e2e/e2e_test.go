@@ -30,6 +30,7 @@ import (
 	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -76,6 +77,8 @@ type stack struct {
 	form    *httptest.Server
 	posts   chan url.Values
 	token   string
+	key     signed.SigningKey // signs certificates and statements
+	videos  retain.Dir        // the video store: videos and screenshots
 	// hold, when set, makes capture chunks and consents wait until it is
 	// closed: a slow service.
 	hold atomic.Pointer[chan struct{}]
@@ -111,10 +114,15 @@ func newStack(t *testing.T) *stack {
 		}
 		t.Skipf("browser test skipped: rrweb is not installed (npm ci --prefix retain/mp4/replayer): %v", err)
 	}
-	svc, err := consentkit.NewService(teststore.SQLite(t), consentkit.Config{})
+	key, err := signed.NewSigningKey("e2e-key")
 	if err != nil {
 		t.Fatal(err)
 	}
+	svc, err := consentkit.NewService(teststore.SQLite(t), consentkit.Config{SigningKeys: []signed.SigningKey{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	videos := retain.Dir{Root: t.TempDir()}
 	ctx := context.Background()
 	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme Insurance"}); err != nil {
 		t.Fatal(err)
@@ -126,12 +134,12 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := httpadapter.New(httpadapter.Config{Service: svc, RRWebDir: rrwebDir,
+	api, err := httpadapter.New(httpadapter.Config{Service: svc, RRWebDir: rrwebDir, Videos: videos,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{svc: svc, api: api, token: token, posts: make(chan url.Values, 4)}
+	s := &stack{svc: svc, api: api, token: token, key: key, videos: videos, posts: make(chan url.Values, 4)}
 	s.service = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/capture/sessions/") {
 			if s.down.Load() {
