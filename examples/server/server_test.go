@@ -637,7 +637,8 @@ func TestServerBadSeed(t *testing.T) {
 }
 
 // A server started before rrweb's replayer was installed notices it once
-// installed, without a restart, and says so.
+// installed, without a restart, and says so; an attestation asked for
+// meanwhile stays pending, and runs once the tools are there (D49).
 func TestServerNoticesToolsInstalledLater(t *testing.T) {
 	for _, need := range []string{"/usr/lib/chromium/chromium-headless-shell", filepath.Join("../..", replayer, "rrweb.umd.min.cjs")} {
 		if _, err := os.Stat(need); err != nil && os.Getenv("CI") != "true" {
@@ -648,6 +649,24 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", dir, "-tools-recheck", "100ms", "-video-dir", t.TempDir())
 	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=rrweb") {
 		t.Fatalf("the log does not say rrweb is missing:\n%s", s.output())
+	}
+	token := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
+	if token == nil {
+		t.Fatalf("no token printed:\n%s", s.output())
+	}
+	attestation := func(path, body string) string {
+		t.Helper()
+		code, got := s.call(t, "POST", path, token[1], body)
+		a, _ := got["attestation"].(map[string]any)
+		status, _ := a["status"].(string)
+		if code != 200 || status == "" {
+			t.Fatalf("match: %d %v", code, got)
+		}
+		return status
+	}
+	const ask = `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms","attest":true}`
+	if status := attestation("/verify/match", ask); status != "pending" {
+		t.Fatalf("an attestation asked for without the tools: %s, want pending", status)
 	}
 	for _, f := range []string{"rrweb.umd.min.cjs", "style.min.css"} {
 		b, err := os.ReadFile(filepath.Join("../..", replayer, f))
@@ -663,6 +682,10 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 	}
 	if n := strings.Count(s.output(), "video conversion is on"); n != 1 {
 		t.Errorf("the log says %d times that conversion is on, want once", n)
+	}
+	const info = `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}` // free, unlike match
+	if !testwait.Until(t, 50*time.Millisecond, func() bool { return attestation("/verify/certificate-info", info) != "pending" }) {
+		t.Errorf("the attestation is still pending once the tools are there:\n%s", s.output())
 	}
 	s.stop(t)
 }
