@@ -599,7 +599,7 @@ func schemaOf(t reflect.Type, response bool) object {
 }
 
 // fields adds the JSON fields of struct t to props, those of embedded
-// structs included as encoding/json promotes them.
+// structs and struct pointers included as encoding/json promotes them.
 func fields(t reflect.Type, response bool, props object, required *[]string) {
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -612,6 +612,10 @@ func fields(t reflect.Type, response bool, props object, required *[]string) {
 			continue
 		case f.Anonymous && !hasTag && f.Type.Kind() == reflect.Struct:
 			fields(f.Type, response, props, required)
+			continue
+		case f.Anonymous && !hasTag && f.Type.Kind() == reflect.Pointer && f.Type.Elem().Kind() == reflect.Struct:
+			// A nil one leaves all of its fields out: none is required.
+			fields(f.Type.Elem(), response, props, new([]string))
 			continue
 		case !f.IsExported():
 			continue
