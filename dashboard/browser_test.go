@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"context"
+	"image/color"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,8 +40,8 @@ func need(t *testing.T, tool, hint string) {
 
 // TestDashboardInBrowser: an operator, in headless Chromium, logs in with
 // the keyboard, issues a token, copies a property's snippet tag, finds a
-// certificate by the consumer's email, plays its video and revokes the
-// token; every step is checked in the rendered page and against the
+// certificate by the consumer's email, sees its attestation's screenshot,
+// plays its video and revokes the token; every step is checked in the rendered page and against the
 // service. A screenshot of every page, at desktop and at phone size, is
 // saved in the test's artifact directory: `go test -artifacts
 // -run TestDashboardInBrowser ./dashboard` keeps them (under
@@ -51,6 +52,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	svc, _ := fixture(t, teststore.Memory(t))
 	videos := retain.Dir{Root: t.TempDir()}
 	convertedVideo(t, svc, videos, "s-acme")
+	attest(t, svc, videos, "cert-acme", testPNG(t, 320, 240, color.RGBA{G: 160, A: 255}), mismatch)
 	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Videos: videos})
 	must(t, err)
 	mux := http.NewServeMux()
@@ -167,6 +169,17 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	if got := text("#visibility"); !strings.Contains(got, "14 px") || !strings.Contains(got, "contrast 18.88:1") {
 		t.Errorf("visibility facts shown: %q", got)
+	}
+
+	// The attestation: its status, and the replay's screenshot, served as
+	// a PNG that the browser decodes, beside the video.
+	if got := text("#attestation-status"); !strings.HasPrefix(got, "mismatch") {
+		t.Errorf("attestation status shown: %q, want mismatch", got)
+	}
+	loaded, err := chromedp.Run(b, chromedp.Poll[bool](`(i => (i.complete && i.naturalWidth === 320 && i.naturalHeight === 240) || null)(document.getElementById("screenshot"))`,
+		chromedp.WithPollingTimeout(5*time.Second)))
+	if err != nil || !loaded {
+		t.Errorf("the attestation's screenshot did not load: %v", err)
 	}
 
 	// Play the video to its end: the recording's MP4, served with Range

@@ -1,8 +1,10 @@
 // Package dashboard serves an operator's pages in the browser: companies
 // and their balance and ledger, tokens, properties with the snippet tag
 // ready to copy, certificates (search, detail, signature status, the
-// recording's video), revocations, webhooks and the audit log. Mount it
-// under its prefix, where only operators reach it:
+// recording's video, the attestation of what a replay of the recording
+// measured at the consent moment and its screenshot, D49), revocations,
+// webhooks and the audit log. Mount it under its prefix, where only
+// operators reach it:
 //
 //	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
 //	mux.Handle("/dashboard/", d)
@@ -199,6 +201,7 @@ func (h *Handler) routes() {
 	authed("POST", "/companies/{company}/properties/{property}/origins", h.setOrigins)
 	authed("GET", "/companies/{company}/certificates", h.certificates)
 	authed("GET", "/companies/{company}/certificates/{certificate}", h.certificate)
+	authed("GET", "/companies/{company}/certificates/{certificate}/screenshot", h.screenshot)
 	authed("GET", "/companies/{company}/sessions/{session}/video", h.video)
 	authed("GET", "/companies/{company}/revocations", h.revocations)
 	authed("GET", "/companies/{company}/ledger", h.ledger)

@@ -460,6 +460,9 @@ type certificateData struct {
 	Integrity string // "" when it holds, else why not
 	Signed    bool
 	Video     bool // a converted video can be played
+	// Attestation is the certificate's attestation (D49); nil when none
+	// was asked for.
+	Attestation *attestationView
 }
 
 type recordView struct {
@@ -507,6 +510,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	id := r.PathValue("certificate")
 	d := certificateData{Term: strings.TrimSpace(r.URL.Query().Get("term"))}
 	var recording *consent.Digest
+	var attestation *consent.Attestation
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		c, err := tx.Certificate(ctx, id)
 		if err != nil {
@@ -516,6 +520,13 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 			return consent.Errorf(consent.NotFound, "certificate not found")
 		}
 		d.Cert = c
+		attestation, err = tx.Attestation(ctx, c.ID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			attestation, err = nil, nil
+		}
+		if err != nil {
+			return err
+		}
 		if c.SessionID == "" {
 			return nil
 		}
@@ -549,6 +560,9 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		return nil
 	})
 	if err != nil {
+		return err
+	}
+	if d.Attestation, err = h.attestationView(ctx, d.Cert, attestation); err != nil {
 		return err
 	}
 	d.Signed = len(d.Cert.Signature) > 0

@@ -1,0 +1,107 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
+)
+
+// attestationView is a certificate's attestation (D49) as its page shows
+// it: the status of the row, and once measured the signed statement's
+// facts with whether its signature holds.
+type attestationView struct {
+	Status string
+	// Statement is nil while pending, or when the stored statement cannot
+	// be read (Check then says so).
+	Statement  *signed.Statement
+	MeasuredAt string // the statement's time as the page shows times
+	Signed     bool
+	KeyID      string
+	// Check is "" when the statement's signature holds (or it is
+	// unsigned), else why it cannot be trusted.
+	Check string
+	// Screenshot: the replay's PNG can be shown (Config.Videos is set and
+	// the replay took one).
+	Screenshot bool
+}
+
+// attestationView returns what the page shows of a, the attestation of
+// cert; nil when none was asked for. The statement's signature is checked
+// against the keys the service verifies certificates with: a broken
+// statement is a finding to show, not an error.
+func (h *Handler) attestationView(ctx context.Context, cert *consent.Certificate, a *consent.Attestation) (*attestationView, error) {
+	if a == nil {
+		return nil, nil
+	}
+	v := &attestationView{Status: a.Status, Signed: len(a.Signature) > 0, KeyID: a.KeyID,
+		Screenshot: h.cfg.Videos != nil && a.Screenshot != ""}
+	proof, err := a.Proof()
+	if err != nil {
+		v.Check = "the stored statement cannot be read"
+		return v, nil
+	}
+	if proof == nil {
+		return v, nil
+	}
+	st := proof.Statement
+	v.Statement, v.MeasuredAt = st, st.MeasuredAt
+	if t, err := time.Parse(time.RFC3339Nano, st.MeasuredAt); err == nil {
+		v.MeasuredAt = t.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	switch {
+	case st.Status != a.Status:
+		v.Check = fmt.Sprintf("the signed statement says %q, not %q", st.Status, a.Status)
+	case v.Signed:
+		keys, err := h.svc.PublishedKeys(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ks := signed.Publish(keys)
+		content := consent.Signed(cert)
+		if err := proof.Verify(&ks, &content); err != nil {
+			v.Check = err.Error()
+		}
+	}
+	return v, nil
+}
+
+// screenshot serves the PNG of the viewport at the certificate's consent
+// moment that its attestation's replay took (D49): only under the
+// certificate's own company, and only when Config.Videos is set.
+func (h *Handler) screenshot(w http.ResponseWriter, r *http.Request, p *page) error {
+	c, err := h.companyOf(r.Context(), r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	a, err := h.svc.Attestation(ctx, c.ID, r.PathValue("certificate"))
+	if err != nil {
+		return err
+	}
+	if a.Screenshot == "" || h.cfg.Videos == nil {
+		return consent.Errorf(consent.NotFound, "no screenshot for this certificate")
+	}
+	// The statement's digest is the file's, for stores that check what
+	// they read against it.
+	v := consent.Video{Path: a.Screenshot}
+	if proof, err := a.Proof(); err == nil && proof != nil {
+		if sum, err := hex.DecodeString(proof.Statement.ScreenshotSHA256); err == nil && len(sum) == len(v.SHA256) {
+			copy(v.SHA256[:], sum)
+		}
+	}
+	f, err := h.cfg.Videos.Open(ctx, v)
+	if err != nil {
+		return fmt.Errorf("open the screenshot of certificate %s: %w", a.CertificateID, err)
+	}
+	defer func() { _ = f.Close() }() // read only: its Close loses nothing
+	w.Header().Set("Content-Type", "image/png")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	http.ServeContent(w, r, "", a.UpdatedAt, f)
+	p.done = true
+	return nil
+}
