@@ -774,3 +774,53 @@ func TestConfigRefused(t *testing.T) {
 		})
 	}
 }
+
+// An attestation's screenshot (D49) is kept beside the videos as
+// <certificate>.png, image/png, locked as a video is; it opens with the
+// statement's SHA-256 and no size, and is deleted by its Path.
+func TestScreenshot(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "locked", true)
+	s := g.store(t, s3video.Config{Bucket: "locked", RequireObjectLock: true})
+	png := []byte("\x89PNG\r\n\x1a\n the consent moment")
+	v, err := s.PutScreenshot(t.Context(), "cert_1", png, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "videos/cert_1.png"
+	path, version, ok := strings.Cut(v.Path, "?versionId=")
+	if !ok || path != "s3://locked/"+key || v.Bytes != int64(len(png)) || v.SHA256 != sha256.Sum256(png) {
+		t.Fatalf("PutScreenshot = %+v", v)
+	}
+	head, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ct := aws.ToString(head.ContentType); ct != "image/png" || head.ObjectLockMode != types.ObjectLockModeCompliance {
+		t.Errorf("Content-Type %q, lock %q; want image/png, COMPLIANCE", ct, head.ObjectLockMode)
+	}
+	if got := readAll(t, s, consent.Video{Path: v.Path, SHA256: v.SHA256}); !bytes.Equal(got, png) {
+		t.Errorf("the screenshot reads %q", got)
+	}
+	wrong := consent.Video{Path: v.Path, SHA256: v.SHA256}
+	wrong.SHA256[0] ^= 1
+	if _, err := s.Open(t.Context(), wrong); err == nil {
+		t.Error("Open of a screenshot whose SHA-256 differs from the statement's succeeded")
+	}
+	if err := s.Delete(t.Context(), v.Path); err == nil {
+		t.Error("Delete removed a locked screenshot")
+	}
+	unlocked, err := s.PutScreenshot(t.Context(), "cert_2", png, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(t.Context(), unlocked.Path); err != nil {
+		t.Errorf("Delete of an unlocked screenshot: %v", err)
+	}
+	if _, err := s.Open(t.Context(), unlocked); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
+	}
+	if _, err := s.PutScreenshot(t.Context(), "a/b", png, time.Time{}); err == nil {
+		t.Error("PutScreenshot of an id that cannot name an object succeeded")
+	}
+}
