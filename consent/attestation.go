@@ -2,6 +2,7 @@ package consent
 
 import (
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -67,4 +68,17 @@ func (a *Attestation) Proof() (*signed.StatementProof, error) {
 		return nil, fmt.Errorf("consent: the statement of the attestation of %s: %w", a.CertificateID, err)
 	}
 	return &signed.StatementProof{Statement: &st, KeyID: a.KeyID, Signature: base64.StdEncoding.EncodeToString(a.Signature)}, nil
+}
+
+// ScreenshotFile describes a's screenshot for the video store's Open: its
+// Path, and the SHA-256 its statement signs, so that a store that checks
+// what it reads checks it against that; zero when a has no screenshot.
+func (a *Attestation) ScreenshotFile() Video {
+	v := Video{Path: a.Screenshot}
+	if p, err := a.Proof(); err == nil && p != nil && a.Screenshot != "" {
+		if sum, err := hex.DecodeString(p.Statement.ScreenshotSHA256); err == nil && len(sum) == len(v.SHA256) {
+			copy(v.SHA256[:], sum)
+		}
+	}
+	return v
 }

@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"time"
@@ -86,15 +85,7 @@ func (h *Handler) screenshot(w http.ResponseWriter, r *http.Request, p *page) er
 	if a.Screenshot == "" || h.cfg.Videos == nil {
 		return consent.Errorf(consent.NotFound, "no screenshot for this certificate")
 	}
-	// The statement's digest is the file's, for stores that check what
-	// they read against it.
-	v := consent.Video{Path: a.Screenshot}
-	if proof, err := a.Proof(); err == nil && proof != nil {
-		if sum, err := hex.DecodeString(proof.Statement.ScreenshotSHA256); err == nil && len(sum) == len(v.SHA256) {
-			copy(v.SHA256[:], sum)
-		}
-	}
-	f, err := h.cfg.Videos.Open(ctx, v)
+	f, err := h.cfg.Videos.Open(ctx, a.ScreenshotFile())
 	if err != nil {
 		return fmt.Errorf("open the screenshot of certificate %s: %w", a.CertificateID, err)
 	}

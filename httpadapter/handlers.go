@@ -2,7 +2,6 @@ package httpadapter
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -527,12 +526,7 @@ func (h *Handler) screenshot(ctx context.Context, c Caller, req *screenshotReque
 	if h.cfg.Videos == nil {
 		return nil, &httpError{status: http.StatusServiceUnavailable, msg: "screenshots are not served here (httpadapter.Config.Videos is not set)"}
 	}
-	v := consent.Video{Path: a.Screenshot}
-	if p, err := a.Proof(); err == nil && p != nil {
-		if sum, err := hex.DecodeString(p.Statement.ScreenshotSHA256); err == nil && len(sum) == len(v.SHA256) {
-			copy(v.SHA256[:], sum)
-		}
-	}
+	v := a.ScreenshotFile()
 	f, err := h.cfg.Videos.Open(ctx, v)
 	if err != nil {
 		return nil, fmt.Errorf("open the screenshot of certificate %s: %w", a.CertificateID, err)
