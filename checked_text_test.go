@@ -274,8 +274,9 @@ func TestCheckedKeyLength(t *testing.T) {
 
 // TestCheckedReadBadText: text that no row can hold (a NUL, invalid UTF-8)
 // given to a method that looks rows up finds none: a single-row read and a
-// change of one row answer NotFound, a list is empty, Sessions has nil at
-// its places, and a lease of such a kind leases one of the others.
+// change of one row answer NotFound, a list is empty and a count zero,
+// Sessions has nil at its places, and a lease of such a kind leases one of
+// the others.
 // PostgreSQL refuses such text as a parameter, and answered with an
 // internal error. A page's or an audit query's company, being a bound of
 // the query rather than a row's key, is Invalid (Page.Check,
@@ -338,6 +339,7 @@ func TestCheckedReadBadText(t *testing.T) {
 					l, err := tx.WebhookDeliveries(ctx, bad, 0, 10)
 					return len(l), err
 				},
+				"CountJobs": func(tx consent.Tx) (int, error) { return tx.CountJobs(ctx, bad) },
 			}
 			for name, list := range empty {
 				err := s.View(ctx, func(tx consent.Tx) error {

@@ -298,8 +298,8 @@ func testCountJobs(t *testing.T, s consent.Store) {
 		return tx.EnqueueJobs(ctx, []*consent.Job{job(consent.JobAttest, "c1", t0), job(consent.JobAttest, "c2", t0),
 			job(consent.JobAttest, "c3", t0.Add(time.Hour)), job(consent.JobConvert, "c1", t0)})
 	})
-	if a, c, none := count(consent.JobAttest), count(consent.JobConvert), count("webhook"); a != 3 || c != 1 || none != 0 {
-		t.Errorf("CountJobs = %d attest, %d convert, %d webhook; want 3, 1, 0", a, c, none)
+	if a, c, none, empty := count(consent.JobAttest), count(consent.JobConvert), count("webhook"), count(""); a != 3 || c != 1 || none != 0 || empty != 0 {
+		t.Errorf("CountJobs = %d attest, %d convert, %d webhook, %d of the empty kind; want 3, 1, 0, 0", a, c, none, empty)
 	}
 	update(t, s, func(tx consent.Tx) error {
 		leased, err := tx.LeaseJob(ctx, []string{consent.JobAttest}, "w1", t0, t0.Add(time.Minute))
