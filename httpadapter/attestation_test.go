@@ -15,7 +15,6 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/signed"
-	"github.com/consentkit/consentkit/wallet"
 )
 
 // attestationOf decodes the "attestation" member of an answer.
@@ -157,7 +156,7 @@ func TestAttestationQueueFullThroughHTTP(t *testing.T) {
 		if rec.Code != 200 || a["status"] != want || (i == 1) != strings.Contains(reason, "queue is full") {
 			t.Errorf("%s: %d %v, want %s", id, rec.Code, a, want)
 		}
-		if spent := before - e.balance(t, "acme"); spent != wallet.Amount(svc.Prices().ExactMatch) {
+		if spent := before - e.balance(t, "acme"); spent != svc.Prices().ExactMatch {
 			t.Errorf("%s cost %v", id, spent)
 		}
 	}

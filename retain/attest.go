@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -303,7 +304,7 @@ func compare(st *signed.Statement, records []consent.Record, m *mp4.Attestation)
 	}
 	switch {
 	case len(missing) > 0:
-		st.Status, st.Differences = signed.Mismatch, append(missing, diffs...)
+		st.Status, st.Differences = signed.Mismatch, slices.Concat(missing, diffs)
 	case len(diffs) > 0 && len(m.Unreproducible) == 0:
 		st.Status, st.Differences = signed.Mismatch, diffs
 	case len(diffs) > 0:
