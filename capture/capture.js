@@ -10,7 +10,9 @@
  * for each element marked data-consent, the text the consumer could read,
  * the fragments hidden from them (measured by consentkitMeasure, of
  * measure.js, which the service serves before this text), and how its
- * checkbox came to be ticked (D37).
+ * checkbox came to be ticked (D37). At submit it adds to the recording its
+ * own event "consentkit/signals" (D50): counts of key presses and pastes per
+ * field and a few facts about the browser, never what was typed.
  * It never delays, blocks or breaks the form: every call is asynchronous, and
  * any failure only stops the recording.
  */
@@ -160,7 +162,9 @@
           range: true, search: true, tel: true, text: true, time: true, url: true, week: true,
           textarea: true, select: true, password: true
         },
-        maskInputFn: masked
+        maskInputFn: masked,
+        // Each input event says whether a person caused it (D50).
+        userTriggeredOnInput: true
       });
       recorder = r;
     });
@@ -273,6 +277,83 @@
     });
   }
 
+  // ---- Behaviour signals (D50) ----
+  //
+  // Counts, never content. Per text field (input or textarea), keyed by its
+  // name, else its id, else "#" and the recorder's id of it: keys, the key
+  // presses the browser says a person made (trusted keydown events, not
+  // auto-repeats) of printable keys, Backspace and Delete, and of the keys
+  // that virtual keyboards and input methods report as "Unidentified" or
+  // "Process"; a key held with Ctrl or Meta (a shortcut, not typing) is not
+  // one, unless AltGr makes the character. pastes, the trusted paste events.
+  // At submit the snippet adds them to the recording as one rrweb custom
+  // event, tag "consentkit/signals", with navigator.webdriver, the viewport's
+  // size, the time zone and language, whether the page is in a frame and the
+  // parent's origin when the browser tells it.
+  var MAX_FIELDS = 100, MAX_KEY = 128;
+  var fields = typeof Object.create === "function" ? Object.create(null) : {};
+  var fieldCount = 0;
+
+  function fieldOf(e) {
+    var t = e.composedPath ? e.composedPath()[0] : e.target;
+    if (!t || (t.nodeName !== "INPUT" && t.nodeName !== "TEXTAREA")) return null;
+    var id = t.name || t.id ? 0 : nodeId(t);
+    var key = String(t.name || t.id || (id ? "#" + id : "")).slice(0, MAX_KEY);
+    if (!key) return null;
+    var f = Object.prototype.hasOwnProperty.call(fields, key) ? fields[key] : null;
+    if (!f && fieldCount < MAX_FIELDS) { f = fields[key] = { keys: 0, pastes: 0 }; fieldCount++; }
+    return f;
+  }
+
+  function onKey(e) {
+    if (!e.isTrusted || e.repeat) return;
+    var k = e.key;
+    if (typeof k !== "string") return;
+    var typing = k.length === 1 || (k.length === 2 && /^[\uD800-\uDBFF]/.test(k)) ||
+      k === "Backspace" || k === "Delete" || k === "Unidentified" || k === "Process";
+    if (!typing) return;
+    if ((e.ctrlKey || e.metaKey) && !(e.getModifierState && e.getModifierState("AltGraph"))) return;
+    var f = fieldOf(e);
+    if (f) f.keys++;
+  }
+
+  function onPaste(e) {
+    if (!e.isTrusted) return;
+    var f = fieldOf(e);
+    if (f) f.pastes++;
+  }
+
+  function parentOrigin() {
+    try {
+      var a = location.ancestorOrigins;
+      if (a && a.length && a[0] && a[0] !== "null") return String(a[0]);
+    } catch (e) { /* not told */ }
+    try { if (document.referrer) return new URL(document.referrer).origin; } catch (e) { /* not told */ }
+    return "";
+  }
+
+  // report adds the signals to the recording; it runs at submit, before the
+  // last events are cut, so that they travel with the consent.
+  function report() {
+    try {
+      if (!recorder || typeof recorder.addCustomEvent !== "function") return;
+      var framed;
+      try { framed = window.top !== window; } catch (e) { framed = true; }
+      var tz = "";
+      try { tz = Intl.DateTimeFormat().resolvedOptions().timeZone || ""; } catch (e) { /* not told */ }
+      recorder.addCustomEvent("consentkit/signals", {
+        v: 1,
+        fields: fields,
+        webdriver: navigator.webdriver === true,
+        viewport: { width: window.innerWidth, height: window.innerHeight },
+        time_zone: String(tz),
+        language: String(navigator.language || ""),
+        framed: framed,
+        parent_origin: framed ? parentOrigin() : ""
+      });
+    } catch (e) { /* the consent goes without them */ }
+  }
+
   function field(form, marker, type) {
     var el = (form || document).querySelector("[" + marker + "]") || (form && form.querySelector('input[type="' + type + '"]'));
     return el && el.value ? el.value : "";
@@ -285,6 +366,7 @@
     var els = consentElements(form);
     if (!els.length || consented || !session) return;
     var consents = consentsOf(els);
+    report();
     consented = true;
     cut();
     var tail = null;
@@ -343,6 +425,8 @@
     document.addEventListener("submit", safe(onSubmit), true);
     document.addEventListener("click", safe(onBox), true);
     document.addEventListener("change", safe(onBox), true);
+    document.addEventListener("keydown", safe(onKey), true);
+    document.addEventListener("paste", safe(onPaste), true);
     noteLoaded();
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", safe(noteLoaded));
     window.addEventListener("pagehide", safe(onHide));
