@@ -20,7 +20,10 @@ type Company struct {
 	ThirdPartyVerificationEnabled bool
 	// AuthorizedThirdParties lists the companies allowed to do so.
 	AuthorizedThirdParties []string
-	CreatedAt              time.Time
+	// AttestCertificates has every certificate the company issues
+	// attested (D49), not only those retained or asked for.
+	AttestCertificates bool
+	CreatedAt          time.Time
 }
 
 // Authorizes reports whether caller may verify c's certificates as a third

@@ -80,7 +80,8 @@ type Tx interface {
 	// CompanyIDs returns up to limit company ids in sorted order, starting
 	// after the given id ("" for the first page).
 	CompanyIDs(ctx context.Context, after string, limit int) ([]string, error)
-	// UpdateCompany replaces the name and third-party settings of c.ID.
+	// UpdateCompany replaces the name, third-party settings and
+	// AttestCertificates of c.ID.
 	// NotFound when there is none.
 	UpdateCompany(ctx context.Context, c *Company) error
 

@@ -77,10 +77,10 @@ func strs(s []string) []string {
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 	_, err := t.exec(ctx, `WITH c AS (
-			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
-			VALUES ($1, $2, $3, $4, $5) RETURNING id)
+			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
 		INSERT INTO wallets (company_id) SELECT id FROM c`,
-		c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties), c.CreatedAt)
+		c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties), c.AttestCertificates, c.CreatedAt)
 	return err
 }
 
@@ -100,8 +100,9 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 }
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
-	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4
-		WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties))
+	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4,
+		attest_certificates = $5 WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties),
+		c.AttestCertificates)
 	return affected(tag, err, "company")
 }
 

@@ -10,7 +10,8 @@ import (
 )
 
 // Upgrading a database that has conversion jobs (schema 0004) to the one
-// job queue (0005) keeps every job, its attempts, lease and last error.
+// job queue (0005) keeps every job, its attempts, lease and last error; a
+// company of then does not attest its certificates (0016).
 func TestMigrateKeepsConversionJobs(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(filepath.Join(t.TempDir(), "m.db"), Config{})
@@ -32,10 +33,12 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 		}
 	}
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	// The company as schema 0004 holds it: later columns are not there yet.
+	if _, err := s.write.ExecContext(ctx, `INSERT INTO companies (id, name, created_at) VALUES ('acme', 'Acme', ?);
+		INSERT INTO wallets (company_id) VALUES ('acme')`, t0.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
 	err = s.Update(ctx, func(tx consent.Tx) error {
-		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
-			return err
-		}
 		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
 			return err
 		}
@@ -61,6 +64,13 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 		if j.Attempts != 2 || !j.RunAfter.Equal(t0.Add(time.Minute)) || j.LeaseOwner != "w1" ||
 			!j.LeaseUntil.Equal(t0.Add(2*time.Minute)) || j.LastError != "chromium crashed" || !j.CreatedAt.Equal(t0) {
 			t.Errorf("migrated job = %+v", j)
+		}
+		c, err := tx.Company(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		if c.Name != "Acme" || c.AttestCertificates || !c.CreatedAt.Equal(t0) {
+			t.Errorf("migrated company = %+v", c)
 		}
 		return nil
 	})

@@ -69,8 +69,9 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 	if parties == nil {
 		parties = []string{}
 	}
-	if _, err := t.exec(ctx, `INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, created_at)
-		VALUES (?, ?, ?, ?, ?)`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.CreatedAt.UnixMicro()); err != nil {
+	if _, err := t.exec(ctx, `INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at)
+		VALUES (?, ?, ?, ?, ?, ?)`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.AttestCertificates,
+		c.CreatedAt.UnixMicro()); err != nil {
 		return err
 	}
 	_, err := t.exec(ctx, `INSERT INTO wallets (company_id) VALUES (?)`, c.ID)
@@ -91,8 +92,8 @@ func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 	if parties == nil {
 		parties = []string{}
 	}
-	r, err := t.exec(ctx, `UPDATE companies SET name = ?, third_party_enabled = ?, authorized_third_parties = ?
-		WHERE id = ?`, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.ID)
+	r, err := t.exec(ctx, `UPDATE companies SET name = ?, third_party_enabled = ?, authorized_third_parties = ?,
+		attest_certificates = ? WHERE id = ?`, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.AttestCertificates, c.ID)
 	return affected(r, err, "company")
 }
 

@@ -11,7 +11,7 @@ import (
 func testCompany(t *testing.T, s consent.Store) {
 	want := &consent.Company{
 		ID: "acme", Name: "Acme Insurance", ThirdPartyVerificationEnabled: true,
-		AuthorizedThirdParties: []string{"buyer", "broker:2"}, CreatedAt: t0,
+		AuthorizedThirdParties: []string{"buyer", "broker:2"}, AttestCertificates: true, CreatedAt: t0,
 	}
 	update(t, s, func(tx consent.Tx) error { return tx.CreateCompany(ctx, want) })
 
@@ -29,6 +29,9 @@ func testCompany(t *testing.T, s consent.Store) {
 	changed := &consent.Company{ID: "acme", Name: "Acme", AuthorizedThirdParties: nil, CreatedAt: t0}
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, changed) })
 	wantRead(t, s, consent.Tx.Company, "acme", changed, "Company after UpdateCompany")
+	attesting := &consent.Company{ID: "acme", Name: "Acme", AttestCertificates: true, CreatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, attesting) })
+	wantRead(t, s, consent.Tx.Company, "acme", attesting, "Company after UpdateCompany(AttestCertificates)")
 	err = s.Update(ctx, func(tx consent.Tx) error {
 		return tx.UpdateCompany(ctx, &consent.Company{ID: "nobody", Name: "x"})
 	})

@@ -209,11 +209,12 @@ func (d Dialect) ScanKey(row Row) (*consent.IdempotencyRecord, error) {
 }
 
 // CompanyColumns are the columns ScanCompany reads.
-const CompanyColumns = `id, name, third_party_enabled, authorized_third_parties, created_at`
+const CompanyColumns = `id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at`
 
 func (d Dialect) ScanCompany(row Row) (*consent.Company, error) {
 	var c consent.Company
-	return done(&c, row.Scan(&c.ID, &c.Name, &c.ThirdPartyVerificationEnabled, d.Strings(&c.AuthorizedThirdParties), d.Time(&c.CreatedAt)))
+	return done(&c, row.Scan(&c.ID, &c.Name, &c.ThirdPartyVerificationEnabled, d.Strings(&c.AuthorizedThirdParties),
+		&c.AttestCertificates, d.Time(&c.CreatedAt)))
 }
 
 // PublishedKeyColumns are the columns ScanPublishedKey reads.

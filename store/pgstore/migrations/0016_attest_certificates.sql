@@ -1,0 +1,3 @@
+-- A company may have every certificate it issues attested (D49,
+-- attest_certificates). Off for the companies there are.
+ALTER TABLE companies ADD COLUMN attest_certificates boolean NOT NULL DEFAULT false;
