@@ -92,6 +92,9 @@ func TestAuditServiceActions(t *testing.T) {
 	if _, err := svc.SetThirdParty(op, "beta", true, []string{"acme"}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := svc.SetAttestCertificates(op, "beta", true); err != nil {
+		t.Fatal(err)
+	}
 	tok, _, err := svc.IssueToken(op, consentkit.TokenParams{CompanyID: "beta", Permissions: []consent.Permission{consent.PermissionRetention}})
 	if err != nil {
 		t.Fatal(err)
@@ -122,13 +125,16 @@ func TestAuditServiceActions(t *testing.T) {
 	// Unknown company: refused, nothing to record against.
 	_, err = svc.SetThirdParty(op, "nobody", false, nil)
 	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)
+	_, err = svc.SetAttestCertificates(op, "nobody", true)
+	wantCode(t, "SetAttestCertificates(nobody)", err, consent.NotFound)
 
 	want := []row{
-		{"operator", "company.create", "beta", "ok", "", `{"authorized_third_parties":[],"third_party_verification_enabled":false}`},
+		{"operator", "company.create", "beta", "ok", "", `{"attest_certificates":false,"authorized_third_parties":[],"third_party_verification_enabled":false}`},
 		{"admin:jo", "property.create", "beta-web", "ok", "req-1", `{"allowed_origins":[]}`},
 		{"admin:jo", "property.update", "beta-web", "ok", "req-1", `{"allowed_origins":["https://beta.example"]}`},
 		{"admin:jo", "property.update", "acme-web", "not_found", "req-1", `{"allowed_origins":[]}`},
 		{"admin:jo", "company.update", "beta", "ok", "req-1", `{"authorized_third_parties":["acme"],"third_party_verification_enabled":true}`},
+		{"admin:jo", "company.attestation", "beta", "ok", "req-1", `{"attest_certificates":true}`},
 		{"admin:jo", "token.issue", tok.ID, "ok", "req-1", `{"permissions":["vzew_retention"]}`},
 		{"admin:jo", "token.revoke", tok.ID, "ok", "req-1", ""},
 		{"admin:jo", "token.revoke", "tok_nope", "not_found", "req-1", ""},

@@ -32,6 +32,9 @@ type CompanyParams struct {
 	Name                          string // required
 	ThirdPartyVerificationEnabled bool
 	AuthorizedThirdParties        []string // company ids (D29)
+	// AttestCertificates has every certificate the company issues
+	// attested (D49).
+	AttestCertificates bool
 }
 
 // CreateCompany creates a company with an empty wallet. Conflict when the id
@@ -56,18 +59,24 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyP
 		ID: p.ID, Name: p.Name,
 		ThirdPartyVerificationEnabled: p.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties:        parties,
+		AttestCertificates:            p.AttestCertificates,
 		CreatedAt:                     s.Now(),
 	}
 	if err := tx.CreateCompany(ctx, c); err != nil {
 		return nil, err
 	}
-	if err := s.Audit(ctx, tx, companyAudit(consent.AuditCompanyCreate, c.ID, c.ThirdPartyVerificationEnabled, parties)); err != nil {
+	a := AuditParams{CompanyID: c.ID, Action: consent.AuditCompanyCreate, Target: c.ID, Detail: map[string]any{
+		"third_party_verification_enabled": c.ThirdPartyVerificationEnabled, "authorized_third_parties": parties,
+		"attest_certificates": c.AttestCertificates,
+	}}
+	if err := s.Audit(ctx, tx, a); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// companyAudit describes a change of a company's settings for the audit log.
+// companyAudit describes a change of a company's third-party settings for
+// the audit log.
 func companyAudit(action, companyID string, enabled bool, parties []string) AuditParams {
 	return AuditParams{CompanyID: companyID, Action: action, Target: companyID, Detail: map[string]any{
 		"third_party_verification_enabled": enabled, "authorized_third_parties": parties,
@@ -104,6 +113,29 @@ func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled b
 			return err
 		}
 		c.ThirdPartyVerificationEnabled, c.AuthorizedThirdParties = enabled, parties
+		return tx.UpdateCompany(ctx, c)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// SetAttestCertificates turns on or off the attestation of every
+// certificate the company issues (D49) and returns the company; turning it
+// on attests the certificates issued from then on, not those issued
+// before. Setting it as it is changes nothing but is audited all the same.
+// NotFound when the company does not exist.
+func (s *Service) SetAttestCertificates(ctx context.Context, companyID string, on bool) (*consent.Company, error) {
+	var c *consent.Company
+	p := AuditParams{CompanyID: companyID, Action: consent.AuditCompanyAttestation, Target: companyID,
+		Detail: map[string]any{"attest_certificates": on}}
+	err := s.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
+		var err error
+		if c, err = tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		c.AttestCertificates = on
 		return tx.UpdateCompany(ctx, c)
 	})
 	if err != nil {

@@ -72,6 +72,47 @@ func TestCreateCompany(t *testing.T) {
 	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)
 }
 
+// A company is created attesting its certificates or not (D49), and
+// SetAttestCertificates changes that alone, in the store.
+func TestSetAttestCertificates(t *testing.T) {
+	svc, _ := newService(t, consentkit.Config{})
+	stored := func(id string) *consent.Company {
+		t.Helper()
+		var c *consent.Company
+		err := svc.Store().View(ctx, func(tx consent.Tx) error {
+			var err error
+			c, err = tx.Company(ctx, id)
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if c := stored("acme"); c.AttestCertificates {
+		t.Errorf("a company created without the setting attests: %+v", c)
+	}
+	c, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "beta", Name: "Beta", ThirdPartyVerificationEnabled: true,
+		AuthorizedThirdParties: []string{"acme"}, AttestCertificates: true})
+	if err != nil || !c.AttestCertificates || !stored("beta").AttestCertificates {
+		t.Fatalf("CreateCompany(AttestCertificates) = %+v, %v; stored %+v", c, err, stored("beta"))
+	}
+	c, err = svc.SetAttestCertificates(ctx, "beta", false)
+	if err != nil || c.AttestCertificates {
+		t.Errorf("SetAttestCertificates(off) = %+v, %v", c, err)
+	}
+	if got := stored("beta"); got.AttestCertificates || got.Name != "Beta" || !got.Authorizes("acme") {
+		t.Errorf("after SetAttestCertificates(off), stored %+v; want it off and the rest as it was", got)
+	}
+	if c, err := svc.SetAttestCertificates(ctx, "acme", true); err != nil || !c.AttestCertificates || !stored("acme").AttestCertificates {
+		t.Errorf("SetAttestCertificates(on) = %+v, %v; stored %+v", c, err, stored("acme"))
+	}
+	_, err = svc.SetAttestCertificates(ctx, "nobody", true)
+	wantCode(t, "SetAttestCertificates(nobody)", err, consent.NotFound)
+	_, err = svc.SetAttestCertificates(ctx, "bad id", true)
+	wantCode(t, "SetAttestCertificates(bad id)", err, consent.NotFound)
+}
+
 func TestTokens(t *testing.T) {
 	svc, clk := newService(t, consentkit.Config{})
 	tok, secret, err := svc.IssueToken(ctx, consentkit.TokenParams{

@@ -74,6 +74,7 @@ const (
 	AuditWalletCredit          = "wallet.credit"
 	AuditCompanyCreate         = "company.create"
 	AuditCompanyUpdate         = "company.update"
+	AuditCompanyAttestation    = "company.attestation" // Company.AttestCertificates changed
 	AuditPropertyCreate        = "property.create"
 	AuditPropertyUpdate        = "property.update"
 	AuditWebhookCreate         = "webhook.create"

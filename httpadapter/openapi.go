@@ -68,6 +68,7 @@ var routeDocs = map[string]routeDoc{
 	"POST /operator/companies":                                                      {"Create a company with an empty wallet", []int{409}},
 	"GET /operator/companies":                                                       {"The companies, by id, a page at a time", nil},
 	"GET /operator/companies/{company_id}":                                          {"A company", []int{404}},
+	"PUT /operator/companies/{company_id}/attestation":                              {"Attest every certificate the company issues, or not (D49)", []int{404}},
 	"POST /operator/companies/{company_id}/properties":                              {"Add a property", []int{404, 409}},
 	"GET /operator/companies/{company_id}/properties":                               {"The company's properties, oldest first", []int{404}},
 	"PUT /operator/companies/{company_id}/properties/{property_id}/allowed-origins": {"Replace a property's allowed origins (D32)", []int{404}},

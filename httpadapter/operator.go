@@ -42,6 +42,7 @@ func (h *Handler) operatorRoutes() []*route {
 		handle(companies(post, http.StatusCreated), h.createCompany),
 		handle(companies(get, 0), h.listCompanies),
 		handle(op(get, "", 0), h.getCompany),
+		handle(op(put, "/attestation", 0), h.setAttestation),
 		handle(op(post, "/properties", http.StatusCreated), h.addProperty),
 		handle(op(get, "/properties", 0), h.listProperties),
 		handle(op(put, "/properties/{property_id}/allowed-origins", 0), h.setAllowedOrigins),
@@ -374,6 +375,9 @@ type CreateCompanyRequest struct {
 	Name                          string   `json:"name"`
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
+	// AttestCertificates has every certificate the company issues
+	// attested (D49).
+	AttestCertificates bool `json:"attest_certificates"`
 }
 
 // CompanyBody is a company in the operator API's answers.
@@ -382,12 +386,14 @@ type CompanyBody struct {
 	Name                          string   `json:"name"`
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
+	AttestCertificates            bool     `json:"attest_certificates"`
 	CreatedAt                     *RFC3339 `json:"created_at"`
 }
 
 func newCompanyBody(c *consent.Company) CompanyBody {
 	return CompanyBody{ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
-		AuthorizedThirdParties: orNone(c.AuthorizedThirdParties), CreatedAt: timestamp(c.CreatedAt)}
+		AuthorizedThirdParties: orNone(c.AuthorizedThirdParties), AttestCertificates: c.AttestCertificates,
+		CreatedAt: timestamp(c.CreatedAt)}
 }
 
 // orNone returns list, or an empty list for nil: a JSON array, never null.
@@ -402,7 +408,33 @@ func orNone[T any](list []T) []T {
 // lost answer is told by its 409: the id is the caller's.
 func (h *Handler) createCompany(ctx context.Context, _ Caller, req *CreateCompanyRequest) (*CompanyBody, error) {
 	c, err := h.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: req.ID, Name: req.Name,
-		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties})
+		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties,
+		AttestCertificates: req.AttestCertificates})
+	if err != nil {
+		return nil, err
+	}
+	body := newCompanyBody(c)
+	return &body, nil
+}
+
+// AttestationSettingRequest is the body of PUT …/attestation.
+type AttestationSettingRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	// AttestCertificates turns on or off the attestation of every
+	// certificate the company issues from then on (D49). Required.
+	AttestCertificates *bool `json:"attest_certificates"`
+}
+
+// setAttestation sets Company.AttestCertificates; setting it as it is
+// answers the same.
+func (h *Handler) setAttestation(ctx context.Context, _ Caller, req *AttestationSettingRequest) (*CompanyBody, error) {
+	if req.AttestCertificates == nil { // an absent setting is no order to turn it off
+		return nil, consent.Errorf(consent.Invalid, "attest_certificates is required: true or false")
+	}
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	c, err := h.svc.SetAttestCertificates(ctx, req.CompanyID, *req.AttestCertificates)
 	if err != nil {
 		return nil, err
 	}

@@ -235,6 +235,9 @@ var operatorRequests = []struct {
 	{"GET", "/operator/companies?limit=2", "", "", 200},
 	{"GET", "/operator/companies/newco", "", "", 200},
 	{"GET", "/operator/companies/nobody", "", "", 404},
+	{"PUT", "/operator/companies/newco/attestation", `{"attest_certificates":true}`, "", 200},
+	{"PUT", "/operator/companies/newco/attestation", `{}`, "", 400},
+	{"PUT", "/operator/companies/nobody/attestation", `{"attest_certificates":false}`, "", 404},
 	{"POST", "/operator/companies/newco/properties", `{"id":"newco-web","name":"Web","allowed_origins":["https://newco.example"]}`, "", 201},
 	{"GET", "/operator/companies/newco/properties", "", "", 200},
 	{"PUT", "/operator/companies/newco/properties/newco-web/allowed-origins", `{"allowed_origins":[]}`, "", 200},
@@ -313,7 +316,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 		t.Run("Companies", func(t *testing.T) {
 			code, c := call("POST", "/operator/companies", `{"id":"newco","name":"New Co","authorized_third_parties":["acme","acme"]}`)
 			if code != 201 || c["id"] != "newco" || c["name"] != "New Co" || c["created_at"] != "2026-11-21T12:00:00Z" ||
-				fmt.Sprint(c["authorized_third_parties"]) != "[acme]" {
+				fmt.Sprint(c["authorized_third_parties"]) != "[acme]" || c["attest_certificates"] != false {
 				t.Fatalf("create: %d %v", code, c)
 			}
 			for body, want := range map[string]int{
@@ -321,6 +324,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 				`{"id":"new co","name":"x"}`:    400,
 				`{"id":"x2"}`:                   400,
 				`{"id":"x3","name":"X3","authorized_third_parties":"acme"}`: 400,
+				`{"id":"x4","name":"X4","attest_certificates":"yes"}`:       400,
 			} {
 				if code, out := call("POST", "/operator/companies", body); code != want {
 					t.Errorf("create %s: %d %v, want %d", body, code, out, want)
@@ -353,6 +357,46 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			}
 			if code, _ := call("GET", "/operator/companies?limit=501", ""); code != 400 {
 				t.Errorf("a page of 501: %d, want 400", code)
+			}
+		})
+
+		// Attestation of every certificate (D49): set at creation or later,
+		// only by an explicit true or false.
+		t.Run("Attestation", func(t *testing.T) {
+			const newco = "/operator/companies/newco"
+			for _, on := range []bool{true, false, false} {
+				body := fmt.Sprintf(`{"attest_certificates":%t}`, on)
+				if code, c := call("PUT", newco+"/attestation", body); code != 200 || c["id"] != "newco" || c["attest_certificates"] != on ||
+					fmt.Sprint(c["authorized_third_parties"]) != "[acme]" {
+					t.Errorf("PUT attestation %s: %d %v", body, code, c)
+				}
+				if code, c := call("GET", newco, ""); code != 200 || c["attest_certificates"] != on {
+					t.Errorf("get after PUT attestation %s: %d %v", body, code, c)
+				}
+			}
+			for _, r := range []struct {
+				path, body string
+				status     int
+			}{
+				{newco + "/attestation", `{}`, 400},
+				{newco + "/attestation", `{"attest_certificates":null}`, 400},
+				{newco + "/attestation", `{"attest_certificates":"true"}`, 400},
+				{"/operator/companies/nobody/attestation", `{"attest_certificates":true}`, 404},
+				{"/operator/companies/no%20b/attestation", `{"attest_certificates":true}`, 400},
+			} {
+				if code, out := call("PUT", r.path, r.body); code != r.status {
+					t.Errorf("PUT %s %s: %d %v, want %d", r.path, r.body, code, out, r.status)
+				}
+			}
+			if code, c := call("GET", newco, ""); code != 200 || c["attest_certificates"] != false {
+				t.Errorf("refused PUTs changed the setting: %d %v", code, c)
+			}
+			code, c := call("POST", "/operator/companies", `{"id":"attests","name":"Attests","attest_certificates":true}`)
+			if code != 201 || c["attest_certificates"] != true {
+				t.Errorf("create attesting: %d %v", code, c)
+			}
+			if code, c := call("GET", "/operator/companies/attests", ""); code != 200 || c["attest_certificates"] != true {
+				t.Errorf("get a company created attesting: %d %v", code, c)
 			}
 		})
 
@@ -729,7 +773,8 @@ func TestOperatorManagesCompanies(t *testing.T) {
 				got = append(got, en["action"].(string)+":"+en["outcome"].(string))
 			}
 			// Refusals made in the change's transaction are recorded too.
-			want := "company.create:ok property.create:ok property.create:ok property.update:ok " +
+			want := "company.create:ok company.attestation:ok company.attestation:ok company.attestation:ok " +
+				"property.create:ok property.create:ok property.update:ok " +
 				"property.update:not_found property.update:not_found " +
 				"token.issue:ok token.issue:ok token.issue:ok token.revoke:ok token.revoke:ok token.revoke:not_found " +
 				"wallet.credit:ok wallet.credit:ok"

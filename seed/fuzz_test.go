@@ -227,7 +227,7 @@ func FuzzParseLoad(f *testing.F) {
 		`{}`,
 		`{"companies":[{"id":"a","name":"A","balance":"1.5","properties":[{"id":"p","name":"P","allowed_origins":["https://a.example"]}],
 		  "tokens":[{"token":"a-secret-of-sixteen","permissions":["vzew_retention"],"expires_at":"2030-01-01T00:00:00Z","revoked":true}],
-		  "third_party_verification_enabled":true,"authorized_third_parties":["b"]},{"id":"b","name":"B","balance":0.000001}],
+		  "third_party_verification_enabled":true,"authorized_third_parties":["b"],"attest_certificates":true},{"id":"b","name":"B","balance":0.000001}],
 		  "sessions":[{"id":"s1","company_id":"a","property_id":"p","created_at":"2026-11-20T10:00:00Z",
 		    "events":[{"type":4,"data":{"href":"https://a.example/"},"timestamp":1},{"type":3,"timestamp":2}]}],
 		  "certificates":[{"id":"c1","company_id":"a","property_id":"p","session_id":"s1","created_at":"2026-11-20T10:00:01+02:00",

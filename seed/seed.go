@@ -13,6 +13,7 @@
 //	  "companies": [{
 //	    "id": "acme", "name": "Acme Insurance", "balance": 25.5,
 //	    "third_party_verification_enabled": true, "authorized_third_parties": ["buyer"],
+//	    "attest_certificates": false,
 //	    "properties": [{"id": "acme-web", "name": "Quote form",
 //	                    "allowed_origins": ["https://forms.acme.example"]}],
 //	    "tokens": [{"token": "any-secret-string", "permissions": ["vzew_retention"],
@@ -44,9 +45,9 @@
 //
 // balance is dollars, parsed exactly (a number or a string; at most six
 // decimals). allowed_origins (D32), permissions, expires_at, revoked, email, mobile, the
-// third-party fields, created_at and events_combined are optional. A token
-// is stored as its SHA-256 digest like any other and must be 16 to 512
-// bytes. Unknown fields are errors, since in a hand-written file they are
+// third-party fields, attest_certificates (D49; off when left out),
+// created_at and events_combined are optional. A token is stored as its
+// SHA-256 digest like any other and must be 16 to 512 bytes. Unknown fields are errors, since in a hand-written file they are
 // typos. Every error names the item at fault, as in
 // `certificates[0] "cert-1": consents[0].text must be …`.
 package seed
@@ -84,6 +85,9 @@ type Company struct {
 	Properties                    []Property    `json:"properties"`
 	Tokens                        []Token       `json:"tokens"`
 	Webhooks                      []Webhook     `json:"webhooks"`
+	// AttestCertificates has every certificate the company issues
+	// attested (D49).
+	AttestCertificates bool `json:"attest_certificates"`
 }
 
 // Webhook is a webhook endpoint of a seed company (D44).
@@ -251,7 +255,7 @@ func loadCompany(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c 
 	}
 	_, err := svc.CreateCompanyTx(ctx, tx, consentkit.CompanyParams{
 		ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
-		AuthorizedThirdParties: c.AuthorizedThirdParties,
+		AuthorizedThirdParties: c.AuthorizedThirdParties, AttestCertificates: c.AttestCertificates,
 	})
 	if err != nil {
 		return err

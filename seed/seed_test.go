@@ -220,6 +220,34 @@ func TestLoadAllowedOrigins(t *testing.T) {
 	})
 }
 
+// A company may attest every certificate it issues (D49); left out, it
+// does not.
+func TestLoadAttestCertificates(t *testing.T) {
+	file := `{"companies":[{"id":"a","name":"A","attest_certificates":true},{"id":"b","name":"B"},
+		{"id":"c","name":"C","attest_certificates":false}]}`
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		st := load(t, open(t), file)
+		err := st.View(t.Context(), func(tx consent.Tx) error {
+			for id, want := range map[string]bool{"a": true, "b": false, "c": false} {
+				c, err := tx.Company(t.Context(), id)
+				if err != nil {
+					return err
+				}
+				if c.AttestCertificates != want {
+					t.Errorf("company %s: AttestCertificates %v, want %v", id, c.AttestCertificates, want)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	if _, err := seed.Parse(strings.NewReader(`{"companies":[{"id":"a","name":"A","attest_certificates":"yes"}]}`)); err == nil {
+		t.Error("Parse took attest_certificates of a string")
+	}
+}
+
 // load loads file into st, failing t on an error, and returns st.
 func load(t *testing.T, st consent.Store, file string) consent.Store {
 	t.Helper()

@@ -52,12 +52,13 @@ refused with 409 and the company stands.`,
 			thirdParty := fs.Bool("third-party", false, "let the authorized companies verify its certificates (third-party verification)")
 			var authorized list
 			fs.Var(&authorized, "authorize", "a company `id` allowed third-party verification; repeat for more")
+			attest := fs.Bool("attest", false, "attest every certificate the company issues (D49)")
 			return func(ctx context.Context, c *call) error {
 				if *id == "" || *name == "" {
 					return usagef("-id and -name are required")
 				}
 				body := httpadapter.CreateCompanyRequest{ID: *id, Name: *name, ThirdPartyVerificationEnabled: *thirdParty,
-					AuthorizedThirdParties: authorized.orEmpty()}
+					AuthorizedThirdParties: authorized.orEmpty(), AttestCertificates: *attest}
 				a, err := c.do(ctx, http.MethodPost, "/companies", nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 			}
@@ -72,9 +73,10 @@ refused with 409 and the company stands.`,
 				setInt(q, "limit", *limit)
 				a, err := c.do(ctx, http.MethodGet, "/companies", q, nil, nil)
 				return show(c, a, err, func(v *httpadapter.CompaniesResponse) {
-					t := c.table("ID", "NAME", "THIRD-PARTY", "AUTHORIZED", "CREATED")
+					t := c.table("ID", "NAME", "THIRD-PARTY", "AUTHORIZED", "ATTEST", "CREATED")
 					for _, co := range v.Companies {
-						t.row(co.ID, co.Name, onOff(co.ThirdPartyVerificationEnabled), join(co.AuthorizedThirdParties), ts(co.CreatedAt))
+						t.row(co.ID, co.Name, onOff(co.ThirdPartyVerificationEnabled), join(co.AuthorizedThirdParties),
+							onOff(co.AttestCertificates), ts(co.CreatedAt))
 					}
 					t.flush()
 					if v.NextAfter != nil {
@@ -102,8 +104,30 @@ refused with 409 and the company stands.`,
 				}
 				return show(c, a, nil, func(v *httpadapter.CompanyBody) {
 					c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
-						"authorized third parties", join(v.AuthorizedThirdParties), "created", ts(v.CreatedAt), "balance", bal.Balance.String())
+						"authorized third parties", join(v.AuthorizedThirdParties), "attest certificates", onOff(v.AttestCertificates),
+						"created", ts(v.CreatedAt), "balance", bal.Balance.String())
 				})
+			}
+		}},
+	{group: "companies", name: "attest", company: true,
+		summary: "Show or set the attestation of every certificate a company issues (D49)",
+		about: `Without -on or -off it shows the company. -on attests every certificate
+it issues from then on, not those it issued before; -off stops that (a
+certificate retained or asked for is still attested).`,
+		setup: func(fs *flag.FlagSet) action {
+			on := fs.Bool("on", false, "attest every certificate the company issues")
+			off := fs.Bool("off", false, "attest only those retained or asked for")
+			return func(ctx context.Context, c *call) error {
+				if *on && *off {
+					return usagef("-on and -off contradict each other")
+				}
+				if !*on && !*off {
+					a, err := c.do(ctx, http.MethodGet, c.companyPath(), nil, nil, nil)
+					return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
+				}
+				body := httpadapter.AttestationSettingRequest{AttestCertificates: on}
+				a, err := c.do(ctx, http.MethodPut, c.companyPath("attestation"), nil, body, nil)
+				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 			}
 		}},
 
@@ -754,7 +778,8 @@ func (c *call) showCertificates(v *httpadapter.CertificatesResponse) {
 
 func (c *call) showCompany(v *httpadapter.CompanyBody) {
 	c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
-		"authorized third parties", join(v.AuthorizedThirdParties), "created", ts(v.CreatedAt))
+		"authorized third parties", join(v.AuthorizedThirdParties), "attest certificates", onOff(v.AttestCertificates),
+		"created", ts(v.CreatedAt))
 }
 
 func (c *call) showProperty(v *httpadapter.PropertyBody) {

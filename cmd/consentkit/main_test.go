@@ -295,18 +295,29 @@ func script(t *testing.T, b *backend) []string {
 	}
 
 	// Companies.
-	jsonOut("companies", "create", "-id", "acme", "-name", "Acme Insurance")
-	out := text("companies", "create", "-id", "beta", "-name", "Beta Leads", "-third-party", "-authorize", "acme")
+	if v := jsonOut("companies", "create", "-id", "acme", "-name", "Acme Insurance"); v["attest_certificates"] != false {
+		t.Errorf("companies create without -attest: %v", v)
+	}
+	out := text("companies", "create", "-id", "beta", "-name", "Beta Leads", "-third-party", "-authorize", "acme", "-attest")
 	want(out, "id                        beta\n", "third-party verification  on\n", "authorized third parties  acme\n",
-		"created                   2026-11-22T09:00:")
+		"attest certificates       on\n", "created                   2026-11-22T09:00:")
 	fails("(HTTP 409)", "companies", "create", "-id", "acme", "-name", "Again")
 	text("companies", "list")
 	v := jsonOut("companies", "list", "-limit", "1")
 	if v["next_after"] != "acme" {
 		t.Errorf("companies list -limit 1: %v; want next_after acme", v)
 	}
-	want(text("companies", "list", "-after", "acme"), "beta  Beta Leads")
+	want(text("companies", "list", "-after", "acme"), "beta  Beta Leads  on           acme        on      2026-11-22T09:00:")
 	fails("(HTTP 404)", "companies", "show", "-company", "nobody")
+
+	// Attestation of every certificate (D49).
+	want(text("companies", "attest", "-company", "beta", "-off"), "attest certificates       off\n", "authorized third parties  acme\n")
+	want(text("companies", "attest", "-company", "beta"), "attest certificates       off\n")
+	if v := jsonOut("companies", "attest", "-company", "beta", "-on"); v["attest_certificates"] != true || v["id"] != "beta" {
+		t.Errorf("companies attest -on: %v", v)
+	}
+	want(text("companies", "show", "-company", "beta"), "attest certificates       on\n")
+	fails("(HTTP 404)", "companies", "attest", "-company", "nobody", "-on")
 
 	// Properties and their allowed origins (D32).
 	b.env[CompanyEnv] = "acme" // -company from the environment from here on
@@ -659,6 +670,7 @@ func TestUsageErrors(t *testing.T) {
 		{remote, []string{"wallet", "ledger", "-company", "acme", "-since", "yesterday"}, "RFC 3339"},
 		{remote, []string{"certificates", "find", "-company", "acme", "-email", "a@example.com", "-id", "c"}, "one of them"},
 		{remote, []string{"properties", "origins", "-company", "acme", "p", "-none", "-origin", "https://a.example"}, "contradict"},
+		{remote, []string{"companies", "attest", "-company", "acme", "-on", "-off"}, "contradict"},
 		{remote, []string{"webhooks", "add", "-company", "acme", "-endpoint", "https://a.example"}, "-event"},
 		{remote, []string{"audit", "tail", "-company", "acme", "-n", "5000"}, "-n must be"},
 		{remote, []string{"migrate"}, "works on a database"},
