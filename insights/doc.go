@@ -79,9 +79,10 @@
 // # The user agent
 //
 // The consent request's user agent is parsed with
-// github.com/mileusna/useragent: it has no dependencies and no regular
-// expressions (a parse takes microseconds and allocates little), it names
-// headless Chrome and the common crawlers, and it gives the device class.
+// github.com/mileusna/useragent: it has no dependencies, it scans the
+// agent's tokens rather than trying a list of regular expressions (a parse
+// takes about 2 µs and 14 small allocations here), it names headless
+// Chrome and the common crawlers, and it gives the device class.
 // ua-parser's uap-go covers more agents but compiles hundreds of regular
 // expressions from a YAML file; the verdict needs the browser, the OS, the
 // device class and "headless", which this one gives.

@@ -109,7 +109,7 @@ type event struct {
 	hasText                   bool
 	trig                      int8 // userTriggered: 1 true, -1 false, 0 not said
 	positions                 int
-	signals                   bool // data.tag is SignalsTag
+	hasTag, signals           bool // data.tag was read; it is SignalsTag
 	report                    *report
 	snapshot, adds            []foundInput
 	attrs                     []valueAttr
@@ -226,8 +226,14 @@ func (x *extractor) data(name string) error {
 	case "tag":
 		var s string
 		s, _, err = w.str()
-		e.signals = s == SignalsTag
+		e.hasTag, e.signals = true, s == SignalsTag
 	case "payload":
+		if e.hasTag && !e.signals {
+			// Another custom event's (the recorder writes the tag first):
+			// whatever it holds is not read, nor bounded as a report.
+			e.report = nil
+			return w.skip()
+		}
 		e.report = &report{fields: map[string][2]int{}}
 		var found bool
 		found, err = w.object(x.payload)

@@ -3,7 +3,9 @@ package insights_test
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -410,6 +412,21 @@ func TestLimits(t *testing.T) {
 	}
 }
 
+// Another custom event's payload is not the snippet's report: not read,
+// nor held to its bounds.
+func TestOtherCustomEvents(t *testing.T) {
+	var fields []string
+	for i := range 20 {
+		fields = append(fields, fmt.Sprintf(`"f%d":{"keys":1,"pastes":0}`, i))
+	}
+	other := `{"tag":"shop/cart","payload":{"fields":{` + strings.Join(fields, ",") + `},"webdriver":true}}`
+	r := person().add(5, other).String()
+	s, err := insights.Extract(strings.NewReader(r), desktopUA, insights.Limits{MaxInputs: 10})
+	if err != nil || s.Reported == nil || s.Reported.Webdriver || s.Inputs["email"].Keystrokes != 16 {
+		t.Errorf("Extract = %+v, %v; want the snippet's report alone", s, err)
+	}
+}
+
 // A reader's own failure is returned as it is, not as a malformed recording.
 func TestReaderError(t *testing.T) {
 	boom := errors.New("disk on fire")
@@ -494,4 +511,61 @@ func FuzzExtract(f *testing.F) {
 		}
 		(insights.Rules{}).Judge(s)
 	})
+}
+
+// events is a recording of n events, written as it is read: a page, then
+// pointer moves and a person's input events, a snapshot's worth of bytes
+// each. Every mebibyte read, it notes the live heap's peak in peak.
+type events struct {
+	n, i    int
+	pending []byte
+	read    int
+	peak    *uint64
+}
+
+func (r *events) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		switch {
+		case r.i == 0:
+			r.pending = []byte(`[{"type":2,"data":{"node":` + page + `},"timestamp":1000}`)
+		case r.i <= r.n:
+			r.pending = fmt.Appendf(nil, `,{"type":3,"data":{"source":1,"positions":[{"x":%d,"y":1,"id":4,"timeOffset":0}],"pad":"%s"},"timestamp":%d}`+
+				`,{"type":3,"data":{"source":5,"text":"%d","userTriggered":true,"id":10},"timestamp":%d}`,
+				r.i, strings.Repeat("x", 400), 1000+r.i, r.i, 1000+r.i)
+		case r.i == r.n+1:
+			r.pending = []byte("]")
+		default:
+			return 0, io.EOF
+		}
+		r.i++
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	if r.read/(1<<20) != (r.read+n)/(1<<20) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		*r.peak = max(*r.peak, m.HeapAlloc)
+	}
+	r.read += n
+	return n, nil
+}
+
+// Extract's memory does not grow with the recording: 12 MiB of events
+// stream through a heap that stays smaller (it holds one event's facts and
+// the fields tracked, and what the collector has yet to free: about 4 MiB
+// here, the collector's least goal).
+func TestMemoryBounded(t *testing.T) {
+	var peak uint64
+	in := &events{n: 21_000, peak: &peak}
+	s, err := insights.Extract(in, desktopUA, insights.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Events != 2*in.n+1 || in.read < 12<<20 || s.Inputs["email"].Method != insights.Unknown {
+		t.Fatalf("read %d bytes, %d events, inputs %+v", in.read, s.Events, s.Inputs)
+	}
+	t.Logf("%d MiB read; the heap's peak was %.1f MiB", in.read>>20, float64(peak)/(1<<20))
+	if peak > 8<<20 {
+		t.Errorf("the heap reached %d MiB reading a %d MiB recording", peak>>20, in.read>>20)
+	}
 }
