@@ -49,6 +49,21 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 	return a, nil
 }
 
+// attestIssued asks for the attestation of c, just issued, when its
+// company attests every certificate (consent.Company.AttestCertificates).
+// A full queue does not refuse the certificate: it is then attested only
+// if asked again, by a retention or a verification.
+func (s *Service) attestIssued(ctx context.Context, tx consent.Tx, c *consent.Certificate) error {
+	co, err := tx.Company(ctx, c.CompanyID)
+	if err != nil || !co.AttestCertificates {
+		return err
+	}
+	if _, err := s.AskAttestation(ctx, tx, c); err != nil && !errors.Is(err, ErrAttestationQueueFull) {
+		return err
+	}
+	return nil
+}
+
 // SignStatement signs st with the key that signs new certificates, naming
 // it in st.KeyID, and returns the signature; without signing keys st is
 // left unsigned (nil, and KeyID ""), as certificates are.
