@@ -490,6 +490,27 @@ func (t checkedTx) UpdateAttestation(ctx context.Context, a *consent.Attestation
 	return t.tx.UpdateAttestation(ctx, a)
 }
 
+func (t checkedTx) CreateInsights(ctx context.Context, in *consent.Insights) error {
+	if err := in.Check(); err != nil {
+		return err
+	}
+	return t.tx.CreateInsights(ctx, in)
+}
+
+func (t checkedTx) Insights(ctx context.Context, certificateID string) (*consent.Insights, error) {
+	if !findable(certificateID) {
+		return nil, notFound("insights")
+	}
+	return t.tx.Insights(ctx, certificateID)
+}
+
+func (t checkedTx) UpdateInsights(ctx context.Context, in *consent.Insights) error {
+	if err := in.Check(); err != nil {
+		return err
+	}
+	return t.tx.UpdateInsights(ctx, in)
+}
+
 func (t checkedTx) PublishKey(ctx context.Context, k *consent.PublishedKey) error {
 	if err := k.Check(); err != nil {
 		return err

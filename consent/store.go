@@ -270,6 +270,17 @@ type Tx interface {
 	// Screenshot and UpdatedAt. NotFound when the certificate has none.
 	UpdateAttestation(ctx context.Context, a *Attestation) error
 
+	// CreateInsights stores in. NotFound when its certificate does not
+	// exist or is not in.CompanyID's; Conflict when the certificate has
+	// insights already.
+	CreateInsights(ctx context.Context, in *Insights) error
+	// Insights returns the certificate's insights; NotFound when there are
+	// none.
+	Insights(ctx context.Context, certificateID string) (*Insights, error)
+	// UpdateInsights writes in's Status, Statement, Signature, KeyID and
+	// UpdatedAt. NotFound when the certificate has none.
+	UpdateInsights(ctx context.Context, in *Insights) error
+
 	// PublishKey stores k. Conflict when a key of its id is published
 	// already (whatever its bytes: a published key never changes).
 	PublishKey(ctx context.Context, k *PublishedKey) error

@@ -55,6 +55,7 @@ type Store struct {
 	operators      map[consent.Digest]*consent.OperatorSession
 	publicKeys     map[string]*consent.PublishedKey
 	attestations   map[string]*consent.Attestation // by certificate id
+	insights       map[string]*consent.Insights    // by certificate id
 }
 
 // keyID names an idempotency key: its scope and the key.
@@ -90,6 +91,7 @@ func New() *Store {
 		operators:      map[consent.Digest]*consent.OperatorSession{},
 		publicKeys:     map[string]*consent.PublishedKey{},
 		attestations:   map[string]*consent.Attestation{},
+		insights:       map[string]*consent.Insights{},
 	}
 }
 
@@ -802,6 +804,7 @@ func (t *tx) PurgeCertificates(_ context.Context, before time.Time, limit int) (
 		old := t.s.certs[id]
 		del(t, t.s.certs, id)
 		del(t, t.s.attestations, id)
+		del(t, t.s.insights, id)
 		if !old.EmailDigest.IsZero() {
 			unindex(t, t.s.certsByEmail, old.EmailDigest, id)
 		}

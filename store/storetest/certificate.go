@@ -293,3 +293,45 @@ func testAttestation(t *testing.T, s consent.Store) {
 		return nil
 	})
 }
+
+// Insights are created once for a certificate of its company, read back,
+// updated with their statement, and go with their certificate when the
+// purge takes it.
+func testInsights(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	cert := certificate("cert-1", "acme", "acme-web", "s1")
+	cert.ExpiresAt = t0.Add(time.Hour)
+	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, cert) })
+	pending := &consent.Insights{CertificateID: "cert-1", CompanyID: "acme", Status: consent.InsightsPending, CreatedAt: t0, UpdatedAt: t0}
+	update(t, s, func(tx consent.Tx) error { return tx.CreateInsights(ctx, pending) })
+	wantRead(t, s, consent.Tx.Insights, "cert-1", pending, "Insights(pending)")
+	for name, c := range map[string]struct {
+		in   *consent.Insights
+		code consent.Code
+	}{
+		"twice":               {pending, consent.Conflict},
+		"unknown certificate": {&consent.Insights{CertificateID: "cert-9", CompanyID: "acme", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
+		"another company's":   {&consent.Insights{CertificateID: "cert-1", CompanyID: "other", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
+	} {
+		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateInsights(ctx, c.in) })
+		wantCode(t, "CreateInsights("+name+")", err, c.code)
+	}
+	done := *pending
+	done.Status, done.Statement, done.Signature = consent.InsightsDone, []byte(`{"bot":{"verdict":"human"},"v":"ü"}`), []byte{0, 0xff, 7}
+	done.KeyID, done.UpdatedAt = "key-1", t0.Add(time.Minute+time.Microsecond)
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateInsights(ctx, &done) })
+	wantRead(t, s, consent.Tx.Insights, "cert-1", &done, "Insights(done)")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		return tx.UpdateInsights(ctx, &consent.Insights{CertificateID: "cert-9", CompanyID: "acme", Status: "done", CreatedAt: t0, UpdatedAt: t0})
+	})
+	wantCode(t, "UpdateInsights(unknown)", err, consent.NotFound)
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.PurgeCertificates(ctx, t0.Add(2*time.Hour), 10)
+		return err
+	})
+	view(t, s, func(tx consent.Tx) error {
+		_, err := tx.Insights(ctx, "cert-1")
+		wantCode(t, "Insights(of a purged certificate)", err, consent.NotFound)
+		return nil
+	})
+}

@@ -95,6 +95,9 @@ var areas = []area{
 	{"Attestation", []behaviour{
 		{"CreateReadUpdatePurge", testAttestation},
 	}},
+	{"Insights", []behaviour{
+		{"CreateReadUpdatePurge", testInsights},
+	}},
 	{"PublishedKey", []behaviour{
 		{"PublishReadList", testPublishedKeys},
 	}},

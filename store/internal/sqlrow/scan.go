@@ -238,3 +238,17 @@ func (d Dialect) ScanAttestation(row Row) (*consent.Attestation, error) {
 	a.Statement = []byte(statement)
 	return done(&a, err)
 }
+
+// InsightsColumns are the columns ScanInsights reads, in its order.
+const InsightsColumns = `certificate_id, company_id, status, statement, signature, key_id, created_at, updated_at`
+
+func (d Dialect) ScanInsights(row Row) (*consent.Insights, error) {
+	var (
+		in        consent.Insights
+		statement string
+	)
+	err := row.Scan(&in.CertificateID, &in.CompanyID, &in.Status, &statement, &in.Signature, &in.KeyID,
+		d.Time(&in.CreatedAt), d.Time(&in.UpdatedAt))
+	in.Statement = []byte(statement)
+	return done(&in, err)
+}
