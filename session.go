@@ -262,6 +262,9 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 	if err := s.attestIssued(ctx, tx, c); err != nil {
 		return nil, err
 	}
+	if err := s.insightsIssued(ctx, tx, c); err != nil {
+		return nil, err
+	}
 	err = s.EmitEvent(ctx, tx, c.CompanyID, consent.EventCertificateIssued, map[string]any{
 		"certificate_id": c.ID, "company_id": c.CompanyID, "property_id": c.PropertyID,
 		"session_id": c.SessionID, "created_timestamp": c.CreatedAt,

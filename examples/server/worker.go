@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
@@ -66,9 +67,10 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 
 // startJobs runs the service's other jobs in-process, in one job runner,
 // until ctx ends: webhook deliveries (D44), the purge of expired data every
-// -purge-interval (D43) and the removal of the videos it leaves. They start
-// at once, while conversion (startWorker) may wait for its tools. The
-// returned channel closes when they have stopped.
+// -purge-interval (D43), the removal of the videos it leaves and each new
+// certificate's insights (D50). They start at once, while conversion
+// (startWorker) may wait for its tools. The returned channel closes when
+// they have stopped.
 func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
 	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
 	if err != nil {
@@ -78,7 +80,8 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 	if err != nil {
 		return nil, err
 	}
-	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: append(purger.Handlers(), deliveries), Now: svc.Now, Logger: log})
+	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Rules{}, insights.Limits{}))
+	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +95,7 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 			log.Error("jobs stopped", "err", err)
 		}
 	}()
-	log.Info("purge and webhook delivery are on", "purge_every", o.purgeInterval.String())
+	log.Info("purge, webhook delivery and insights are on", "purge_every", o.purgeInterval.String())
 	return done, nil
 }
 

@@ -1,0 +1,173 @@
+package insights_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/insights"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/jobs"
+	"github.com/consentkit/consentkit/signed"
+	"github.com/consentkit/consentkit/wallet"
+)
+
+// jobEnv is a Service with signing keys and one company and property.
+type jobEnv struct {
+	svc *consentkit.Service
+	key signed.SigningKey
+	r   *jobs.Runner
+}
+
+func jobSetup(t *testing.T, st consent.Store, lim insights.Limits) *jobEnv {
+	t.Helper()
+	key, err := signed.NewSigningKey("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+	e := &jobEnv{key: key}
+	e.svc, err = consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }, SigningKeys: []signed.SigningKey{key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := e.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.TopUp(ctx, "acme", wallet.Dollar, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.r, err = jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: []jobs.Handler{insights.Handler(e.svc, insights.Rules{}, lim)}, Now: e.svc.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// issue records the session's events, chunk by chunk, and issues its
+// certificate with the user agent ua.
+func (e *jobEnv) issue(t *testing.T, session string, chunks []string, ua string) *consent.Certificate {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: session, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if _, err := e.svc.AppendEvents(ctx, session, json.RawMessage(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cert, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: session,
+		Origin: "https://acme.test/form", UserAgent: ua,
+		Records: []consent.Record{{Text: "I agree to be called.", Types: []string{"calls"}, OptInMethod: consent.OptInManual}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// run does the certificate's insights job and returns its insights.
+func (e *jobEnv) run(t *testing.T, cert *consent.Certificate) *consent.Insights {
+	t.Helper()
+	ctx := context.Background()
+	in, err := e.svc.Insights(ctx, "acme", cert.ID)
+	if err != nil || in.Status != consent.InsightsPending || len(in.Statement) != 0 {
+		t.Fatalf("before the job: %+v %v, want pending", in, err)
+	}
+	if ok, err := e.r.RunOnce(ctx, consent.JobInsights); err != nil || !ok {
+		t.Fatalf("RunOnce: %v %v", ok, err)
+	}
+	if in, err = e.svc.Insights(ctx, "acme", cert.ID); err != nil || in.Status != consent.InsightsDone {
+		t.Fatalf("after the job: %+v %v, want done", in, err)
+	}
+	return in
+}
+
+// chunked splits a recording's events into chunks of n events, as a
+// snippet sends them.
+func chunked(r *rec, n int) []string {
+	var out []string
+	for i := 0; i < len(r.events); i += n {
+		out = append(out, "["+strings.Join(r.events[i:min(i+n, len(r.events))], ",")+"]")
+	}
+	return out
+}
+
+// The job of a certificate issued right after consent computes the
+// signals of its recording, read chunk by chunk, with the certificate's
+// user agent, and records them with the verdict as a signed statement
+// that verifies offline against the certificate and fails once edited. On
+// every store.
+func TestInsightsJob(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := jobSetup(t, open(t), insights.Limits{})
+		r := person()
+		cert := e.issue(t, "s1", chunked(r, 7), desktopUA)
+		in := e.run(t, cert)
+		p, err := in.Proof()
+		if err != nil || p == nil {
+			t.Fatalf("Proof: %v %v", p, err)
+		}
+		published, _ := json.Marshal(signed.Publish([]signed.PublicKey{e.key.Public()}))
+		var keys signed.KeySet
+		if err := json.Unmarshal(published, &keys); err != nil {
+			t.Fatal(err)
+		}
+		content := consent.Signed(cert)
+		if err := p.Verify(&keys, &content); err != nil {
+			t.Fatalf("the statement does not verify offline: %v", err)
+		}
+		whole := extract(t, r.String(), desktopUA)
+		want, _, err := insights.Statement(e.svc, cert, whole, insights.Rules{}.Judge(whole))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, p.Statement); diff != "" {
+			t.Errorf("the statement (-of the whole recording +of the job):\n%s", diff)
+		}
+		if p.Statement.Bot.Verdict != "human" || len(p.Statement.Signals.Inputs) != 4 || p.Statement.Signals.Inputs[0].Name != "city" {
+			t.Errorf("statement %+v: want a human's, its four inputs by name", p.Statement)
+		}
+		p.Statement.Bot.Verdict = "bot"
+		if err := p.Verify(&keys, &content); err == nil {
+			t.Error("an edited statement verified")
+		}
+	})
+}
+
+// A consent with no recording and a plain HTTP client's user agent is a
+// bot's; a recording past the limits is judged as none; a done job is not
+// done again.
+func TestInsightsJobNoRecording(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := jobSetup(t, open(t), insights.Limits{MaxBytes: 2048})
+		for _, c := range []struct {
+			session string
+			chunks  []string
+		}{{"s1", nil}, {"s2", chunked(person(), 5)}} {
+			cert := e.issue(t, c.session, c.chunks, "curl/8.5.0")
+			p, err := e.run(t, cert).Proof()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := p.Statement.Bot
+			if b.Verdict != "bot" || !strings.Contains(strings.Join(b.Reasons, ","), "no_recording") ||
+				!strings.Contains(strings.Join(b.Reasons, ","), "not_a_browser") {
+				t.Errorf("%s: verdict %+v, want bot for no_recording and not_a_browser", c.session, b)
+			}
+		}
+		if ok, err := e.r.RunOnce(context.Background(), consent.JobInsights); err != nil || ok {
+			t.Errorf("RunOnce with no job left: %v %v", ok, err)
+		}
+	})
+}
