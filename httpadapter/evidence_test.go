@@ -92,9 +92,10 @@ func TestCaptureEvidence(t *testing.T) {
 		}
 
 		// The offline check reads the answer as the server writes it: every
-		// fact shown is the signed one, and only the unsigned are listed.
+		// fact shown is the signed one, and only the unsigned are listed
+		// (the insights are a statement signed apart, D50).
 		shown, err := signed.CheckShown(info.Body.Bytes())
-		if err != nil || shown.Differs != "" || strings.Join(shown.Unsigned, ",") != "events_combined,valid" {
+		if err != nil || shown.Differs != "" || strings.Join(shown.Unsigned, ",") != "events_combined,insights,valid" {
 			t.Errorf("signed.CheckShown of the answer: %+v, %v", shown, err)
 		}
 

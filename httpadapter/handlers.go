@@ -83,9 +83,10 @@ type matchRequest struct {
 	Consent             string `json:"consent"`
 	OriginatorCompanyID string `json:"originator_company_id"`
 	PropertyID          string `json:"property_id"`
-	Email               string `json:"email"`  // optional lead matching (D38)
-	Mobile              string `json:"mobile"` // likewise
-	Attest              bool   `json:"attest"` // optional: ask for the attestation (D49)
+	Email               string `json:"email"`    // optional lead matching (D38)
+	Mobile              string `json:"mobile"`   // likewise
+	Attest              bool   `json:"attest"`   // optional: ask for the attestation (D49)
+	Insights            bool   `json:"insights"` // optional: ask for the bot verdict (D50)
 }
 
 func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -102,6 +103,24 @@ type matchResponse struct {
 	RevokedBefore *RFC3339 `json:"revoked_before,omitempty"`
 	// Attestation: where the certificate's attestation stands (D49).
 	Attestation *attestationStatus `json:"attestation,omitempty"`
+	// Insights: the certificate's bot verdict, when asked for (D50).
+	Insights *insightsStatus `json:"insights,omitempty"`
+}
+
+// insightsStatus is a certificate's bot verdict in a match answer: its
+// status, and once computed the verdict (human, suspect or bot) with the
+// code of every reason that led to it.
+type insightsStatus struct {
+	Status  string   `json:"status"`
+	Verdict string   `json:"verdict,omitempty"`
+	Reasons []string `json:"reasons"`
+}
+
+func insightsOf(in *verify.Insights) *insightsStatus {
+	if in == nil {
+		return nil
+	}
+	return &insightsStatus{Status: in.Status, Verdict: in.Verdict, Reasons: in.Reasons}
 }
 
 // attestationStatus is a certificate's attestation in a match answer.
@@ -121,7 +140,7 @@ func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*veri
 	return h.verify.Match(ctx, c.CompanyID, verify.MatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
-		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest,
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest, Insights: req.Insights,
 	})
 }
 
@@ -130,7 +149,7 @@ func matchAnswer(res *verify.Result) *matchResponse {
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
 		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched, RevokedBefore: timestamp(res.RevokedBefore),
-		Attestation: attestationOf(res.Attestation),
+		Attestation: attestationOf(res.Attestation), Insights: insightsOf(res.Insights),
 	}
 }
 
@@ -140,9 +159,10 @@ type partialMatchRequest struct {
 	Term                string `json:"term"`
 	OriginatorCompanyID string `json:"originator_company_id"`
 	PropertyID          string `json:"property_id"`
-	Email               string `json:"email"`  // optional lead matching (D38)
-	Mobile              string `json:"mobile"` // likewise
-	Attest              bool   `json:"attest"` // optional: ask for the attestation (D49)
+	Email               string `json:"email"`    // optional lead matching (D38)
+	Mobile              string `json:"mobile"`   // likewise
+	Attest              bool   `json:"attest"`   // optional: ask for the attestation (D49)
+	Insights            bool   `json:"insights"` // optional: ask for the bot verdict (D50)
 }
 
 func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -156,13 +176,14 @@ type partialMatchResponse struct {
 	MobileMatched    *bool              `json:"mobile_matched,omitempty"`
 	RevokedBefore    *RFC3339           `json:"revoked_before,omitempty"`
 	Attestation      *attestationStatus `json:"attestation,omitempty"`
+	Insights         *insightsStatus    `json:"insights,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*verify.Result, error) {
 	return h.verify.PartialMatch(ctx, c.CompanyID, verify.PartialMatchRequest{
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
-		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest,
+		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest, Insights: req.Insights,
 	})
 }
 
@@ -171,6 +192,7 @@ func partialMatchAnswer(res *verify.Result) *partialMatchResponse {
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
 		RevokedBefore: timestamp(res.RevokedBefore), Attestation: attestationOf(res.Attestation),
+		Insights: insightsOf(res.Insights),
 	}
 }
 
@@ -209,6 +231,35 @@ type infoResponse struct {
 	// Attestation: the certificate's attestation and its signed statement
 	// (D49), which cmd/consentkit-verify checks too.
 	Attestation *attestationAnswer `json:"attestation,omitempty"`
+	// Insights: the certificate's behaviour signals and bot verdict, and
+	// their signed statement (D50), which an offline check verifies.
+	Insights *insightsAnswer `json:"insights,omitempty"`
+}
+
+// insightsAnswer is a certificate's insights in a certificate-info
+// answer: its status ("pending" until the job has run, then "done"), and
+// once computed the signals and the bot verdict as the statement states
+// them (numbers that need not be integers are decimal strings) with the
+// signed statement itself ("signature", "key_id", "statement": a
+// signed.InsightsProof), to check offline.
+type insightsAnswer struct {
+	Status string              `json:"status"`
+	Bot    *signed.InsightsBot `json:"bot,omitempty"`
+	*signed.InsightsSignals
+	*signed.InsightsProof
+}
+
+// insightsAnswerOf is in's answer; nil for none. A statement that cannot
+// be read (a changed row) is left out, as an attestation's is.
+func insightsAnswerOf(in *consent.Insights) *insightsAnswer {
+	if in == nil {
+		return nil
+	}
+	p, err := in.Proof()
+	if err != nil || p == nil {
+		return &insightsAnswer{Status: in.Status}
+	}
+	return &insightsAnswer{Status: in.Status, Bot: &p.Statement.Bot, InsightsSignals: &p.Statement.Signals, InsightsProof: p}
 }
 
 // attestationAnswer is a certificate's attestation in a certificate-info
@@ -275,6 +326,7 @@ func infoAnswer(info *verify.Info) *infoResponse {
 		}
 	}
 	resp.Attestation = attestationAnswerOf(info.Attestation)
+	resp.Insights = insightsAnswerOf(info.Insights)
 	if len(info.Signature) > 0 {
 		resp.Proof = signed.Proof{Signature: signed.EncodeSignature(info.Signature), KeyID: info.KeyID, Signed: &info.Signed}
 	}

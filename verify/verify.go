@@ -49,6 +49,10 @@ type MatchRequest struct {
 	// answer's Attestation is pending until the replay has run. It adds
 	// nothing to the price.
 	Attest bool
+	// Insights, optional, asks for the certificate's bot verdict (D50):
+	// the answer's Insights is pending until the insights job has run. It
+	// adds nothing to the price.
+	Insights bool
 }
 
 // Lead is the optional contact of a lead to match against the certificate
@@ -68,6 +72,7 @@ type PartialMatchRequest struct {
 	PropertyID          string // optional
 	Lead                       // optional
 	Attest              bool   // optional, as in MatchRequest
+	Insights            bool   // optional, as in MatchRequest
 }
 
 // Result is the answer to a match or partial match (D12).
@@ -90,8 +95,40 @@ type Result struct {
 	// Attestation is where the certificate's attestation stands (D49);
 	// nil when none was asked for.
 	Attestation *Attestation
-	Charged     wallet.Amount
-	Balance     wallet.Amount // after the charge
+	// Insights is the certificate's bot verdict (D50); nil when not asked
+	// for, or when the certificate has no insights (issued before they
+	// were computed).
+	Insights *Insights
+	Charged  wallet.Amount
+	Balance  wallet.Amount // after the charge
+}
+
+// Insights is a certificate's bot verdict in a verification's answer
+// (D50).
+type Insights struct {
+	Status  string   // consent.InsightsPending or consent.InsightsDone
+	Verdict string   // human, suspect or bot; "" while pending
+	Reasons []string // the reasons' codes; empty, never nil
+}
+
+// insightsOf reads, when asked, the bot verdict of cert inside tx.
+func insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Insights, error) {
+	if !ask {
+		return nil, nil
+	}
+	in, err := tx.Insights(ctx, cert.ID)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &Insights{Status: in.Status, Reasons: []string{}}
+	if p, err := in.Proof(); err == nil && p != nil {
+		out.Verdict = p.Statement.Bot.Verdict
+		out.Reasons = append(out.Reasons, p.Statement.Bot.Reasons...)
+	}
+	return out, nil
 }
 
 // Attestation is the state of a certificate's attestation in a
@@ -146,7 +183,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch, attest: req.Attest,
+		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch, attest: req.Attest, insights: req.Insights,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -163,7 +200,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest,
+		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest, insights: req.Insights,
 		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -198,7 +235,7 @@ type query struct {
 	kind                                               wallet.EntryKind
 	action                                             string // of the audit entry
 	match                                              func(consent.Record) bool
-	attest                                             bool
+	attest, insights                                   bool
 }
 
 func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, error) {
@@ -241,6 +278,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			res.VerificationType = vtype
 			res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
 			if res.Attestation, err = s.attestation(ctx, tx, cert, q.attest); err != nil {
+				return nil, err
+			}
+			if res.Insights, err = insightsOf(ctx, tx, cert, q.insights); err != nil {
 				return nil, err
 			}
 			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
@@ -524,8 +564,11 @@ type Info struct {
 	// Attestation is the certificate's attestation with its signed
 	// statement (D49); nil when none was asked for.
 	Attestation *consent.Attestation
-	Charged     wallet.Amount
-	Balance     wallet.Amount
+	// Insights are the certificate's insights with their signed statement
+	// (D50); nil when it has none (issued before they were computed).
+	Insights *consent.Insights
+	Charged  wallet.Amount
+	Balance  wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
@@ -570,6 +613,12 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 		}
 		if info.Attestation, err = tx.Attestation(ctx, cert.ID); consent.ErrorCode(err) == consent.NotFound {
 			info.Attestation, err = nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if info.Insights, err = tx.Insights(ctx, cert.ID); consent.ErrorCode(err) == consent.NotFound {
+			info.Insights, err = nil, nil
 		}
 		if err != nil {
 			return nil, err

@@ -172,7 +172,7 @@ func TestShownFactsChecked(t *testing.T) {
 	}
 	var out, errOut bytes.Buffer
 	if code := run([]string{"-keys", keys}, bytes.NewReader(certJSON), &out, &errOut); code != 0 ||
-		!strings.Contains(out.String(), "not signed, shown by the answer: events_combined, valid\n") ||
+		!strings.Contains(out.String(), "not signed, shown by the answer: events_combined, insights, valid\n") ||
 		!strings.Contains(out.String(), "opt-in: manual") || !strings.Contains(out.String(), `hidden text ["and 500 partners"]`) {
 		t.Fatalf("untouched answer: exit %d\n%s%s", code, out.String(), errOut.String())
 	}
