@@ -12,8 +12,11 @@
 // every fact the answer shows beside it is what is signed; 1 when not (the
 // certificate carries no signature, not one that a published key verifies
 // over its content, or the answer shows a signed fact with another value,
-// which it names). It lists the facts the answer shows that no signature
-// covers (valid, events_combined, and in certificates signed in version 1
+// which it names). An attestation (D49) and computed insights (D50) in
+// the answer are statements signed apart: each is checked against the
+// published keys and the certificate, and the insights shown beside their
+// statement must be what it states. It lists the facts the answer shows
+// that no certificate signature covers (valid, events_combined, and in certificates signed in version 1
 // the facts version 2 added). It exits 2 when the input cannot
 // be read as a certificate-info answer: a file that is missing or not
 // JSON; an error answer of the API saved in the certificate's place (curl
@@ -29,6 +32,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/consentkit/consentkit/signed"
@@ -53,6 +57,16 @@ type info struct {
 		Status string `json:"status"`
 		signed.StatementProof
 	} `json:"attestation"`
+	// Insights, when the answer has them computed, are the service's own
+	// signed statement of the behaviour signals and the bot verdict (D50),
+	// checked as the certificate is; what the answer shows beside it must
+	// be what it states.
+	Insights *struct {
+		Status string              `json:"status"`
+		Bot    *signed.InsightsBot `json:"bot"`
+		signed.InsightsSignals
+		signed.InsightsProof
+	} `json:"insights"`
 
 	Status int    `json:"status"`
 	Error  string `json:"error"`
@@ -151,6 +165,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	if in := cert.Insights; in != nil && in.Statement != nil {
+		if err := in.Verify(&ks, cert.Signed); err != nil {
+			fmt.Fprintln(stdout, "NOT VALID: the insights:", err)
+			return 1
+		}
+		if in.Bot == nil || !reflect.DeepEqual(*in.Bot, in.Statement.Bot) || !reflect.DeepEqual(in.InsightsSignals, in.Statement.Signals) {
+			fmt.Fprintln(stdout, "NOT VALID: the insights shown are not those of the signed statement")
+			return 1
+		}
+	}
 	s := cert.Signed
 	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s, %s\n",
 		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID, s.V)
@@ -176,6 +200,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		for _, d := range st.Differences {
 			fmt.Fprintf(stdout, "    consent %d %s: claimed %s, measured %s\n", d.Consent+1, d.Field, d.Claimed, d.Measured)
 		}
+	}
+	if in := cert.Insights; in != nil && in.Statement != nil {
+		st := in.Statement
+		fmt.Fprintf(stdout, "  insights: %s %v, measured %s, key %s\n", st.Bot.Verdict, st.Bot.Reasons, st.MeasuredAt, st.KeyID)
 	}
 	if len(shown.Unsigned) > 0 {
 		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(shown.Unsigned, ", "))

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit/signed"
+)
+
+// An answer with computed insights: their signed statement is checked
+// offline with the published keys and against the certificate it states
+// of, and printed; an edited statement, a verdict or signals shown
+// otherwise than signed, or a statement of another certificate is
+// refused (D50).
+func TestInsightsChecked(t *testing.T) {
+	certJSON, keysJSON := serve(t)
+	var answer map[string]any
+	if err := json.Unmarshal(certJSON, &answer); err != nil {
+		t.Fatal(err)
+	}
+	var proof signed.Proof
+	if err := json.Unmarshal(certJSON, &proof); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := signed.NewSigningKey("key-ins")
+	var ks signed.KeySet
+	if err := json.Unmarshal(keysJSON, &ks); err != nil {
+		t.Fatal(err)
+	}
+	ks.Keys = append(ks.Keys, signed.Publish([]signed.PublicKey{key.Public()}).Keys...)
+	keysFile := filepath.Join(t.TempDir(), "keys.json")
+	kb, _ := json.Marshal(ks)
+	if err := os.WriteFile(keysFile, kb, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// shown is the insights member as the server writes it.
+	shown := func(c *signed.Content, edit func(st *signed.InsightsStatement)) map[string]any {
+		st, err := signed.NewInsightsStatement(c, time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Bot = signed.InsightsBot{Verdict: "suspect", Reasons: []string{"no_pointer_or_touch"}}
+		st.Signals.Events, st.Signals.Snapshot, st.Signals.SecondsOnPage = 40, true, signed.Number(12.5)
+		st.Signals.Inputs = []signed.InsightsInput{{Name: "email", Method: "typed", Keystrokes: 16}}
+		sig, err := key.SignInsights(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(struct {
+			Status string              `json:"status"`
+			Bot    *signed.InsightsBot `json:"bot"`
+			*signed.InsightsSignals
+			signed.InsightsProof
+		}{"done", &st.Bot, &st.Signals, signed.InsightsProof{Statement: &st, KeyID: st.KeyID, Signature: signed.EncodeSignature(sig)}})
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if edit != nil {
+			edit(&st)
+			m["statement"] = &st
+		}
+		return m
+	}
+	run1 := func(in any) (int, string) {
+		answer["insights"] = in
+		b, _ := json.Marshal(answer)
+		var out, errOut bytes.Buffer
+		code := run([]string{"-keys", keysFile}, bytes.NewReader(b), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	if code, out := run1(shown(proof.Signed, nil)); code != 0 ||
+		!strings.Contains(out, "insights: suspect [no_pointer_or_touch], measured 2026-11-28T02:00:00.000000Z, key key-ins") {
+		t.Fatalf("an answer with insights: exit %d\n%s", code, out)
+	}
+	if code, out := run1(map[string]any{"status": "pending"}); code != 0 || strings.Contains(out, "NOT VALID") {
+		t.Fatalf("an answer with pending insights: exit %d\n%s", code, out)
+	}
+	for name, in := range map[string]map[string]any{
+		"verdict shown": func() map[string]any {
+			m := shown(proof.Signed, nil)
+			m["bot"] = map[string]any{"verdict": "human", "reasons": []string{}}
+			return m
+		}(),
+		"signals shown": func() map[string]any { m := shown(proof.Signed, nil); m["events"] = 400; return m }(),
+		"statement":     shown(proof.Signed, func(st *signed.InsightsStatement) { st.Bot.Verdict = "human" }),
+		"another certificate": func() map[string]any {
+			other := *proof.Signed
+			other.ID = "cert-other"
+			return shown(&other, nil)
+		}(),
+	} {
+		if code, out := run1(in); code != 1 || !strings.Contains(out, "NOT VALID") {
+			t.Errorf("%s: exit %d\n%s; want 1, NOT VALID", name, code, out)
+		}
+	}
+}
