@@ -3,6 +3,7 @@ package insights
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -21,7 +22,8 @@ import (
 // into [Extract] (memory bounded by lim whatever the recording), with the
 // certificate's user agent, judges the signals by rules, and records the
 // signed statement (signed.InsightsStatement) in the transaction that
-// ends the job. A recording no longer kept, or one Extract refuses as
+// ends the job. A recording no longer kept, not the one the certificate
+// was issued with (its RecordingSHA256), or one Extract refuses as
 // malformed or past lim, is judged as no recording. Store failures are
 // tried again with the Runner's backoff.
 func Handler(svc *consentkit.Service, rules Rules, lim Limits) jobs.Handler {
@@ -96,7 +98,9 @@ func (h *handler) pending(ctx context.Context, certificateID string) (*consent.C
 // them, so that no more than a chunk is held beside Extract's own bounded
 // state.
 func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Signals, error) {
-	pr, pw := io.Pipe()
+	pr, pipe := io.Pipe()
+	sum := sha256.New()
+	pw := io.MultiWriter(pipe, sum) // the pipe first: its error stops the write
 	done := make(chan error, 1)
 	go func() {
 		err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -130,7 +134,7 @@ func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Sign
 			_, err = io.WriteString(pw, end)
 			return err
 		})
-		pw.CloseWithError(err) // nil: the reader sees the end
+		pipe.CloseWithError(err) // nil: the reader sees the end
 		done <- err
 	}()
 	s, err := Extract(pr, cert.UserAgent, h.lim)
@@ -141,8 +145,14 @@ func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Sign
 		return nil, readErr
 	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge):
 		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
+	case err != nil:
+		return nil, err
+	case !cert.RecordingSHA256.IsZero() && consent.Digest(sum.Sum(nil)) != cert.RecordingSHA256:
+		// Not the recording the certificate was issued with: its signals
+		// are no evidence of this consent.
+		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
 	}
-	return s, err
+	return s, nil
 }
 
 // innerEvents is what a chunk, a JSON array of events, adds to its

@@ -3,6 +3,7 @@ package insights_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,8 +56,15 @@ func jobSetup(t *testing.T, st consent.Store, lim insights.Limits) *jobEnv {
 }
 
 // issue records the session's events, chunk by chunk, and issues its
-// certificate with the user agent ua.
+// certificate with the user agent ua and its recording's SHA-256, which
+// the job checks.
 func (e *jobEnv) issue(t *testing.T, session string, chunks []string, ua string) *consent.Certificate {
+	return e.issueWith(t, session, chunks, ua, nil)
+}
+
+// issueWith is issue with the recording's SHA-256 that digest returns of
+// the real one.
+func (e *jobEnv) issueWith(t *testing.T, session string, chunks []string, ua string, digest func(consent.Digest) consent.Digest) *consent.Certificate {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: session, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
@@ -67,8 +75,16 @@ func (e *jobEnv) issue(t *testing.T, session string, chunks []string, ua string)
 			t.Fatal(err)
 		}
 	}
+	inner := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		inner[i] = []byte(c)
+	}
+	sum := consent.DigestOf(string(consent.JoinChunks(inner)))
+	if digest != nil {
+		sum = digest(sum)
+	}
 	cert, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: session,
-		Origin: "https://acme.test/form", UserAgent: ua,
+		Origin: "https://acme.test/form", UserAgent: ua, RecordingSHA256: sum,
 		Records: []consent.Record{{Text: "I agree to be called.", Types: []string{"calls"}, OptInMethod: consent.OptInManual}}})
 	if err != nil {
 		t.Fatal(err)
@@ -168,6 +184,23 @@ func TestInsightsJobNoRecording(t *testing.T) {
 		}
 		if ok, err := e.r.RunOnce(context.Background(), consent.JobInsights); err != nil || ok {
 			t.Errorf("RunOnce with no job left: %v %v", ok, err)
+		}
+	})
+}
+
+// A recording that is not the one the certificate was issued with (its
+// SHA-256 differs) is judged as none: its signals are no evidence of this
+// consent.
+func TestInsightsJobOtherRecording(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := jobSetup(t, open(t), insights.Limits{})
+		cert := e.issueWith(t, "s1", chunked(person(), 7), desktopUA, func(d consent.Digest) consent.Digest { d[0] ^= 1; return d })
+		p, err := e.run(t, cert).Proof()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := p.Statement.Bot; b.Verdict != "bot" || !slices.Contains(b.Reasons, "no_recording") || p.Statement.Signals.Events != 0 {
+			t.Errorf("verdict %+v, %d events: want bot for no_recording, none read", b, p.Statement.Signals.Events)
 		}
 	})
 }
