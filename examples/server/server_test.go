@@ -650,6 +650,10 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=rrweb") {
 		t.Fatalf("the log does not say rrweb is missing:\n%s", s.output())
 	}
+	// The guide, with its token, is printed apart from the worker's log.
+	if !s.waitFor(t, "Health: curl") {
+		t.Fatalf("the guide was not printed in full:\n%s", s.output())
+	}
 	token := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
 	if token == nil {
 		t.Fatalf("no token printed:\n%s", s.output())
