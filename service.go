@@ -59,7 +59,7 @@ type Config struct {
 	// EventWalletLowBalance (D44); zero emits none.
 	LowBalanceThreshold wallet.Amount
 	// WebhookAllowPrivate lets webhook endpoints have URLs whose host is a
-	// loopback, private or link-local IP address (see webhook.CheckURL):
+	// loopback or private IP address, never link-local (see webhook.CheckURL):
 	// for tests and private deployments. The delivery's own guard is
 	// configured in package webhook.
 	WebhookAllowPrivate bool

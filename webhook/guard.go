@@ -23,12 +23,12 @@ func PrivateAddr(a netip.Addr) bool {
 
 // CheckAddr reports whether a webhook may connect to a: nil for an
 // address that is not a PrivateAddr and, when allowPrivate, for a
-// loopback, private (RFC 1918, RFC 4193) or link-local unicast one
-// (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16,
-// fc00::/7, 169.254.0.0/16, fe80::/10); Invalid, naming the block, for
-// any other: allowPrivate never lets through 0.0.0.0/8, 240.0.0.0/4,
-// multicast, documentation, NAT64 or 6to4 addresses, nor IPv4 written in
-// the deprecated IPv6 forms. Both CheckURL and the delivery's dialer
+// loopback or private (RFC 1918, RFC 4193) one (127.0.0.0/8, ::1,
+// 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7); Invalid, naming
+// the block, for any other: allowPrivate never lets through link-local
+// addresses (169.254.0.0/16, where cloud metadata services answer, and
+// fe80::/10), 0.0.0.0/8, 240.0.0.0/4, multicast, documentation, NAT64 or
+// 6to4 addresses, nor IPv4 written in the deprecated IPv6 forms. Both CheckURL and the delivery's dialer
 // decide by it.
 func CheckAddr(a netip.Addr, allowPrivate bool) error {
 	b, in := blockOf(a)
@@ -59,8 +59,8 @@ func blockOf(a netip.Addr) (addrBlock, bool) {
 type addrBlock struct {
 	prefix netip.Prefix
 	name   string
-	// private: allowed when private addresses are (loopback, RFC 1918,
-	// RFC 4193 and link-local unicast).
+	// private: allowed when private addresses are (loopback, RFC 1918
+	// and RFC 4193 unicast).
 	private bool
 }
 
@@ -87,7 +87,7 @@ var addrBlocks = []addrBlock{
 	{mustPrefix("10.0.0.0/8"), "private", true},
 	{mustPrefix("100.64.0.0/10"), "shared address space (carrier-grade NAT)", false},
 	{mustPrefix("127.0.0.0/8"), "loopback", true},
-	{mustPrefix("169.254.0.0/16"), "link-local", true},
+	{mustPrefix("169.254.0.0/16"), "link-local", false},
 	{mustPrefix("172.16.0.0/12"), "private", true},
 	{mustPrefix("192.0.0.0/24"), "IETF protocol assignments", false},
 	{mustPrefix("192.0.0.0/29"), "IPv4 service continuity (DS-Lite)", false},
@@ -135,7 +135,7 @@ var addrBlocks = []addrBlock{
 	{mustPrefix("3fff::/20"), "documentation", false},
 	{mustPrefix("5f00::/16"), "SRv6 SIDs", false},
 	{mustPrefix("fc00::/7"), "unique local (private)", true},
-	{mustPrefix("fe80::/10"), "link-local", true},
+	{mustPrefix("fe80::/10"), "link-local", false},
 	{mustPrefix("fec0::/10"), "site-local (deprecated)", false},
 	{mustPrefix("ff00::/8"), "multicast", false},
 	{mustPrefix("::/3"), "not global unicast (outside 2000::/3)", false},

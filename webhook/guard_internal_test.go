@@ -7,8 +7,8 @@ import (
 
 // TestAddressGuard: the dialer refuses, after name resolution, every
 // special-purpose address (CheckAddr, whose table guard_test.go checks
-// block by block); AllowPrivate lets through loopback, private and
-// link-local unicast, and nothing else.
+// block by block); AllowPrivate lets through loopback and private
+// unicast, and nothing else: not link-local, where cloud metadata answers.
 func TestAddressGuard(t *testing.T) {
 	const (
 		refused = iota // in both modes
@@ -55,9 +55,9 @@ func TestAddressGuard(t *testing.T) {
 		{"10.0.0.1:80", private},
 		{"172.16.0.1:80", private},
 		{"192.168.0.1:80", private},
-		{"169.254.169.254:80", private},
+		{"169.254.169.254:80", refused}, // cloud metadata
 		{"[fd00::1]:80", private},
-		{"[fe80::1%eth0]:80", private},
+		{"[fe80::1%eth0]:80", refused},
 		{"[::ffff:127.0.0.1]:80", private},
 		{"93.184.215.14:443", public},
 		{"[2606:4700::1111]:443", public},

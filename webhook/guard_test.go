@@ -18,7 +18,7 @@ var refusedBlocks = []struct {
 }{
 	// iana-ipv4-special-registry
 	{"0.0.0.0/8", false}, {"0.0.0.0/32", false}, {"10.0.0.0/8", true}, {"100.64.0.0/10", false},
-	{"127.0.0.0/8", true}, {"169.254.0.0/16", true}, {"172.16.0.0/12", true},
+	{"127.0.0.0/8", true}, {"169.254.0.0/16", false}, {"172.16.0.0/12", true},
 	{"192.0.0.0/24", false}, {"192.0.0.0/29", false}, {"192.0.0.8/32", false}, {"192.0.0.9/32", false},
 	{"192.0.0.10/32", false}, {"192.0.0.170/32", false}, {"192.0.0.171/32", false},
 	{"192.0.2.0/24", false}, {"192.31.196.0/24", false}, {"192.52.193.0/24", false},
@@ -34,7 +34,7 @@ var refusedBlocks = []struct {
 	{"2001:2::/48", false}, {"2001:3::/32", false}, {"2001:4:112::/48", false},
 	{"2001:10::/28", false}, {"2001:20::/28", false}, {"2001:30::/28", false},
 	{"2001:db8::/32", false}, {"2002::/16", false}, {"2620:4f:8000::/48", false},
-	{"3fff::/20", false}, {"5f00::/16", false}, {"fc00::/7", true}, {"fe80::/10", true},
+	{"3fff::/20", false}, {"5f00::/16", false}, {"fc00::/7", true}, {"fe80::/10", false},
 	// IPv4-compatible (deprecated), IPv4-translated, site-local
 	// (deprecated), multicast, and all IPv6 outside 2000::/3
 	{"::/96", false}, {"::ffff:0:0:0/96", false}, {"fec0::/10", false}, {"ff00::/8", false},
@@ -104,8 +104,8 @@ func checkGuard(t *testing.T, a netip.Addr, refused, allowedPrivate bool) {
 // TestWebhookAddressTable: every special-purpose block is refused, from its
 // first address to its last, whether written as IPv4 or IPv4-mapped IPv6;
 // the address just outside a block is allowed unless another block holds
-// it; allowPrivate lets through loopback, private and link-local unicast
-// and nothing else.
+// it; allowPrivate lets through loopback and private unicast and nothing
+// else, link-local included.
 func TestWebhookAddressTable(t *testing.T) {
 	public := 0
 	for _, b := range refusedBlocks {
@@ -197,9 +197,9 @@ func TestWebhookAddressForms(t *testing.T) {
 		{"http://10.1.2.3/", private},
 		{"http://172.31.255.255/", private},
 		{"http://192.168.1.1/", private},
-		{"http://169.254.169.254/latest/meta-data/", private},
+		{"http://169.254.169.254/latest/meta-data/", refused}, // cloud metadata
 		{"http://[fd00::1]/", private},
-		{"http://[fe80::1%25eth0]/", private},
+		{"http://[fe80::1%25eth0]/", refused},
 		{"http://[::ffff:127.0.0.1]/", private},
 		{"http://[::ffff:10.0.0.1]/", private},
 		{"http://[::ffff:8.8.8.8]/", public},

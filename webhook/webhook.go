@@ -39,7 +39,7 @@
 // registries): the check runs on the address actually dialled, after DNS
 // resolution, so a name that resolves, or later re-resolves, to such an
 // address is refused too. Config.AllowPrivate lets deliveries reach
-// loopback, private and link-local unicast addresses, for tests and
+// loopback and private unicast addresses (never link-local), for tests and
 // private deployments, and nothing more (CheckAddr).
 package webhook
 
@@ -71,11 +71,11 @@ import (
 // mean their defaults.
 type Config struct {
 	Service *consentkit.Service // required
-	// AllowPrivate lets deliveries connect to loopback, private and
-	// link-local unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8,
-	// 172.16.0.0/12, 192.168.0.0/16, fc00::/7, 169.254.0.0/16,
-	// fe80::/10), never to the other special-purpose addresses
-	// (CheckAddr). Off by default: a webhook URL is chosen by a customer,
+	// AllowPrivate lets deliveries connect to loopback and private
+	// unicast addresses (127.0.0.0/8, ::1, 10.0.0.0/8, 172.16.0.0/12,
+	// 192.168.0.0/16, fc00::/7), never to link-local ones (cloud
+	// metadata answers at 169.254.169.254) nor the other special-purpose
+	// addresses (CheckAddr). Off by default: a webhook URL is chosen by a customer,
 	// and must not reach the service's own network.
 	AllowPrivate bool
 	// Timeout bounds one attempt, connection and answer included:

@@ -107,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.installRecorder, "install-recorder", true, "when rrweb's recorder is missing and the server runs from a checkout of consentkit with npm at hand, install it ("+strings.Join(npmInstall, " ")+") in the background")
-	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback, private and link-local addresses (refused by default, D44)")
+	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback and private addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
 	if err := fs.Parse(args); err != nil {
