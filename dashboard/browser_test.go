@@ -20,6 +20,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/internal/testwait"
 	"github.com/consentkit/consentkit/retain"
 )
 
@@ -281,7 +282,12 @@ func startChromium(t *testing.T) context.Context {
 	}
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	b, cancel := chromedp.NewContext(alloc)
-	b, cancelTimeout := context.WithTimeout(b, 2*time.Minute)
+	// The browser's work is bounded by the test's own deadline, not by a
+	// span that assumes the machine's speed.
+	cancelTimeout := context.CancelFunc(func() {})
+	if at, ok := testwait.Deadline(t); ok {
+		b, cancelTimeout = context.WithDeadline(b, at)
+	}
 	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
 	return b
 }
