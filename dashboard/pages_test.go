@@ -48,3 +48,19 @@ func TestPagesReadable(t *testing.T) {
 		}
 	}
 }
+
+// The company page says whether every certificate the company issues is
+// attested (D49).
+func TestOverviewAttestCertificates(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	_, body := b.get("/dashboard/companies/acme")
+	contains(t, "attestation off", body, `id="attest-certificates">off`)
+	_, err = svc.SetAttestCertificates(ctx, "acme", true)
+	must(t, err)
+	_, body = b.get("/dashboard/companies/acme")
+	contains(t, "attestation on", body, `id="attest-certificates">on`)
+}
