@@ -40,9 +40,10 @@ func need(t *testing.T, tool, hint string) {
 }
 
 // TestDashboardInBrowser: an operator, in headless Chromium, logs in with
-// the keyboard, issues a token, copies a property's snippet tag, finds a
-// certificate by the consumer's email, sees its attestation's screenshot,
-// plays its video and revokes the token; every step is checked in the rendered page and against the
+// the keyboard, sets a bot-verdict rule, issues a token, copies a
+// property's snippet tag, finds a certificate by the consumer's email,
+// sees its attestation's screenshot and its insights, plays its video and
+// revokes the token; every step is checked in the rendered page and against the
 // service. A screenshot of every page, at desktop and at phone size, is
 // saved in the test's artifact directory: `go test -artifacts
 // -run TestDashboardInBrowser ./dashboard` keeps them (under
@@ -54,6 +55,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	videos := retain.Dir{Root: t.TempDir()}
 	convertedVideo(t, svc, videos, "s-acme")
 	attest(t, svc, videos, "cert-acme", testPNG(t, 320, 240, color.RGBA{G: 160, A: 255}), mismatch)
+	runInsights(t, svc)
 	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Videos: videos})
 	must(t, err)
 	mux := http.NewServeMux()
@@ -112,6 +114,13 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Error("the first Tab does not reach the skip link")
 	}
 	shot("overview")
+
+	// Set a threshold of the bot verdict with the company page's form.
+	do("set a verdict rule", chromedp.SendKeys(chromedp.CSS(`input[name=max_per_day]`), "30"),
+		chromedp.Click(chromedp.CSS(`#save-rules`)), chromedp.WaitVisible(chromedp.CSS(`p.notice`)))
+	if got := text(`tr[data-rule="max_per_day"] td.num`); got != "30" {
+		t.Errorf("the rule max_per_day shows %q once set to 30", got)
+	}
 
 	// Issue a token with the Retain API permission.
 	do("issue a token", chromedp.Navigate(base+"/companies/acme/tokens"), chromedp.WaitVisible(chromedp.CSS(`#issue-token`)),
@@ -176,6 +185,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	// a PNG that the browser decodes, beside the video.
 	if got := text("#attestation-status"); !strings.HasPrefix(got, "mismatch") {
 		t.Errorf("attestation status shown: %q, want mismatch", got)
+	}
+	// The insights: done, with the verdict now and its reasons.
+	if got := text("#insights-status"); !strings.HasPrefix(got, "done") {
+		t.Errorf("insights status shown: %q, want done", got)
+	}
+	if got := text("#insights-verdict"); !strings.HasPrefix(got, "bot") {
+		t.Errorf("insights verdict shown: %q, want bot", got)
 	}
 	loaded, err := chromedp.Run(b, chromedp.Poll[bool](`(i => (i.complete && i.naturalWidth === 320 && i.naturalHeight === 240) || null)(document.getElementById("screenshot"))`,
 		chromedp.WithPollingTimeout(5*time.Second)))

@@ -2,8 +2,10 @@
 // and their balance and ledger, tokens, properties with the snippet tag
 // ready to copy, certificates (search, detail, signature status, the
 // recording's video, the attestation of what a replay of the recording
-// measured at the consent moment and its screenshot, D49), revocations,
-// webhooks and the audit log. Mount it under its prefix, where only
+// measured at the consent moment and its screenshot, D49, and the insights:
+// the behaviour signals, the bot verdict with its reasons and what is
+// computed when asked, D50), the thresholds of a company's bot verdict,
+// revocations, webhooks and the audit log. Mount it under its prefix, where only
 // operators reach it:
 //
 //	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
@@ -193,6 +195,7 @@ func (h *Handler) routes() {
 	authed("POST", "/companies", h.createCompany)
 	authed("GET", "/companies/{company}", h.overview)
 	authed("POST", "/companies/{company}/topup", h.topUp)
+	authed("POST", "/companies/{company}/insights-rules", h.setInsightsRules)
 	authed("GET", "/companies/{company}/tokens", h.tokens)
 	authed("POST", "/companies/{company}/tokens", h.issueToken)
 	authed("POST", "/companies/{company}/tokens/{token}/revoke", h.revokeToken)

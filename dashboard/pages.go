@@ -13,6 +13,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -120,32 +121,41 @@ func (h *Handler) overview(w http.ResponseWriter, r *http.Request, p *page) erro
 	if err := h.companyPage(r, p, "overview", "overview", "Overview"); err != nil {
 		return err
 	}
+	return h.loadOverview(r, p, nil)
+}
+
+// overviewData is what a company's overview shows.
+type overviewData struct {
+	Balance    wallet.Amount
+	Ledger     []*wallet.Entry
+	Properties []*consent.Property
+	TopUpKey   string
+	// Rules are the thresholds of the bot verdict (D50), each with its
+	// value in effect.
+	Rules []ruleView
+}
+
+// loadOverview loads the overview of p.Company; rulesForm, when not nil,
+// is a rules form sent and refused, shown again as the operator wrote it.
+func (h *Handler) loadOverview(r *http.Request, p *page, rulesForm map[string]string) error {
 	ctx := r.Context()
-	var (
-		bal     wallet.Amount
-		entries []*wallet.Entry
-		props   []*consent.Property
-	)
+	d := overviewData{TopUpKey: nonce()}
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		var err error
-		if bal, err = tx.Balance(ctx, p.Company.ID); err != nil {
+		if d.Balance, err = tx.Balance(ctx, p.Company.ID); err != nil {
 			return err
 		}
-		if entries, err = tx.LedgerPage(ctx, consent.Page{CompanyID: p.Company.ID, Limit: recentLedger}); err != nil {
+		if d.Ledger, err = tx.LedgerPage(ctx, consent.Page{CompanyID: p.Company.ID, Limit: recentLedger}); err != nil {
 			return err
 		}
-		props, err = tx.Properties(ctx, p.Company.ID)
+		d.Properties, err = tx.Properties(ctx, p.Company.ID)
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	p.Data = struct {
-		Balance    wallet.Amount
-		Ledger     []*wallet.Entry
-		Properties []*consent.Property
-		TopUpKey   string
-	}{bal, entries, props, nonce()}
+	d.Rules = rulesView(p.Company.InsightsRules, rulesForm)
+	p.Data = d
 	return nil
 }
 
@@ -463,6 +473,9 @@ type certificateData struct {
 	// Attestation is the certificate's attestation (D49); nil when none
 	// was asked for.
 	Attestation *attestationView
+	// Insights are the certificate's insights (D50); nil when it has none
+	// (issued before insights).
+	Insights *insightsView
 }
 
 type recordView struct {
@@ -511,6 +524,8 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	d := certificateData{Term: strings.TrimSpace(r.URL.Query().Get("term"))}
 	var recording *consent.Digest
 	var attestation *consent.Attestation
+	var in *consent.Insights
+	var asked *insights.Asked
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		c, err := tx.Certificate(ctx, id)
 		if err != nil {
@@ -525,6 +540,11 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 			attestation, err = nil, nil
 		}
 		if err != nil {
+			return err
+		}
+		// The facts computed when asked are of this transaction's view,
+		// as certificate-info's are.
+		if in, asked, err = readInsights(ctx, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
 		if c.SessionID == "" {
@@ -563,6 +583,9 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		return err
 	}
 	if d.Attestation, err = h.attestationView(ctx, d.Cert, attestation); err != nil {
+		return err
+	}
+	if d.Insights, err = h.insightsView(ctx, d.Cert, in, asked); err != nil {
 		return err
 	}
 	d.Signed = len(d.Cert.Signature) > 0
