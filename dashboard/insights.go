@@ -74,6 +74,15 @@ func meaning(r insights.Reason) string {
 	return "a reason this dashboard does not know"
 }
 
+// velocityCount shows a count of Tx.Velocity, which stops counting at
+// consent.MaxVelocity: a count there may be more.
+func velocityCount(n int) string {
+	if n >= consent.MaxVelocity {
+		return strconv.Itoa(consent.MaxVelocity) + " or more"
+	}
+	return strconv.Itoa(n)
+}
+
 // readInsights reads, inside tx at now, the insights of cert and what is
 // computed of them when asked; nil, nil when the certificate has none (it
 // was issued before insights). A statement that cannot be read is a

@@ -34,7 +34,8 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 			Item any
 		}{p, item}
 	},
-	"ms": func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
+	"velocity": velocityCount,
+	"ms":       func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }).Parse(pagesHTML))
 
 // money shows an amount in US dollars (D1), exactly, from its digits and

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -57,6 +58,16 @@ func TestDetailFields(t *testing.T) {
 		}
 		if got != tc.want {
 			t.Errorf("detailFields(%s) = %s, want %s", tc.detail, got, tc.want)
+		}
+	}
+}
+
+// A velocity count at consent.MaxVelocity, where counting stops, says it
+// may be more.
+func TestVelocityCount(t *testing.T) {
+	for n, want := range map[int]string{0: "0", 7: "7", consent.MaxVelocity - 1: "999", consent.MaxVelocity: "1000 or more"} {
+		if got := velocityCount(n); got != want {
+			t.Errorf("velocityCount(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
