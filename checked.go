@@ -266,6 +266,28 @@ func (t checkedTx) CertificatesByEmail(ctx context.Context, companyID string, d 
 	return t.tx.CertificatesByEmail(ctx, companyID, d)
 }
 
+// Velocity counts nothing for a certificate whose keys no row holds; its
+// CreatedAt must be a time (Invalid), so that both windows are.
+func (t checkedTx) Velocity(ctx context.Context, c *consent.Certificate) (consent.Velocity, error) {
+	if c.CreatedAt.IsZero() {
+		return consent.Velocity{}, consent.Errorf(consent.Invalid, "created_at is required")
+	}
+	if err := consent.CheckTime("created_at", c.CreatedAt.Add(-24*time.Hour)); err != nil {
+		return consent.Velocity{}, err
+	}
+	if err := consent.CheckTime("created_at", c.CreatedAt); err != nil {
+		return consent.Velocity{}, err
+	}
+	if !findable(c.CompanyID, c.ID) {
+		return consent.Velocity{}, nil
+	}
+	q := *c
+	if !findable(q.ClientIP) {
+		q.ClientIP = ""
+	}
+	return t.tx.Velocity(ctx, &q)
+}
+
 func (t checkedTx) CertificatesByMobile(ctx context.Context, companyID string, d consent.Digest) ([]string, error) {
 	if d.IsZero() || !findable(companyID) {
 		return []string{}, nil

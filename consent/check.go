@@ -152,7 +152,10 @@ func (c *Company) Check() error {
 	if err := CheckTime("created_at", c.CreatedAt); err != nil {
 		return err
 	}
-	return checkList("authorized_third_parties", c.AuthorizedThirdParties)
+	if err := checkList("authorized_third_parties", c.AuthorizedThirdParties); err != nil {
+		return err
+	}
+	return c.InsightsRules.Check()
 }
 
 // Check checks p's fields.

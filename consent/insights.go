@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/consentkit/consentkit/signed"
@@ -19,13 +20,70 @@ const (
 	InsightsDone    = "done"    // computed: the statement holds them, signed
 )
 
+// InsightsFailed is the status of insights whose job failed for good: no
+// statement was made.
+const InsightsFailed = "failed"
+
+// MaxVelocity is where Tx.Velocity stops counting: a count reads at most
+// this, so that the work of one count is bounded.
+const MaxVelocity = 1000
+
+// Velocity counts the certificates a company issued in the hour and in the
+// day before one of its certificates, from the same client address, the
+// same email digest and the same mobile digest (D50).
+type Velocity struct {
+	Hour VelocityCounts `json:"hour"`
+	Day  VelocityCounts `json:"day"`
+}
+
+// VelocityCounts are the counts of one window.
+type VelocityCounts struct {
+	ClientIP int `json:"client_ip"`
+	Email    int `json:"email"`
+	Mobile   int `json:"mobile"`
+}
+
+// InsightsRules are a company's thresholds of the bot verdict of its
+// certificates (D50; package insights documents each rule and its
+// default). A zero threshold is its default; a negative one turns its
+// rule off.
+type InsightsRules struct {
+	MinSecondsOnPage float64 `json:"min_seconds_on_page,omitempty"`
+	MaxKeysPerMinute float64 `json:"max_keys_per_minute,omitempty"`
+	MinKeystrokes    int     `json:"min_keystrokes,omitempty"`
+	SuspectsForBot   int     `json:"suspects_for_bot,omitempty"`
+	MaxPerHour       int     `json:"max_per_hour,omitempty"`
+	MaxPerDay        int     `json:"max_per_day,omitempty"`
+}
+
+// maxThreshold bounds every threshold of InsightsRules, either sign.
+const maxThreshold = 1e6
+
+// Check refuses rules that are no thresholds: a number that is not finite
+// or beyond ±1,000,000 (Invalid, naming it).
+func (r InsightsRules) Check() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"min_seconds_on_page", r.MinSecondsOnPage}, {"max_keys_per_minute", r.MaxKeysPerMinute},
+		{"min_keystrokes", float64(r.MinKeystrokes)}, {"suspects_for_bot", float64(r.SuspectsForBot)},
+		{"max_per_hour", float64(r.MaxPerHour)}, {"max_per_day", float64(r.MaxPerDay)},
+	} {
+		if !(math.Abs(f.v) <= maxThreshold) { // NaN too
+			return Errorf(Invalid, "insights_rules.%s must be a number from -1000000 to 1000000", f.name)
+		}
+	}
+	return nil
+}
+
 // Insights is the state of a certificate's insights (D50): enqueued when
 // the certificate is issued (pending), then the signed statement of the
 // signals its recording and request gave and of the bot verdict.
 type Insights struct {
 	CertificateID string
 	CompanyID     string
-	Status        string // one of the Insights… statuses
+	Status        string // InsightsPending, InsightsDone or InsightsFailed
 	// Statement is the signed statement's JSON (signed.InsightsStatement),
 	// with its Signature and KeyID; empty while pending.
 	Statement []byte

@@ -23,7 +23,10 @@ type Company struct {
 	// AttestCertificates has every certificate the company issues
 	// attested (D49), not only those retained or asked for.
 	AttestCertificates bool
-	CreatedAt          time.Time
+	// InsightsRules are the thresholds of the bot verdict of its
+	// certificates (D50); the zero value holds the defaults.
+	InsightsRules InsightsRules
+	CreatedAt     time.Time
 }
 
 // Authorizes reports whether caller may verify c's certificates as a third

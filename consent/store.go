@@ -80,8 +80,8 @@ type Tx interface {
 	// CompanyIDs returns up to limit company ids in sorted order, starting
 	// after the given id ("" for the first page).
 	CompanyIDs(ctx context.Context, after string, limit int) ([]string, error)
-	// UpdateCompany replaces the name, third-party settings and
-	// AttestCertificates of c.ID.
+	// UpdateCompany replaces the name, third-party settings,
+	// AttestCertificates and InsightsRules of c.ID.
 	// NotFound when there is none.
 	UpdateCompany(ctx context.Context, c *Company) error
 
@@ -164,6 +164,14 @@ type Tx interface {
 	CertificatesByEmail(ctx context.Context, companyID string, d Digest) ([]string, error)
 	// CertificatesByMobile is CertificatesByEmail for mobile digests.
 	CertificatesByMobile(ctx context.Context, companyID string, d Digest) ([]string, error)
+	// Velocity counts the other certificates (id not c.ID) of c.CompanyID
+	// created from c.CreatedAt less an hour (Hour) or a day (Day) to
+	// c.CreatedAt, both included, whose ClientIP, EmailDigest or
+	// MobileDigest is c's; a value c does not have (an empty address, a
+	// zero digest) counts none. Revoked certificates count. Each count
+	// stops at MaxVelocity. Only c's fields are read: c need not be
+	// stored.
+	Velocity(ctx context.Context, c *Certificate) (Velocity, error)
 	// CertificatesBySession returns the ids, sorted, of the session's
 	// certificates (none: an empty slice, no error).
 	CertificatesBySession(ctx context.Context, sessionID string) ([]string, error)

@@ -656,6 +656,34 @@ func (t *tx) CertificatesByMobile(_ context.Context, companyID string, d consent
 	return t.certificatesOf(t.s.certsByMobile[d], companyID), nil
 }
 
+// Velocity scans every certificate: the memory store is for tests and
+// small deployments.
+func (t *tx) Velocity(_ context.Context, c *consent.Certificate) (consent.Velocity, error) {
+	var v consent.Velocity
+	count := func(n *int, same bool) {
+		if same && *n < consent.MaxVelocity {
+			*n++
+		}
+	}
+	for _, o := range t.s.certs {
+		if o.CompanyID != c.CompanyID || o.ID == c.ID || o.CreatedAt.After(c.CreatedAt) {
+			continue
+		}
+		for _, w := range []struct {
+			counts *consent.VelocityCounts
+			span   time.Duration
+		}{{&v.Hour, time.Hour}, {&v.Day, 24 * time.Hour}} {
+			if o.CreatedAt.Before(c.CreatedAt.Add(-w.span)) {
+				continue
+			}
+			count(&w.counts.ClientIP, c.ClientIP != "" && o.ClientIP == c.ClientIP)
+			count(&w.counts.Email, !c.EmailDigest.IsZero() && o.EmailDigest == c.EmailDigest)
+			count(&w.counts.Mobile, !c.MobileDigest.IsZero() && o.MobileDigest == c.MobileDigest)
+		}
+	}
+	return v, nil
+}
+
 func (t *tx) CertificatesBySession(_ context.Context, sessionID string) ([]string, error) {
 	return t.certificatesOf(t.s.certsBySession[sessionID], ""), nil
 }

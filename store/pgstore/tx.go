@@ -77,10 +77,12 @@ func strs(s []string) []string {
 
 func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 	_, err := t.exec(ctx, `WITH c AS (
-			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6) RETURNING id)
+			INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates,
+				insights_rules, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id)
 		INSERT INTO wallets (company_id) SELECT id FROM c`,
-		c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties), c.AttestCertificates, c.CreatedAt)
+		c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties), c.AttestCertificates,
+		sqlrow.JSON(c.InsightsRules), c.CreatedAt)
 	return err
 }
 
@@ -101,8 +103,8 @@ func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string,
 
 func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 	tag, err := t.exec(ctx, `UPDATE companies SET name = $2, third_party_enabled = $3, authorized_third_parties = $4,
-		attest_certificates = $5 WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, strs(c.AuthorizedThirdParties),
-		c.AttestCertificates)
+		attest_certificates = $5, insights_rules = $6 WHERE id = $1`, c.ID, c.Name, c.ThirdPartyVerificationEnabled,
+		strs(c.AuthorizedThirdParties), c.AttestCertificates, sqlrow.JSON(c.InsightsRules))
 	return affected(tag, err, "company")
 }
 
@@ -281,6 +283,11 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	tag, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, $2) WHERE id = $1`, id, at)
 	return affected(tag, err, "certificate")
+}
+
+func (t *tx) Velocity(ctx context.Context, c *consent.Certificate) (consent.Velocity, error) {
+	q, args := dialect.VelocityQuery(c)
+	return sqlrow.ScanVelocity(t.tx.QueryRow(ctx, q, args...))
 }
 
 func (t *tx) RevokedBefore(ctx context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {

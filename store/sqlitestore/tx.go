@@ -69,9 +69,9 @@ func (t *tx) CreateCompany(ctx context.Context, c *consent.Company) error {
 	if parties == nil {
 		parties = []string{}
 	}
-	if _, err := t.exec(ctx, `INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.AttestCertificates,
-		c.CreatedAt.UnixMicro()); err != nil {
+	if _, err := t.exec(ctx, `INSERT INTO companies (id, name, third_party_enabled, authorized_third_parties, attest_certificates,
+		insights_rules, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`, c.ID, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties),
+		c.AttestCertificates, sqlrow.JSON(c.InsightsRules), c.CreatedAt.UnixMicro()); err != nil {
 		return err
 	}
 	_, err := t.exec(ctx, `INSERT INTO wallets (company_id) VALUES (?)`, c.ID)
@@ -93,7 +93,8 @@ func (t *tx) UpdateCompany(ctx context.Context, c *consent.Company) error {
 		parties = []string{}
 	}
 	r, err := t.exec(ctx, `UPDATE companies SET name = ?, third_party_enabled = ?, authorized_third_parties = ?,
-		attest_certificates = ? WHERE id = ?`, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties), c.AttestCertificates, c.ID)
+		attest_certificates = ?, insights_rules = ? WHERE id = ?`, c.Name, c.ThirdPartyVerificationEnabled, jsonText(parties),
+		c.AttestCertificates, sqlrow.JSON(c.InsightsRules), c.ID)
 	return affected(r, err, "company")
 }
 
@@ -274,6 +275,11 @@ func (t *tx) UpdateCertificate(ctx context.Context, c *consent.Certificate) erro
 func (t *tx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
 	r, err := t.exec(ctx, `UPDATE certificates SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, at.UnixMicro(), id)
 	return affected(r, err, "certificate")
+}
+
+func (t *tx) Velocity(ctx context.Context, c *consent.Certificate) (consent.Velocity, error) {
+	q, args := dialect.VelocityQuery(c)
+	return sqlrow.ScanVelocity(t.tx.QueryRowContext(ctx, q, args...))
 }
 
 func (t *tx) RevokedBefore(ctx context.Context, companyID string, email, mobile consent.Digest) (time.Time, error) {

@@ -32,6 +32,17 @@ func testCompany(t *testing.T, s consent.Store) {
 	attesting := &consent.Company{ID: "acme", Name: "Acme", AttestCertificates: true, CreatedAt: t0}
 	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, attesting) })
 	wantRead(t, s, consent.Tx.Company, "acme", attesting, "Company after UpdateCompany(AttestCertificates)")
+	// A company's thresholds of the bot verdict (D50) round-trip exactly,
+	// negative and fractional ones too.
+	tuned := &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0, InsightsRules: consent.InsightsRules{
+		MinSecondsOnPage: 0.1 + 0.2, MaxKeysPerMinute: -1, MinKeystrokes: 3, SuspectsForBot: -1, MaxPerHour: 1000000, MaxPerDay: -1000000}}
+	update(t, s, func(tx consent.Tx) error { return tx.UpdateCompany(ctx, tuned) })
+	wantRead(t, s, consent.Tx.Company, "acme", tuned, "Company after UpdateCompany(InsightsRules)")
+	update(t, s, func(tx consent.Tx) error {
+		return tx.CreateCompany(ctx, &consent.Company{ID: "tuned", Name: "Tuned", CreatedAt: t0, InsightsRules: tuned.InsightsRules})
+	})
+	wantRead(t, s, consent.Tx.Company, "tuned", &consent.Company{ID: "tuned", Name: "Tuned", AuthorizedThirdParties: []string{},
+		CreatedAt: t0, InsightsRules: tuned.InsightsRules}, "Company created with InsightsRules")
 	err = s.Update(ctx, func(tx consent.Tx) error {
 		return tx.UpdateCompany(ctx, &consent.Company{ID: "nobody", Name: "x"})
 	})
@@ -52,7 +63,7 @@ func testCompany(t *testing.T, s consent.Store) {
 			want  []string
 		}{
 			{"", 3, []string{"B", "a-1", "acme"}}, // byte order
-			{"acme", 3, []string{"b", "zz"}},
+			{"acme", 3, []string{"b", "tuned", "zz"}},
 			{"zz", 3, nil},
 			{"", 0, nil},
 		} {

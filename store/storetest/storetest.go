@@ -68,6 +68,8 @@ var areas = []area{
 		{"Update", testUpdateCertificate},
 		{"ByDigest", testCertificatesByDigest},
 		{"Revoke", testRevokeCertificate},
+		{"Velocity", testVelocity},
+		{"VelocityStops", testVelocityStops},
 	}},
 	{"Revocation", []behaviour{
 		{"CreateList", testRevocation},

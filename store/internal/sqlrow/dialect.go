@@ -1,7 +1,9 @@
 package sqlrow
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
@@ -95,4 +97,46 @@ func ScanBytes(row Row) ([]byte, error) {
 	var b []byte
 	err := row.Scan(&b)
 	return b, err
+}
+
+// VelocityQuery returns the query of Tx.Velocity for c and its
+// parameters: six counts (the hour's address, email and mobile, then the
+// day's), each a range of one of the indexes on (company_id, column,
+// created_at) read to at most consent.MaxVelocity rows. A value not given
+// (an empty address, a zero digest) is NULL, which no row equals.
+func (d Dialect) VelocityQuery(c *consent.Certificate) (string, []any) {
+	var ip any
+	if c.ClientIP != "" {
+		ip = c.ClientIP
+	}
+	args := []any{c.CompanyID, c.ID, d.Arg(c.CreatedAt)}
+	arg := func(v any) string {
+		args = append(args, v)
+		return d.Param(len(args))
+	}
+	var counts []string
+	for _, from := range []time.Time{c.CreatedAt.Add(-time.Hour), c.CreatedAt.Add(-24 * time.Hour)} {
+		since := arg(d.Arg(from))
+		for _, col := range []struct {
+			name, value string
+		}{
+			// The partial index's own condition, written out: neither
+			// planner proves it from an equality with a parameter.
+			{"client_ip", arg(ip) + " AND client_ip <> ''"},
+			{"email_digest", arg(Digest(c.EmailDigest))},
+			{"mobile_digest", arg(Digest(c.MobileDigest))},
+		} {
+			counts = append(counts, fmt.Sprintf(`(SELECT count(*) FROM (SELECT 1 FROM certificates
+				WHERE company_id = %s AND %s = %s AND created_at >= %s AND created_at <= %s AND id <> %s LIMIT %d) AS v)`,
+				d.Param(1), col.name, col.value, since, d.Param(3), d.Param(2), consent.MaxVelocity))
+		}
+	}
+	return "SELECT " + strings.Join(counts, ", "), args
+}
+
+// ScanVelocity reads the answer of VelocityQuery.
+func ScanVelocity(row Row) (consent.Velocity, error) {
+	var v consent.Velocity
+	err := row.Scan(&v.Hour.ClientIP, &v.Hour.Email, &v.Hour.Mobile, &v.Day.ClientIP, &v.Day.Email, &v.Day.Mobile)
+	return v, err
 }

@@ -1,6 +1,7 @@
 package sqlrow
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -209,12 +210,19 @@ func (d Dialect) ScanKey(row Row) (*consent.IdempotencyRecord, error) {
 }
 
 // CompanyColumns are the columns ScanCompany reads.
-const CompanyColumns = `id, name, third_party_enabled, authorized_third_parties, attest_certificates, created_at`
+const CompanyColumns = `id, name, third_party_enabled, authorized_third_parties, attest_certificates, insights_rules, created_at`
 
 func (d Dialect) ScanCompany(row Row) (*consent.Company, error) {
 	var c consent.Company
-	return done(&c, row.Scan(&c.ID, &c.Name, &c.ThirdPartyVerificationEnabled, d.Strings(&c.AuthorizedThirdParties),
-		&c.AttestCertificates, d.Time(&c.CreatedAt)))
+	var rules string
+	if err := row.Scan(&c.ID, &c.Name, &c.ThirdPartyVerificationEnabled, d.Strings(&c.AuthorizedThirdParties),
+		&c.AttestCertificates, &rules, d.Time(&c.CreatedAt)); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(rules), &c.InsightsRules); err != nil {
+		return nil, fmt.Errorf("company %s: insights_rules: %w", c.ID, err)
+	}
+	return &c, nil
 }
 
 // PublishedKeyColumns are the columns ScanPublishedKey reads.

@@ -32,6 +32,16 @@ func Time(us *int64) time.Time {
 	return time.UnixMicro(*us).UTC()
 }
 
+// JSON returns v as JSON text, for a text column: v is a value of the
+// library's own types, which always marshal.
+func JSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
 // Digest returns d's bytes, or nil for the zero digest (stored as NULL).
 func Digest(d consent.Digest) any {
 	if d.IsZero() {
