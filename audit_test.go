@@ -129,7 +129,7 @@ func TestAuditServiceActions(t *testing.T) {
 	wantCode(t, "SetAttestCertificates(nobody)", err, consent.NotFound)
 
 	want := []row{
-		{"operator", "company.create", "beta", "ok", "", `{"attest_certificates":false,"authorized_third_parties":[],"third_party_verification_enabled":false}`},
+		{"operator", "company.create", "beta", "ok", "", `{"attest_certificates":false,"authorized_third_parties":[],"insights_rules":{},"third_party_verification_enabled":false}`},
 		{"admin:jo", "property.create", "beta-web", "ok", "req-1", `{"allowed_origins":[]}`},
 		{"admin:jo", "property.update", "beta-web", "ok", "req-1", `{"allowed_origins":["https://beta.example"]}`},
 		{"admin:jo", "property.update", "acme-web", "not_found", "req-1", `{"allowed_origins":[]}`},

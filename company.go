@@ -35,6 +35,9 @@ type CompanyParams struct {
 	// AttestCertificates has every certificate the company issues
 	// attested (D49).
 	AttestCertificates bool
+	// InsightsRules are the thresholds of its certificates' bot verdict
+	// (D50); the zero value holds the defaults (SetInsightsRules).
+	InsightsRules consent.InsightsRules
 }
 
 // CreateCompany creates a company with an empty wallet. Conflict when the id
@@ -55,11 +58,15 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyP
 	if err != nil {
 		return nil, err
 	}
+	if err := p.InsightsRules.Check(); err != nil {
+		return nil, err
+	}
 	c := &consent.Company{
 		ID: p.ID, Name: p.Name,
 		ThirdPartyVerificationEnabled: p.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties:        parties,
 		AttestCertificates:            p.AttestCertificates,
+		InsightsRules:                 p.InsightsRules,
 		CreatedAt:                     s.Now(),
 	}
 	if err := tx.CreateCompany(ctx, c); err != nil {
@@ -67,7 +74,7 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyP
 	}
 	a := AuditParams{CompanyID: c.ID, Action: consent.AuditCompanyCreate, Target: c.ID, Detail: map[string]any{
 		"third_party_verification_enabled": c.ThirdPartyVerificationEnabled, "authorized_third_parties": parties,
-		"attest_certificates": c.AttestCertificates,
+		"attest_certificates": c.AttestCertificates, "insights_rules": c.InsightsRules,
 	}}
 	if err := s.Audit(ctx, tx, a); err != nil {
 		return nil, err
@@ -105,20 +112,10 @@ func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled b
 	if err != nil {
 		return nil, err
 	}
-	var c *consent.Company
 	p := companyAudit(consent.AuditCompanyUpdate, companyID, enabled, parties)
-	err = s.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
-		var err error
-		if c, err = tx.Company(ctx, companyID); err != nil {
-			return err
-		}
+	return s.updateCompany(ctx, &p, func(c *consent.Company) {
 		c.ThirdPartyVerificationEnabled, c.AuthorizedThirdParties = enabled, parties
-		return tx.UpdateCompany(ctx, c)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
 }
 
 // SetAttestCertificates turns on or off the attestation of every
@@ -127,15 +124,37 @@ func (s *Service) SetThirdParty(ctx context.Context, companyID string, enabled b
 // before. Setting it as it is changes nothing but is audited all the same.
 // NotFound when the company does not exist.
 func (s *Service) SetAttestCertificates(ctx context.Context, companyID string, on bool) (*consent.Company, error) {
-	var c *consent.Company
 	p := AuditParams{CompanyID: companyID, Action: consent.AuditCompanyAttestation, Target: companyID,
 		Detail: map[string]any{"attest_certificates": on}}
-	err := s.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
+	return s.updateCompany(ctx, &p, func(c *consent.Company) { c.AttestCertificates = on })
+}
+
+// SetInsightsRules replaces the thresholds of the bot verdict of the
+// company's certificates (D50; package insights documents each rule and
+// its default: a zero threshold is the default, a negative one turns its
+// rule off) and returns the company. The insights job judges the
+// certificates issued from then on by them, and every answer's verdict
+// when asked uses them (never milder than the signed verdict). Invalid
+// when a threshold is not a finite number within ±1e6 (Check); NotFound
+// when the company does not exist.
+func (s *Service) SetInsightsRules(ctx context.Context, companyID string, rules consent.InsightsRules) (*consent.Company, error) {
+	if err := rules.Check(); err != nil {
+		return nil, err
+	}
+	p := AuditParams{CompanyID: companyID, Action: consent.AuditCompanyInsightsRules, Target: companyID,
+		Detail: map[string]any{"insights_rules": rules}}
+	return s.updateCompany(ctx, &p, func(c *consent.Company) { c.InsightsRules = rules })
+}
+
+// updateCompany changes the company as set says and records p with it.
+func (s *Service) updateCompany(ctx context.Context, p *AuditParams, set func(*consent.Company)) (*consent.Company, error) {
+	var c *consent.Company
+	err := s.UpdateAudited(ctx, p, func(tx consent.Tx) error {
 		var err error
-		if c, err = tx.Company(ctx, companyID); err != nil {
+		if c, err = tx.Company(ctx, p.CompanyID); err != nil {
 			return err
 		}
-		c.AttestCertificates = on
+		set(c)
 		return tx.UpdateCompany(ctx, c)
 	})
 	if err != nil {

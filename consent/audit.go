@@ -74,7 +74,8 @@ const (
 	AuditWalletCredit          = "wallet.credit"
 	AuditCompanyCreate         = "company.create"
 	AuditCompanyUpdate         = "company.update"
-	AuditCompanyAttestation    = "company.attestation" // Company.AttestCertificates changed
+	AuditCompanyAttestation    = "company.attestation"    // Company.AttestCertificates changed
+	AuditCompanyInsightsRules  = "company.insights_rules" // Company.InsightsRules changed
 	AuditPropertyCreate        = "property.create"
 	AuditPropertyUpdate        = "property.update"
 	AuditWebhookCreate         = "webhook.create"

@@ -49,6 +49,7 @@
 //	GET  /operator/companies                                  the companies by id (?after=&limit=)
 //	GET  /operator/companies/{company_id}                     a company
 //	PUT  /operator/companies/{company_id}/attestation         attest every certificate it issues, or not (D49)
+//	PUT  /operator/companies/{company_id}/insights-rules      the thresholds of its bot verdict (D50)
 //	POST /operator/companies/{company_id}/properties          add a property, 201
 //	GET  /operator/companies/{company_id}/properties          its properties
 //	PUT  /operator/companies/{company_id}/properties/{property_id}/allowed-origins replace the allowed origins (D32)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/signed"
@@ -108,19 +109,21 @@ type matchResponse struct {
 }
 
 // insightsStatus is a certificate's bot verdict in a match answer: its
-// status, and once computed the verdict (human, suspect or bot) with the
-// code of every reason that led to it.
+// status, and once computed the verdict at the verification (human,
+// suspect or bot) with the code of every reason that led to it, and which
+// of them were found then rather than signed at issue.
 type insightsStatus struct {
-	Status  string   `json:"status"`
-	Verdict string   `json:"verdict,omitempty"`
-	Reasons []string `json:"reasons"`
+	Status       string   `json:"status"`
+	Verdict      string   `json:"verdict,omitempty"`
+	Reasons      []string `json:"reasons"`
+	AskedReasons []string `json:"asked_reasons"`
 }
 
 func insightsOf(in *verify.Insights) *insightsStatus {
 	if in == nil {
 		return nil
 	}
-	return &insightsStatus{Status: in.Status, Verdict: in.Verdict, Reasons: in.Reasons}
+	return &insightsStatus{Status: in.Status, Verdict: in.Verdict, Reasons: in.Reasons, AskedReasons: in.AskedReasons}
 }
 
 // attestationStatus is a certificate's attestation in a match answer.
@@ -237,29 +240,46 @@ type infoResponse struct {
 }
 
 // insightsAnswer is a certificate's insights in a certificate-info
-// answer: its status ("pending" until the job has run, then "done"), and
-// once computed the signals and the bot verdict as the statement states
-// them (numbers that need not be integers are decimal strings) with the
-// signed statement itself ("signature", "key_id", "statement": a
-// signed.InsightsProof), to check offline.
+// answer: its status ("pending" until the job has run, then "done", or
+// "failed"); once computed, the signals as the statement states them
+// (numbers that need not be integers are decimal strings) with the signed
+// statement itself ("signature", "key_id", "statement": a
+// signed.InsightsProof), to check offline. Computed when asked and never
+// signed (D50): asked_at, lead_age_seconds, velocity, and bot — the
+// verdict at asked_at, which is the statement's with the asked_reasons
+// added (the statement's "bot" is the verdict at issue).
 type insightsAnswer struct {
-	Status string              `json:"status"`
-	Bot    *signed.InsightsBot `json:"bot,omitempty"`
+	Status         string           `json:"status"`
+	AskedAt        *RFC3339         `json:"asked_at"`
+	LeadAgeSeconds int64            `json:"lead_age_seconds"`
+	Velocity       consent.Velocity `json:"velocity"`
+	Bot            *askedBot        `json:"bot,omitempty"`
 	*signed.InsightsSignals
 	*signed.InsightsProof
 }
 
-// insightsAnswerOf is in's answer; nil for none. A statement that cannot
-// be read (a changed row) is left out, as an attestation's is.
-func insightsAnswerOf(in *consent.Insights) *insightsAnswer {
-	if in == nil {
+// askedBot is the bot verdict when asked.
+type askedBot struct {
+	Verdict      insights.Verdict  `json:"verdict"`
+	Reasons      []insights.Reason `json:"reasons"`
+	AskedReasons []insights.Reason `json:"asked_reasons"`
+}
+
+// insightsAnswerOf is in's answer with what asked found; nil for none. A
+// statement that cannot be read (a changed row) is left out, as an
+// attestation's is.
+func insightsAnswerOf(in *consent.Insights, asked *insights.Asked) *insightsAnswer {
+	if in == nil || asked == nil {
 		return nil
 	}
+	a := &insightsAnswer{Status: in.Status, AskedAt: timestamp(asked.At), LeadAgeSeconds: asked.LeadAgeSeconds, Velocity: asked.Velocity}
 	p, err := in.Proof()
-	if err != nil || p == nil {
-		return &insightsAnswer{Status: in.Status}
+	if err != nil || p == nil || asked.Bot == nil {
+		return a
 	}
-	return &insightsAnswer{Status: in.Status, Bot: &p.Statement.Bot, InsightsSignals: &p.Statement.Signals, InsightsProof: p}
+	a.Bot = &askedBot{Verdict: asked.Bot.Verdict, Reasons: asked.Bot.Reasons, AskedReasons: asked.AskedReasons}
+	a.InsightsSignals, a.InsightsProof = &p.Statement.Signals, p
+	return a
 }
 
 // attestationAnswer is a certificate's attestation in a certificate-info
@@ -326,7 +346,7 @@ func infoAnswer(info *verify.Info) *infoResponse {
 		}
 	}
 	resp.Attestation = attestationAnswerOf(info.Attestation)
-	resp.Insights = insightsAnswerOf(info.Insights)
+	resp.Insights = insightsAnswerOf(info.Insights, info.InsightsAsked)
 	if len(info.Signature) > 0 {
 		resp.Proof = signed.Proof{Signature: signed.EncodeSignature(info.Signature), KeyID: info.KeyID, Signed: &info.Signed}
 	}

@@ -160,10 +160,10 @@ var verificationCases = []httpCase{
 		status: 200, want: `{"valid":true,"certificate_id":"cert-1","created_timestamp":"2026-11-20T10:00:00Z","has_consents":true,"consent_count":2,"events_combined":{"fields":2,"submitted":true},` +
 			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":"2026-11-20T10:00:03Z","consent_types":["marketing","privacy","tcpa"],` +
 			`"consents":[{"text":"I agree to be contacted by Acme Insurance.","types":["tcpa","marketing"],"opt_in":"2026-11-20T10:00:05Z"},` +
-			`{"text":"I accept the privacy policy.","types":["privacy","tcpa"],"opt_in":"2026-11-20T10:00:03Z"}],"insights":{"status":"pending"}}`},
+			`{"text":"I accept the privacy policy.","types":["privacy","tcpa"],"opt_in":"2026-11-20T10:00:03Z"}],"insights":{"status":"pending","asked_at":"2026-11-21T12:00:00Z","lead_age_seconds":93600,"velocity":{"hour":{"client_ip":0,"email":1,"mobile":0},"day":{"client_ip":0,"email":1,"mobile":0}}}}`},
 	{name: "info/200 no consents, /api spelling", req: request{path: "/api/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-empty","company_id":"acme","property_id":"acme-web"}`},
 		status: 200, want: `{"valid":true,"certificate_id":"cert-empty","created_timestamp":"2026-11-20T10:00:00Z","has_consents":false,"consent_count":0,"events_combined":{},` +
-			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":null,"consent_types":[],"consents":[],"insights":{"status":"pending"}}`},
+			`"session_id":"s1","origin":"https://acme.example/quote","consent_opt_in":null,"consent_types":[],"consents":[],"insights":{"status":"pending","asked_at":"2026-11-21T12:00:00Z","lead_age_seconds":93600,"velocity":{"hour":{"client_ip":0,"email":0,"mobile":0},"day":{"client_ip":0,"email":0,"mobile":0}}}}`},
 	{name: "info/400 property_id missing", req: request{path: "/verify/certificate-info", token: acmeToken, body: `{"certificate_id":"cert-1","company_id":"acme"}`},
 		status: 400, want: `{"status":400,"error":"property_id is required"}`},
 	{name: "info/401", req: request{path: "/verify/certificate-info", token: acmeExpired, body: `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`},

@@ -69,6 +69,7 @@ var routeDocs = map[string]routeDoc{
 	"GET /operator/companies":                                                       {"The companies, by id, a page at a time", nil},
 	"GET /operator/companies/{company_id}":                                          {"A company", []int{404}},
 	"PUT /operator/companies/{company_id}/attestation":                              {"Attest every certificate the company issues, or not (D49)", []int{404}},
+	"PUT /operator/companies/{company_id}/insights-rules":                           {"Replace the thresholds of the company's bot verdict (D50)", []int{404}},
 	"POST /operator/companies/{company_id}/properties":                              {"Add a property", []int{404, 409}},
 	"GET /operator/companies/{company_id}/properties":                               {"The company's properties, oldest first", []int{404}},
 	"PUT /operator/companies/{company_id}/properties/{property_id}/allowed-origins": {"Replace a property's allowed origins (D32)", []int{404}},

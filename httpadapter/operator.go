@@ -43,6 +43,7 @@ func (h *Handler) operatorRoutes() []*route {
 		handle(companies(get, 0), h.listCompanies),
 		handle(op(get, "", 0), h.getCompany),
 		handle(op(put, "/attestation", 0), h.setAttestation),
+		handle(op(put, "/insights-rules", 0), h.setInsightsRules),
 		handle(op(post, "/properties", http.StatusCreated), h.addProperty),
 		handle(op(get, "/properties", 0), h.listProperties),
 		handle(op(put, "/properties/{property_id}/allowed-origins", 0), h.setAllowedOrigins),
@@ -378,6 +379,9 @@ type CreateCompanyRequest struct {
 	// AttestCertificates has every certificate the company issues
 	// attested (D49).
 	AttestCertificates bool `json:"attest_certificates"`
+	// InsightsRules are the thresholds of its certificates' bot verdict
+	// (D50); left out, the defaults.
+	InsightsRules consent.InsightsRules `json:"insights_rules"`
 }
 
 // CompanyBody is a company in the operator API's answers.
@@ -387,13 +391,16 @@ type CompanyBody struct {
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
 	AttestCertificates            bool     `json:"attest_certificates"`
-	CreatedAt                     *RFC3339 `json:"created_at"`
+	// InsightsRules are the thresholds of its certificates' bot verdict
+	// (D50); a threshold left out is its default.
+	InsightsRules consent.InsightsRules `json:"insights_rules"`
+	CreatedAt     *RFC3339              `json:"created_at"`
 }
 
 func newCompanyBody(c *consent.Company) CompanyBody {
 	return CompanyBody{ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties: orNone(c.AuthorizedThirdParties), AttestCertificates: c.AttestCertificates,
-		CreatedAt: timestamp(c.CreatedAt)}
+		InsightsRules: c.InsightsRules, CreatedAt: timestamp(c.CreatedAt)}
 }
 
 // orNone returns list, or an empty list for nil: a JSON array, never null.
@@ -409,7 +416,7 @@ func orNone[T any](list []T) []T {
 func (h *Handler) createCompany(ctx context.Context, _ Caller, req *CreateCompanyRequest) (*CompanyBody, error) {
 	c, err := h.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: req.ID, Name: req.Name,
 		ThirdPartyVerificationEnabled: req.ThirdPartyVerificationEnabled, AuthorizedThirdParties: req.AuthorizedThirdParties,
-		AttestCertificates: req.AttestCertificates})
+		AttestCertificates: req.AttestCertificates, InsightsRules: req.InsightsRules})
 	if err != nil {
 		return nil, err
 	}
@@ -435,6 +442,28 @@ func (h *Handler) setAttestation(ctx context.Context, _ Caller, req *Attestation
 		return nil, err
 	}
 	c, err := h.svc.SetAttestCertificates(ctx, req.CompanyID, *req.AttestCertificates)
+	if err != nil {
+		return nil, err
+	}
+	body := newCompanyBody(c)
+	return &body, nil
+}
+
+// InsightsRulesRequest is the body of PUT …/insights-rules: every
+// threshold of the company's bot verdict (D50, package insights). It
+// replaces them all: a threshold left out or zero is its default, a
+// negative one turns its rule off.
+type InsightsRulesRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	consent.InsightsRules
+}
+
+// setInsightsRules replaces Company.InsightsRules.
+func (h *Handler) setInsightsRules(ctx context.Context, _ Caller, req *InsightsRulesRequest) (*CompanyBody, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	c, err := h.svc.SetInsightsRules(ctx, req.CompanyID, req.InsightsRules)
 	if err != nil {
 		return nil, err
 	}

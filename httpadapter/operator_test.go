@@ -1,6 +1,7 @@
 package httpadapter_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -238,6 +239,9 @@ var operatorRequests = []struct {
 	{"PUT", "/operator/companies/newco/attestation", `{"attest_certificates":true}`, "", 200},
 	{"PUT", "/operator/companies/newco/attestation", `{}`, "", 400},
 	{"PUT", "/operator/companies/nobody/attestation", `{"attest_certificates":false}`, "", 404},
+	{"PUT", "/operator/companies/newco/insights-rules", `{"max_per_hour":2,"min_seconds_on_page":3.5}`, "", 200},
+	{"PUT", "/operator/companies/newco/insights-rules", `{"max_per_hour":"2"}`, "", 400},
+	{"PUT", "/operator/companies/nobody/insights-rules", `{}`, "", 404},
 	{"POST", "/operator/companies/newco/properties", `{"id":"newco-web","name":"Web","allowed_origins":["https://newco.example"]}`, "", 201},
 	{"GET", "/operator/companies/newco/properties", "", "", 200},
 	{"PUT", "/operator/companies/newco/properties/newco-web/allowed-origins", `{"allowed_origins":[]}`, "", 200},
@@ -397,6 +401,51 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			}
 			if code, c := call("GET", "/operator/companies/attests", ""); code != 200 || c["attest_certificates"] != true {
 				t.Errorf("get a company created attesting: %d %v", code, c)
+			}
+		})
+
+		// The thresholds of the bot verdict (D50): a PUT replaces them all,
+		// a threshold left out is its default; one a store must not keep
+		// is refused and changes nothing; the change is audited.
+		t.Run("InsightsRules", func(t *testing.T) {
+			const path = "/operator/companies/newco/insights-rules"
+			code, c := call("PUT", path, `{"max_per_hour":2,"min_seconds_on_page":3.5,"suspects_for_bot":-1}`)
+			want := `map[max_per_hour:2 min_seconds_on_page:3.5 suspects_for_bot:-1]`
+			if code != 200 || fmt.Sprint(c["insights_rules"]) != want {
+				t.Errorf("PUT rules: %d %v, want rules %s", code, c, want)
+			}
+			if code, c := call("GET", "/operator/companies/newco", ""); code != 200 || fmt.Sprint(c["insights_rules"]) != want {
+				t.Errorf("get after PUT rules: %d %v", code, c)
+			}
+			for _, r := range []struct {
+				path, body string
+				status     int
+			}{
+				{path, `{"max_per_hour":10000000}`, 400},
+				{path, `{"min_seconds_on_page":1e300}`, 400},
+				{path, `{"max_per_day":1.5}`, 400},
+				{"/operator/companies/nobody/insights-rules", `{"max_per_hour":2}`, 404},
+			} {
+				if code, out := call("PUT", r.path, r.body); code != r.status {
+					t.Errorf("PUT %s %s: %d %v, want %d", r.path, r.body, code, out, r.status)
+				}
+			}
+			if code, c := call("GET", "/operator/companies/newco", ""); code != 200 || fmt.Sprint(c["insights_rules"]) != want {
+				t.Errorf("refused PUTs changed the rules: %d %v", code, c)
+			}
+			if code, c := call("PUT", path, `{}`); code != 200 || fmt.Sprint(c["insights_rules"]) != "map[]" {
+				t.Errorf("PUT {} (the defaults): %d %v", code, c)
+			}
+			entries, err := e.svc.AuditLog(context.Background(), consent.AuditQuery{CompanyID: "newco", ActionPrefix: consent.AuditCompanyInsightsRules})
+			must(t, err)
+			n := 0
+			for _, a := range entries {
+				if a.Action == consent.AuditCompanyInsightsRules {
+					n++
+				}
+			}
+			if n != 2 {
+				t.Errorf("%d %s audit entries, want 2 (the refused PUTs record none)", n, consent.AuditCompanyInsightsRules)
 			}
 		})
 
@@ -774,6 +823,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 			}
 			// Refusals made in the change's transaction are recorded too.
 			want := "company.create:ok company.attestation:ok company.attestation:ok company.attestation:ok " +
+				"company.insights_rules:ok company.insights_rules:ok " +
 				"property.create:ok property.create:ok property.update:ok " +
 				"property.update:not_found property.update:not_found " +
 				"token.issue:ok token.issue:ok token.issue:ok token.revoke:ok token.revoke:ok token.revoke:not_found " +

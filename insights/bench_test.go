@@ -89,7 +89,7 @@ func BenchmarkExtractFiveMinutes(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if j := (insights.Rules{}).Judge(s); s.Events < 1000 || len(s.Inputs) != 8 || s.SecondsOnPage < 299 || j.Verdict != insights.Human {
+	if j := (insights.Rules{}).Judge(s, insights.Facts{}); s.Events < 1000 || len(s.Inputs) != 8 || s.SecondsOnPage < 299 || j.Verdict != insights.Human {
 		b.Fatalf("the generated recording: %d events, inputs %v, %.0f s, %+v", s.Events, s.Inputs, s.SecondsOnPage, j)
 	}
 	b.Logf("%d events, %d bytes", s.Events, len(rec))
@@ -100,6 +100,6 @@ func BenchmarkExtractFiveMinutes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		(insights.Rules{}).Judge(s)
+		(insights.Rules{}).Judge(s, insights.Facts{})
 	}
 }

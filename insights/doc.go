@@ -5,7 +5,8 @@
 // [Extract] reads a recording — the JSON array of rrweb events the service
 // keeps, with the snippet's own "consentkit/signals" event (docs/capture.md)
 // — in one streaming pass, and returns its [Signals]: counts and categories,
-// never content. [Rules.Judge] turns them into a [Judgement]: [Human],
+// never content. [Rules.Judge] turns them, with the [Facts] the service
+// knows beside the recording, into a [Judgement]: [Human],
 // [Suspect] or [Bot], with every [Reason] that led there.
 //
 // # Input methods
@@ -41,31 +42,54 @@
 // # Reasons
 //
 // Each [Reason] alone makes the verdict [Bot] or [Suspect] ([Reason.Verdict]);
-// [Rules.SuspectsForBot] suspicions together make it Bot; none makes it
+// [Rules] SuspectsForBot suspicions together make it Bot; none makes it
 // [Human]. The recording's own reasons are judged only when it has events.
 //
-//	no_recording         bot      the recording holds no events
-//	no_snapshot          bot      it holds no full snapshot: no page was recorded
-//	not_a_browser        bot      the user agent is empty, not a browser's (it does
-//	                              not start "Mozilla/") or a crawler's
-//	headless_user_agent  bot      the user agent is a headless browser's
-//	webdriver            bot      navigator.webdriver was true at submit
-//	submitted_too_fast   bot      under Rules.MinSecondsOnPage from the first event
-//	                              to consent
-//	typing_too_fast      bot      at least Rules.MinKeystrokes key presses, at more
-//	                              than Rules.MaxKeysPerMinute
-//	no_signals           suspect  the recording holds no signals event (made by an
-//	                              older snippet, cut, or not by the snippet)
-//	no_pointer_or_touch  suspect  no pointer move and no touch in the whole session
-//	                              (a keyboard user's session has none either)
-//	scripted_input       suspect  a field's method is scripted
+//	no_recording              bot      the recording holds no events
+//	no_snapshot               bot      it holds no full snapshot: no page was recorded
+//	not_a_browser             bot      the user agent is empty, not a browser's (it
+//	                                   does not start "Mozilla/") or a crawler's
+//	headless_user_agent       bot      the user agent is a headless browser's
+//	webdriver                 bot      navigator.webdriver was true at submit
+//	submitted_too_fast        bot      under MinSecondsOnPage from the first event
+//	                                   to consent
+//	typing_too_fast           bot      at least MinKeystrokes key presses, at more
+//	                                   than MaxKeysPerMinute
+//	no_signals                suspect  the recording holds no signals event (made by
+//	                                   an older snippet, cut, or not by the snippet)
+//	no_pointer_or_touch       suspect  no pointer move and no touch in the whole
+//	                                   session (a keyboard user's has none either)
+//	scripted_input            suspect  a field's method is scripted
+//	consent_after_revocation  suspect  the consumer had opted out of the company
+//	                                   before this consent (RevokedBefore)
+//	attestation_mismatch      suspect  the attestation's replay measured otherwise
+//	                                   than the browser claimed (D49)
+//	high_velocity             suspect  more than MaxPerHour of the company's
+//	                                   certificates in the hour before, or more than
+//	                                   MaxPerDay in the day before, from the same
+//	                                   address, the same email or the same mobile
+//
+// The insights job judges the recording, the user agent and
+// consent_after_revocation when the certificate is issued, and signs that
+// verdict. attestation_mismatch and high_velocity depend on what happens
+// later, so they are found when asked ([Ask]): an answer's verdict is the
+// signed one with those reasons added ([Rules.Add]), never milder, and
+// says which reasons it added.
+//
+// The thresholds are a company's own (consent.InsightsRules, set with
+// Service.SetInsightsRules, the operator API, the command line or the
+// dashboard); [Rules] documents each and its default.
 //
 // A session driven by a script that masks one flag — navigator.webdriver,
 // or the user agent — is still caught by what it did: fields set by script,
 // no pointer, keys faster than hands, a form sent before a person could
 // read it. A browser driven with human pace and pointer moves cannot be
 // told from a person by these signals; nor can a recording forged whole
-// with care. The verdict is the recording's word, judged by fixed rules.
+// with care. The recording's times are the browser's clock; they are not
+// yet held to the server's own (the session begins when the snippet first
+// reaches the service, which a failing network delays, so the two spans
+// differ in honest sessions too). The verdict is the recording's word,
+// judged by fixed rules.
 //
 // # Bounds
 //

@@ -36,12 +36,12 @@ func Example() {
 	fmt.Printf("email: %s (%d keys, %d pastes)\n", s.Inputs["email"].Method, s.Inputs["email"].Keystrokes, s.Inputs["email"].Pastes)
 	fmt.Printf("pointer: %d moves, %d clicks\n", s.Pointer.Moves, s.Pointer.Clicks)
 	fmt.Printf("%s on %s, %s\n", s.Client.Browser, s.Client.OS, s.Client.Device)
-	fmt.Println((insights.Rules{}).Judge(s))
+	fmt.Println((insights.Rules{}).Judge(s, insights.Facts{}))
 
 	// The same session from a browser that says automation drives it.
 	driven := strings.Replace(exampleRecording, `"webdriver":false`, `"webdriver":true`, 1)
 	s, _ = insights.Extract(strings.NewReader(driven), ua, insights.Limits{})
-	fmt.Println((insights.Rules{}).Judge(s))
+	fmt.Println((insights.Rules{}).Judge(s, insights.Facts{}))
 	// Output:
 	// 4.0 s on the page, 3.0 s from the first interaction
 	// email: pasted (0 keys, 1 pastes)

@@ -50,7 +50,7 @@ func TestExtractPerson(t *testing.T) {
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("signals (-want +got):\n%s", diff)
 	}
-	if j := (insights.Rules{}).Judge(s); j.Verdict != insights.Human || len(j.Reasons) != 0 || j.Reasons == nil {
+	if j := (insights.Rules{}).Judge(s, insights.Facts{}); j.Verdict != insights.Human || len(j.Reasons) != 0 || j.Reasons == nil {
 		t.Errorf("Judge = %+v, want human with no reasons (an empty list)", j)
 	}
 }
@@ -158,7 +158,7 @@ func TestInputMethods(t *testing.T) {
 			if !ok || got != tc.want {
 				t.Errorf("inputs[%q] = %+v (listed %v), want %+v; all: %+v", tc.key, got, ok, tc.want, s.Inputs)
 			}
-			if j := (insights.Rules{}).Judge(s); (got.Method == insights.Scripted) != hasReason(j, insights.ReasonScriptedInput) {
+			if j := (insights.Rules{}).Judge(s, insights.Facts{}); (got.Method == insights.Scripted) != hasReason(j, insights.ReasonScriptedInput) {
 				t.Errorf("method %s, reasons %v", got.Method, j.Reasons)
 			}
 		})
@@ -242,7 +242,7 @@ func TestReasons(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := extract(t, tc.rec, tc.ua)
-			got := tc.rules.Judge(s)
+			got := tc.rules.Judge(s, insights.Facts{})
 			want := insights.Judgement{Verdict: tc.verdict, Reasons: tc.reasons}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Judge (-want +got):\n%s\nsignals: %+v", diff, s)
@@ -273,7 +273,7 @@ func TestMaskingOneFlag(t *testing.T) {
 		{"both masked", false, desktopUA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			j := (insights.Rules{}).Judge(extract(t, session(tc.webdriver), tc.ua))
+			j := (insights.Rules{}).Judge(extract(t, session(tc.webdriver), tc.ua), insights.Facts{})
 			if j.Verdict != insights.Bot {
 				t.Errorf("Judge = %+v, want bot", j)
 			}
@@ -290,7 +290,7 @@ func TestMaskingOneFlag(t *testing.T) {
 // nil signals are a session with neither recording nor user agent.
 func TestJudgeNil(t *testing.T) {
 	want := insights.Judgement{Verdict: insights.Bot, Reasons: []insights.Reason{insights.ReasonNoRecording, insights.ReasonNotABrowser}}
-	if diff := cmp.Diff(want, (insights.Rules{}).Judge(nil)); diff != "" {
+	if diff := cmp.Diff(want, (insights.Rules{}).Judge(nil, insights.Facts{})); diff != "" {
 		t.Errorf("Judge(nil) (-want +got):\n%s", diff)
 	}
 }
@@ -472,7 +472,7 @@ func TestRealRecording(t *testing.T) {
 		t.Errorf("signals %+v", s)
 	}
 	want2 := insights.Judgement{Verdict: insights.Suspect, Reasons: []insights.Reason{insights.ReasonNoSignals}}
-	if diff := cmp.Diff(want2, (insights.Rules{}).Judge(s)); diff != "" {
+	if diff := cmp.Diff(want2, (insights.Rules{}).Judge(s, insights.Facts{})); diff != "" {
 		t.Errorf("Judge (-want +got):\n%s", diff)
 	}
 }
@@ -509,7 +509,7 @@ func FuzzExtract(f *testing.F) {
 		if s.Events < 0 || s.SecondsOnPage < 0 || s.SecondsToSubmit < 0 || s.KeysPerMinute < 0 || len(s.Inputs) > 64 {
 			t.Fatalf("signals %+v", s)
 		}
-		(insights.Rules{}).Judge(s)
+		(insights.Rules{}).Judge(s, insights.Facts{})
 	})
 }
 

@@ -20,28 +20,29 @@ import (
 // Service enqueues with every certificate it issues (D50): it streams the
 // certificate's session's recording from the store one chunk at a time
 // into [Extract] (memory bounded by lim whatever the recording), with the
-// certificate's user agent, judges the signals by rules, and records the
-// signed statement (signed.InsightsStatement) in the transaction that
-// ends the job. A recording no longer kept, not the one the certificate
-// was issued with (its RecordingSHA256), or one Extract refuses as
-// malformed or past lim, is judged as no recording. Store failures are
-// tried again with the Runner's backoff.
-func Handler(svc *consentkit.Service, rules Rules, lim Limits) jobs.Handler {
-	h := &handler{svc: svc, rules: rules, lim: lim}
-	return jobs.Handler{Kind: consent.JobInsights, Do: h.do, Concurrency: 2}
+// certificate's user agent, judges the signals and the certificate's
+// RevokedBefore by its company's rules (consent.Company.InsightsRules), and
+// records the signed statement (signed.InsightsStatement) in the
+// transaction that ends the job. A recording no longer kept, not the one
+// the certificate was issued with (its RecordingSHA256), or one Extract
+// refuses as malformed or past lim, is judged as no recording. Store
+// failures are tried again with the Runner's backoff; a job that fails for
+// good leaves the insights consent.InsightsFailed, with no statement.
+func Handler(svc *consentkit.Service, lim Limits) jobs.Handler {
+	h := &handler{svc: svc, lim: lim}
+	return jobs.Handler{Kind: consent.JobInsights, Do: h.do, Failed: h.failed, Concurrency: 2}
 }
 
 type handler struct {
-	svc   *consentkit.Service
-	rules Rules
-	lim   Limits
+	svc *consentkit.Service
+	lim Limits
 }
 
 // errStop ends the reading of a recording that Extract no longer reads.
 var errStop = errors.New("insights: the recording is no longer read")
 
 func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-	cert, err := h.pending(ctx, j.Key)
+	cert, rules, err := h.pending(ctx, j.Key)
 	if err != nil || cert == nil {
 		return jobs.Result{}, err
 	}
@@ -49,7 +50,7 @@ func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	st, sig, err := Statement(h.svc, cert, s, h.rules.Judge(s))
+	st, sig, err := Statement(h.svc, cert, s, rules.Judge(s, Facts{RevokedBefore: !cert.RevokedBefore.IsZero()}))
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -58,22 +59,43 @@ func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 		return jobs.Result{}, err
 	}
 	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
-		in, err := tx.Insights(ctx, cert.ID)
-		if consent.ErrorCode(err) == consent.NotFound {
-			return nil // purged meanwhile
-		}
-		if err != nil || in.Status != consent.InsightsPending {
-			return err
-		}
-		in.Status, in.Statement, in.Signature, in.KeyID, in.UpdatedAt = consent.InsightsDone, body, sig, st.KeyID, h.svc.Now()
-		return tx.UpdateInsights(ctx, in)
+		return h.end(ctx, tx, cert.ID, func(in *consent.Insights) {
+			in.Status, in.Statement, in.Signature, in.KeyID = consent.InsightsDone, body, sig, st.KeyID
+		})
 	}}, nil
 }
 
-// pending returns the certificate whose insights are pending; nil when
-// there is nothing left to do (the certificate purged, the insights done).
-func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, error) {
-	var cert *consent.Certificate
+// failed marks the insights failed when the job will not be tried again.
+func (h *handler) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _ error, final bool) error {
+	if !final {
+		return nil
+	}
+	return h.end(ctx, tx, j.Key, func(in *consent.Insights) { in.Status = consent.InsightsFailed })
+}
+
+// end sets the certificate's pending insights as set says; nothing when
+// they are not pending or no longer kept (purged meanwhile).
+func (h *handler) end(ctx context.Context, tx consent.Tx, certificateID string, set func(*consent.Insights)) error {
+	in, err := tx.Insights(ctx, certificateID)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil
+	}
+	if err != nil || in.Status != consent.InsightsPending {
+		return err
+	}
+	set(in)
+	in.UpdatedAt = h.svc.Now()
+	return tx.UpdateInsights(ctx, in)
+}
+
+// pending returns the certificate whose insights are pending and its
+// company's rules; a nil certificate when there is nothing left to do (the
+// certificate purged, the insights done).
+func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, Rules, error) {
+	var (
+		cert  *consent.Certificate
+		rules Rules
+	)
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		cert = nil
 		in, err := tx.Insights(ctx, certificateID)
@@ -83,14 +105,21 @@ func (h *handler) pending(ctx context.Context, certificateID string) (*consent.C
 		if err != nil || in.Status != consent.InsightsPending {
 			return err
 		}
-		cert, err = tx.Certificate(ctx, certificateID)
+		c, err := tx.Certificate(ctx, certificateID)
 		if consent.ErrorCode(err) == consent.NotFound {
-			cert = nil
 			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		co, err := tx.Company(ctx, c.CompanyID)
+		if err != nil {
+			return err
+		}
+		cert, rules = c, Rules(co.InsightsRules)
+		return nil
 	})
-	return cert, err
+	return cert, rules, err
 }
 
 // extract returns the signals of cert's recording, read from the store

@@ -3,6 +3,7 @@ package insights_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
+	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -48,7 +50,7 @@ func jobSetup(t *testing.T, st consent.Store, lim insights.Limits) *jobEnv {
 	if _, err := e.svc.TopUp(ctx, "acme", wallet.Dollar, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.r, err = jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: []jobs.Handler{insights.Handler(e.svc, insights.Rules{}, lim)}, Now: e.svc.Now})
+	e.r, err = jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: []jobs.Handler{insights.Handler(e.svc, lim)}, Now: e.svc.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +146,7 @@ func TestInsightsJob(t *testing.T) {
 			t.Fatalf("the statement does not verify offline: %v", err)
 		}
 		whole := extract(t, r.String(), desktopUA)
-		want, _, err := insights.Statement(e.svc, cert, whole, insights.Rules{}.Judge(whole))
+		want, _, err := insights.Statement(e.svc, cert, whole, insights.Rules{}.Judge(whole, insights.Facts{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,6 +203,85 @@ func TestInsightsJobOtherRecording(t *testing.T) {
 		}
 		if b := p.Statement.Bot; b.Verdict != "bot" || !slices.Contains(b.Reasons, "no_recording") || p.Statement.Signals.Events != 0 {
 			t.Errorf("verdict %+v, %d events: want bot for no_recording, none read", b, p.Statement.Signals.Events)
+		}
+	})
+}
+
+// The job judges by the company's own rules (Service.SetInsightsRules) and
+// signs consent_after_revocation when the consumer had opted out before
+// consenting (D50).
+func TestInsightsJobCompanyRulesAndRevocation(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		ctx := context.Background()
+		e := jobSetup(t, open(t), insights.Limits{})
+		if _, err := e.svc.SetInsightsRules(ctx, "acme", consent.InsightsRules{MinSecondsOnPage: 100000}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := e.run(t, e.issue(t, "s1", chunked(person(), 7), desktopUA)).Proof()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := p.Statement.Bot; b.Verdict != "bot" || !slices.Equal(b.Reasons, []string{"submitted_too_fast"}) {
+			t.Errorf("a person's session under a company's minimum of 100,000 s on the page: %+v, want bot for submitted_too_fast", b)
+		}
+
+		if _, err := e.svc.SetInsightsRules(ctx, "acme", consent.InsightsRules{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := optout.New(e.svc).OptOut(ctx, optout.Request{CompanyID: "acme", Email: "jane@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: "s2", CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+			t.Fatal(err)
+		}
+		r := person()
+		for _, c := range chunked(r, 7) {
+			if _, err := e.svc.AppendEvents(ctx, "s2", json.RawMessage(c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cert, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s2",
+			Email: "Jane@Example.com", Origin: "https://acme.test/form", UserAgent: desktopUA,
+			Records: []consent.Record{{Text: "I agree to be called.", Types: []string{"calls"}, OptInMethod: consent.OptInManual}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cert.RevokedBefore.IsZero() {
+			t.Fatal("the certificate does not say the consumer had opted out before")
+		}
+		if p, err = e.run(t, cert).Proof(); err != nil {
+			t.Fatal(err)
+		}
+		if b := p.Statement.Bot; b.Verdict != "suspect" || !slices.Equal(b.Reasons, []string{"consent_after_revocation"}) {
+			t.Errorf("a person's consent after an opt-out: %+v, want suspect for consent_after_revocation", b)
+		}
+	})
+}
+
+// A job that fails for good leaves the insights failed, not pending for
+// ever; a job that will be tried again leaves them pending.
+func TestInsightsJobFailed(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		ctx := context.Background()
+		e := jobSetup(t, open(t), insights.Limits{})
+		cert := e.issue(t, "s1", nil, desktopUA)
+		h := insights.Handler(e.svc, insights.Limits{})
+		job := &consent.Job{Kind: consent.JobInsights, Key: cert.ID}
+		for _, final := range []bool{false, true} {
+			err := e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+				return h.Failed(ctx, tx, job, errors.New("the store is down"), final)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := e.svc.Insights(ctx, "acme", cert.ID)
+			want := consent.InsightsPending
+			if final {
+				want = consent.InsightsFailed
+			}
+			if err != nil || in.Status != want || len(in.Statement) != 0 {
+				t.Errorf("after a failed attempt (final %t): %+v %v, want %s", final, in, err, want)
+			}
 		}
 	})
 }

@@ -88,6 +88,9 @@ type Company struct {
 	// AttestCertificates has every certificate the company issues
 	// attested (D49).
 	AttestCertificates bool `json:"attest_certificates"`
+	// InsightsRules are the thresholds of its certificates' bot verdict
+	// (D50); left out, the defaults.
+	InsightsRules consent.InsightsRules `json:"insights_rules"`
 }
 
 // Webhook is a webhook endpoint of a seed company (D44).
@@ -256,6 +259,7 @@ func loadCompany(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c 
 	_, err := svc.CreateCompanyTx(ctx, tx, consentkit.CompanyParams{
 		ID: c.ID, Name: c.Name, ThirdPartyVerificationEnabled: c.ThirdPartyVerificationEnabled,
 		AuthorizedThirdParties: c.AuthorizedThirdParties, AttestCertificates: c.AttestCertificates,
+		InsightsRules: c.InsightsRules,
 	})
 	if err != nil {
 		return err

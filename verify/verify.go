@@ -14,6 +14,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -106,29 +107,53 @@ type Result struct {
 // Insights is a certificate's bot verdict in a verification's answer
 // (D50).
 type Insights struct {
-	Status  string   // consent.InsightsPending or consent.InsightsDone
-	Verdict string   // human, suspect or bot; "" while pending
+	Status string // consent.InsightsPending, …Done or …Failed
+	// Verdict and Reasons are the verdict at the verification
+	// (insights.Asked.Bot): "" and empty while pending.
+	Verdict string
 	Reasons []string // the reasons' codes; empty, never nil
+	// AskedReasons are those of Reasons found at the verification, not in
+	// the signed statement; empty, never nil.
+	AskedReasons []string
 }
 
 // insightsOf reads, when asked, the bot verdict of cert inside tx.
-func insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Insights, error) {
+func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Insights, error) {
 	if !ask {
 		return nil, nil
 	}
-	in, err := tx.Insights(ctx, cert.ID)
-	if consent.ErrorCode(err) == consent.NotFound {
-		return nil, nil
-	}
-	if err != nil {
+	in, asked, err := s.insights(ctx, tx, cert)
+	if in == nil || err != nil {
 		return nil, err
 	}
-	out := &Insights{Status: in.Status, Reasons: []string{}}
-	if p, err := in.Proof(); err == nil && p != nil {
-		out.Verdict = p.Statement.Bot.Verdict
-		out.Reasons = append(out.Reasons, p.Statement.Bot.Reasons...)
+	out := &Insights{Status: in.Status, Reasons: []string{}, AskedReasons: []string{}}
+	if asked.Bot != nil {
+		out.Verdict = string(asked.Bot.Verdict)
+		for _, r := range asked.Bot.Reasons {
+			out.Reasons = append(out.Reasons, string(r))
+		}
+		for _, r := range asked.AskedReasons {
+			out.AskedReasons = append(out.AskedReasons, string(r))
+		}
 	}
 	return out, nil
+}
+
+// insights returns cert's insights and what they say when asked now
+// (D50); nil, nil, nil when cert has none.
+func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Insights, *insights.Asked, error) {
+	in, err := tx.Insights(ctx, cert.ID)
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	asked, err := insights.Ask(ctx, tx, cert, in, s.svc.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	return in, asked, nil
 }
 
 // Attestation is the state of a certificate's attestation in a
@@ -280,7 +305,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			if res.Attestation, err = s.attestation(ctx, tx, cert, q.attest); err != nil {
 				return nil, err
 			}
-			if res.Insights, err = insightsOf(ctx, tx, cert, q.insights); err != nil {
+			if res.Insights, err = s.insightsOf(ctx, tx, cert, q.insights); err != nil {
 				return nil, err
 			}
 			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
@@ -567,8 +592,11 @@ type Info struct {
 	// Insights are the certificate's insights with their signed statement
 	// (D50); nil when it has none (issued before they were computed).
 	Insights *consent.Insights
-	Charged  wallet.Amount
-	Balance  wallet.Amount
+	// InsightsAsked are what its insights say when asked, unsigned; nil
+	// with Insights.
+	InsightsAsked *insights.Asked
+	Charged       wallet.Amount
+	Balance       wallet.Amount
 }
 
 // CertificateInfo returns the metadata of one of the caller's certificates.
@@ -617,10 +645,7 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 		if err != nil {
 			return nil, err
 		}
-		if info.Insights, err = tx.Insights(ctx, cert.ID); consent.ErrorCode(err) == consent.NotFound {
-			info.Insights, err = nil, nil
-		}
-		if err != nil {
+		if info.Insights, info.InsightsAsked, err = s.insights(ctx, tx, cert); err != nil {
 			return nil, err
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)

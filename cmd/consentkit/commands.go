@@ -105,7 +105,7 @@ refused with 409 and the company stands.`,
 				return show(c, a, nil, func(v *httpadapter.CompanyBody) {
 					c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
 						"authorized third parties", join(v.AuthorizedThirdParties), "attest certificates", onOff(v.AttestCertificates),
-						"created", ts(v.CreatedAt), "balance", bal.Balance.String())
+						"insights rules", rulesText(v.InsightsRules), "created", ts(v.CreatedAt), "balance", bal.Balance.String())
 				})
 			}
 		}},
@@ -127,6 +127,31 @@ certificate retained or asked for is still attested).`,
 				}
 				body := httpadapter.AttestationSettingRequest{AttestCertificates: on}
 				a, err := c.do(ctx, http.MethodPut, c.companyPath("attestation"), nil, body, nil)
+				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
+			}
+		}},
+	{group: "companies", name: "insights-rules", company: true,
+		summary: "Show or set the thresholds of a company's bot verdict (D50)",
+		about: `Without flags it shows the company. With any, it replaces every threshold:
+one not given is its default (package insights documents them), a
+negative one turns its rule off. The insights job judges the certificates
+issued from then on by them; a verdict given when asked uses them too,
+never milder than the signed one.`,
+		setup: func(fs *flag.FlagSet) action {
+			var r consent.InsightsRules
+			fs.Float64Var(&r.MinSecondsOnPage, "min-seconds-on-page", 0, "a consent sooner after the page loaded is submitted_too_fast (default 1.5)")
+			fs.Float64Var(&r.MaxKeysPerMinute, "max-keys-per-minute", 0, "typing faster is typing_too_fast (default 1500)")
+			fs.IntVar(&r.MinKeystrokes, "min-keystrokes", 0, "the fewest key presses whose pace is judged (default 10)")
+			fs.IntVar(&r.SuspectsForBot, "suspects-for-bot", 0, "how many suspect reasons make the verdict bot (default 2)")
+			fs.IntVar(&r.MaxPerHour, "max-per-hour", 0, "more certificates than this in the hour before, from one address, email or mobile, is high_velocity (default 5)")
+			fs.IntVar(&r.MaxPerDay, "max-per-day", 0, "likewise in the day before (default 20)")
+			return func(ctx context.Context, c *call) error {
+				if fs.NFlag() == 0 {
+					a, err := c.do(ctx, http.MethodGet, c.companyPath(), nil, nil, nil)
+					return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
+				}
+				body := httpadapter.InsightsRulesRequest{InsightsRules: r}
+				a, err := c.do(ctx, http.MethodPut, c.companyPath("insights-rules"), nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 			}
 		}},
@@ -779,7 +804,17 @@ func (c *call) showCertificates(v *httpadapter.CertificatesResponse) {
 func (c *call) showCompany(v *httpadapter.CompanyBody) {
 	c.pairs("id", v.ID, "name", v.Name, "third-party verification", onOff(v.ThirdPartyVerificationEnabled),
 		"authorized third parties", join(v.AuthorizedThirdParties), "attest certificates", onOff(v.AttestCertificates),
-		"created", ts(v.CreatedAt))
+		"insights rules", rulesText(v.InsightsRules), "created", ts(v.CreatedAt))
+}
+
+// rulesText lists the thresholds a company set, or says it keeps the
+// defaults.
+func rulesText(r consent.InsightsRules) string {
+	b, err := json.Marshal(r)
+	if err != nil || string(b) == "{}" {
+		return "the defaults"
+	}
+	return string(b)
 }
 
 func (c *call) showProperty(v *httpadapter.PropertyBody) {

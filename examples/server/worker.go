@@ -80,7 +80,7 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 	if err != nil {
 		return nil, err
 	}
-	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Rules{}, insights.Limits{}))
+	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Limits{}))
 	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log})
 	if err != nil {
 		return nil, err

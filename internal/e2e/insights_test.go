@@ -322,7 +322,7 @@ func (s *insightsStack) signalsOf(t *testing.T, certID string) (*insights.Signal
 	if err != nil {
 		t.Fatalf("Extract: %v", err)
 	}
-	j := (insights.Rules{}).Judge(sig)
+	j := (insights.Rules{}).Judge(sig, insights.Facts{})
 	b, _ := json.Marshal(sig)
 	t.Logf("user agent %q\nsignals %s\nverdict %s %v", cert.UserAgent, b, j.Verdict, j.Reasons)
 	return sig, j
