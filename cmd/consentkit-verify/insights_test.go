@@ -81,6 +81,35 @@ func TestInsightsChecked(t *testing.T) {
 	if code, out := run1(map[string]any{"status": "pending"}); code != 0 || strings.Contains(out, "NOT VALID") {
 		t.Fatalf("an answer with pending insights: exit %d\n%s", code, out)
 	}
+	// What the answer computed when asked, unsigned: reasons added to the
+	// signed ones, a verdict made more severe, the lead's age and
+	// velocity — accepted and printed as such.
+	asked := func(bot map[string]any) map[string]any {
+		m := shown(proof.Signed, nil)
+		m["bot"], m["lead_age_seconds"] = bot, 3600
+		m["velocity"] = map[string]any{"hour": map[string]any{"client_ip": 6}, "day": map[string]any{"client_ip": 9, "email": 1}}
+		return m
+	}
+	code, out := run1(asked(map[string]any{"verdict": "bot", "reasons": []string{"no_pointer_or_touch", "high_velocity"},
+		"asked_reasons": []string{"high_velocity"}}))
+	if code != 0 || !strings.Contains(out, "computed when asked, not signed: verdict bot, adding [high_velocity]; lead age 3600 s; "+
+		"velocity hour address 6 email 0 mobile 0, day address 9 email 1 mobile 0") {
+		t.Errorf("an answer with asked reasons: exit %d\n%s", code, out)
+	}
+	for name, bot := range map[string]map[string]any{
+		"a signed reason dropped": {"verdict": "bot", "reasons": []string{"high_velocity"}, "asked_reasons": []string{"high_velocity"}},
+		"a reason added unasked":  {"verdict": "bot", "reasons": []string{"no_pointer_or_touch", "high_velocity"}, "asked_reasons": []string{}},
+		"milder than signed": {"verdict": "human", "reasons": []string{"no_pointer_or_touch", "high_velocity"},
+			"asked_reasons": []string{"high_velocity"}},
+		"not a verdict":          {"verdict": "robot", "reasons": []string{"no_pointer_or_touch"}},
+		"an asked reason signed": {"verdict": "suspect", "reasons": []string{"no_pointer_or_touch"}, "asked_reasons": []string{"no_pointer_or_touch"}},
+		"an asked reason not listed": {"verdict": "suspect", "reasons": []string{"no_pointer_or_touch"},
+			"asked_reasons": []string{"high_velocity"}},
+	} {
+		if code, out := run1(asked(bot)); code != 1 || !strings.Contains(out, "NOT VALID: the insights' verdict") {
+			t.Errorf("%s: exit %d\n%s; want 1, NOT VALID", name, code, out)
+		}
+	}
 	for name, in := range map[string]map[string]any{
 		"verdict shown": func() map[string]any {
 			m := shown(proof.Signed, nil)

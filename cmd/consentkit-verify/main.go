@@ -33,8 +33,10 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
+	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/signed"
 )
 
@@ -59,11 +61,20 @@ type info struct {
 	} `json:"attestation"`
 	// Insights, when the answer has them computed, are the service's own
 	// signed statement of the behaviour signals and the bot verdict (D50),
-	// checked as the certificate is; what the answer shows beside it must
-	// be what it states.
+	// checked as the certificate is; the signals the answer shows beside it
+	// must be what it states, and its verdict the statement's with only
+	// the reasons found when asked added (askedBot.check).
 	Insights *struct {
-		Status string              `json:"status"`
-		Bot    *signed.InsightsBot `json:"bot"`
+		Status         string    `json:"status"`
+		Bot            *askedBot `json:"bot"`
+		LeadAgeSeconds *int64    `json:"lead_age_seconds"`
+		Velocity       *struct {
+			Hour, Day struct {
+				ClientIP int `json:"client_ip"`
+				Email    int `json:"email"`
+				Mobile   int `json:"mobile"`
+			}
+		} `json:"velocity"`
 		signed.InsightsSignals
 		signed.InsightsProof
 	} `json:"insights"`
@@ -170,8 +181,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "NOT VALID: the insights:", err)
 			return 1
 		}
-		if in.Bot == nil || !reflect.DeepEqual(*in.Bot, in.Statement.Bot) || !reflect.DeepEqual(in.InsightsSignals, in.Statement.Signals) {
+		if in.Bot == nil || !reflect.DeepEqual(in.InsightsSignals, in.Statement.Signals) {
 			fmt.Fprintln(stdout, "NOT VALID: the insights shown are not those of the signed statement")
+			return 1
+		}
+		if why := in.Bot.check(in.Statement.Bot); why != "" {
+			fmt.Fprintln(stdout, "NOT VALID: the insights' verdict:", why)
 			return 1
 		}
 	}
@@ -204,9 +219,60 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if in := cert.Insights; in != nil && in.Statement != nil {
 		st := in.Statement
 		fmt.Fprintf(stdout, "  insights: %s %v, measured %s, key %s\n", st.Bot.Verdict, st.Bot.Reasons, st.MeasuredAt, st.KeyID)
+		var asked []string
+		if len(in.Bot.AskedReasons) > 0 || in.Bot.Verdict != st.Bot.Verdict {
+			asked = append(asked, fmt.Sprintf("verdict %s, adding %v", in.Bot.Verdict, in.Bot.AskedReasons))
+		}
+		if in.LeadAgeSeconds != nil {
+			asked = append(asked, fmt.Sprintf("lead age %d s", *in.LeadAgeSeconds))
+		}
+		if v := in.Velocity; v != nil {
+			asked = append(asked, fmt.Sprintf("velocity hour address %d email %d mobile %d, day address %d email %d mobile %d",
+				v.Hour.ClientIP, v.Hour.Email, v.Hour.Mobile, v.Day.ClientIP, v.Day.Email, v.Day.Mobile))
+		}
+		if len(asked) > 0 {
+			fmt.Fprintf(stdout, "    computed when asked, not signed: %s\n", strings.Join(asked, "; "))
+		}
 	}
 	if len(shown.Unsigned) > 0 {
 		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(shown.Unsigned, ", "))
 	}
 	return 0
+}
+
+// askedBot is the bot verdict a certificate-info answer shows: the signed
+// statement's at issue, with the reasons found when asked (D50).
+type askedBot struct {
+	Verdict      string   `json:"verdict"`
+	Reasons      []string `json:"reasons"`
+	AskedReasons []string `json:"asked_reasons"`
+}
+
+// check says how b is not the statement's verdict st with only asked
+// reasons added; "" when it is. The shown verdict may be more severe than
+// the signed one (the added reasons, or the company's rules since), never
+// milder.
+func (b *askedBot) check(st signed.InsightsBot) string {
+	var signedPart []string
+	for _, r := range b.Reasons {
+		if !slices.Contains(b.AskedReasons, r) {
+			signedPart = append(signedPart, r)
+		}
+	}
+	for _, r := range b.AskedReasons {
+		switch {
+		case !slices.Contains(b.Reasons, r):
+			return fmt.Sprintf("the asked reason %q is not among its reasons", r)
+		case slices.Contains(st.Reasons, r):
+			return fmt.Sprintf("the reason %q is signed, not asked", r)
+		}
+	}
+	if !slices.Equal(signedPart, st.Reasons) && len(signedPart)+len(st.Reasons) > 0 {
+		return fmt.Sprintf("its reasons %v, less those asked %v, are not the signed %v", b.Reasons, b.AskedReasons, st.Reasons)
+	}
+	shown, signed := insights.Verdict(b.Verdict).Severity(), insights.Verdict(st.Verdict).Severity()
+	if shown < 0 || shown < signed {
+		return fmt.Sprintf("%q is milder than the signed %q", b.Verdict, st.Verdict)
+	}
+	return ""
 }
