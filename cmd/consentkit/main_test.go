@@ -319,6 +319,17 @@ func script(t *testing.T, b *backend) []string {
 	want(text("companies", "show", "-company", "beta"), "attest certificates       on\n")
 	fails("(HTTP 404)", "companies", "attest", "-company", "nobody", "-on")
 
+	// The thresholds of the bot verdict (D50): shown, replaced, refused.
+	want(text("companies", "insights-rules", "-company", "beta"), "insights rules            the defaults\n")
+	want(text("companies", "insights-rules", "-company", "beta", "-max-per-hour", "2", "-min-seconds-on-page", "3.5"),
+		`insights rules            {"min_seconds_on_page":3.5,"max_per_hour":2}`)
+	if v := jsonOut("companies", "insights-rules", "-company", "beta", "-suspects-for-bot", "-1"); fmt.Sprint(v["insights_rules"]) != "map[suspects_for_bot:-1]" {
+		t.Errorf("companies insights-rules -suspects-for-bot -1: %v (every threshold replaced)", v)
+	}
+	fails("(HTTP 400)", "companies", "insights-rules", "-company", "beta", "-max-per-day", "10000000")
+	fails("(HTTP 404)", "companies", "insights-rules", "-company", "nobody", "-max-per-day", "3")
+	want(text("companies", "show", "-company", "beta"), `insights rules            {"suspects_for_bot":-1}`)
+
 	// Properties and their allowed origins (D32).
 	b.env[CompanyEnv] = "acme" // -company from the environment from here on
 	jsonOut("properties", "add", "-id", "acme-web", "-name", "Quote form", "-origin", "https://acme.example")
