@@ -61,7 +61,7 @@ type Store interface {
 }
 
 // ValidKey reports whether key may name an object: 1 to 200 bytes of
-// A–Z a–z 0–9 and "-_.", and "/" between non-empty segments, no segment
+// A–Z a–z 0–9 and "-_.:" (consent's identifier alphabet), and "/" between non-empty segments, no segment
 // starting with "." (so no "." or "..", and the filesystem store's own
 // ".tmp-" and ".locks" names never collide with a key). Such a key is never a path escape on any implementation.
 func ValidKey(key string) error {
@@ -79,7 +79,7 @@ func ValidKey(key string) error {
 			continue
 		}
 		c := key[i]
-		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':'
 		if !ok {
 			return fmt.Errorf("%w: %q", ErrInvalidKey, key)
 		}

@@ -106,6 +106,11 @@ func writeAtomic(name string, r io.Reader, sum io.Writer) (n int64, err error) {
 	if n, err = io.Copy(w, r); err != nil {
 		return 0, err
 	}
+	// CreateTemp makes the file private to its owner; objects are served
+	// and backed up by other processes, as retain's files always were.
+	if err = tmp.Chmod(0o644); err != nil {
+		return 0, err
+	}
 	if err = tmp.Sync(); err != nil {
 		return 0, err
 	}

@@ -3,17 +3,15 @@ package retain
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -58,7 +56,9 @@ const (
 )
 
 // Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4,
-// and one per attested certificate, <Root>/<certificate>.png. A file is
+// and one per attested certificate, <Root>/<certificate>.png, through a
+// [blob.Dir] rooted at Root: the file names are the blob keys, so
+// directories written before the blob store keep working. A file is
 // written to a temporary file in Root, synced, and renamed into place, so
 // readers never see half of one.
 type Dir struct {
@@ -76,62 +76,30 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 		return consent.Video{}, err
 	}
 	defer func() { _ = in.Close() }() // read only: its Close loses nothing
-	return d.put(sessionID, videoExt, in)
+	return d.put(ctx, sessionID, videoExt, in)
 }
 
 // PutScreenshot writes png into the directory; keepUntil is not enforced,
 // as with Put.
 func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
-	return d.put(certificateID, screenshotExt, bytes.NewReader(png))
+	return d.put(ctx, certificateID, screenshotExt, bytes.NewReader(png))
 }
 
-// put writes in as <Root>/<id><ext>.
-func (d Dir) put(id, ext string, in io.Reader) (consent.Video, error) {
+// put writes in as <Root>/<id><ext> through the blob store, so the file
+// is written whole or not at all and its digest is computed as it streams.
+func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Video, error) {
 	if !consent.ValidID(id) || id == "." || id == ".." {
 		return consent.Video{}, fmt.Errorf("retain: %q cannot name a file", id)
 	}
-	if err := os.MkdirAll(d.Root, 0o755); err != nil {
-		return consent.Video{}, err
-	}
-	tmp, err := os.CreateTemp(d.Root, ".tmp-"+id+"-*"+ext)
+	bs, err := blob.NewDir(d.Root)
 	if err != nil {
 		return consent.Video{}, err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // after the rename it names nothing
-	h := sha256.New()
-	n, err := io.Copy(io.MultiWriter(tmp, h), in)
-	if err == nil {
-		err = tmp.Chmod(0o644) // CreateTemp makes it private to its owner
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	info, err := bs.Put(ctx, id+ext, in)
 	if err != nil {
-		return consent.Video{}, err
+		return consent.Video{}, fmt.Errorf("retain: %w", err)
 	}
-	dst := filepath.Join(d.Root, id+ext)
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return consent.Video{}, err
-	}
-	// The rename is made durable: a file reported kept must outlive a
-	// crash of the machine.
-	dir, err := os.Open(d.Root)
-	if err != nil {
-		return consent.Video{}, err
-	}
-	err = dir.Sync()
-	if cerr := dir.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return consent.Video{}, fmt.Errorf("retain: sync %s: %w", d.Root, err)
-	}
-	v := consent.Video{Path: dst, Bytes: n}
-	copy(v.SHA256[:], h.Sum(nil))
-	return v, nil
+	return consent.Video{Path: filepath.Join(d.Root, id+ext), Bytes: info.Size, SHA256: info.SHA256}, nil
 }
 
 // Open opens the video at v.Path, which must be a file of the directory:
@@ -146,15 +114,12 @@ func (d Dir) Open(_ context.Context, v consent.Video) (io.ReadSeekCloser, error)
 
 // Delete removes the video file at path, which must be a file of the
 // directory.
-func (d Dir) Delete(_ context.Context, path string) error {
+func (d Dir) Delete(ctx context.Context, path string) error {
 	p, err := d.file(path)
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
+	return (&blob.Dir{Root: d.Root}).Delete(ctx, filepath.Base(p))
 }
 
 // file returns the absolute path of a video or screenshot of the
