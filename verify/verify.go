@@ -9,7 +9,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit"
@@ -221,12 +220,12 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	if err := checkText("term", req.Term, true); err != nil {
 		return nil, err
 	}
-	term := fold(strings.TrimSpace(req.Term))
+	term := consent.Fold(strings.TrimSpace(req.Term))
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
 		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest, insights: req.Insights,
-		match: func(r consent.Record) bool { return strings.Contains(fold(r.Text), term) },
+		match: func(r consent.Record) bool { return strings.Contains(consent.Fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
 }
@@ -239,19 +238,6 @@ func checkText(field, v string, trimmed bool) error {
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8 of at most %d bytes", field, maxTextBytes)
 	}
 	return nil
-}
-
-// fold maps every rune to the smallest rune of its simple case folding
-// orbit, so that two strings are equal under simple folding exactly when
-// their folds are equal, rune for rune.
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		return least
-	}, s)
 }
 
 type query struct {

@@ -1,0 +1,208 @@
+// Package profile grades a certificate against a buyer's audit profile
+// (D51): approved consent language with {{*}} wildcards, required brand
+// names, legibility, opt-in methods, attestation, lead age and the bot
+// verdict, each rule a pass, or on a miss a warning or a failure as the
+// profile says, or pending while its fact is not known yet. [Grade]
+// grades; [Match] is the rule of approved language.
+//
+// The grade is a pure function of the rules and the facts: the caller
+// reads the facts (the certificate, its attestation, its insights when
+// asked) and grading adds nothing to a verification's price.
+package profile
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Results of a rule and of a grade.
+const (
+	Pass    = "pass"
+	Warn    = "warn"
+	Fail    = "fail"
+	Pending = "pending" // a rule's fact is not known yet; the grade is at best warn
+)
+
+// Wildcard is what an approved text writes for any run of text.
+const Wildcard = "{{*}}"
+
+// Facts are what a grade reads of one certificate at the verification.
+type Facts struct {
+	Records []consent.Record
+	// Attestation is the status of its attestation (consent.Attestation…);
+	// empty when none was asked for.
+	Attestation string
+	// LeadAgeSeconds is the time from the consent to the verification.
+	LeadAgeSeconds int64
+	// Insights is the status of its insights (consent.Insights…); empty
+	// when it has none. Verdict and Reasons are the verdict when asked.
+	Insights string
+	Verdict  string
+	Reasons  []string
+}
+
+// Graded is a certificate's grade: the result, and one entry a rule of the
+// profile, in the order of consent.ProfileRules' fields.
+type Graded struct {
+	Result string      `json:"result"`
+	Rules  []RuleGrade `json:"rules"`
+}
+
+// RuleGrade is one rule's result and what was found.
+type RuleGrade struct {
+	Rule   string `json:"rule"` // the rule's name in the profile, such as "approved_language"
+	Result string `json:"result"`
+	Found  Found  `json:"found"`
+}
+
+// Found is what a rule found; each rule sets its own fields.
+type Found struct {
+	// Consent and Approved are the indexes, from 0, of the consent and of
+	// the approved text it matched (approved_language).
+	Consent  *int `json:"consent,omitempty"`
+	Approved *int `json:"approved,omitempty"`
+	// Missing are the brand names no consent holds (brand_names).
+	Missing []string `json:"missing,omitempty"`
+	// FontSizePx and Contrast are the least measured over the consents,
+	// Invisible the indexes of consents not measured visible, Unmeasured
+	// of those not measured at all (legibility).
+	FontSizePx *float64 `json:"font_size_px,omitempty"`
+	Contrast   *float64 `json:"contrast,omitempty"`
+	Invisible  []int    `json:"invisible,omitempty"`
+	Unmeasured []int    `json:"unmeasured,omitempty"`
+	// Methods are the consents' opt-in methods, in order, "" where not
+	// recorded (opt_in_methods).
+	Methods []string `json:"methods,omitempty"`
+	// Status is the attestation's or the insights' status.
+	Status string `json:"status,omitempty"`
+	// LeadAgeSeconds is the lead's age (lead_age).
+	LeadAgeSeconds *int64 `json:"lead_age_seconds,omitempty"`
+	// Verdict and Reasons are the bot verdict (verdicts).
+	Verdict string   `json:"verdict,omitempty"`
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Grade grades f against r. The result is fail when a rule failed; else
+// warn when a rule warned or is pending; else pass.
+func Grade(r *consent.ProfileRules, f Facts) Graded {
+	g := Graded{Result: Pass, Rules: []RuleGrade{}}
+	add := func(name string, m consent.Miss, ok, pending bool, found Found) {
+		res := Pass
+		switch {
+		case pending:
+			res = Pending
+		case !ok && m.OnMiss == consent.MissWarn:
+			res = Warn
+		case !ok:
+			res = Fail
+		}
+		g.Rules = append(g.Rules, RuleGrade{Rule: name, Result: res, Found: found})
+		switch {
+		case res == Fail:
+			g.Result = Fail
+		case res != Pass && g.Result == Pass:
+			g.Result = Warn
+		}
+	}
+	if l := r.ApprovedLanguage; l != nil {
+		var found Found
+		for i, rec := range f.Records {
+			if j := slices.IndexFunc(l.Texts, func(t string) bool { return Match(t, rec.Text) }); j >= 0 {
+				found.Consent, found.Approved = &i, &j
+				break
+			}
+		}
+		add("approved_language", l.Miss, found.Consent != nil, false, found)
+	}
+	if b := r.BrandNames; b != nil {
+		var found Found
+		for _, name := range b.Names {
+			want := consent.Fold(strings.TrimSpace(name))
+			if !slices.ContainsFunc(f.Records, func(rec consent.Record) bool { return strings.Contains(consent.Fold(rec.Text), want) }) {
+				found.Missing = append(found.Missing, name)
+			}
+		}
+		add("brand_names", b.Miss, len(found.Missing) == 0, false, found)
+	}
+	if l := r.Legibility; l != nil {
+		found := legibility(f.Records)
+		ok := len(f.Records) > 0 && len(found.Invisible) == 0 && len(found.Unmeasured) == 0 &&
+			(found.FontSizePx == nil || *found.FontSizePx >= l.MinFontSizePx) && (found.Contrast == nil || *found.Contrast >= l.MinContrast)
+		add("legibility", l.Miss, ok, false, found)
+	}
+	if o := r.OptInMethods; o != nil {
+		found := Found{Methods: []string{}}
+		ok := len(f.Records) > 0
+		for _, rec := range f.Records {
+			found.Methods = append(found.Methods, rec.OptInMethod)
+			ok = ok && slices.Contains(o.Allowed, rec.OptInMethod)
+		}
+		add("opt_in_methods", o.Miss, ok, false, found)
+	}
+	if a := r.Attestation; a != nil {
+		add("attestation", a.Miss, f.Attestation == consent.AttestationAttested, f.Attestation == consent.AttestationPending,
+			Found{Status: f.Attestation})
+	}
+	if l := r.LeadAge; l != nil {
+		age := f.LeadAgeSeconds
+		add("lead_age", l.Miss, age <= l.MaxSeconds, false, Found{LeadAgeSeconds: &age})
+	}
+	if v := r.Verdicts; v != nil {
+		found := Found{Status: f.Insights, Verdict: f.Verdict, Reasons: f.Reasons}
+		known := f.Insights == consent.InsightsDone && f.Verdict != ""
+		add("verdicts", v.Miss, known && !slices.Contains(v.Refused, f.Verdict), f.Insights == consent.InsightsPending, found)
+	}
+	return g
+}
+
+// legibility finds the least font size and contrast measured over the
+// records, and those not measured or not visible.
+func legibility(records []consent.Record) Found {
+	var found Found
+	for i, rec := range records {
+		v := rec.Visibility
+		switch {
+		case v == nil:
+			found.Unmeasured = append(found.Unmeasured, i)
+			continue
+		case !v.Visible:
+			found.Invisible = append(found.Invisible, i)
+		}
+		if found.FontSizePx == nil || v.FontSizePx < *found.FontSizePx {
+			found.FontSizePx = &v.FontSizePx
+		}
+		if found.Contrast == nil || v.ContrastRatio < *found.Contrast {
+			found.Contrast = &v.ContrastRatio
+		}
+	}
+	return found
+}
+
+// Match reports whether text matches the approved text pattern: both are
+// trimmed of white space at their ends, each Wildcard in pattern matches
+// any run of text (the empty one too), and the rest must be text's bytes
+// exactly, as exact match compares (D51). Its work is linear in the
+// lengths of both: each literal part is found leftmost, which is enough
+// when the only wildcard matches anything.
+func Match(pattern, text string) bool {
+	pattern, text = strings.TrimSpace(pattern), strings.TrimSpace(text)
+	parts := strings.Split(pattern, Wildcard)
+	if len(parts) == 1 {
+		return pattern == text
+	}
+	first, last := parts[0], parts[len(parts)-1]
+	if !strings.HasPrefix(text, first) {
+		return false
+	}
+	text = text[len(first):]
+	for _, mid := range parts[1 : len(parts)-1] {
+		i := strings.Index(text, mid)
+		if i < 0 {
+			return false
+		}
+		text = text[i+len(mid):]
+	}
+	return strings.HasSuffix(text, last)
+}

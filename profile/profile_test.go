@@ -1,0 +1,179 @@
+package profile_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/profile"
+)
+
+func TestMatch(t *testing.T) {
+	tests := []struct {
+		pattern, text string
+		want          bool
+	}{
+		{"I agree.", "I agree.", true},
+		{"I agree.", "I agree", false},
+		{"  I agree.\n", "\tI agree. ", true}, // ends trimmed, as exact match trims
+		{"I agree.", "I  agree.", false},      // inner white space compares exactly
+		{"I agree to be called by {{*}}.", "I agree to be called by Acme, Inc. and its partners.", true},
+		{"I agree to be called by {{*}}.", "I agree to be called by Acme", false},
+		{"I agree to be called by {{*}}.", "I agree to be called by .", true}, // the empty run
+		{"{{*}}", "anything at all", true},
+		{"{{*}}", "", true},
+		{"By clicking, I agree ({{*}}) to {{*}} calls.", "By clicking, I agree (TCPA) to autodialed calls.", true},
+		{"By clicking, I agree ({{*}}) to {{*}} calls.", "By clicking, I agree (TCPA) to autodialed texts.", false},
+		{"Call me at {{*}}: {{*}}!", "Call me at home: 555-0100!", true},
+		{"ab{{*}}ba", "aba", false}, // the literal ends may not overlap
+		{"ab{{*}}ba", "abba", true},
+		{"a{{*}}b{{*}}c", "a-c-b", false},
+		{"{{*}}{{*}}", "x", true},
+		{"I agree {{ * }}.", "I agree {{ * }}.", true}, // only {{*}} is a wildcard
+		{"I agree {{ * }}.", "I agree Acme.", false},
+		{"Acme", "acme", false}, // case counts, as exact match
+	}
+	for _, tc := range tests {
+		if got := profile.Match(tc.pattern, tc.text); got != tc.want {
+			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.text, got, tc.want)
+		}
+	}
+}
+
+func record(text, method string, v *consent.Visibility) consent.Record {
+	return consent.Record{Text: text, OptInMethod: method, Visibility: v}
+}
+
+func visible(px, contrast float64) *consent.Visibility {
+	return &consent.Visibility{Visible: true, InViewport: true, FontSizePx: px, ContrastRatio: contrast}
+}
+
+// Each rule passes and misses on a case of its own; a miss is a warning or
+// a failure as the rule says, and a fact not known yet is pending.
+func TestGradeRules(t *testing.T) {
+	warn, fail := consent.Miss{OnMiss: consent.MissWarn}, consent.Miss{}
+	good := profile.Facts{
+		Records: []consent.Record{record("I agree to be called by Acme Insurance at 555-0100.", consent.OptInManual, visible(16, 12.5)),
+			record("I accept the privacy policy.", consent.OptInManual, visible(14, 7))},
+		Attestation: consent.AttestationAttested, LeadAgeSeconds: 600,
+		Insights: consent.InsightsDone, Verdict: "human", Reasons: []string{},
+	}
+	tests := []struct {
+		name   string
+		rules  consent.ProfileRules
+		facts  func(f *profile.Facts)
+		result string
+		found  profile.Found
+	}{
+		{"approved language", consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{
+			Texts: []string{"I agree to be texted.", "I agree to be called by {{*}} at {{*}}."}, Miss: fail}},
+			nil, profile.Pass, profile.Found{Consent: ptr(0), Approved: ptr(1)}},
+		{"language not approved", consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{
+			Texts: []string{"I agree to be texted by {{*}}."}, Miss: fail}}, nil, profile.Fail, profile.Found{}},
+		{"brand names", consent.ProfileRules{BrandNames: &consent.BrandNamesRule{Names: []string{"ACME insurance", "Privacy"}, Miss: fail}},
+			nil, profile.Pass, profile.Found{}},
+		{"a brand name missing", consent.ProfileRules{BrandNames: &consent.BrandNamesRule{Names: []string{"Acme", "Beta Leads"}, Miss: warn}},
+			nil, profile.Warn, profile.Found{Missing: []string{"Beta Leads"}}},
+		{"legible", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinFontSizePx: 12, MinContrast: 4.5, Miss: fail}},
+			nil, profile.Pass, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
+		{"too small", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinFontSizePx: 15, Miss: fail}},
+			nil, profile.Fail, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
+		{"too faint", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinContrast: 7.5, Miss: warn}},
+			nil, profile.Warn, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
+		{"hidden text", consent.ProfileRules{Legibility: &consent.LegibilityRule{Miss: fail}},
+			func(f *profile.Facts) { f.Records[1].Visibility.Visible = false }, profile.Fail,
+			profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0), Invisible: []int{1}}},
+		{"not measured", consent.ProfileRules{Legibility: &consent.LegibilityRule{Miss: fail}},
+			func(f *profile.Facts) { f.Records[0].Visibility = nil }, profile.Fail,
+			profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0), Unmeasured: []int{0}}},
+		{"opt-in methods", consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
+			nil, profile.Pass, profile.Found{Methods: []string{"manual", "manual"}}},
+		{"pre-selected", consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
+			func(f *profile.Facts) { f.Records[1].OptInMethod = consent.OptInPreSelected }, profile.Fail,
+			profile.Found{Methods: []string{"manual", "pre_selected"}}},
+		{"attested", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}}, nil, profile.Pass,
+			profile.Found{Status: "attested"}},
+		{"attestation pending", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}},
+			func(f *profile.Facts) { f.Attestation = consent.AttestationPending }, profile.Pending, profile.Found{Status: "pending"}},
+		{"attestation mismatch", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}},
+			func(f *profile.Facts) { f.Attestation = consent.AttestationMismatch }, profile.Fail, profile.Found{Status: "mismatch"}},
+		{"no attestation", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: warn}},
+			func(f *profile.Facts) { f.Attestation = "" }, profile.Warn, profile.Found{}},
+		{"young lead", consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 600, Miss: fail}}, nil, profile.Pass,
+			profile.Found{LeadAgeSeconds: ptr(int64(600))}},
+		{"old lead", consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 599, Miss: fail}}, nil, profile.Fail,
+			profile.Found{LeadAgeSeconds: ptr(int64(600))}},
+		{"a person", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: fail}}, nil, profile.Pass,
+			profile.Found{Status: "done", Verdict: "human", Reasons: []string{}}},
+		{"a bot", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"suspect", "bot"}, Miss: fail}},
+			func(f *profile.Facts) { f.Verdict, f.Reasons = "bot", []string{"webdriver"} }, profile.Fail,
+			profile.Found{Status: "done", Verdict: "bot", Reasons: []string{"webdriver"}}},
+		{"verdict pending", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: fail}},
+			func(f *profile.Facts) { f.Insights, f.Verdict, f.Reasons = consent.InsightsPending, "", nil }, profile.Pending,
+			profile.Found{Status: "pending"}},
+		{"no verdict", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: warn}},
+			func(f *profile.Facts) { f.Insights, f.Verdict, f.Reasons = "", "", nil }, profile.Warn, profile.Found{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := good
+			f.Records = []consent.Record{good.Records[0], good.Records[1]}
+			for i := range f.Records {
+				if v := f.Records[i].Visibility; v != nil {
+					c := *v
+					f.Records[i].Visibility = &c
+				}
+			}
+			if tc.facts != nil {
+				tc.facts(&f)
+			}
+			g := profile.Grade(&tc.rules, f)
+			if len(g.Rules) != 1 {
+				t.Fatalf("Grade: %d rules graded, want 1: %+v", len(g.Rules), g)
+			}
+			r := g.Rules[0]
+			want := tc.result
+			if want == profile.Pending {
+				want = profile.Warn // a pending rule makes the grade warn at best
+			}
+			if r.Result != tc.result || g.Result != want {
+				t.Errorf("rule %s: %s, grade %s; want %s, %s", r.Rule, r.Result, g.Result, tc.result, want)
+			}
+			if diff := cmp.Diff(tc.found, r.Found); diff != "" {
+				t.Errorf("found (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The grade is the worst of its rules': a failure beats a warning, a
+// warning or a pending rule beats passes; rules come in the profile's
+// order.
+func TestGradeResult(t *testing.T) {
+	f := profile.Facts{Records: []consent.Record{record("I agree to Acme.", consent.OptInManual, visible(16, 21))},
+		Attestation: consent.AttestationPending, LeadAgeSeconds: 10}
+	rules := consent.ProfileRules{
+		ApprovedLanguage: &consent.LanguageRule{Texts: []string{"I agree to {{*}}."}},
+		Attestation:      &consent.AttestationRule{},
+		LeadAge:          &consent.LeadAgeRule{MaxSeconds: 5, Miss: consent.Miss{OnMiss: consent.MissWarn}},
+	}
+	g := profile.Grade(&rules, f)
+	var got []string
+	for _, r := range g.Rules {
+		got = append(got, r.Rule+":"+r.Result)
+	}
+	if fmt.Sprint(got) != "[approved_language:pass attestation:pending lead_age:warn]" || g.Result != profile.Warn {
+		t.Errorf("grade %s of %v, want warn of [approved_language:pass attestation:pending lead_age:warn]", g.Result, got)
+	}
+	rules.LeadAge.OnMiss = consent.MissFail
+	if g := profile.Grade(&rules, f); g.Result != profile.Fail {
+		t.Errorf("with a failing rule: %s, want fail", g.Result)
+	}
+	if g := profile.Grade(&consent.ProfileRules{}, f); g.Result != profile.Pass || len(g.Rules) != 0 || g.Rules == nil {
+		t.Errorf("an empty profile: %+v, want pass with no rules", g)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
