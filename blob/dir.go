@@ -25,7 +25,7 @@ type Dir struct {
 	// Now is the clock for locks; nil means time.Now.
 	Now func() time.Time
 
-	mu sync.Mutex // orders a Delete's lock check against Lock
+	mu sync.Mutex // orders Put's and Delete's lock checks against Lock
 }
 
 var _ Store = (*Dir)(nil)
@@ -83,8 +83,9 @@ func (d *Dir) checkUnlocked(key string) error {
 	return nil
 }
 
-// writeAtomic streams r into name through a synced temporary file.
-func writeAtomic(name string, r io.Reader, sum io.Writer) (n int64, err error) {
+// writeAtomic streams r into name through a synced temporary file, which
+// rename moves into place.
+func writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
 	dir := filepath.Dir(name)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return 0, err
@@ -117,7 +118,7 @@ func writeAtomic(name string, r io.Reader, sum io.Writer) (n int64, err error) {
 	if err = tmp.Close(); err != nil {
 		return 0, err
 	}
-	if err = os.Rename(tmp.Name(), name); err != nil {
+	if err = rename(tmp.Name(), name); err != nil {
 		return 0, err
 	}
 	// The rename is durable only once the directory is synced.
@@ -139,7 +140,17 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (Info, error) {
 		return Info{}, err
 	}
 	h := sha256.New()
-	n, err := writeAtomic(name, r, h)
+	// The lock is checked again as the object replaces the old one, in
+	// the order Lock and Delete keep, so that a Lock made while r was
+	// being written is never overtaken.
+	n, err := writeAtomic(name, r, h, func(tmp, name string) error {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if err := d.checkUnlocked(key); err != nil {
+			return err
+		}
+		return os.Rename(tmp, name)
+	})
 	if err != nil {
 		return Info{}, fmt.Errorf("blob: put %s: %w", key, err)
 	}
@@ -227,7 +238,7 @@ func (d *Dir) Lock(_ context.Context, key string, until time.Time) error {
 	if !until.After(old) {
 		return nil
 	}
-	_, err = writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil)
+	_, err = writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil, os.Rename)
 	if err != nil {
 		return fmt.Errorf("blob: lock %s: %w", key, err)
 	}
