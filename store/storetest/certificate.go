@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -256,82 +257,66 @@ func testRevokedBefore(t *testing.T, s consent.Store) {
 // back, updated with its statement, and goes with its certificate when
 // the purge takes it.
 func testAttestation(t *testing.T, s consent.Store) {
-	fixture(t, s)
-	cert := certificate("cert-1", "acme", "acme-web", "s1")
-	cert.ExpiresAt = t0.Add(time.Hour)
-	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, cert) })
-	pending := &consent.Attestation{CertificateID: "cert-1", CompanyID: "acme", Status: consent.AttestationPending, CreatedAt: t0, UpdatedAt: t0}
-	update(t, s, func(tx consent.Tx) error { return tx.CreateAttestation(ctx, pending) })
-	wantRead(t, s, consent.Tx.Attestation, "cert-1", pending, "Attestation(pending)")
-	for name, c := range map[string]struct {
-		a    *consent.Attestation
-		code consent.Code
-	}{
-		"twice":               {pending, consent.Conflict},
-		"unknown certificate": {&consent.Attestation{CertificateID: "cert-9", CompanyID: "acme", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
-		"another company's":   {&consent.Attestation{CertificateID: "cert-1", CompanyID: "other", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
-	} {
-		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateAttestation(ctx, c.a) })
-		wantCode(t, "CreateAttestation("+name+")", err, c.code)
-	}
-	done := *pending
-	done.Status, done.Statement, done.Signature = consent.AttestationMismatch, []byte(`{"status":"mismatch","v":"ü"}`), []byte{0, 0xff, 7}
-	done.KeyID, done.Screenshot, done.UpdatedAt = "key-1", "attest/cert-1.png", t0.Add(time.Minute+time.Microsecond)
-	update(t, s, func(tx consent.Tx) error { return tx.UpdateAttestation(ctx, &done) })
-	wantRead(t, s, consent.Tx.Attestation, "cert-1", &done, "Attestation(done)")
-	err := s.Update(ctx, func(tx consent.Tx) error {
-		return tx.UpdateAttestation(ctx, &consent.Attestation{CertificateID: "cert-9", CompanyID: "acme", Status: "attested", CreatedAt: t0, UpdatedAt: t0})
-	})
-	wantCode(t, "UpdateAttestation(unknown)", err, consent.NotFound)
-	update(t, s, func(tx consent.Tx) error {
-		_, err := tx.PurgeCertificates(ctx, t0.Add(2*time.Hour), 10)
-		return err
-	})
-	view(t, s, func(tx consent.Tx) error {
-		_, err := tx.Attestation(ctx, "cert-1")
-		wantCode(t, "Attestation(of a purged certificate)", err, consent.NotFound)
-		return nil
-	})
+	testCertificateRow(t, s, "Attestation", func(cert, company string) *consent.Attestation {
+		return &consent.Attestation{CertificateID: cert, CompanyID: company, Status: consent.AttestationPending, CreatedAt: t0, UpdatedAt: t0}
+	}, func(a *consent.Attestation) {
+		a.Status, a.Statement, a.Signature = consent.AttestationMismatch, []byte(`{"status":"mismatch","v":"ü"}`), []byte{0, 0xff, 7}
+		a.KeyID, a.Screenshot, a.UpdatedAt = "key-1", "attest/cert-1.png", t0.Add(time.Minute+time.Microsecond)
+	}, consent.Tx.CreateAttestation, consent.Tx.UpdateAttestation, consent.Tx.Attestation)
 }
 
 // Insights are created once for a certificate of its company, read back,
 // updated with their statement, and go with their certificate when the
 // purge takes it.
 func testInsights(t *testing.T, s consent.Store) {
+	testCertificateRow(t, s, "Insights", func(cert, company string) *consent.Insights {
+		return &consent.Insights{CertificateID: cert, CompanyID: company, Status: consent.InsightsPending, CreatedAt: t0, UpdatedAt: t0}
+	}, func(in *consent.Insights) {
+		in.Status, in.Statement, in.Signature = consent.InsightsDone, []byte(`{"bot":{"verdict":"human"},"v":"ü"}`), []byte{0, 0xff, 7}
+		in.KeyID, in.UpdatedAt = "key-1", t0.Add(time.Minute+time.Microsecond)
+	}, consent.Tx.CreateInsights, consent.Tx.UpdateInsights, consent.Tx.Insights)
+}
+
+// testCertificateRow checks a row kept for one certificate (its
+// attestation, its insights): pending(cert, company) makes a pending one,
+// finish fills its statement. The row is created once, only for a
+// certificate of its company, read back, updated, refused an update of a
+// certificate that has none, and goes with its certificate in the purge.
+func testCertificateRow[T any](t *testing.T, s consent.Store, name string, pending func(cert, company string) *T, finish func(*T),
+	create, change func(consent.Tx, context.Context, *T) error, get func(consent.Tx, context.Context, string) (*T, error)) {
 	fixture(t, s)
 	cert := certificate("cert-1", "acme", "acme-web", "s1")
 	cert.ExpiresAt = t0.Add(time.Hour)
 	update(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, cert) })
-	pending := &consent.Insights{CertificateID: "cert-1", CompanyID: "acme", Status: consent.InsightsPending, CreatedAt: t0, UpdatedAt: t0}
-	update(t, s, func(tx consent.Tx) error { return tx.CreateInsights(ctx, pending) })
-	wantRead(t, s, consent.Tx.Insights, "cert-1", pending, "Insights(pending)")
-	for name, c := range map[string]struct {
-		in   *consent.Insights
+	first := pending("cert-1", "acme")
+	update(t, s, func(tx consent.Tx) error { return create(tx, ctx, first) })
+	wantRead(t, s, get, "cert-1", first, "%s(pending)", name)
+	for refused, c := range map[string]struct {
+		row  *T
 		code consent.Code
 	}{
-		"twice":               {pending, consent.Conflict},
-		"unknown certificate": {&consent.Insights{CertificateID: "cert-9", CompanyID: "acme", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
-		"another company's":   {&consent.Insights{CertificateID: "cert-1", CompanyID: "other", Status: "pending", CreatedAt: t0, UpdatedAt: t0}, consent.NotFound},
+		"twice":               {first, consent.Conflict},
+		"unknown certificate": {pending("cert-9", "acme"), consent.NotFound},
+		"another company's":   {pending("cert-1", "other"), consent.NotFound},
 	} {
-		err := s.Update(ctx, func(tx consent.Tx) error { return tx.CreateInsights(ctx, c.in) })
-		wantCode(t, "CreateInsights("+name+")", err, c.code)
+		err := s.Update(ctx, func(tx consent.Tx) error { return create(tx, ctx, c.row) })
+		wantCode(t, "Create"+name+"("+refused+")", err, c.code)
 	}
-	done := *pending
-	done.Status, done.Statement, done.Signature = consent.InsightsDone, []byte(`{"bot":{"verdict":"human"},"v":"ü"}`), []byte{0, 0xff, 7}
-	done.KeyID, done.UpdatedAt = "key-1", t0.Add(time.Minute+time.Microsecond)
-	update(t, s, func(tx consent.Tx) error { return tx.UpdateInsights(ctx, &done) })
-	wantRead(t, s, consent.Tx.Insights, "cert-1", &done, "Insights(done)")
-	err := s.Update(ctx, func(tx consent.Tx) error {
-		return tx.UpdateInsights(ctx, &consent.Insights{CertificateID: "cert-9", CompanyID: "acme", Status: "done", CreatedAt: t0, UpdatedAt: t0})
-	})
-	wantCode(t, "UpdateInsights(unknown)", err, consent.NotFound)
+	done := *first
+	finish(&done)
+	update(t, s, func(tx consent.Tx) error { return change(tx, ctx, &done) })
+	wantRead(t, s, get, "cert-1", &done, "%s(done)", name)
+	unknown := pending("cert-9", "acme")
+	finish(unknown)
+	err := s.Update(ctx, func(tx consent.Tx) error { return change(tx, ctx, unknown) })
+	wantCode(t, "Update"+name+"(unknown)", err, consent.NotFound)
 	update(t, s, func(tx consent.Tx) error {
 		_, err := tx.PurgeCertificates(ctx, t0.Add(2*time.Hour), 10)
 		return err
 	})
 	view(t, s, func(tx consent.Tx) error {
-		_, err := tx.Insights(ctx, "cert-1")
-		wantCode(t, "Insights(of a purged certificate)", err, consent.NotFound)
+		_, err := get(tx, ctx, "cert-1")
+		wantCode(t, name+"(of a purged certificate)", err, consent.NotFound)
 		return nil
 	})
 }
