@@ -582,6 +582,34 @@ func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, lim
 	return t.tx.PruneOperatorSessions(ctx, now, limit)
 }
 
+func (t checkedTx) PutProfile(ctx context.Context, p *consent.Profile) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	return t.tx.PutProfile(ctx, p)
+}
+
+func (t checkedTx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+	if !findable(companyID, name) {
+		return nil, notFound("profile")
+	}
+	return t.tx.Profile(ctx, companyID, name)
+}
+
+func (t checkedTx) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+	if !findable(companyID) {
+		return []*consent.Profile{}, nil
+	}
+	return t.tx.Profiles(ctx, companyID)
+}
+
+func (t checkedTx) DeleteProfile(ctx context.Context, companyID, name string) error {
+	if !findable(companyID, name) {
+		return notFound("profile")
+	}
+	return t.tx.DeleteProfile(ctx, companyID, name)
+}
+
 func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	if err := e.Check(); err != nil {
 		return err

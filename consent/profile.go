@@ -8,13 +8,47 @@ import (
 // Profile is a buyer's audit profile (D51): the rules a company holds the
 // certificates it verifies to. It belongs to the company; in a third-party
 // verification the caller's profile applies.
+// A company names each of its profiles (ValidProfileName); a verification
+// names the one to grade by.
 type Profile struct {
-	ID        string
 	CompanyID string
 	Name      string
 	Rules     ProfileRules
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// MaxProfiles is the most profiles a company keeps.
+const MaxProfiles = 20
+
+// ValidProfileName reports whether name may name a profile: 1 to 64 bytes
+// of ASCII letters, digits, '-', '_' and '.', so that it reads the same
+// in a URL path, a JSON body and a command line.
+func ValidProfileName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for _, c := range []byte(name) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Check checks p's fields: its keys, its name, its times and its rules.
+func (p *Profile) Check() error {
+	if err := CheckKeys("company_id", p.CompanyID); err != nil {
+		return err
+	}
+	if !ValidProfileName(p.Name) {
+		return Errorf(Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
+	}
+	if err := firstErr(CheckTime("created_at", p.CreatedAt), CheckTime("updated_at", p.UpdatedAt)); err != nil {
+		return err
+	}
+	return p.Rules.Check()
 }
 
 // What a rule's miss makes the grade: a warning or a failure. An empty
@@ -106,8 +140,11 @@ const (
 // Check refuses rules that cannot be graded: an unknown on_miss, a list
 // empty or past MaxProfileTexts, a text empty, not ValidText or too long,
 // a number out of its range, an opt-in method or a verdict that is none
-// (Invalid, naming the field).
+// (Invalid, naming the field), and rules that hold no rule at all.
 func (r *ProfileRules) Check() error {
+	if *r == (ProfileRules{}) {
+		return Errorf(Invalid, "rules must hold at least one rule")
+	}
 	checkMiss := func(name string, m Miss) error {
 		if m.OnMiss != "" && m.OnMiss != MissWarn && m.OnMiss != MissFail {
 			return Errorf(Invalid, "%s.on_miss must be %q or %q", name, MissWarn, MissFail)

@@ -314,6 +314,19 @@ type Tx interface {
 	// the dashboard prunes them when an operator logs in.
 	PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error)
 
+	// PutProfile stores p, replacing the company's profile of that name
+	// with every field of p. NotFound when p.CompanyID does not exist.
+	PutProfile(ctx context.Context, p *Profile) error
+	// Profile returns the company's profile of that name. NotFound when
+	// there is none.
+	Profile(ctx context.Context, companyID, name string) (*Profile, error)
+	// Profiles returns the company's profiles ordered by name (byte order;
+	// none: an empty slice, no error).
+	Profiles(ctx context.Context, companyID string) ([]*Profile, error)
+	// DeleteProfile deletes the company's profile of that name. NotFound
+	// when there is none.
+	DeleteProfile(ctx context.Context, companyID, name string) error
+
 	// CreateWebhookEndpoint stores e. NotFound when e.CompanyID does not
 	// exist; Conflict when e.ID is taken.
 	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error

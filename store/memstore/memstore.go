@@ -11,6 +11,7 @@ package memstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -56,7 +57,11 @@ type Store struct {
 	publicKeys     map[string]*consent.PublishedKey
 	attestations   map[string]*consent.Attestation // by certificate id
 	insights       map[string]*consent.Insights    // by certificate id
+	profiles       map[profileID]*consent.Profile
 }
+
+// profileID names a profile: its company and its name.
+type profileID struct{ company, name string }
 
 // keyID names an idempotency key: its scope and the key.
 type keyID struct{ scope, key string }
@@ -92,6 +97,7 @@ func New() *Store {
 		publicKeys:     map[string]*consent.PublishedKey{},
 		attestations:   map[string]*consent.Attestation{},
 		insights:       map[string]*consent.Insights{},
+		profiles:       map[profileID]*consent.Profile{},
 	}
 }
 
@@ -960,6 +966,58 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 	j.Payload, j.Attempts, j.RunAfter, j.LastError, j.FailedAt = n.Payload, n.Attempts, n.RunAfter, n.LastError, n.FailedAt
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 	set(t, t.s.jobs, id, j)
+	return nil
+}
+
+func cloneProfile(p *consent.Profile) *consent.Profile {
+	n := *p
+	b, err := json.Marshal(p.Rules) // the rules hold slices and pointers: a deep copy
+	if err == nil {
+		n.Rules = consent.ProfileRules{}
+		err = json.Unmarshal(b, &n.Rules)
+	}
+	if err != nil {
+		panic(err) // a ProfileRules always encodes and decodes
+	}
+	n.CreatedAt, n.UpdatedAt = utc(n.CreatedAt), utc(n.UpdatedAt)
+	return &n
+}
+
+func (t *tx) PutProfile(_ context.Context, p *consent.Profile) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	if err := has(t.s.companies, p.CompanyID, "company"); err != nil {
+		return err
+	}
+	set(t, t.s.profiles, profileID{p.CompanyID, p.Name}, cloneProfile(p))
+	return nil
+}
+
+func (t *tx) Profile(_ context.Context, companyID, name string) (*consent.Profile, error) {
+	return get(t.s.profiles, profileID{companyID, name}, "profile", cloneProfile)
+}
+
+func (t *tx) Profiles(_ context.Context, companyID string) ([]*consent.Profile, error) {
+	out := []*consent.Profile{}
+	for id, p := range t.s.profiles {
+		if id.company == companyID {
+			out = append(out, cloneProfile(p))
+		}
+	}
+	slices.SortFunc(out, func(a, b *consent.Profile) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (t *tx) DeleteProfile(_ context.Context, companyID, name string) error {
+	if err := t.write(); err != nil {
+		return err
+	}
+	id := profileID{companyID, name}
+	if err := has(t.s.profiles, id, "profile"); err != nil {
+		return err
+	}
+	del(t, t.s.profiles, id)
 	return nil
 }
 

@@ -568,6 +568,29 @@ func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHea
 	return &h, nil
 }
 
+func (t *tx) PutProfile(ctx context.Context, p *consent.Profile) error {
+	query, args := dialect.PutProfile(p)
+	_, err := t.exec(ctx, query, args...)
+	return err
+}
+
+func (t *tx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+	p, err := dialect.ScanProfile(t.tx.QueryRow(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
+		WHERE company_id = $1 AND name = $2`, companyID, name))
+	return p, one(err, "profile")
+}
+
+func (t *tx) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
+		WHERE company_id = $1 ORDER BY name`+dialect.Collate, companyID)
+	return collect(rows, err, dialect.ScanProfile)
+}
+
+func (t *tx) DeleteProfile(ctx context.Context, companyID, name string) error {
+	r, err := t.exec(ctx, `DELETE FROM profiles WHERE company_id = $1 AND name = $2`, companyID, name)
+	return affected(r, err, "profile")
+}
+
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.CompanyID, e.URL, e.Secret, strs(e.Events), e.CreatedAt, nullTime(e.DisabledAt))

@@ -572,6 +572,29 @@ func auditHead(ctx context.Context, q querier, companyID string) (consent.AuditH
 	return h, err
 }
 
+func (t *tx) PutProfile(ctx context.Context, p *consent.Profile) error {
+	query, args := dialect.PutProfile(p)
+	_, err := t.exec(ctx, query, args...)
+	return err
+}
+
+func (t *tx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+	p, err := dialect.ScanProfile(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
+		WHERE company_id = ? AND name = ?`, companyID, name))
+	return p, one(err, "profile")
+}
+
+func (t *tx) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
+		WHERE company_id = ? ORDER BY name`+dialect.Collate, companyID)
+	return collect(rows, err, dialect.ScanProfile)
+}
+
+func (t *tx) DeleteProfile(ctx context.Context, companyID, name string) error {
+	r, err := t.exec(ctx, `DELETE FROM profiles WHERE company_id = ? AND name = ?`, companyID, name)
+	return affected(r, err, "profile")
+}
+
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.URL, e.Secret, jsonText(orEmpty(e.Events)),

@@ -100,6 +100,10 @@ var areas = []area{
 	{"Insights", []behaviour{
 		{"CreateReadUpdatePurge", testInsights},
 	}},
+	{"Profile", []behaviour{
+		{"PutReadDelete", testProfile},
+		{"RollsBack", testProfileRollsBack},
+	}},
 	{"PublishedKey", []behaviour{
 		{"PublishReadList", testPublishedKeys},
 	}},

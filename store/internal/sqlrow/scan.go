@@ -260,3 +260,31 @@ func (d Dialect) ScanInsights(row Row) (*consent.Insights, error) {
 	in.Statement = []byte(statement)
 	return done(&in, err)
 }
+
+// ProfileColumns are the columns ScanProfile reads, rules as JSON text.
+const ProfileColumns = `company_id, name, rules, created_at, updated_at`
+
+func (d Dialect) ScanProfile(row Row) (*consent.Profile, error) {
+	var (
+		p     consent.Profile
+		rules string
+	)
+	if err := row.Scan(&p.CompanyID, &p.Name, &rules, d.Time(&p.CreatedAt), d.Time(&p.UpdatedAt)); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(rules), &p.Rules); err != nil {
+		return nil, fmt.Errorf("profile %s of %s: rules: %w", p.Name, p.CompanyID, err)
+	}
+	return &p, nil
+}
+
+// PutProfile returns the statement that stores p, replacing the company's
+// profile of that name, and its parameters (the SQL is the same in both
+// stores but for the placeholders).
+func (d Dialect) PutProfile(p *consent.Profile) (string, []any) {
+	q := fmt.Sprintf(`INSERT INTO profiles (%s) VALUES (%s, %s, %s, %s, %s)
+		ON CONFLICT (company_id, name) DO UPDATE SET rules = excluded.rules,
+		created_at = excluded.created_at, updated_at = excluded.updated_at`,
+		ProfileColumns, d.Param(1), d.Param(2), d.Param(3), d.Param(4), d.Param(5))
+	return q, []any{p.CompanyID, p.Name, JSON(p.Rules), d.Arg(p.CreatedAt), d.Arg(p.UpdatedAt)}
+}
