@@ -76,6 +76,8 @@ const (
 	AuditCompanyUpdate         = "company.update"
 	AuditCompanyAttestation    = "company.attestation"    // Company.AttestCertificates changed
 	AuditCompanyInsightsRules  = "company.insights_rules" // Company.InsightsRules changed
+	AuditProfilePut            = "profile.put"            // an audit profile created or replaced (D51)
+	AuditProfileDelete         = "profile.delete"         // an audit profile deleted
 	AuditPropertyCreate        = "property.create"
 	AuditPropertyUpdate        = "property.update"
 	AuditWebhookCreate         = "webhook.create"

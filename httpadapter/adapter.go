@@ -18,6 +18,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/ratelimit"
 	"github.com/consentkit/consentkit/optout"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/webhook"
@@ -84,6 +85,7 @@ type Handler struct {
 	rrweb   *capture.Recorder
 
 	webhooks webhook.Endpoints
+	profiles profile.Profiles
 
 	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
 }
@@ -124,7 +126,8 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
-		verify: verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
+		profiles: profile.Profiles{Service: cfg.Service},
+		verify:   verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
 		capture: capture.New(cfg.Service),
 		limits:  map[Limit]*ratelimit.Limiter{},
 	}

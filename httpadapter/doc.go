@@ -50,6 +50,10 @@
 //	GET  /operator/companies/{company_id}                     a company
 //	PUT  /operator/companies/{company_id}/attestation         attest every certificate it issues, or not (D49)
 //	PUT  /operator/companies/{company_id}/insights-rules      the thresholds of its bot verdict (D50)
+//	GET  /operator/companies/{company_id}/profiles            its audit profiles (D51), by name
+//	GET  /operator/companies/{company_id}/profiles/{name}     one
+//	PUT  /operator/companies/{company_id}/profiles/{name}     create or replace one; the body is its rules
+//	DELETE /operator/companies/{company_id}/profiles/{name}   delete one
 //	POST /operator/companies/{company_id}/properties          add a property, 201
 //	GET  /operator/companies/{company_id}/properties          its properties
 //	PUT  /operator/companies/{company_id}/properties/{property_id}/allowed-origins replace the allowed origins (D32)

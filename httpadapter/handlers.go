@@ -11,6 +11,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/optout"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/verify"
@@ -88,6 +89,7 @@ type matchRequest struct {
 	Mobile              string `json:"mobile"`   // likewise
 	Attest              bool   `json:"attest"`   // optional: ask for the attestation (D49)
 	Insights            bool   `json:"insights"` // optional: ask for the bot verdict (D50)
+	Profile             string `json:"profile"`  // optional: the caller's audit profile to grade by (D51)
 }
 
 func (r *matchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -106,6 +108,8 @@ type matchResponse struct {
 	Attestation *attestationStatus `json:"attestation,omitempty"`
 	// Insights: the certificate's bot verdict, when asked for (D50).
 	Insights *insightsStatus `json:"insights,omitempty"`
+	// Audit: the certificate's grade by the profile asked for (D51).
+	Audit *profile.Graded `json:"audit,omitempty"`
 }
 
 // insightsStatus is a certificate's bot verdict in a match answer: its
@@ -144,6 +148,7 @@ func (h *Handler) match(ctx context.Context, c Caller, req *matchRequest) (*veri
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Consent: req.Consent,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
 		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest, Insights: req.Insights,
+		Profile: req.Profile,
 	})
 }
 
@@ -152,7 +157,7 @@ func matchAnswer(res *verify.Result) *matchResponse {
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		ConsentTypes: res.ConsentTypes, VerificationType: res.VerificationType,
 		EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched, RevokedBefore: timestamp(res.RevokedBefore),
-		Attestation: attestationOf(res.Attestation), Insights: insightsOf(res.Insights),
+		Attestation: attestationOf(res.Attestation), Insights: insightsOf(res.Insights), Audit: res.Audit,
 	}
 }
 
@@ -166,6 +171,7 @@ type partialMatchRequest struct {
 	Mobile              string `json:"mobile"`   // likewise
 	Attest              bool   `json:"attest"`   // optional: ask for the attestation (D49)
 	Insights            bool   `json:"insights"` // optional: ask for the bot verdict (D50)
+	Profile             string `json:"profile"`  // optional: the caller's audit profile to grade by (D51)
 }
 
 func (r *partialMatchRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -180,6 +186,7 @@ type partialMatchResponse struct {
 	RevokedBefore    *RFC3339           `json:"revoked_before,omitempty"`
 	Attestation      *attestationStatus `json:"attestation,omitempty"`
 	Insights         *insightsStatus    `json:"insights,omitempty"`
+	Audit            *profile.Graded    `json:"audit,omitempty"`
 }
 
 func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchRequest) (*verify.Result, error) {
@@ -187,6 +194,7 @@ func (h *Handler) partialMatch(ctx context.Context, c Caller, req *partialMatchR
 		CertificateID: req.CertificateID, CompanyID: req.CompanyID, Term: req.Term,
 		OriginatorCompanyID: req.OriginatorCompanyID, PropertyID: req.PropertyID,
 		Lead: verify.Lead{Email: req.Email, Mobile: req.Mobile}, Attest: req.Attest, Insights: req.Insights,
+		Profile: req.Profile,
 	})
 }
 
@@ -195,7 +203,7 @@ func partialMatchAnswer(res *verify.Result) *partialMatchResponse {
 		Valid: res.Valid, ConsentOptIn: timestamp(res.ConsentOptIn), Origin: res.Origin,
 		VerificationType: res.VerificationType, EmailMatched: res.EmailMatched, MobileMatched: res.MobileMatched,
 		RevokedBefore: timestamp(res.RevokedBefore), Attestation: attestationOf(res.Attestation),
-		Insights: insightsOf(res.Insights),
+		Insights: insightsOf(res.Insights), Audit: res.Audit,
 	}
 }
 

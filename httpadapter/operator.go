@@ -44,6 +44,10 @@ func (h *Handler) operatorRoutes() []*route {
 		handle(op(get, "", 0), h.getCompany),
 		handle(op(put, "/attestation", 0), h.setAttestation),
 		handle(op(put, "/insights-rules", 0), h.setInsightsRules),
+		handle(op(get, "/profiles", 0), h.listProfiles),
+		handle(op(get, "/profiles/{name}", 0), h.getProfile),
+		handle(op(put, "/profiles/{name}", 0), h.putProfile),
+		handle(op(del, "/profiles/{name}", 0), h.deleteProfile),
 		handle(op(post, "/properties", http.StatusCreated), h.addProperty),
 		handle(op(get, "/properties", 0), h.listProperties),
 		handle(op(put, "/properties/{property_id}/allowed-origins", 0), h.setAllowedOrigins),
@@ -469,6 +473,82 @@ func (h *Handler) setInsightsRules(ctx context.Context, _ Caller, req *InsightsR
 	}
 	body := newCompanyBody(c)
 	return &body, nil
+}
+
+// ProfileBody is an audit profile (D51) in the operator API's answers.
+type ProfileBody struct {
+	Name      string               `json:"name"`
+	Rules     consent.ProfileRules `json:"rules"`
+	CreatedAt *RFC3339             `json:"created_at"`
+	UpdatedAt *RFC3339             `json:"updated_at"`
+}
+
+func newProfileBody(p *consent.Profile) *ProfileBody {
+	return &ProfileBody{Name: p.Name, Rules: p.Rules, CreatedAt: timestamp(p.CreatedAt), UpdatedAt: timestamp(p.UpdatedAt)}
+}
+
+// ProfilesResponse is the answer of GET …/profiles: the company's audit
+// profiles ordered by name.
+type ProfilesResponse struct {
+	Profiles []*ProfileBody `json:"profiles"`
+}
+
+func (h *Handler) listProfiles(ctx context.Context, _ Caller, req *companyRequest) (*ProfilesResponse, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	list, err := h.profiles.List(ctx, req.CompanyID)
+	if err != nil {
+		return nil, err
+	}
+	out := &ProfilesResponse{Profiles: []*ProfileBody{}}
+	for _, p := range list {
+		out.Profiles = append(out.Profiles, newProfileBody(p))
+	}
+	return out, nil
+}
+
+type profileRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	Name      string `path:"name" json:"-"`
+}
+
+func (h *Handler) getProfile(ctx context.Context, _ Caller, req *profileRequest) (*ProfileBody, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	p, err := h.profiles.Get(ctx, req.CompanyID, req.Name)
+	if err != nil {
+		return nil, err
+	}
+	return newProfileBody(p), nil
+}
+
+// PutProfileRequest is the body of PUT …/profiles/{name}: the profile's
+// rules (consent.ProfileRules), which replace those of the profile of that
+// name or make a new one.
+type PutProfileRequest struct {
+	CompanyID string `path:"company_id" json:"-"`
+	Name      string `path:"name" json:"-"`
+	consent.ProfileRules
+}
+
+func (h *Handler) putProfile(ctx context.Context, _ Caller, req *PutProfileRequest) (*ProfileBody, error) {
+	p, err := h.profiles.Put(ctx, req.CompanyID, req.Name, req.ProfileRules)
+	if err != nil {
+		return nil, err
+	}
+	return newProfileBody(p), nil
+}
+
+func (h *Handler) deleteProfile(ctx context.Context, _ Caller, req *profileRequest) (*SuccessResponse, error) {
+	if err := consent.CheckID("company_id", req.CompanyID); err != nil {
+		return nil, err
+	}
+	if err := h.profiles.Delete(ctx, req.CompanyID, req.Name); err != nil {
+		return nil, err
+	}
+	return &SuccessResponse{Success: true}, nil
 }
 
 type companiesRequest struct {

@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -53,6 +54,11 @@ type MatchRequest struct {
 	// the answer's Insights is pending until the insights job has run. It
 	// adds nothing to the price.
 	Insights bool
+	// Profile, optional, names the caller's audit profile to grade the
+	// certificate by (D51): the answer's Audit. NotFound, uncharged, when
+	// the caller has no profile of that name; in a third-party
+	// verification it is still the caller's. It adds nothing to the price.
+	Profile string
 }
 
 // Lead is the optional contact of a lead to match against the certificate
@@ -73,6 +79,7 @@ type PartialMatchRequest struct {
 	Lead                       // optional
 	Attest              bool   // optional, as in MatchRequest
 	Insights            bool   // optional, as in MatchRequest
+	Profile             string // optional, as in MatchRequest
 }
 
 // Result is the answer to a match or partial match (D12).
@@ -99,8 +106,11 @@ type Result struct {
 	// for, or when the certificate has no insights (issued before they
 	// were computed).
 	Insights *Insights
-	Charged  wallet.Amount
-	Balance  wallet.Amount // after the charge
+	// Audit is the certificate's grade by the profile the request named
+	// (D51); nil when it named none.
+	Audit   *profile.Graded
+	Charged wallet.Amount
+	Balance wallet.Amount // after the charge
 }
 
 // Insights is a certificate's bot verdict in a verification's answer
@@ -155,6 +165,36 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 	return in, asked, nil
 }
 
+// grade grades cert by rules (D51) with the facts known in tx: those the
+// answer res already holds, and, for a rule whose fact the request did not
+// ask for, the attestation as it stands (never asked for by a grade) and
+// the bot verdict when asked now.
+func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *consent.ProfileRules, res *Result) (*profile.Graded, error) {
+	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: max(0, int64(s.svc.Now().Sub(cert.CreatedAt)/time.Second))}
+	att := res.Attestation
+	if rules.Attestation != nil && att == nil {
+		var err error
+		if att, err = s.attestation(ctx, tx, cert, false); err != nil {
+			return nil, err
+		}
+	}
+	if att != nil {
+		f.Attestation = att.Status
+	}
+	in := res.Insights
+	if rules.Verdicts != nil && in == nil {
+		var err error
+		if in, err = s.insightsOf(ctx, tx, cert, true); err != nil {
+			return nil, err
+		}
+	}
+	if in != nil {
+		f.Insights, f.Verdict, f.Reasons = in.Status, in.Verdict, in.Reasons
+	}
+	g := profile.Grade(rules, f)
+	return &g, nil
+}
+
 // Attestation is the state of a certificate's attestation in a
 // verification's answer (D49).
 type Attestation struct {
@@ -207,7 +247,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch, attest: req.Attest, insights: req.Insights,
+		kind: wallet.ExactMatch, action: consent.AuditVerifyMatch, attest: req.Attest, insights: req.Insights, profile: req.Profile,
 		match: func(r consent.Record) bool { return strings.TrimSpace(r.Text) == want },
 	}
 	return s.verify(ctx, caller, q)
@@ -224,7 +264,7 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	q := query{
 		certificateID: req.CertificateID, companyID: req.CompanyID,
 		originatorID: req.OriginatorCompanyID, propertyID: req.PropertyID, lead: req.Lead,
-		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest, insights: req.Insights,
+		kind: wallet.PartialMatch, action: consent.AuditVerifyPartialMatch, attest: req.Attest, insights: req.Insights, profile: req.Profile,
 		match: func(r consent.Record) bool { return strings.Contains(consent.Fold(r.Text), term) },
 	}
 	return s.verify(ctx, caller, q)
@@ -247,6 +287,7 @@ type query struct {
 	action                                             string // of the audit entry
 	match                                              func(consent.Record) bool
 	attest, insights                                   bool
+	profile                                            string // the caller's, to grade by; "": none
 }
 
 func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, error) {
@@ -256,6 +297,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	email, mobile, err := q.lead.digests()
 	if err != nil {
 		return nil, err
+	}
+	if q.profile != "" && !consent.ValidProfileName(q.profile) {
+		return nil, consent.Errorf(consent.Invalid, "profile must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
 	if caller != q.companyID {
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
@@ -281,6 +325,13 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 					return nil, err
 				}
 			}
+			var prof *consent.Profile
+			if q.profile != "" {
+				if prof, err = tx.Profile(ctx, caller, q.profile); err != nil {
+					return nil, err
+				}
+				detail.Profile = q.profile
+			}
 			cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
 			if err != nil {
 				return nil, err
@@ -293,6 +344,12 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			}
 			if res.Insights, err = s.insightsOf(ctx, tx, cert, q.insights); err != nil {
 				return nil, err
+			}
+			if prof != nil {
+				if res.Audit, err = s.grade(ctx, tx, cert, &prof.Rules, res); err != nil {
+					return nil, err
+				}
+				detail.Audit = res.Audit.Result
 			}
 			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
 			detail.Valid, detail.Charged = &res.Valid, &res.Charged
@@ -307,8 +364,10 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 // of a map's dozen, on every verification. Fields are in the order of
 // their names, as a map's would be.
 type auditDetail struct {
+	Audit            string         `json:"audit,omitempty"` // the grade's result
 	Charged          *wallet.Amount `json:"charged,omitempty"`
 	Originator       string         `json:"originator_company_id,omitempty"`
+	Profile          string         `json:"profile,omitempty"`
 	Valid            *bool          `json:"valid,omitempty"`
 	VerificationType string         `json:"verification_type"`
 }

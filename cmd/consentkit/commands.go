@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,6 +462,55 @@ created in -since … -until, newest first, a page at a time.`,
 			}
 		}},
 
+	{group: "profiles", name: "list", company: true, summary: "List a company's audit profiles (D51), by name",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("profiles"), nil, nil, nil)
+				return show(c, a, err, func(v *httpadapter.ProfilesResponse) {
+					t := c.table("NAME", "RULES", "UPDATED")
+					for _, p := range v.Profiles {
+						t.row(p.Name, join(ruleNames(p.Rules)), ts(p.UpdatedAt))
+					}
+					t.flush()
+				})
+			}
+		}},
+	{group: "profiles", name: "show", company: true, args: []string{"NAME"}, summary: "Show an audit profile and its rules",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodGet, c.companyPath("profiles", c.args[0]), nil, nil, nil)
+				return show(c, a, err, func(v *httpadapter.ProfileBody) { c.showProfile(v) })
+			}
+		}},
+	{group: "profiles", name: "put", company: true, args: []string{"NAME"},
+		summary: "Create or replace an audit profile (D51)",
+		about: `-rules is the profile's rules as a JSON object, or @ and the name of a
+file that holds one, for example
+  -rules '{"approved_language":{"texts":["I agree to be called by {{*}}."]},
+           "legibility":{"min_font_size_px":12,"min_contrast":4.5,"on_miss":"warn"}}'
+Rules: approved_language, brand_names, legibility, opt_in_methods,
+attestation, lead_age, verdicts; a member this command does not know is
+refused before anything is sent. The rules replace the profile's.`,
+		setup: func(fs *flag.FlagSet) action {
+			rules := fs.String("rules", "", "the rules: a JSON `object`, or @file (required)")
+			return func(ctx context.Context, c *call) error {
+				r, err := readRules(*rules)
+				if err != nil {
+					return err
+				}
+				body := httpadapter.PutProfileRequest{ProfileRules: r}
+				a, err := c.do(ctx, http.MethodPut, c.companyPath("profiles", c.args[0]), nil, body, nil)
+				return show(c, a, err, func(v *httpadapter.ProfileBody) { c.showProfile(v) })
+			}
+		}},
+	{group: "profiles", name: "delete", company: true, args: []string{"NAME"}, summary: "Delete an audit profile",
+		setup: func(fs *flag.FlagSet) action {
+			return func(ctx context.Context, c *call) error {
+				a, err := c.do(ctx, http.MethodDelete, c.companyPath("profiles", c.args[0]), nil, nil, nil)
+				return show(c, a, err, func(*httpadapter.SuccessResponse) { fmt.Fprintf(c.stdout, "deleted %s\n", c.args[0]) })
+			}
+		}},
+
 	{group: "webhooks", name: "add", company: true, summary: "Add a webhook endpoint (D44); its secret is shown once",
 		about: "Events: " + strings.Join(consent.EventTypes, ", ") + ".",
 		setup: func(fs *flag.FlagSet) action {
@@ -571,6 +623,38 @@ named) or the check failed, 2 a usage error.`,
 				return c.verifyAudit(ctx, *from, *limit, *all)
 			}
 		}},
+}
+
+// readRules reads a profile's rules from -rules: JSON, or @file. A member
+// that is not a rule's is refused here, where the server would ignore it.
+func readRules(v string) (consent.ProfileRules, error) {
+	var r consent.ProfileRules
+	if v == "" {
+		return r, usagef("-rules is required")
+	}
+	text := []byte(v)
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return r, err
+		}
+		text = b
+	}
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&r); err != nil {
+		return r, usagef("-rules: %v", err)
+	}
+	return r, nil
+}
+
+// ruleNames lists the rules a profile holds, by their JSON names.
+func ruleNames(r consent.ProfileRules) []string {
+	var m map[string]json.RawMessage
+	b, _ := json.Marshal(r)
+	_ = json.Unmarshal(b, &m)
+	names := slices.Sorted(maps.Keys(m))
+	return names
 }
 
 // webhookChange is a command that acts on one webhook endpoint.
@@ -936,4 +1020,14 @@ func (l list) orEmpty() []string {
 		return []string{}
 	}
 	return l
+}
+
+// showProfile prints a profile: its name and times, then its rules as
+// indented JSON, each rule's miss included.
+func (c *call) showProfile(v *httpadapter.ProfileBody) {
+	c.pairs("name", v.Name, "created", ts(v.CreatedAt), "updated", ts(v.UpdatedAt))
+	b, err := json.MarshalIndent(v.Rules, "", "  ")
+	if err == nil {
+		fmt.Fprintf(c.stdout, "rules\n%s\n", b)
+	}
 }

@@ -330,6 +330,26 @@ func script(t *testing.T, b *backend) []string {
 	fails("(HTTP 404)", "companies", "insights-rules", "-company", "nobody", "-max-per-day", "3")
 	want(text("companies", "show", "-company", "beta"), `insights rules            {"suspects_for_bot":-1}`)
 
+	// Audit profiles (D51): put from JSON or a file, shown, listed, refused,
+	// deleted.
+	want(text("profiles", "put", "-company", "beta", "-rules", `{"lead_age":{"max_seconds":3600,"on_miss":"warn"}}`, "strict"),
+		"name     strict\n", `"max_seconds": 3600`, `"on_miss": "warn"`)
+	rulesFile := filepath.Join(t.TempDir(), "rules.json")
+	if err := os.WriteFile(rulesFile, []byte(`{"brand_names":{"names":["Beta Leads"]},"attestation":{}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want(text("profiles", "put", "-company", "beta", "-rules", "@"+rulesFile, "Brand"), "name     Brand\n", `"Beta Leads"`)
+	want(text("profiles", "list", "-company", "beta"), "Brand   attestation,brand_names", "strict  lead_age")
+	want(text("profiles", "show", "-company", "beta", "strict"), `"lead_age": {`)
+	if code, out, errs := b.run(t, "profiles", "put", "-company", "beta", "-rules", `{"lead_agee":{}}`, "typo"); code != 2 || out != "" ||
+		!strings.Contains(errs, "lead_agee") {
+		t.Errorf("%s: a rule this command does not know: exit %d, %q %q; want 2 naming it", b.name, code, out, errs)
+	}
+	fails("(HTTP 400)", "profiles", "put", "-company", "beta", "-rules", `{}`, "empty")
+	fails("(HTTP 404)", "profiles", "put", "-company", "nobody", "-rules", `{"attestation":{}}`, "x")
+	want(text("profiles", "delete", "-company", "beta", "strict"), "deleted strict\n")
+	fails("(HTTP 404)", "profiles", "show", "-company", "beta", "strict")
+
 	// Properties and their allowed origins (D32).
 	b.env[CompanyEnv] = "acme" // -company from the environment from here on
 	jsonOut("properties", "add", "-id", "acme-web", "-name", "Quote form", "-origin", "https://acme.example")

@@ -1,0 +1,123 @@
+package profile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Profiles manages the audit profiles of a Service's companies (D51): at
+// most consent.MaxProfiles a company, each named (consent.ValidProfileName)
+// and holding at least one rule. Each change is audited, as the Service's
+// own changes are.
+type Profiles struct {
+	Service *consentkit.Service
+}
+
+// maxAuditedRules is the most bytes of rules an audit entry holds; larger
+// rules are recorded by their SHA-256 alone (consent.MaxAuditDetail bounds
+// an entry's detail).
+const maxAuditedRules = 8 << 10
+
+// putDetail is the Detail of a profile.put entry: the profile's name,
+// whether it was created, its rules' SHA-256 and, when they are short
+// enough, the rules themselves.
+type putDetail struct {
+	Created     bool            `json:"created"`
+	Name        string          `json:"name"`
+	Rules       json.RawMessage `json:"rules,omitempty"`
+	RulesSHA256 string          `json:"rules_sha256"`
+}
+
+// Put creates or replaces the company's profile of that name and returns
+// it. Invalid when the name or the rules are not acceptable
+// (consent.ValidProfileName, consent.ProfileRules.Check) or when it would
+// be the company's profile past consent.MaxProfiles; NotFound when the
+// company does not exist.
+func (m Profiles) Put(ctx context.Context, companyID, name string, rules consent.ProfileRules) (*consent.Profile, error) {
+	if err := consent.CheckID("company_id", companyID); err != nil {
+		return nil, err
+	}
+	if !consent.ValidProfileName(name) {
+		return nil, consent.Errorf(consent.Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
+	}
+	if err := rules.Check(); err != nil {
+		return nil, err
+	}
+	enc, err := json.Marshal(rules)
+	if err != nil {
+		return nil, err
+	}
+	sum := sha256.Sum256(enc)
+	detail := &putDetail{Name: name, RulesSHA256: hex.EncodeToString(sum[:])}
+	if len(enc) <= maxAuditedRules {
+		detail.Rules = enc
+	}
+	now := m.Service.Now()
+	p := &consent.Profile{CompanyID: companyID, Name: name, Rules: rules, CreatedAt: now, UpdatedAt: now}
+	audit := &consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfilePut, Target: name, Detail: detail}
+	err = m.Service.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
+		if _, err := tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		old, err := tx.Profile(ctx, companyID, name)
+		switch {
+		case err == nil:
+			p.CreatedAt = old.CreatedAt
+		case consent.ErrorCode(err) != consent.NotFound:
+			return err
+		default:
+			list, err := tx.Profiles(ctx, companyID)
+			if err != nil {
+				return err
+			}
+			if len(list) >= consent.MaxProfiles {
+				return consent.Errorf(consent.Invalid, "a company holds at most %d profiles", consent.MaxProfiles)
+			}
+			detail.Created = true
+		}
+		return tx.PutProfile(ctx, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Get returns the company's profile of that name. NotFound when there is
+// none.
+func (m Profiles) Get(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+	var p *consent.Profile
+	err := m.Service.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		p, err = tx.Profile(ctx, companyID, name)
+		return err
+	})
+	return p, err
+}
+
+// List returns the company's profiles ordered by name. NotFound when the
+// company does not exist.
+func (m Profiles) List(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+	var list []*consent.Profile
+	err := m.Service.Store().View(ctx, func(tx consent.Tx) error {
+		if _, err := tx.Company(ctx, companyID); err != nil {
+			return err
+		}
+		var err error
+		list, err = tx.Profiles(ctx, companyID)
+		return err
+	})
+	return list, err
+}
+
+// Delete deletes the company's profile of that name. NotFound when there
+// is none.
+func (m Profiles) Delete(ctx context.Context, companyID, name string) error {
+	audit := &consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfileDelete, Target: name}
+	return m.Service.UpdateAudited(ctx, audit, func(tx consent.Tx) error { return tx.DeleteProfile(ctx, companyID, name) })
+}

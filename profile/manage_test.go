@@ -1,0 +1,62 @@
+package profile_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/profile"
+)
+
+// A company holds at most consent.MaxProfiles profiles; replacing one at
+// the limit is still allowed. An audit entry holds the rules when they
+// are short, and only their SHA-256 when they are not.
+func TestProfilesLimitAndAudit(t *testing.T) {
+	ctx := context.Background()
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	m := profile.Profiles{Service: svc}
+	rules := consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 60}}
+	for i := range consent.MaxProfiles {
+		if _, err := m.Put(ctx, "acme", fmt.Sprintf("p%02d", i), rules); err != nil {
+			t.Fatalf("profile %d: %v", i, err)
+		}
+	}
+	if _, err := m.Put(ctx, "acme", "one-more", rules); consent.ErrorCode(err) != consent.Invalid {
+		t.Errorf("a profile past the limit: %v, want Invalid", err)
+	}
+	long := consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{Texts: []string{strings.Repeat("I agree. ", 1000)}}}
+	if _, err := m.Put(ctx, "acme", "p00", long); err != nil {
+		t.Errorf("replacing a profile at the limit: %v", err)
+	}
+	list, err := m.List(ctx, "acme")
+	if err != nil || len(list) != consent.MaxProfiles || list[0].Rules.ApprovedLanguage == nil {
+		t.Errorf("List: %d profiles, %v; want %d, p00 replaced", len(list), err, consent.MaxProfiles)
+	}
+	entries, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", Target: "p00"})
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("audit of p00: %v, %v", entries, err)
+	}
+	for i, want := range []bool{true, false} { // created, then replaced with long rules
+		var d map[string]any
+		if err := json.Unmarshal([]byte(entries[i].Detail), &d); err != nil {
+			t.Fatal(err)
+		}
+		if d["created"] != want || (d["rules"] != nil) != want || len(d["rules_sha256"].(string)) != 64 {
+			t.Errorf("entry %d detail %v: want created %v, rules %v, and their SHA-256", i, d, want, want)
+		}
+	}
+	if _, err := m.List(ctx, "nobody"); consent.ErrorCode(err) != consent.NotFound {
+		t.Errorf("List(nobody): %v, want NotFound", err)
+	}
+}
