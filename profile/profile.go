@@ -2,8 +2,11 @@
 // (D51): approved consent language with {{*}} wildcards, required brand
 // names, legibility, opt-in methods, attestation, lead age and the bot
 // verdict, each rule a pass, or on a miss a warning or a failure as the
-// profile says, or pending while its fact is not known yet. [Grade]
-// grades; [Match] is the rule of approved language.
+// profile says, or pending while its fact is not known yet. [Profiles]
+// keeps each company's profiles, by name, auditing every change; [Grade]
+// grades; [Match] is the rule of approved language. A match or partial
+// match (package verify, or "profile" over HTTP) names the caller's
+// profile and answers its grade.
 //
 // The grade is a pure function of the rules and the facts: the caller
 // reads the facts (the certificate, its attestation, its insights when
