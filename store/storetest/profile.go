@@ -22,12 +22,38 @@ func fullProfile(company, name string, at time.Time) *consent.Profile {
 	}}
 }
 
-func profileNames(list []*consent.Profile) []string {
-	names := []string{}
-	for _, p := range list {
-		names = append(names, p.Name)
-	}
-	return names
+// putProfiles puts each of ps in one transaction.
+func putProfiles(t *testing.T, s consent.Store, ps ...*consent.Profile) {
+	t.Helper()
+	update(t, s, func(tx consent.Tx) error {
+		for _, p := range ps {
+			if err := tx.PutProfile(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// wantProfiles checks that the company's profiles are want, in its order,
+// listed by Profiles and read one by one by Profile.
+func wantProfiles(t *testing.T, s consent.Store, company string, want ...*consent.Profile) {
+	t.Helper()
+	view(t, s, func(tx consent.Tx) error {
+		list, err := tx.Profiles(ctx, company)
+		if err != nil || list == nil {
+			t.Errorf("Profiles(%s) = %v, %v; want a slice", company, list, err)
+		}
+		wantSame(t, want, list, opts, "Profiles(%s)", company)
+		for _, p := range want {
+			got, err := tx.Profile(ctx, company, p.Name)
+			if err != nil {
+				t.Errorf("Profile(%s, %s): %v", company, p.Name, err)
+			}
+			wantSame(t, p, got, opts, "Profile(%s, %s)", company, p.Name)
+		}
+		return nil
+	})
 }
 
 func testProfile(t *testing.T, s consent.Store) {
@@ -36,35 +62,12 @@ func testProfile(t *testing.T, s consent.Store) {
 	lean := &consent.Profile{CompanyID: "acme", Name: "B-lean", CreatedAt: t0, UpdatedAt: t0,
 		Rules: consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 60}}}
 	theirs := fullProfile("other", "strict", t0.Add(time.Hour))
-	update(t, s, func(tx consent.Tx) error {
-		for _, p := range []*consent.Profile{full, theirs, lean} {
-			if err := tx.PutProfile(ctx, p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	putProfiles(t, s, full, theirs, lean)
+	wantProfiles(t, s, "acme", lean, full) // byte order: upper case first
+	wantProfiles(t, s, "other", theirs)
+	wantProfiles(t, s, "nobody")
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Profile(ctx, "acme", "strict")
-		if err != nil {
-			t.Errorf("Profile: %v", err)
-		}
-		wantSame(t, full, got, opts, "Profile(acme, strict)")
-		got, err = tx.Profile(ctx, "other", "strict")
-		if err != nil {
-			t.Errorf("Profile: %v", err)
-		}
-		wantSame(t, theirs, got, opts, "Profile(other, strict)")
-		list, err := tx.Profiles(ctx, "acme")
-		if err != nil {
-			t.Errorf("Profiles(acme): %v", err)
-		}
-		// Byte order: upper case before lower case.
-		wantSame(t, []string{"B-lean", "strict"}, profileNames(list), opts, "Profiles(acme) names")
-		if list, err := tx.Profiles(ctx, "nobody"); err != nil || list == nil || len(list) != 0 {
-			t.Errorf("Profiles(nobody) = %v, %v; want an empty slice", list, err)
-		}
-		_, err = tx.Profile(ctx, "acme", "none")
+		_, err := tx.Profile(ctx, "acme", "none")
 		wantCode(t, "Profile(none)", err, consent.NotFound)
 		_, err = tx.Profile(ctx, "acme", "STRICT")
 		wantCode(t, "Profile(STRICT): names are compared exactly", err, consent.NotFound)
@@ -74,20 +77,9 @@ func testProfile(t *testing.T, s consent.Store) {
 	// Put again replaces every field, in the company's profile only.
 	replaced := &consent.Profile{CompanyID: "acme", Name: "strict", CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Hour),
 		Rules: consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInPreSelected}}}}
-	update(t, s, func(tx consent.Tx) error { return tx.PutProfile(ctx, replaced) })
-	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Profile(ctx, "acme", "strict")
-		if err != nil {
-			t.Errorf("Profile: %v", err)
-		}
-		wantSame(t, replaced, got, opts, "Profile after replacing")
-		got, err = tx.Profile(ctx, "other", "strict")
-		if err != nil {
-			t.Errorf("Profile: %v", err)
-		}
-		wantSame(t, theirs, got, opts, "another company's profile of the same name")
-		return nil
-	})
+	putProfiles(t, s, replaced)
+	wantProfiles(t, s, "acme", lean, replaced)
+	wantProfiles(t, s, "other", theirs)
 	err := s.Update(ctx, func(tx consent.Tx) error { return tx.PutProfile(ctx, fullProfile("nobody", "x", t0)) })
 	wantCode(t, "PutProfile(unknown company)", err, consent.NotFound)
 
@@ -95,32 +87,20 @@ func testProfile(t *testing.T, s consent.Store) {
 	err = s.Update(ctx, func(tx consent.Tx) error { return tx.DeleteProfile(ctx, "acme", "none") })
 	wantCode(t, "DeleteProfile(none)", err, consent.NotFound)
 	update(t, s, func(tx consent.Tx) error { return tx.DeleteProfile(ctx, "acme", "strict") })
-	view(t, s, func(tx consent.Tx) error {
-		list, err := tx.Profiles(ctx, "acme")
-		if err != nil {
-			t.Errorf("Profiles(acme): %v", err)
-		}
-		wantSame(t, []string{"B-lean"}, profileNames(list), opts, "Profiles(acme) after delete")
-		if _, err := tx.Profile(ctx, "other", "strict"); err != nil {
-			t.Errorf("another company's profile after delete: %v", err)
-		}
-		return nil
-	})
+	wantProfiles(t, s, "acme", lean)
+	wantProfiles(t, s, "other", theirs)
 }
 
 func testProfileRollsBack(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	kept := fullProfile("acme", "kept", t0)
-	update(t, s, func(tx consent.Tx) error { return tx.PutProfile(ctx, kept) })
+	putProfiles(t, s, kept)
 	err := s.Update(ctx, func(tx consent.Tx) error {
-		if err := tx.PutProfile(ctx, fullProfile("acme", "new", t0)); err != nil {
-			return err
-		}
-		if err := tx.PutProfile(ctx, &consent.Profile{CompanyID: "acme", Name: "kept", CreatedAt: t0, UpdatedAt: t0,
-			Rules: consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 1}}}); err != nil {
-			return err
-		}
-		if err := tx.DeleteProfile(ctx, "acme", "kept"); err != nil {
+		changed := &consent.Profile{CompanyID: "acme", Name: "kept", CreatedAt: t0, UpdatedAt: t0,
+			Rules: consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 1}}}
+		err := errors.Join(tx.PutProfile(ctx, fullProfile("acme", "new", t0)), tx.PutProfile(ctx, changed),
+			tx.DeleteProfile(ctx, "acme", "kept"))
+		if err != nil {
 			return err
 		}
 		return errBoom
@@ -128,12 +108,5 @@ func testProfileRollsBack(t *testing.T, s consent.Store) {
 	if !errors.Is(err, errBoom) {
 		t.Fatalf("Update = %v, want boom", err)
 	}
-	view(t, s, func(tx consent.Tx) error {
-		list, err := tx.Profiles(ctx, "acme")
-		if err != nil {
-			t.Errorf("Profiles: %v", err)
-		}
-		wantSame(t, []*consent.Profile{kept}, list, opts, "profiles after rollback")
-		return nil
-	})
+	wantProfiles(t, s, "acme", kept)
 }
