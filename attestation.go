@@ -39,7 +39,7 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 		return nil, ErrAttestationQueueFull
 	}
 	now := s.Now()
-	a = &consent.Attestation{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now}
+	a = &consent.Attestation{Evidence: consent.Evidence{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now}}
 	if err := tx.CreateAttestation(ctx, a); err != nil {
 		return nil, err
 	}

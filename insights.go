@@ -14,7 +14,7 @@ import (
 // not bounded. A failure fails the issue: the two are one transaction.
 func (s *Service) insightsIssued(ctx context.Context, tx consent.Tx, c *consent.Certificate) error {
 	now := s.Now()
-	in := &consent.Insights{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.InsightsPending, CreatedAt: now, UpdatedAt: now}
+	in := &consent.Insights{Evidence: consent.Evidence{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.InsightsPending, CreatedAt: now, UpdatedAt: now}}
 	if err := tx.CreateInsights(ctx, in); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/consentkit/consentkit/signed"
 )
@@ -26,36 +25,18 @@ const (
 // for (pending), then the signed statement of what a replay of its
 // recording measured at the consent moment. The screenshot lives in the
 // video store, never in the database.
+// Its Status is one of the Attestation… statuses and its Statement a
+// signed.Statement.
 type Attestation struct {
-	CertificateID string
-	CompanyID     string
-	Status        string // one of the Attestation… statuses
-	// Statement is the signed statement's JSON (signed.Statement), with
-	// its Signature and KeyID; empty while pending.
-	Statement []byte
-	Signature []byte
-	KeyID     string
+	Evidence
 	// Screenshot is the video store's key of the PNG at the consent
 	// moment; "" when there is none.
 	Screenshot string
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
 }
 
 // Check checks a before a store writes it (CreateAttestation,
 // UpdateAttestation): its keys, texts and times.
-func (a *Attestation) Check() error {
-	if err := CheckKeys("certificate_id", a.CertificateID, "company_id", a.CompanyID); err != nil {
-		return err
-	}
-	if err := checkTexts("status", a.Status, "key_id", a.KeyID, "screenshot", a.Screenshot); err != nil {
-		return err
-	}
-	if !ValidText(string(a.Statement)) {
-		return Errorf(Invalid, "statement must be valid UTF-8 text")
-	}
-	return checkTimes([]string{"created_at", "updated_at"}, a.CreatedAt, a.UpdatedAt)
-}
+func (a *Attestation) Check() error { return a.check("screenshot", a.Screenshot) }
 
 // Proof returns a's signed statement as certificate-info answers it, for
 // an offline check (signed.StatementProof.Verify); nil while a is pending.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/consentkit/consentkit/signed"
 )
@@ -79,33 +78,12 @@ func (r InsightsRules) Check() error {
 
 // Insights is the state of a certificate's insights (D50): enqueued when
 // the certificate is issued (pending), then the signed statement of the
-// signals its recording and request gave and of the bot verdict.
+// signals its recording and request gave and of the bot verdict. Its
+// Status is InsightsPending, InsightsDone or InsightsFailed and its
+// Statement a signed.InsightsStatement; Check (Evidence's) checks it
+// before a store writes it (CreateInsights, UpdateInsights).
 type Insights struct {
-	CertificateID string
-	CompanyID     string
-	Status        string // InsightsPending, InsightsDone or InsightsFailed
-	// Statement is the signed statement's JSON (signed.InsightsStatement),
-	// with its Signature and KeyID; empty while pending.
-	Statement []byte
-	Signature []byte
-	KeyID     string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// Check checks in before a store writes it (CreateInsights,
-// UpdateInsights): its keys, texts and times.
-func (in *Insights) Check() error {
-	if err := CheckKeys("certificate_id", in.CertificateID, "company_id", in.CompanyID); err != nil {
-		return err
-	}
-	if err := checkTexts("status", in.Status, "key_id", in.KeyID); err != nil {
-		return err
-	}
-	if !ValidText(string(in.Statement)) {
-		return Errorf(Invalid, "statement must be valid UTF-8 text")
-	}
-	return checkTimes([]string{"created_at", "updated_at"}, in.CreatedAt, in.UpdatedAt)
+	Evidence
 }
 
 // Proof returns in's signed statement as certificate-info answers it, for

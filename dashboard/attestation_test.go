@@ -46,8 +46,8 @@ func attest(t testing.TB, svc *consentkit.Service, videos retain.VideoStore, cer
 		if err != nil {
 			return err
 		}
-		return tx.CreateAttestation(ctx, &consent.Attestation{CertificateID: cert.ID, CompanyID: cert.CompanyID,
-			Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now})
+		return tx.CreateAttestation(ctx, &consent.Attestation{Evidence: consent.Evidence{CertificateID: cert.ID,
+			CompanyID: cert.CompanyID, Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now}})
 	}))
 	if edit == nil {
 		return nil

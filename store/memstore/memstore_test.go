@@ -9,14 +9,6 @@ import (
 	"github.com/consentkit/consentkit/store/storetest"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, teststore.Open(teststore.Memory))
-}
-
-func BenchmarkDebit(b *testing.B) {
-	storetest.BenchmarkDebit(b, teststore.Open(teststore.Memory))
-}
-
 // tamperer edits the store's memory through the test hook TamperAudit.
 type tamperer struct{ s *memstore.Store }
 

@@ -181,7 +181,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
 		if s.group != nil {
 			err = mapErr(s.group.Do(ctx, func(t *batchTx) error {
-				return fn(&tx{tx: detached{t}, lock: " FOR UPDATE", batch: t.shared()})
+				return fn(newTx(detached{t}, " FOR UPDATE", t.shared()))
 			}))
 		} else {
 			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
@@ -208,7 +208,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, lock string, fn fun
 	if err != nil {
 		return err
 	}
-	if err := fn(&tx{tx: pgTx, lock: lock}); err != nil {
+	if err := fn(newTx(pgTx, lock, nil)); err != nil {
 		// Roll back even when ctx is done, so the connection returns clean.
 		pgTx.Rollback(context.WithoutCancel(ctx))
 		return err

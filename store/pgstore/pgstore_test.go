@@ -23,20 +23,12 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, teststore.Open(teststore.Postgres))
-}
-
 // Migrate is safe to call again: a restarted instance finds nothing to do.
 func TestMigrateTwice(t *testing.T) {
 	s := teststore.Postgres(t)
 	if err := s.Migrate(context.Background()); err != nil {
 		t.Fatalf("second Migrate: %v", err)
 	}
-}
-
-func BenchmarkDebit(b *testing.B) {
-	storetest.BenchmarkDebit(b, teststore.Open(teststore.Postgres))
 }
 
 // tamperer writes to the store's tables through its pool, as someone with
@@ -330,20 +322,11 @@ func testClaimWaits(t *testing.T, commit bool) {
 	}
 }
 
-// Every Update in a transaction of its own, as before group commit.
-func TestConformanceWithoutGroupCommit(t *testing.T) {
-	storetest.Run(t, teststore.Open(teststore.PostgresWithoutGroupCommit))
-}
-
 // Concurrent calls share transactions; a lone call runs alone.
 func TestGroupCommitGroups(t *testing.T) {
 	s, off := teststore.Postgres(t), teststore.PostgresWithoutGroupCommit(t)
 	storetest.CheckGrouping(t, s, s.GroupStats)
 	storetest.CheckGrouping(t, off, off.GroupStats)
-}
-
-func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
-	storetest.BenchmarkDebit(b, teststore.Open(teststore.PostgresWithoutGroupCommit))
 }
 
 // deadlocks counts the statements that Postgres aborted to break a

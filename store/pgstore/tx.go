@@ -18,8 +18,9 @@ import (
 )
 
 type tx struct {
-	tx   pgx.Tx
-	lock string // " FOR UPDATE" inside Update, "" inside View
+	sqlrow.Shared // the methods both SQL stores share
+	tx            pgx.Tx
+	lock          string // " FOR UPDATE" inside Update, "" inside View
 	// batch is the group-commit batch the transaction is a call of, when
 	// the batch runs more than one call (nil otherwise): its charges and
 	// audit entries are written behind (behind.go).
@@ -242,7 +243,7 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 		c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin, string(records), string(c.EventsCombined),
 		sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest), string(c.RetentionStatus),
 		c.CreatedAt, c.ExpiresAt, nullTime(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature),
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, sqlrow.Signature(c.Signature),
 		nullTime(c.RevokedBefore), c.SignatureVersion)
 	return err
 }
@@ -568,29 +569,6 @@ func (t *tx) AuditHead(ctx context.Context, companyID string) (*consent.AuditHea
 	return &h, nil
 }
 
-func (t *tx) PutProfile(ctx context.Context, p *consent.Profile) error {
-	query, args := dialect.PutProfile(p)
-	_, err := t.exec(ctx, query, args...)
-	return err
-}
-
-func (t *tx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
-	p, err := dialect.ScanProfile(t.tx.QueryRow(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
-		WHERE company_id = $1 AND name = $2`, companyID, name))
-	return p, one(err, "profile")
-}
-
-func (t *tx) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
-		WHERE company_id = $1 ORDER BY name`+dialect.Collate, companyID)
-	return collect(rows, err, dialect.ScanProfile)
-}
-
-func (t *tx) DeleteProfile(ctx context.Context, companyID, name string) error {
-	r, err := t.exec(ctx, `DELETE FROM profiles WHERE company_id = $1 AND name = $2`, companyID, name)
-	return affected(r, err, "profile")
-}
-
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7)`, e.ID, e.CompanyID, e.URL, e.Secret, strs(e.Events), e.CreatedAt, nullTime(e.DisabledAt))
@@ -637,14 +615,6 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 		d.EndpointID = endpointID
 	}
 	return out, err
-}
-
-// signatureBytes stores a missing signature as an empty one.
-func signatureBytes(sig []byte) []byte {
-	if sig == nil {
-		return []byte{}
-	}
-	return sig
 }
 
 // ClaimIdempotencyKey inserts the claim with ON CONFLICT DO NOTHING: an
@@ -697,3 +667,40 @@ func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int)
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// newTx returns the transaction over pgTx: lock follows the rows read to
+// change (" FOR UPDATE" inside Update, "" inside View), batch is the
+// group-commit batch it is a call of, if any.
+func newTx(pgTx pgx.Tx, lock string, batch *batchTx) *tx {
+	return &tx{Shared: sqlrow.Shared{Conn: conn{pgTx}, D: dialect}, tx: pgTx, lock: lock, batch: batch}
+}
+
+// conn is a transaction as sqlrow.Shared uses it, its errors mapped.
+type conn struct{ tx pgx.Tx }
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.tx.Exec(ctx, query, args...)
+	return tag.RowsAffected(), mapErr(err)
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlrow.Row {
+	return mapped{c.tx.QueryRow(ctx, query, args...)}
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlrow.ClosingRows, error) {
+	rows, err := c.tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return mappedRows{rows}, nil
+}
+
+// mapped and mappedRows map the errors of a row and of rows.
+type mapped struct{ pgx.Row }
+
+func (r mapped) Scan(dest ...any) error { return mapErr(r.Row.Scan(dest...)) }
+
+type mappedRows struct{ pgx.Rows }
+
+func (r mappedRows) Scan(dest ...any) error { return mapErr(r.Rows.Scan(dest...)) }
+func (r mappedRows) Err() error             { return mapErr(r.Rows.Err()) }

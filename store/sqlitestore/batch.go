@@ -187,7 +187,7 @@ func (t *batchTx) writeBehind(ctx context.Context) error {
 	if !t.wb.Pending() {
 		return nil
 	}
-	w := &tx{tx: detached{t}}
+	w := newTx(detached{t}, nil)
 	if ledger := t.wb.Ledger(); len(ledger) > 0 {
 		taken, err := w.insertLedger(ctx, ledger)
 		if err != nil {

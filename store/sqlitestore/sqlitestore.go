@@ -260,7 +260,7 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	if s.group == nil {
 		return s.run(ctx, s.write, nil, fn)
 	}
-	return mapErr(s.group.Do(ctx, func(b *batchTx) error { return fn(&tx{tx: detached{b}, batch: b.shared()}) }))
+	return mapErr(s.group.Do(ctx, func(b *batchTx) error { return fn(newTx(detached{b}, b.shared())) }))
 }
 
 // GroupStats returns how many group-commit batches have run and how many
@@ -282,7 +282,7 @@ func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(c
 	if err != nil {
 		return mapErr(err)
 	}
-	if err := fn(&tx{tx: sqlTx}); err != nil {
+	if err := fn(newTx(sqlTx, nil)); err != nil {
 		sqlTx.Rollback()
 		return err
 	}

@@ -13,14 +13,6 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-func TestConformance(t *testing.T) {
-	storetest.Run(t, teststore.Open(teststore.SQLite))
-}
-
-func BenchmarkDebit(b *testing.B) {
-	storetest.BenchmarkDebit(b, teststore.Open(teststore.SQLite))
-}
-
 // tamperer writes to the store's file on a connection of its own, as
 // someone with access to the database could, without the triggers that
 // keep the audit log append-only.
@@ -74,20 +66,11 @@ func TestAuditAppendOnly(t *testing.T) {
 	})
 }
 
-// Every Update in a transaction of its own, as before group commit.
-func TestConformanceWithoutGroupCommit(t *testing.T) {
-	storetest.Run(t, teststore.Open(teststore.SQLiteWithoutGroupCommit))
-}
-
 // Concurrent calls share transactions; a lone call runs alone.
 func TestGroupCommitGroups(t *testing.T) {
 	s, off := teststore.SQLite(t), teststore.SQLiteWithoutGroupCommit(t)
 	storetest.CheckGrouping(t, s, s.GroupStats)
 	storetest.CheckGrouping(t, off, off.GroupStats)
-}
-
-func BenchmarkDebitWithoutGroupCommit(b *testing.B) {
-	storetest.BenchmarkDebit(b, teststore.Open(teststore.SQLiteWithoutGroupCommit))
 }
 
 // TestBulkWritesAllOrNothing: a write of more rows than one statement

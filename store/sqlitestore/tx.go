@@ -17,7 +17,8 @@ import (
 )
 
 type tx struct {
-	tx querier
+	sqlrow.Shared // the methods both SQL stores share
+	tx            querier
 	// batch is the group-commit batch the transaction is a call of, when
 	// the batch runs more than one call (nil otherwise): its charges and
 	// audit entries are written behind (batch.go).
@@ -233,7 +234,7 @@ func (t *tx) CreateCertificate(ctx context.Context, c *consent.Certificate) erro
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, c.ID, c.CompanyID, c.PropertyID, c.SessionID, c.Origin,
 		records, []byte(c.EventsCombined), sqlrow.Digest(c.EmailDigest), sqlrow.Digest(c.MobileDigest),
 		c.RetentionStatus, c.CreatedAt.UnixMicro(), c.ExpiresAt.UnixMicro(), sqlrow.Micros(c.RevokedAt),
-		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, signatureBytes(c.Signature),
+		c.ClientIP, c.UserAgent, sqlrow.Digest(c.RecordingSHA256), visibility, c.KeyID, sqlrow.Signature(c.Signature),
 		sqlrow.Micros(c.RevokedBefore), c.SignatureVersion)
 	return err
 }
@@ -572,29 +573,6 @@ func auditHead(ctx context.Context, q querier, companyID string) (consent.AuditH
 	return h, err
 }
 
-func (t *tx) PutProfile(ctx context.Context, p *consent.Profile) error {
-	query, args := dialect.PutProfile(p)
-	_, err := t.exec(ctx, query, args...)
-	return err
-}
-
-func (t *tx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
-	p, err := dialect.ScanProfile(t.tx.QueryRowContext(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
-		WHERE company_id = ? AND name = ?`, companyID, name))
-	return p, one(err, "profile")
-}
-
-func (t *tx) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+sqlrow.ProfileColumns+` FROM profiles
-		WHERE company_id = ? ORDER BY name`+dialect.Collate, companyID)
-	return collect(rows, err, dialect.ScanProfile)
-}
-
-func (t *tx) DeleteProfile(ctx context.Context, companyID, name string) error {
-	r, err := t.exec(ctx, `DELETE FROM profiles WHERE company_id = ? AND name = ?`, companyID, name)
-	return affected(r, err, "profile")
-}
-
 func (t *tx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	_, err := t.exec(ctx, `INSERT INTO webhook_endpoints (id, company_id, url, secret, events, created_at, disabled_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.URL, e.Secret, jsonText(orEmpty(e.Events)),
@@ -647,14 +625,6 @@ func (t *tx) WebhookDeliveries(ctx context.Context, endpointID string, before in
 	return out, err
 }
 
-// signatureBytes stores a missing signature as an empty one.
-func signatureBytes(sig []byte) []byte {
-	if sig == nil {
-		return []byte{}
-	}
-	return sig
-}
-
 // ClaimIdempotencyKey needs no waiting: SQLite's single writer runs one
 // claim at a time.
 func (t *tx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
@@ -689,3 +659,44 @@ func (t *tx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int)
 	n, err := res.RowsAffected()
 	return int(n), err
 }
+
+// newTx returns the transaction over q; batch is the group-commit batch
+// it is a call of, if any.
+func newTx(q querier, batch *batchTx) *tx {
+	return &tx{Shared: sqlrow.Shared{Conn: conn{q}, D: dialect}, tx: q, batch: batch}
+}
+
+// conn is a transaction as sqlrow.Shared uses it, its errors mapped.
+type conn struct{ q querier }
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	r, err := c.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, mapErr(err)
+	}
+	n, err := r.RowsAffected()
+	return n, mapErr(err)
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlrow.Row {
+	return mapped{c.q.QueryRowContext(ctx, query, args...)}
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlrow.ClosingRows, error) {
+	rows, err := c.q.QueryContext(ctx, query, args...) //nolint:rowserrcheck // returned: sqlrow.Collect checks Err after its loop
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return mappedRows{rows}, nil
+}
+
+// mapped and mappedRows map the errors of a row and of rows.
+type mapped struct{ *sql.Row }
+
+func (r mapped) Scan(dest ...any) error { return mapErr(r.Row.Scan(dest...)) }
+
+type mappedRows struct{ *sql.Rows }
+
+func (r mappedRows) Scan(dest ...any) error { return mapErr(r.Rows.Scan(dest...)) }
+func (r mappedRows) Err() error             { return mapErr(r.Rows.Err()) }
+func (r mappedRows) Close()                 { r.Rows.Close() }

@@ -258,7 +258,7 @@ func testRevokedBefore(t *testing.T, s consent.Store) {
 // the purge takes it.
 func testAttestation(t *testing.T, s consent.Store) {
 	testCertificateRow(t, s, "Attestation", func(cert, company string) *consent.Attestation {
-		return &consent.Attestation{CertificateID: cert, CompanyID: company, Status: consent.AttestationPending, CreatedAt: t0, UpdatedAt: t0}
+		return &consent.Attestation{Evidence: consent.Evidence{CertificateID: cert, CompanyID: company, Status: consent.AttestationPending, CreatedAt: t0, UpdatedAt: t0}}
 	}, func(a *consent.Attestation) {
 		a.Status, a.Statement, a.Signature = consent.AttestationMismatch, []byte(`{"status":"mismatch","v":"ü"}`), []byte{0, 0xff, 7}
 		a.KeyID, a.Screenshot, a.UpdatedAt = "key-1", "attest/cert-1.png", t0.Add(time.Minute+time.Microsecond)
@@ -270,7 +270,7 @@ func testAttestation(t *testing.T, s consent.Store) {
 // purge takes it.
 func testInsights(t *testing.T, s consent.Store) {
 	testCertificateRow(t, s, "Insights", func(cert, company string) *consent.Insights {
-		return &consent.Insights{CertificateID: cert, CompanyID: company, Status: consent.InsightsPending, CreatedAt: t0, UpdatedAt: t0}
+		return &consent.Insights{Evidence: consent.Evidence{CertificateID: cert, CompanyID: company, Status: consent.InsightsPending, CreatedAt: t0, UpdatedAt: t0}}
 	}, func(in *consent.Insights) {
 		in.Status, in.Statement, in.Signature = consent.InsightsDone, []byte(`{"bot":{"verdict":"human"},"v":"ü"}`), []byte{0, 0xff, 7}
 		in.KeyID, in.UpdatedAt = "key-1", t0.Add(time.Minute+time.Microsecond)

@@ -277,14 +277,3 @@ func (d Dialect) ScanProfile(row Row) (*consent.Profile, error) {
 	}
 	return &p, nil
 }
-
-// PutProfile returns the statement that stores p, replacing the company's
-// profile of that name, and its parameters (the SQL is the same in both
-// stores but for the placeholders).
-func (d Dialect) PutProfile(p *consent.Profile) (string, []any) {
-	q := fmt.Sprintf(`INSERT INTO profiles (%s) VALUES (%s, %s, %s, %s, %s)
-		ON CONFLICT (company_id, name) DO UPDATE SET rules = excluded.rules,
-		created_at = excluded.created_at, updated_at = excluded.updated_at`,
-		ProfileColumns, d.Param(1), d.Param(2), d.Param(3), d.Param(4), d.Param(5))
-	return q, []any{p.CompanyID, p.Name, JSON(p.Rules), d.Arg(p.CreatedAt), d.Arg(p.UpdatedAt)}
-}

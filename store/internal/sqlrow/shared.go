@@ -1,0 +1,158 @@
+package sqlrow
+
+import (
+	"context"
+	"strings"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Conn is what Shared needs of a store's transaction: its statements, with
+// the driver's errors mapped to consent's codes (NotFound for no row, or
+// for a row referred to that is missing; Conflict for a key taken).
+type Conn interface {
+	// Exec runs a statement and returns how many rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// QueryRow runs a query of at most one row.
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Query runs a query; the caller closes the rows.
+	Query(ctx context.Context, query string, args ...any) (ClosingRows, error)
+}
+
+// ClosingRows are Rows that hold a connection until closed.
+type ClosingRows interface {
+	Rows
+	Close()
+}
+
+// Shared implements, once for both SQL stores, the consent.Tx methods
+// whose SQL is the same in both but for how a parameter is written (its
+// queries write each as ?, bound by the Dialect in order). A store's
+// transaction embeds it.
+type Shared struct {
+	Conn Conn
+	D    Dialect
+}
+
+// bind writes the nth ? of query as the Dialect's nth parameter.
+func (d Dialect) bind(query string) string {
+	var b strings.Builder
+	n := 0
+	for {
+		i := strings.IndexByte(query, '?')
+		if i < 0 {
+			b.WriteString(query)
+			return b.String()
+		}
+		n++
+		b.WriteString(query[:i])
+		b.WriteString(d.Param(n))
+		query = query[i+1:]
+	}
+}
+
+// exec runs a statement that must change a row: none changed is what's
+// NotFound error.
+func (s Shared) exec(ctx context.Context, what, query string, args ...any) error {
+	n, err := s.Conn.Exec(ctx, s.D.bind(query), args...)
+	if err == nil && n == 0 {
+		err = consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return err
+}
+
+// one reads the one row of query with scan: no row is what's NotFound
+// error.
+func one[T any](ctx context.Context, s Shared, scan func(Row) (*T, error), what, query string, args ...any) (*T, error) {
+	v, err := scan(s.Conn.QueryRow(ctx, s.D.bind(query), args...))
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil, consent.Errorf(consent.NotFound, "%s not found", what)
+	}
+	return v, err
+}
+
+// all reads every row of query with scan; none is an empty slice.
+func all[T any](ctx context.Context, s Shared, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.Conn.Query(ctx, s.D.bind(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	return Collect(rows, scan)
+}
+
+// Signature keeps a missing signature as an empty one.
+func Signature(sig []byte) []byte {
+	if sig == nil {
+		return []byte{}
+	}
+	return sig
+}
+
+// createEvidence inserts e into table, with the values of the columns
+// after its own, only for a certificate of its company: none inserted is
+// NotFound, a second a Conflict (the primary key).
+func (s Shared) createEvidence(ctx context.Context, table, columns string, e *consent.Evidence, more ...any) error {
+	args := []any{e.Status, string(e.Statement), Signature(e.Signature), e.KeyID}
+	args = append(append(args, more...), s.D.Arg(e.CreatedAt), s.D.Arg(e.UpdatedAt), e.CertificateID, e.CompanyID)
+	marks := strings.Repeat(", ?", len(args)-2)
+	return s.exec(ctx, "certificate", `INSERT INTO `+table+` (`+columns+`)
+		SELECT id, company_id`+marks+` FROM certificates WHERE id = ? AND company_id = ?`, args...)
+}
+
+// updateEvidence writes e's status, statement, signature and time, and
+// the values of the columns set names, to its row of table.
+func (s Shared) updateEvidence(ctx context.Context, table, what, set string, e *consent.Evidence, more ...any) error {
+	args := append([]any{e.Status, string(e.Statement), Signature(e.Signature), e.KeyID}, more...)
+	args = append(args, s.D.Arg(e.UpdatedAt), e.CertificateID)
+	return s.exec(ctx, what, `UPDATE `+table+` SET status = ?, statement = ?, signature = ?, key_id = ?`+set+`,
+		updated_at = ? WHERE certificate_id = ?`, args...)
+}
+
+func (s Shared) CreateAttestation(ctx context.Context, a *consent.Attestation) error {
+	return s.createEvidence(ctx, "attestations", AttestationColumns, &a.Evidence, a.Screenshot)
+}
+
+func (s Shared) Attestation(ctx context.Context, certificateID string) (*consent.Attestation, error) {
+	return one(ctx, s, s.D.ScanAttestation, "attestation",
+		`SELECT `+AttestationColumns+` FROM attestations WHERE certificate_id = ?`, certificateID)
+}
+
+func (s Shared) UpdateAttestation(ctx context.Context, a *consent.Attestation) error {
+	return s.updateEvidence(ctx, "attestations", "attestation", ", screenshot = ?", &a.Evidence, a.Screenshot)
+}
+
+func (s Shared) CreateInsights(ctx context.Context, in *consent.Insights) error {
+	return s.createEvidence(ctx, "insights", InsightsColumns, &in.Evidence)
+}
+
+func (s Shared) Insights(ctx context.Context, certificateID string) (*consent.Insights, error) {
+	return one(ctx, s, s.D.ScanInsights, "insights",
+		`SELECT `+InsightsColumns+` FROM insights WHERE certificate_id = ?`, certificateID)
+}
+
+func (s Shared) UpdateInsights(ctx context.Context, in *consent.Insights) error {
+	return s.updateEvidence(ctx, "insights", "insights", "", &in.Evidence)
+}
+
+func (s Shared) PutProfile(ctx context.Context, p *consent.Profile) error {
+	_, err := s.Conn.Exec(ctx, s.D.bind(`INSERT INTO profiles (`+ProfileColumns+`) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (company_id, name) DO UPDATE SET rules = excluded.rules,
+		created_at = excluded.created_at, updated_at = excluded.updated_at`),
+		p.CompanyID, p.Name, JSON(p.Rules), s.D.Arg(p.CreatedAt), s.D.Arg(p.UpdatedAt))
+	return err
+}
+
+func (s Shared) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+	return one(ctx, s, s.D.ScanProfile, "profile",
+		`SELECT `+ProfileColumns+` FROM profiles WHERE company_id = ? AND name = ?`, companyID, name)
+}
+
+func (s Shared) Profiles(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+	return all(ctx, s, s.D.ScanProfile, `SELECT `+ProfileColumns+` FROM profiles
+		WHERE company_id = ? ORDER BY name`+s.D.Collate, companyID)
+}
+
+func (s Shared) DeleteProfile(ctx context.Context, companyID, name string) error {
+	return s.exec(ctx, "profile", `DELETE FROM profiles WHERE company_id = ? AND name = ?`, companyID, name)
+}
