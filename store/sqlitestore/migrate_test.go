@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,15 +13,7 @@ import (
 // company of then does not attest its certificates (0016).
 func TestMigrateKeepsConversionJobs(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(filepath.Join(t.TempDir(), "m.db"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := openTemp(t)
 	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		t.Fatal(err)
@@ -38,7 +29,7 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 		INSERT INTO wallets (company_id) VALUES ('acme')`, t0.UnixMicro()); err != nil {
 		t.Fatal(err)
 	}
-	err = s.Update(ctx, func(tx consent.Tx) error {
+	err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
 			return err
 		}

@@ -13,15 +13,7 @@ import (
 // The durability and integrity settings are what D31 and the design rely
 // on; a DSN typo would silently drop them.
 func TestPragmas(t *testing.T) {
-	s, err := Open(filepath.Join(t.TempDir(), "p.db"), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := s.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
+	s := openTemp(t)
 	for _, db := range []struct {
 		name string
 		q    func(string, any) error
@@ -117,4 +109,20 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return st.Size()
+}
+
+// openTemp opens a store in a file of t's temporary directory, closed
+// when t ends.
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "t.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
 }

@@ -34,11 +34,7 @@ func testCapture(t *testing.T, s consent.Store) {
 		return nil
 	})
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Property(ctx, "cap-web")
-		if err != nil {
-			t.Errorf("Property: %v", err)
-		}
-		wantSame(t, prop, got, opts, "Property")
+		got := found(t, "Property", prop)(tx.Property(ctx, "cap-web"))
 		if !got.AllowsOrigin("http://localhost:8080") || got.AllowsOrigin("http://localhost:8081") {
 			t.Errorf("AllowsOrigin compares %v inexactly", got.AllowedOrigins)
 		}
@@ -100,11 +96,7 @@ func testCapture(t *testing.T, s consent.Store) {
 		if err != nil || !gotSes.Closed() || !gotSes.ClosedAt.Equal(closed) {
 			t.Errorf("ClosedAt = %v, %v; want %v", gotSes.ClosedAt, err, closed)
 		}
-		got, err := tx.Property(ctx, "cap-web")
-		if err != nil {
-			t.Errorf("Property after UpdateProperty: %v", err)
-		}
-		wantSame(t, prop, got, opts, "Property after UpdateProperty")
+		found(t, "Property after UpdateProperty", prop)(tx.Property(ctx, "cap-web"))
 		for _, want := range []*consent.Certificate{cert, plain} {
 			got, err := tx.Certificate(ctx, want.ID)
 			if err != nil {

@@ -347,3 +347,17 @@ func wantNotFound[T any](t *testing.T, s consent.Store, get func(consent.Tx, con
 		return nil
 	})
 }
+
+// found returns what fails t unless a read found want, without an error:
+// found(t, "Property", p)(tx.Property(ctx, id)) returns what the read
+// found.
+func found[T any](t testing.TB, what string, want T) func(T, error) T {
+	return func(got T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+		}
+		wantSame(t, want, got, opts, what)
+		return got
+	}
+}

@@ -17,12 +17,8 @@ func testJob(t *testing.T, s consent.Store) {
 	// The same key in another kind is another job.
 	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("webhook", "s1", t0)) })
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.Job(ctx, consent.JobConvert, "s1")
-		if err != nil {
-			t.Errorf("Job: %v", err)
-		}
-		wantSame(t, want, got, opts, "Job")
-		got, err = tx.Job(ctx, "webhook", "s1")
+		found(t, "Job", want)(tx.Job(ctx, consent.JobConvert, "s1"))
+		got, err := tx.Job(ctx, "webhook", "s1")
 		if err != nil || got.Kind != "webhook" || len(got.Payload) != 0 {
 			t.Errorf("Job(webhook, s1) = %+v, %v; want the webhook job with no payload", got, err)
 		}

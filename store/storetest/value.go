@@ -48,31 +48,11 @@ func testText(t *testing.T, s consent.Store) {
 		return nil
 	})
 	view(t, s, func(tx consent.Tx) error {
-		gotCo, err := tx.Company(ctx, co.ID)
-		if err != nil {
-			t.Errorf("Company: %v", err)
-		}
-		wantSame(t, co, gotCo, opts, "Company")
-		gotProp, err := tx.Property(ctx, prop.ID)
-		if err != nil {
-			t.Errorf("Property: %v", err)
-		}
-		wantSame(t, prop, gotProp, opts, "Property")
-		gotCert, err := tx.Certificate(ctx, cert.ID)
-		if err != nil {
-			t.Errorf("Certificate: %v", err)
-		}
-		wantSame(t, cert, gotCert, opts, "Certificate")
-		revs, err := tx.Revocations(ctx, "acme")
-		if err != nil {
-			t.Errorf("Revocations: %v", err)
-		}
-		wantSame(t, []*consent.Revocation{rev}, revs, opts, "Revocations")
-		ledger, err := tx.Ledger(ctx, "acme")
-		if err != nil {
-			t.Errorf("Ledger: %v", err)
-		}
-		wantSame(t, []*wallet.Entry{credit}, ledger, opts, "Ledger")
+		found(t, "Company", co)(tx.Company(ctx, co.ID))
+		found(t, "Property", prop)(tx.Property(ctx, prop.ID))
+		found(t, "Certificate", cert)(tx.Certificate(ctx, cert.ID))
+		found(t, "Revocations", []*consent.Revocation{rev})(tx.Revocations(ctx, "acme"))
+		found(t, "Ledger", []*wallet.Entry{credit})(tx.Ledger(ctx, "acme"))
 		return nil
 	})
 

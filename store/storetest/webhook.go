@@ -36,20 +36,12 @@ func testWebhookEndpoint(t *testing.T, s consent.Store) {
 		return nil
 	})
 	view(t, s, func(tx consent.Tx) error {
-		got, err := tx.WebhookEndpoint(ctx, "ep-a1")
-		if err != nil {
-			t.Errorf("WebhookEndpoint: %v", err)
-		}
-		wantSame(t, a1, got, opts, "WebhookEndpoint")
-		list, err := tx.WebhookEndpoints(ctx, "acme")
-		if err != nil {
-			t.Errorf("WebhookEndpoints(acme): %v", err)
-		}
-		wantSame(t, []*consent.WebhookEndpoint{a2, a1, bare}, list, opts, "WebhookEndpoints(acme)")
+		found(t, "WebhookEndpoint", a1)(tx.WebhookEndpoint(ctx, "ep-a1"))
+		found(t, "WebhookEndpoints(acme)", []*consent.WebhookEndpoint{a2, a1, bare})(tx.WebhookEndpoints(ctx, "acme"))
 		if list, err := tx.WebhookEndpoints(ctx, "nobody"); err != nil || list == nil || len(list) != 0 {
 			t.Errorf("WebhookEndpoints(nobody) = %v, %v; want an empty slice", list, err)
 		}
-		_, err = tx.WebhookEndpoint(ctx, "ep-none")
+		_, err := tx.WebhookEndpoint(ctx, "ep-none")
 		wantCode(t, "WebhookEndpoint(none)", err, consent.NotFound)
 		return nil
 	})
