@@ -7,14 +7,14 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-// The checked Tx refuses a profile that no grade could read — a name that
-// is not a profile's, rules empty or out of their bounds, text that is not
+// The checked Tx refuses a profile that no store may keep alike — a name
+// that is not a profile's, rules that are not a JSON object of bounded
 // ValidText — as Invalid, writing nothing; a lookup by a key no row can
-// have finds nothing (D51).
+// have finds nothing (D51). What the rules say is package profile's.
 func TestCheckedProfiles(t *testing.T) {
 	overStores(t, func(t *testing.T, s consent.Store) {
 		fixture(t, s)
-		rules := consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 60}}
+		rules := []byte(`{"lead_age":{"max_seconds":60}}`)
 		for _, tc := range []struct {
 			name string
 			p    consent.Profile
@@ -22,13 +22,14 @@ func TestCheckedProfiles(t *testing.T) {
 			{"empty name", consent.Profile{CompanyID: "acme", Rules: rules}},
 			{"name with a space", consent.Profile{CompanyID: "acme", Name: "a b", Rules: rules}},
 			{"name too long", consent.Profile{CompanyID: "acme", Name: strings.Repeat("n", 65), Rules: rules}},
-			{"no rule", consent.Profile{CompanyID: "acme", Name: "p"}},
-			{"approved text with NUL", consent.Profile{CompanyID: "acme", Name: "p", Rules: consent.ProfileRules{
-				ApprovedLanguage: &consent.LanguageRule{Texts: []string{"I agree\x00"}}}}},
-			{"brand name of invalid UTF-8", consent.Profile{CompanyID: "acme", Name: "p", Rules: consent.ProfileRules{
-				BrandNames: &consent.BrandNamesRule{Names: []string{"Acme\xff"}}}}},
-			{"negative lead age", consent.Profile{CompanyID: "acme", Name: "p", Rules: consent.ProfileRules{
-				LeadAge: &consent.LeadAgeRule{MaxSeconds: -1}}}},
+			{"no rules", consent.Profile{CompanyID: "acme", Name: "p"}},
+			{"rules not JSON", consent.Profile{CompanyID: "acme", Name: "p", Rules: []byte(`{"lead_age":`)}},
+			{"rules not an object", consent.Profile{CompanyID: "acme", Name: "p", Rules: []byte(`["lead_age"]`)}},
+			{"rules null", consent.Profile{CompanyID: "acme", Name: "p", Rules: []byte(`null`)}},
+			{"rules with NUL", consent.Profile{CompanyID: "acme", Name: "p", Rules: []byte("{\"a\":\"\x00\"}")}},
+			{"rules of invalid UTF-8", consent.Profile{CompanyID: "acme", Name: "p", Rules: []byte("{\"a\":\"\xff\"}")}},
+			{"rules too long", consent.Profile{CompanyID: "acme", Name: "p",
+				Rules: []byte(`{"a":"` + strings.Repeat("x", consent.MaxProfileRules) + `"}`)}},
 			{"company id with NUL", consent.Profile{CompanyID: "ac\x00me", Name: "p", Rules: rules}},
 		} {
 			tc.p.CreatedAt, tc.p.UpdatedAt = t0, t0

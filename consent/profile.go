@@ -1,25 +1,29 @@
 package consent
 
 import (
-	"slices"
+	"encoding/json"
 	"time"
 )
 
-// Profile is a buyer's audit profile (D51): the rules a company holds the
-// certificates it verifies to. It belongs to the company; in a third-party
-// verification the caller's profile applies.
-// A company names each of its profiles (ValidProfileName); a verification
-// names the one to grade by.
+// Profile is a buyer's audit profile (D51) as a store keeps it: a
+// company's named rules, which a verification names to grade the
+// certificate by. Package profile defines the rules and grades by them;
+// to the store they are JSON text.
 type Profile struct {
 	CompanyID string
-	Name      string
-	Rules     ProfileRules
+	Name      string // ValidProfileName
+	// Rules are the profile's rules (profile.Rules) as a JSON object of at
+	// most MaxProfileRules bytes.
+	Rules     json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
 
-// MaxProfiles is the most profiles a company keeps.
-const MaxProfiles = 20
+// Bounds of a company's profiles.
+const (
+	MaxProfiles     = 20        // profiles of one company
+	MaxProfileRules = 1_000_000 // bytes of one profile's rules
+)
 
 // ValidProfileName reports whether name may name a profile: 1 to 64 bytes
 // of ASCII letters, digits, '-', '_' and '.', so that it reads the same
@@ -37,7 +41,9 @@ func ValidProfileName(name string) bool {
 	return true
 }
 
-// Check checks p's fields: its keys, its name, its times and its rules.
+// Check checks p before a store writes it: its key, its name, its times,
+// and that its rules are a JSON object of at most MaxProfileRules bytes
+// of ValidText. What the rules say is package profile's to check.
 func (p *Profile) Check() error {
 	if err := CheckKeys("company_id", p.CompanyID); err != nil {
 		return err
@@ -45,180 +51,12 @@ func (p *Profile) Check() error {
 	if !ValidProfileName(p.Name) {
 		return Errorf(Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
-	if err := firstErr(CheckTime("created_at", p.CreatedAt), CheckTime("updated_at", p.UpdatedAt)); err != nil {
+	if err := checkTimes([]string{"created_at", "updated_at"}, p.CreatedAt, p.UpdatedAt); err != nil {
 		return err
 	}
-	return p.Rules.Check()
-}
-
-// What a rule's miss makes the grade: a warning or a failure. An empty
-// OnMiss is MissFail.
-const (
-	MissWarn = "warn"
-	MissFail = "fail"
-)
-
-// Miss says what a rule's miss makes the grade.
-type Miss struct {
-	OnMiss string `json:"on_miss,omitempty"` // MissWarn or MissFail; empty: MissFail
-}
-
-// ProfileRules are a profile's rules; a nil rule is not part of it.
-type ProfileRules struct {
-	// ApprovedLanguage: a consent's text matches one of Texts, where each
-	// "{{*}}" matches any run of text, the empty one too, and the rest
-	// compares as exact match does (both trimmed, byte for byte).
-	ApprovedLanguage *LanguageRule `json:"approved_language,omitempty"`
-	// BrandNames: each of Names occurs in the text of a consent, ignoring
-	// case as partial match does (Fold).
-	BrandNames *BrandNamesRule `json:"brand_names,omitempty"`
-	// Legibility: every consent was measured visible, with a font size and
-	// a contrast ratio at least the minimums.
-	Legibility *LegibilityRule `json:"legibility,omitempty"`
-	// OptInMethods: every consent's opt-in method is one of Allowed.
-	OptInMethods *OptInMethodsRule `json:"opt_in_methods,omitempty"`
-	// Attestation: the certificate is attested (D49).
-	Attestation *AttestationRule `json:"attestation,omitempty"`
-	// LeadAge: the consent is at most MaxSeconds old at the verification.
-	LeadAge *LeadAgeRule `json:"lead_age,omitempty"`
-	// Verdicts: the bot verdict (D50) is none of Refused.
-	Verdicts *VerdictsRule `json:"verdicts,omitempty"`
-}
-
-// LanguageRule is ProfileRules.ApprovedLanguage.
-type LanguageRule struct {
-	Texts []string `json:"texts"`
-	Miss
-}
-
-// BrandNamesRule is ProfileRules.BrandNames.
-type BrandNamesRule struct {
-	Names []string `json:"names"`
-	Miss
-}
-
-// LegibilityRule is ProfileRules.Legibility; a zero minimum is none.
-type LegibilityRule struct {
-	MinFontSizePx float64 `json:"min_font_size_px"`
-	MinContrast   float64 `json:"min_contrast"`
-	Miss
-}
-
-// OptInMethodsRule is ProfileRules.OptInMethods.
-type OptInMethodsRule struct {
-	Allowed []string `json:"allowed"`
-	Miss
-}
-
-// AttestationRule is ProfileRules.Attestation: present, it requires one.
-type AttestationRule struct {
-	Miss
-}
-
-// LeadAgeRule is ProfileRules.LeadAge.
-type LeadAgeRule struct {
-	MaxSeconds int64 `json:"max_seconds"`
-	Miss
-}
-
-// VerdictsRule is ProfileRules.Verdicts.
-type VerdictsRule struct {
-	Refused []string `json:"refused"`
-	Miss
-}
-
-// Bounds of a profile's rules.
-const (
-	MaxProfileTexts   = 50                   // approved texts, brand names
-	MaxApprovedText   = 10_000               // bytes of one approved text
-	MaxBrandName      = 200                  // bytes of one brand name
-	maxLeadAgeSeconds = 10 * 366 * 24 * 3600 // ten years
-	maxLegibleFontPx  = 1000
-	maxContrastRatio  = 21 // WCAG's greatest
-)
-
-// Check refuses rules that cannot be graded: an unknown on_miss, a list
-// empty or past MaxProfileTexts, a text empty, not ValidText or too long,
-// a number out of its range, an opt-in method or a verdict that is none
-// (Invalid, naming the field), and rules that hold no rule at all.
-func (r *ProfileRules) Check() error {
-	if *r == (ProfileRules{}) {
-		return Errorf(Invalid, "rules must hold at least one rule")
-	}
-	checkMiss := func(name string, m Miss) error {
-		if m.OnMiss != "" && m.OnMiss != MissWarn && m.OnMiss != MissFail {
-			return Errorf(Invalid, "%s.on_miss must be %q or %q", name, MissWarn, MissFail)
-		}
-		return nil
-	}
-	checkList := func(field string, list []string, maxBytes int, allowed []string) error {
-		if len(list) == 0 || len(list) > MaxProfileTexts {
-			return Errorf(Invalid, "%s must hold 1 to %d entries", field, MaxProfileTexts)
-		}
-		for _, s := range list {
-			switch {
-			case allowed != nil && !slices.Contains(allowed, s):
-				return Errorf(Invalid, "%s: %q is not one of %v", field, s, allowed)
-			case len(s) == 0 || len(s) > maxBytes:
-				return Errorf(Invalid, "%s must hold texts of 1 to %d bytes", field, maxBytes)
-			case !ValidText(s):
-				return Errorf(Invalid, "%s must be valid UTF-8 text without control characters", field)
-			}
-		}
-		return nil
-	}
-	within := func(field string, v, hi float64) error {
-		if !(v >= 0 && v <= hi) { // NaN too
-			return Errorf(Invalid, "%s must be a number from 0 to %g", field, hi)
-		}
-		return nil
-	}
-	if l := r.ApprovedLanguage; l != nil {
-		if err := firstErr(checkMiss("approved_language", l.Miss), checkList("approved_language.texts", l.Texts, MaxApprovedText, nil)); err != nil {
-			return err
-		}
-	}
-	if b := r.BrandNames; b != nil {
-		if err := firstErr(checkMiss("brand_names", b.Miss), checkList("brand_names.names", b.Names, MaxBrandName, nil)); err != nil {
-			return err
-		}
-	}
-	if l := r.Legibility; l != nil {
-		if err := firstErr(checkMiss("legibility", l.Miss), within("legibility.min_font_size_px", l.MinFontSizePx, maxLegibleFontPx),
-			within("legibility.min_contrast", l.MinContrast, maxContrastRatio)); err != nil {
-			return err
-		}
-	}
-	if o := r.OptInMethods; o != nil {
-		methods := []string{OptInManual, OptInPreSelected, OptInScripted, OptInNone}
-		if err := firstErr(checkMiss("opt_in_methods", o.Miss), checkList("opt_in_methods.allowed", o.Allowed, MaxBrandName, methods)); err != nil {
-			return err
-		}
-	}
-	if a := r.Attestation; a != nil {
-		if err := checkMiss("attestation", a.Miss); err != nil {
-			return err
-		}
-	}
-	if l := r.LeadAge; l != nil {
-		if err := firstErr(checkMiss("lead_age", l.Miss), within("lead_age.max_seconds", float64(l.MaxSeconds), maxLeadAgeSeconds)); err != nil {
-			return err
-		}
-	}
-	if v := r.Verdicts; v != nil {
-		if err := firstErr(checkMiss("verdicts", v.Miss), checkList("verdicts.refused", v.Refused, MaxBrandName, []string{"human", "suspect", "bot"})); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// firstErr returns the first error that is not nil.
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+	var rules map[string]json.RawMessage
+	if len(p.Rules) > MaxProfileRules || !ValidText(string(p.Rules)) || json.Unmarshal(p.Rules, &rules) != nil || rules == nil {
+		return Errorf(Invalid, "rules must be a JSON object of at most %d bytes of text", MaxProfileRules)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -477,13 +478,13 @@ func (h *Handler) setInsightsRules(ctx context.Context, _ Caller, req *InsightsR
 
 // ProfileBody is an audit profile (D51) in the operator API's answers.
 type ProfileBody struct {
-	Name      string               `json:"name"`
-	Rules     consent.ProfileRules `json:"rules"`
-	CreatedAt *RFC3339             `json:"created_at"`
-	UpdatedAt *RFC3339             `json:"updated_at"`
+	Name      string        `json:"name"`
+	Rules     profile.Rules `json:"rules"`
+	CreatedAt *RFC3339      `json:"created_at"`
+	UpdatedAt *RFC3339      `json:"updated_at"`
 }
 
-func newProfileBody(p *consent.Profile) *ProfileBody {
+func newProfileBody(p *profile.Profile) *ProfileBody {
 	return &ProfileBody{Name: p.Name, Rules: p.Rules, CreatedAt: timestamp(p.CreatedAt), UpdatedAt: timestamp(p.UpdatedAt)}
 }
 
@@ -525,16 +526,16 @@ func (h *Handler) getProfile(ctx context.Context, _ Caller, req *profileRequest)
 }
 
 // PutProfileRequest is the body of PUT …/profiles/{name}: the profile's
-// rules (consent.ProfileRules), which replace those of the profile of that
+// rules (profile.Rules), which replace those of the profile of that
 // name or make a new one.
 type PutProfileRequest struct {
 	CompanyID string `path:"company_id" json:"-"`
 	Name      string `path:"name" json:"-"`
-	consent.ProfileRules
+	profile.Rules
 }
 
 func (h *Handler) putProfile(ctx context.Context, _ Caller, req *PutProfileRequest) (*ProfileBody, error) {
-	p, err := h.profiles.Put(ctx, req.CompanyID, req.Name, req.ProfileRules)
+	p, err := h.profiles.Put(ctx, req.CompanyID, req.Name, req.Rules)
 	if err != nil {
 		return nil, err
 	}

@@ -23,14 +23,14 @@ func ExampleProfiles() {
 		log.Fatal(err)
 	}
 	profiles := profile.Profiles{Service: svc}
-	_, err = profiles.Put(ctx, "buyer", "strict", consent.ProfileRules{
-		BrandNames:   &consent.BrandNamesRule{Names: []string{"Acme"}},
-		OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: consent.Miss{OnMiss: consent.MissWarn}},
+	_, err = profiles.Put(ctx, "buyer", "strict", profile.Rules{
+		BrandNames:   &profile.BrandNamesRule{Names: []string{"Acme"}},
+		OptInMethods: &profile.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: profile.Miss{OnMiss: profile.MissWarn}},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = profiles.Put(ctx, "buyer", "nameless", consent.ProfileRules{})
+	_, err = profiles.Put(ctx, "buyer", "nameless", profile.Rules{})
 	fmt.Println(consent.ErrorCode(err))
 	list, err := profiles.List(ctx, "buyer")
 	if err != nil {

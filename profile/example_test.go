@@ -8,10 +8,10 @@ import (
 )
 
 func ExampleGrade() {
-	rules := consent.ProfileRules{
-		ApprovedLanguage: &consent.LanguageRule{Texts: []string{"I agree to be called by {{*}} at the number I gave."}},
-		Legibility: &consent.LegibilityRule{MinFontSizePx: 12, MinContrast: 4.5,
-			Miss: consent.Miss{OnMiss: consent.MissWarn}},
+	rules := profile.Rules{
+		ApprovedLanguage: &profile.LanguageRule{Texts: []string{"I agree to be called by {{*}} at the number I gave."}},
+		Legibility: &profile.LegibilityRule{MinFontSizePx: 12, MinContrast: 4.5,
+			Miss: profile.Miss{OnMiss: profile.MissWarn}},
 	}
 	facts := profile.Facts{Records: []consent.Record{{
 		Text:       "I agree to be called by Acme Insurance at the number I gave.",

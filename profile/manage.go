@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -33,12 +35,29 @@ type putDetail struct {
 	RulesSHA256 string          `json:"rules_sha256"`
 }
 
+// Profile is a company's audit profile with its rules.
+type Profile struct {
+	Name      string
+	Rules     Rules
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Decode returns the profile that a store keeps as p.
+func Decode(p *consent.Profile) (*Profile, error) {
+	out := &Profile{Name: p.Name, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	if err := json.Unmarshal(p.Rules, &out.Rules); err != nil {
+		return nil, fmt.Errorf("profile: the rules of %s of %s: %w", p.Name, p.CompanyID, err)
+	}
+	return out, nil
+}
+
 // Put creates or replaces the company's profile of that name and returns
 // it. Invalid when the name or the rules are not acceptable
-// (consent.ValidProfileName, consent.ProfileRules.Check) or when it would
-// be the company's profile past consent.MaxProfiles; NotFound when the
-// company does not exist.
-func (m Profiles) Put(ctx context.Context, companyID, name string, rules consent.ProfileRules) (*consent.Profile, error) {
+// (consent.ValidProfileName, Rules.Check) or when it would be the
+// company's profile past consent.MaxProfiles; NotFound when the company
+// does not exist.
+func (m Profiles) Put(ctx context.Context, companyID, name string, rules Rules) (*Profile, error) {
 	if err := consent.CheckID("company_id", companyID); err != nil {
 		return nil, err
 	}
@@ -58,7 +77,7 @@ func (m Profiles) Put(ctx context.Context, companyID, name string, rules consent
 		detail.Rules = enc
 	}
 	now := m.Service.Now()
-	p := &consent.Profile{CompanyID: companyID, Name: name, Rules: rules, CreatedAt: now, UpdatedAt: now}
+	p := &consent.Profile{CompanyID: companyID, Name: name, Rules: enc, CreatedAt: now, UpdatedAt: now}
 	audit := &consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfilePut, Target: name, Detail: detail}
 	err = m.Service.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
 		if _, err := tx.Company(ctx, companyID); err != nil {
@@ -85,24 +104,27 @@ func (m Profiles) Put(ctx context.Context, companyID, name string, rules consent
 	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &Profile{Name: name, Rules: rules, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
 }
 
 // Get returns the company's profile of that name. NotFound when there is
 // none.
-func (m Profiles) Get(ctx context.Context, companyID, name string) (*consent.Profile, error) {
+func (m Profiles) Get(ctx context.Context, companyID, name string) (*Profile, error) {
 	var p *consent.Profile
 	err := m.Service.Store().View(ctx, func(tx consent.Tx) error {
 		var err error
 		p, err = tx.Profile(ctx, companyID, name)
 		return err
 	})
-	return p, err
+	if err != nil {
+		return nil, err
+	}
+	return Decode(p)
 }
 
 // List returns the company's profiles ordered by name. NotFound when the
 // company does not exist.
-func (m Profiles) List(ctx context.Context, companyID string) ([]*consent.Profile, error) {
+func (m Profiles) List(ctx context.Context, companyID string) ([]*Profile, error) {
 	var list []*consent.Profile
 	err := m.Service.Store().View(ctx, func(tx consent.Tx) error {
 		if _, err := tx.Company(ctx, companyID); err != nil {
@@ -112,7 +134,18 @@ func (m Profiles) List(ctx context.Context, companyID string) ([]*consent.Profil
 		list, err = tx.Profiles(ctx, companyID)
 		return err
 	})
-	return list, err
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Profile, 0, len(list))
+	for _, p := range list {
+		d, err := Decode(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // Delete deletes the company's profile of that name. NotFound when there

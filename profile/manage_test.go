@@ -26,7 +26,7 @@ func TestProfilesLimitAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := profile.Profiles{Service: svc}
-	rules := consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 60}}
+	rules := profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 60}}
 	for i := range consent.MaxProfiles {
 		if _, err := m.Put(ctx, "acme", fmt.Sprintf("p%02d", i), rules); err != nil {
 			t.Fatalf("profile %d: %v", i, err)
@@ -35,7 +35,7 @@ func TestProfilesLimitAndAudit(t *testing.T) {
 	if _, err := m.Put(ctx, "acme", "one-more", rules); consent.ErrorCode(err) != consent.Invalid {
 		t.Errorf("a profile past the limit: %v, want Invalid", err)
 	}
-	long := consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{Texts: []string{strings.Repeat("I agree. ", 1000)}}}
+	long := profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: []string{strings.Repeat("I agree. ", 1000)}}}
 	if _, err := m.Put(ctx, "acme", "p00", long); err != nil {
 		t.Errorf("replacing a profile at the limit: %v", err)
 	}

@@ -47,7 +47,7 @@ type Facts struct {
 }
 
 // Graded is a certificate's grade: the result, and one entry a rule of the
-// profile, in the order of consent.ProfileRules' fields.
+// profile, in the order of Rules' fields.
 type Graded struct {
 	Result string      `json:"result"`
 	Rules  []RuleGrade `json:"rules"`
@@ -89,14 +89,14 @@ type Found struct {
 
 // Grade grades f against r. The result is fail when a rule failed; else
 // warn when a rule warned or is pending; else pass.
-func Grade(r *consent.ProfileRules, f Facts) Graded {
+func Grade(r *Rules, f Facts) Graded {
 	g := Graded{Result: Pass, Rules: []RuleGrade{}}
-	add := func(name string, m consent.Miss, ok, pending bool, found Found) {
+	add := func(name string, m Miss, ok, pending bool, found Found) {
 		res := Pass
 		switch {
 		case pending:
 			res = Pending
-		case !ok && m.OnMiss == consent.MissWarn:
+		case !ok && m.OnMiss == MissWarn:
 			res = Warn
 		case !ok:
 			res = Fail

@@ -53,7 +53,7 @@ func visible(px, contrast float64) *consent.Visibility {
 // Each rule passes and misses on a case of its own; a miss is a warning or
 // a failure as the rule says, and a fact not known yet is pending.
 func TestGradeRules(t *testing.T) {
-	warn, fail := consent.Miss{OnMiss: consent.MissWarn}, consent.Miss{}
+	warn, fail := profile.Miss{OnMiss: profile.MissWarn}, profile.Miss{}
 	good := profile.Facts{
 		Records: []consent.Record{record("I agree to be called by Acme Insurance at 555-0100.", consent.OptInManual, visible(16, 12.5)),
 			record("I accept the privacy policy.", consent.OptInManual, visible(14, 7))},
@@ -62,58 +62,58 @@ func TestGradeRules(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		rules  consent.ProfileRules
+		rules  profile.Rules
 		facts  func(f *profile.Facts)
 		result string
 		found  profile.Found
 	}{
-		{"approved language", consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{
+		{"approved language", profile.Rules{ApprovedLanguage: &profile.LanguageRule{
 			Texts: []string{"I agree to be texted.", "I agree to be called by {{*}} at {{*}}."}, Miss: fail}},
 			nil, profile.Pass, profile.Found{Consent: ptr(0), Approved: ptr(1)}},
-		{"language not approved", consent.ProfileRules{ApprovedLanguage: &consent.LanguageRule{
+		{"language not approved", profile.Rules{ApprovedLanguage: &profile.LanguageRule{
 			Texts: []string{"I agree to be texted by {{*}}."}, Miss: fail}}, nil, profile.Fail, profile.Found{}},
-		{"brand names", consent.ProfileRules{BrandNames: &consent.BrandNamesRule{Names: []string{"ACME insurance", "Privacy"}, Miss: fail}},
+		{"brand names", profile.Rules{BrandNames: &profile.BrandNamesRule{Names: []string{"ACME insurance", "Privacy"}, Miss: fail}},
 			nil, profile.Pass, profile.Found{}},
-		{"a brand name missing", consent.ProfileRules{BrandNames: &consent.BrandNamesRule{Names: []string{"Acme", "Beta Leads"}, Miss: warn}},
+		{"a brand name missing", profile.Rules{BrandNames: &profile.BrandNamesRule{Names: []string{"Acme", "Beta Leads"}, Miss: warn}},
 			nil, profile.Warn, profile.Found{Missing: []string{"Beta Leads"}}},
-		{"legible", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinFontSizePx: 12, MinContrast: 4.5, Miss: fail}},
+		{"legible", profile.Rules{Legibility: &profile.LegibilityRule{MinFontSizePx: 12, MinContrast: 4.5, Miss: fail}},
 			nil, profile.Pass, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
-		{"too small", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinFontSizePx: 15, Miss: fail}},
+		{"too small", profile.Rules{Legibility: &profile.LegibilityRule{MinFontSizePx: 15, Miss: fail}},
 			nil, profile.Fail, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
-		{"too faint", consent.ProfileRules{Legibility: &consent.LegibilityRule{MinContrast: 7.5, Miss: warn}},
+		{"too faint", profile.Rules{Legibility: &profile.LegibilityRule{MinContrast: 7.5, Miss: warn}},
 			nil, profile.Warn, profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0)}},
-		{"hidden text", consent.ProfileRules{Legibility: &consent.LegibilityRule{Miss: fail}},
+		{"hidden text", profile.Rules{Legibility: &profile.LegibilityRule{Miss: fail}},
 			func(f *profile.Facts) { f.Records[1].Visibility.Visible = false }, profile.Fail,
 			profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0), Invisible: []int{1}}},
-		{"not measured", consent.ProfileRules{Legibility: &consent.LegibilityRule{Miss: fail}},
+		{"not measured", profile.Rules{Legibility: &profile.LegibilityRule{Miss: fail}},
 			func(f *profile.Facts) { f.Records[0].Visibility = nil }, profile.Fail,
 			profile.Found{FontSizePx: ptr(14.0), Contrast: ptr(7.0), Unmeasured: []int{0}}},
-		{"opt-in methods", consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
+		{"opt-in methods", profile.Rules{OptInMethods: &profile.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
 			nil, profile.Pass, profile.Found{Methods: []string{"manual", "manual"}}},
-		{"pre-selected", consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
+		{"pre-selected", profile.Rules{OptInMethods: &profile.OptInMethodsRule{Allowed: []string{consent.OptInManual}, Miss: fail}},
 			func(f *profile.Facts) { f.Records[1].OptInMethod = consent.OptInPreSelected }, profile.Fail,
 			profile.Found{Methods: []string{"manual", "pre_selected"}}},
-		{"attested", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}}, nil, profile.Pass,
+		{"attested", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}}, nil, profile.Pass,
 			profile.Found{Status: "attested"}},
-		{"attestation pending", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}},
+		{"attestation pending", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}},
 			func(f *profile.Facts) { f.Attestation = consent.AttestationPending }, profile.Pending, profile.Found{Status: "pending"}},
-		{"attestation mismatch", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: fail}},
+		{"attestation mismatch", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}},
 			func(f *profile.Facts) { f.Attestation = consent.AttestationMismatch }, profile.Fail, profile.Found{Status: "mismatch"}},
-		{"no attestation", consent.ProfileRules{Attestation: &consent.AttestationRule{Miss: warn}},
+		{"no attestation", profile.Rules{Attestation: &profile.AttestationRule{Miss: warn}},
 			func(f *profile.Facts) { f.Attestation = "" }, profile.Warn, profile.Found{}},
-		{"young lead", consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 600, Miss: fail}}, nil, profile.Pass,
+		{"young lead", profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 600, Miss: fail}}, nil, profile.Pass,
 			profile.Found{LeadAgeSeconds: ptr(int64(600))}},
-		{"old lead", consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 599, Miss: fail}}, nil, profile.Fail,
+		{"old lead", profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 599, Miss: fail}}, nil, profile.Fail,
 			profile.Found{LeadAgeSeconds: ptr(int64(600))}},
-		{"a person", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: fail}}, nil, profile.Pass,
+		{"a person", profile.Rules{Verdicts: &profile.VerdictsRule{Refused: []string{"bot"}, Miss: fail}}, nil, profile.Pass,
 			profile.Found{Status: "done", Verdict: "human", Reasons: []string{}}},
-		{"a bot", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"suspect", "bot"}, Miss: fail}},
+		{"a bot", profile.Rules{Verdicts: &profile.VerdictsRule{Refused: []string{"suspect", "bot"}, Miss: fail}},
 			func(f *profile.Facts) { f.Verdict, f.Reasons = "bot", []string{"webdriver"} }, profile.Fail,
 			profile.Found{Status: "done", Verdict: "bot", Reasons: []string{"webdriver"}}},
-		{"verdict pending", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: fail}},
+		{"verdict pending", profile.Rules{Verdicts: &profile.VerdictsRule{Refused: []string{"bot"}, Miss: fail}},
 			func(f *profile.Facts) { f.Insights, f.Verdict, f.Reasons = consent.InsightsPending, "", nil }, profile.Pending,
 			profile.Found{Status: "pending"}},
-		{"no verdict", consent.ProfileRules{Verdicts: &consent.VerdictsRule{Refused: []string{"bot"}, Miss: warn}},
+		{"no verdict", profile.Rules{Verdicts: &profile.VerdictsRule{Refused: []string{"bot"}, Miss: warn}},
 			func(f *profile.Facts) { f.Insights, f.Verdict, f.Reasons = "", "", nil }, profile.Warn, profile.Found{}},
 	}
 	for _, tc := range tests {
@@ -154,10 +154,10 @@ func TestGradeRules(t *testing.T) {
 func TestGradeResult(t *testing.T) {
 	f := profile.Facts{Records: []consent.Record{record("I agree to Acme.", consent.OptInManual, visible(16, 21))},
 		Attestation: consent.AttestationPending, LeadAgeSeconds: 10}
-	rules := consent.ProfileRules{
-		ApprovedLanguage: &consent.LanguageRule{Texts: []string{"I agree to {{*}}."}},
-		Attestation:      &consent.AttestationRule{},
-		LeadAge:          &consent.LeadAgeRule{MaxSeconds: 5, Miss: consent.Miss{OnMiss: consent.MissWarn}},
+	rules := profile.Rules{
+		ApprovedLanguage: &profile.LanguageRule{Texts: []string{"I agree to {{*}}."}},
+		Attestation:      &profile.AttestationRule{},
+		LeadAge:          &profile.LeadAgeRule{MaxSeconds: 5, Miss: profile.Miss{OnMiss: profile.MissWarn}},
 	}
 	g := profile.Grade(&rules, f)
 	var got []string
@@ -167,11 +167,11 @@ func TestGradeResult(t *testing.T) {
 	if fmt.Sprint(got) != "[approved_language:pass attestation:pending lead_age:warn]" || g.Result != profile.Warn {
 		t.Errorf("grade %s of %v, want warn of [approved_language:pass attestation:pending lead_age:warn]", g.Result, got)
 	}
-	rules.LeadAge.OnMiss = consent.MissFail
+	rules.LeadAge.OnMiss = profile.MissFail
 	if g := profile.Grade(&rules, f); g.Result != profile.Fail {
 		t.Errorf("with a failing rule: %s, want fail", g.Result)
 	}
-	if g := profile.Grade(&consent.ProfileRules{}, f); g.Result != profile.Pass || len(g.Rules) != 0 || g.Rules == nil {
+	if g := profile.Grade(&profile.Rules{}, f); g.Result != profile.Pass || len(g.Rules) != 0 || g.Rules == nil {
 		t.Errorf("an empty profile: %+v, want pass with no rules", g)
 	}
 }

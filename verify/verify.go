@@ -169,7 +169,7 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 // answer res already holds, and, for a rule whose fact the request did not
 // ask for, the attestation as it stands (never asked for by a grade) and
 // the bot verdict when asked now.
-func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *consent.ProfileRules, res *Result) (*profile.Graded, error) {
+func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result) (*profile.Graded, error) {
 	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: max(0, int64(s.svc.Now().Sub(cert.CreatedAt)/time.Second))}
 	att := res.Attestation
 	if rules.Attestation != nil && att == nil {
@@ -325,9 +325,13 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 					return nil, err
 				}
 			}
-			var prof *consent.Profile
+			var prof *profile.Profile
 			if q.profile != "" {
-				if prof, err = tx.Profile(ctx, caller, q.profile); err != nil {
+				p, err := tx.Profile(ctx, caller, q.profile)
+				if err != nil {
+					return nil, err
+				}
+				if prof, err = profile.Decode(p); err != nil {
 					return nil, err
 				}
 				detail.Profile = q.profile

@@ -20,6 +20,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -498,7 +499,7 @@ refused before anything is sent. The rules replace the profile's.`,
 				if err != nil {
 					return err
 				}
-				body := httpadapter.PutProfileRequest{ProfileRules: r}
+				body := httpadapter.PutProfileRequest{Rules: r}
 				a, err := c.do(ctx, http.MethodPut, c.companyPath("profiles", c.args[0]), nil, body, nil)
 				return show(c, a, err, func(v *httpadapter.ProfileBody) { c.showProfile(v) })
 			}
@@ -627,8 +628,8 @@ named) or the check failed, 2 a usage error.`,
 
 // readRules reads a profile's rules from -rules: JSON, or @file. A member
 // that is not a rule's is refused here, where the server would ignore it.
-func readRules(v string) (consent.ProfileRules, error) {
-	var r consent.ProfileRules
+func readRules(v string) (profile.Rules, error) {
+	var r profile.Rules
 	if v == "" {
 		return r, usagef("-rules is required")
 	}
@@ -649,7 +650,7 @@ func readRules(v string) (consent.ProfileRules, error) {
 }
 
 // ruleNames lists the rules a profile holds, by their JSON names.
-func ruleNames(r consent.ProfileRules) []string {
+func ruleNames(r profile.Rules) []string {
 	var m map[string]json.RawMessage
 	b, _ := json.Marshal(r)
 	_ = json.Unmarshal(b, &m)

@@ -11,7 +11,6 @@ package memstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
 	"sort"
@@ -971,15 +970,7 @@ func (t *tx) EndJob(_ context.Context, kind, key, owner string, next *consent.Jo
 
 func cloneProfile(p *consent.Profile) *consent.Profile {
 	n := *p
-	b, err := json.Marshal(p.Rules) // the rules hold slices and pointers: a deep copy
-	if err == nil {
-		n.Rules = consent.ProfileRules{}
-		err = json.Unmarshal(b, &n.Rules)
-	}
-	if err != nil {
-		panic(err) // a ProfileRules always encodes and decodes
-	}
-	n.CreatedAt, n.UpdatedAt = utc(n.CreatedAt), utc(n.UpdatedAt)
+	n.Rules, n.CreatedAt, n.UpdatedAt = list(p.Rules), utc(n.CreatedAt), utc(n.UpdatedAt)
 	return &n
 }
 

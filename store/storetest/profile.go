@@ -8,18 +8,15 @@ import (
 	"github.com/consentkit/consentkit/consent"
 )
 
-// fullProfile returns a profile of the company holding every rule, its
-// texts and numbers chosen to survive a round trip only if kept exactly.
+// fullProfile returns a profile of the company holding every rule, as
+// JSON whose spacing, order, escapes and characters a store must keep
+// byte for byte.
 func fullProfile(company, name string, at time.Time) *consent.Profile {
-	return &consent.Profile{CompanyID: company, Name: name, CreatedAt: at, UpdatedAt: at, Rules: consent.ProfileRules{
-		ApprovedLanguage: &consent.LanguageRule{Texts: []string{"I agree to {{*}} calls from Acme.", "Ja, ich stimme zu – 🙂\tbitte"}},
-		BrandNames:       &consent.BrandNamesRule{Names: []string{"Acme"}, Miss: consent.Miss{OnMiss: consent.MissWarn}},
-		Legibility:       &consent.LegibilityRule{MinFontSizePx: 12.5, MinContrast: 4.5},
-		OptInMethods:     &consent.OptInMethodsRule{Allowed: []string{consent.OptInManual}},
-		Attestation:      &consent.AttestationRule{Miss: consent.Miss{OnMiss: consent.MissFail}},
-		LeadAge:          &consent.LeadAgeRule{MaxSeconds: 86400},
-		Verdicts:         &consent.VerdictsRule{Refused: []string{"bot", "suspect"}},
-	}}
+	rules := `{"approved_language": {"texts":["I agree to {{*}} calls from Acme.","Ja, ich stimme zu – 🙂\tbitte"]},
+  "brand_names":{"names":["Acme"],"on_miss":"warn"}, "legibility":{"min_font_size_px":12.5,"min_contrast":4.5},
+  "opt_in_methods":{"allowed":["manual"]},"attestation":{"on_miss":"fail"},"lead_age":{"max_seconds":86400},
+  "verdicts":{"refused":["bot","suspect"]}, "\u00e9":1}`
+	return &consent.Profile{CompanyID: company, Name: name, CreatedAt: at, UpdatedAt: at, Rules: []byte(rules)}
 }
 
 // putProfiles puts each of ps in one transaction.
@@ -60,7 +57,7 @@ func testProfile(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	full := fullProfile("acme", "strict", t0)
 	lean := &consent.Profile{CompanyID: "acme", Name: "B-lean", CreatedAt: t0, UpdatedAt: t0,
-		Rules: consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 60}}}
+		Rules: []byte(`{"lead_age":{"max_seconds":60}}`)}
 	theirs := fullProfile("other", "strict", t0.Add(time.Hour))
 	putProfiles(t, s, full, theirs, lean)
 	wantProfiles(t, s, "acme", lean, full) // byte order: upper case first
@@ -76,7 +73,7 @@ func testProfile(t *testing.T, s consent.Store) {
 
 	// Put again replaces every field, in the company's profile only.
 	replaced := &consent.Profile{CompanyID: "acme", Name: "strict", CreatedAt: t0, UpdatedAt: t0.Add(2 * time.Hour),
-		Rules: consent.ProfileRules{OptInMethods: &consent.OptInMethodsRule{Allowed: []string{consent.OptInPreSelected}}}}
+		Rules: []byte(`{"opt_in_methods":{"allowed":["pre_selected"]}}`)}
 	putProfiles(t, s, replaced)
 	wantProfiles(t, s, "acme", lean, replaced)
 	wantProfiles(t, s, "other", theirs)
@@ -97,7 +94,7 @@ func testProfileRollsBack(t *testing.T, s consent.Store) {
 	putProfiles(t, s, kept)
 	err := s.Update(ctx, func(tx consent.Tx) error {
 		changed := &consent.Profile{CompanyID: "acme", Name: "kept", CreatedAt: t0, UpdatedAt: t0,
-			Rules: consent.ProfileRules{LeadAge: &consent.LeadAgeRule{MaxSeconds: 1}}}
+			Rules: []byte(`{"lead_age":{"max_seconds":1}}`)}
 		err := errors.Join(tx.PutProfile(ctx, fullProfile("acme", "new", t0)), tx.PutProfile(ctx, changed),
 			tx.DeleteProfile(ctx, "acme", "kept"))
 		if err != nil {

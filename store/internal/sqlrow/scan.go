@@ -269,11 +269,7 @@ func (d Dialect) ScanProfile(row Row) (*consent.Profile, error) {
 		p     consent.Profile
 		rules string
 	)
-	if err := row.Scan(&p.CompanyID, &p.Name, &rules, d.Time(&p.CreatedAt), d.Time(&p.UpdatedAt)); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal([]byte(rules), &p.Rules); err != nil {
-		return nil, fmt.Errorf("profile %s of %s: rules: %w", p.Name, p.CompanyID, err)
-	}
-	return &p, nil
+	err := row.Scan(&p.CompanyID, &p.Name, &rules, d.Time(&p.CreatedAt), d.Time(&p.UpdatedAt))
+	p.Rules = []byte(rules)
+	return done(&p, err)
 }

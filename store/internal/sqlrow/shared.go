@@ -139,7 +139,7 @@ func (s Shared) PutProfile(ctx context.Context, p *consent.Profile) error {
 	_, err := s.Conn.Exec(ctx, s.D.bind(`INSERT INTO profiles (`+ProfileColumns+`) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (company_id, name) DO UPDATE SET rules = excluded.rules,
 		created_at = excluded.created_at, updated_at = excluded.updated_at`),
-		p.CompanyID, p.Name, JSON(p.Rules), s.D.Arg(p.CreatedAt), s.D.Arg(p.UpdatedAt))
+		p.CompanyID, p.Name, string(p.Rules), s.D.Arg(p.CreatedAt), s.D.Arg(p.UpdatedAt))
 	return err
 }
 
