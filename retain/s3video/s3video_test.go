@@ -2,23 +2,18 @@ package s3video_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"go/build"
 	"io"
 	"io/fs"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,154 +23,29 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/testwait"
+	"github.com/consentkit/consentkit/internal/s3test"
 	"github.com/consentkit/consentkit/retain/s3video"
 )
 
 const (
-	accessKey = "consentkit-test"
-	secretKey = "consentkit-test-secret"
+	accessKey = s3test.AccessKey
+	secretKey = s3test.SecretKey
 )
 
-// gateway is a versitygw process serving a temporary directory.
+// gateway is a versitygw serving a temporary directory (s3test).
 type gateway struct {
+	*s3test.Gateway
 	endpoint string
 	client   *s3.Client
 	gets     *atomic.Int64 // GetObject requests the client sent
 }
 
-// versitygw finds the binary on PATH or in GOPATH/bin. Where it is missing
-// the test is skipped, except under CI=true, which must run it.
-func versitygw(t *testing.T) string {
-	t.Helper()
-	if p, err := exec.LookPath("versitygw"); err == nil {
-		return p
-	}
-	for _, dir := range filepath.SplitList(build.Default.GOPATH) {
-		p := filepath.Join(dir, "bin", "versitygw")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p
-		}
-	}
-	const how = "versitygw (an S3 server) is not installed; install it with: go install github.com/versity/versitygw/cmd/versitygw@latest"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(how)
-	}
-	t.Skip(how)
-	return ""
-}
-
-// lockedBuffer collects the gateway's output for a failure message.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// countingClient counts the GetObject requests that go through it.
-type countingClient struct {
-	http.Client
-	gets *atomic.Int64
-}
-
-func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && strings.Count(strings.Trim(req.URL.Path, "/"), "/") >= 1 && !req.URL.Query().Has("retention") {
-		c.gets.Add(1)
-	}
-	return c.Client.Do(req)
-}
-
-// startGateway runs versitygw with its posix backend and versioning in
-// temporary directories, on a free port, until the test ends.
 func startGateway(t *testing.T) *gateway {
-	t.Helper()
-	bin := versitygw(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil { // only its port was wanted, for the gateway
-		t.Fatal(err)
-	}
-	root, versions := t.TempDir(), t.TempDir()
-	out := new(lockedBuffer)
-	cmd := exec.Command(bin, "--access", accessKey, "--secret", secretKey, "--port", addr, "--quiet",
-		"posix", "--versioning-dir", versions, root)
-	cmd.Stdout, cmd.Stderr = out, out
-	dieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill() // it may have exited already
-		<-exited               //nolint:errcheck // waits for the exit; killed, its status says only that
-	})
-	// The gateway starts as fast as the machine lets it: wait for it as
-	// long as the test binary allows.
-	stop := testwait.Near(t)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			_ = c.Close() // it answers: it is up
-			break
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("versitygw exited (%v): %s", err, out)
-		case <-stop:
-			t.Fatalf("versitygw did not answer on %s by the test's deadline: %s", addr, out)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	g := &gateway{endpoint: "http://" + addr, gets: new(atomic.Int64)}
-	g.client = s3.New(s3.Options{
-		Region:       "us-east-1",
-		BaseEndpoint: aws.String(g.endpoint),
-		UsePathStyle: true,
-		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: accessKey, SecretAccessKey: secretKey}, nil
-		}),
-		HTTPClient: &countingClient{gets: g.gets},
-	})
-	// The port answers before the gateway serves S3 requests.
-	for {
-		_, err := g.client.ListBuckets(t.Context(), &s3.ListBucketsInput{})
-		if err == nil {
-			break
-		}
-		select {
-		case <-stop:
-			t.Fatalf("versitygw does not answer ListBuckets: %v: %s", err, out)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return g
+	g := s3test.Start(t)
+	return &gateway{Gateway: g, endpoint: g.Endpoint, client: g.Client, gets: g.Gets}
 }
 
-func (g *gateway) bucket(t *testing.T, name string, objectLock bool) {
-	t.Helper()
-	in := &s3.CreateBucketInput{Bucket: &name}
-	if objectLock {
-		in.ObjectLockEnabledForBucket = aws.Bool(true)
-	}
-	if _, err := g.client.CreateBucket(t.Context(), in); err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
-	}
-}
+func (g *gateway) bucket(t *testing.T, name string, objectLock bool) { g.Bucket(t, name, objectLock) }
 
 // store returns a Store on the gateway's bucket, through the client that
 // counts requests.

@@ -1,4 +1,4 @@
-package s3video_test
+package s3test
 
 import (
 	"os/exec"
