@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"Delete/Removes", deletes},
 		{"Delete/MissingIsNil", deleteMissing},
 		{"Lock/RefusesEarlyDelete", lockRefuses},
+		{"Lock/RefusesPut", lockRefusesPut},
 		{"Lock/NotFound", lockMissing},
 		{"Key/Invalid", invalidKeys},
 		{"Put/ConcurrentSameKey", concurrentPut},
@@ -212,6 +213,20 @@ func lockRefuses(t *testing.T, s blob.Store) {
 	}
 	if err := s.Delete(ctx, "past"); err != nil {
 		t.Fatalf("Delete after the lock's date = %v", err)
+	}
+}
+
+func lockRefusesPut(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	put(t, s, "kept.png", pattern(10, 9))
+	if err := s.Lock(ctx, "kept.png", time.Now().Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "kept.png", bytes.NewReader(pattern(10, 10))); !errors.Is(err, blob.ErrLocked) {
+		t.Fatalf("Put over a locked object = %v, want ErrLocked", err)
+	}
+	if got, _ := read(t, s, "kept.png", 0, -1); !bytes.Equal(got, pattern(10, 9)) {
+		t.Fatal("a refused Put changed the object")
 	}
 }
 

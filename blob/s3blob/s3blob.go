@@ -1,0 +1,353 @@
+// Package s3blob is a blob.Store in an S3 bucket: Amazon S3, or a server
+// that speaks its API such as MinIO, Ceph or versitygw.
+//
+//	s, err := s3blob.New(ctx, s3blob.Config{Client: client, Bucket: "consent", Prefix: "blobs/"})
+//
+// A key is the object <Prefix><key>. Put spools its input to a temporary
+// file while it hashes it, then uploads it with one PutObject carrying its
+// SHA-256 in x-amz-checksum-sha256, which the server checks: the object
+// stored is exactly the bytes read. One upload holds at most 5 GiB.
+//
+// # Locks
+//
+// In a bucket with Object Lock (which keeps versions), Lock puts the
+// object's current version under retention in COMPLIANCE mode until the
+// date, rounded up to the second: nobody, the bucket's owner included, can
+// delete that version or shorten its retention before then. In a bucket
+// without it, Lock records the date in the object's tag consentkit-keep-until,
+// which this package honours and the server does not: a lock there guards
+// against this library's mistakes, not against the bucket's owner
+// (Locking tells which applies).
+//
+// Delete removes every version of a key, after checking that none is
+// locked: a refused Delete removes nothing. Put refuses to write over an
+// object whose current version is locked. In a bucket that keeps versions,
+// a Put over an object leaves its earlier version in place, listed by the
+// bucket, until Delete.
+//
+// The credentials need s3:GetBucketObjectLockConfiguration (New),
+// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucketVersions,
+// s3:DeleteObject and s3:DeleteObjectVersion, and either
+// s3:PutObjectRetention and s3:GetObjectRetention (with Object Lock) or
+// s3:PutObjectTagging and s3:GetObjectTagging (without).
+package s3blob
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/consentkit/consentkit/blob"
+)
+
+// Config configures a Store. Client and Bucket are required.
+type Config struct {
+	Client *s3.Client
+	Bucket string
+	// Prefix starts every object's key, such as "blobs/"; it must be a
+	// valid blob key followed by "/", or empty.
+	Prefix string
+	// TempDir holds Put's spool files; empty: os.TempDir().
+	TempDir string
+}
+
+// Store is a blob.Store in an S3 bucket. It is safe for concurrent use.
+type Store struct {
+	client  *s3.Client
+	bucket  string
+	prefix  string
+	tempDir string
+	locking bool
+}
+
+var _ blob.Store = (*Store)(nil)
+
+// keepTag is the tag that records a lock in a bucket without Object Lock.
+const keepTag = "consentkit-keep-until"
+
+// New checks cfg, asks the bucket whether it has Object Lock enabled, and
+// returns a Store. A server that does not implement the question counts as
+// a bucket without Object Lock.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if cfg.Client == nil || cfg.Bucket == "" {
+		return nil, errors.New("s3blob: Config.Client and Config.Bucket are required")
+	}
+	if cfg.Prefix != "" {
+		p, ok := strings.CutSuffix(cfg.Prefix, "/")
+		if !ok || blob.ValidKey(p) != nil {
+			return nil, fmt.Errorf("s3blob: Config.Prefix %q must be a valid key followed by \"/\"", cfg.Prefix)
+		}
+	}
+	s := &Store{client: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, tempDir: cfg.TempDir}
+	out, err := s.client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &s.bucket})
+	switch code := errorCode(err); {
+	case err == nil:
+		s.locking = out.ObjectLockConfiguration != nil &&
+			out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
+	case code == "ObjectLockConfigurationNotFoundError" || code == "NotImplemented":
+	default:
+		return nil, fmt.Errorf("s3blob: bucket %s: %w", s.bucket, err)
+	}
+	return s, nil
+}
+
+// Locking reports whether the bucket has Object Lock, so that a lock is
+// the server's to keep.
+func (s *Store) Locking() bool { return s.locking }
+
+// name returns the object key of a blob key.
+func (s *Store) name(key string) (string, error) {
+	if err := blob.ValidKey(key); err != nil {
+		return "", err
+	}
+	return s.prefix + key, nil
+}
+
+// Put stores r's bytes under key. It spools them to a file while hashing
+// them, then uploads the file with its SHA-256 for the server to check.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+	name, err := s.name(key)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	f, err := os.CreateTemp(s.tempDir, "s3blob-*")
+	if err != nil {
+		return blob.Info{}, err
+	}
+	defer func() {
+		_ = f.Close()           // read only by now: Close loses nothing
+		_ = os.Remove(f.Name()) // a spool file left behind is only space
+	}()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return blob.Info{}, err
+	}
+	info := blob.Info{Key: key, Size: n}
+	copy(info.SHA256[:], h.Sum(nil))
+	if until, _, err := s.keptUntil(ctx, name, ""); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return blob.Info{}, err
+	} else if until.After(time.Now()) {
+		return blob.Info{}, fmt.Errorf("%w: %s until %s", blob.ErrLocked, key, until.Format(time.RFC3339))
+	}
+	_, err = s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: &s.bucket, Key: &name, Body: f, ContentLength: &n,
+		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(info.SHA256[:])),
+	})
+	if err != nil {
+		return blob.Info{}, fmt.Errorf("s3blob: put %s: %w", key, err)
+	}
+	return info, nil
+}
+
+// Open reads the whole object.
+func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	return s.OpenRange(ctx, key, 0, -1)
+}
+
+// OpenRange asks for the object's size and current version, then reads
+// that version's range.
+func (s *Store) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, blob.Info, error) {
+	name, err := s.name(key)
+	if err != nil {
+		return nil, blob.Info{}, err
+	}
+	if offset < 0 {
+		return nil, blob.Info{}, fmt.Errorf("s3blob: negative offset %d", offset)
+	}
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name})
+	if err != nil {
+		return nil, blob.Info{}, s.wrap("open", key, err)
+	}
+	info := blob.Info{Key: key, Size: aws.ToInt64(head.ContentLength)}
+	offset = min(offset, info.Size)
+	if length < 0 || offset+length > info.Size {
+		length = info.Size - offset
+	}
+	if length == 0 {
+		return io.NopCloser(strings.NewReader("")), info, nil
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: &s.bucket, Key: &name, VersionId: head.VersionId,
+		Range: aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)),
+	})
+	if err != nil {
+		return nil, blob.Info{}, s.wrap("open", key, err)
+	}
+	return out.Body, info, nil
+}
+
+// Delete removes every version of key, none when one of them is locked.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	name, err := s.name(key)
+	if err != nil {
+		return err
+	}
+	versions, err := s.versions(ctx, name)
+	if err != nil {
+		return s.wrap("delete", key, err)
+	}
+	for _, v := range versions {
+		until, _, err := s.keptUntil(ctx, name, v)
+		if errors.Is(err, blob.ErrNotFound) { // a delete marker, or gone meanwhile
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if until.After(time.Now()) {
+			return fmt.Errorf("%w: %s until %s", blob.ErrLocked, key, until.Format(time.RFC3339))
+		}
+	}
+	for _, v := range versions {
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: optional(v)})
+		if err != nil && !errors.Is(s.wrap("delete", key, err), blob.ErrNotFound) {
+			return s.wrap("delete", key, err)
+		}
+	}
+	return nil
+}
+
+// versions lists the version ids of the object name, delete markers
+// included, newest first; a bucket that keeps none lists one, "".
+func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	in := &s3.ListObjectVersionsInput{Bucket: &s.bucket, Prefix: &name}
+	for {
+		page, err := s.client.ListObjectVersions(ctx, in)
+		if err != nil {
+			if code := errorCode(err); code == "NotImplemented" || code == "MethodNotAllowed" {
+				return []string{""}, nil
+			}
+			return nil, err
+		}
+		for _, v := range page.Versions {
+			if aws.ToString(v.Key) == name {
+				out = append(out, versionID(v.VersionId))
+			}
+		}
+		for _, m := range page.DeleteMarkers {
+			if aws.ToString(m.Key) == name {
+				out = append(out, versionID(m.VersionId))
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return out, nil
+		}
+		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
+	}
+}
+
+// versionID maps the version of an object written before versions were
+// kept ("null") to no version.
+func versionID(v *string) string {
+	if id := aws.ToString(v); id != "null" {
+		return id
+	}
+	return ""
+}
+
+// Lock keeps the object's current version until until, when that is later
+// than its lock.
+func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
+	name, err := s.name(key)
+	if err != nil {
+		return err
+	}
+	kept, version, err := s.keptUntil(ctx, name, "")
+	if err != nil {
+		return err
+	}
+	until = until.UTC()
+	if t := until.Truncate(time.Second); !t.Equal(until) {
+		until = t.Add(time.Second) // never release before the date asked for
+	}
+	if !until.After(kept) || !until.After(time.Now()) {
+		return nil
+	}
+	if s.locking {
+		_, err = s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
+			Bucket: &s.bucket, Key: &name, VersionId: optional(version),
+			Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
+		})
+	} else {
+		_, err = s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
+			Bucket: &s.bucket, Key: &name, VersionId: optional(version),
+			Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String(keepTag), Value: aws.String(until.Format(time.RFC3339))}}},
+		})
+	}
+	if err != nil {
+		return s.wrap("lock", key, err)
+	}
+	return nil
+}
+
+// keptUntil returns until when the version of name (the current one when
+// version is "") is locked, zero when it is not, and the version's id.
+// ErrNotFound when there is no such object or version, or it is a delete
+// marker.
+func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time, string, error) {
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: optional(version)})
+	if err != nil {
+		return time.Time{}, "", s.wrap("head", strings.TrimPrefix(name, s.prefix), err)
+	}
+	version = versionID(head.VersionId)
+	if s.locking {
+		return aws.ToTime(head.ObjectLockRetainUntilDate).UTC(), version, nil
+	}
+	tags, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: optional(version)})
+	if err != nil {
+		return time.Time{}, "", s.wrap("read the tags of", strings.TrimPrefix(name, s.prefix), err)
+	}
+	for _, t := range tags.TagSet {
+		if aws.ToString(t.Key) == keepTag {
+			until, err := time.Parse(time.RFC3339, aws.ToString(t.Value))
+			if err != nil {
+				return time.Time{}, "", fmt.Errorf("s3blob: %s: tag %s: %w", name, keepTag, err)
+			}
+			return until, version, nil
+		}
+	}
+	return time.Time{}, version, nil
+}
+
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// wrap names the operation and the key, making a missing object, version
+// or delete marker blob.ErrNotFound.
+func (s *Store) wrap(op, key string, err error) error {
+	var noKey *types.NoSuchKey
+	var notFound *types.NotFound
+	if code := errorCode(err); errors.As(err, &noKey) || errors.As(err, &notFound) ||
+		code == "NoSuchKey" || code == "NoSuchVersion" || code == "NotFound" || code == "MethodNotAllowed" {
+		return fmt.Errorf("s3blob: %s %s: %w (%w)", op, key, blob.ErrNotFound, err)
+	}
+	return fmt.Errorf("s3blob: %s %s: %w", op, key, err)
+}
+
+func errorCode(err error) string {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		return api.ErrorCode()
+	}
+	return ""
+}

@@ -1,0 +1,108 @@
+package s3blob_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/blob/blobtest"
+	"github.com/consentkit/consentkit/blob/s3blob"
+	"github.com/consentkit/consentkit/internal/s3test"
+)
+
+// stores returns a function that makes a Store on a bucket of its own of
+// g, with Object Lock or without.
+func stores(g *s3test.Gateway, objectLock bool) func(t *testing.T) blob.Store {
+	var n atomic.Int64
+	return func(t *testing.T) blob.Store {
+		bucket := fmt.Sprintf("b%d-%t", n.Add(1), objectLock)
+		g.Bucket(t, bucket, objectLock)
+		s, err := s3blob.New(t.Context(), s3blob.Config{Client: g.Client, Bucket: bucket, Prefix: "blobs/", TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Locking() != objectLock {
+			t.Fatalf("Locking() = %v on a bucket with Object Lock %v", s.Locking(), objectLock)
+		}
+		return s
+	}
+}
+
+// The blob contract holds on a real S3 server, in a bucket with Object
+// Lock (the server keeps the locks) and in one without (the store does).
+func TestContract(t *testing.T) {
+	g := s3test.Start(t)
+	t.Run("ObjectLock", func(t *testing.T) { blobtest.Run(t, stores(g, true)) })
+	t.Run("NoObjectLock", func(t *testing.T) { blobtest.Run(t, stores(g, false)) })
+}
+
+// With Object Lock the server itself refuses to delete a locked version
+// or to shorten its retention, whoever asks; Put over a locked object is
+// refused and Delete, refused, removes no version.
+func TestObjectLockIsTheServers(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, true)(t)
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "kept", bytes.NewReader([]byte("v1"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Lock(ctx, "kept", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "kept", bytes.NewReader([]byte("v2"))); !errors.Is(err, blob.ErrLocked) {
+		t.Errorf("Put over a locked object = %v, want ErrLocked", err)
+	}
+	bucket := "b1-true"
+	list, err := g.Client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &bucket})
+	if err != nil || len(list.Versions) != 1 {
+		t.Fatalf("versions: %v, %v; want one", list, err)
+	}
+	v := list.Versions[0]
+	if _, err := g.Client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &bucket, Key: v.Key, VersionId: v.VersionId}); err == nil {
+		t.Error("the server deleted a locked version asked directly")
+	}
+	if err := s.Delete(ctx, "kept"); !errors.Is(err, blob.ErrLocked) {
+		t.Errorf("Delete = %v, want ErrLocked", err)
+	}
+	rc, _, err := s.Open(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := io.ReadAll(rc)
+	_ = rc.Close()
+	if err != nil || string(got) != "v1" {
+		t.Errorf("after refusals: %q, %v; want v1", got, err)
+	}
+}
+
+// A Put over an unlocked object keeps versions in a versioned bucket;
+// Delete removes them all, so the key is gone and no version is left.
+func TestDeleteRemovesEveryVersion(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, true)(t)
+	ctx := context.Background()
+	for _, v := range []string{"one", "two", "three"} {
+		if _, err := s.Put(ctx, "k", bytes.NewReader([]byte(v))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bucket := "b1-true"
+	if list, err := g.Client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &bucket}); err != nil || len(list.Versions) != 3 {
+		t.Fatalf("versions before Delete: %d, %v; want 3", len(list.Versions), err)
+	}
+	if err := s.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	list, err := g.Client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &bucket})
+	if err != nil || len(list.Versions) != 0 {
+		t.Errorf("versions after Delete: %d, %v; want none", len(list.Versions), err)
+	}
+}
