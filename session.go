@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsonscan"
 )
 
 // Recorded sessions and the certificates issued for them.
@@ -103,16 +104,13 @@ func (s *Service) AppendEventsTx(ctx context.Context, tx consent.Tx, sessionID s
 	return ses, nil
 }
 
-// checkEvents accepts a non-empty JSON array of objects.
+// checkEvents accepts a non-empty JSON array of objects, read in one pass
+// (jsonscan) without decoding them.
 func checkEvents(events json.RawMessage) error {
-	var list []json.RawMessage
-	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+	n := 0
+	err := jsonscan.Objects(events, func(int, []byte, []byte) error { return nil }, func(int) error { n++; return nil })
+	if err != nil || n == 0 {
 		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of event objects")
-	}
-	for _, e := range list {
-		if len(e) == 0 || e[0] != '{' {
-			return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of event objects")
-		}
 	}
 	return nil
 }

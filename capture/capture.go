@@ -26,11 +26,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsonscan"
 )
 
 // UploadTokenPrefix starts every upload token, so that one is recognized
@@ -266,51 +267,69 @@ const maxEventsPerChunk = 100_000
 // milliseconds (D34). Both are JSON numbers: a string such as "2" is not
 // one, and the replayer would not play the event. The names are matched
 // exactly, as the replayer reads them: "Type" is not "type" (encoding/json
-// would match a struct field's name in any case).
+// would match a struct field's name in any case); a name repeated counts
+// as its last value, as JSON.parse keeps it. The events are read in one
+// pass (jsonscan), and none is decoded: a chunk costs CPU by its bytes,
+// whatever its events hold.
 func CheckEvents(events json.RawMessage) error {
-	var list []map[string]eventMember
-	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+	var (
+		typ, ts []byte
+		n       int
+		first   error // the first event at fault, reported once the whole is known valid
+	)
+	err := jsonscan.Objects(events, func(_ int, name, value []byte) error {
+		switch memberName(name) {
+		case "type":
+			typ = value
+		case "timestamp":
+			ts = value
+		}
+		return nil
+	}, func(i int) error {
+		n++
+		if first == nil {
+			first = checkEvent(i, typ, ts)
+		}
+		typ, ts = nil, nil
+		return nil
+	})
+	switch {
+	case err != nil || n == 0:
 		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
-	}
-	if len(list) > maxEventsPerChunk {
+	case n > maxEventsPerChunk:
 		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", maxEventsPerChunk)
 	}
-	for i, e := range list {
-		typ, ok := number(e["type"])
-		if !ok || strings.ContainsAny(typ.String(), ".eE") {
-			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
-		}
-		if _, err := typ.Int64(); err != nil {
-			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
-		}
-		ts, ok := number(e["timestamp"])
-		if !ok {
-			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
-		}
-		if ms, err := ts.Float64(); err != nil || ms < 0 || ms > 1<<53 {
-			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
-		}
+	return first
+}
+
+// checkEvent checks the raw values of event i's type and timestamp (nil
+// when it has none).
+func checkEvent(i int, typ, ts []byte) error {
+	if !isNumber(typ) || bytes.ContainsAny(typ, ".eE") {
+		return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
+	}
+	if _, err := strconv.ParseInt(string(typ), 10, 64); err != nil {
+		return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
+	}
+	ms, err := strconv.ParseFloat(string(ts), 64)
+	if !isNumber(ts) || err != nil || ms < 0 || ms > 1<<53 {
+		return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
 	}
 	return nil
 }
 
-// eventMember is a member of an event object, as CheckEvents needs it: the
-// number it is, if it is one. Other values (the event's data, however
-// large) are scanned by the decoder and not kept.
-type eventMember struct {
-	num json.Number // "" when the value is not a number
-}
-
-func (m *eventMember) UnmarshalJSON(b []byte) error {
-	if isNumber(b) {
-		m.num = json.Number(b)
+// memberName returns a member's name as written between its quotes,
+// unescaped when it holds an escape ("typ\u0065" is "type").
+func memberName(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) // compared at once: the compiler does not copy
 	}
-	return nil
+	var name string
+	if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &name); err != nil {
+		return ""
+	}
+	return name
 }
-
-// number returns the member as a number, when it is one; a missing member
-// is not.
-func number(m eventMember) (json.Number, bool) { return m.num, m.num != "" }
 
 // isNumber reports whether the JSON value raw is a number: a JSON number
 // starts with a minus sign or a digit; anything else (a string, a null)

@@ -2,6 +2,9 @@ package capture_test
 
 import (
 	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/consentkit/consentkit/capture"
@@ -44,4 +47,49 @@ func TestCheckEventsNumbers(t *testing.T) {
 			t.Errorf("CheckEvents(%s) = %v, want ok %v (or Invalid)", tc.events, err, tc.ok)
 		}
 	}
+}
+
+// mapCheck is how CheckEvents read events before it read them in one
+// pass: each event decoded into a map of its members. CheckEvents must
+// give the same verdict, and the same message but where an event is null
+// (which the map reading took for an event without members).
+func mapCheck(events []byte) error {
+	var list []map[string]json.RawMessage
+	if err := json.Unmarshal(events, &list); err != nil || len(list) == 0 {
+		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
+	}
+	if len(list) > 100_000 {
+		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", 100_000)
+	}
+	isNumber := func(raw []byte) bool { return len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') }
+	for i, e := range list {
+		typ := e["type"]
+		if _, err := strconv.ParseInt(string(typ), 10, 64); !isNumber(typ) || strings.ContainsAny(string(typ), ".eE") || err != nil {
+			return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
+		}
+		ts := e["timestamp"]
+		if ms, err := strconv.ParseFloat(string(ts), 64); !isNumber(ts) || err != nil || ms < 0 || ms > 1<<53 {
+			return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
+		}
+	}
+	return nil
+}
+
+func FuzzCheckEventsAgrees(f *testing.F) {
+	for _, s := range []string{`[{"type":3,"timestamp":5}]`, `[{"typ\u0065":3,"timestamp":5}]`, `[{"type":3,"timestamp":5},{"type":1e2,"timestamp":1}]`,
+		`[{"type":3,"timestamp":5,"type":"x"}]`, `[{"type":-0,"timestamp":9007199254740993}]`, `[]`, `{}`, `[{"type":3,"timestamp":5}`,
+		`[{"type":99999999999999999999,"timestamp":1}]`, `[{"type":1,"timestamp":1e400}]`, "[{\"type\":1,\"timestamp\":1,\"\xff\":2}]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		got, want := capture.CheckEvents(b), mapCheck(b)
+		if (got == nil) != (want == nil) {
+			t.Fatalf("CheckEvents(%q) = %v, the map reading %v", b, got, want)
+		}
+		var list []json.RawMessage
+		hasNull := json.Unmarshal(b, &list) == nil && slices.ContainsFunc(list, func(e json.RawMessage) bool { return string(e) == "null" })
+		if got != nil && !hasNull && got.Error() != want.Error() {
+			t.Fatalf("CheckEvents(%q) = %v, the map reading %v", b, got, want)
+		}
+	})
 }

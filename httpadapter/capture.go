@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/jsonscan"
 )
 
 // The capture routes (D32–D36): public, called by the snippet from pages of
@@ -115,6 +119,51 @@ type eventsRequest struct {
 	SessionID string          `path:"session_id" json:"-"`
 	Seq       *int            `json:"seq"`
 	Events    json.RawMessage `json:"events"`
+}
+
+// decodePlain reads a chunk in its plain form: valid UTF-8 without \u
+// escapes, a JSON object whose members named seq and events are named so
+// exactly (no other spelling that encoding/json would match, as it matches
+// names in any case), seq an integer. The events are kept as they are in
+// the body, not copied.
+func (r *eventsRequest) decodePlain(data []byte) bool {
+	if !utf8.Valid(data) || bytes.Contains(data, []byte(`\u`)) {
+		return false
+	}
+	var (
+		seq    *int
+		events []byte
+	)
+	plain := true
+	err := jsonscan.Object(data, func(name, value []byte) error {
+		switch n := string(name); {
+		case n == "seq":
+			// Each seq must be an integer (null, a fraction, a string…:
+			// the general path says what is wrong), the last one counts.
+			v, err := strconv.Atoi(string(value))
+			plain = plain && err == nil
+			seq = &v
+		case n == "events":
+			events = value
+		case bytes.IndexByte(name, '\\') >= 0 || !isASCII(name) || strings.EqualFold(n, "seq") || strings.EqualFold(n, "events"):
+			plain = false
+		}
+		return nil
+	})
+	if err != nil || !plain {
+		return false
+	}
+	r.Seq, r.Events = seq, events
+	return true
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 type eventsResponse struct {
