@@ -234,7 +234,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	// phone it needs no sideways scrolling.
 	pages := []string{"/", "/companies/acme", "/companies/acme/ledger", "/companies/acme/tokens", "/companies/acme/properties",
 		"/companies/acme/certificates", "/companies/acme/certificates/cert-acme", "/companies/acme/revocations",
-		"/companies/acme/webhooks", "/companies/acme/audit"}
+		"/companies/acme/webhooks", "/companies/acme/profiles", "/companies/acme/audit"}
 	for _, size := range []struct {
 		name          string
 		width, height int64

@@ -63,6 +63,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/ratelimit"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -119,6 +120,8 @@ type Handler struct {
 	mux    *http.ServeMux
 
 	endpoints webhook.Endpoints // the companies' webhook endpoints
+	// auditProfiles are the companies' audit profiles (D51).
+	auditProfiles profile.Profiles
 }
 
 // New returns the dashboard over svc.
@@ -155,7 +158,7 @@ func New(svc *consentkit.Service, cfg Config) (*Handler, error) {
 	mac := hmac.New(sha256.New, []byte(cfg.OperatorSecret))
 	mac.Write([]byte("consentkit dashboard session v2"))
 	h := &Handler{
-		svc: svc, endpoints: webhook.Endpoints{Service: svc}, cfg: cfg, key: mac.Sum(nil),
+		svc: svc, endpoints: webhook.Endpoints{Service: svc}, auditProfiles: profile.Profiles{Service: svc}, cfg: cfg, key: mac.Sum(nil),
 		secret: sha256.Sum256([]byte(cfg.OperatorSecret)),
 		logins: ratelimit.New(cfg.LoginsPerMinute, cfg.MaxLoginClients, svc.Now),
 		mux:    http.NewServeMux(),
@@ -196,6 +199,9 @@ func (h *Handler) routes() {
 	authed("GET", "/companies/{company}", h.overview)
 	authed("POST", "/companies/{company}/topup", h.topUp)
 	authed("POST", "/companies/{company}/insights-rules", h.setInsightsRules)
+	authed("GET", "/companies/{company}/profiles", h.profiles)
+	authed("POST", "/companies/{company}/profiles", h.putProfile)
+	authed("POST", "/companies/{company}/profiles/{name}/delete", h.deleteProfile)
 	authed("GET", "/companies/{company}/tokens", h.tokens)
 	authed("POST", "/companies/{company}/tokens", h.issueToken)
 	authed("POST", "/companies/{company}/tokens/{token}/revoke", h.revokeToken)

@@ -476,6 +476,9 @@ type certificateData struct {
 	// Insights are the certificate's insights (D50); nil when it has none
 	// (issued before insights).
 	Insights *insightsView
+	// Grade is the certificate's grade by the audit profile asked for
+	// (?profile=, D51), with the company's profiles to choose from.
+	Grade *gradeView
 }
 
 type recordView struct {
@@ -545,6 +548,9 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		// The facts computed when asked are of this transaction's view,
 		// as certificate-info's are.
 		if in, asked, err = readInsights(ctx, tx, c, h.svc.Now()); err != nil {
+			return err
+		}
+		if d.Grade, err = readGrade(tx, r, c, attestation, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
 			return err
 		}
 		if c.SessionID == "" {

@@ -35,6 +35,7 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 		}{p, item}
 	},
 	"velocity": velocityCount,
+	"found":    foundText,
 	"ms":       func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }).Parse(pagesHTML))
 
