@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -40,9 +41,15 @@ func must(t testing.TB, err error) {
 // fixture: companies acme and other, a property, a token and a
 // certificate each; it returns the service and acme's token secret.
 func fixture(t testing.TB, st consent.Store) (*consentkit.Service, string) {
+	return fixtureAt(t, st, nil)
+}
+
+// fixtureAt is fixture with the service on the clock now (nil: the
+// system's).
+func fixtureAt(t testing.TB, st consent.Store, now func() time.Time) (*consentkit.Service, string) {
 	key, err := signed.NewSigningKey("dashboard-test")
 	must(t, err)
-	svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}})
+	svc, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{key}, Now: now})
 	must(t, err)
 	var acmeSecret string
 	for _, id := range []string{"acme", "other"} {

@@ -3,6 +3,8 @@ package dashboard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -52,10 +54,10 @@ func (h *Handler) loadProfiles(r *http.Request, p *page, d profilesData) error {
 }
 
 // putProfile creates or replaces a profile from the form: its name and its
-// rules as JSON, a member that is no rule refused (the operator API
-// ignores one, D29; a form is typed by a person). A refusal shows the tab
-// again with the error and what was sent, answered 400, and changes
-// nothing.
+// rules as JSON, one object with nothing after it, a member that is no
+// rule refused (the operator API ignores one, D29; a form is typed by a
+// person). A refusal shows the tab again with the error and what was
+// sent, answered 400, and changes nothing.
 func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request, p *page) error {
 	if err := h.companyPage(r, p, "profiles", "profiles", "Audit profiles"); err != nil {
 		return err
@@ -65,6 +67,11 @@ func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request, p *page) er
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
 	err := dec.Decode(&rules)
+	if err == nil {
+		if _, next := dec.Token(); next != io.EOF {
+			err = errors.New("more than one JSON value")
+		}
+	}
 	if err != nil {
 		err = consent.Errorf(consent.Invalid, "rules: %v", err)
 	} else {

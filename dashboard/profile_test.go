@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
@@ -40,6 +41,7 @@ func TestProfilesTab(t *testing.T) {
 			{"empty", `{}`, "at least one rule"},
 			{"a b", `{"lead_age":{"max_seconds":60}}`, "name must be"},
 			{"broken", `{"lead_age":`, "rules:"},
+			{"trailing", `{"lead_age":{"max_seconds":60}} {}`, "more than one JSON value"},
 		} {
 			code, body := b.post(tab, url.Values{"name": {bad.name}, "rules": {bad.rules}})
 			if code != http.StatusBadRequest || !strings.Contains(body, bad.says) || !strings.Contains(body, ">"+html.EscapeString(bad.rules)+"</textarea>") {
@@ -54,12 +56,32 @@ func TestProfilesTab(t *testing.T) {
 			t.Errorf("profiles after refusals: %v, %v; want strict alone", list, err)
 		}
 
+		// Another is listed before it by name; saving strict again
+		// replaces its rules.
+		if code, body := b.post(tab, url.Values{"name": {"alpha"}, "rules": {`{"lead_age":{"max_seconds":60}}`}}); code != http.StatusOK {
+			t.Fatalf("add alpha: %d %s", code, body)
+		}
+		code, body = b.post(tab, url.Values{"name": {"strict"}, "rules": {`{"opt_in_methods":{"allowed":["manual"]}}`}})
+		contains(t, "replaced", body, "Profile strict saved.", `&#34;allowed&#34;: [`)
+		if code != http.StatusOK || strings.Contains(body, `&#34;names&#34;: [`) {
+			t.Errorf("replace: %d, the old rules still shown: %s", code, body)
+		}
+		if a, s := strings.Index(body, `data-profile="alpha"`), strings.Index(body, `data-profile="strict"`); a < 0 || s < a {
+			t.Errorf("profiles not listed by name: alpha at %d, strict at %d", a, s)
+		}
+		if _, other := b.get("/dashboard/companies/other/profiles"); !strings.Contains(other, "No audit profile yet.") {
+			t.Error("another company's tab lists acme's profiles")
+		}
+
 		code, body = b.post(tab+"/strict/delete", nil)
 		if code != http.StatusOK || !strings.Contains(body, "Profile strict deleted.") || strings.Contains(body, `data-profile="strict"`) {
 			t.Errorf("delete: %d %s", code, body)
 		}
 		if code, _ := b.post(tab+"/strict/delete", nil); code != http.StatusNotFound {
 			t.Errorf("delete again: %d, want 404", code)
+		}
+		if list, err := (profile.Profiles{Service: svc}).List(ctx, "acme"); err != nil || len(list) != 1 || list[0].Name != "alpha" {
+			t.Errorf("profiles after the delete: %v, %v; want alpha alone", list, err)
 		}
 	})
 }
@@ -69,7 +91,8 @@ func TestProfilesTab(t *testing.T) {
 // so; a company without profiles is told how to add one.
 func TestCertificateGrade(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
-		svc, _ := fixture(t, open(t))
+		c := newClock()
+		svc, _ := fixtureAt(t, open(t), c.now)
 		h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
 		must(t, err)
 		b := newBrowser(t, h)
@@ -83,6 +106,8 @@ func TestCertificateGrade(t *testing.T) {
 		for name, rules := range map[string]string{
 			"brands":   `{"brand_names":{"names":["acme insurance","Globex"]}}`,
 			"language": `{"approved_language":{"texts":["I agree that {{*}} may call me about my quote."]},"lead_age":{"max_seconds":3600}}`,
+			"stale":    `{"lead_age":{"max_seconds":300}}`,
+			"warned":   `{"lead_age":{"max_seconds":300,"on_miss":"warn"},"verdicts":{"refused":["bot"]}}`,
 		} {
 			if code, body := b.post(tab, url.Values{"name": {name}, "rules": {rules}}); code != http.StatusOK {
 				t.Fatalf("add %s: %d %s", name, code, body)
@@ -90,6 +115,8 @@ func TestCertificateGrade(t *testing.T) {
 		}
 		before, err := svc.Balance(ctx, "acme")
 		must(t, err)
+		// The lead is ten minutes old when graded.
+		c.t = c.t.Add(10 * time.Minute)
 
 		_, body = b.get(page + "?profile=brands")
 		contains(t, "brands", body, `id="grade-result">fail</span>`,
@@ -98,7 +125,16 @@ func TestCertificateGrade(t *testing.T) {
 		_, body = b.get(page + "?profile=language")
 		contains(t, "language", body, `id="grade-result">pass</span>`,
 			`<tr data-rule="approved_language"><td><code>approved_language</code></td><td><span class="ok">pass</span></td><td class="mono">&#34;consent&#34;:0, &#34;approved&#34;:0</td></tr>`,
-			`<tr data-rule="lead_age">`)
+			`<tr data-rule="lead_age"><td><code>lead_age</code></td><td><span class="ok">pass</span></td><td class="mono">&#34;lead_age_seconds&#34;:600</td></tr>`)
+		_, body = b.get(page + "?profile=stale")
+		contains(t, "stale", body, `id="grade-result">fail</span>`,
+			`<tr data-rule="lead_age"><td><code>lead_age</code></td><td><span class="bad">fail</span></td><td class="mono">&#34;lead_age_seconds&#34;:600</td></tr>`)
+		// A miss on_miss warn warns; the verdict is pending until the
+		// insights are computed.
+		_, body = b.get(page + "?profile=warned")
+		contains(t, "warned", body, `id="grade-result">warn</span>`,
+			`<tr data-rule="lead_age"><td><code>lead_age</code></td><td><span class="bad">warn</span></td>`,
+			`<tr data-rule="verdicts"><td><code>verdicts</code></td><td><span class="muted">pending</span>: its fact is not known yet</td><td class="mono">&#34;status&#34;:&#34;pending&#34;</td></tr>`)
 		_, body = b.get(page + "?profile=nope")
 		contains(t, "unknown profile", body, `id="grade-error">The company has no profile nope.`)
 		if strings.Contains(body, `id="grade-result"`) {
