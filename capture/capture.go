@@ -62,6 +62,21 @@ func (e *ClosedError) Unwrap() error {
 // Service is browser capture over a consentkit.Service.
 type Service struct {
 	svc *consentkit.Service
+	// Budget, when set, is asked before a chunk of events (a chunk, or
+	// the tail a consent carries) is stored, with the session's property
+	// and the chunk's size in bytes: its error refuses the request as it
+	// is (D52). A chunk sent again, already stored, is not asked about.
+	// It is asked inside the store's transaction, so a transaction the
+	// store runs again may ask twice. Set it before the Service serves.
+	Budget func(propertyID string, bytes int) error
+}
+
+// spend asks Budget, when set, for a chunk of n bytes of the property.
+func (c *Service) spend(propertyID string, n int) error {
+	if c.Budget == nil {
+		return nil
+	}
+	return c.Budget(propertyID, n)
 }
 
 // New returns the capture service of svc.
@@ -249,6 +264,9 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		case ch.Seq > ses.EventChunks:
 			return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", ch.Seq, ses.EventChunks)
 		}
+		if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
+			return err
+		}
 		ses, err = c.svc.AppendEventsTx(ctx, tx, ses.ID, ch.Events)
 		if err != nil {
 			return err
@@ -422,6 +440,9 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				case t.Seq > n:
 					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
 				default:
+					if err := c.spend(ses.PropertyID, len(t.Events)); err != nil {
+						return err
+					}
 					if _, err := c.svc.AppendEventsTx(ctx, tx, ses.ID, t.Events); err != nil {
 						return err
 					}

@@ -48,6 +48,17 @@ type Config struct {
 	CaptureStartsPerMinute   int // sessions started per client address; default 30
 	CapturePropertyPerMinute int // sessions started per property; default 6,000
 	CapturePerMinute         int // chunks and consents per client address; default 600
+	// Capture byte budgets per minute (D52): the bytes of chunk and consent
+	// bodies per client address, counted as each body is read, before it
+	// is parsed (default 32 MiB), and the bytes of events per property,
+	// counted before they are stored (default 1 GiB). A request over a
+	// budget is answered 429 with Retry-After. Each must hold the largest
+	// body a capture route takes (the Service's MaxChunkBytes and 4 KiB);
+	// a negative value turns one off. Each instance keeps its own budgets:
+	// behind a load balancer that spreads one client over N instances, a
+	// client may spend up to N times its budget.
+	CaptureBytesPerMinute         int64
+	CapturePropertyBytesPerMinute int64
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
 	// Videos is where the conversion worker keeps videos, for
@@ -143,6 +154,23 @@ func New(cfg Config) (*Handler, error) {
 			h.limits[l] = ratelimit.New(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
 	}
+	for l, b := range map[Limit]int64{
+		captureBytesLimit:         budget(cfg.CaptureBytesPerMinute, 32<<20),
+		capturePropertyBytesLimit: budget(cfg.CapturePropertyBytesPerMinute, 1<<30),
+	} {
+		switch {
+		case b == 0:
+			continue
+		case b < h.captureBodyBytes():
+			return nil, fmt.Errorf("httpadapter: a capture byte budget of %d bytes a minute is under the largest capture body, %d bytes", b, h.captureBodyBytes())
+		case b > 1<<40:
+			return nil, errors.New("httpadapter: a capture byte budget must be at most 1 TiB a minute")
+		}
+		h.limits[l] = ratelimit.New(kib(int(b)), cfg.MaxLimiterKeys, cfg.Service.Now)
+	}
+	if lim := h.limits[capturePropertyBytesLimit]; lim != nil {
+		h.capture.Budget = func(propertyID string, n int) error { return spend(lim, propertyID, n) }
+	}
 	h.rrweb = capture.NewRecorder(cfg.RRWebDir)
 	if cfg.OperatorSecret != "" {
 		d := sha256.Sum256([]byte(cfg.OperatorSecret))
@@ -207,6 +235,17 @@ func (h *Handler) newRouter(routes []*route) *router {
 
 // perMinute applies the convention of the rate fields: zero is the
 // default, a negative value none.
+// budget is a byte budget's setting: 0 is def, a negative value none (0).
+func budget(n, def int64) int64 {
+	switch {
+	case n == 0:
+		return def
+	case n < 0:
+		return 0
+	}
+	return n
+}
+
 func perMinute(n, def int) int {
 	switch {
 	case n == 0:

@@ -66,7 +66,7 @@ func TestDecodeOrdinaryRequests(t *testing.T) {
 			t.Fatalf("%s: no route with a request body", tc.pattern)
 		}
 		v := reflect.New(rt.Request)
-		err := decode(httptest.NewRecorder(), httptest.NewRequest(rt.Method, "/", strings.NewReader(tc.body)), v.Interface(), rt.MaxBody)
+		err := decode(httptest.NewRecorder(), httptest.NewRequest(rt.Method, "/", strings.NewReader(tc.body)), v.Interface(), rt.MaxBody, nil)
 		if tc.invalid != "" {
 			if consent.ErrorCode(err) != consent.Invalid || consent.ErrorMessage(err) != tc.invalid {
 				t.Errorf("%s %q: %v, want Invalid %q", tc.pattern, tc.body, err, tc.invalid)
@@ -102,7 +102,7 @@ func TestDecodeLimitBeyondDeclaredLength(t *testing.T) {
 	var v struct {
 		CompanyID string `json:"company_id"`
 	}
-	err := decode(httptest.NewRecorder(), r, &v, 0)
+	err := decode(httptest.NewRecorder(), r, &v, 0, nil)
 	if consent.ErrorCode(err) != consent.TooLarge {
 		t.Errorf("decode of %d bytes declared as 2: %v, want TooLarge", len(big), err)
 	}
@@ -207,7 +207,7 @@ func TestDecodeWrongTypeNamesTheKind(t *testing.T) {
 				for _, v := range wrongValues(t, p) {
 					data := wrap(`{"` + name + `":` + v + `}`)
 					r := httptest.NewRequest(rt.Method, rt.Pattern, strings.NewReader(data))
-					err := decode(httptest.NewRecorder(), r, reflect.New(rt.Request).Interface(), rt.MaxBody)
+					err := decode(httptest.NewRecorder(), r, reflect.New(rt.Request).Interface(), rt.MaxBody, nil)
 					// A wallet.Amount says what more a number of dollars must be.
 					if msg := consent.ErrorMessage(err); consent.ErrorCode(err) != consent.Invalid ||
 						msg != want && !strings.HasPrefix(msg, want+" ") {

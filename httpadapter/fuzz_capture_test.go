@@ -36,7 +36,8 @@ func newCaptureFuzz(f *testing.F) *captureFuzz {
 	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form", CompanyID: "acme", Name: "Quote form",
 		AllowedOrigins: []string{formOrigin}})
 	must(f, err)
-	h := e.handler(f, httpadapter.Config{CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})
+	h := e.handler(f, httpadapter.Config{CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1,
+		CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: -1})
 	return &captureFuzz{e: e, j: j, h: h, cap: capture.New(e.svc)}
 }
 

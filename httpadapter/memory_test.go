@@ -19,7 +19,8 @@ import (
 //
 //	go test -run '^$' -bench RecordingMemory -benchtime 2x ./httpadapter
 func BenchmarkRecordingMemory(b *testing.B) {
-	_, h := capturing(b, teststore.SQLite(b), httpadapter.Config{CapturePerMinute: -1, CaptureStartsPerMinute: -1})
+	_, h := capturing(b, teststore.SQLite(b), httpadapter.Config{CapturePerMinute: -1, CaptureStartsPerMinute: -1,
+		CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: -1})
 	event := `{"type":3,"timestamp":1,"data":{"x":"` + strings.Repeat("a", 1<<20-200) + `"}}`
 	record := func() started {
 		s := startSession(b, h)

@@ -165,8 +165,10 @@ const MaxBodyBytes = 1 << 20
 // decode reads a JSON object from r's body into v, a pointer to a request
 // struct. Over limit bytes (0: MaxBodyBytes) is TooLarge; malformed JSON, a wrong type,
 // anything after the object, or text that is not valid Unicode is Invalid,
-// naming the field where it can. Unknown fields are ignored (D29).
-func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
+// naming the field where it can. Unknown fields are ignored (D29). charge,
+// when not nil, is given the body's size once it is read, before it is
+// parsed; its error refuses the request.
+func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge func(n int) error) error {
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
@@ -178,6 +180,11 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64) error {
 			return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
 		}
 		return consent.Errorf(consent.Invalid, "request body could not be read")
+	}
+	if charge != nil {
+		if err := charge(len(data)); err != nil {
+			return err
+		}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return consent.Errorf(consent.Invalid, "request body must be a JSON object")

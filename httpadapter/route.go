@@ -110,6 +110,8 @@ const (
 	CaptureStartLimit
 	CaptureLimit // per client address: capture chunks and consents; Config.CapturePerMinute
 	capturePropertyLimit
+	captureBytesLimit         // per client address, bytes of capture bodies; Config.CaptureBytesPerMinute
+	capturePropertyBytesLimit // per property, bytes of events; Config.CapturePropertyBytesPerMinute
 )
 
 // byClient reports whether l is keyed by the client's address, and so taken
@@ -296,7 +298,11 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 	}
 	req := rt.newReq()
 	if rt.body {
-		if err := decode(w, r, req, rt.MaxBody); err != nil {
+		var charge func(int) error
+		if rt.Limit == CaptureLimit {
+			charge = func(n int) error { return h.takeBytes(r, c, n) }
+		}
+		if err := decode(w, r, req, rt.MaxBody, charge); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -437,17 +443,50 @@ func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
 	}
 	key := c.CompanyID
 	if l.byClient() {
-		if !c.ClientIP.IsValid() {
-			// Never one shared bucket for every client of unknown address.
-			h.log.ErrorContext(r.Context(), "consentkit: the client's address is unknown, so its rate limit cannot apply; "+
-				"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
-				"method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
-			return &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
+		var err error
+		if key, err = h.clientKey(r, c); err != nil {
+			return err
 		}
-		key = ratelimit.ClientKey(c.ClientIP, h.cfg.IPv6PrefixBits)
 	}
 	if wait, err := lim.Allow(key); err != nil {
 		return limited(wait)
 	}
 	return nil
 }
+
+// clientKey is the key of the client's address in a rate limiter.
+func (h *Handler) clientKey(r *http.Request, c Caller) (string, error) {
+	if !c.ClientIP.IsValid() {
+		// Never one shared bucket for every client of unknown address.
+		h.log.ErrorContext(r.Context(), "consentkit: the client's address is unknown, so its rate limit cannot apply; "+
+			"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
+			"method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
+		return "", &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
+	}
+	return ratelimit.ClientKey(c.ClientIP, h.cfg.IPv6PrefixBits), nil
+}
+
+// takeBytes spends n bytes of a capture body from the client's byte
+// budget (Config.CaptureBytesPerMinute), before the body is parsed.
+func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
+	lim := h.limits[captureBytesLimit]
+	if lim == nil {
+		return nil
+	}
+	key, err := h.clientKey(r, c)
+	if err != nil {
+		return err
+	}
+	return spend(lim, key, n)
+}
+
+// spend takes n bytes, in KiB rounded up, from key's budget in lim.
+func spend(lim *ratelimit.Limiter, key string, n int) error {
+	if wait, err := lim.AllowN(key, kib(n)); err != nil {
+		return limited(wait)
+	}
+	return nil
+}
+
+// kib is n bytes in KiB, rounded up: the unit of a byte budget.
+func kib(n int) int { return (n + 1023) / 1024 }

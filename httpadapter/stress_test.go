@@ -264,7 +264,8 @@ func stressRun(t *testing.T, st consent.Store, seed uint64, ops int) {
 	must(t, err)
 	before := stressLedgers(t, e)
 	h := e.handler(t, httpadapter.Config{OptOutPerMinute: -1, RetainPerMinute: -1, VerifyPerMinute: -1,
-		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1})
+		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1,
+		CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: -1})
 	type grouped interface{ GroupStats() (batches, calls int64) }
 	g, isGrouped := st.(grouped)
 	var b0, c0 int64

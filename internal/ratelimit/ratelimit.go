@@ -57,6 +57,8 @@ var (
 	// ErrFull: the key has no bucket, and none can be made while maxKeys
 	// buckets are held that are not full again.
 	ErrFull = errors.New("ratelimit: too many keys")
+	// ErrTooBig: AllowN was asked for more tokens than a bucket holds.
+	ErrTooBig = errors.New("ratelimit: cost over the bucket's size")
 )
 
 // New returns a limiter of n requests a minute per key (n ≥ 1), holding
@@ -68,7 +70,16 @@ func New(n, maxKeys int, now func() time.Time) *Limiter {
 // Allow takes a token for key. When there is none it returns ErrEmpty, or
 // ErrFull when key has no bucket and there is no room for one, and how
 // long until there is.
-func (l *Limiter) Allow(key string) (time.Duration, error) {
+func (l *Limiter) Allow(key string) (time.Duration, error) { return l.AllowN(key, 1) }
+
+// AllowN takes cost tokens for key at once, as Allow takes one: a budget
+// of bytes spends one token a unit of them. A cost over the bucket's n
+// tokens is never allowed (ErrTooBig).
+func (l *Limiter) AllowN(key string, cost int) (time.Duration, error) {
+	if cost > l.n {
+		return 0, ErrTooBig
+	}
+	cost = max(cost, 1)
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -89,7 +100,7 @@ func (l *Limiter) Allow(key string) (time.Duration, error) {
 	if next.Before(now) {
 		next = now
 	}
-	next = next.Add(l.interval)
+	next = next.Add(time.Duration(cost) * l.interval)
 	if over := next.Sub(now) - time.Duration(l.n)*l.interval; over > 0 {
 		return over, ErrEmpty
 	}

@@ -111,3 +111,31 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// AllowN spends a budget by the cost of each request: 1,000 tokens a
+// minute allow 1,000 in costs of 300 and 100 in a burst, refuse the next
+// with the wait until its cost is back, refill at 1,000 a minute, and
+// never allow a cost over the bucket.
+func TestLimiterAllowN(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := New(1000, 10, func() time.Time { return clock })
+	for _, cost := range []int{300, 300, 300, 100} {
+		if _, err := l.AllowN("client", cost); err != nil {
+			t.Fatalf("cost %d within the budget refused: %v", cost, err)
+		}
+	}
+	wait, err := l.AllowN("client", 150)
+	if !errors.Is(err, ErrEmpty) || wait != 9*time.Second {
+		t.Errorf("over the budget: %v, wait %v; want ErrEmpty, 9s (150 tokens at 1,000 a minute)", err, wait)
+	}
+	if _, err := l.AllowN("other", 1000); err != nil {
+		t.Errorf("another key's budget: %v", err)
+	}
+	clock = clock.Add(9 * time.Second)
+	if _, err := l.AllowN("client", 150); err != nil {
+		t.Errorf("after the wait: %v", err)
+	}
+	if _, err := l.AllowN("client", 1001); !errors.Is(err, ErrTooBig) {
+		t.Errorf("a cost over the bucket: %v, want ErrTooBig", err)
+	}
+}

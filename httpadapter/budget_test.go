@@ -1,0 +1,140 @@
+package httpadapter_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
+)
+
+// budgetEnv is a capture handler on a service whose chunks hold at most
+// 8 KiB, on the fixture's clock.
+func budgetEnv(t *testing.T, cfg httpadapter.Config) (*env, http.Handler) {
+	t.Helper()
+	e, _ := capturing(t, teststore.Memory(t), httpadapter.Config{})
+	var err error
+	e.svc, err = consentkit.NewService(e.store, consentkit.Config{Now: e.clock.Now, MaxChunkBytes: 8 << 10})
+	must(t, err)
+	return e, e.handler(t, cfg)
+}
+
+// from sends a capture request from a client address.
+func from(h http.Handler, ip, path, token, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest("POST", path, strings.NewReader(body))
+	req.Header.Set("Origin", formOrigin)
+	req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.RemoteAddr = ip + ":1000"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// startFrom starts a session of the property from a client address.
+func startFrom(t *testing.T, h http.Handler, ip, property string) started {
+	t.Helper()
+	rec := from(h, ip, "/capture/sessions", "", `{"property_id":"`+property+`","url":"`+formPage+`"}`)
+	if rec.Code != 201 {
+		t.Fatalf("start from %s: %d %s", ip, rec.Code, rec.Body)
+	}
+	var s started
+	must(t, json.Unmarshal(rec.Body.Bytes(), &s))
+	return s
+}
+
+// chunkBody is a chunk of seq holding about 7 KiB of events.
+func chunkBody(seq int) string {
+	return fmt.Sprintf(`{"seq":%d,"events":[{"type":3,"data":{"source":5,"text":"%s"},"timestamp":%d}]}`, seq, strings.Repeat("x", 7<<10), 1000+seq)
+}
+
+// A client address spends its byte budget with the bodies it sends,
+// counted before they are parsed, so that malformed bodies spend it too;
+// over it, 429 with Retry-After and nothing stored; another address has
+// its own; a minute later the budget is back (D52).
+func TestCaptureClientByteBudget(t *testing.T) {
+	e, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 40 << 10, CapturePropertyBytesPerMinute: -1})
+	s := startFrom(t, h, "203.0.113.1", "acme-form")
+	events := "/capture/sessions/" + s.SessionID + "/events"
+	var codes []int
+	for seq := range 6 {
+		codes = append(codes, from(h, "203.0.113.1", events, s.UploadToken, chunkBody(seq)).Code)
+	}
+	if fmt.Sprint(codes) != "[200 200 200 200 200 429]" {
+		t.Fatalf("chunks of 8 KiB on a budget of 40 KiB: %v, want five 200 then 429", codes)
+	}
+	rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(5))
+	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("over the budget: %d, Retry-After %q", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	var ses *consent.Session
+	must(t, e.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		ses, err = tx.Session(ctx, s.SessionID)
+		return err
+	}))
+	if ses.EventChunks != 5 {
+		t.Errorf("the session holds %d chunks, want the 5 allowed", ses.EventChunks)
+	}
+
+	// Another address: a budget of its own, spent by malformed bodies too.
+	other := startFrom(t, h, "203.0.113.2", "acme-form")
+	otherEvents := "/capture/sessions/" + other.SessionID + "/events"
+	for range 5 {
+		if rec := from(h, "203.0.113.2", otherEvents, other.UploadToken, `{"seq":0,"events":[`+strings.Repeat(" ", 7<<10)); rec.Code != 400 {
+			t.Fatalf("a malformed body: %d, want 400", rec.Code)
+		}
+	}
+	if rec := from(h, "203.0.113.2", otherEvents, other.UploadToken, chunkBody(0)); rec.Code != 429 {
+		t.Errorf("after 40 KiB of malformed bodies: %d, want 429", rec.Code)
+	}
+
+	e.clock.t = e.clock.t.Add(time.Minute)
+	if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(5)); rec.Code != 200 {
+		t.Errorf("a minute later: %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// A property spends its byte budget with the events stored for it, from
+// every address; over it, 429 for every client of the property and
+// nothing stored, while another property keeps its own (D52).
+func TestCapturePropertyByteBudget(t *testing.T) {
+	e, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: 32 << 10})
+	_, err := e.svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-form2", CompanyID: "acme", Name: "Second form",
+		AllowedOrigins: []string{formOrigin}})
+	must(t, err)
+	var codes []int
+	for i := range 5 {
+		ip := fmt.Sprintf("203.0.113.%d", 10+i)
+		s := startFrom(t, h, ip, "acme-form")
+		codes = append(codes, from(h, ip, "/capture/sessions/"+s.SessionID+"/events", s.UploadToken, chunkBody(0)).Code)
+	}
+	if fmt.Sprint(codes) != "[200 200 200 200 429]" {
+		t.Errorf("one chunk of 8 KiB from each of five addresses, 32 KiB a property: %v, want four 200 then 429", codes)
+	}
+	s := startFrom(t, h, "203.0.113.50", "acme-form2")
+	if rec := from(h, "203.0.113.50", "/capture/sessions/"+s.SessionID+"/events", s.UploadToken, chunkBody(0)); rec.Code != 200 {
+		t.Errorf("another property: %d %s, want 200", rec.Code, rec.Body)
+	}
+}
+
+// A budget that cannot hold the largest capture body is refused when the
+// handler is made.
+func TestCaptureByteBudgetTooSmall(t *testing.T) {
+	e, _ := budgetEnv(t, httpadapter.Config{})
+	for _, cfg := range []httpadapter.Config{{CaptureBytesPerMinute: 8 << 10}, {CapturePropertyBytesPerMinute: 1}} {
+		cfg.Service = e.svc
+		if _, err := httpadapter.New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted a budget under the largest body", cfg)
+		}
+	}
+}
