@@ -296,7 +296,10 @@ func CheckEvents(events json.RawMessage) error {
 		first   error // the first event at fault, reported once the whole is known valid
 	)
 	err := jsonscan.Objects(events, func(_ int, name, value []byte) error {
-		switch memberName(name) {
+		if bytes.IndexByte(name, '\\') >= 0 {
+			name = unescapeName(name)
+		}
+		switch string(name) { // compared, not copied
 		case "type":
 			typ = value
 		case "timestamp":
@@ -336,17 +339,14 @@ func checkEvent(i int, typ, ts []byte) error {
 	return nil
 }
 
-// memberName returns a member's name as written between its quotes,
-// unescaped when it holds an escape ("typ\u0065" is "type").
-func memberName(raw []byte) string {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw) // compared at once: the compiler does not copy
-	}
+// unescapeName returns a member's name, as written between its quotes
+// with an escape, unescaped (typ\u0065 is type).
+func unescapeName(raw []byte) []byte {
 	var name string
 	if err := json.Unmarshal(append(append([]byte{'"'}, raw...), '"'), &name); err != nil {
-		return ""
+		return nil
 	}
-	return name
+	return []byte(name)
 }
 
 // isNumber reports whether the JSON value raw is a number: a JSON number
