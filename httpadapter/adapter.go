@@ -48,6 +48,10 @@ type Config struct {
 	CaptureStartsPerMinute   int // sessions started per client address; default 30
 	CapturePropertyPerMinute int // sessions started per property; default 6,000
 	CapturePerMinute         int // chunks and consents per client address; default 600
+	// OptOutIdleRecordsPerMinute is how many opt-outs that revoke nothing
+	// new are recorded a minute per company (optout.LimitIdleRecords,
+	// D52); default optout.DefaultIdleRecordsPerMinute, negative: all.
+	OptOutIdleRecordsPerMinute int
 	// Capture byte budgets per minute (D52): the bytes of chunk and consent
 	// bodies per client address, counted as each body is read, before it
 	// is parsed (default 32 MiB), and the bytes of events per property,
@@ -138,7 +142,7 @@ func New(cfg Config) (*Handler, error) {
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
 		profiles: profile.Profiles{Service: cfg.Service},
-		verify:   verify.New(cfg.Service), optout: optout.New(cfg.Service), retain: retain.New(cfg.Service),
+		verify:   verify.New(cfg.Service), optout: optout.New(cfg.Service).LimitIdleRecords(perMinute(cfg.OptOutIdleRecordsPerMinute, optout.DefaultIdleRecordsPerMinute)), retain: retain.New(cfg.Service),
 		capture: capture.New(cfg.Service),
 		limits:  map[Limit]*ratelimit.Limiter{},
 	}

@@ -8,16 +8,51 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/ratelimit"
 )
 
 // Service revokes consent with the store and clock of a consentkit.Service.
 // It is safe for concurrent use.
 type Service struct {
 	svc *consentkit.Service
+	// idle is each company's budget of recorded requests that revoke
+	// nothing new; nil: every request is recorded.
+	idle *ratelimit.Limiter
 }
 
-// New returns a Service built from svc.
-func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
+// DefaultIdleRecordsPerMinute is how many requests that revoke nothing new
+// a Service records a minute per company, unless told otherwise
+// (LimitIdleRecords).
+const DefaultIdleRecordsPerMinute = 600
+
+// New returns a Service built from svc, recording at most
+// DefaultIdleRecordsPerMinute requests a minute per company that revoke
+// nothing new.
+func New(svc *consentkit.Service) *Service {
+	return (&Service{svc: svc}).LimitIdleRecords(DefaultIdleRecordsPerMinute)
+}
+
+// LimitIdleRecords sets how many requests that revoke nothing new — that
+// match no certificate, or only certificates revoked already — are
+// recorded a minute per company (D52): beyond that they are answered as
+// they would be (D18) and leave no revocation record, audit entry or event.
+// Every request that revokes a certificate is recorded, whatever the
+// count. perMinute ≤ 0 records every request. Call it before the Service
+// serves; it returns s.
+//
+// So an anonymous caller, who can neither be charged nor purged (D19 and
+// D42 keep what an opt-out records), adds to a company's store at most
+// perMinute revocation records and audit entries a minute (each under 2
+// KiB: digests, a reason of at most 1,000 bytes, an address), besides one
+// for each certificate it revokes; the per-address rate limit (D20) bounds
+// each address within that.
+func (s *Service) LimitIdleRecords(perMinute int) *Service {
+	s.idle = nil
+	if perMinute > 0 {
+		s.idle = ratelimit.New(perMinute, 10_000, s.svc.Now)
+	}
+	return s
+}
 
 // Request is an opt-out. ClientIP is recorded with it (D19).
 type Request struct {
@@ -91,6 +126,17 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		fresh, err := anyUnrevoked(ctx, tx, ids)
+		if err != nil {
+			return nil, err
+		}
+		if !fresh && s.idle != nil {
+			if _, err := s.idle.Allow(rev.CompanyID); err != nil {
+				// Over the company's budget of idle records: the same
+				// answer, nothing recorded.
+				return &Result{CertificateIDs: ids, Timestamp: rev.CreatedAt}, nil
+			}
+		}
 		for _, id := range ids {
 			if err := tx.RevokeCertificate(ctx, id, rev.CreatedAt); err != nil {
 				return nil, err
@@ -124,6 +170,20 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 			Target: rev.ID, Actor: consent.ActorConsumer, Detail: map[string]any{"revoked": len(ids), "by": by}})
 		return &Result{CertificateIDs: ids, Timestamp: rev.CreatedAt}, err
 	})
+}
+
+// anyUnrevoked reports whether one of the certificates is not revoked yet.
+func anyUnrevoked(ctx context.Context, tx consent.Tx, ids []string) (bool, error) {
+	for _, id := range ids {
+		c, err := tx.Certificate(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if !c.Revoked() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // match returns the sorted union of the company's certificates that the

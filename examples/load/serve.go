@@ -125,7 +125,7 @@ func serve(ctx context.Context, o options, stdout io.Writer) (err error) {
 	h, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		OptOutPerMinute: -1, RetainPerMinute: -1, VerifyPerMinute: -1,
 		CaptureStartsPerMinute: -1, CapturePropertyPerMinute: -1, CapturePerMinute: -1,
-		CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: -1})
+		CaptureBytesPerMinute: -1, CapturePropertyBytesPerMinute: -1, OptOutIdleRecordsPerMinute: -1})
 	if err != nil {
 		return err
 	}
