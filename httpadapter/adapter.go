@@ -142,25 +142,26 @@ func New(cfg Config) (*Handler, error) {
 	h := &Handler{
 		cfg: cfg, svc: cfg.Service, log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
 		profiles: profile.Profiles{Service: cfg.Service},
-		verify:   verify.New(cfg.Service), optout: optout.New(cfg.Service).LimitIdleRecords(perMinute(cfg.OptOutIdleRecordsPerMinute, optout.DefaultIdleRecordsPerMinute)), retain: retain.New(cfg.Service),
+		verify:   verify.New(cfg.Service), retain: retain.New(cfg.Service),
+		optout:  optout.New(cfg.Service).LimitIdleRecords(setting(cfg.OptOutIdleRecordsPerMinute, optout.DefaultIdleRecordsPerMinute)),
 		capture: capture.New(cfg.Service),
 		limits:  map[Limit]*ratelimit.Limiter{},
 	}
 	for l, n := range map[Limit]int{
-		OptOutLimit:          perMinute(cfg.OptOutPerMinute, 10),
-		RetainLimit:          perMinute(cfg.RetainPerMinute, 500),
-		VerifyLimit:          perMinute(cfg.VerifyPerMinute, 0),
-		CaptureStartLimit:    perMinute(cfg.CaptureStartsPerMinute, 30),
-		capturePropertyLimit: perMinute(cfg.CapturePropertyPerMinute, 6000),
-		CaptureLimit:         perMinute(cfg.CapturePerMinute, 600),
+		OptOutLimit:          setting(cfg.OptOutPerMinute, 10),
+		RetainLimit:          setting(cfg.RetainPerMinute, 500),
+		VerifyLimit:          setting(cfg.VerifyPerMinute, 0),
+		CaptureStartLimit:    setting(cfg.CaptureStartsPerMinute, 30),
+		capturePropertyLimit: setting(cfg.CapturePropertyPerMinute, 6000),
+		CaptureLimit:         setting(cfg.CapturePerMinute, 600),
 	} {
 		if n > 0 {
 			h.limits[l] = ratelimit.New(n, cfg.MaxLimiterKeys, cfg.Service.Now)
 		}
 	}
 	for l, b := range map[Limit]int64{
-		captureBytesLimit:         budget(cfg.CaptureBytesPerMinute, 32<<20),
-		capturePropertyBytesLimit: budget(cfg.CapturePropertyBytesPerMinute, 1<<30),
+		captureBytesLimit:         setting(cfg.CaptureBytesPerMinute, 32<<20),
+		capturePropertyBytesLimit: setting(cfg.CapturePropertyBytesPerMinute, 1<<30),
 	} {
 		switch {
 		case b == 0:
@@ -237,20 +238,9 @@ func (h *Handler) newRouter(routes []*route) *router {
 	return rr
 }
 
-// perMinute applies the convention of the rate fields: zero is the
-// default, a negative value none.
-// budget is a byte budget's setting: 0 is def, a negative value none (0).
-func budget(n, def int64) int64 {
-	switch {
-	case n == 0:
-		return def
-	case n < 0:
-		return 0
-	}
-	return n
-}
-
-func perMinute(n, def int) int {
+// setting applies the convention of the limit fields (rates, byte
+// budgets): zero is the default def, a negative value none (0).
+func setting[T int | int64](n, def T) T {
 	switch {
 	case n == 0:
 		return def

@@ -46,9 +46,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/internal/s3api"
 )
 
 // Config configures a Store. Client and Bucket are required.
@@ -91,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	s := &Store{client: cfg.Client, bucket: cfg.Bucket, prefix: cfg.Prefix, tempDir: cfg.TempDir}
 	out, err := s.client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &s.bucket})
-	switch code := errorCode(err); {
+	switch code := s3api.ErrorCode(err); {
 	case err == nil:
 		s.locking = out.ObjectLockConfiguration != nil &&
 			out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
@@ -214,7 +214,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		}
 	}
 	for _, v := range versions {
-		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: optional(v)})
+		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(v)})
 		if err != nil && !errors.Is(s.wrap("delete", key, err), blob.ErrNotFound) {
 			return s.wrap("delete", key, err)
 		}
@@ -230,7 +230,7 @@ func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 	for {
 		page, err := s.client.ListObjectVersions(ctx, in)
 		if err != nil {
-			if code := errorCode(err); code == "NotImplemented" || code == "MethodNotAllowed" {
+			if code := s3api.ErrorCode(err); code == "NotImplemented" || code == "MethodNotAllowed" {
 				return []string{""}, nil
 			}
 			return nil, err
@@ -281,12 +281,12 @@ func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
 	}
 	if s.locking {
 		_, err = s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
-			Bucket: &s.bucket, Key: &name, VersionId: optional(version),
+			Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version),
 			Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
 		})
 	} else {
 		_, err = s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
-			Bucket: &s.bucket, Key: &name, VersionId: optional(version),
+			Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version),
 			Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String(keepTag), Value: aws.String(until.Format(time.RFC3339))}}},
 		})
 	}
@@ -301,7 +301,7 @@ func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
 // ErrNotFound when there is no such object or version, or it is a delete
 // marker.
 func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time, string, error) {
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: optional(version)})
+	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version)})
 	if err != nil {
 		return time.Time{}, "", s.wrap("head", strings.TrimPrefix(name, s.prefix), err)
 	}
@@ -309,7 +309,7 @@ func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time,
 	if s.locking {
 		return aws.ToTime(head.ObjectLockRetainUntilDate).UTC(), version, nil
 	}
-	tags, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: optional(version)})
+	tags, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version)})
 	if err != nil {
 		return time.Time{}, "", s.wrap("read the tags of", strings.TrimPrefix(name, s.prefix), err)
 	}
@@ -325,29 +325,11 @@ func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time,
 	return time.Time{}, version, nil
 }
 
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // wrap names the operation and the key, making a missing object, version
-// or delete marker blob.ErrNotFound.
+// or delete marker (which a HEAD of its version answers 405) blob.ErrNotFound.
 func (s *Store) wrap(op, key string, err error) error {
-	var noKey *types.NoSuchKey
-	var notFound *types.NotFound
-	if code := errorCode(err); errors.As(err, &noKey) || errors.As(err, &notFound) ||
-		code == "NoSuchKey" || code == "NoSuchVersion" || code == "NotFound" || code == "MethodNotAllowed" {
+	if s3api.Missing(err) || s3api.ErrorCode(err) == "MethodNotAllowed" {
 		return fmt.Errorf("s3blob: %s %s: %w (%w)", op, key, blob.ErrNotFound, err)
 	}
 	return fmt.Errorf("s3blob: %s %s: %w", op, key, err)
-}
-
-func errorCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
 }

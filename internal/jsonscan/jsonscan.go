@@ -37,36 +37,13 @@ func Valid(b []byte) bool {
 // error and returns it.
 func Array(b []byte, fn func(i int, elem []byte) error) error {
 	s := scanner{b: b}
-	s.ws()
-	if s.peek() != '[' {
-		return s.kind("an array")
-	}
-	s.i++
-	s.ws()
-	n := 0
-	if s.peek() == ']' {
-		s.i++
-		return s.end()
-	}
-	for {
+	return s.array(func(n int) error {
 		start := s.i
 		if err := s.value(1); err != nil {
 			return err
 		}
-		if err := fn(n, b[start:s.i]); err != nil {
-			return err
-		}
-		n++
-		s.ws()
-		switch s.next() {
-		case ',':
-			s.ws()
-		case ']':
-			return s.end()
-		default:
-			return s.syntax()
-		}
-	}
+		return fn(n, b[start:s.i])
+	})
 }
 
 // Object checks that b is one valid JSON object and calls fn with each
@@ -89,8 +66,21 @@ func Object(b []byte, fn func(name, value []byte) error) error {
 // and calls member for each member of each object (i the object's index,
 // name and value as Object gives them), then end after each object.
 func Objects(b []byte, member func(i int, name, value []byte) error, end func(i int) error) error {
-	n := 0
 	s := scanner{b: b}
+	return s.array(func(n int) error {
+		if s.peek() != '{' {
+			return s.kind("an array of objects")
+		}
+		if err := s.members(2, func(name, value []byte) error { return member(n, name, value) }); err != nil {
+			return err
+		}
+		return end(n)
+	})
+}
+
+// array reads b, which must be one array and nothing else but white
+// space, calling elem at the start of each element to read it.
+func (s *scanner) array(elem func(n int) error) error {
 	s.ws()
 	if s.peek() != '[' {
 		return s.kind("an array")
@@ -101,17 +91,10 @@ func Objects(b []byte, member func(i int, name, value []byte) error, end func(i 
 		s.i++
 		return s.end()
 	}
-	for {
-		if s.peek() != '{' {
-			return s.kind("an array of objects")
-		}
-		if err := s.members(2, func(name, value []byte) error { return member(n, name, value) }); err != nil {
+	for n := 0; ; n++ {
+		if err := elem(n); err != nil {
 			return err
 		}
-		if err := end(n); err != nil {
-			return err
-		}
-		n++
 		s.ws()
 		switch s.next() {
 		case ',':

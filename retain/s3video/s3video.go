@@ -95,9 +95,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/s3api"
 	"github.com/consentkit/consentkit/retain"
 )
 
@@ -170,7 +170,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	s := &Store{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}
 
 	out, err := client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &s.bucket})
-	switch code := errorCode(err); {
+	switch code := s3api.ErrorCode(err); {
 	case err == nil:
 		s.locking = out.ObjectLockConfiguration != nil &&
 			out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
@@ -359,7 +359,7 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
 		Bucket:       &s.bucket,
 		Key:          &o.key,
-		VersionId:    optional(o.version),
+		VersionId:    s3api.Optional(o.version),
 		ChecksumMode: types.ChecksumModeEnabled,
 	})
 	if err != nil {
@@ -385,7 +385,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &o.key, VersionId: optional(o.version)})
+	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &o.key, VersionId: s3api.Optional(o.version)})
 	if err != nil {
 		if err := s.readError("delete", path, err); errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -395,30 +395,12 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	return nil
 }
 
-func optional(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
 // readError wraps err, making a missing object or version fs.ErrNotExist.
 func (s *Store) readError(op, path string, err error) error {
-	var noKey *types.NoSuchKey
-	var notFound *types.NotFound
-	if code := errorCode(err); errors.As(err, &noKey) || errors.As(err, &notFound) ||
-		code == "NoSuchKey" || code == "NoSuchVersion" || code == "NotFound" {
+	if s3api.Missing(err) {
 		return fmt.Errorf("s3video: %s %s: %w (%w)", op, path, fs.ErrNotExist, err)
 	}
 	return fmt.Errorf("s3video: %s %s: %w", op, path, err)
-}
-
-func errorCode(err error) string {
-	var api smithy.APIError
-	if errors.As(err, &api) {
-		return api.ErrorCode()
-	}
-	return ""
 }
 
 // reader reads an object from an offset on. body, when not nil, is the
@@ -449,10 +431,10 @@ func (r *reader) Read(p []byte) (int, error) {
 		in := &s3.GetObjectInput{
 			Bucket:    &r.s.bucket,
 			Key:       &r.obj.key,
-			VersionId: optional(r.obj.version),
+			VersionId: s3api.Optional(r.obj.version),
 			// Without a version, the key could be written anew between
 			// the HeadObject of Open and here: read only what Open saw.
-			IfMatch: optional(r.etag),
+			IfMatch: s3api.Optional(r.etag),
 		}
 		if r.off > 0 {
 			in.Range = aws.String(fmt.Sprintf("bytes=%d-", r.off))
