@@ -83,20 +83,28 @@ func (s *Service) AppendEvents(ctx context.Context, sessionID string, events jso
 
 // AppendEventsTx is AppendEvents inside tx.
 func (s *Service) AppendEventsTx(ctx context.Context, tx consent.Tx, sessionID string, events json.RawMessage) (*consent.Session, error) {
+	ses, err := tx.Session(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.AppendEventsToTx(ctx, tx, ses, events)
+}
+
+// AppendEventsToTx is AppendEventsTx for ses, the session as read in tx
+// by a caller that had to read it anyway (capture, checking its upload
+// token): it appends the chunk under the same rules and returns ses with
+// its counts updated.
+func (s *Service) AppendEventsToTx(ctx context.Context, tx consent.Tx, ses *consent.Session, events json.RawMessage) (*consent.Session, error) {
 	if len(events) > s.cfg.MaxChunkBytes {
 		return nil, consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
 	}
 	if err := checkEvents(events); err != nil {
 		return nil, err
 	}
-	ses, err := tx.Session(ctx, sessionID)
-	if err != nil {
-		return nil, err
-	}
 	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
 		return nil, consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
 	}
-	if err := tx.AppendEvents(ctx, sessionID, events); err != nil {
+	if err := tx.AppendEvents(ctx, ses.ID, events); err != nil {
 		return nil, err
 	}
 	ses.EventChunks++

@@ -267,7 +267,7 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
 			return err
 		}
-		ses, err = c.svc.AppendEventsTx(ctx, tx, ses.ID, ch.Events)
+		ses, err = c.svc.AppendEventsToTx(ctx, tx, ses, ch.Events)
 		if err != nil {
 			return err
 		}
