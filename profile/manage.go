@@ -58,18 +58,49 @@ func Decode(p *consent.Profile) (*Profile, error) {
 // company's profile past consent.MaxProfiles; NotFound when the company
 // does not exist.
 func (m Profiles) Put(ctx context.Context, companyID, name string, rules Rules) (*Profile, error) {
-	if err := consent.CheckID("company_id", companyID); err != nil {
+	p, detail, err := m.prepare(companyID, name, rules)
+	if err != nil {
 		return nil, err
+	}
+	audit := &consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfilePut, Target: name, Detail: detail}
+	if err := m.Service.UpdateAudited(ctx, audit, func(tx consent.Tx) error { return store(ctx, tx, p, detail) }); err != nil {
+		return nil, err
+	}
+	return &Profile{Name: name, Rules: rules, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
+}
+
+// PutTx is Put inside tx, its audit entry appended in tx; a refusal
+// appends none (the caller's transaction is to be rolled back).
+func (m Profiles) PutTx(ctx context.Context, tx consent.Tx, companyID, name string, rules Rules) (*Profile, error) {
+	p, detail, err := m.prepare(companyID, name, rules)
+	if err != nil {
+		return nil, err
+	}
+	if err := store(ctx, tx, p, detail); err != nil {
+		return nil, err
+	}
+	err = m.Service.Audit(ctx, tx, consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfilePut, Target: name, Detail: detail})
+	if err != nil {
+		return nil, err
+	}
+	return &Profile{Name: name, Rules: rules, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
+}
+
+// prepare checks a profile to put and returns it as a store keeps it,
+// with the detail of its audit entry.
+func (m Profiles) prepare(companyID, name string, rules Rules) (*consent.Profile, *putDetail, error) {
+	if err := consent.CheckID("company_id", companyID); err != nil {
+		return nil, nil, err
 	}
 	if !consent.ValidProfileName(name) {
-		return nil, consent.Errorf(consent.Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
+		return nil, nil, consent.Errorf(consent.Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
 	}
 	if err := rules.Check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	enc, err := json.Marshal(rules)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sum := sha256.Sum256(enc)
 	detail := &putDetail{Name: name, RulesSHA256: hex.EncodeToString(sum[:])}
@@ -77,34 +108,32 @@ func (m Profiles) Put(ctx context.Context, companyID, name string, rules Rules) 
 		detail.Rules = enc
 	}
 	now := m.Service.Now()
-	p := &consent.Profile{CompanyID: companyID, Name: name, Rules: enc, CreatedAt: now, UpdatedAt: now}
-	audit := &consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditProfilePut, Target: name, Detail: detail}
-	err = m.Service.UpdateAudited(ctx, audit, func(tx consent.Tx) error {
-		if _, err := tx.Company(ctx, companyID); err != nil {
-			return err
-		}
-		old, err := tx.Profile(ctx, companyID, name)
-		switch {
-		case err == nil:
-			p.CreatedAt = old.CreatedAt
-		case consent.ErrorCode(err) != consent.NotFound:
-			return err
-		default:
-			list, err := tx.Profiles(ctx, companyID)
-			if err != nil {
-				return err
-			}
-			if len(list) >= consent.MaxProfiles {
-				return consent.Errorf(consent.Invalid, "a company holds at most %d profiles", consent.MaxProfiles)
-			}
-			detail.Created = true
-		}
-		return tx.PutProfile(ctx, p)
-	})
-	if err != nil {
-		return nil, err
+	return &consent.Profile{CompanyID: companyID, Name: name, Rules: enc, CreatedAt: now, UpdatedAt: now}, detail, nil
+}
+
+// store puts p in tx: it keeps the creation time of the profile it
+// replaces, and refuses a new profile past consent.MaxProfiles.
+func store(ctx context.Context, tx consent.Tx, p *consent.Profile, detail *putDetail) error {
+	if _, err := tx.Company(ctx, p.CompanyID); err != nil {
+		return err
 	}
-	return &Profile{Name: name, Rules: rules, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}, nil
+	old, err := tx.Profile(ctx, p.CompanyID, p.Name)
+	switch {
+	case err == nil:
+		p.CreatedAt = old.CreatedAt
+	case consent.ErrorCode(err) != consent.NotFound:
+		return err
+	default:
+		list, err := tx.Profiles(ctx, p.CompanyID)
+		if err != nil {
+			return err
+		}
+		if len(list) >= consent.MaxProfiles {
+			return consent.Errorf(consent.Invalid, "a company holds at most %d profiles", consent.MaxProfiles)
+		}
+		detail.Created = true
+	}
+	return tx.PutProfile(ctx, p)
 }
 
 // Get returns the company's profile of that name. NotFound when there is

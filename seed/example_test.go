@@ -40,7 +40,7 @@ func ExampleLoad() {
 	_, err = seed.Parse(strings.NewReader(`{"companies": [{"id": "acme", "nmae": "typo"}]}`))
 	fmt.Println(err)
 	// Output:
-	// {Companies:1 Properties:1 Tokens:1 Sessions:1 Certificates:1 Webhooks:0} <nil>
+	// {Companies:1 Properties:1 Tokens:1 Sessions:1 Certificates:1 Webhooks:0 Profiles:0} <nil>
 	// balance 25.5
 	// seed: json: unknown field "nmae"
 }

@@ -189,6 +189,7 @@ func (s *stores) check(t *testing.T, file *seed.File) {
 		want.Properties += len(c.Properties)
 		want.Tokens += len(c.Tokens)
 		want.Webhooks += len(c.Webhooks)
+		want.Profiles += len(c.Profiles)
 	}
 	if memOut.Summary != want {
 		t.Errorf("summary %+v, want the file's counts %+v", memOut.Summary, want)

@@ -59,11 +59,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsontext"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -91,6 +94,8 @@ type Company struct {
 	// InsightsRules are the thresholds of its certificates' bot verdict
 	// (D50); left out, the defaults.
 	InsightsRules consent.InsightsRules `json:"insights_rules"`
+	// Profiles are its audit profiles (D51), by name.
+	Profiles map[string]profile.Rules `json:"profiles"`
 }
 
 // Webhook is a webhook endpoint of a seed company (D44).
@@ -179,7 +184,7 @@ const MaxFileBytes = 128 << 20
 
 // Summary counts what Load loaded.
 type Summary struct {
-	Companies, Properties, Tokens, Sessions, Certificates, Webhooks int
+	Companies, Properties, Tokens, Sessions, Certificates, Webhooks, Profiles int
 }
 
 // ErrNotEmpty is returned by Load when the store already holds a company.
@@ -296,6 +301,12 @@ func loadCompany(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c 
 			return fmt.Errorf("tokens[%d]: %w", j, err)
 		}
 		sum.Tokens++
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Profiles)) {
+		if _, err := (profile.Profiles{Service: svc}).PutTx(ctx, tx, c.ID, name, c.Profiles[name]); err != nil {
+			return fmt.Errorf("profiles[%q]: %w", name, err)
+		}
+		sum.Profiles++
 	}
 	return nil
 }

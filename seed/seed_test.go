@@ -13,6 +13,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/seed"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
@@ -48,8 +49,16 @@ func TestLoadExample(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *sum != (seed.Summary{Companies: 2, Properties: 1, Tokens: 2, Sessions: 3, Certificates: 2}) {
+		if *sum != (seed.Summary{Companies: 2, Properties: 1, Tokens: 2, Sessions: 3, Certificates: 2, Profiles: 1}) {
 			t.Errorf("summary %+v", *sum)
+		}
+		// The buyer's audit profile (D51), put with an audit entry.
+		p, err := profile.Profiles{Service: svc}.Get(t.Context(), "buyer", "tcpa-strict")
+		if err != nil || p.Rules.BrandNames == nil || p.Rules.OptInMethods.OnMiss != profile.MissWarn || p.Rules.LeadAge.MaxSeconds != 2592000 {
+			t.Errorf("the buyer's profile: %+v, %v", p, err)
+		}
+		if entries, err := svc.AuditLog(t.Context(), consent.AuditQuery{CompanyID: "buyer", ActionPrefix: consent.AuditProfilePut}); err != nil || len(entries) != 1 {
+			t.Errorf("audit entries of the profile: %d, %v; want 1", len(entries), err)
 		}
 		if bal, err := svc.Balance(t.Context(), "acme"); err != nil || bal.String() != "25.5" {
 			t.Errorf("acme balance %s, %v", bal, err)
