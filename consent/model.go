@@ -303,6 +303,12 @@ type Visibility struct {
 // Revoked reports whether the consumer opted out of c.
 func (c *Certificate) Revoked() bool { return !c.RevokedAt.IsZero() }
 
+// LeadAgeSeconds is the lead's age at now: whole seconds since the
+// certificate was issued, never negative (D50, D51).
+func (c *Certificate) LeadAgeSeconds(now time.Time) int64 {
+	return max(0, int64(now.Sub(c.CreatedAt)/time.Second))
+}
+
 // Revocation records one processed opt-out request (D19). It outlives the
 // certificates it revoked.
 type Revocation struct {

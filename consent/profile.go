@@ -41,6 +41,15 @@ func ValidProfileName(name string) bool {
 	return true
 }
 
+// CheckProfileName returns an Invalid error naming field when name is not
+// ValidProfileName.
+func CheckProfileName(field, name string) error {
+	if !ValidProfileName(name) {
+		return Errorf(Invalid, "%s must be 1 to 64 letters, digits, '-', '_' or '.'", field)
+	}
+	return nil
+}
+
 // Check checks p before a store writes it: its key, its name, its times,
 // and that its rules are a JSON object of at most MaxProfileRules bytes
 // of ValidText. What the rules say is package profile's to check.
@@ -48,8 +57,8 @@ func (p *Profile) Check() error {
 	if err := CheckKeys("company_id", p.CompanyID); err != nil {
 		return err
 	}
-	if !ValidProfileName(p.Name) {
-		return Errorf(Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
+	if err := CheckProfileName("name", p.Name); err != nil {
+		return err
 	}
 	if err := checkTimes([]string{"created_at", "updated_at"}, p.CreatedAt, p.UpdatedAt); err != nil {
 		return err

@@ -143,7 +143,7 @@ func readGrade(tx consent.Tx, r *http.Request, cert *consent.Certificate, a *con
 	if err != nil {
 		return nil, err
 	}
-	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: max(0, int64(now.Sub(cert.CreatedAt)/time.Second))}
+	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(now)}
 	if a != nil {
 		f.Attestation = a.Status
 	}

@@ -38,7 +38,7 @@ func Ask(ctx context.Context, tx consent.Tx, cert *consent.Certificate, in *cons
 	if err != nil {
 		return nil, err
 	}
-	a := &Asked{At: now, LeadAgeSeconds: max(0, int64(now.Sub(cert.CreatedAt)/time.Second)), Velocity: v, AskedReasons: []Reason{}}
+	a := &Asked{At: now, LeadAgeSeconds: cert.LeadAgeSeconds(now), Velocity: v, AskedReasons: []Reason{}}
 	p, err := in.Proof()
 	if err != nil || p == nil {
 		return a, err

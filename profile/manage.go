@@ -92,8 +92,8 @@ func (m Profiles) prepare(companyID, name string, rules Rules) (*consent.Profile
 	if err := consent.CheckID("company_id", companyID); err != nil {
 		return nil, nil, err
 	}
-	if !consent.ValidProfileName(name) {
-		return nil, nil, consent.Errorf(consent.Invalid, "name must be 1 to 64 letters, digits, '-', '_' or '.'")
+	if err := consent.CheckProfileName("name", name); err != nil {
+		return nil, nil, err
 	}
 	if err := rules.Check(); err != nil {
 		return nil, nil, err

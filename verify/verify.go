@@ -170,7 +170,7 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 // ask for, the attestation as it stands (never asked for by a grade) and
 // the bot verdict when asked now.
 func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result) (*profile.Graded, error) {
-	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: max(0, int64(s.svc.Now().Sub(cert.CreatedAt)/time.Second))}
+	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(s.svc.Now())}
 	att := res.Attestation
 	if rules.Attestation != nil && att == nil {
 		var err error
@@ -298,8 +298,10 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if err != nil {
 		return nil, err
 	}
-	if q.profile != "" && !consent.ValidProfileName(q.profile) {
-		return nil, consent.Errorf(consent.Invalid, "profile must be 1 to 64 letters, digits, '-', '_' or '.'")
+	if q.profile != "" {
+		if err := consent.CheckProfileName("profile", q.profile); err != nil {
+			return nil, err
+		}
 	}
 	if caller != q.companyID {
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
