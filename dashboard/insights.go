@@ -249,6 +249,22 @@ func parseRules(r *http.Request) (consent.InsightsRules, map[string]string, erro
 	return rules, form, nil
 }
 
+// refuse answers a form whose change err refused as Invalid: the page again,
+// as reload loads it, with the error, answered 400, nothing changed; it
+// reports whether it did. Any other error is returned as it is.
+func (h *Handler) refuse(w http.ResponseWriter, p *page, err error, reload func() error) (bool, error) {
+	if consent.ErrorCode(err) != consent.Invalid {
+		return false, err
+	}
+	if err := reload(); err != nil {
+		return false, err
+	}
+	p.Error = messageOf(err)
+	h.render(w, p, http.StatusBadRequest)
+	p.done = true
+	return true, nil
+}
+
 // setInsightsRules sets the company's verdict rules from the form
 // (Service.SetInsightsRules, audited). Invalid input shows the company's
 // page again with the error, answered 400, and changes nothing.
@@ -260,16 +276,7 @@ func (h *Handler) setInsightsRules(w http.ResponseWriter, r *http.Request, p *pa
 	if err == nil {
 		_, err = h.svc.SetInsightsRules(r.Context(), p.Company.ID, rules)
 	}
-	if consent.ErrorCode(err) == consent.Invalid {
-		if err := h.loadOverview(r, p, form); err != nil {
-			return err
-		}
-		p.Error = messageOf(err)
-		h.render(w, p, http.StatusBadRequest)
-		p.done = true
-		return nil
-	}
-	if err != nil {
+	if refused, err := h.refuse(w, p, err, func() error { return h.loadOverview(r, p, form) }); refused || err != nil {
 		return err
 	}
 	h.redirectTo(p, "/companies/"+p.Company.ID, "Verdict rules saved.")

@@ -550,7 +550,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		if in, asked, err = readInsights(ctx, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
-		if d.Grade, err = readGrade(tx, r, c, attestation, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
+		if d.Grade, err = readGrade(ctx, tx, c, attestation, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
 			return err
 		}
 		if c.SessionID == "" {

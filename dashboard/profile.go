@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -77,16 +78,9 @@ func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request, p *page) er
 	} else {
 		_, err = h.auditProfiles.Put(r.Context(), p.Company.ID, name, rules)
 	}
-	if consent.ErrorCode(err) == consent.Invalid {
-		if err := h.loadProfiles(r, p, profilesData{Name: name, Rules: text}); err != nil {
-			return err
-		}
-		p.Error = messageOf(err)
-		h.render(w, p, http.StatusBadRequest)
-		p.done = true
-		return nil
-	}
-	if err != nil {
+	if refused, err := h.refuse(w, p, err, func() error {
+		return h.loadProfiles(r, p, profilesData{Name: name, Rules: text})
+	}); refused || err != nil {
 		return err
 	}
 	h.redirectTo(p, "/companies/"+p.Company.ID+"/profiles", "Profile "+name+" saved.")
@@ -118,9 +112,9 @@ type gradeView struct {
 // readGrade reads, inside tx at now, the company's profile names and, when
 // name is one of them, grades cert by it with the facts the page shows:
 // its attestation as it stands and the verdict as computed now.
-func readGrade(tx consent.Tx, r *http.Request, cert *consent.Certificate, a *consent.Attestation, in *consent.Insights,
+func readGrade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, a *consent.Attestation, in *consent.Insights,
 	asked *insights.Asked, now time.Time, name string) (*gradeView, error) {
-	list, err := tx.Profiles(r.Context(), cert.CompanyID)
+	list, err := tx.Profiles(ctx, cert.CompanyID)
 	if err != nil {
 		return nil, err
 	}
