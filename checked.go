@@ -1,9 +1,11 @@
 package consentkit
 
 import (
+	"bytes"
 	"context"
 	"time"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -20,31 +22,44 @@ import (
 // rows and is not ValidText, what the store answers for a key of no row
 // (NotFound, or an empty list). A call with two faults is refused for the
 // first one met in the order the fields are listed here.
-type checkedStore struct{ store consent.Store }
+//
+// It also reads the recordings that have left the database (D52): the
+// chunks of a session whose Recording is moved come from its object in the
+// recordings blob store (Config.Recordings), so that every reader of
+// EachEventChunk, Events and EventChunk gets a recording wherever it lives.
+type checkedStore struct {
+	store      consent.Store
+	recordings *recordings // nil: none was configured
+}
 
 // Checked returns store with every transaction checked as the Service's
 // own are (it returns a checked store as it is). The Service's Store is
 // one already; a program that works on a store without a Service, such as
-// a job runner given a Store, wraps it with Checked.
+// a job runner given a Store, wraps it with Checked. Such a store does not
+// know the recordings blob store: it refuses to read a moved recording
+// (use the Service's Store).
 func Checked(store consent.Store) consent.Store {
 	if c, ok := store.(checkedStore); ok {
 		return c
 	}
-	return checkedStore{store}
+	return checkedStore{store: store}
 }
 
 func (s checkedStore) Update(ctx context.Context, fn func(tx consent.Tx) error) error {
-	return s.store.Update(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx}) })
+	return s.store.Update(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx, s.recordings}) })
 }
 
 func (s checkedStore) View(ctx context.Context, fn func(tx consent.Tx) error) error {
-	return s.store.View(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx}) })
+	return s.store.View(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx, s.recordings}) })
 }
 
 func (s checkedStore) Close() error { return s.store.Close() }
 
 // checkedTx checks each call, then passes it to the store's Tx.
-type checkedTx struct{ tx consent.Tx }
+type checkedTx struct {
+	tx         consent.Tx
+	recordings *recordings
+}
 
 // findable reports whether each key may be some row's: a key that is not
 // ValidText is no row's (the stores never hold one), and PostgreSQL refuses
@@ -185,18 +200,32 @@ func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*consent.Sessi
 	return out, nil
 }
 
-func (t checkedTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+func (t checkedTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error {
 	if !findable(sessionID) {
 		return notFound("session")
 	}
-	return t.tx.AppendEvents(ctx, sessionID, chunk)
+	if err := consent.CheckTime("at", at); err != nil {
+		return err
+	}
+	return t.tx.AppendEvents(ctx, sessionID, chunk, at)
 }
 
+// EventChunk reads a moved recording's chunk from its object (D52).
 func (t checkedTx) EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error) {
 	if !findable(sessionID) {
 		return nil, notFound("session")
 	}
-	return t.tx.EventChunk(ctx, sessionID, seq)
+	var chunk []byte
+	err := t.chunks(ctx, sessionID, func() (bool, error) {
+		var err error
+		chunk, err = t.tx.EventChunk(ctx, sessionID, seq)
+		return err == nil, err
+	}, func(ses *consent.Session) error {
+		var err error
+		chunk, err = t.recordings.chunk(ctx, ses, seq)
+		return err
+	})
+	return chunk, err
 }
 
 func (t checkedTx) SessionPage(ctx context.Context, p consent.Page) ([]*consent.Session, error) {
@@ -231,18 +260,88 @@ func (t checkedTx) UpdateSessions(ctx context.Context, list []*consent.Session) 
 	return t.tx.UpdateSessions(ctx, list)
 }
 
-func (t checkedTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
-	if !findable(sessionID) {
-		return nil, notFound("session")
+// SetRecording checks r (a key that the blob store could not keep is
+// Invalid) and refuses to move a recording whose object is not known, or
+// a session that takes chunks still (D52): its chunks leave the database
+// only for an object that holds them all.
+func (t checkedTx) SetRecording(ctx context.Context, sessionID string, r consent.Recording) error {
+	if err := r.Check(); err != nil {
+		return err
 	}
-	return t.tx.Events(ctx, sessionID)
+	if r.Key != "" {
+		if err := blob.ValidKey(r.Key); err != nil {
+			return consent.Errorf(consent.Invalid, "recording.key: %v", err)
+		}
+	}
+	if !findable(sessionID) {
+		return notFound("session")
+	}
+	return t.tx.SetRecording(ctx, sessionID, r)
 }
 
+func (t checkedTx) SessionsToMove(ctx context.Context, idleBefore time.Time, limit int) ([]string, error) {
+	if err := consent.CheckTime("idle_before", idleBefore); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return []string{}, nil
+	}
+	return t.tx.SessionsToMove(ctx, idleBefore, limit)
+}
+
+// Events collects EachEventChunk.
+func (t checkedTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+	out := [][]byte{}
+	err := t.EachEventChunk(ctx, sessionID, func(c []byte) error {
+		out = append(out, bytes.Clone(c))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EachEventChunk reads a moved recording from its object (D52).
 func (t checkedTx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
 	if !findable(sessionID) {
 		return notFound("session")
 	}
-	return t.tx.EachEventChunk(ctx, sessionID, fn)
+	return t.chunks(ctx, sessionID, func() (bool, error) {
+		n := 0
+		err := t.tx.EachEventChunk(ctx, sessionID, func(c []byte) error {
+			n++
+			return fn(c)
+		})
+		return n > 0, err
+	}, func(ses *consent.Session) error {
+		return t.recordings.each(ctx, ses, fn)
+	})
+}
+
+// chunks reads the session's chunks from the database (inDB, which says
+// whether it found any) or, when its recording is moved, from its object
+// (moved). A View reads committed rows statement by statement, so the
+// move may commit between the read of the session and that of its
+// chunks: then the database has none of them, the session is read again,
+// and the object is read.
+func (t checkedTx) chunks(ctx context.Context, sessionID string, inDB func() (bool, error), moved func(*consent.Session) error) error {
+	ses, err := t.tx.Session(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if !ses.Recording.Moved() {
+		found, err := inDB()
+		if found || ses.EventChunks == 0 || err != nil && consent.ErrorCode(err) != consent.NotFound {
+			return err
+		}
+		again, err2 := t.tx.Session(ctx, sessionID)
+		if err2 != nil || !again.Recording.Moved() {
+			return err // as the database said
+		}
+		ses = again
+	}
+	return moved(ses)
 }
 
 func (t checkedTx) CreateCertificate(ctx context.Context, c *consent.Certificate) error {

@@ -307,7 +307,7 @@ func TestCheckedReadBadText(t *testing.T) {
 				"RevokeToken(company)":      func(tx consent.Tx) error { return tx.RevokeToken(ctx, bad, "tok-1", t0) },
 				"RevokeToken(id)":           func(tx consent.Tx) error { return tx.RevokeToken(ctx, "acme", bad, t0) },
 				"RevokeCertificate":         func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, bad, t0) },
-				"AppendEvents":              func(tx consent.Tx) error { return tx.AppendEvents(ctx, bad, []byte("[]")) },
+				"AppendEvents":              func(tx consent.Tx) error { return tx.AppendEvents(ctx, bad, []byte("[]"), time.Now()) },
 				"DisableWebhookEndpoint":    func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, "acme", bad, t0) },
 				"DeleteWebhookEndpoint":     func(tx consent.Tx) error { return tx.DeleteWebhookEndpoint(ctx, bad, "ep-a") },
 				"RenewJob":                  func(tx consent.Tx) error { return tx.RenewJob(ctx, consent.JobConvert, bad, "w1", t0) },

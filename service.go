@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/flight"
 	"github.com/consentkit/consentkit/internal/sigcache"
@@ -83,6 +84,15 @@ type Config struct {
 	// changed certificate is always checked in full): default
 	// DefaultSignatureCacheSize; a negative value turns the cache off.
 	SignatureCacheSize int
+	// Recordings is where finished recordings are moved out of the
+	// database, compressed, one object each (D52; MoveRecordings): a
+	// blob.Dir by default in examples/server, S3 (blob/s3blob) for many
+	// instances. Nil keeps every recording in the database.
+	Recordings blob.Store
+	// RecordingIdle is how long a session takes no chunk before its
+	// recording is finished (D52): default DefaultRecordingIdle. A
+	// session closed at consent is finished at once.
+	RecordingIdle time.Duration
 	// AttestationQueue bounds how many attestations may wait to be run
 	// (D49): default DefaultAttestationQueue. AskAttestation refuses more
 	// with ErrAttestationQueueFull.
@@ -127,6 +137,7 @@ type Service struct {
 	// Service's own keys are known to be in the store (PublishKeys).
 	published     sync.Map // string → signed.PublicKey
 	keysPublished atomic.Bool
+	recordings    *recordings // nil without Config.Recordings
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
@@ -135,7 +146,7 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("consentkit: NewService needs a Store")
 	}
-	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 {
+	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 || cfg.RecordingIdle < 0 {
 		return nil, errors.New("consentkit: Config durations and limits must not be negative (zero means the default)")
 	}
 	if err := checkKeys(cfg.SigningKeys, cfg.PublicKeys); err != nil {
@@ -178,7 +189,14 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	if cfg.SignatureCacheSize == 0 {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize
 	}
-	s := &Service{store: Checked(store), cfg: cfg, tokens: ttlcache.Cache[consent.Digest, *consent.Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
+	if cfg.RecordingIdle == 0 {
+		cfg.RecordingIdle = DefaultRecordingIdle
+	}
+	checked := Checked(store).(checkedStore)
+	if cfg.Recordings != nil {
+		checked.recordings = &recordings{blobs: cfg.Recordings, maxChunk: cfg.MaxChunkBytes}
+	}
+	s := &Service{store: checked, recordings: checked.recordings, cfg: cfg, tokens: ttlcache.Cache[consent.Digest, *consent.Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
 		signatures: sigcache.New(cfg.SignatureCacheSize)}
 	for _, k := range cfg.SigningKeys {
 		s.keys = append(s.keys, k.Public())

@@ -101,16 +101,26 @@ func (s *Service) AppendEventsToTx(ctx context.Context, tx consent.Tx, ses *cons
 	if err := checkEvents(events); err != nil {
 		return nil, err
 	}
+	if ses.Recording.Key != "" {
+		return nil, ErrRecordingFinished
+	}
 	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
 		return nil, consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
 	}
-	if err := tx.AppendEvents(ctx, ses.ID, events); err != nil {
+	now := s.Now()
+	if err := tx.AppendEvents(ctx, ses.ID, events, now); err != nil {
 		return nil, err
 	}
 	ses.EventChunks++
 	ses.EventBytes += int64(len(events))
+	ses.LastEventAt = now
 	return ses, nil
 }
+
+// ErrRecordingFinished refuses a chunk for a session whose recording is
+// finished and moved, or being moved, to the blob store (D52): it was
+// idle for Config.RecordingIdle. Its code is Conflict.
+var ErrRecordingFinished = consent.Errorf(consent.Conflict, "events: the recording is finished: the session took no events for too long")
 
 // checkEvents accepts a non-empty JSON array of objects, read in one pass
 // (jsonscan) without decoding them.
@@ -127,7 +137,7 @@ func checkEvents(events json.RawMessage) error {
 // joined in the order they were appended. NotFound when the session does
 // not exist or its recording was purged (D43).
 func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMessage, error) {
-	var chunks [][]byte
+	var rec json.RawMessage
 	err := s.store.View(ctx, func(tx consent.Tx) error {
 		ses, err := tx.Session(ctx, sessionID)
 		if err != nil {
@@ -136,13 +146,10 @@ func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMess
 		if ses.RetentionStatus == consent.RetentionExpired {
 			return consent.Errorf(consent.NotFound, "the session's recording was purged: its retention window ended")
 		}
-		chunks, err = tx.Events(ctx, sessionID)
+		rec, err = consent.ReadRecording(ctx, tx, sessionID)
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return consent.JoinChunks(chunks), nil
+	return rec, err
 }
 
 // CertificateParams describes a new certificate.

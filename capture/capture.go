@@ -261,6 +261,8 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 			return nil // sent again: already stored
 		case ses.Closed():
 			return consent.Errorf(consent.Conflict, "the session is closed: consent was given")
+		case ses.Finished():
+			return consentkit.ErrRecordingFinished
 		case ch.Seq > ses.EventChunks:
 			return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", ch.Seq, ses.EventChunks)
 		}
@@ -439,6 +441,8 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 					}
 				case t.Seq > n:
 					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
+				case ses.Finished():
+					return consentkit.ErrRecordingFinished
 				default:
 					if err := c.spend(ses.PropertyID, len(t.Events)); err != nil {
 						return err

@@ -190,14 +190,38 @@ func (t *Token) Check() error {
 
 // Check checks s's fields.
 func (s *Session) Check() error {
-	if err := checkTimes([]string{"created_at", "expires_at", "closed_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt); err != nil {
+	if err := checkTimes([]string{"created_at", "expires_at", "closed_at", "last_event_at"}, s.CreatedAt, s.ExpiresAt, s.ClosedAt, s.LastEventAt); err != nil {
 		return err
 	}
 	if err := CheckKeys("id", s.ID, "company_id", s.CompanyID, "property_id", s.PropertyID, "certificate_id", s.CertificateID); err != nil {
 		return err
 	}
+	if err := s.Recording.Check(); err != nil {
+		return err
+	}
 	return checkTexts("retention_status", string(s.RetentionStatus), "video_status", string(s.VideoStatus),
 		"video.path", s.Video.Path, "url", s.URL)
+}
+
+// Check checks r: a key (CheckKeys) is given before the rest, a size is
+// not negative, and a moved recording (At set) has a key, a size and a
+// digest.
+func (r Recording) Check() error {
+	if err := CheckKeys("recording.key", r.Key); err != nil {
+		return err
+	}
+	if err := CheckTime("recording.at", r.At); err != nil {
+		return err
+	}
+	switch {
+	case r.Bytes < 0:
+		return Errorf(Invalid, "recording.bytes must not be negative")
+	case r.Key == "" && (r.Bytes != 0 || !r.SHA256.IsZero() || r.Moved()):
+		return Errorf(Invalid, "recording.key is required with its size, digest or time")
+	case r.Moved() && (r.Bytes == 0 || r.SHA256.IsZero()):
+		return Errorf(Invalid, "a moved recording needs its size and digest")
+	}
+	return nil
 }
 
 // Check checks c's fields, its consent records and its EventsCombined, which must be valid UTF-8 (JSON cannot hold a raw control

@@ -153,10 +153,38 @@ type Session struct {
 	URL string
 	// ClosedAt is when consent was given: the recording takes no more events.
 	ClosedAt time.Time
+
+	// LastEventAt is when the last chunk was appended; zero before the
+	// first. A session idle for long enough is finished (D52).
+	LastEventAt time.Time
+	// Recording is where the finished recording lives once it has left
+	// the database for the recordings blob store (D52); zero while its
+	// chunks are in the database.
+	Recording Recording
 }
 
 // Closed reports whether the session's recording is closed (D35).
 func (s *Session) Closed() bool { return !s.ClosedAt.IsZero() }
+
+// Finished reports whether the session's recording takes no more chunks:
+// closed at consent, or being moved or moved to the blob store (D52).
+func (s *Session) Finished() bool { return s.Closed() || s.Recording.Key != "" }
+
+// Recording describes a finished session's recording compacted into one
+// object of the recordings blob store (D52). It is set in two steps: Key
+// first, before the object is written, so that no object ever exists that
+// no row names (the session then takes no more chunks); then, once the
+// object is written, Bytes, SHA256 and At, in the transaction that removes
+// the chunks from the database (Tx.SetRecording).
+type Recording struct {
+	Key    string    // the object's key in the recordings store
+	Bytes  int64     // the object's size: compressed
+	SHA256 Digest    // the recording's SHA-256 as JoinChunks writes it (RecordingDigest)
+	At     time.Time // when the object was recorded; zero while it is being written
+}
+
+// Moved reports whether the recording is in its object, not the database.
+func (r Recording) Moved() bool { return !r.At.IsZero() }
 
 // Video describes a session's recording converted to MP4.
 type Video struct {
@@ -189,6 +217,13 @@ type Job struct {
 // recording to MP4 (D21); its key is the session id. The session's
 // VideoStatus tells where it stands.
 const JobConvert = "convert"
+
+// JobLockRecording is the kind of the job that locks a retained session's
+// recording object until the session's ExpiresAt (D52); its key is the
+// session id. It is enqueued when a retained session's recording is moved
+// and when a moved recording's session is retained, and runs after that
+// commit.
+const JobLockRecording = "recording.lock"
 
 // Record is one consent given in a certificate.
 type Record struct {
@@ -338,20 +373,37 @@ func (d Digest) String() string { return hex.EncodeToString(d[:]) }
 // JoinChunks joins JSON arrays into one array: the recording of a session
 // whose chunks they are.
 func JoinChunks(chunks [][]byte) json.RawMessage {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	n := 0
+	var j joiner
 	for _, c := range chunks {
-		if inner := innerEvents(c); len(inner) > 0 {
-			if n > 0 {
-				buf.WriteByte(',')
-			}
-			buf.Write(inner)
-			n++
-		}
+		j.add(c)
 	}
-	buf.WriteByte(']')
-	return buf.Bytes()
+	return j.done()
+}
+
+// joiner builds a recording as JoinChunks writes it, a chunk at a time.
+type joiner struct {
+	buf []byte
+	n   int
+}
+
+func (j *joiner) add(chunk []byte) {
+	if j.buf == nil {
+		j.buf = append(j.buf, '[')
+	}
+	if inner := innerEvents(chunk); len(inner) > 0 {
+		if j.n > 0 {
+			j.buf = append(j.buf, ',')
+		}
+		j.buf = append(j.buf, inner...)
+		j.n++
+	}
+}
+
+func (j *joiner) done() json.RawMessage {
+	if j.buf == nil {
+		j.buf = append(j.buf, '[')
+	}
+	return append(j.buf, ']')
 }
 
 // innerEvents is what a chunk, a JSON array of events, adds to its

@@ -2,6 +2,7 @@ package consent
 
 import (
 	"context"
+	"encoding/json"
 )
 
 // SessionOf returns the company's session inside tx. Another company's
@@ -24,6 +25,22 @@ func CheckProperty(ctx context.Context, tx Tx, companyID, propertyID string) err
 		return Errorf(NotFound, "property not found")
 	}
 	return err
+}
+
+// ReadRecording returns the session's recording as JoinChunks writes it,
+// reading it inside tx a chunk at a time (EachEventChunk): the joined
+// recording is the one copy held, never its chunks besides. NotFound when
+// the session does not exist.
+func ReadRecording(ctx context.Context, tx Tx, sessionID string) (json.RawMessage, error) {
+	var j joiner
+	err := tx.EachEventChunk(ctx, sessionID, func(chunk []byte) error {
+		j.add(chunk)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return j.done(), nil
 }
 
 // RecordingDigest returns the SHA-256 of the session's recording as

@@ -126,10 +126,11 @@ type Tx interface {
 	// that two transactions locking overlapping sets cannot deadlock).
 	Sessions(ctx context.Context, ids []string) ([]*Session, error)
 	// AppendEvents adds chunk, stored byte for byte, after the session's
-	// other chunks and adds to its EventChunks and EventBytes; the chunk's
-	// sequence number is the session's EventChunks before the call.
-	// NotFound when the session does not exist.
-	AppendEvents(ctx context.Context, sessionID string, chunk []byte) error
+	// other chunks, adds to its EventChunks and EventBytes and sets its
+	// LastEventAt to at; the chunk's sequence number is the session's
+	// EventChunks before the call. NotFound when the session does not
+	// exist.
+	AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error
 	// EventChunk returns the session's chunk of that sequence number (0 for
 	// the first). NotFound when the session or the chunk does not exist.
 	EventChunk(ctx context.Context, sessionID string, seq int) ([]byte, error)
@@ -145,6 +146,18 @@ type Tx interface {
 	// all of them are written, or none. NotFound when one of them does
 	// not exist.
 	UpdateSessions(ctx context.Context, list []*Session) error
+	// SetRecording writes the session's Recording (D52). Once r is moved
+	// (r.At set) the session's chunks are removed from the database in the
+	// same call: its object holds them, and EventChunks and EventBytes
+	// stay as they were. NotFound when the session does not exist.
+	SetRecording(ctx context.Context, sessionID string, r Recording) error
+	// SessionsToMove returns the ids, at most limit, of the sessions whose
+	// finished recording is still in the database (D52): chunks held
+	// (EventChunks > 0), not purged, Recording not moved, and closed
+	// (ClosedAt set), being moved (Recording.Key set) or idle (LastEventAt
+	// at or before idleBefore); those idle longest first (by LastEventAt,
+	// then ID). None: an empty slice, no error.
+	SessionsToMove(ctx context.Context, idleBefore time.Time, limit int) ([]string, error)
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.
 	Events(ctx context.Context, sessionID string) ([][]byte, error)

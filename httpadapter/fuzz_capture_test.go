@@ -402,7 +402,7 @@ func FuzzCaptureConsent(f *testing.F) {
 				return err
 			}
 			for _, ch := range chunks {
-				if err := tx.AppendEvents(ctx, ses.ID, ch); err != nil {
+				if err := tx.AppendEvents(ctx, ses.ID, ch, ses.LastEventAt); err != nil {
 					return err
 				}
 			}

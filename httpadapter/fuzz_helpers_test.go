@@ -176,8 +176,12 @@ func (t *journalTx) CreateSession(ctx context.Context, s *consent.Session) error
 	return t.done("CreateSession", t.Tx.CreateSession(ctx, s))
 }
 
-func (t *journalTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
-	return t.done("AppendEvents", t.Tx.AppendEvents(ctx, sessionID, chunk))
+func (t *journalTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error {
+	return t.done("AppendEvents", t.Tx.AppendEvents(ctx, sessionID, chunk, at))
+}
+
+func (t *journalTx) SetRecording(ctx context.Context, sessionID string, r consent.Recording) error {
+	return t.done("SetRecording", t.Tx.SetRecording(ctx, sessionID, r))
 }
 
 func (t *journalTx) UpdateSession(ctx context.Context, s *consent.Session) error {

@@ -113,15 +113,15 @@ func (a *attestor) read(ctx context.Context, certificateID string) (*subject, er
 			return err
 		}
 		s = &subject{cert: cert}
-		chunks, err := tx.Events(ctx, cert.SessionID)
+		rec, err := consent.ReadRecording(ctx, tx, cert.SessionID)
 		switch {
-		case consent.ErrorCode(err) == consent.NotFound || err == nil && len(chunks) == 0:
+		case consent.ErrorCode(err) == consent.NotFound || err == nil && len(rec) <= len("[]"):
 			s.reason = "the certificate's recording is not kept any more"
 			return nil
 		case err != nil:
 			return err
 		}
-		s.recording = consent.JoinChunks(chunks)
+		s.recording = rec
 		if !cert.RecordingSHA256.IsZero() && consent.Digest(sha256.Sum256(s.recording)) != cert.RecordingSHA256 {
 			s.recording, s.reason = nil, "the recording no longer has the SHA-256 the certificate was issued with"
 		}

@@ -47,6 +47,9 @@ type PurgeConfig struct {
 // Purged counts what one purge removed.
 type Purged struct {
 	Certificates, Sessions, Videos int
+	// Recordings counts the recording objects whose removal was asked
+	// for (JobDeleteRecording).
+	Recordings int
 }
 
 // Purger removes what is past its retention window (D26, D43): the
@@ -112,6 +115,7 @@ func (p *Purger) Handlers() []jobs.Handler {
 				return jobs.Result{}, nil
 			}},
 		{Kind: JobDeleteScreenshot, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteScreenshot},
+		{Kind: JobDeleteRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteRecording},
 	}
 }
 
@@ -194,15 +198,19 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 		}
 	}
 	for {
-		var count, videos int
+		var count, videos, recordings int
 		err := p.batch(ctx, func(tx consent.Tx) error {
 			count, videos = 0, 0
 			purged, err := tx.PurgeSessions(ctx, now, p.cfg.Batch)
 			if err != nil {
 				return err
 			}
-			count = len(purged)
+			count, recordings = len(purged), 0
+			var deletes []*consent.Job
 			for _, s := range purged {
+				if s.Recording.Key != "" { // moved, or being moved (D52)
+					deletes = append(deletes, &consent.Job{Kind: JobDeleteRecording, Key: s.ID, Payload: []byte(s.Recording.Key), RunAfter: now, CreatedAt: now})
+				}
 				if s.Video.Path == "" {
 					continue
 				}
@@ -212,6 +220,10 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 					return fmt.Errorf("enqueue the removal of the video of %s: %w", s.ID, err)
 				}
 			}
+			recordings = len(deletes)
+			if err := tx.EnqueueJobs(ctx, deletes); err != nil {
+				return fmt.Errorf("enqueue the removal of recordings: %w", err)
+			}
 			return nil
 		})
 		if err != nil {
@@ -219,12 +231,13 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 		}
 		n.Sessions += count
 		n.Videos += videos
+		n.Recordings += recordings
 		if count < p.cfg.Batch {
 			break
 		}
 	}
 	if n != (Purged{}) {
-		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos)
+		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos, "recordings", n.Recordings)
 	}
 	return n, nil
 }

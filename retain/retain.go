@@ -89,6 +89,11 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	if err := tx.UpdateSession(ctx, ses); err != nil {
 		return nil, consent.StorageFailure("retain "+sessionID, err)
 	}
+	if ses.Recording.Moved() && ses.RetentionStatus == consent.RetentionRetained {
+		if err := consentkit.EnqueueRecordingLock(ctx, tx, sessionID, s.svc.Now()); err != nil {
+			return nil, consent.StorageFailure("retain "+sessionID+": lock its recording", err)
+		}
+	}
 	if r.video {
 		if err := tx.EnqueueJob(ctx, s.conversion(sessionID)); err != nil {
 			return nil, consent.StorageFailure("retain "+sessionID+": enqueue conversion", err)

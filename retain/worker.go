@@ -2,6 +2,7 @@ package retain
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -193,7 +194,9 @@ func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _
 	})
 }
 
-// convert reads the session's recording, runs the converter in a directory
+// convert reads the session's recording, streamed a chunk at a time from
+// the database or its object into the one copy the replayer plays, runs
+// the converter in a directory
 // of its own and stores the video. The recording (up to 64 MiB) is read in
 // a read-only transaction, never in the write transaction of the lease: on
 // SQLite that would hold the one writer, and every charge would queue
@@ -202,7 +205,7 @@ func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _
 // runner recovers it.)
 func (c *converter) convert(ctx context.Context, sessionID string) (consent.Video, error) {
 	var (
-		chunks [][]byte
+		events json.RawMessage
 		ses    *consent.Session
 	)
 	err := c.store.View(ctx, func(tx consent.Tx) error {
@@ -210,13 +213,12 @@ func (c *converter) convert(ctx context.Context, sessionID string) (consent.Vide
 		if ses, err = tx.Session(ctx, sessionID); err != nil {
 			return err
 		}
-		chunks, err = tx.Events(ctx, sessionID)
+		events, err = consent.ReadRecording(ctx, tx, sessionID)
 		return err
 	})
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("read recording: %w", err)
 	}
-	events := consent.JoinChunks(chunks)
 	dir, err := os.MkdirTemp(c.cfg.TempDir, "consentkit-convert-")
 	if err != nil {
 		return consent.Video{}, err

@@ -419,7 +419,7 @@ func (s *watchedStore) View(ctx context.Context, fn func(consent.Tx) error) erro
 	return s.Store.View(ctx, func(tx consent.Tx) error { return fn(watchedTx{tx, s, false}) })
 }
 
-func (t watchedTx) Events(ctx context.Context, sessionID string) ([][]byte, error) {
+func (t watchedTx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
 	t.s.mu.Lock()
 	if t.write {
 		t.s.readsInUpdate++
@@ -427,7 +427,7 @@ func (t watchedTx) Events(ctx context.Context, sessionID string) ([][]byte, erro
 		t.s.readsElsewhere++
 	}
 	t.s.mu.Unlock()
-	return t.Tx.Events(ctx, sessionID)
+	return t.Tx.EachEventChunk(ctx, sessionID, fn)
 }
 
 // The worker reads a recording (up to 64 MiB) outside the write transaction

@@ -58,6 +58,7 @@ type options struct {
 	seed           string
 	trustedProxies string
 	videoDir       string
+	recordingsDir  string
 	chromium       string
 	ffmpeg         string
 	replayer       string
@@ -94,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (see the README); without it an empty store gets demo data")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is honoured (default none)")
 	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
+	fs.StringVar(&o.recordingsDir, "recordings-dir", "recordings", "`directory` that finished recordings are moved to, compressed, out of the database (D52); with -video-s3-bucket they go to that bucket instead")
 	fs.StringVar(&o.chromium, "chromium", "", "Chromium headless shell `binary` for video conversion (default /usr/lib/chromium/chromium-headless-shell, else chromium-headless-shell on PATH)")
 	fs.StringVar(&o.ffmpeg, "ffmpeg", "", "ffmpeg `binary` for video conversion (default ffmpeg on PATH)")
 	fs.StringVar(&o.replayer, "replayer", "", "`directory` of rrweb's dist files (rrweb 2.2.2 from npm) for the recorder and the video converter (default $"+mp4.RRWebDirEnv+", else "+mp4.DefaultReplayer+", where npm ci --prefix retain/mp4/replayer installs it)")
@@ -289,7 +291,12 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if created && keyPath != "" {
 		log.Info("made the key that signs certificates; keep it with the data, and back it up", "key_id", key.ID, "file", keyPath)
 	}
+	recordings, err := recordingStore(ctx, o, log)
+	if err != nil {
+		return err
+	}
 	svc, err := consentkit.NewService(st, consentkit.Config{
+		Recordings: recordings,
 		// Certificates of a database older than its key were issued
 		// unsigned; they still verify (their recording hash is checked).
 		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,

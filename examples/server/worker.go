@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/blob/s3blob"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/retain"
@@ -80,7 +82,12 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 	if err != nil {
 		return nil, err
 	}
+	moves, err := retain.MoveHandlers(retain.MoveConfig{Service: svc, Logger: log})
+	if err != nil {
+		return nil, err
+	}
 	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Limits{}))
+	handlers = append(handlers, moves...)
 	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log})
 	if err != nil {
 		return nil, err
@@ -112,5 +119,25 @@ func videoStore(ctx context.Context, o *options, log *slog.Logger) (retain.Video
 		return nil, fmt.Errorf("video store: %w", err)
 	}
 	log.Info("videos are kept in S3", "bucket", o.s3.Bucket, "object_lock", st.Locking())
+	return st, nil
+}
+
+// recordingStore is where finished recordings are moved out of the
+// database (D52): the bucket of -video-s3-bucket, under recordings/, else
+// the directory of -recordings-dir.
+func recordingStore(ctx context.Context, o *options, log *slog.Logger) (blob.Store, error) {
+	if o.s3.Bucket == "" {
+		log.Info("finished recordings are moved to a directory", "recordings_dir", o.recordingsDir)
+		return blob.NewDir(o.recordingsDir)
+	}
+	client, err := s3video.NewClient(o.s3)
+	if err != nil {
+		return nil, fmt.Errorf("recordings store: %w", err)
+	}
+	st, err := s3blob.New(ctx, s3blob.Config{Client: client, Bucket: o.s3.Bucket})
+	if err != nil {
+		return nil, fmt.Errorf("recordings store: %w", err)
+	}
+	log.Info("finished recordings are moved to S3", "bucket", o.s3.Bucket)
 	return st, nil
 }

@@ -161,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	client := cfg.Client
 	if client == nil {
 		var err error
-		if client, err = newClient(cfg); err != nil {
+		if client, err = NewClient(cfg); err != nil {
 			return nil, err
 		}
 	} else if cfg.Endpoint != "" || cfg.Region != "" || cfg.AccessKeyID != "" || cfg.SecretAccessKey != "" || cfg.PathStyle {
@@ -185,7 +185,10 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	return s, nil
 }
 
-func newClient(cfg Config) (*s3.Client, error) {
+// NewClient makes the S3 client that New makes from cfg's connection
+// fields (Endpoint, Region, AccessKeyID, SecretAccessKey, PathStyle), for
+// another store in the same bucket (blob/s3blob).
+func NewClient(cfg Config) (*s3.Client, error) {
 	if cfg.AccessKeyID == "" || cfg.SecretAccessKey == "" {
 		return nil, errors.New("s3video: Config needs either Client or AccessKeyID and SecretAccessKey")
 	}

@@ -453,13 +453,14 @@ func (t *tx) RevokeToken(_ context.Context, companyID, id string, at time.Time) 
 func cloneSession(s *consent.Session) *consent.Session {
 	n := *s
 	n.CreatedAt, n.ExpiresAt, n.ClosedAt = utc(n.CreatedAt), utc(n.ExpiresAt), utc(n.ClosedAt)
+	n.LastEventAt, n.Recording.At = utc(n.LastEventAt), utc(n.Recording.At)
 	n.Video.Duration = n.Video.Duration.Truncate(time.Millisecond) // as the SQL stores keep it
 	return &n
 }
 
 func (t *tx) CreateSession(_ context.Context, ses *consent.Session) error {
 	n := cloneSession(ses)
-	n.EventChunks, n.EventBytes = 0, 0
+	n.EventChunks, n.EventBytes, n.LastEventAt, n.Recording = 0, 0, time.Time{}, consent.Recording{}
 	err := create(t, t.s.sessions, ses.ID, n, "session",
 		has(t.s.companies, ses.CompanyID, "company"), has(t.s.properties, ses.PropertyID, "property"))
 	if err != nil {
@@ -498,11 +499,12 @@ func mapValues[V any](m map[string]V) []V {
 	return out
 }
 
-func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte) error {
+func (t *tx) AppendEvents(_ context.Context, sessionID string, chunk []byte, at time.Time) error {
 	err := change(t, t.s.sessions, sessionID, "session", func(old *consent.Session) *consent.Session {
 		n := cloneSession(old)
 		n.EventChunks++
 		n.EventBytes += int64(len(chunk))
+		n.LastEventAt = utc(at)
 		return n
 	})
 	if err != nil {
@@ -553,6 +555,27 @@ func (t *tx) UpdateSessions(ctx context.Context, list []*consent.Session) error 
 	}
 	setAll(t, t.s.sessions, ids, news)
 	return nil
+}
+
+func (t *tx) SetRecording(_ context.Context, sessionID string, r consent.Recording) error {
+	err := change(t, t.s.sessions, sessionID, "session", func(old *consent.Session) *consent.Session {
+		n := cloneSession(old)
+		n.Recording = r
+		n.Recording.At = utc(r.At)
+		return n
+	})
+	if err == nil && r.Moved() {
+		set(t, t.s.events, sessionID, nil)
+	}
+	return err
+}
+
+func (t *tx) SessionsToMove(_ context.Context, idleBefore time.Time, limit int) ([]string, error) {
+	idleBefore = utc(idleBefore)
+	return earliest(t.s.sessions, func(s *consent.Session) (time.Time, bool) {
+		finished := s.Closed() || s.Recording.Key != "" || !s.LastEventAt.IsZero() && !s.LastEventAt.After(idleBefore)
+		return s.LastEventAt, finished && s.EventChunks > 0 && !s.Recording.Moved() && s.RetentionStatus != consent.RetentionExpired
+	}, limit), nil
 }
 
 func (t *tx) Events(_ context.Context, sessionID string) ([][]byte, error) {
@@ -783,13 +806,22 @@ func (t *tx) RevocationPage(_ context.Context, p consent.Page) ([]*consent.Revoc
 // before, earliest first, then by key. The memory store scans; the SQL
 // stores use an index on the expiry.
 func expiring[V any](m map[string]V, expiry func(V) (time.Time, bool), before time.Time, limit int) []string {
+	return earliest(m, func(v V) (time.Time, bool) {
+		at, ok := expiry(v)
+		return at, ok && !at.After(before)
+	}, limit)
+}
+
+// earliest returns up to limit keys of the items pick takes, by the time
+// it gives them, earliest first, then by key.
+func earliest[V any](m map[string]V, pick func(V) (time.Time, bool), limit int) []string {
 	type item struct {
 		at time.Time
 		id string
 	}
 	var due []item
 	for id, v := range m {
-		if at, ok := expiry(v); ok && !at.After(before) {
+		if at, ok := pick(v); ok {
 			due = append(due, item{at, id})
 		}
 	}
@@ -821,6 +853,7 @@ func (t *tx) PurgeSessions(_ context.Context, before time.Time, limit int) ([]*c
 		n := cloneSession(old)
 		n.RetentionStatus, n.VideoStatus, n.Video = consent.RetentionExpired, consent.VideoNone, consent.Video{}
 		n.EventChunks, n.EventBytes, n.URL, n.UploadDigest = 0, 0, "", consent.Digest{}
+		n.Recording = consent.Recording{}
 		set(t, t.s.sessions, id, n)
 		del(t, t.s.events, id)
 	}

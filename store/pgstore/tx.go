@@ -162,11 +162,11 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	return s, one(err, "session")
 }
 
-func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error {
 	tag, err := t.exec(ctx, `WITH s AS (
-			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea)
-			WHERE id = $1 RETURNING event_chunks - 1 AS seq)
-		INSERT INTO session_events (session_id, seq, data) SELECT $1, seq, $2 FROM s`, sessionID, payload(chunk))
+			UPDATE sessions SET event_chunks = event_chunks + 1, event_bytes = event_bytes + length($2::bytea),
+			last_event_at = $3 WHERE id = $1 RETURNING event_chunks - 1 AS seq)
+		INSERT INTO session_events (session_id, seq, data) SELECT $1, seq, $2 FROM s`, sessionID, payload(chunk), at)
 	return affected(tag, err, "session")
 }
 
@@ -317,7 +317,8 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 
 // purgedSession is what PurgeSessions leaves of a session.
 const purgedSession = `retention_status = 'expired', video_status = 'none', event_chunks = 0, event_bytes = 0,
-	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
+	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0,
+	recording_key = '', recording_bytes = 0, recording_sha256 = NULL, recording_at = NULL`
 
 // PurgeSessions locks its batch with FOR UPDATE SKIP LOCKED: a session
 // that a writer holds (a retention under way, say) is passed over, never

@@ -159,10 +159,11 @@ func (t *tx) Session(ctx context.Context, id string) (*consent.Session, error) {
 	return s, one(err, "session")
 }
 
-func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte) error {
+func (t *tx) AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error {
 	var seq int
 	err := t.tx.QueryRowContext(ctx, `UPDATE sessions SET event_chunks = event_chunks + 1,
-		event_bytes = event_bytes + ? WHERE id = ? RETURNING event_chunks - 1`, len(chunk), sessionID).Scan(&seq)
+		event_bytes = event_bytes + ?, last_event_at = ? WHERE id = ? RETURNING event_chunks - 1`,
+		len(chunk), at.UnixMicro(), sessionID).Scan(&seq)
 	if err != nil {
 		return one(err, "session")
 	}
@@ -314,7 +315,8 @@ func (t *tx) Revocations(ctx context.Context, companyID string) ([]*consent.Revo
 
 // purgedSession is what PurgeSessions leaves of a session.
 const purgedSession = `retention_status = 'expired', video_status = 'none', event_chunks = 0, event_bytes = 0,
-	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0`
+	url = '', upload_digest = NULL, video_path = '', video_bytes = 0, video_sha256 = NULL, video_duration_ms = 0,
+	recording_key = '', recording_bytes = 0, recording_sha256 = NULL, recording_at = NULL`
 
 func (t *tx) PurgeSessions(ctx context.Context, before time.Time, limit int) ([]*consent.Session, error) {
 	ids, err := t.ids(ctx, `SELECT id FROM sessions WHERE retention_status <> 'expired' AND expires_at <= ?

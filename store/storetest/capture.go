@@ -27,7 +27,7 @@ func testCapture(t *testing.T, s consent.Store) {
 			return err
 		}
 		for _, chunk := range []string{`[{"type":4,"timestamp":1}]`, `[{"type":3,"timestamp":2}]`} {
-			if err := tx.AppendEvents(ctx, "cap-1", []byte(chunk)); err != nil {
+			if err := tx.AppendEvents(ctx, "cap-1", []byte(chunk), t0); err != nil {
 				return err
 			}
 		}
@@ -41,6 +41,7 @@ func testCapture(t *testing.T, s consent.Store) {
 		gotSes, err := tx.Session(ctx, "cap-1")
 		want := *ses
 		want.EventChunks, want.EventBytes = 2, 2*int64(len(`[{"type":4,"timestamp":1}]`))
+		want.LastEventAt = t0
 		if err != nil {
 			t.Errorf("Session: %v", err)
 		}

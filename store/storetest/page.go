@@ -223,7 +223,7 @@ func testEmptyLists(t *testing.T, s consent.Store) {
 			func() error { return tx.CreateCertificate(ctx, cert) },
 			func() error { return tx.CreateCertificate(ctx, bare) },
 			func() error { return tx.CreateRevocation(ctx, rev) },
-			func() error { return tx.AppendEvents(ctx, "s2", nil) },
+			func() error { return tx.AppendEvents(ctx, "s2", nil, t0) },
 			func() error { return tx.EnqueueJob(ctx, job("purge", "a", t0)) },
 			func() error { return tx.EnqueueJob(ctx, job("purge", "b", t0.Add(time.Hour))) },
 			func() error { return tx.CreateWebhookEndpoint(ctx, ep) },

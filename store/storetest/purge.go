@@ -33,7 +33,7 @@ func purgeFixture(t *testing.T, s consent.Store) {
 			if err := tx.CreateSession(ctx, ses); err != nil {
 				return err
 			}
-			if err := tx.AppendEvents(ctx, x.id, []byte(`[{"type":4}]`)); err != nil {
+			if err := tx.AppendEvents(ctx, x.id, []byte(`[{"type":4}]`), t0); err != nil {
 				return err
 			}
 			if x.retained {
@@ -162,7 +162,7 @@ func testPurge(t *testing.T, s consent.Store) {
 			t.Fatalf("Session(old) after purge: %v", err)
 		}
 		want := session("old", "acme", "acme-web")
-		want.ExpiresAt, want.RetentionStatus = t0, consent.RetentionExpired
+		want.ExpiresAt, want.RetentionStatus, want.LastEventAt = t0, consent.RetentionExpired, t0
 		wantSame(t, want, ses, opts, "purged session")
 		if chunks, err := tx.Events(ctx, "old"); err != nil || len(chunks) != 0 {
 			t.Errorf("Events(old) = %d chunks, %v; want none", len(chunks), err)

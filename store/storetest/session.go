@@ -38,7 +38,7 @@ func testSession(t *testing.T, s consent.Store) {
 		}
 		wantCode(t, "CreateSession("+name+")", err, want)
 	}
-	err := s.Update(ctx, func(tx consent.Tx) error { return tx.AppendEvents(ctx, "s9", []byte(`[{}]`)) })
+	err := s.Update(ctx, func(tx consent.Tx) error { return tx.AppendEvents(ctx, "s9", []byte(`[{}]`), t0) })
 	wantCode(t, "AppendEvents(unknown)", err, consent.NotFound)
 }
 
@@ -52,7 +52,7 @@ func testEventsByteIdentical(t *testing.T, s consent.Store) {
 		[]byte(`[{"nul":"\u0000","big":12345678901234567890123,"float":1.50}]`),
 	}
 	for _, c := range chunks {
-		update(t, s, func(tx consent.Tx) error { return tx.AppendEvents(ctx, "s1", c) })
+		update(t, s, func(tx consent.Tx) error { return tx.AppendEvents(ctx, "s1", c, t0) })
 	}
 	var total int64
 	for _, c := range chunks {
@@ -92,7 +92,7 @@ func testEmptyEventChunk(t *testing.T, s consent.Store) {
 	fixture(t, s)
 	update(t, s, func(tx consent.Tx) error {
 		for _, chunk := range [][]byte{nil, {}} {
-			if err := tx.AppendEvents(ctx, "s1", chunk); err != nil {
+			if err := tx.AppendEvents(ctx, "s1", chunk, t0); err != nil {
 				return err
 			}
 		}
@@ -296,7 +296,7 @@ func testEachEventChunk(t *testing.T, s consent.Store) {
 	chunks := [][]byte{[]byte(`[{"type":4,"timestamp":1}]`), []byte("[ ]"), []byte(`[{"type":3,"timestamp":2,"x":"ü\u2028"}]`)}
 	update(t, s, func(tx consent.Tx) error {
 		for _, c := range chunks {
-			if err := tx.AppendEvents(ctx, "s1", c); err != nil {
+			if err := tx.AppendEvents(ctx, "s1", c, t0); err != nil {
 				return err
 			}
 		}

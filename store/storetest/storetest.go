@@ -58,6 +58,8 @@ var areas = []area{
 		{"Update", testUpdateSession},
 		{"Sessions", testSessions},
 		{"UpdateSessions", testUpdateSessions},
+		{"SetRecording", testSetRecording},
+		{"SessionsToMove", testSessionsToMove},
 		{"ReadThenWriteIsAtomic", testReadThenWriteIsAtomic},
 	}},
 	{"Capture", []behaviour{

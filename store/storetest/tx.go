@@ -23,7 +23,7 @@ func testRollback(t *testing.T, s consent.Store) {
 		if err := tx.CreateCompany(ctx, &consent.Company{ID: "ghost", Name: "Ghost", CreatedAt: t0}); err != nil {
 			return err
 		}
-		if err := tx.AppendEvents(ctx, "s1", []byte(`[{"type":4}]`)); err != nil {
+		if err := tx.AppendEvents(ctx, "s1", []byte(`[{"type":4}]`), t0); err != nil {
 			return err
 		}
 		ghost := certificate("cert-g", "acme", "acme-web", "s1")

@@ -36,19 +36,21 @@ func scanDigests(to []*consent.Digest, bs ...[]byte) error {
 // SessionColumns are the columns ScanSession reads.
 const SessionColumns = `id, company_id, property_id, retention_status, video_status,
 	event_chunks, event_bytes, created_at, expires_at, video_path, video_bytes, video_sha256, video_duration_ms,
-	upload_digest, certificate_id, url, closed_at`
+	upload_digest, certificate_id, url, closed_at, last_event_at,
+	recording_key, recording_bytes, recording_sha256, recording_at`
 
 func (d Dialect) ScanSession(row Row) (*consent.Session, error) {
 	var (
-		s                consent.Session
-		videoSHA, upload []byte
-		videoMS          int64
+		s                        consent.Session
+		videoSHA, upload, recSHA []byte
+		videoMS                  int64
 	)
 	err := row.Scan(&s.ID, &s.CompanyID, &s.PropertyID, &s.RetentionStatus, &s.VideoStatus, &s.EventChunks, &s.EventBytes,
 		d.Time(&s.CreatedAt), d.Time(&s.ExpiresAt), &s.Video.Path, &s.Video.Bytes, &videoSHA, &videoMS,
-		&upload, &s.CertificateID, &s.URL, d.Time(&s.ClosedAt))
+		&upload, &s.CertificateID, &s.URL, d.Time(&s.ClosedAt), d.Time(&s.LastEventAt),
+		&s.Recording.Key, &s.Recording.Bytes, &recSHA, d.Time(&s.Recording.At))
 	if err == nil {
-		err = scanDigests([]*consent.Digest{&s.Video.SHA256, &s.UploadDigest}, videoSHA, upload)
+		err = scanDigests([]*consent.Digest{&s.Video.SHA256, &s.UploadDigest, &s.Recording.SHA256}, videoSHA, upload, recSHA)
 	}
 	s.Video.Duration = time.Duration(videoMS) * time.Millisecond
 	return done(&s, err)

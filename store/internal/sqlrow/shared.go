@@ -3,6 +3,7 @@ package sqlrow
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 )
@@ -155,4 +156,31 @@ func (s Shared) Profiles(ctx context.Context, companyID string) ([]*consent.Prof
 
 func (s Shared) DeleteProfile(ctx context.Context, companyID, name string) error {
 	return s.exec(ctx, "profile", `DELETE FROM profiles WHERE company_id = ? AND name = ?`, companyID, name)
+}
+
+// SetRecording writes r, and drops the session's chunks once r is moved
+// (D52).
+func (s Shared) SetRecording(ctx context.Context, sessionID string, r consent.Recording) error {
+	err := s.exec(ctx, "session", `UPDATE sessions SET recording_key = ?, recording_bytes = ?, recording_sha256 = ?,
+		recording_at = ? WHERE id = ?`, r.Key, r.Bytes, Digest(r.SHA256), s.nullTime(r.At), sessionID)
+	if err != nil || !r.Moved() {
+		return err
+	}
+	_, err = s.Conn.Exec(ctx, s.D.bind(`DELETE FROM session_events WHERE session_id = ?`), sessionID)
+	return err
+}
+
+// SessionsToMove reads the partial index sessions_to_move.
+func (s Shared) SessionsToMove(ctx context.Context, idleBefore time.Time, limit int) ([]string, error) {
+	return all(ctx, s, ScanText, `SELECT id FROM sessions WHERE event_chunks > 0 AND recording_at IS NULL
+		AND retention_status <> 'expired' AND (closed_at IS NOT NULL OR recording_key <> '' OR last_event_at <= ?)
+		ORDER BY last_event_at, id`+s.D.Collate+` LIMIT ?`, s.D.Arg(idleBefore), max(limit, 0))
+}
+
+// nullTime is the parameter of a time that may be zero: NULL.
+func (s Shared) nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return s.D.Arg(t)
 }

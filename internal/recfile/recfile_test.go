@@ -1,0 +1,162 @@
+package recfile_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"slices"
+	"testing"
+
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/recfile"
+)
+
+func write(t testing.TB, chunks ...string) ([]byte, recfile.Summary) {
+	t.Helper()
+	var buf bytes.Buffer
+	w := recfile.NewWriter(&buf)
+	for _, c := range chunks {
+		if err := w.Add([]byte(c)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes(), sum
+}
+
+var chunks = []string{`[{"type":4,"timestamp":1}]`, " [ ] ", `[{"type":3,"data":{"x":"ü\u2028"},"timestamp":2}]`}
+
+func joinedDigest(chunks []string) consent.Digest {
+	bs := make([][]byte, len(chunks))
+	for i, c := range chunks {
+		bs[i] = []byte(c)
+	}
+	return sha256.Sum256(consent.JoinChunks(bs))
+}
+
+// Read gives back each chunk byte for byte, in order, and the summary
+// Write gave: the count, the bytes and the recording's digest.
+func TestRoundTrip(t *testing.T) {
+	obj, wrote := write(t, chunks...)
+	if wrote.Chunks != 3 || wrote.Bytes != int64(len(chunks[0]+chunks[1]+chunks[2])) || wrote.SHA256 != joinedDigest(chunks) {
+		t.Errorf("Write summary = %+v", wrote)
+	}
+	var got []string
+	read, err := recfile.Read(bytes.NewReader(obj), 1<<20, func(seq int, c []byte) error {
+		if seq != len(got) {
+			t.Errorf("seq %d, want %d", seq, len(got))
+		}
+		got = append(got, string(c))
+		return nil
+	})
+	if err != nil || read != wrote {
+		t.Fatalf("Read = %+v, %v; want %+v", read, err, wrote)
+	}
+	if !slices.Equal(got, chunks) {
+		t.Errorf("chunks = %q, want %q", got, chunks)
+	}
+	for seq, want := range chunks {
+		c, ok, err := recfile.Chunk(bytes.NewReader(obj), 1<<20, seq)
+		if err != nil || !ok || string(c) != want {
+			t.Errorf("Chunk(%d) = %q, %v, %v; want %q", seq, c, ok, err, want)
+		}
+	}
+	if _, ok, err := recfile.Chunk(bytes.NewReader(obj), 1<<20, 3); ok || err != nil {
+		t.Errorf("Chunk(3) = %v, %v; want none", ok, err)
+	}
+}
+
+// An object cut anywhere, or with a byte of content changed, is an error
+// (ErrCorrupt when cut), never a shorter or another recording.
+func TestDamageIsCorrupt(t *testing.T) {
+	obj, _ := write(t, chunks...)
+	for n := range len(obj) {
+		_, err := recfile.Read(bytes.NewReader(obj[:n]), 1<<20, func(int, []byte) error { return nil })
+		if !errors.Is(err, recfile.ErrCorrupt) {
+			t.Fatalf("cut at %d of %d: %v; want ErrCorrupt", n, len(obj), err)
+		}
+	}
+	for i := range obj {
+		bad := bytes.Clone(obj)
+		bad[i] ^= 0x20
+		var got []string
+		_, err := recfile.Read(bytes.NewReader(bad), 1<<20, func(_ int, c []byte) error {
+			got = append(got, string(c))
+			return nil
+		})
+		// Some bytes carry no content (the gzip header's time, the
+		// padding bits of the last deflate byte): those read the same.
+		if err == nil && !slices.Equal(got, chunks) {
+			t.Fatalf("byte %d changed: read %q without an error", i, got)
+		}
+	}
+	if _, err := recfile.Read(bytes.NewReader(append(bytes.Clone(obj), 0)), 1<<20, func(int, []byte) error { return nil }); !errors.Is(err, recfile.ErrCorrupt) {
+		t.Errorf("a byte after the object: %v; want ErrCorrupt", err)
+	}
+}
+
+// A chunk longer than the bound is refused before it is read.
+func TestChunkBound(t *testing.T) {
+	obj, _ := write(t, chunks...)
+	_, err := recfile.Read(bytes.NewReader(obj), len(chunks[2])-1, func(int, []byte) error { return nil })
+	if !errors.Is(err, recfile.ErrCorrupt) {
+		t.Errorf("Read with a bound under the largest chunk: %v; want ErrCorrupt", err)
+	}
+}
+
+// A failing source is its own error, not ErrCorrupt: a network read that
+// fails is worth trying again.
+func TestSourceError(t *testing.T) {
+	obj, _ := write(t, chunks...)
+	boom := errors.New("connection reset")
+	r := io.MultiReader(bytes.NewReader(obj[:len(obj)/2]), errReader{boom})
+	_, err := recfile.Read(r, 1<<20, func(int, []byte) error { return nil })
+	if !errors.Is(err, boom) || errors.Is(err, recfile.ErrCorrupt) {
+		t.Errorf("Read of a failing source: %v; want its error", err)
+	}
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// An empty chunk cannot be written: the length 0 ends the chunks.
+func TestEmptyChunkRefused(t *testing.T) {
+	w := recfile.NewWriter(io.Discard)
+	if err := w.Add(nil); err == nil {
+		t.Error("Add(empty) succeeded")
+	}
+	if _, err := w.Close(); err == nil {
+		t.Error("Close after a refused Add succeeded")
+	}
+}
+
+// Any bytes read as an object either fail or give chunks that re-encode to
+// the same summary, within the chunk bound; never a panic.
+func FuzzRead(f *testing.F) {
+	obj, _ := write(f, chunks...)
+	f.Add(obj)
+	f.Add(obj[:len(obj)/2])
+	f.Add([]byte("consentkit-recording 1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got []string
+		sum, err := recfile.Read(bytes.NewReader(b), 4096, func(_ int, c []byte) error {
+			if len(c) > 4096 || len(c) == 0 {
+				t.Fatalf("a chunk of %d bytes", len(c))
+			}
+			got = append(got, string(c))
+			return nil
+		})
+		if err != nil {
+			return
+		}
+		_, again := write(t, got...)
+		if again != sum {
+			t.Fatalf("read %+v, re-written %+v", sum, again)
+		}
+	})
+}

@@ -1,0 +1,233 @@
+package consentkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/recfile"
+)
+
+// DefaultRecordingIdle is how long a session takes no chunk before its
+// recording is finished and moved to the recordings blob store (D52).
+const DefaultRecordingIdle = 30 * time.Minute
+
+// RecordingKey is the key of a session's recording object (D52).
+func RecordingKey(sessionID string) string { return "recordings/" + sessionID }
+
+// recordings reads moved recordings from the blob store (D52).
+type recordings struct {
+	blobs    blob.Store
+	maxChunk int
+}
+
+var errNoRecordings = errors.New("consentkit: the recording was moved to the recordings blob store, which this store was not given (use the Service's Store)")
+
+// open opens ses's recording object.
+func (r *recordings) open(ctx context.Context, ses *consent.Session) (io.ReadCloser, error) {
+	if r == nil {
+		return nil, errNoRecordings
+	}
+	rc, _, err := r.blobs.Open(ctx, ses.Recording.Key)
+	if err != nil {
+		return nil, fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
+	}
+	return rc, nil
+}
+
+// each streams ses's chunks from its object, checking them against what
+// the session row says of them.
+func (r *recordings) each(ctx context.Context, ses *consent.Session, fn func([]byte) error) error {
+	rc, err := r.open(ctx, ses)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rc.Close() }() // read only
+	sum, err := recfile.Read(rc, r.maxChunk, func(_ int, c []byte) error { return fn(c) })
+	if err != nil {
+		return fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
+	}
+	if sum.Chunks != ses.EventChunks || sum.Bytes != ses.EventBytes || sum.SHA256 != ses.Recording.SHA256 {
+		return fmt.Errorf("consentkit: the recording of session %s: %w: it is not the recording its session names", ses.ID, recfile.ErrCorrupt)
+	}
+	return nil
+}
+
+// chunk reads one chunk of ses's object.
+func (r *recordings) chunk(ctx context.Context, ses *consent.Session, seq int) ([]byte, error) {
+	if seq < 0 || seq >= ses.EventChunks {
+		return nil, consent.Errorf(consent.NotFound, "event chunk not found")
+	}
+	rc, err := r.open(ctx, ses)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rc.Close() }() // read only
+	c, ok, err := recfile.Chunk(rc, r.maxChunk, seq)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: it has fewer chunks than its session", recfile.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
+	}
+	return c, nil
+}
+
+// Recordings returns the blob store that finished recordings are moved to
+// (Config.Recordings); nil when there is none.
+func (s *Service) Recordings() blob.Store {
+	if s.recordings == nil {
+		return nil
+	}
+	return s.recordings.blobs
+}
+
+// MoveRecordings moves at most limit finished recordings — of sessions
+// closed at consent, or that took no chunk for Config.RecordingIdle —
+// from the database into one compressed object each in the recordings
+// blob store (D52), and returns how many it moved, and the first failure
+// (one recording that fails does not stop the others). A job runs it (package
+// retain); a program may call it to move the recordings already in the
+// database (the consentkit command's "recordings move"). Without
+// Config.Recordings it moves none.
+//
+// Each move is three steps, so that a crash anywhere leaves nothing lost
+// and no object that no row names: the session's Recording.Key is
+// recorded first (from then on the session takes no more chunks); the
+// object is written; then one transaction records its size and digest and
+// drops the chunks from the database. A move cut short is finished by the
+// next run, which writes the same object again; a session purged before
+// that has its object deleted by the purge.
+func (s *Service) MoveRecordings(ctx context.Context, limit int) (int, error) {
+	if s.recordings == nil || limit <= 0 {
+		return 0, nil
+	}
+	var ids []string
+	err := s.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		ids, err = tx.SessionsToMove(ctx, s.Now().Add(-s.cfg.RecordingIdle), limit)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	moved, failed := 0, 0
+	var first error
+	for _, id := range ids {
+		ok, err := s.moveRecording(ctx, id)
+		if err != nil {
+			if ctx.Err() != nil {
+				return moved, ctx.Err()
+			}
+			// One recording that cannot move (its object store refuses
+			// it, say) must not hold up the others.
+			if failed++; first == nil {
+				first = fmt.Errorf("consentkit: move the recording of session %s: %w", id, err)
+			}
+			continue
+		}
+		if ok {
+			moved++
+		}
+	}
+	if failed > 1 {
+		first = fmt.Errorf("%w (and %d more failed)", first, failed-1)
+	}
+	return moved, first
+}
+
+// errMoved stops a move that another one finished first.
+var errMoved = errors.New("moved already")
+
+// moveRecording moves one session's recording; false when there was
+// nothing to move.
+func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
+	// 1. Name the object in the row.
+	var ses *consent.Session
+	err := s.store.Update(ctx, func(tx consent.Tx) error {
+		var err error
+		if ses, err = tx.Session(ctx, id); err != nil {
+			return err
+		}
+		if ses.Recording.Moved() || ses.EventChunks == 0 || ses.RetentionStatus == consent.RetentionExpired {
+			return errMoved
+		}
+		if ses.Recording.Key != "" {
+			return nil
+		}
+		ses.Recording.Key = RecordingKey(id)
+		return tx.SetRecording(ctx, id, ses.Recording)
+	})
+	if errors.Is(err, errMoved) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// 2. Write the object, streaming the chunks from the database into it.
+	pr, pw := io.Pipe()
+	var sum recfile.Summary
+	wrote := make(chan error, 1)
+	go func() {
+		err := s.store.View(ctx, func(tx consent.Tx) error {
+			w := recfile.NewWriter(pw)
+			err := tx.EachEventChunk(ctx, id, w.Add)
+			if err != nil {
+				return err
+			}
+			sum, err = w.Close()
+			return err
+		})
+		_ = pw.CloseWithError(err) // nil closes it with io.EOF
+		wrote <- err
+	}()
+	info, err := s.recordings.blobs.Put(ctx, ses.Recording.Key, pr)
+	_ = pr.CloseWithError(errors.New("the object was not written")) // stops the writer if Put stopped reading
+	if werr := <-wrote; err == nil {
+		err = werr
+	}
+	if err != nil {
+		return false, err
+	}
+	// 3. Record it and drop the chunks.
+	err = s.store.Update(ctx, func(tx consent.Tx) error {
+		now, err := tx.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		if now.Recording.Moved() {
+			return errMoved
+		}
+		if now.Recording.Key != ses.Recording.Key || now.EventChunks != sum.Chunks || now.EventBytes != sum.Bytes {
+			return fmt.Errorf("the session changed while its object was written (%d chunks, %d written)", now.EventChunks, sum.Chunks)
+		}
+		rec := consent.Recording{Key: ses.Recording.Key, Bytes: info.Size, SHA256: sum.SHA256, At: s.Now()}
+		if err := tx.SetRecording(ctx, id, rec); err != nil {
+			return err
+		}
+		if now.RetentionStatus == consent.RetentionRetained {
+			return EnqueueRecordingLock(ctx, tx, id, s.Now())
+		}
+		return nil
+	})
+	if errors.Is(err, errMoved) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// EnqueueRecordingLock asks, in tx, for the lock of a retained session's
+// moved recording until its ExpiresAt (consent.JobLockRecording), once tx
+// commits. A lock already asked for and not yet done is enough: it reads
+// the session when it runs.
+func EnqueueRecordingLock(ctx context.Context, tx consent.Tx, sessionID string, now time.Time) error {
+	err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobLockRecording, Key: sessionID, RunAfter: now, CreatedAt: now})
+	if consent.ErrorCode(err) == consent.Conflict {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,107 @@
+package retain
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/jobs"
+)
+
+// Job kinds of the recordings blob store (D52).
+const (
+	// JobMoveRecordings is the recurring move of finished recordings
+	// from the database to the blob store (consentkit.Service.MoveRecordings).
+	JobMoveRecordings = "recordings.move"
+	// JobDeleteRecording removes the recording object of a purged
+	// session; its key is the session id, its payload the object's key.
+	JobDeleteRecording = "recording.delete"
+)
+
+// MoveConfig configures the move of finished recordings. Service is
+// required, with Config.Recordings set.
+type MoveConfig struct {
+	Service *consentkit.Service
+	// Every is how often the move runs: default one minute, so that a
+	// recording closed at consent leaves the database within about that.
+	Every time.Duration
+	// Batch is how many recordings one run moves at most: default 500.
+	Batch  int
+	Logger *slog.Logger // default slog.Default()
+}
+
+// MoveHandlers returns the job handlers that move finished recordings to
+// the blob store (D52): the recurring move, and the lock of a retained
+// session's object until its ExpiresAt (consent.JobLockRecording), asked
+// for when such a recording is moved and when a moved recording's session
+// is retained.
+func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
+	if cfg.Service == nil || cfg.Service.Recordings() == nil {
+		return nil, errors.New("retain: MoveConfig needs a Service with Config.Recordings")
+	}
+	if cfg.Every < 0 || cfg.Batch < 0 {
+		return nil, errors.New("retain: MoveConfig values must not be negative (zero means the default)")
+	}
+	if cfg.Every == 0 {
+		cfg.Every = time.Minute
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 500
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	svc := cfg.Service
+	return []jobs.Handler{
+		{Kind: JobMoveRecordings, Every: cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			n, err := svc.MoveRecordings(ctx, cfg.Batch)
+			if n > 0 {
+				cfg.Logger.Info("recordings: moved to the blob store", "recordings", n)
+			}
+			return jobs.Result{}, err
+		}},
+		{Kind: consent.JobLockRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
+			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+				return jobs.Result{}, lockRecording(ctx, svc, j.Key)
+			}},
+	}, nil
+}
+
+// lockRecording locks a retained session's moved recording until the
+// session's ExpiresAt, read now: a later retention asks again.
+func lockRecording(ctx context.Context, svc *consentkit.Service, sessionID string) error {
+	var ses *consent.Session
+	err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		ses, err = tx.Session(ctx, sessionID)
+		return err
+	})
+	if consent.ErrorCode(err) == consent.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !ses.Recording.Moved() || ses.RetentionStatus != consent.RetentionRetained {
+		return nil
+	}
+	return svc.Recordings().Lock(ctx, ses.Recording.Key, ses.ExpiresAt)
+}
+
+// deleteRecording removes a purged session's recording object. Without a
+// recordings store there is nothing this instance can remove: the job
+// fails, and is tried again, until one with the store runs it.
+func (p *Purger) deleteRecording(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+	blobs := p.cfg.Service.Recordings()
+	if blobs == nil {
+		return jobs.Result{}, errors.New("retain: no recordings store to remove " + string(j.Payload) + " from")
+	}
+	if err := blobs.Delete(ctx, string(j.Payload)); err != nil {
+		return jobs.Result{}, err
+	}
+	p.cfg.Logger.Info("purge: recording removed", "session", j.Key, "object", string(j.Payload))
+	return jobs.Result{}, nil
+}
