@@ -2,6 +2,7 @@ package capture_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -92,4 +93,34 @@ func FuzzCheckEventsAgrees(f *testing.F) {
 			t.Fatalf("CheckEvents(%q) = %v, the map reading %v", b, got, want)
 		}
 	})
+}
+
+// The check's cost is bounded by a chunk's bytes whatever its events look
+// like (D52): a chunk whose member names are all escaped costs no more
+// allocations than one written plainly, where reading each name through
+// encoding/json cost several per event.
+func TestEscapedNamesCostNoMore(t *testing.T) {
+	var plain, escaped strings.Builder
+	plain.WriteString("[")
+	escaped.WriteString("[")
+	for i := range 2000 {
+		if i > 0 {
+			plain.WriteString(",")
+			escaped.WriteString(",")
+		}
+		fmt.Fprintf(&plain, `{"type":3,"data":{"source":1},"timestamp":%d}`, i)
+		fmt.Fprintf(&escaped, `{"typ\u0065":3,"d\u0061ta":{"s\u006furce":1},"\u0074imestamp":%d}`, i)
+	}
+	plain.WriteString("]")
+	escaped.WriteString("]")
+	cost := func(chunk string) float64 {
+		b := []byte(chunk)
+		if err := capture.CheckEvents(b); err != nil {
+			t.Fatalf("CheckEvents: %v", err)
+		}
+		return testing.AllocsPerRun(5, func() { _ = capture.CheckEvents(b) })
+	}
+	if p, e := cost(plain.String()), cost(escaped.String()); e > p+2 {
+		t.Errorf("2,000 events with escaped names: %.0f allocations; plainly written, %.0f", e, p)
+	}
 }

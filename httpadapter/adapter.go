@@ -58,13 +58,24 @@ type Config struct {
 	// counted before they are stored (default 1 GiB). A request over a
 	// budget is answered 429 with Retry-After. Each must hold the largest
 	// body a capture route takes (the Service's MaxChunkBytes and 4 KiB);
-	// a negative value turns one off. Each instance keeps its own budgets:
+	// a negative value turns one off. A client may spend an eighth of its
+	// budget at once (or the largest body, when that is more), and the
+	// rest as it refills. Each instance keeps its own budgets:
 	// behind a load balancer that spreads one client over N instances, a
 	// client may spend up to N times its budget.
 	CaptureBytesPerMinute         int64
 	CapturePropertyBytesPerMinute int64
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
+	// RefusalHold is how long a request refused by its client address's
+	// limit or byte budget (capture, opt-out: the anonymous routes) is
+	// held before its 429 is written, at most the Retry-After it is
+	// given: default DefaultRefusalHold, negative for none. A client that
+	// ignores Retry-After and asks again at once then costs a held
+	// connection, not a request a millisecond (D52). At most
+	// MaxHeldRefusals are held at once; beyond that a 429 is written at
+	// once.
+	RefusalHold time.Duration
 	// Videos is where the conversion worker keeps videos, for
 	// GET /api/integrations/{companyId}/sessions/{sessionId}/video (D45);
 	// nil: that route answers 503.
@@ -103,7 +114,15 @@ type Handler struct {
 	profiles profile.Profiles
 
 	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
+
+	held chan struct{} // a slot for each refusal held (RefusalHold)
 }
+
+// Refusals held before their 429 (Config.RefusalHold).
+const (
+	DefaultRefusalHold = time.Second
+	MaxHeldRefusals    = 256
+)
 
 // router dispatches requests to a set of routes and answers the rest.
 type router struct {
@@ -130,6 +149,9 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxLimiterKeys == 0 {
 		cfg.MaxLimiterKeys = 10_000
 	}
+	if cfg.RefusalHold == 0 {
+		cfg.RefusalHold = DefaultRefusalHold
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -140,7 +162,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, fmt.Errorf("httpadapter: Config.OperatorSecret must be at least %d bytes", MinOperatorSecret)
 	}
 	h := &Handler{
-		cfg: cfg, svc: cfg.Service, log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
+		cfg: cfg, svc: cfg.Service, held: make(chan struct{}, MaxHeldRefusals), log: cfg.Logger, webhooks: webhook.Endpoints{Service: cfg.Service},
 		profiles: profile.Profiles{Service: cfg.Service},
 		verify:   verify.New(cfg.Service), retain: retain.New(cfg.Service),
 		optout:  optout.New(cfg.Service).LimitIdleRecords(setting(cfg.OptOutIdleRecordsPerMinute, optout.DefaultIdleRecordsPerMinute)),
@@ -171,7 +193,13 @@ func New(cfg Config) (*Handler, error) {
 		case b > 1<<40:
 			return nil, errors.New("httpadapter: a capture byte budget must be at most 1 TiB a minute")
 		}
-		h.limits[l] = ratelimit.New(kib(int(b)), cfg.MaxLimiterKeys, cfg.Service.Now)
+		// A client spends at most an eighth of a minute's bytes at once
+		// (never under the largest body), not its minute in a second.
+		burst := b
+		if l == captureBytesLimit {
+			burst = max(b/8, h.captureBodyBytes())
+		}
+		h.limits[l] = ratelimit.NewBurst(kib(int(b)), kib(int(burst)), cfg.MaxLimiterKeys, cfg.Service.Now)
 	}
 	if lim := h.limits[capturePropertyBytesLimit]; lim != nil {
 		h.capture.Budget = func(propertyID string, n int) error { return spend(lim, propertyID, n) }

@@ -1,6 +1,7 @@
 package httpadapter_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -59,10 +60,11 @@ func chunkBody(seq int) string {
 
 // A client address spends its byte budget with the bodies it sends,
 // counted before they are parsed, so that malformed bodies spend it too;
-// over it, 429 with Retry-After and nothing stored; another address has
-// its own; a minute later the budget is back (D52).
+// over what it may spend at once, an eighth of its budget, 429 with
+// Retry-After and nothing stored; another address has its own; an eighth
+// of a minute later that much is back (D52).
 func TestCaptureClientByteBudget(t *testing.T) {
-	e, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 40 << 10, CapturePropertyBytesPerMinute: -1})
+	e, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1})
 	s := startFrom(t, h, "203.0.113.1", "acme-form")
 	events := "/capture/sessions/" + s.SessionID + "/events"
 	var codes []int
@@ -70,7 +72,7 @@ func TestCaptureClientByteBudget(t *testing.T) {
 		codes = append(codes, from(h, "203.0.113.1", events, s.UploadToken, chunkBody(seq)).Code)
 	}
 	if fmt.Sprint(codes) != "[200 200 200 200 200 429]" {
-		t.Fatalf("chunks of 8 KiB on a budget of 40 KiB: %v, want five 200 then 429", codes)
+		t.Fatalf("chunks of 8 KiB on a budget of 320 KiB a minute, 40 KiB at once: %v, want five 200 then 429", codes)
 	}
 	rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(5))
 	if rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
@@ -98,9 +100,14 @@ func TestCaptureClientByteBudget(t *testing.T) {
 		t.Errorf("after 40 KiB of malformed bodies: %d, want 429", rec.Code)
 	}
 
-	e.clock.t = e.clock.t.Add(time.Minute)
-	if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(5)); rec.Code != 200 {
-		t.Errorf("a minute later: %d %s, want 200", rec.Code, rec.Body)
+	e.clock.t = e.clock.t.Add(time.Minute / 8)
+	for seq := 5; seq < 10; seq++ {
+		if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(seq)); rec.Code != 200 {
+			t.Errorf("an eighth of a minute later, chunk %d: %d %s, want 200", seq, rec.Code, rec.Body)
+		}
+	}
+	if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(10)); rec.Code != 429 {
+		t.Errorf("then: %d, want 429", rec.Code)
 	}
 }
 
@@ -135,6 +142,58 @@ func TestCaptureByteBudgetTooSmall(t *testing.T) {
 		cfg.Service = e.svc
 		if _, err := httpadapter.New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted a budget under the largest body", cfg)
+		}
+	}
+}
+
+// A request refused by its address's limit is held before its 429, for
+// at least the hold; at most MaxHeldRefusals at once, the rest answered at
+// once; a held one ends when its client goes (D52).
+func TestRefusalHold(t *testing.T) {
+	e, _ := capturing(t, teststore.Memory(t), httpadapter.Config{})
+	start := func(h http.Handler, ctx context.Context) *httptest.ResponseRecorder {
+		req := httptest.NewRequestWithContext(ctx, "POST", "/capture/sessions", strings.NewReader(`{"property_id":"acme-form","url":"`+formPage+`"}`))
+		req.Header.Set("Origin", formOrigin)
+		req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+		req.RemoteAddr = "203.0.113.9:1000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+
+	short := e.handler(t, httpadapter.Config{CaptureStartsPerMinute: 1, RefusalHold: 50 * time.Millisecond})
+	if rec := start(short, ctx); rec.Code != 201 {
+		t.Fatalf("first start: %d %s", rec.Code, rec.Body)
+	}
+	began := time.Now()
+	if rec := start(short, ctx); rec.Code != 429 || time.Since(began) < 50*time.Millisecond {
+		t.Errorf("refused: %d after %v; want 429 after the hold of 50ms", rec.Code, time.Since(began))
+	}
+
+	long := e.handler(t, httpadapter.Config{CaptureStartsPerMinute: 1, RefusalHold: time.Hour})
+	if rec := start(long, ctx); rec.Code != 201 {
+		t.Fatalf("first start: %d %s", rec.Code, rec.Body)
+	}
+	const n, extra = httpadapter.MaxHeldRefusals + 44, 44
+	gone, leave := context.WithCancel(ctx)
+	codes := make(chan int, n)
+	for range n {
+		go func() { codes <- start(long, gone).Code }()
+	}
+	for range extra { // those that found every slot taken: at once
+		if code := <-codes; code != 429 {
+			t.Errorf("refused beyond the held: %d, want 429", code)
+		}
+	}
+	select {
+	case code := <-codes:
+		t.Errorf("a %d came back while every slot is held", code)
+	default:
+	}
+	leave()
+	for range n - extra {
+		if code := <-codes; code != 429 {
+			t.Errorf("a held refusal whose client went: %d, want 429", code)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsonscan"
+	"github.com/consentkit/consentkit/internal/jsontext"
 )
 
 // The capture routes (D32–D36): public, called by the snippet from pages of
@@ -121,13 +122,15 @@ type eventsRequest struct {
 	Events    json.RawMessage `json:"events"`
 }
 
-// decodePlain reads a chunk in its plain form: valid UTF-8 without \u
-// escapes, a JSON object whose members named seq and events are named so
-// exactly (no other spelling that encoding/json would match, as it matches
-// names in any case), seq an integer. The events are kept as they are in
-// the body, not copied.
+// decodePlain reads a chunk in its plain form: valid UTF-8 whose \u
+// escapes pair every surrogate (as the general path requires), a JSON
+// object whose members named seq and events are named so exactly (no
+// other spelling that encoding/json would match, as it matches names in
+// any case), seq an integer. The events are kept as they are in the body,
+// not copied. Escapes inside the events cost nothing more: they are
+// checked in the same linear pass.
 func (r *eventsRequest) decodePlain(data []byte) bool {
-	if !utf8.Valid(data) || bytes.Contains(data, []byte(`\u`)) {
+	if !jsontext.Valid(data) {
 		return false
 	}
 	var (

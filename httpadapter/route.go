@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -449,9 +450,34 @@ func (h *Handler) take(r *http.Request, l Limit, c Caller) error {
 		}
 	}
 	if wait, err := lim.Allow(key); err != nil {
+		if l.byClient() {
+			h.hold(r, wait)
+		}
 		return limited(wait)
 	}
 	return nil
+}
+
+// hold keeps a request that its client address's limit refused for the
+// wait it was given, at most Config.RefusalHold, while a slot is free,
+// or until the client goes.
+func (h *Handler) hold(r *http.Request, wait time.Duration) {
+	d := min(wait, h.cfg.RefusalHold)
+	if d <= 0 {
+		return
+	}
+	select {
+	case h.held <- struct{}{}:
+		defer func() { <-h.held }()
+	default:
+		return // as many held as may be: answered at once
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.Context().Done():
+	}
 }
 
 // clientKey is the key of the client's address in a rate limiter.
@@ -477,7 +503,11 @@ func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 	if err != nil {
 		return err
 	}
-	return spend(lim, key, n)
+	if wait, err := lim.AllowN(key, kib(n)); err != nil {
+		h.hold(r, wait)
+		return limited(wait)
+	}
+	return nil
 }
 
 // spend takes n bytes, in KiB rounded up, from key's budget in lim.

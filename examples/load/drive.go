@@ -93,6 +93,12 @@ func scenarios(o options) map[string]scenario {
 			c.post("/verify/certificate-info", `{"certificate_id":"`+cert(c)+`","company_id":"acme","property_id":"acme-web"}`)
 			return 200
 		}},
+		// hostile: certificate-info on the handler with the rate limits
+		// and budgets on, which the hostile client attacks (hostile.go).
+		"hostile": {name: "hostile", next: func(c *client) int {
+			c.post(defendedPrefix+"/verify/certificate-info", `{"certificate_id":"`+cert(c)+`","company_id":"acme","property_id":"acme-web"}`)
+			return 200
+		}},
 		"retain": {name: "retain", next: func(c *client) int {
 			i := c.fx.retained.Add(1) - 1
 			if i >= int64(c.fx.RetainSessions) {

@@ -25,12 +25,25 @@
 // match), info (certificate-info), retain (Retain API, one session),
 // batch (Retain API, batches of 100 sessions), optout (by email, among
 // -certs certificates), capture (chunks of -chunk-bytes of rrweb events,
-// each client recording one session after another).
+// each client recording one session after another), hostile (below).
 //
 //	go run ./examples/load -store sqlite -scenario all -clients 32 -duration 10s
 //	go run ./examples/load -store postgres -dsn postgres://postgres@127.0.0.1:5432/test -scenario match
 //	go run ./examples/load -store sqlite -scenario optout -certs 1000000 -clients 1
 //	go run ./examples/load -store memory -scenario match -retain-sessions 1000 -duration 4s -rounds 5
+//
+// hostile measures what one client that respects nothing does to the
+// others: -clients ask for certificate-info for -duration (the baseline),
+// then again while one hostile client, one address on 4 connections,
+// sends the costliest chunks of events it can make (1 MiB, of the shape
+// capture's check takes longest on), starting sessions as it needs them
+// and sending again at once whatever is refused, Retry-After or not. Both
+// go to a handler with the rate limits and byte budgets at their defaults
+// (the other scenarios run without them). It prints both rows, the ratio
+// of the p50s (the target: at most 2×) and what the hostile requests were
+// answered.
+//
+//	go run ./examples/load -store sqlite -scenario hostile -clients 8 -duration 4s
 //
 // purge runs in one process: -expired certificates past their window are
 // purged in batches of -batch while -clients verify live certificates; it
@@ -71,7 +84,7 @@ import (
 
 // order is the order in which -scenario all runs the scenarios: opt-outs
 // revoke certificates, so they come after the verifications.
-var order = []string{"match", "partial", "info", "retain", "batch", "capture", "optout"}
+var order = []string{"match", "partial", "info", "retain", "batch", "capture", "hostile", "optout"}
 
 type options struct {
 	scenario       string
@@ -251,8 +264,24 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 	fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
 	rates := map[string]float64{}
 	var matchCPU time.Duration
+	var chunks []hostileChunk
+	if o.needs("hostile") {
+		chunks = hostileChunks()
+		var others []string
+		for _, c := range chunks[1:] {
+			others = append(others, fmt.Sprintf("%s %s", c.shape, c.check.Round(100*time.Microsecond)))
+		}
+		fmt.Fprintf(stdout, "hostile chunks: %s, %d events in %d bytes, the costliest to check here (capture.CheckEvents %s; %s)\n",
+			chunks[0].shape, chunks[0].n, len(chunks[0].events), chunks[0].check.Round(100*time.Microsecond), strings.Join(others, ", "))
+	}
 	for _, run := range o.runs() {
 		n, clients := run.scenario, run.clients
+		if n == "hostile" {
+			if err := hostileRun(fx, known, run, o, chunks, stdout); err != nil {
+				return err
+			}
+			continue
+		}
 		resetPeak(fx)
 		r, before, after, err := measure(fx, known[n], clients, o)
 		if err != nil {
@@ -261,19 +290,10 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 		if clients == o.clients {
 			rates[n] = r.rate()
 		}
-		batch := "-"
-		if calls := after.GroupCalls - before.GroupCalls; calls > 0 {
-			batch = fmt.Sprintf("%.1f", float64(calls)/float64(after.GroupBatches-before.GroupBatches))
-		}
-		cpu, allocs := perRequest(r, before, after)
 		if n == "match" && clients == o.clients {
-			matchCPU = cpu
+			matchCPU, _ = perRequest(r, before, after)
 		}
-		fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10.0f %8dM %7s\n", run.label, rateText(r.rate()), pct(r.latencies, 0.50), pct(r.latencies, 0.99),
-			pct(r.latencies, 0.999), pct(r.latencies, 1), cpu, allocs, after.PeakRSSKB>>10, batch)
-		for f, k := range r.failures {
-			fmt.Fprintf(stdout, "           failed %d×: %s\n", k, f)
-		}
+		printRow(stdout, run.label, r, before, after)
 	}
 	if m, ok := rates["match"]; ok && o.ceilings {
 		fmt.Fprintln(stdout, "ratios of match:")

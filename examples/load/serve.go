@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -131,6 +132,17 @@ func serve(ctx context.Context, o options, stdout io.Writer) (err error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", h)
+	if o.needs("hostile") {
+		// The same service with the rate limits and byte budgets at their
+		// defaults, behind the loopback as a trusted proxy: a client's
+		// address is its X-Forwarded-For (hostile.go).
+		d, err := httpadapter.New(httpadapter.Config{Service: svc, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			TrustedProxies: httpadapter.TrustedProxies{Networks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}}})
+		if err != nil {
+			return err
+		}
+		mux.Handle(defendedPrefix+"/", http.StripPrefix(defendedPrefix, d))
+	}
 	// Its failures are the client's, which counts them.
 	mux.HandleFunc("POST /_load/trivial", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

@@ -17,8 +17,8 @@ import (
 	"time"
 )
 
-// Limiter keeps one token bucket per key: capacity n, refilled at n per
-// minute (D20, D28). Each bucket is held as the time at which it is full
+// Limiter keeps one token bucket per key: capacity n (or the burst of
+// NewBurst), refilled at n per minute (D20, D28). Each bucket is held as the time at which it is full
 // again (the generic cell rate algorithm): a request at now spends one
 // token, which moves that time one interval (a minute / n) later, and is
 // refused when that would put it more than n intervals past now.
@@ -32,6 +32,7 @@ import (
 // A Limiter is safe for concurrent use.
 type Limiter struct {
 	n        int
+	burst    int           // tokens a full bucket holds
 	interval time.Duration // time to refill one token
 	maxKeys  int
 	now      func() time.Time
@@ -63,8 +64,13 @@ var (
 
 // New returns a limiter of n requests a minute per key (n ≥ 1), holding
 // at most maxKeys keys (≥ 1), on the clock now.
-func New(n, maxKeys int, now func() time.Time) *Limiter {
-	return &Limiter{n: n, interval: refill / time.Duration(n), maxKeys: maxKeys, now: now, keys: make(map[string]*bucket)}
+func New(n, maxKeys int, now func() time.Time) *Limiter { return NewBurst(n, n, maxKeys, now) }
+
+// NewBurst is New with buckets of burst tokens (1 ≤ burst ≤ n): a key may
+// spend at most burst at once, and n a minute over time. A byte budget
+// uses it so that a client cannot spend a minute's bytes in a second.
+func NewBurst(n, burst, maxKeys int, now func() time.Time) *Limiter {
+	return &Limiter{n: n, burst: min(max(burst, 1), n), interval: refill / time.Duration(n), maxKeys: maxKeys, now: now, keys: make(map[string]*bucket)}
 }
 
 // Allow takes a token for key. When there is none it returns ErrEmpty, or
@@ -73,10 +79,10 @@ func New(n, maxKeys int, now func() time.Time) *Limiter {
 func (l *Limiter) Allow(key string) (time.Duration, error) { return l.AllowN(key, 1) }
 
 // AllowN takes cost tokens for key at once, as Allow takes one: a budget
-// of bytes spends one token a unit of them. A cost over the bucket's n
-// tokens is never allowed (ErrTooBig).
+// of bytes spends one token a unit of them. A cost over what a bucket
+// holds is never allowed (ErrTooBig).
 func (l *Limiter) AllowN(key string, cost int) (time.Duration, error) {
-	if cost > l.n {
+	if cost > l.burst {
 		return 0, ErrTooBig
 	}
 	cost = max(cost, 1)
@@ -101,7 +107,7 @@ func (l *Limiter) AllowN(key string, cost int) (time.Duration, error) {
 		next = now
 	}
 	next = next.Add(time.Duration(cost) * l.interval)
-	if over := next.Sub(now) - time.Duration(l.n)*l.interval; over > 0 {
+	if over := next.Sub(now) - time.Duration(l.burst)*l.interval; over > 0 {
 		return over, ErrEmpty
 	}
 	b.full = next

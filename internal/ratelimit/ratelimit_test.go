@@ -139,3 +139,29 @@ func TestLimiterAllowN(t *testing.T) {
 		t.Errorf("a cost over the bucket: %v, want ErrTooBig", err)
 	}
 }
+
+// A bucket of NewBurst holds burst tokens: no more is spent at once, and
+// the rate over time is still n a minute.
+func TestLimiterBurst(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := NewBurst(600, 100, 10, func() time.Time { return clock })
+	if _, err := l.AllowN("client", 101); !errors.Is(err, ErrTooBig) {
+		t.Errorf("a cost over the burst: %v, want ErrTooBig", err)
+	}
+	if _, err := l.AllowN("client", 100); err != nil {
+		t.Fatalf("the burst refused: %v", err)
+	}
+	wait, err := l.AllowN("client", 10)
+	if !errors.Is(err, ErrEmpty) || wait != time.Second {
+		t.Errorf("past the burst: %v, wait %v; want ErrEmpty, 1s (10 tokens at 600 a minute)", err, wait)
+	}
+	for range 59 { // a second at a time: 10 tokens back each
+		clock = clock.Add(time.Second)
+		if _, err := l.AllowN("client", 10); err != nil {
+			t.Fatalf("after a second: %v", err)
+		}
+	}
+	if _, err := l.AllowN("client", 1); !errors.Is(err, ErrEmpty) {
+		t.Errorf("with what came back spent: %v, want ErrEmpty", err)
+	}
+}
