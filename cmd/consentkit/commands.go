@@ -17,10 +17,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
+	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/blob/s3blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/profile"
+	"github.com/consentkit/consentkit/retain/s3video"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -43,6 +47,60 @@ refuse a database that has none.`,
 					return c.writeJSON(map[string]any{"migrated": true, "dsn": redact(dsn)})
 				}
 				fmt.Fprintf(c.stdout, "%s: migrated\n", redact(dsn))
+				return nil
+			}
+		}},
+
+	{group: "recordings", name: "move", local: true, summary: "Move the finished recordings out of a database (-dsn) into a blob store (D52)",
+		about: `Moves every finished recording still in the database — of a session closed
+at consent, or that took no chunk for -idle — into one compressed object
+each, in the directory of -dir or the S3 bucket of -s3-bucket (credentials
+from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), a batch at a time until
+none is left, and says how many moved. A server does the same every
+minute; this moves at once the recordings of a database that kept them
+all, such as one upgraded from a version before D52. Give the store the
+server uses (its -recordings-dir, or its -video-s3-bucket).`,
+		setup: func(fs *flag.FlagSet) action {
+			dir := fs.String("dir", "", "`directory` to move the recordings to (a server's -recordings-dir)")
+			var s3 s3video.Config
+			fs.StringVar(&s3.Bucket, "s3-bucket", "", "S3 `bucket` to move the recordings to, under recordings/, instead of -dir")
+			fs.StringVar(&s3.Endpoint, "s3-endpoint", "", "`URL` of an S3-compatible server (default Amazon S3)")
+			fs.StringVar(&s3.Region, "s3-region", os.Getenv("AWS_REGION"), "the bucket's `region` (default $AWS_REGION, else us-east-1)")
+			idle := fs.Duration("idle", consentkit.DefaultRecordingIdle, "how long a session takes no chunk before its recording is finished")
+			return func(ctx context.Context, c *call) error {
+				dsn, err := c.database()
+				if err != nil {
+					return err
+				}
+				blobs, err := recordingStore(ctx, *dir, s3, c.getenv)
+				if err != nil {
+					return err
+				}
+				st, closeStore, err := c.openStore(ctx, dsn)
+				if err != nil {
+					return err
+				}
+				defer func() { _ = closeStore() }() // the moves are committed, or their error returned
+				svc, err := consentkit.NewService(st, consentkit.Config{Now: c.now, Recordings: blobs, RecordingIdle: *idle})
+				if err != nil {
+					return err
+				}
+				const batch = 500
+				total := 0
+				for {
+					n, err := svc.MoveRecordings(ctx, batch)
+					total += n
+					if err != nil {
+						return fmt.Errorf("%d moved, then: %w", total, err)
+					}
+					if n < batch {
+						break
+					}
+				}
+				if c.json {
+					return c.writeJSON(map[string]any{"moved": total})
+				}
+				fmt.Fprintf(c.stdout, "%d recordings moved\n", total)
 				return nil
 			}
 		}},
@@ -1031,4 +1089,25 @@ func (c *call) showProfile(v *httpadapter.ProfileBody) {
 	if err == nil {
 		fmt.Fprintf(c.stdout, "rules\n%s\n", b)
 	}
+}
+
+// recordingStore is the blob store of recordings move: the directory, or
+// the S3 bucket.
+func recordingStore(ctx context.Context, dir string, s3 s3video.Config, getenv func(string) string) (blob.Store, error) {
+	switch {
+	case (dir == "") == (s3.Bucket == ""):
+		return nil, usagef("give the recordings store: -dir or -s3-bucket, one of them")
+	case dir != "":
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("-dir: %w", err)
+		}
+		return blob.NewDir(dir)
+	}
+	s3.AccessKeyID, s3.SecretAccessKey = getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY")
+	s3.PathStyle = s3.Endpoint != ""
+	client, err := s3video.NewClient(s3)
+	if err != nil {
+		return nil, err
+	}
+	return s3blob.New(ctx, s3blob.Config{Client: client, Bucket: s3.Bucket})
 }
