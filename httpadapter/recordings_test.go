@@ -11,6 +11,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/blob"
@@ -240,6 +241,41 @@ func TestFinishedRecordingsLeaveTheDatabase(t *testing.T) {
 		t.Logf("%s: %d bytes of events in %d chunks, an object of %d bytes (%.1f %%)", c.name, c.raw, len(c.chunks), ses.Recording.Bytes, 100*ratio)
 		if ratio > 0.25 {
 			t.Errorf("%s: the object is %.1f %% of the events; want at most 25 %%", c.name, 100*ratio)
+		}
+	}
+}
+
+// Once a recording is finished and moved (D52, D34), a stored chunk sent
+// again is compared with the one in its object — the same is answered
+// 200, another 409 — and a new one is refused as finished.
+func TestResentChunkAfterMove(t *testing.T) {
+	e := newFinishedEnv(t)
+	s := startSession(t, e.h)
+	events := "/capture/sessions/" + s.SessionID + "/events"
+	chunk := func(seq int, ev string) string { return fmt.Sprintf(`{"seq":%d,"events":%s}`, seq, ev) }
+	for seq, ev := range []string{rrwebChunk, `[{"type":3,"data":{"source":1},"timestamp":1795301391600}]`} {
+		if rec := call(e.h, "POST", events, formOrigin, s.UploadToken, chunk(seq, ev)); rec.Code != 200 {
+			t.Fatalf("chunk %d: %d %s", seq, rec.Code, rec.Body)
+		}
+	}
+	// An hour later the session is idle, and its recording moves.
+	later, err := consentkit.NewService(e.svc.Store(), consentkit.Config{Recordings: e.blobs,
+		Now: func() time.Time { return time.Now().Add(time.Hour) }})
+	must(t, err)
+	if moved, err := later.MoveRecordings(ctx, 10); moved != 1 || err != nil {
+		t.Fatalf("MoveRecordings = %d, %v", moved, err)
+	}
+	for _, c := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"chunk 0 again", chunk(0, rrwebChunk), 200, `"next_seq":2`},
+		{"chunk 1 changed", chunk(1, `[{"type":3,"timestamp":5}]`), 409, "other events"},
+		{"chunk 2", chunk(2, rrwebChunk), 409, "finished"},
+	} {
+		if rec := call(e.h, "POST", events, formOrigin, s.UploadToken, c.body); rec.Code != c.code || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s: %d %s; want %d with %q", c.name, rec.Code, rec.Body, c.code, c.want)
 		}
 	}
 }
