@@ -91,14 +91,34 @@ func (s *Service) AppendEventsTx(ctx context.Context, tx consent.Tx, sessionID s
 }
 
 // AppendEventsToTx is AppendEventsTx for ses, the session as read in tx
-// by a caller that had to read it anyway (capture, checking its upload
-// token): it appends the chunk under the same rules and returns ses with
-// its counts updated.
+// by a caller that had to read it anyway: it appends the chunk under the
+// same rules and returns ses with its counts updated.
 func (s *Service) AppendEventsToTx(ctx context.Context, tx consent.Tx, ses *consent.Session, events json.RawMessage) (*consent.Session, error) {
-	if len(events) > s.cfg.MaxChunkBytes {
-		return nil, consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
+	if err := s.checkChunkSize(events); err != nil {
+		return nil, err
 	}
 	if err := checkEvents(events); err != nil {
+		return nil, err
+	}
+	return s.AppendCheckedEventsToTx(ctx, tx, ses, events)
+}
+
+// checkChunkSize refuses a chunk over MaxChunkBytes, before it is read.
+func (s *Service) checkChunkSize(events json.RawMessage) error {
+	if len(events) > s.cfg.MaxChunkBytes {
+		return consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
+	}
+	return nil
+}
+
+// AppendCheckedEventsToTx is AppendEventsToTx for a chunk that its caller
+// has checked already, outside the transaction, with a check at least as
+// strict as AppendEvents's — a non-empty JSON array of JSON objects —
+// such as capture's check of rrweb events (capture.CheckEvents): the
+// chunk is then read once, not again inside the write transaction. Every
+// other rule (its size, the recording's, a finished recording) applies.
+func (s *Service) AppendCheckedEventsToTx(ctx context.Context, tx consent.Tx, ses *consent.Session, events json.RawMessage) (*consent.Session, error) {
+	if err := s.checkChunkSize(events); err != nil {
 		return nil, err
 	}
 	if ses.Recording.Key != "" {

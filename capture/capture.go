@@ -270,7 +270,7 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
 			return err
 		}
-		ses, err = c.svc.AppendEventsToTx(ctx, tx, ses, ch.Events)
+		ses, err = c.svc.AppendCheckedEventsToTx(ctx, tx, ses, ch.Events) // CheckEvents, above
 		if err != nil {
 			return err
 		}
@@ -478,7 +478,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 					if err := c.spend(ses.PropertyID, len(t.Events)); err != nil {
 						return err
 					}
-					if _, err := c.svc.AppendEventsTx(ctx, tx, ses.ID, t.Events); err != nil {
+					if _, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, t.Events); err != nil { // CheckEvents, above
 						return err
 					}
 					recording.Add(t.Events)

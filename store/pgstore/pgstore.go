@@ -223,10 +223,17 @@ func retryable(err error) bool {
 
 // mapErr turns driver errors into consent's error kinds by SQLSTATE code.
 func mapErr(err error) error {
+	if err == nil {
+		return nil // inlined: the common case allocates nothing
+	}
+	return mapFailure(err)
+}
+
+// mapFailure is mapErr of an error. Its errors.As target escapes to the
+// heap: kept out of mapErr, it is allocated only when there is an error.
+func mapFailure(err error) error {
 	var pe *pgconn.PgError
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, pgx.ErrNoRows):
 		return consent.Errorf(consent.NotFound, "not found")
 	case !errors.As(err, &pe):

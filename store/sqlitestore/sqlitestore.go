@@ -297,10 +297,17 @@ func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(c
 
 // mapErr turns constraint violations into consent's error kinds, by code.
 func mapErr(err error) error {
+	if err == nil {
+		return nil // inlined: the common case allocates nothing
+	}
+	return mapFailure(err)
+}
+
+// mapFailure is mapErr of an error. Its errors.As target escapes to the
+// heap: kept out of mapErr, it is allocated only when there is an error.
+func mapFailure(err error) error {
 	var se sqlite3.Error
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, sql.ErrNoRows):
 		return consent.Errorf(consent.NotFound, "not found")
 	case !errors.As(err, &se):
