@@ -28,7 +28,8 @@ type MoveConfig struct {
 	// Every is how often the move runs: default one minute, so that a
 	// recording closed at consent leaves the database within about that.
 	Every time.Duration
-	// Batch is how many recordings one run moves at most: default 500.
+	// Batch is how many recordings one transaction's read lists: default
+	// 500. A run moves batch after batch until one is not full.
 	Batch  int
 	Logger *slog.Logger // default slog.Default()
 }
@@ -57,11 +58,19 @@ func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
 	svc := cfg.Service
 	return []jobs.Handler{
 		{Kind: JobMoveRecordings, Every: cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-			n, err := svc.MoveRecordings(ctx, cfg.Batch)
-			if n > 0 {
-				cfg.Logger.Info("recordings: moved to the blob store", "recordings", n)
+			// Batch after batch until none is full: a backlog drains in
+			// one run, not a batch a minute.
+			total := 0
+			for {
+				n, err := svc.MoveRecordings(ctx, cfg.Batch)
+				total += n
+				if err != nil || n < cfg.Batch {
+					if total > 0 {
+						cfg.Logger.Info("recordings: moved to the blob store", "recordings", total)
+					}
+					return jobs.Result{}, err
+				}
 			}
-			return jobs.Result{}, err
 		}},
 		{Kind: consent.JobLockRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
 			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {

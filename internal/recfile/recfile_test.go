@@ -160,3 +160,28 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// A closed Writer takes nothing more, and its compressor serves the next.
+func TestClosedWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := recfile.NewWriter(&buf)
+	if err := w.Add([]byte(chunks[0])); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Add([]byte(chunks[1])); err == nil {
+		t.Error("Add after Close succeeded")
+	}
+	if _, err := w.Close(); err == nil {
+		t.Error("a second Close succeeded")
+	}
+	again, _ := write(t, chunks...)
+	if _, err := recfile.Read(bytes.NewReader(again), 1<<20, func(int, []byte) error { return nil }); err != nil {
+		t.Errorf("an object written after another: %v", err)
+	}
+	if _, err := recfile.Read(bytes.NewReader(buf.Bytes()), 1<<20, func(int, []byte) error { return nil }); err != nil {
+		t.Errorf("the first object, after its writer went back: %v", err)
+	}
+}
