@@ -67,6 +67,14 @@ type Config struct {
 	CapturePropertyBytesPerMinute int64
 	// MaxLimiterKeys caps the keys each rate limiter holds: default 10,000.
 	MaxLimiterKeys int
+	// Metrics, when set, is served at GET /operator/metrics behind the
+	// operator secret, as the operator API is: package metrics makes one.
+	// Without it that route answers 404.
+	Metrics http.Handler
+	// Observer, when set, is told of every request a route answers and
+	// of the capture bytes the budgets count: package metrics implements
+	// it. Without it requests are timed by nothing.
+	Observer Observer
 	// RefusalHold is how long a request refused by its client address's
 	// limit or byte budget (capture, opt-out: the anonymous routes) is
 	// held before its 429 is written, at most the Retry-After it is
@@ -250,7 +258,7 @@ func (h *Handler) newRouter(routes []*route) *router {
 	rr := &router{h: h, mux: http.NewServeMux(), paths: http.NewServeMux(), allow: map[string]string{}}
 	methods := map[string][]string{} // of each pattern, for 405's Allow
 	for _, rt := range routes {
-		rr.mux.HandleFunc(rt.Method+" "+rt.Pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) })
+		rr.mux.HandleFunc(rt.Method+" "+rt.Pattern, h.observed(rt))
 		if methods[rt.Pattern] == nil {
 			rr.paths.Handle(rt.Pattern, http.NotFoundHandler()) // only its pattern is used
 		}
@@ -264,6 +272,20 @@ func (h *Handler) newRouter(routes []*route) *router {
 	}
 	rr.mux.HandleFunc("/", rr.unrouted)
 	return rr
+}
+
+// observed serves rt, telling Config.Observer of each request when there
+// is one.
+func (h *Handler) observed(rt *route) http.HandlerFunc {
+	obs, name := h.cfg.Observer, rt.Method+" "+rt.Pattern
+	if obs == nil {
+		return func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) }
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		began, sw := time.Now(), &statusWriter{ResponseWriter: w}
+		h.serve(rt, sw, r)
+		obs.ObserveRequest(name, sw.Status(), time.Since(began))
+	}
 }
 
 // setting applies the convention of the limit fields (rates, byte
@@ -361,3 +383,41 @@ func NewServer(h http.Handler, logger *slog.Logger) *http.Server {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
+
+// Observer is told what the handler does, for metrics (Config.Observer).
+// Its methods are called on the request's goroutine: they must be quick
+// and safe for concurrent use.
+type Observer interface {
+	// ObserveRequest reports a request answered by a route: its pattern
+	// ("POST /verify/match"), the status written and how long it took.
+	ObserveRequest(route string, status int, took time.Duration)
+	// ObserveCaptureBytes reports a capture body counted against its
+	// client's byte budget: its size, and whether the budget refused it.
+	ObserveCaptureBytes(n int, refused bool)
+}
+
+// statusWriter remembers the status written through it.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Status is the status written; 200 when nothing was.
+func (w *statusWriter) Status() int { return cmp.Or(w.status, http.StatusOK) }
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

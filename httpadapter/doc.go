@@ -45,6 +45,7 @@
 // <Config.OperatorSecret>"; every change it makes is audited as
 // "operator" (D42):
 //
+//	GET  /operator/metrics                                    Config.Metrics, in the Prometheus text format; 404 without
 //	POST /operator/companies                                  create a company with an empty wallet, 201
 //	GET  /operator/companies                                  the companies by id (?after=&limit=)
 //	GET  /operator/companies/{company_id}                     a company

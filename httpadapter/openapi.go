@@ -65,6 +65,7 @@ var routeDocs = map[string]routeDoc{
 	"GET /capture/rrweb.js":                                                         {"rrweb's recorder", []int{http.StatusServiceUnavailable}},
 	"GET /openapi.json":                                                             {"This OpenAPI document", nil},
 	"GET /.well-known/consentkit-keys":                                              {"The public keys of signed certificates (D41)", nil},
+	"GET /operator/metrics":                                                         {"The service's metrics, in the Prometheus text format (Config.Metrics)", []int{404}},
 	"POST /operator/companies":                                                      {"Create a company with an empty wallet", []int{409}},
 	"GET /operator/companies":                                                       {"The companies, by id, a page at a time", nil},
 	"GET /operator/companies/{company_id}":                                          {"A company", []int{404}},

@@ -40,6 +40,7 @@ func (h *Handler) operatorRoutes() []*route {
 	topUp := op(post, "/wallet/top-ups", http.StatusCreated)
 	topUp.RequireKey = true
 	return []*route{
+		handle(Route{Method: get, Pattern: "/operator/metrics", Group: OperatorGroup, Auth: AuthOperator, ContentType: "text/plain"}, h.metrics),
 		handle(companies(post, http.StatusCreated), h.createCompany),
 		handle(companies(get, 0), h.listCompanies),
 		handle(op(get, "", 0), h.getCompany),
@@ -1113,4 +1114,18 @@ func (h *Handler) listRevocations(ctx context.Context, _ Caller, req *pageReques
 		return nil, err
 	}
 	return &RevocationsResponse{Revocations: list, NextBefore: next}, nil
+}
+
+// metricsResponse is the answer of GET /operator/metrics: Config.Metrics'
+// own.
+type metricsResponse struct{ h http.Handler }
+
+func (m *metricsResponse) stream(w http.ResponseWriter, r *http.Request) { m.h.ServeHTTP(w, r) }
+
+// metrics serves Config.Metrics to the operator; 404 without it.
+func (h *Handler) metrics(context.Context, Caller, *struct{}) (*metricsResponse, error) {
+	if h.cfg.Metrics == nil {
+		return nil, consent.Errorf(consent.NotFound, "metrics are not served: Config.Metrics is not set")
+	}
+	return &metricsResponse{h.cfg.Metrics}, nil
 }

@@ -503,7 +503,11 @@ func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 	if err != nil {
 		return err
 	}
-	if wait, err := lim.AllowN(key, kib(n)); err != nil {
+	wait, err := lim.AllowN(key, kib(n))
+	if obs := h.cfg.Observer; obs != nil {
+		obs.ObserveCaptureBytes(n, err != nil)
+	}
+	if err != nil {
 		h.hold(r, wait)
 		return limited(wait)
 	}

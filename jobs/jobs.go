@@ -113,6 +113,9 @@ type Config struct {
 	// the wall clock in UTC. Tests pass a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger // default slog.Default()
+	// Observe, when set, is told of each job done: its kind, how long
+	// its handler ran and what it returned (package metrics keeps these).
+	Observe func(kind string, took time.Duration, err error)
 }
 
 // Runner leases and does jobs. It is safe for concurrent use.
@@ -275,7 +278,11 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		defer close(renewed)
 		r.renew(doCtx, cancel, h, job, owner)
 	}()
+	began := time.Now()
 	res, err := do(doCtx, h, job)
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(job.Kind, time.Since(began), err)
+	}
 	cancel(nil)
 	<-renewed
 	if errors.Is(context.Cause(doCtx), errLeaseLost) {

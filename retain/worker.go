@@ -44,6 +44,9 @@ type WorkerConfig struct {
 	// TempDir holds each job's working directory: default os.TempDir().
 	TempDir string
 	Logger  *slog.Logger // default slog.Default()
+	// Observe, when set, is told of each conversion and attestation its
+	// runner does, as jobs.Config.Observe is (NewWorker only).
+	Observe func(kind string, took time.Duration, err error)
 }
 
 // Worker converts retained recordings to video (D21) and, when its
@@ -75,7 +78,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 		handlers = append(handlers, a)
 	}
 	r, err := jobs.New(jobs.Config{Store: cfg.Service.Store(), Handlers: handlers, ID: cfg.ID, Poll: poll,
-		Now: cfg.Service.Now, Logger: cfg.Logger})
+		Now: cfg.Service.Now, Logger: cfg.Logger, Observe: cfg.Observe})
 	if err != nil {
 		return nil, err
 	}

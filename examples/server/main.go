@@ -35,6 +35,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/metrics"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
 	"github.com/consentkit/consentkit/signed"
@@ -323,9 +324,13 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	operatorSecret := os.Getenv(OperatorSecretEnv)
 	proxies := httpadapter.TrustedProxies{Networks: trusted}
+	// The metrics are served at /operator/metrics, behind the operator
+	// secret as the rest of the operator API.
+	m := metrics.New()
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: proxies,
 		RRWebDir: o.replayer, Videos: videos, OperatorSecret: operatorSecret,
+		Observer: m, Metrics: m.Handler(),
 	})
 	if err != nil {
 		return err
@@ -376,8 +381,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	installDone := rec.start(ctx, o.installRecorder, log)
-	workerDone := startWorker(ctx, svc, videos, o, installDone, log)
-	jobsDone, err := startJobs(ctx, svc, videos, o, log)
+	workerDone := startWorker(ctx, svc, videos, o, installDone, m.ObserveJob, log)
+	jobsDone, err := startJobs(ctx, svc, videos, o, m.ObserveJob, log)
 	if err != nil {
 		return err
 	}

@@ -448,6 +448,19 @@ func TestServerOperatorAPI(t *testing.T) {
 	if code, _ := s.call(t, "GET", "/operator/companies/acme/webhooks", acmeToken, ""); code != 401 {
 		t.Errorf("a company token on the operator API: %d, want 401", code)
 	}
+	// The metrics, behind the same secret, count that request.
+	req, _ := http.NewRequest("GET", s.base+"/operator/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Errorf("metrics: %v", err)
+	} else {
+		scrape, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		want := `consentkit_http_requests_total{code="201",route="POST /operator/companies/{company_id}/webhooks"} 1`
+		if resp.StatusCode != 200 || !strings.Contains(string(scrape), want) {
+			t.Errorf("metrics: %d, want 200 with %s:\n%.2000s", resp.StatusCode, want, scrape)
+		}
+	}
 	if code, page := get(t, s.base+"/dashboard/companies/acme"); code != 200 || !strings.Contains(page, `name="secret"`) {
 		t.Errorf("the dashboard: %d, want its login form: %s", code, page)
 	}

@@ -23,7 +23,8 @@ import (
 // is missing it says which and how to get it, leaves jobs pending, and looks
 // again every o.toolsRecheck, and when recheck closes: once the tool is
 // installed, conversion starts without a restart, and the log says so once.
-func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, recheck <-chan struct{}, log *slog.Logger) <-chan struct{} {
+func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, recheck <-chan struct{},
+	observe func(string, time.Duration, error), log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -53,7 +54,7 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 		defer func() { _ = conv.Close() }() // stops the warm browsers; it returns nil
 		// The worker takes as many jobs at once as the converter runs.
 		w, err := retain.NewWorker(retain.WorkerConfig{
-			Service: svc, Converter: conv, Videos: videos, Concurrency: o.conversions, Logger: log,
+			Service: svc, Converter: conv, Videos: videos, Concurrency: o.conversions, Logger: log, Observe: observe,
 		})
 		if err != nil {
 			log.Error("video conversion is off", "err", err)
@@ -73,7 +74,8 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 // certificate's insights (D50). They start at once, while conversion
 // (startWorker) may wait for its tools. The returned channel closes when
 // they have stopped.
-func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, log *slog.Logger) (<-chan struct{}, error) {
+func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options,
+	observe func(string, time.Duration, error), log *slog.Logger) (<-chan struct{}, error) {
 	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
 	if err != nil {
 		return nil, err
@@ -88,7 +90,7 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 	}
 	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Limits{}))
 	handlers = append(handlers, moves...)
-	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log})
+	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log, Observe: observe})
 	if err != nil {
 		return nil, err
 	}

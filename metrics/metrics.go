@@ -1,0 +1,103 @@
+// Package metrics keeps what an operator watches of a consentkit service —
+// requests by route and status and their latency, the capture bytes the
+// budgets count and refuse, how long each kind of job takes and how often
+// it fails — and serves it in the Prometheus text format, with the
+// Prometheus Go client.
+//
+//	m := metrics.New()
+//	h, err := httpadapter.New(httpadapter.Config{Service: svc, OperatorSecret: secret,
+//		Observer: m, Metrics: m.Handler()}) // GET /operator/metrics, behind the operator secret
+//	runner, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Observe: m.ObserveJob})
+//
+// The names follow Prometheus's conventions: a consentkit_ prefix, base
+// units (seconds, bytes), _total on counters.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is a registry of the service's metrics. It implements
+// httpadapter.Observer; ObserveJob is a jobs.Config.Observe. It is safe
+// for concurrent use.
+type Metrics struct {
+	reg          *prometheus.Registry
+	requests     *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	captureBytes *prometheus.CounterVec
+	jobs         *prometheus.HistogramVec
+	jobFailures  *prometheus.CounterVec
+}
+
+// New returns a registry of the service's metrics and of the Go runtime
+// and process.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "consentkit_http_requests_total",
+			Help: "Requests answered, by route (method and pattern) and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "consentkit_http_request_duration_seconds",
+			Help:    "How long requests took to answer, by route.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
+		}, []string{"route"}),
+		captureBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "consentkit_capture_body_bytes_total",
+			Help: "Bytes of capture bodies counted against the clients' byte budgets, by outcome (allowed or refused).",
+		}, []string{"outcome"}),
+		jobs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "consentkit_job_duration_seconds",
+			Help:    "How long jobs ran, by kind (convert, attest, insights, webhook, purge…).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10), // 1 ms to 4.4 min
+		}, []string{"kind"}),
+		jobFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "consentkit_job_failures_total",
+			Help: "Job attempts that failed, by kind (a failed webhook attempt is a webhook failure).",
+		}, []string{"kind"}),
+	}
+	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.jobs, m.jobFailures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is the Prometheus registry, for the host's own metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the metrics in the Prometheus text format. Serve it where
+// only operators reach it: httpadapter's Config.Metrics puts it behind the
+// operator secret.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveRequest counts a request and its latency (httpadapter.Observer).
+func (m *Metrics) ObserveRequest(route string, status int, took time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(route).Observe(took.Seconds())
+}
+
+// ObserveCaptureBytes counts a capture body against its budget
+// (httpadapter.Observer).
+func (m *Metrics) ObserveCaptureBytes(n int, refused bool) {
+	outcome := "allowed"
+	if refused {
+		outcome = "refused"
+	}
+	m.captureBytes.WithLabelValues(outcome).Add(float64(n))
+}
+
+// ObserveJob records a job's run (jobs.Config.Observe).
+func (m *Metrics) ObserveJob(kind string, took time.Duration, err error) {
+	m.jobs.WithLabelValues(kind).Observe(took.Seconds())
+	if err != nil {
+		m.jobFailures.WithLabelValues(kind).Inc()
+	}
+}

@@ -1,0 +1,180 @@
+package metrics_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
+	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/jobs"
+	"github.com/consentkit/consentkit/metrics"
+)
+
+const secret = "operator-secret-for-the-metrics-test"
+
+// The metrics of requests, capture bytes and jobs, scraped through the
+// operator API and read with the Prometheus text parser, count what was
+// done; without the operator secret the scrape is refused.
+func TestScrape(t *testing.T) {
+	ctx := context.Background()
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "form", CompanyID: "acme", Name: "Form",
+		AllowedOrigins: []string{"https://forms.acme.example"}}); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	h, err := httpadapter.New(httpadapter.Config{Service: svc, OperatorSecret: secret, Observer: m, Metrics: m.Handler(), Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.NewServeMux())
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/operator/") {
+			h.Operator().ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	t.Cleanup(srv.Close)
+	do := func(method, path, token, body string, header ...string) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = resp.Body.Close() })
+		return resp
+	}
+	for range 2 {
+		if resp := do("GET", "/operator/companies", secret, ""); resp.StatusCode != 200 {
+			t.Fatalf("GET /operator/companies: %d", resp.StatusCode)
+		}
+	}
+	if resp := do("POST", "/verify/match", "not-a-token", `{}`); resp.StatusCode != 401 {
+		t.Fatalf("match with a bad token: %d", resp.StatusCode)
+	}
+	origin := []string{"Origin", "https://forms.acme.example", "Content-Type", "text/plain;charset=UTF-8"}
+	start := do("POST", "/capture/sessions", "", `{"property_id":"form","url":"https://forms.acme.example/q"}`, origin...)
+	var s struct {
+		SessionID   string `json:"session_id"`
+		UploadToken string `json:"upload_token"`
+	}
+	if err := decode(start.Body, &s); err != nil || start.StatusCode != 201 {
+		t.Fatalf("start: %d, %v", start.StatusCode, err)
+	}
+	chunk := `{"seq":0,"events":[{"type":4,"data":{},"timestamp":1}]}`
+	if resp := do("POST", "/capture/sessions/"+s.SessionID+"/events", s.UploadToken, chunk, origin...); resp.StatusCode != 200 {
+		t.Fatalf("chunk: %d", resp.StatusCode)
+	}
+
+	fails := 1
+	runner, err := jobs.New(jobs.Config{Store: svc.Store(), Logger: quiet, Observe: m.ObserveJob, Handlers: []jobs.Handler{{Kind: "test",
+		Backoff: 1, Do: func(context.Context, *consent.Job) (jobs.Result, error) {
+			if fails > 0 {
+				fails--
+				return jobs.Result{}, errors.New("not yet")
+			}
+			return jobs.Result{}, nil
+		}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+		return tx.EnqueueJob(ctx, &consent.Job{Kind: "test", Key: "k", RunAfter: svc.Now(), CreatedAt: svc.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		for {
+			if ok, _ := runner.RunOnce(ctx, "test"); ok {
+				break
+			}
+		}
+	}
+
+	if resp := do("GET", "/operator/metrics", "", ""); resp.StatusCode != 401 {
+		t.Errorf("metrics without the secret: %d, want 401", resp.StatusCode)
+	}
+	resp := do("GET", "/operator/metrics", secret, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("metrics: %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("the scrape is not Prometheus text: %v", err)
+	}
+	for _, c := range []struct {
+		family string
+		labels map[string]string
+		want   float64
+	}{
+		{"consentkit_http_requests_total", map[string]string{"route": "GET /operator/companies", "code": "200"}, 2},
+		{"consentkit_http_requests_total", map[string]string{"route": "POST /verify/match", "code": "401"}, 1},
+		{"consentkit_http_requests_total", map[string]string{"route": "POST /capture/sessions/{session_id}/events", "code": "200"}, 1},
+		{"consentkit_http_request_duration_seconds", map[string]string{"route": "GET /operator/companies"}, 2},
+		{"consentkit_capture_body_bytes_total", map[string]string{"outcome": "allowed"}, float64(len(chunk))},
+		{"consentkit_job_duration_seconds", map[string]string{"kind": "test"}, 2},
+		{"consentkit_job_failures_total", map[string]string{"kind": "test"}, 1},
+	} {
+		if got := value(families[c.family], c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.family, c.labels, got, c.want)
+		}
+	}
+}
+
+// value is the counter's value, or the histogram's count, of the metric
+// of the family with the labels; -1 when there is none.
+func value(f *dto.MetricFamily, labels map[string]string) float64 {
+	if f == nil {
+		return -1
+	}
+next:
+	for _, m := range f.Metric {
+		if len(m.Label) != len(labels) {
+			continue
+		}
+		for _, l := range m.Label {
+			if labels[l.GetName()] != l.GetValue() {
+				continue next
+			}
+		}
+		if h := m.GetHistogram(); h != nil {
+			return float64(h.GetSampleCount())
+		}
+		return m.GetCounter().GetValue()
+	}
+	return -1
+}
+
+func decode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
