@@ -1,8 +1,8 @@
 // Package metrics keeps what an operator watches of a consentkit service —
 // requests by route and status and their latency, the capture bytes the
 // budgets count and refuse, how long each kind of job takes and how often
-// it fails — and serves it in the Prometheus text format, with the
-// Prometheus Go client.
+// it fails, the store's group commit, a blob store's failures — and serves
+// it in the Prometheus text format, with the Prometheus Go client.
 //
 //	m := metrics.New()
 //	h, err := httpadapter.New(httpadapter.Config{Service: svc, OperatorSecret: secret,
@@ -14,10 +14,14 @@
 package metrics
 
 import (
+	"context"
+	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -33,6 +37,7 @@ type Metrics struct {
 	captureBytes *prometheus.CounterVec
 	jobs         *prometheus.HistogramVec
 	jobFailures  *prometheus.CounterVec
+	blobErrors   *prometheus.CounterVec
 }
 
 // New returns a registry of the service's metrics and of the Go runtime
@@ -62,8 +67,12 @@ func New() *Metrics {
 			Name: "consentkit_job_failures_total",
 			Help: "Job attempts that failed, by kind (a failed webhook attempt is a webhook failure).",
 		}, []string{"kind"}),
+		blobErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "consentkit_blob_errors_total",
+			Help: "Failed operations of a blob store (Blobs), by store and operation.",
+		}, []string{"store", "op"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.jobs, m.jobFailures,
+	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.jobs, m.jobFailures, m.blobErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -100,4 +109,68 @@ func (m *Metrics) ObserveJob(kind string, took time.Duration, err error) {
 	if err != nil {
 		m.jobFailures.WithLabelValues(kind).Inc()
 	}
+}
+
+// WatchGroupCommit exports the group commit of a store that has one
+// (sqlitestore, pgstore: their GroupStats): the transactions it committed
+// and the calls they carried, whose ratio is the batch size. A store
+// without one adds nothing.
+func (m *Metrics) WatchGroupCommit(st any) {
+	g, ok := st.(interface{ GroupStats() (batches, calls int64) })
+	if !ok {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "consentkit_store_group_commit_batches_total",
+			Help: "Transactions the store's group commit committed (calls ÷ batches is the batch size).",
+		}, func() float64 { b, _ := g.GroupStats(); return float64(b) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "consentkit_store_group_commit_calls_total",
+			Help: "Calls the store's group commit carried in its transactions.",
+		}, func() float64 { _, c := g.GroupStats(); return float64(c) }),
+	)
+}
+
+// Blobs returns s with its failures counted, by operation, in
+// consentkit_blob_errors_total{store,op}; name tells the stores apart
+// ("recordings"). A missing object (blob.ErrNotFound) or an early delete
+// (blob.ErrLocked) is an answer, not a failure, and is not counted.
+func (m *Metrics) Blobs(name string, s blob.Store) blob.Store {
+	return &blobs{Store: s, errs: m.blobErrors.MustCurryWith(prometheus.Labels{"store": name})}
+}
+
+type blobs struct {
+	blob.Store
+	errs *prometheus.CounterVec
+}
+
+func (b *blobs) count(op string, err error) error {
+	if err != nil && !errors.Is(err, blob.ErrNotFound) && !errors.Is(err, blob.ErrLocked) {
+		b.errs.WithLabelValues(op).Inc()
+	}
+	return err
+}
+
+func (b *blobs) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+	info, err := b.Store.Put(ctx, key, r)
+	return info, b.count("put", err)
+}
+
+func (b *blobs) Open(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
+	rc, info, err := b.Store.Open(ctx, key)
+	return rc, info, b.count("open", err)
+}
+
+func (b *blobs) OpenRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, blob.Info, error) {
+	rc, info, err := b.Store.OpenRange(ctx, key, offset, length)
+	return rc, info, b.count("open", err)
+}
+
+func (b *blobs) Delete(ctx context.Context, key string) error {
+	return b.count("delete", b.Store.Delete(ctx, key))
+}
+
+func (b *blobs) Lock(ctx context.Context, key string, until time.Time) error {
+	return b.count("lock", b.Store.Lock(ctx, key, until))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -178,3 +179,55 @@ next:
 }
 
 func decode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
+
+// failingBlobs fails every Put.
+type failingBlobs struct{ blob.Store }
+
+func (failingBlobs) Put(context.Context, string, io.Reader) (blob.Info, error) {
+	return blob.Info{}, errors.New("disk full")
+}
+
+// The group commit of a SQLite store and a blob store's failures are
+// exported; a missing object is an answer, not a failure.
+func TestStoreAndBlobs(t *testing.T) {
+	ctx := context.Background()
+	st := teststore.SQLite(t)
+	m := metrics.New()
+	m.WatchGroupCommit(st)
+	m.WatchGroupCommit(struct{}{}) // no group commit: nothing added, no panic
+	svc, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	b := m.Blobs("recordings", failingBlobs{blob.NewMemory()})
+	for range 2 {
+		if _, err := b.Put(ctx, "recordings/s1", strings.NewReader("x")); err == nil {
+			t.Fatal("Put did not fail")
+		}
+	}
+	if _, _, err := b.Open(ctx, "recordings/none"); !errors.Is(err, blob.ErrNotFound) {
+		t.Fatalf("Open of nothing: %v", err)
+	}
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches := value(families["consentkit_store_group_commit_batches_total"], nil)
+	calls := value(families["consentkit_store_group_commit_calls_total"], nil)
+	if batches < 1 || calls < batches {
+		t.Errorf("group commit: %v batches, %v calls; want at least one, and no more batches than calls", batches, calls)
+	}
+	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "put"}); got != 2 {
+		t.Errorf("blob put errors = %v, want 2", got)
+	}
+	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "open"}); got != -1 {
+		t.Errorf("blob open errors = %v, want none counted for a missing object", got)
+	}
+}

@@ -292,10 +292,15 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if created && keyPath != "" {
 		log.Info("made the key that signs certificates; keep it with the data, and back it up", "key_id", key.ID, "file", keyPath)
 	}
+	// The metrics are served at /operator/metrics, behind the operator
+	// secret as the rest of the operator API.
+	m := metrics.New()
+	m.WatchGroupCommit(st)
 	recordings, err := recordingStore(ctx, o, log)
 	if err != nil {
 		return err
 	}
+	recordings = m.Blobs("recordings", recordings)
 	svc, err := consentkit.NewService(st, consentkit.Config{
 		Recordings: recordings,
 		// Certificates of a database older than its key were issued
@@ -324,9 +329,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	operatorSecret := os.Getenv(OperatorSecretEnv)
 	proxies := httpadapter.TrustedProxies{Networks: trusted}
-	// The metrics are served at /operator/metrics, behind the operator
-	// secret as the rest of the operator API.
-	m := metrics.New()
 	api, err := httpadapter.New(httpadapter.Config{
 		Service: svc, Logger: log, TrustedProxies: proxies,
 		RRWebDir: o.replayer, Videos: videos, OperatorSecret: operatorSecret,
