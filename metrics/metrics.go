@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/consent"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -173,4 +174,45 @@ func (b *blobs) Delete(ctx context.Context, key string) error {
 
 func (b *blobs) Lock(ctx context.Context, key string, until time.Time) error {
 	return b.count("lock", b.Store.Lock(ctx, key, until))
+}
+
+// WatchQueues exports the depth of the job queues of the given kinds —
+// jobs queued and not failed for good, leased or not (consent.Tx.CountJobs)
+// — as consentkit_job_queue_depth{kind}, read from st at each scrape
+// (within 5 s; a scrape that cannot read the store reports the queues
+// as missing rather than wrong).
+func (m *Metrics) WatchQueues(st consent.Store, kinds ...string) {
+	m.reg.MustRegister(&queues{st: st, kinds: kinds, desc: prometheus.NewDesc("consentkit_job_queue_depth",
+		"Jobs queued and not failed for good, leased or not, by kind.", []string{"kind"}, nil)})
+}
+
+type queues struct {
+	st    consent.Store
+	kinds []string
+	desc  *prometheus.Desc
+}
+
+func (q *queues) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
+
+func (q *queues) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	counts := make([]int, len(q.kinds))
+	err := q.st.View(ctx, func(tx consent.Tx) error {
+		for i, k := range q.kinds {
+			n, err := tx.CountJobs(ctx, k)
+			if err != nil {
+				return err
+			}
+			counts[i] = n
+		}
+		return nil
+	})
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(q.desc, err)
+		return
+	}
+	for i, k := range q.kinds {
+		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(counts[i]), k)
+	}
 }

@@ -187,8 +187,9 @@ func (failingBlobs) Put(context.Context, string, io.Reader) (blob.Info, error) {
 	return blob.Info{}, errors.New("disk full")
 }
 
-// The group commit of a SQLite store and a blob store's failures are
-// exported; a missing object is an answer, not a failure.
+// The group commit of a SQLite store, its job queues' depths and a blob
+// store's failures are exported; a missing object is an answer, not a
+// failure.
 func TestStoreAndBlobs(t *testing.T) {
 	ctx := context.Background()
 	st := teststore.SQLite(t)
@@ -212,6 +213,18 @@ func TestStoreAndBlobs(t *testing.T) {
 		t.Fatalf("Open of nothing: %v", err)
 	}
 
+	m.WatchQueues(svc.Store(), "convert", "webhook")
+	if err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+		for _, key := range []string{"a", "b"} {
+			if err := tx.EnqueueJob(ctx, &consent.Job{Kind: "webhook", Key: key, RunAfter: svc.Now(), CreatedAt: svc.Now()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	parser := expfmt.NewTextParser(model.UTF8Validation)
@@ -224,10 +237,29 @@ func TestStoreAndBlobs(t *testing.T) {
 	if batches < 1 || calls < batches {
 		t.Errorf("group commit: %v batches, %v calls; want at least one, and no more batches than calls", batches, calls)
 	}
+	if got := gauge(families["consentkit_job_queue_depth"], "webhook"); got != 2 {
+		t.Errorf("webhook queue depth = %v, want 2", got)
+	}
+	if got := gauge(families["consentkit_job_queue_depth"], "convert"); got != 0 {
+		t.Errorf("convert queue depth = %v, want 0", got)
+	}
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "put"}); got != 2 {
 		t.Errorf("blob put errors = %v, want 2", got)
 	}
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "open"}); got != -1 {
 		t.Errorf("blob open errors = %v, want none counted for a missing object", got)
 	}
+}
+
+// gauge is the queue depth of the kind; -1 when there is none.
+func gauge(f *dto.MetricFamily, kind string) float64 {
+	if f == nil {
+		return -1
+	}
+	for _, m := range f.Metric {
+		if len(m.Label) == 1 && m.Label[0].GetValue() == kind {
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
 }

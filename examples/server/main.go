@@ -36,6 +36,7 @@ import (
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/metrics"
+	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
 	"github.com/consentkit/consentkit/signed"
@@ -312,6 +313,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	m.WatchQueues(svc.Store(), consent.JobConvert, consent.JobAttest, consent.JobInsights, consent.JobWebhook,
+		consent.JobLockRecording, retain.JobDeleteVideo, retain.JobDeleteRecording)
 
 	// A key id held by another key in the store refuses the start: two
 	// instances must share the key file, or make keys of their own.

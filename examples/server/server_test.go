@@ -456,9 +456,11 @@ func TestServerOperatorAPI(t *testing.T) {
 	} else {
 		scrape, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		want := `consentkit_http_requests_total{code="201",route="POST /operator/companies/{company_id}/webhooks"} 1`
-		if resp.StatusCode != 200 || !strings.Contains(string(scrape), want) {
-			t.Errorf("metrics: %d, want 200 with %s:\n%.2000s", resp.StatusCode, want, scrape)
+		for _, want := range []string{`consentkit_http_requests_total{code="201",route="POST /operator/companies/{company_id}/webhooks"} 1`,
+			`consentkit_job_queue_depth{kind="webhook"} `} {
+			if resp.StatusCode != 200 || !strings.Contains(string(scrape), want) {
+				t.Errorf("metrics: %d, want 200 with %s:\n%.2000s", resp.StatusCode, want, scrape)
+			}
 		}
 	}
 	if code, page := get(t, s.base+"/dashboard/companies/acme"); code != 200 || !strings.Contains(page, `name="secret"`) {
