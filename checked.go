@@ -260,10 +260,9 @@ func (t checkedTx) UpdateSessions(ctx context.Context, list []*consent.Session) 
 	return t.tx.UpdateSessions(ctx, list)
 }
 
-// SetRecording checks r (a key that the blob store could not keep is
-// Invalid) and refuses to move a recording whose object is not known, or
-// a session that takes chunks still (D52): its chunks leave the database
-// only for an object that holds them all.
+// SetRecording checks r (Recording.Check: a moved recording names its
+// object, its size and its digest) and that its key is one the blob store
+// keeps (blob.ValidKey); either fault is Invalid (D52).
 func (t checkedTx) SetRecording(ctx context.Context, sessionID string, r consent.Recording) error {
 	if err := r.Check(); err != nil {
 		return err

@@ -200,29 +200,29 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 	for {
 		var count, videos, recordings int
 		err := p.batch(ctx, func(tx consent.Tx) error {
-			count, videos = 0, 0
 			purged, err := tx.PurgeSessions(ctx, now, p.cfg.Batch)
 			if err != nil {
 				return err
 			}
-			count, recordings = len(purged), 0
-			var deletes []*consent.Job
+			// The removal of each video and recording object, enqueued
+			// together in the purge's transaction.
+			var removals []*consent.Job
+			remove := func(kind, sessionID, path string) {
+				removals = append(removals, &consent.Job{Kind: kind, Key: sessionID, Payload: []byte(path), RunAfter: now, CreatedAt: now})
+			}
+			count, videos, recordings = len(purged), 0, 0
 			for _, s := range purged {
+				if s.Video.Path != "" {
+					remove(JobDeleteVideo, s.ID, s.Video.Path)
+					videos++
+				}
 				if s.Recording.Key != "" { // moved, or being moved (D52)
-					deletes = append(deletes, &consent.Job{Kind: JobDeleteRecording, Key: s.ID, Payload: []byte(s.Recording.Key), RunAfter: now, CreatedAt: now})
-				}
-				if s.Video.Path == "" {
-					continue
-				}
-				videos++
-				err := tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteVideo, Key: s.ID, Payload: []byte(s.Video.Path), RunAfter: now, CreatedAt: now})
-				if err != nil {
-					return fmt.Errorf("enqueue the removal of the video of %s: %w", s.ID, err)
+					remove(JobDeleteRecording, s.ID, s.Recording.Key)
+					recordings++
 				}
 			}
-			recordings = len(deletes)
-			if err := tx.EnqueueJobs(ctx, deletes); err != nil {
-				return fmt.Errorf("enqueue the removal of recordings: %w", err)
+			if err := tx.EnqueueJobs(ctx, removals); err != nil {
+				return fmt.Errorf("enqueue the removal of videos and recordings: %w", err)
 			}
 			return nil
 		})
