@@ -43,7 +43,7 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 	if err := tx.CreateAttestation(ctx, a); err != nil {
 		return nil, err
 	}
-	if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobAttest, Key: c.ID, RunAfter: now, CreatedAt: now}); err != nil {
+	if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobAttest, Key: c.ID, RunAfter: now, CreatedAt: now, CompanyID: c.CompanyID}); err != nil {
 		return nil, err
 	}
 	return a, nil

@@ -18,7 +18,7 @@ func (s *Service) insightsIssued(ctx context.Context, tx consent.Tx, c *consent.
 	if err := tx.CreateInsights(ctx, in); err != nil {
 		return err
 	}
-	return tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobInsights, Key: c.ID, RunAfter: now, CreatedAt: now})
+	return tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobInsights, Key: c.ID, RunAfter: now, CreatedAt: now, CompanyID: c.CompanyID})
 }
 
 // SignInsights signs st with the key that signs new certificates, naming

@@ -82,7 +82,9 @@ func (s *Service) eventJobs(eps []*consent.WebhookEndpoint, eventType string, da
 		if err != nil {
 			return nil, err
 		}
-		jobs = append(jobs, &consent.Job{Kind: consent.JobWebhook, Key: msg.ID + ":" + e.ID, Payload: payload, RunAfter: now, CreatedAt: now})
+		// One lane per endpoint, leases spread across companies (D53).
+		jobs = append(jobs, &consent.Job{Kind: consent.JobWebhook, Key: msg.ID + ":" + e.ID, Payload: payload,
+			RunAfter: now, CreatedAt: now, CompanyID: e.CompanyID, Lane: e.ID})
 	}
 	return jobs, nil
 }

@@ -299,7 +299,7 @@ func (j *Job) Check() error {
 	if err := checkTimes([]string{"run_after", "lease_until", "failed_at", "created_at"}, j.RunAfter, j.LeaseUntil, j.FailedAt, j.CreatedAt); err != nil {
 		return err
 	}
-	if err := CheckKeys("kind", j.Kind, "key", j.Key); err != nil {
+	if err := CheckKeys("kind", j.Kind, "key", j.Key, "company_id", j.CompanyID, "lane", j.Lane); err != nil {
 		return err
 	}
 	if err := checkTexts("last_error", j.LastError, "lease_owner", j.LeaseOwner); err != nil {

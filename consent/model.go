@@ -211,6 +211,14 @@ type Job struct {
 	LeaseUntil time.Time // when that runner's lease runs out
 	FailedAt   time.Time // set when it will not be tried again
 	CreatedAt  time.Time
+	// CompanyID is the company the job works for, "" for none. LeaseJob
+	// spreads leases across companies (D53): of the due jobs it takes one
+	// of the company holding the fewest leases of the kinds asked for.
+	CompanyID string
+	// Lane, when set, lets at most one job of the lane hold a lease at a
+	// time: a webhook endpoint's id, so that its deliveries go one by one
+	// (D53).
+	Lane string
 }
 
 // JobConvert is the kind of the job that converts a retained session's

@@ -246,12 +246,16 @@ type Tx interface {
 	// queue that is bounded (attestations, D49).
 	CountJobs(ctx context.Context, kind string) (int, error)
 	// LeaseJob takes, among the due jobs of the given kinds — not failed,
-	// RunAfter not after now, and not leased or its lease run out — the one
+	// RunAfter not after now, not leased or its lease run out, and not in a
+	// Lane where another job holds a lease that has not run out — the one
+	// whose CompanyID holds the fewest such leases of the given kinds, then
 	// with the earliest RunAfter (then kind, then key, compared byte by
-	// byte). It gives owner the lease until the given time, counts an
-	// attempt (Attempts stops at MaxJobAttempts) and returns the job. Concurrent callers, on any number of
-	// machines, never get the same job while its lease runs. NotFound when
-	// no job is due.
+	// byte): one company's backlog never stands before another's work
+	// (D53). It gives owner the lease until the given time, counts an
+	// attempt (Attempts stops at MaxJobAttempts) and returns the job.
+	// Concurrent callers, on any number of machines, never get the same job
+	// while its lease runs, nor two jobs of one lane. NotFound when no job
+	// is due.
 	LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error)
 	// RenewJob extends owner's lease of the job. Conflict when owner no
 	// longer holds it; NotFound when there is no such job.

@@ -20,7 +20,9 @@
 // once; a handler must therefore be safe to run again for the same job.
 //
 // Runners on many machines may share one store: a lease keeps the others
-// off a job (Postgres leases with FOR UPDATE SKIP LOCKED). Each handler has
+// off a job. A lease goes to the company holding the fewest, and a job's
+// lane holds one lease at a time (consent.Job.CompanyID and Lane, D53), so
+// one company's backlog never stands before another's. Each handler has
 // its own pool of Concurrency goroutines that lease only its kind, so slow
 // jobs (conversions) never hold up quick ones (webhooks).
 package jobs

@@ -95,7 +95,7 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 		}
 	}
 	if r.video {
-		if err := tx.EnqueueJob(ctx, s.conversion(sessionID)); err != nil {
+		if err := tx.EnqueueJob(ctx, s.conversion(ses)); err != nil {
 			return nil, consent.StorageFailure("retain "+sessionID+": enqueue conversion", err)
 		}
 	}
@@ -179,9 +179,9 @@ func (s *Service) mark(ses *consent.Session, certs []*consent.Certificate, r rul
 
 // conversion is the job that converts the session's recording (D22),
 // due now.
-func (s *Service) conversion(sessionID string) *consent.Job {
+func (s *Service) conversion(ses *consent.Session) *consent.Job {
 	now := s.svc.Now()
-	return &consent.Job{Kind: consent.JobConvert, Key: sessionID, RunAfter: now, CreatedAt: now}
+	return &consent.Job{Kind: consent.JobConvert, Key: ses.ID, RunAfter: now, CreatedAt: now, CompanyID: ses.CompanyID}
 }
 
 // retainedEvent is the data of the session.retained event (D44).
@@ -435,7 +435,7 @@ func (s *Service) keepIn(ctx context.Context, b *consentkit.Batch, ses *consent.
 	}
 	out, _ := s.mark(ses, nil, r, charged, bal)
 	if r.video {
-		b.Enqueue(s.conversion(ses.ID))
+		b.Enqueue(s.conversion(ses))
 	}
 	if err := b.Emit(ctx, consent.EventSessionRetained, func() any { return retainedEvent(ses, out) }); err != nil {
 		return nil, consent.StorageFailure("retain "+ses.ID+": webhook", err)

@@ -30,6 +30,11 @@
 // Receivers must therefore accept a message more than once: the
 // webhook-id tells repeats apart.
 //
+// Deliveries are fair (D53): an endpoint gets one at a time, across every
+// instance, and a worker coming free takes the next message of the company
+// with the fewest deliveries under way, so one company's silent endpoints
+// delay another's messages by one attempt's timeout at most.
+//
 // Endpoints adds a company's endpoints, lists, disables and deletes them,
 // and reads their delivery logs, each change audited.
 //
@@ -81,7 +86,14 @@ type Config struct {
 	// Timeout bounds one attempt, connection and answer included:
 	// default 15 s.
 	Timeout time.Duration
-	// Concurrency is how many deliveries run at once: default 4.
+	// DialTimeout bounds connecting to an endpoint, within Timeout:
+	// default 3 s, so an address that drops connections costs a worker
+	// little (D53).
+	DialTimeout time.Duration
+	// Concurrency is how many deliveries this handler runs at once:
+	// default 4. An endpoint gets one delivery at a time, and a free worker
+	// takes the next message of the company with the fewest deliveries
+	// under way (D53).
 	Concurrency int
 	// Backoff is the wait before the first retry, doubled for each further
 	// one up to MaxBackoff: defaults 5 s and 10 h.
@@ -96,6 +108,7 @@ type Config struct {
 // Defaults of Config.
 const (
 	DefaultTimeout     = 15 * time.Second
+	DefaultDialTimeout = 3 * time.Second
 	DefaultBackoff     = 5 * time.Second
 	DefaultMaxBackoff  = 10 * time.Hour
 	DefaultGiveUpAfter = 72 * time.Hour
@@ -115,10 +128,11 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	if cfg.Service == nil {
 		return jobs.Handler{}, errors.New("webhook: Config needs a Service")
 	}
-	if cfg.Timeout < 0 || cfg.Concurrency < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.GiveUpAfter < 0 {
+	if cfg.Timeout < 0 || cfg.DialTimeout < 0 || cfg.Concurrency < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.GiveUpAfter < 0 {
 		return jobs.Handler{}, errors.New("webhook: Config values must not be negative (zero means the default)")
 	}
 	cfg.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	cfg.DialTimeout = cmp.Or(cfg.DialTimeout, DefaultDialTimeout)
 	cfg.Concurrency = cmp.Or(cfg.Concurrency, 4)
 	cfg.Backoff = cmp.Or(cfg.Backoff, DefaultBackoff)
 	cfg.MaxBackoff = cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff)
@@ -127,7 +141,7 @@ func Handler(cfg Config) (jobs.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &deliverer{cfg: cfg, client: newClient(cfg.AllowPrivate)}
+	d := &deliverer{cfg: cfg, client: newClient(cfg.AllowPrivate, cfg.DialTimeout)}
 	return jobs.Handler{
 		Kind:        consent.JobWebhook,
 		Do:          d.do,
@@ -144,10 +158,10 @@ func Handler(cfg Config) (jobs.Handler, error) {
 
 // newClient returns the HTTP client of deliveries: no proxy (a proxy would
 // dial for us, past the address check), no redirects, and a dialer that
-// refuses, as it connects, the addresses CheckAddr refuses
-// (with allowPrivate).
-func newClient(allowPrivate bool) *http.Client {
-	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: addressGuard(allowPrivate)}
+// gives up after dialTimeout and refuses, as it connects, the addresses
+// CheckAddr refuses (with allowPrivate).
+func newClient(allowPrivate bool, dialTimeout time.Duration) *http.Client {
+	dialer := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second, Control: addressGuard(allowPrivate)}
 	return &http.Client{
 		Transport: &http.Transport{
 			Proxy:                 nil,
@@ -156,7 +170,7 @@ func newClient(allowPrivate bool) *http.Client {
 			MaxIdleConns:          100,
 			MaxIdleConnsPerHost:   2,
 			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   10 * time.Second,
+			TLSHandshakeTimeout:   dialTimeout,
 			ExpectContinueTimeout: time.Second,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },

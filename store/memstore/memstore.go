@@ -10,6 +10,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"slices"
@@ -931,18 +932,32 @@ func (t *tx) CountJobs(_ context.Context, kind string) (int, error) {
 	return n, nil
 }
 
+// LeaseJob counts the leases held per company (of the kinds asked for)
+// and per lane, then takes the due job of the company with fewest, in a
+// free lane, the earliest first (D53).
 func (t *tx) LeaseJob(_ context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := t.write(); err != nil {
 		return nil, err
 	}
 	now = utc(now)
+	held := func(j *consent.Job) bool { return j.LeaseOwner != "" && j.LeaseUntil.After(now) }
+	companies, lanes := map[string]int{}, map[string]bool{}
+	for _, j := range t.s.jobs {
+		if held(j) {
+			lanes[j.Lane] = true
+			if slices.Contains(kinds, j.Kind) {
+				companies[j.CompanyID]++
+			}
+		}
+	}
 	var due *consent.Job
 	for _, j := range t.s.jobs {
-		if !slices.Contains(kinds, j.Kind) || !j.FailedAt.IsZero() || j.RunAfter.After(now) || j.LeaseOwner != "" && j.LeaseUntil.After(now) {
+		if !slices.Contains(kinds, j.Kind) || !j.FailedAt.IsZero() || j.RunAfter.After(now) || held(j) ||
+			j.Lane != "" && lanes[j.Lane] {
 			continue
 		}
-		if due == nil || j.RunAfter.Before(due.RunAfter) || j.RunAfter.Equal(due.RunAfter) &&
-			(j.Kind < due.Kind || j.Kind == due.Kind && j.Key < due.Key) {
+		if due == nil || cmp.Or(cmp.Compare(companies[j.CompanyID], companies[due.CompanyID]),
+			j.RunAfter.Compare(due.RunAfter), cmp.Compare(j.Kind, due.Kind), cmp.Compare(j.Key, due.Key)) < 0 {
 			due = j
 		}
 	}

@@ -109,6 +109,7 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	n := len(jobs)
 	var (
 		kinds, keys, lastErrs = make([]string, n), make([]string, n), make([]string, n)
+		companies, lanes      = make([]string, n), make([]string, n)
 		payloads              = make([][]byte, n)
 		attempts              = make([]int64, n)
 		runAfter, created     = make([]time.Time, n), make([]time.Time, n)
@@ -116,10 +117,12 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	for i, j := range jobs {
 		kinds[i], keys[i], lastErrs[i], payloads[i] = j.Kind, j.Key, j.LastError, payload(j.Payload)
 		attempts[i], runAfter[i], created[i] = int64(j.Attempts), j.RunAfter, j.CreatedAt
+		companies[i], lanes[i] = j.CompanyID, j.Lane
 	}
-	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::timestamptz[], $6::text[], $7::timestamptz[])`,
-		kinds, keys, payloads, attempts, runAfter, lastErrs, created)
+	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at, company_id, lane)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::int[], $5::timestamptz[], $6::text[], $7::timestamptz[],
+			$8::text[], $9::text[])`,
+		kinds, keys, payloads, attempts, runAfter, lastErrs, created, companies, lanes)
 	return err
 }
 

@@ -361,8 +361,9 @@ func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int)
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
-	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter, j.LastError, j.CreatedAt)
+	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at, company_id, lane)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter, j.LastError, j.CreatedAt, j.CompanyID, j.Lane)
 	return err
 }
 
@@ -385,18 +386,33 @@ func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
 	return n, err
 }
 
-// LeaseJob claims a job with FOR UPDATE SKIP LOCKED: runners on many
-// machines each take a different job without waiting for each other.
+// LeaseJob takes the lease lock first (D53): leases are taken one at a
+// time across every instance, so the leases it counts per company and lane
+// are all committed ones and a lane never holds two. It locks no row
+// before it chooses (the lock keeps other leases off), so that the choice
+// is a top-N sort rather than a sort of every due job; the update checks
+// the chosen job again, and a job ended or failed meanwhile is not taken
+// (NotFound: the runner asks again).
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `UPDATE jobs
+	if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock($1)`, leaseLock); err != nil {
+		return nil, err
+	}
+	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `WITH leased AS MATERIALIZED (
+			SELECT company_id, lane, kind = ANY($4) AS asked FROM jobs WHERE lease_until > $3),
+		busy AS (SELECT company_id, count(*) AS n FROM leased WHERE asked GROUP BY company_id)
+		UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
-		WHERE (kind, key) = (SELECT kind, key FROM jobs
-			WHERE kind = ANY($4) AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
-			ORDER BY run_after, kind COLLATE "C", key COLLATE "C" LIMIT 1
-			FOR UPDATE SKIP LOCKED)
+		WHERE (kind, key) = (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
+			WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
+				AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+			ORDER BY coalesce(b.n, 0), j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
+			AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING `+sqlrow.JobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
 	return j, one(err, "due job")
 }
+
+// leaseLock is the advisory lock LeaseJob holds until its transaction ends.
+const leaseLock = 0x636b6a6f62 // "ckjob"
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
 func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kind, key string) error {

@@ -158,14 +158,14 @@ func (t *tx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	const cols = 7
+	const cols = 9
 	args := make([]any, 0, cols*len(jobs))
 	for _, j := range jobs {
 		args = append(args, j.Kind, j.Key, payload(j.Payload), int64(j.Attempts), j.RunAfter.UnixMicro(), j.LastError,
-			j.CreatedAt.UnixMicro())
+			j.CreatedAt.UnixMicro(), j.CompanyID, j.Lane)
 	}
 	return t.execRows(ctx, cols, args, func(list string) string {
-		return `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at) VALUES ` + list
+		return `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at, company_id, lane) VALUES ` + list
 	}, nil)
 }
 

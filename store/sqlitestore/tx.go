@@ -350,8 +350,9 @@ func (t *tx) PurgeCertificates(ctx context.Context, before time.Time, limit int)
 }
 
 func (t *tx) EnqueueJob(ctx context.Context, j *consent.Job) error {
-	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter.UnixMicro(), j.LastError, j.CreatedAt.UnixMicro())
+	_, err := t.exec(ctx, `INSERT INTO jobs (kind, key, payload, attempts, run_after, last_error, created_at, company_id, lane)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, j.Kind, j.Key, payload(j.Payload), j.Attempts, j.RunAfter.UnixMicro(), j.LastError,
+		j.CreatedAt.UnixMicro(), j.CompanyID, j.Lane)
 	return err
 }
 
@@ -375,7 +376,7 @@ func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
 }
 
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
-// atomic.
+// atomic, and the leases it counts per company and lane (D53) exact.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if len(kinds) == 0 {
 		return nil, consent.Errorf(consent.NotFound, "due job not found")
@@ -386,11 +387,17 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		marks[i] = "?" + strconv.Itoa(len(args)+1) // numbered, as the others are
 		args = append(args, k)
 	}
-	j, err := dialect.ScanJob(t.tx.QueryRowContext(ctx, `UPDATE jobs
+	in := `(` + strings.Join(marks, ",") + `)`
+	j, err := dialect.ScanJob(t.tx.QueryRowContext(ctx, `WITH leased AS MATERIALIZED (
+			SELECT company_id, lane, kind IN `+in+` AS asked FROM jobs WHERE lease_until > ?3),
+		busy AS MATERIALIZED (SELECT company_id, count(*) AS n FROM leased WHERE asked GROUP BY company_id)
+		UPDATE jobs
 		SET lease_owner = ?1, lease_until = ?2, attempts = min(attempts + 1, ?4)
-		WHERE (kind, key) = (SELECT kind, key FROM jobs
-			WHERE kind IN (`+strings.Join(marks, ",")+`) AND failed_at IS NULL AND run_after <= ?3 AND (lease_until IS NULL OR lease_until <= ?3)
-			ORDER BY run_after, kind, key LIMIT 1)
+		WHERE (kind, key) = (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
+			WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
+				AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+			ORDER BY coalesce(b.n, 0), j.run_after, j.kind, j.key
+			LIMIT 1)
 		RETURNING `+sqlrow.JobColumns, args...))
 	return j, one(err, "due job")
 }

@@ -2,8 +2,10 @@ package storetest
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -58,4 +60,43 @@ func BenchmarkDebit(b *testing.B, newStore NewStore) {
 			}
 		})
 	})
+}
+
+// BenchmarkLease measures the lease of a webhook job and its end (handed
+// back, due again at once) in a queue of due jobs of 100 companies, each
+// job in a lane of its own, while 4 other leases are held: the work
+// LeaseJob does to spread leases across companies (D53) grows with the
+// jobs due.
+func BenchmarkLease(b *testing.B, newStore NewStore) {
+	for _, due := range []int{100, 10_000} {
+		b.Run(fmt.Sprint("due=", due), func(b *testing.B) {
+			s := newStore(b)
+			list := make([]*consent.Job, due)
+			for i := range list {
+				list[i] = &consent.Job{Kind: consent.JobWebhook, Key: fmt.Sprintf("msg_%d:ep_%d", i, i), RunAfter: t0,
+					CreatedAt: t0, CompanyID: fmt.Sprint("c", i%100), Lane: fmt.Sprint("ep_", i)}
+			}
+			for chunk := range slices.Chunk(list, 1000) {
+				update(b, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, chunk) })
+			}
+			now := t0.Add(time.Minute)
+			for i := range 4 {
+				if _, err := lease(s, fmt.Sprint("held", i), now, consent.JobWebhook); err != nil {
+					b.Fatal(err)
+				}
+			}
+			for b.Loop() {
+				j, err := lease(s, "w", now, consent.JobWebhook)
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = s.Update(ctx, func(tx consent.Tx) error {
+					return tx.EndJob(ctx, j.Kind, j.Key, "w", &consent.Job{Attempts: j.Attempts, RunAfter: now})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -30,3 +30,11 @@ func BenchmarkDebit(b *testing.B) {
 		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkDebit(b, k.Open) })
 	}
 }
+
+// go test -run '^$' -bench Lease ./store/storetest measures a job's lease
+// in a queue of due jobs on every store (D53).
+func BenchmarkLease(b *testing.B) {
+	for _, k := range stores {
+		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkLease(b, k.Open) })
+	}
+}

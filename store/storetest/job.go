@@ -317,3 +317,131 @@ func testCountJobs(t *testing.T, s consent.Store) {
 		t.Errorf("CountJobs once a job is done = %d, want 1", n)
 	}
 }
+
+// testFairLease: LeaseJob takes the due job of the company holding the
+// fewest leases of the kinds asked for, in a lane no lease holds (D53);
+// a lease that ran out holds nothing.
+func testFairLease(t *testing.T, s consent.Store) {
+	fair := func(key, company, lane string, at time.Time) *consent.Job {
+		j := job("webhook", key, at)
+		j.CompanyID, j.Lane = company, lane
+		return j
+	}
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EnqueueJobs(ctx, []*consent.Job{
+			fair("a1", "acme", "ep1", t0), fair("a2", "acme", "ep1", t0.Add(time.Second)),
+			fair("a3", "acme", "ep2", t0.Add(2*time.Second)), fair("a4", "acme", "", t0.Add(3*time.Second)),
+			fair("b1", "beta", "ep3", t0.Add(time.Minute)),
+		})
+	})
+	view(t, s, func(tx consent.Tx) error {
+		found(t, "Job", fair("a2", "acme", "ep1", t0.Add(time.Second)))(tx.Job(ctx, "webhook", "a2"))
+		return nil
+	})
+	now := t0.Add(time.Hour)
+	next := func(owner string) string {
+		t.Helper()
+		j, err := lease(s, owner, now, "webhook")
+		if consent.ErrorCode(err) == consent.NotFound {
+			return ""
+		}
+		if err != nil {
+			t.Fatalf("lease: %v", err)
+		}
+		return j.Key
+	}
+	// acme's leases outnumber beta's as soon as it holds one; ep1's second
+	// delivery waits for its first; a job with no lane is never held back.
+	var order []string
+	for i := range 5 {
+		order = append(order, next(fmt.Sprint("w", i)))
+	}
+	wantSame(t, []string{"a1", "b1", "a3", "a4", ""}, order, exact, "fair lease order")
+	if err := s.Update(ctx, func(tx consent.Tx) error { return tx.EndJob(ctx, "webhook", "a1", "w0", nil) }); err != nil {
+		t.Fatal(err)
+	}
+	if got := next("w5"); got != "a2" {
+		t.Errorf("lease once ep1 is free = %q, want a2", got)
+	}
+
+	// Leases of another kind do not count against a company, and a lease
+	// that ran out leaves its lane free.
+	update(t, s, func(tx consent.Tx) error {
+		c := job(consent.JobConvert, "c1", t0)
+		c.CompanyID = "gamma"
+		return tx.EnqueueJobs(ctx, []*consent.Job{c, fair("g1", "gamma", "ep9", t0), fair("g2", "gamma", "ep9", t0.Add(time.Second))})
+	})
+	if j, err := lease(s, "w6", now, consent.JobConvert); err != nil || j.Key != "c1" {
+		t.Fatalf("lease of the conversion = %+v, %v", j, err)
+	}
+	if got := next("w7"); got != "g1" {
+		t.Errorf("lease with gamma holding a conversion = %q, want g1 (only webhook leases count)", got)
+	}
+	if got := next("w8"); got != "" {
+		t.Errorf("lease with ep9 held = %q, want none", got)
+	}
+	// Once every lease above has run out, the order starts afresh.
+	now = now.Add(11 * time.Minute)
+	order = order[:0]
+	for i := range 5 {
+		order = append(order, next(fmt.Sprint("x", i)))
+	}
+	wantSame(t, []string{"g1", "a2", "b1", "a3", "a4"}, order, exact, "lease order after the leases ran out")
+}
+
+// testConcurrentLanes: runners leasing at once never hold two jobs of one
+// lane, however their transactions interleave.
+func testConcurrentLanes(t *testing.T, s consent.Store) {
+	const lanes, perLane, runners = 4, 6, 6
+	update(t, s, func(tx consent.Tx) error {
+		var list []*consent.Job
+		for i := range lanes * perLane {
+			j := job("webhook", fmt.Sprintf("j%02d", i), t0)
+			j.CompanyID, j.Lane = "acme", fmt.Sprint("ep", i%lanes)
+			list = append(list, j)
+		}
+		return tx.EnqueueJobs(ctx, list)
+	})
+	held := map[string]string{} // lane → key of the job leased in it
+	done := 0
+	concurrently(runners, func(w int, locked func(func())) {
+		owner := fmt.Sprint("w", w)
+		for range 10_000 { // bounds a runner that never sees the queue empty
+			j, err := lease(s, owner, t0, "webhook")
+			if consent.ErrorCode(err) == consent.NotFound {
+				var finished bool
+				locked(func() { finished = done == lanes*perLane })
+				if finished {
+					return
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("lease: %v", err)
+				return
+			}
+			locked(func() {
+				if other, ok := held[j.Lane]; ok {
+					t.Errorf("lane %s leased to %s while %s holds it", j.Lane, j.Key, other)
+				}
+				held[j.Lane] = j.Key
+			})
+			// The lease is recorded only while it surely runs: after its
+			// commit, and until just before the EndJob that ends it.
+			view(t, s, func(tx consent.Tx) error {
+				if got, err := tx.Job(ctx, "webhook", j.Key); err != nil || got.LeaseOwner != owner {
+					t.Errorf("job %s while leased to %s: %+v, %v", j.Key, owner, got, err)
+				}
+				return nil
+			})
+			locked(func() { delete(held, j.Lane); done++ })
+			if err := s.Update(ctx, func(tx consent.Tx) error { return tx.EndJob(ctx, "webhook", j.Key, owner, nil) }); err != nil {
+				t.Errorf("EndJob: %v", err)
+				return
+			}
+		}
+	})
+	if done != lanes*perLane {
+		t.Errorf("%d jobs done, want %d", done, lanes*perLane)
+	}
+}

@@ -83,6 +83,8 @@ var areas = []area{
 		{"Count", testCountJobs},
 		{"Lease", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
+		{"FairLease", testFairLease},
+		{"ConcurrentLanes", testConcurrentLanes},
 		{"RollsBack", testJobRollsBack},
 	}},
 	{"IdempotencyKey", []behaviour{

@@ -134,12 +134,13 @@ func (d Dialect) ScanToken(row Row) (*consent.Token, error) {
 }
 
 // JobColumns are the columns ScanJob reads.
-const JobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at`
+const JobColumns = `kind, key, payload, attempts, run_after, last_error, lease_owner, lease_until, failed_at, created_at,
+	company_id, lane`
 
 func (d Dialect) ScanJob(row Row) (*consent.Job, error) {
 	var j consent.Job
 	return done(&j, row.Scan(&j.Kind, &j.Key, &j.Payload, &j.Attempts, d.Time(&j.RunAfter), &j.LastError, &j.LeaseOwner,
-		d.Time(&j.LeaseUntil), d.Time(&j.FailedAt), d.Time(&j.CreatedAt)))
+		d.Time(&j.LeaseUntil), d.Time(&j.FailedAt), d.Time(&j.CreatedAt), &j.CompanyID, &j.Lane))
 }
 
 // EntryColumns are the columns ScanEntry reads.
