@@ -1,6 +1,7 @@
-// Package blob stores opaque objects — videos, attestation screenshots and,
-// next, finished recordings — under short keys, behind one small interface
-// with memory, filesystem (the default) and S3 implementations.
+// Package blob stores opaque objects — finished recordings (D52), videos
+// and attestation screenshots (retain.Dir on the filesystem, retain/s3video
+// on S3) — under short keys, behind one small interface with memory,
+// filesystem (the default) and S3 implementations.
 //
 // A store streams: [Store.Put] reads its input once, computing the size and
 // SHA-256 as it goes, and a reader never sees half an object. [Store.Lock]
@@ -11,8 +12,8 @@
 //	info, err := s.Put(ctx, "s_1.mp4", r)
 //	rc, _, err := s.OpenRange(ctx, "s_1.mp4", 0, 1024)
 //
-// Keys are what retain stores today (<session>.mp4, <certificate>.png), so
-// files and objects written before this package keep working.
+// retain.Dir's keys are the file names it wrote before this package
+// (<session>.mp4, <certificate>.png), so its directories keep working.
 package blob
 
 import (

@@ -8,39 +8,40 @@
 //
 // The section Example below gives a whole Config.
 //
-// A session's video is the object <Prefix><session>.mp4 of the bucket
-// (Prefix defaults to "videos/"). Put hashes the MP4 first and then streams
-// it with one PutObject, sending its SHA-256 in x-amz-checksum-sha256: a
-// server that checks it (Amazon S3, MinIO and versitygw do) refuses a body
-// that does not match, so the stored object is exactly the video that
-// consent.Video describes. The video's Path names the bucket, the key and,
-// when the bucket keeps versions, the version Put wrote:
+// Every object is written and read through a blob/s3blob store on the
+// bucket and Prefix (default "videos/"): the S3 code, its checksums and
+// its locks, live there once, shared with the finished recordings (D52).
+// A session's video is the object <Prefix><session>/<time>-<random>.mp4,
+// a key of its own that nothing writes over, uploaded with its SHA-256,
+// which the server checks (Amazon S3, MinIO and versitygw do), so the
+// stored object is exactly the video that consent.Video describes. The
+// video's Path names the bucket and the key:
 //
-//	s3://bucket/videos/ses_123.mp4?versionId=3HL4kqtJlcpXroDTDmJ
+//	s3://bucket/videos/ses_123/20261129T063000.123456789Z-9f2c41d0.mp4
 //
-// Open reads exactly that version, so a later conversion of the same session
-// (a new version) never changes what an earlier row points at. In a bucket
-// without versions a later Put replaces the object, and Open refuses to serve
-// it for a row whose size, or SHA-256 where the server reports one, differs.
-// Open refuses a Path outside the store's bucket and prefix, as retain.Dir
-// refuses a path outside its directory: a changed database row cannot make it
-// read another object.
+// A later conversion of the same session writes another key, so it never
+// changes what an earlier row points at, and a retried conversion never
+// meets an earlier attempt's lock. Paths written before each video had a
+// key of its own — <Prefix><session>.mp4, with ?versionId=… where the
+// bucket keeps versions — still open, that version exactly. Open refuses a
+// Path outside the store's bucket and prefix, or of another shape, as
+// retain.Dir refuses a path outside its directory: a changed database row
+// cannot make it read another object. Open also refuses an object whose
+// size, or SHA-256 where the server reports one, differs from the row's.
 //
 // # Object Lock
 //
 // D45 asks that a retained video be undeletable until its retention date
-// where the storage can do that. New asks the bucket for its Object Lock
-// configuration (GetObjectLockConfiguration). When Object Lock is enabled,
-// every Put writes its object version in COMPLIANCE mode with a
-// retain-until date of keepUntil, in UTC and rounded up to the whole second:
-// until then nobody, the bucket's owner included, can delete that version or
-// shorten its retention. A keepUntil that is zero or not in the future writes
-// no retention of its own (the bucket's default retention, if it has one,
-// still applies). A bucket without Object Lock stores videos unlocked; set
-// Config.RequireObjectLock to make New fail instead. Locking tells which
-// applies. Object Lock can only be enabled on a bucket when it is created
-// (CreateBucket with ObjectLockEnabledForBucket), and such a bucket keeps
-// versions.
+// where the storage can do that. Put locks each object until keepUntil,
+// rounded up to the whole second, when that is in the future: where the
+// bucket has Object Lock, in COMPLIANCE mode, so that nobody, the bucket's
+// owner included, can delete it or shorten its retention before then; in a
+// bucket without it, with a tag that this library honours and the bucket's
+// owner need not (s3blob). A lock that fails removes the object it would
+// have kept, and Put fails. Set Config.RequireObjectLock to make New refuse
+// a bucket without Object Lock; Locking tells which applies. Object Lock can
+// only be enabled on a bucket when it is created (CreateBucket with
+// ObjectLockEnabledForBucket), and such a bucket keeps versions.
 //
 // # Reading
 //
@@ -48,9 +49,9 @@
 // version is reported then, as an error for which errors.Is(err,
 // fs.ErrNotExist) holds, as with retain.Dir. The returned io.ReadSeekCloser
 // reads lazily: Seek only moves the offset, and the first Read after it asks
-// for the rest of the object from there (GetObject with Range: bytes=off-).
-// http.ServeContent therefore makes one GetObject per range it serves. The
-// reads use the context given to Open.
+// for the rest of the object from there (a HeadObject and a GetObject with
+// Range: bytes=off-). http.ServeContent therefore makes one GetObject per
+// range it serves. The reads use the context given to Open.
 //
 // # Example
 //
@@ -71,33 +72,36 @@
 // A host that configures the AWS SDK its own way (credential chain, IAM
 // roles, custom HTTP client) passes its *s3.Client in Config.Client instead.
 //
-// The credentials need s3:GetBucketObjectLockConfiguration (New),
-// s3:PutObject and, on a bucket with Object Lock, s3:PutObjectRetention
-// (Put), and s3:GetObject and s3:GetObjectVersion (Open). They need no right
-// to delete. Put sends one PutObject, so a video is limited to the 5 GiB a
-// single upload may hold.
+// The credentials are s3blob's: s3:GetBucketObjectLockConfiguration (New),
+// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucketVersions,
+// s3:DeleteObject and s3:DeleteObjectVersion (the purge deletes a video
+// once its retention ends), and either s3:PutObjectRetention and
+// s3:GetObjectRetention (with Object Lock) or s3:PutObjectTagging and
+// s3:GetObjectTagging (without). One upload holds at most 5 GiB.
 package s3video
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/consentkit/consentkit/blob"
+	"github.com/consentkit/consentkit/blob/s3blob"
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/s3api"
 	"github.com/consentkit/consentkit/retain"
 )
 
@@ -135,10 +139,9 @@ type Config struct {
 // Store is a retain.VideoStore in an S3 bucket. It is safe for concurrent
 // use.
 type Store struct {
-	client  *s3.Client
-	bucket  string
-	prefix  string
-	locking bool
+	blobs  *s3blob.Store // every object is written and read through it
+	bucket string
+	prefix string
 }
 
 var _ retain.VideoStore = (*Store)(nil)
@@ -167,22 +170,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	} else if cfg.Endpoint != "" || cfg.Region != "" || cfg.AccessKeyID != "" || cfg.SecretAccessKey != "" || cfg.PathStyle {
 		return nil, errors.New("s3video: Config.Client and the connection fields (Endpoint, Region, AccessKeyID, SecretAccessKey, PathStyle) exclude each other")
 	}
-	s := &Store{client: client, bucket: cfg.Bucket, prefix: cfg.Prefix}
-
-	out, err := client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &s.bucket})
-	switch code := s3api.ErrorCode(err); {
-	case err == nil:
-		s.locking = out.ObjectLockConfiguration != nil &&
-			out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
-	case code == "ObjectLockConfigurationNotFoundError" || code == "NotImplemented":
-		// The bucket has no Object Lock, or the server has none at all.
-	default:
-		return nil, fmt.Errorf("s3video: read the Object Lock configuration of bucket %s: %w", s.bucket, err)
+	blobs, err := s3blob.New(ctx, s3blob.Config{Client: client, Bucket: cfg.Bucket, Prefix: cfg.Prefix})
+	if err != nil {
+		return nil, fmt.Errorf("s3video: %w", err)
 	}
-	if cfg.RequireObjectLock && !s.locking {
-		return nil, fmt.Errorf("s3video: bucket %s does not have Object Lock enabled, and Config.RequireObjectLock asks for it (Object Lock can only be enabled when a bucket is created)", s.bucket)
+	if cfg.RequireObjectLock && !blobs.Locking() {
+		return nil, fmt.Errorf("s3video: bucket %s does not have Object Lock enabled, and Config.RequireObjectLock asks for it (Object Lock can only be enabled when a bucket is created)", cfg.Bucket)
 	}
-	return s, nil
+	return &Store{blobs: blobs, bucket: cfg.Bucket, prefix: cfg.Prefix}, nil
 }
 
 // NewClient makes the S3 client that New makes from cfg's connection
@@ -233,14 +228,16 @@ func validPrefix(p string) bool {
 	return true
 }
 
-// Locking reports whether Put writes videos under Object Lock in compliance
-// mode, that is whether the bucket had Object Lock enabled when New looked.
-func (s *Store) Locking() bool { return s.locking }
+// Locking reports whether Put locks videos under Object Lock in compliance
+// mode, that is whether the bucket had Object Lock enabled when New looked
+// (otherwise its locks are tags that this library honours).
+func (s *Store) Locking() bool { return s.blobs.Locking() }
 
-// Put uploads the MP4 at src as <Prefix><sessionID>.mp4 and returns its
-// Path, size and SHA-256. With Locking, the new object version is locked in
-// compliance mode until keepUntil when that is in the future (D45). A bucket
-// that keeps versions keeps the earlier video too, and its Path still opens
+// Put uploads the MP4 at src as <Prefix><sessionID>/<time>-<random>.mp4,
+// a key of its own that nothing writes over, and returns its Path, size and
+// SHA-256. The object is locked until keepUntil when that is in the future
+// (D45): under Object Lock in compliance mode where the bucket has it. An
+// earlier video of the session keeps its own key, and its Path still opens
 // it.
 func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
 	f, err := os.Open(src)
@@ -248,99 +245,69 @@ func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.T
 		return consent.Video{}, err
 	}
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
-	return s.put(ctx, sessionID, ".mp4", "video/mp4", f, keepUntil)
+	return s.put(ctx, sessionID, ".mp4", f, keepUntil)
 }
 
 // PutScreenshot uploads png, an attestation's screenshot (D49), as
-// <Prefix><certificateID>.png, locked as Put locks a video.
+// <Prefix><certificateID>/<time>-<random>.png, locked as Put locks a video.
 func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
-	return s.put(ctx, certificateID, ".png", "image/png", bytes.NewReader(png), keepUntil)
+	return s.put(ctx, certificateID, ".png", bytes.NewReader(png), keepUntil)
 }
 
-// put uploads body as <Prefix><id><ext>.
-func (s *Store) put(ctx context.Context, id, ext, contentType string, body io.ReadSeeker, keepUntil time.Time) (consent.Video, error) {
+// put uploads body under a new key of id, and locks it until keepUntil.
+func (s *Store) put(ctx context.Context, id, ext string, body io.Reader, keepUntil time.Time) (consent.Video, error) {
 	if !consent.ValidID(id) || id == "." || id == ".." {
 		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object", id)
 	}
-	// The SHA-256 goes in the request, so it is computed before the upload.
-	h := sha256.New()
-	n, err := io.Copy(h, body)
+	var r [4]byte
+	_, _ = rand.Read(r[:]) // crypto/rand never fails
+	key := id + "/" + time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:]) + ext
+	info, err := s.blobs.Put(ctx, key, body)
 	if err != nil {
-		return consent.Video{}, err
+		return consent.Video{}, fmt.Errorf("s3video: upload %s: %w", id+ext, err)
 	}
-	if _, err := body.Seek(0, io.SeekStart); err != nil {
-		return consent.Video{}, err
-	}
-	var v consent.Video
-	copy(v.SHA256[:], h.Sum(nil))
-	key := s.prefix + id + ext
-	in := &s3.PutObjectInput{
-		Bucket:        &s.bucket,
-		Key:           &key,
-		Body:          body,
-		ContentLength: &n,
-		ContentType:   aws.String(contentType),
-		// Object Lock requires an integrity checksum on the request, and
-		// with it the server verifies the body against the digest that
-		// consent.Video records.
-		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(v.SHA256[:])),
-	}
-	// The server refuses a retain-until date in the past; ours is only a
-	// guard against sending one, so the local clock is good enough.
-	if s.locking && keepUntil.After(time.Now()) {
-		until := keepUntil.UTC()
-		if t := until.Truncate(time.Second); !t.Equal(until) {
-			until = t.Add(time.Second) // never release before keepUntil
+	// The blob store refuses a lock that is not in the future; ours is only
+	// a guard against asking for one, so the local clock is good enough.
+	if keepUntil.After(time.Now()) {
+		if err := s.blobs.Lock(ctx, key, keepUntil); err != nil {
+			// Not locked, so removable: a retry writes another key.
+			_ = s.blobs.Delete(context.WithoutCancel(ctx), key) // err says what failed
+			return consent.Video{}, fmt.Errorf("s3video: lock %s: %w", id+ext, err)
 		}
-		in.ObjectLockMode = types.ObjectLockModeCompliance
-		in.ObjectLockRetainUntilDate = &until
 	}
-	out, err := s.client.PutObject(ctx, in)
-	if err != nil {
-		return consent.Video{}, fmt.Errorf("s3video: upload %s to s3://%s/%s: %w", id+ext, s.bucket, key, err)
-	}
-	v.Path = s.path(key, aws.ToString(out.VersionId))
-	v.Bytes = n
-	return v, nil
+	u := url.URL{Scheme: "s3", Host: s.bucket, Path: "/" + s.prefix + key}
+	return consent.Video{Path: u.String(), Bytes: info.Size, SHA256: info.SHA256}, nil
 }
 
-func (s *Store) path(key, versionID string) string {
-	u := url.URL{Scheme: "s3", Host: s.bucket, Path: "/" + key}
-	if versionID != "" {
-		u.RawQuery = url.Values{"versionId": {versionID}}.Encode()
-	}
-	return u.String()
-}
+// objectKey is the shape of the keys Put writes, <id>/<time>-<random>.mp4
+// (or .png), and of those it wrote before, <id>.mp4: Open reads no other
+// object of the prefix.
+var objectKey = regexp.MustCompile(`^([^/]+?)(/[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8})?\.(mp4|png)$`)
 
-// object is what a Path names: a key of the store and maybe a version.
+// object is what a Path names: a blob key of the store and, for a video
+// written before each had a key of its own, maybe a version.
 type object struct {
 	key, version string
 }
 
 // parse reads a Path that Put wrote, refusing anything that is not a video
-// of this store's bucket and prefix.
+// or screenshot of this store's bucket and prefix.
 func (s *Store) parse(p string) (object, error) {
 	bad := fmt.Errorf("s3video: video path %q is not a video of s3://%s/%s", p, s.bucket, s.prefix)
 	u, err := url.Parse(p)
 	if err != nil || u.Scheme != "s3" || u.Host != s.bucket || u.User != nil || u.Opaque != "" || u.Fragment != "" || u.RawFragment != "" {
 		return object{}, bad
 	}
-	name, ok := strings.CutPrefix(u.Path, "/"+s.prefix)
-	if !ok {
-		return object{}, bad
-	}
-	id, ok := strings.CutSuffix(name, ".mp4")
-	if !ok {
-		id, ok = strings.CutSuffix(name, ".png")
-	}
-	if !ok || !consent.ValidID(id) || id == "." || id == ".." {
+	key, ok := strings.CutPrefix(u.Path, "/"+s.prefix)
+	m := objectKey.FindStringSubmatch(key)
+	if !ok || m == nil || !consent.ValidID(m[1]) || blob.ValidKey(key) != nil {
 		return object{}, bad
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
 		return object{}, bad
 	}
-	o := object{key: s.prefix + name}
+	o := object{key: key}
 	for k, vs := range q {
 		if k != "versionId" || len(vs) != 1 || vs[0] == "" {
 			return object{}, bad
@@ -348,6 +315,14 @@ func (s *Store) parse(p string) (object, error) {
 		o.version = vs[0]
 	}
 	return o, nil
+}
+
+// open reads o from offset on.
+func (s *Store) open(ctx context.Context, o object, offset int64) (io.ReadCloser, blob.Info, error) {
+	if o.version != "" {
+		return s.blobs.OpenVersion(ctx, o.key, o.version, offset, -1)
+	}
+	return s.blobs.OpenRange(ctx, o.key, offset, -1)
 }
 
 // Open returns the video at v.Path, which must be an object of the store's
@@ -359,61 +334,50 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 	if err != nil {
 		return nil, err
 	}
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
-		Bucket:       &s.bucket,
-		Key:          &o.key,
-		VersionId:    s3api.Optional(o.version),
-		ChecksumMode: types.ChecksumModeEnabled,
-	})
+	head, info, err := s.open(ctx, o, math.MaxInt64) // reads nothing: the object's size and digest
 	if err != nil {
-		return nil, s.readError("open", v.Path, err)
+		return nil, readError("open", v.Path, err)
 	}
-	size := aws.ToInt64(head.ContentLength)
-	if v.Bytes != 0 && size != v.Bytes {
-		return nil, fmt.Errorf("s3video: %s holds %d bytes, not the video's %d", v.Path, size, v.Bytes)
+	_ = head.Close() // empty
+	if v.Bytes != 0 && info.Size != v.Bytes {
+		return nil, fmt.Errorf("s3video: %s holds %d bytes, not the video's %d", v.Path, info.Size, v.Bytes)
 	}
-	if sum, err := base64.StdEncoding.DecodeString(aws.ToString(head.ChecksumSHA256)); err == nil && len(sum) == sha256.Size &&
-		head.ChecksumType != types.ChecksumTypeComposite && !v.SHA256.IsZero() && consent.Digest(sum) != v.SHA256 {
-		return nil, fmt.Errorf("s3video: %s has SHA-256 %x, not the video's %s", v.Path, sum, v.SHA256)
+	if info.SHA256 != ([32]byte{}) && !v.SHA256.IsZero() && consent.Digest(info.SHA256) != v.SHA256 {
+		return nil, fmt.Errorf("s3video: %s has SHA-256 %x, not the video's %s", v.Path, info.SHA256, v.SHA256)
 	}
-	return &reader{ctx: ctx, s: s, path: v.Path, obj: o, etag: aws.ToString(head.ETag), size: size}, nil
+	return &reader{ctx: ctx, s: s, path: v.Path, obj: o, size: info.Size}, nil
 }
 
-// Delete removes the object version at path, which must be an object of
-// the store's bucket and prefix: deleting a version is permanent. A version
-// under Object Lock is refused by the server until its retain-until date.
-// An object or version already gone is not an error.
+// Delete removes the object at path, which must be an object of the
+// store's bucket and prefix, with every version of its key: deleting is
+// permanent. An object under a lock is refused until its date. An object
+// already gone is not an error.
 func (s *Store) Delete(ctx context.Context, path string) error {
 	o, err := s.parse(path)
 	if err != nil {
 		return err
 	}
-	_, err = s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &o.key, VersionId: s3api.Optional(o.version)})
-	if err != nil {
-		if err := s.readError("delete", path, err); errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
+	if err := s.blobs.Delete(ctx, o.key); err != nil {
 		return fmt.Errorf("s3video: delete %s: %w", path, err)
 	}
 	return nil
 }
 
 // readError wraps err, making a missing object or version fs.ErrNotExist.
-func (s *Store) readError(op, path string, err error) error {
-	if s3api.Missing(err) {
+func readError(op, path string, err error) error {
+	if errors.Is(err, blob.ErrNotFound) {
 		return fmt.Errorf("s3video: %s %s: %w (%w)", op, path, fs.ErrNotExist, err)
 	}
 	return fmt.Errorf("s3video: %s %s: %w", op, path, err)
 }
 
 // reader reads an object from an offset on. body, when not nil, is the
-// response of a GetObject that started at off.
+// response of a read that started at off.
 type reader struct {
 	ctx    context.Context
 	s      *Store
 	path   string
 	obj    object
-	etag   string
 	size   int64
 	off    int64
 	body   io.ReadCloser
@@ -431,22 +395,11 @@ func (r *reader) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	if r.body == nil {
-		in := &s3.GetObjectInput{
-			Bucket:    &r.s.bucket,
-			Key:       &r.obj.key,
-			VersionId: s3api.Optional(r.obj.version),
-			// Without a version, the key could be written anew between
-			// the HeadObject of Open and here: read only what Open saw.
-			IfMatch: s3api.Optional(r.etag),
-		}
-		if r.off > 0 {
-			in.Range = aws.String(fmt.Sprintf("bytes=%d-", r.off))
-		}
-		out, err := r.s.client.GetObject(r.ctx, in)
+		body, _, err := r.s.open(r.ctx, r.obj, r.off)
 		if err != nil {
-			return 0, r.s.readError("read", r.path, err)
+			return 0, readError("read", r.path, err)
 		}
-		r.body = out.Body
+		r.body = body
 	}
 	n, err := r.body.Read(p)
 	r.off += int64(n)
