@@ -27,12 +27,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/jsonscan"
+	"github.com/consentkit/consentkit/internal/jsontext"
 )
 
 // UploadTokenPrefix starts every upload token, so that one is recognized
@@ -228,6 +230,69 @@ type Chunk struct {
 	SessionID string
 	Seq       int
 	Events    json.RawMessage // a JSON array of rrweb events
+	// checked says that ParseChunk checked Events, as CheckEvents does,
+	// with verdict invalid: Append does not read them again.
+	checked bool
+	invalid error
+}
+
+// ParseChunk reads a chunk's JSON body, {"seq":…,"events":[…]}, in its
+// plain form, in one pass that checks the events as CheckEvents does: the
+// body valid UTF-8 whose \u escapes pair every surrogate, the members
+// named seq and events exactly so (no other spelling that encoding/json
+// would match, as it matches names in any case; the last of a name
+// counts), seq an integer. The events are kept as they are in body, not
+// copied, and Append does not check them again. ok is false for a body in
+// any other form: the caller decodes it as it would any JSON (and Append
+// checks its events), so that the two paths give the same answers, every
+// refusal included.
+func ParseChunk(body []byte) (ch Chunk, ok bool) {
+	if !jsontext.Valid(body) {
+		return Chunk{}, false
+	}
+	var (
+		seq    *int
+		events []byte
+		check  eventsCheck
+		plain  = true
+	)
+	err := jsonscan.ObjectValues(body, func(name []byte, v *jsonscan.Value) error {
+		switch n := string(name); {
+		case n == "seq":
+			raw, err := v.Raw()
+			if err != nil {
+				return err
+			}
+			// Each seq must be an integer (null, a fraction, a string…:
+			// the general path says what is wrong), the last one counts.
+			i, err := strconv.Atoi(string(raw))
+			plain = plain && err == nil
+			seq = &i
+		case n == "events":
+			check = eventsCheck{}
+			raw, err := v.Objects(check.member, check.end)
+			if err != nil {
+				return err
+			}
+			events = raw
+		case bytes.IndexByte(name, '\\') >= 0 || !isASCII(name) || strings.EqualFold(n, "seq") || strings.EqualFold(n, "events"):
+			plain = false
+		}
+		return nil
+	})
+	if err != nil || !plain || seq == nil || events == nil {
+		return Chunk{}, false
+	}
+	return Chunk{Seq: *seq, Events: events, checked: true, invalid: check.verdict()}, true
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // Append stores a chunk (D34): seq must be the session's next; a stored seq
@@ -240,8 +305,11 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 	if ch.Seq < 0 {
 		return 0, consent.Errorf(consent.Invalid, "seq must be a non-negative integer")
 	}
-	if err := CheckEvents(ch.Events); err != nil {
-		return 0, err
+	if !ch.checked {
+		ch.invalid = CheckEvents(ch.Events)
+	}
+	if ch.invalid != nil {
+		return 0, ch.invalid
 	}
 	var n int
 	err := c.svc.Store().Update(ctx, func(tx consent.Tx) error {
@@ -293,34 +361,50 @@ const maxEventsPerChunk = 100_000
 // pass (jsonscan), and none is decoded: a chunk costs CPU by its bytes,
 // whatever its events hold.
 func CheckEvents(events json.RawMessage) error {
-	var (
-		typ, ts []byte
-		n       int
-		first   error // the first event at fault, reported once the whole is known valid
-	)
-	err := jsonscan.Objects(events, func(_ int, name, value []byte) error {
-		switch {
-		case nameIs(name, "type"):
-			typ = value
-		case nameIs(name, "timestamp"):
-			ts = value
-		}
-		return nil
-	}, func(i int) error {
-		n++
-		if first == nil {
-			first = checkEvent(i, typ, ts)
-		}
-		typ, ts = nil, nil
-		return nil
-	})
+	var c eventsCheck
+	if err := jsonscan.Objects(events, c.member, c.end); err != nil {
+		c.n = 0 // not an array of objects at all
+	}
+	return c.verdict()
+}
+
+// eventsCheck is CheckEvents's reading of the events, an event at a time,
+// for jsonscan's Objects and Value.Objects.
+type eventsCheck struct {
+	typ, ts []byte
+	n       int
+	first   error // the first event at fault, reported once the whole is known valid
+}
+
+func (c *eventsCheck) member(_ int, name, value []byte) error {
 	switch {
-	case err != nil || n == 0:
+	case nameIs(name, "type"):
+		c.typ = value
+	case nameIs(name, "timestamp"):
+		c.ts = value
+	}
+	return nil
+}
+
+func (c *eventsCheck) end(i int) error {
+	c.n++
+	if c.first == nil {
+		c.first = checkEvent(i, c.typ, c.ts)
+	}
+	c.typ, c.ts = nil, nil
+	return nil
+}
+
+// verdict is CheckEvents's answer once every event was read (n zero when
+// the events were not an array of objects).
+func (c *eventsCheck) verdict() error {
+	switch {
+	case c.n == 0:
 		return consent.Errorf(consent.Invalid, "events must be a non-empty JSON array of rrweb event objects")
-	case n > maxEventsPerChunk:
+	case c.n > maxEventsPerChunk:
 		return consent.Errorf(consent.Invalid, "events: at most %d in a chunk", maxEventsPerChunk)
 	}
-	return first
+	return c.first
 }
 
 // checkEvent checks the raw values of event i's type and timestamp (nil

@@ -6,15 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/jsonscan"
-	"github.com/consentkit/consentkit/internal/jsontext"
 )
 
 // The capture routes (D32–D36): public, called by the snippet from pages of
@@ -120,53 +115,17 @@ type eventsRequest struct {
 	SessionID string          `path:"session_id" json:"-"`
 	Seq       *int            `json:"seq"`
 	Events    json.RawMessage `json:"events"`
+	plain     *capture.Chunk  // the chunk decodePlain read
 }
 
-// decodePlain reads a chunk in its plain form: valid UTF-8 whose \u
-// escapes pair every surrogate (as the general path requires), a JSON
-// object whose members named seq and events are named so exactly (no
-// other spelling that encoding/json would match, as it matches names in
-// any case), seq an integer. The events are kept as they are in the body,
-// not copied. Escapes inside the events cost nothing more: they are
-// checked in the same linear pass.
+// decodePlain reads a chunk in its plain form, its events checked in the
+// same pass (capture.ParseChunk).
 func (r *eventsRequest) decodePlain(data []byte) bool {
-	if !jsontext.Valid(data) {
-		return false
+	ch, ok := capture.ParseChunk(data)
+	if ok {
+		r.plain, r.Seq, r.Events = &ch, &ch.Seq, ch.Events
 	}
-	var (
-		seq    *int
-		events []byte
-	)
-	plain := true
-	err := jsonscan.Object(data, func(name, value []byte) error {
-		switch n := string(name); {
-		case n == "seq":
-			// Each seq must be an integer (null, a fraction, a string…:
-			// the general path says what is wrong), the last one counts.
-			v, err := strconv.Atoi(string(value))
-			plain = plain && err == nil
-			seq = &v
-		case n == "events":
-			events = value
-		case bytes.IndexByte(name, '\\') >= 0 || !isASCII(name) || strings.EqualFold(n, "seq") || strings.EqualFold(n, "events"):
-			plain = false
-		}
-		return nil
-	})
-	if err != nil || !plain {
-		return false
-	}
-	r.Seq, r.Events = seq, events
-	return true
-}
-
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
+	return ok
 }
 
 type eventsResponse struct {
@@ -178,8 +137,12 @@ func (h *Handler) appendEvents(ctx context.Context, c Caller, req *eventsRequest
 	if req.Seq == nil {
 		return nil, consent.Errorf(consent.Invalid, "seq is required")
 	}
-	n, err := h.capture.Append(ctx, capture.Caller{UploadToken: c.UploadToken, Origin: c.Origin},
-		capture.Chunk{SessionID: req.SessionID, Seq: *req.Seq, Events: req.Events})
+	ch := capture.Chunk{Seq: *req.Seq, Events: req.Events}
+	if req.plain != nil {
+		ch = *req.plain // its events checked already
+	}
+	ch.SessionID = req.SessionID
+	n, err := h.capture.Append(ctx, capture.Caller{UploadToken: c.UploadToken, Origin: c.Origin}, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package httpadapter
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -281,5 +283,26 @@ func TestFieldKind(t *testing.T) {
 		if field, kind := fieldKind(reflect.TypeFor[request](), te); field+" must be "+kind != tc.want {
 			t.Errorf("%s (Field %q): %s must be %s, want %s", tc.body, te.Field, field, kind, tc.want)
 		}
+	}
+}
+
+// readAll reads every body whole, whatever length it declared: none
+// (chunked), its own, more or less than it holds, more than it presizes.
+func TestReadAllWhateverTheDeclaredLength(t *testing.T) {
+	for _, size := range []int{0, 1, 511, 512, 513, 16 << 10, presize, presize + 1, 3*presize + 7} {
+		body := bytes.Repeat([]byte("0123456789abcdef"), size/16+1)[:size]
+		for _, declared := range []int64{-1, 0, int64(size), int64(size) / 2, int64(size) * 2, 1 << 40} {
+			got, err := readAll(iotest.OneByteReader(bytes.NewReader(body)), declared)
+			if err != nil || !bytes.Equal(got, body) {
+				t.Errorf("size %d declared %d: read %d bytes, %v", size, declared, len(got), err)
+			}
+			if got, err := readAll(bytes.NewReader(body), declared); err != nil || !bytes.Equal(got, body) {
+				t.Errorf("size %d declared %d, in one read: %d bytes, %v", size, declared, len(got), err)
+			}
+		}
+	}
+	boom := errors.New("boom")
+	if _, err := readAll(iotest.ErrReader(boom), 10); !errors.Is(err, boom) {
+		t.Errorf("a failing body: %v", err)
 	}
 }

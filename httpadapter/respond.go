@@ -174,7 +174,7 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge f
 	}
 	// http.MaxBytesReader holds the body to the limit, and has the server
 	// close the connection rather than read on.
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	data, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
@@ -219,6 +219,32 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge f
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
 	}
 	return nil
+}
+
+// presize is the most readAll sets aside before a body's bytes arrive: a
+// client's Content-Length is only a claim.
+const presize = 64 << 10
+
+// readAll is io.ReadAll with a first buffer sized by the body's declared
+// length (up to presize, and one byte more, so that the end is read without
+// growing it). io.ReadAll starts at 512 bytes and doubles: for a 16 KiB
+// chunk of events, five allocations whose zeroing and copying were a fifth
+// of the server's CPU per chunk (BENCHMARKS.md, issue 36).
+func readAll(r io.Reader, declared int64) ([]byte, error) {
+	b := make([]byte, 0, min(max(declared, 0), presize)+512)
+	for {
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return b, nil
+			}
+			return b, err
+		}
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // let append choose the growth
+		}
+	}
 }
 
 // A plainDecoder is a request that reads the plain form of its body in

@@ -7,6 +7,7 @@
 package jsonscan
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -78,6 +79,95 @@ func Objects(b []byte, member func(i int, name, value []byte) error, end func(i 
 	})
 }
 
+// ObjectValues checks that b is one valid JSON object, as Object does,
+// and calls fn with each member's name and its value not yet read: fn may
+// read it, once, with Value.Raw or Value.Objects; a value fn leaves unread
+// is read (checked) after fn returns. So a member's value is read once
+// however fn wants it. It stops at fn's first error and returns it.
+func ObjectValues(b []byte, fn func(name []byte, v *Value) error) error {
+	s := scanner{b: b}
+	s.ws()
+	if s.peek() != '{' {
+		return s.kind("an object")
+	}
+	if err := s.lazyMembers(fn); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// Value is a member's value that ObjectValues has not read yet.
+type Value struct {
+	s    *scanner
+	read bool
+}
+
+// errRead is the error of a Value read twice.
+var errRead = errors.New("jsonscan: the value was read already")
+
+// Raw reads the value and returns its bytes.
+func (v *Value) Raw() ([]byte, error) {
+	if v.read {
+		return nil, errRead
+	}
+	v.read = true
+	start := v.s.i
+	err := v.s.value(1)
+	return v.s.b[start:v.s.i], err
+}
+
+// Objects reads the value as Objects reads a whole text: an array of
+// objects, member called for each member of each object and end after
+// each object. It returns the value's bytes too. ErrKind (a value that is
+// not an array of objects) comes once the value is read whole: the object
+// can be read on.
+func (v *Value) Objects(member func(i int, name, value []byte) error, end func(i int) error) ([]byte, error) {
+	if v.read {
+		return nil, errRead
+	}
+	v.read = true
+	s := v.s
+	start := s.i
+	if s.peek() != '[' {
+		if err := s.value(1); err != nil {
+			return nil, err
+		}
+		return s.b[start:s.i], fmt.Errorf("%w: want an array of objects", ErrKind)
+	}
+	// After an element that is not an object, the rest is only checked:
+	// ErrKind means the value was read whole and is valid JSON.
+	var kind error
+	err := s.elementsOf(func(n int) error {
+		switch {
+		case s.peek() != '{':
+			kind = cmp.Or(kind, fmt.Errorf("%w: want an array of objects", ErrKind))
+			return s.value(2)
+		case kind != nil:
+			return s.members(3, nil)
+		}
+		if err := s.members(3, func(name, value []byte) error { return member(n, name, value) }); err != nil {
+			return err
+		}
+		return end(n)
+	})
+	return s.b[start:s.i], cmp.Or(err, kind)
+}
+
+// lazyMembers reads an object from its '{', handing each member's value
+// to fn unread.
+func (s *scanner) lazyMembers(fn func(name []byte, v *Value) error) error {
+	return s.eachMember(func(name []byte) error {
+		v := Value{s: s}
+		if err := fn(name, &v); err != nil {
+			return err
+		}
+		if !v.read {
+			return s.value(1)
+		}
+		return nil
+	})
+}
+
 // array reads b, which must be one array and nothing else but white
 // space, calling elem at the start of each element to read it.
 func (s *scanner) array(elem func(n int) error) error {
@@ -85,11 +175,20 @@ func (s *scanner) array(elem func(n int) error) error {
 	if s.peek() != '[' {
 		return s.kind("an array")
 	}
-	s.i++
+	if err := s.elementsOf(elem); err != nil {
+		return err
+	}
+	return s.end()
+}
+
+// elementsOf reads an array from its '[', calling elem at the start of
+// each element to read it.
+func (s *scanner) elementsOf(elem func(n int) error) error {
+	s.i++ // [
 	s.ws()
 	if s.peek() == ']' {
 		s.i++
-		return s.end()
+		return nil
 	}
 	for n := 0; ; n++ {
 		if err := elem(n); err != nil {
@@ -100,7 +199,7 @@ func (s *scanner) array(elem func(n int) error) error {
 		case ',':
 			s.ws()
 		case ']':
-			return s.end()
+			return nil
 		default:
 			return s.syntax()
 		}
@@ -184,6 +283,21 @@ func (s *scanner) value(depth int) error {
 // members reads an object from its '{', calling fn, when not nil, for each
 // member.
 func (s *scanner) members(depth int, fn func(name, value []byte) error) error {
+	return s.eachMember(func(name []byte) error {
+		start := s.i
+		if err := s.value(depth); err != nil {
+			return err
+		}
+		if fn != nil {
+			return fn(name, s.b[start:s.i])
+		}
+		return nil
+	})
+}
+
+// eachMember reads an object from its '{', calling value after each
+// member's name and colon to read its value.
+func (s *scanner) eachMember(value func(name []byte) error) error {
 	s.i++ // {
 	s.ws()
 	if s.peek() == '}' {
@@ -204,14 +318,8 @@ func (s *scanner) members(depth int, fn func(name, value []byte) error) error {
 			return s.syntax()
 		}
 		s.ws()
-		start := s.i
-		if err := s.value(depth); err != nil {
+		if err := value(name); err != nil {
 			return err
-		}
-		if fn != nil {
-			if err := fn(name, s.b[start:s.i]); err != nil {
-				return err
-			}
 		}
 		s.ws()
 		switch s.next() {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -212,4 +213,68 @@ func BenchmarkEncodingJSONValid(b *testing.B) {
 			b.Fatal("invalid")
 		}
 	}
+}
+
+// ObjectValues hands out the members Object does, whether a value is read
+// raw, read as an array of objects or left unread, and agrees with Object
+// and Objects on what is valid.
+func FuzzObjectValues(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[{"x":1},{"y":[2]}],"c":"s"}`, `{"a":[1]}`, `{"a":[{"b":}]}`, `{}`, `[]`, `{"a":[{}],}`} {
+		f.Add([]byte(s), uint8(5))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, how uint8) {
+		type member struct{ name, value string }
+		var want []member
+		wantErr := Object(b, func(name, value []byte) error {
+			want = append(want, member{string(name), string(value)})
+			return nil
+		})
+		var got []member
+		i := 0
+		gotErr := ObjectValues(b, func(name []byte, v *Value) error {
+			defer func() { i++ }()
+			switch (int(how) >> (i % 8) & 1) + (i%2)*2 {
+			case 0: // left unread
+				got = append(got, member{string(name), ""})
+				return nil
+			case 1, 3:
+				raw, err := v.Raw()
+				got = append(got, member{string(name), string(raw)})
+				return err
+			}
+			var objects [][2]string
+			raw, err := v.Objects(func(_ int, n, val []byte) error {
+				objects = append(objects, [2]string{string(n), string(val)})
+				return nil
+			}, func(int) error { return nil })
+			got = append(got, member{string(name), string(raw)})
+			if err == nil {
+				var again [][2]string
+				if err := Objects(raw, func(_ int, n, val []byte) error {
+					again = append(again, [2]string{string(n), string(val)})
+					return nil
+				}, func(int) error { return nil }); err != nil || !reflect.DeepEqual(objects, again) {
+					t.Fatalf("%q: Value.Objects read %q, Objects of its bytes %q, %v", b, objects, again, err)
+				}
+			}
+			if errors.Is(err, ErrKind) {
+				return nil // the value is valid, of another kind: go on
+			}
+			return err
+		})
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("%q: Object %v, ObjectValues %v", b, wantErr, gotErr)
+		}
+		if wantErr != nil {
+			return
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%q: %d members, Object read %d", b, len(got), len(want))
+		}
+		for k := range got {
+			if got[k].name != want[k].name || got[k].value != "" && got[k].value != want[k].value {
+				t.Fatalf("%q: member %d is %q, Object read %q", b, k, got[k], want[k])
+			}
+		}
+	})
 }

@@ -56,10 +56,11 @@ func Valid(raw []byte) bool {
 		return false
 	}
 	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
+		j := bytes.IndexByte(raw[i:], '\\') // fast where there are few escapes
+		if j < 0 {
+			return true
 		}
-		i++ // the escaped character
+		i += j + 1 // the escaped character
 		if i >= len(raw) || raw[i] != 'u' {
 			continue
 		}
