@@ -26,10 +26,10 @@
 // bucket, until Delete.
 //
 // The credentials need s3:GetBucketObjectLockConfiguration (New),
-// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucketVersions,
-// s3:DeleteObject and s3:DeleteObjectVersion, and either
-// s3:PutObjectRetention and s3:GetObjectRetention (with Object Lock) or
-// s3:PutObjectTagging and s3:GetObjectTagging (without).
+// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucket (List),
+// s3:ListBucketVersions, s3:DeleteObject and s3:DeleteObjectVersion, and
+// either s3:PutObjectRetention and s3:GetObjectRetention (with Object
+// Lock) or s3:PutObjectTagging and s3:GetObjectTagging (without).
 package s3blob
 
 import (
@@ -216,6 +216,26 @@ func (s *Store) openRange(ctx context.Context, key, version string, offset, leng
 		return nil, blob.Info{}, s.wrap("open", key, err)
 	}
 	return out.Body, info, nil
+}
+
+// List returns the keys that start with prefix, in key order: the objects
+// whose current version is not a delete marker.
+func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix)}
+	for {
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("s3blob: list %s: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), s.prefix))
+		}
+		if !aws.ToBool(page.IsTruncated) {
+			return keys, nil
+		}
+		in.ContinuationToken = page.NextContinuationToken
+	}
 }
 
 // Delete removes every version of key, none when one of them is locked.

@@ -21,7 +21,8 @@
 //
 // A later conversion of the same session writes another key, so it never
 // changes what an earlier row points at, and a retried conversion never
-// meets an earlier attempt's lock. Paths written before each video had a
+// meets an earlier attempt's lock; the purge's Delete removes every video
+// of the session, an attempt's that never committed included. Paths written before each video had a
 // key of its own — <Prefix><session>.mp4, with ?versionId=… where the
 // bucket keeps versions — still open, that version exactly. Open refuses a
 // Path outside the store's bucket and prefix, or of another shape, as
@@ -73,7 +74,8 @@
 // roles, custom HTTP client) passes its *s3.Client in Config.Client instead.
 //
 // The credentials are s3blob's: s3:GetBucketObjectLockConfiguration (New),
-// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucketVersions,
+// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucket,
+// s3:ListBucketVersions,
 // s3:DeleteObject and s3:DeleteObjectVersion (the purge deletes a video
 // once its retention ends), and either s3:PutObjectRetention and
 // s3:GetObjectRetention (with Object Lock) or s3:PutObjectTagging and
@@ -93,6 +95,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -349,16 +352,29 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 }
 
 // Delete removes the object at path, which must be an object of the
-// store's bucket and prefix, with every version of its key: deleting is
-// permanent. An object under a lock is refused until its date. An object
-// already gone is not an error.
+// store's bucket and prefix, with every version of its key, and every other
+// object of the same id and kind (.mp4 or .png): a conversion or an
+// attestation retried after a crash between its upload and its commit
+// wrote one per attempt, each locked as the one its row names, and the
+// purge removes them all. Deleting is permanent. An object under a lock is
+// refused until its date, and then nothing is removed of the objects not
+// removed yet. An object already gone is not an error.
 func (s *Store) Delete(ctx context.Context, path string) error {
 	o, err := s.parse(path)
 	if err != nil {
 		return err
 	}
-	if err := s.blobs.Delete(ctx, o.key); err != nil {
+	m := objectKey.FindStringSubmatch(o.key)
+	id, ext := m[1], "."+m[3]
+	keys, err := s.blobs.List(ctx, id+"/")
+	if err != nil {
 		return fmt.Errorf("s3video: delete %s: %w", path, err)
+	}
+	keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, ext) || !objectKey.MatchString(k) })
+	for _, k := range append(keys, id+ext, o.key) { // the object written before keys had a time, too
+		if err := s.blobs.Delete(ctx, k); err != nil {
+			return fmt.Errorf("s3video: delete %s: %w", path, err)
+		}
 	}
 	return nil
 }

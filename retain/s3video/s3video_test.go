@@ -525,8 +525,10 @@ func TestObjectLock(t *testing.T) {
 	})
 }
 
-// Delete removes the video for good; a video already gone is no error; a
-// path outside the store is refused.
+// Delete removes the video for good, with every other video of the
+// session (the uploads of attempts that never committed) but not a
+// screenshot of the same id; a video already gone is no error; a path
+// outside the store is refused.
 func TestDelete(t *testing.T) {
 	g := startGateway(t)
 	g.bucket(t, "plain", false)
@@ -536,13 +538,27 @@ func TestDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	orphan, err := s.Put(t.Context(), "ses_gone", src, time.Time{}) // an attempt whose commit never came
+	if err != nil {
+		t.Fatal(err)
+	}
+	png := []byte("\x89PNG of a certificate that shares the id")
+	shot, err := s.PutScreenshot(t.Context(), "ses_gone", png, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		if err := s.Delete(t.Context(), v.Path); err != nil {
 			t.Fatalf("Delete #%d: %v", i+1, err)
 		}
 	}
-	if _, err := s.Open(t.Context(), v); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
+	for _, gone := range []consent.Video{v, orphan} {
+		if _, err := s.Open(t.Context(), gone); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Open of %s after Delete: %v, want fs.ErrNotExist", gone.Path, err)
+		}
+	}
+	if got := readAll(t, s, shot); !bytes.Equal(got, png) {
+		t.Errorf("the screenshot of the same id reads %q after the video's Delete", got)
 	}
 	for _, p := range []string{"s3://other/videos/ses_gone.mp4", "s3://plain/elsewhere/ses_gone.mp4", "/tmp/ses_gone.mp4"} {
 		if err := s.Delete(t.Context(), p); err == nil {
