@@ -15,6 +15,7 @@ func FuzzChunkPlain(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		body = body[:len(body):len(body)] // no room past the end: reading there panics
 		var plain eventsRequest
 		if !plain.decodePlain(body) {
 			return

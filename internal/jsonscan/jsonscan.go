@@ -112,8 +112,10 @@ func (v *Value) Raw() ([]byte, error) {
 	}
 	v.read = true
 	start := v.s.i
-	err := v.s.value(1)
-	return v.s.b[start:v.s.i], err
+	if err := v.s.value(1); err != nil {
+		return nil, err // the scanner may stand past the end
+	}
+	return v.s.b[start:v.s.i], nil
 }
 
 // Objects reads the value as Objects reads a whole text: an array of
@@ -150,7 +152,10 @@ func (v *Value) Objects(member func(i int, name, value []byte) error, end func(i
 		}
 		return end(n)
 	})
-	return s.b[start:s.i], cmp.Or(err, kind)
+	if err != nil {
+		return nil, err // the scanner may stand past the end
+	}
+	return s.b[start:s.i], kind
 }
 
 // lazyMembers reads an object from its '{', handing each member's value
