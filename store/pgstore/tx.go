@@ -394,7 +394,7 @@ func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
 // the chosen job again, and a job ended or failed meanwhile is not taken
 // (NotFound: the runner asks again).
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
-	if _, err := t.exec(ctx, `SELECT pg_advisory_xact_lock($1)`, leaseLock); err != nil {
+	if _, err := t.exec(ctx, leaseLock); err != nil {
 		return nil, err
 	}
 	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `WITH leased AS MATERIALIZED (
@@ -411,8 +411,10 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	return j, one(err, "due job")
 }
 
-// leaseLock is the advisory lock LeaseJob holds until its transaction ends.
-const leaseLock = 0x636b6a6f62 // "ckjob"
+// leaseLock takes the advisory lock LeaseJob holds until its transaction
+// ends. As batchLock's, its keys are two integers, "ckjb" and the schema's
+// hash: stores in other schemas of the database lease on their own.
+const leaseLock = `SELECT pg_advisory_xact_lock(1667983970, hashtext(current_schema()))`
 
 // leaseErr tells a lost lease (Conflict) from a missing job (NotFound).
 func (t *tx) leaseErr(ctx context.Context, tag pgconn.CommandTag, err error, kind, key string) error {
