@@ -25,16 +25,7 @@ func BenchmarkRetain(b *testing.B) {
 		for _, n := range []int{1, retain.MaxBatch} {
 			b.Run(fmt.Sprintf("%s/sessions=%d", k.Name, n), func(b *testing.B) {
 				st := k.Open(b)
-				svc, err := consentkit.NewService(st, consentkit.Config{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
-					b.Fatal(err)
-				}
+				svc := benchService(b, st, consentkit.Config{})
 				r := retain.New(svc)
 				made := 0
 				ids := make([]string, n)
@@ -101,16 +92,7 @@ func BenchmarkMoveRecording(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			svc, err := consentkit.NewService(k.Open(b), consentkit.Config{Recordings: blobs})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
-				b.Fatal(err)
-			}
+			svc := benchService(b, k.Open(b), consentkit.Config{Recordings: blobs})
 			made := 0
 			for b.Loop() {
 				b.StopTimer()
@@ -141,4 +123,20 @@ func BenchmarkMoveRecording(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchService is a Service on st with company acme and its property web.
+func benchService(b *testing.B, st consent.Store, cfg consentkit.Config) *consentkit.Service {
+	b.Helper()
+	svc, err := consentkit.NewService(st, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}); err != nil {
+		b.Fatal(err)
+	}
+	return svc
 }

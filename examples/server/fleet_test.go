@@ -6,11 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,27 +101,14 @@ func TestTwoInstancesOnePostgresOneBucket(t *testing.T) {
 		"-webhook-allow-private", "-purge-interval", "1s"}
 	began := time.Now()
 	a := start(t, args...)
-	if !a.waitFor(t, "Health: curl") {
-		t.Fatalf("no guide:\n%s", a.output())
-	}
-	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(a.output())
-	if m == nil {
-		t.Fatalf("no token printed:\n%s", a.output())
-	}
-	token := m[1]
+	token := a.guideToken(t)
 	b := start(t, args...)
 	if !b.waitFor(t, "Health: curl") {
 		t.Fatalf("the second instance did not start:\n%s", b.output())
 	}
 	both := []*running{a, b}
 	for _, s := range both {
-		s.waitFor(t, "video conversion is o") // on or off
-		if strings.Contains(s.output(), "video conversion is off") {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("CI must run video conversion:\n%s", s.output())
-			}
-			t.Skipf("video conversion not set up here:\n%s", s.output())
-		}
+		s.needsConversion(t)
 	}
 	rc := newHookReceiver(t)
 	hook := `{"url":"` + rc.URL + `/in","events":["certificate.issued","session.retained","video.converted"]}`

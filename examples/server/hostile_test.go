@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,18 +26,8 @@ import (
 func TestServerSurvivesHostileRecordings(t *testing.T) {
 	videos := t.TempDir()
 	s := start(t, "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "c.db"), "-video-dir", videos, "-replayer", replayer)
-	s.waitFor(t, "video conversion is o") // on or off
-	if strings.Contains(s.output(), "video conversion is off") {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must run video conversion:\n%s", s.output())
-		}
-		t.Skipf("video conversion not set up here:\n%s", s.output())
-	}
-	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
-	if m == nil {
-		t.Fatalf("no token printed:\n%s", s.output())
-	}
-	token := m[1]
+	s.needsConversion(t)
+	token := s.guideToken(t)
 
 	var (
 		mu   sync.Mutex

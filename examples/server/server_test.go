@@ -63,7 +63,10 @@ type running struct {
 	mu   sync.Mutex
 }
 
-var listening = regexp.MustCompile(`listening on (http://\S+)`)
+var (
+	listening = regexp.MustCompile(`listening on (http://\S+)`)
+	tokenLine = regexp.MustCompile(`export TOKEN=(ck_\S+)`) // the guide's demo token
+)
 
 // start runs the server with args on a free port, from the repository root
 // so that it finds the replayer as a user's `go run ./examples/server` does.
@@ -121,6 +124,34 @@ func (r *running) waitFor(t *testing.T, text string) bool {
 }
 
 func (r *running) output() string { r.mu.Lock(); defer r.mu.Unlock(); return r.out.String() }
+
+// guideToken waits for the whole guide and returns the demo token it
+// printed, failing t when there is none.
+func (r *running) guideToken(t *testing.T) string {
+	t.Helper()
+	// start returns at the "listening on" line; the guide's other lines follow it.
+	if !r.waitFor(t, "Health: curl") {
+		t.Fatalf("the guide was not printed in full:\n%s", r.output())
+	}
+	m := tokenLine.FindStringSubmatch(r.output())
+	if m == nil {
+		t.Fatalf("no token printed:\n%s", r.output())
+	}
+	return m[1]
+}
+
+// needsConversion waits until the server says whether video conversion is
+// on; off skips the test, except in CI, which must run it.
+func (r *running) needsConversion(t *testing.T) {
+	t.Helper()
+	r.waitFor(t, "video conversion is o") // on or off
+	if strings.Contains(r.output(), "video conversion is off") {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI must run video conversion:\n%s", r.output())
+		}
+		t.Skipf("video conversion not set up here:\n%s", r.output())
+	}
+}
 
 // stop sends SIGTERM and checks that the server exits 0.
 func (r *running) stop(t *testing.T) {
@@ -272,13 +303,7 @@ func TestServerConvertsRetainedRecording(t *testing.T) {
 	videos := t.TempDir()
 	s := start(t, "-store", "sqlite", "-dsn", filepath.Join(t.TempDir(), "c.db"), "-seed", seedFile,
 		"-video-dir", videos, "-replayer", replayer)
-	s.waitFor(t, "video conversion is o") // on or off
-	if strings.Contains(s.output(), "video conversion is off") {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI must run video conversion:\n%s", s.output())
-		}
-		t.Skipf("video conversion not set up here:\n%s", s.output())
-	}
+	s.needsConversion(t)
 	start := time.Now()
 	if code, body := s.call(t, "POST", "/api/integrations/acme/retain/s1", acmeToken, ""); code != 200 {
 		t.Fatalf("retain: %d %v", code, body)
@@ -373,15 +398,8 @@ func TestServerRestartKeepsState(t *testing.T) {
 // a curl for every endpoint; that token works.
 func TestServerDemoData(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
-	// start returns at the "listening on" line; the guide's other lines follow it.
-	if !s.waitFor(t, "Health: curl") {
-		t.Fatalf("the guide was not printed in full:\n%s", s.output())
-	}
+	token := s.guideToken(t)
 	out := s.output()
-	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(out)
-	if m == nil {
-		t.Fatalf("no token printed:\n%s", out)
-	}
 	for _, path := range []string{"/verify/match", "/verify/partial-match", "/verify/certificate-info", "/verify/session/acme",
 		"/verify/certificate/acme", "/opt-out", "/api/integrations/acme/retain/s1", "/api/integrations/acme/retain/batch"} {
 		if !strings.Contains(out, s.base+path) {
@@ -391,7 +409,7 @@ func TestServerDemoData(t *testing.T) {
 	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=") {
 		t.Errorf("the log does not say which conversion tool is missing:\n%s", s.output())
 	}
-	if code, body := s.call(t, "POST", "/verify/match", m[1], `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 200 || body["valid"] != true {
+	if code, body := s.call(t, "POST", "/verify/match", token, `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`); code != 200 || body["valid"] != true {
 		t.Errorf("match with the demo token: %d %v", code, body)
 	}
 	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"x"}`); code != 401 {
@@ -406,15 +424,9 @@ func TestServerDemoData(t *testing.T) {
 // 404 (D43), and the log says what was purged.
 func TestServerPurges(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent", "-default-retention", "4s", "-purge-interval", "200ms")
-	if !s.waitFor(t, "Health: curl") {
-		t.Fatalf("the guide was not printed in full:\n%s", s.output())
-	}
-	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
-	if m == nil {
-		t.Fatalf("no token printed:\n%s", s.output())
-	}
+	token := s.guideToken(t)
 	match := `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to the terms"}`
-	if code, body := s.call(t, "POST", "/verify/match", m[1], match); code != 200 || body["valid"] != true {
+	if code, body := s.call(t, "POST", "/verify/match", token, match); code != 200 || body["valid"] != true {
 		t.Fatalf("match before the window ended: %d %v", code, body)
 	}
 	var (
@@ -422,7 +434,7 @@ func TestServerPurges(t *testing.T) {
 		body map[string]any
 	)
 	testwait.Until(t, 250*time.Millisecond, func() bool {
-		code, body = s.call(t, "POST", "/verify/match", m[1], match)
+		code, body = s.call(t, "POST", "/verify/match", token, match)
 		return code != 200
 	})
 	if code != 404 {
@@ -549,7 +561,7 @@ func TestServerSignsCertificates(t *testing.T) {
 			t.Fatalf("keys: %d %v", code, keys)
 		}
 		keyIDs = append(keyIDs, list[0].(map[string]any)["key_id"].(string))
-		if m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output()); m != nil { // first start only
+		if m := tokenLine.FindStringSubmatch(s.output()); m != nil { // first start only
 			code, info := s.call(t, "POST", "/verify/certificate-info", m[1], `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`)
 			if code != 200 || info["signature"] == nil || info["key_id"] != keyIDs[0] || info["signed"] == nil {
 				t.Errorf("certificate-info: %d %v; want it signed by %s", code, info, keyIDs[0])
@@ -666,16 +678,10 @@ func TestServerNoticesToolsInstalledLater(t *testing.T) {
 		t.Fatalf("the log does not say rrweb is missing:\n%s", s.output())
 	}
 	// The guide, with its token, is printed apart from the worker's log.
-	if !s.waitFor(t, "Health: curl") {
-		t.Fatalf("the guide was not printed in full:\n%s", s.output())
-	}
-	token := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(s.output())
-	if token == nil {
-		t.Fatalf("no token printed:\n%s", s.output())
-	}
+	token := s.guideToken(t)
 	attestation := func(path, body string) string {
 		t.Helper()
-		code, got := s.call(t, "POST", path, token[1], body)
+		code, got := s.call(t, "POST", path, token, body)
 		a, _ := got["attestation"].(map[string]any)
 		status, _ := a["status"].(string)
 		if code != 200 || status == "" {
@@ -750,14 +756,7 @@ func TestServerInstancesWithoutSharedKey(t *testing.T) {
 	dsn := teststore.PostgresURL(t)
 	keyFile := func() string { return filepath.Join(t.TempDir(), "signing.key") }
 	first := start(t, "-store", "postgres", "-dsn", dsn, "-signing-key", keyFile(), "-replayer", "/nonexistent")
-	if !first.waitFor(t, "Health: curl") {
-		t.Fatalf("no guide:\n%s", first.output())
-	}
-	m := regexp.MustCompile(`export TOKEN=(ck_\S+)`).FindStringSubmatch(first.output())
-	if m == nil {
-		t.Fatalf("no token printed:\n%s", first.output())
-	}
-	token := m[1]
+	token := first.guideToken(t)
 	second := start(t, "-store", "postgres", "-dsn", dsn, "-signing-key", keyFile(), "-replayer", "/nonexistent")
 	if !second.waitFor(t, "Health: curl") {
 		t.Fatalf("the second instance did not start:\n%s", second.output())
