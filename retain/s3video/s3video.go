@@ -371,7 +371,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return fmt.Errorf("s3video: delete %s: %w", path, err)
 	}
 	keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, ext) || !objectKey.MatchString(k) })
-	for _, k := range append(keys, id+ext, o.key) { // the object written before keys had a time, too
+	for _, k := range append(keys, id+ext) { // the path's own key is one of these; id+ext was written before keys had a time
 		if err := s.blobs.Delete(ctx, k); err != nil {
 			return fmt.Errorf("s3video: delete %s: %w", path, err)
 		}
