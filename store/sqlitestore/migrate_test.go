@@ -1,11 +1,14 @@
 package sqlitestore
 
 import (
+	"bytes"
 	"context"
+	"io/fs"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/google/go-cmp/cmp"
 )
 
 // Upgrading a database that has conversion jobs (schema 0004) to the one
@@ -67,5 +70,82 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Migration 0022 moves the in-flight chunks into a table with rowids: each
+// chunk stays, byte for byte and in its order, and the table no longer
+// keeps its rows in the primary key's tree.
+func TestMigrateKeepsChunks(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if name >= "migrations/0022" {
+			break
+		}
+		if err := s.migrate(ctx, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	chunks := [][]byte{[]byte(`[{"type":4}]`), bytes.Repeat([]byte(`[{"type":3,"data":{}},`), 2000), []byte(`[]`)}
+	err = s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
+			return err
+		}
+		for _, id := range []string{"s1", "s2"} {
+			if err := tx.CreateSession(ctx, &consent.Session{ID: id, CompanyID: "acme", PropertyID: "web", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				return err
+			}
+			for _, c := range chunks {
+				if err := tx.AppendEvents(ctx, id, c, t0); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx consent.Tx) error {
+		for _, id := range []string{"s1", "s2"} {
+			got, err := tx.Events(ctx, id)
+			if err != nil {
+				return err
+			}
+			if diff := cmp.Diff(chunks, got); diff != "" {
+				t.Errorf("%s's chunks after the migration (-want +got):\n%s", id, diff)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.write.QueryRowContext(ctx, `SELECT count(rowid) FROM session_events`).Scan(&n); err != nil || n != 2*len(chunks) {
+		t.Errorf("session_events rowids: %d, %v; want %d rows with rowids", n, err, 2*len(chunks))
+	}
+	// A chunk of a deleted session goes with it, as before.
+	if _, err := s.write.ExecContext(ctx, `DELETE FROM sessions WHERE id = 's2'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.write.QueryRowContext(ctx, `SELECT count(*) FROM session_events`).Scan(&n); err != nil || n != len(chunks) {
+		t.Errorf("chunks after s2 was deleted: %d, %v; want %d", n, err, len(chunks))
 	}
 }

@@ -38,3 +38,11 @@ func BenchmarkLease(b *testing.B) {
 		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkLease(b, k.Open) })
 	}
 }
+
+// go test -run '^$' -bench AppendEvents ./store/storetest measures the
+// store's share of a captured chunk on every store.
+func BenchmarkAppendEvents(b *testing.B) {
+	for _, k := range stores {
+		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkAppendEvents(b, k.Open) })
+	}
+}

@@ -196,7 +196,7 @@ func wantCode(t *testing.T, what string, err error, code consent.Code) {
 
 // fixture creates company "acme" with property "acme-web" and session "s1",
 // and company "other" with property "other-web" and session "s2".
-func fixture(t *testing.T, s consent.Store) {
+func fixture(t testing.TB, s consent.Store) {
 	t.Helper()
 	update(t, s, func(tx consent.Tx) error {
 		for _, c := range []struct{ company, property, session string }{
@@ -217,7 +217,7 @@ func fixture(t *testing.T, s consent.Store) {
 }
 
 // withSessions is fixture with acme's sessions b0 … b(n-1) on acme-web.
-func withSessions(t *testing.T, s consent.Store, n int) {
+func withSessions(t testing.TB, s consent.Store, n int) {
 	t.Helper()
 	fixture(t, s)
 	update(t, s, func(tx consent.Tx) error {
