@@ -410,17 +410,48 @@ func (c *eventsCheck) verdict() error {
 // checkEvent checks the raw values of event i's type and timestamp (nil
 // when it has none).
 func checkEvent(i int, typ, ts []byte) error {
-	if !isNumber(typ) || bytes.ContainsAny(typ, ".eE") {
+	if !isInteger(typ) {
 		return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
 	}
-	if _, err := strconv.ParseInt(string(typ), 10, 64); err != nil {
-		return consent.Errorf(consent.Invalid, "events[%d].type must be an integer", i)
-	}
-	ms, err := strconv.ParseFloat(string(ts), 64)
-	if !isNumber(ts) || err != nil || ms < 0 || ms > 1<<53 {
+	if !isMillis(ts) {
 		return consent.Errorf(consent.Invalid, "events[%d].timestamp must be a number of milliseconds", i)
 	}
 	return nil
+}
+
+// isInteger reports whether the JSON value raw is an integer that fits in
+// an int64. The values are JSON already: up to 18 digits and nothing else
+// is such an integer (below 10^18) without parsing it.
+func isInteger(raw []byte) bool {
+	if len(raw) <= 18 && allDigits(raw) {
+		return true
+	}
+	if !isNumber(raw) || bytes.ContainsAny(raw, ".eE") {
+		return false
+	}
+	_, err := strconv.ParseInt(string(raw), 10, 64)
+	return err == nil
+}
+
+// isMillis reports whether the JSON value raw is a number of milliseconds
+// from 0 to 2^53. Up to 15 digits and nothing else is one (below 10^15)
+// without parsing it: an event's timestamp nearly always.
+func isMillis(raw []byte) bool {
+	if len(raw) <= 15 && allDigits(raw) {
+		return true
+	}
+	ms, err := strconv.ParseFloat(string(raw), 64)
+	return isNumber(raw) && err == nil && ms >= 0 && ms <= 1<<53
+}
+
+// allDigits reports whether raw is one or more ASCII digits.
+func allDigits(raw []byte) bool {
+	for _, c := range raw {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(raw) > 0
 }
 
 // nameIs reports whether raw, a member's name as written between its

@@ -79,7 +79,10 @@ func mapCheck(events []byte) error {
 func FuzzCheckEventsAgrees(f *testing.F) {
 	for _, s := range []string{`[{"type":3,"timestamp":5}]`, `[{"typ\u0065":3,"timestamp":5}]`, `[{"type":3,"timestamp":5},{"type":1e2,"timestamp":1}]`,
 		`[{"type":3,"timestamp":5,"type":"x"}]`, `[{"type":-0,"timestamp":9007199254740993}]`, `[]`, `{}`, `[{"type":3,"timestamp":5}`,
-		`[{"type":99999999999999999999,"timestamp":1}]`, `[{"type":1,"timestamp":1e400}]`, "[{\"type\":1,\"timestamp\":1,\"\xff\":2}]"} {
+		`[{"type":99999999999999999999,"timestamp":1}]`, `[{"type":1,"timestamp":1e400}]`, "[{\"type\":1,\"timestamp\":1,\"\xff\":2}]",
+		// At the bounds of the checks that read digits only.
+		`[{"type":999999999999999999,"timestamp":999999999999999}]`, `[{"type":9223372036854775807,"timestamp":9007199254740992}]`,
+		`[{"type":9223372036854775808,"timestamp":1}]`, `[{"type":1,"timestamp":9007199254740994}]`, `[{"type":1,"timestamp":-0}]`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

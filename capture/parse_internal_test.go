@@ -1,6 +1,10 @@
 package capture
 
 import (
+	"bytes"
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -28,4 +32,40 @@ func FuzzParseChunkChecksAsCheckEvents(f *testing.F) {
 			t.Fatalf("ParseChunk(%q): %v; CheckEvents of its events: %v", body, got, want)
 		}
 	})
+}
+
+// go test -run '^$' -bench ParseChunk ./capture measures a chunk's read
+// and check: 16 KiB of events as the load program sends them, and the
+// project's form recording (the full snapshot, then small events).
+func BenchmarkParseChunk(b *testing.B) {
+	var load bytes.Buffer
+	load.WriteString(`{"seq":0,"events":[`)
+	for i := 0; load.Len() < 16<<10-120; i++ {
+		if i > 0 {
+			load.WriteByte(',')
+		}
+		fmt.Fprintf(&load, `{"type":3,"data":{"source":5,"text":"%s","isChecked":false,"id":%d},"timestamp":%d}`,
+			strings.Repeat("x", 40), 10+i%50, 1795301391553+i*16)
+	}
+	load.WriteString(`]}`)
+	form, err := os.ReadFile("../testdata/rrweb-form-recording.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		body []byte
+	}{
+		{"load", load.Bytes()},
+		{"form", append(append([]byte(`{"seq":0,"events":`), form...), '}')},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(c.body)))
+			for b.Loop() {
+				if ch, ok := ParseChunk(c.body); !ok || ch.invalid != nil {
+					b.Fatalf("ParseChunk: %v, %v", ok, ch.invalid)
+				}
+			}
+		})
+	}
 }
