@@ -17,12 +17,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/retain"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -70,7 +72,7 @@ func New() *Metrics {
 		}, []string{"kind"}),
 		blobErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "consentkit_blob_errors_total",
-			Help: "Failed operations of a blob store (Blobs), by store and operation.",
+			Help: "Failed operations of a blob store (Blobs) or the video store (Videos), by store and operation.",
 		}, []string{"store", "op"}),
 	}
 	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.jobs, m.jobFailures, m.blobErrors,
@@ -174,6 +176,45 @@ func (b *blobs) Delete(ctx context.Context, key string) error {
 
 func (b *blobs) Lock(ctx context.Context, key string, until time.Time) error {
 	return b.count("lock", b.Store.Lock(ctx, key, until))
+}
+
+// Videos returns v, the store of videos and attestation screenshots, with
+// its failures counted as Blobs counts a blob store's, under
+// store="videos" (op put, open or delete). A video not found
+// (fs.ErrNotExist) is an answer, not a failure.
+func (m *Metrics) Videos(v retain.VideoStore) retain.VideoStore {
+	return &videos{VideoStore: v, blobs: blobs{errs: m.blobErrors.MustCurryWith(prometheus.Labels{"store": "videos"})}}
+}
+
+type videos struct {
+	retain.VideoStore
+	blobs blobs // its count
+}
+
+func (v *videos) count(op string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return v.blobs.count(op, err)
+}
+
+func (v *videos) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
+	out, err := v.VideoStore.Put(ctx, sessionID, src, keepUntil)
+	return out, v.count("put", err)
+}
+
+func (v *videos) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
+	out, err := v.VideoStore.PutScreenshot(ctx, certificateID, png, keepUntil)
+	return out, v.count("put", err)
+}
+
+func (v *videos) Open(ctx context.Context, video consent.Video) (io.ReadSeekCloser, error) {
+	rc, err := v.VideoStore.Open(ctx, video)
+	return rc, v.count("open", err)
+}
+
+func (v *videos) Delete(ctx context.Context, path string) error {
+	return v.count("delete", v.VideoStore.Delete(ctx, path))
 }
 
 // WatchQueues exports the depth of the job queues of the given kinds —

@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -22,6 +26,7 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/metrics"
+	"github.com/consentkit/consentkit/retain"
 )
 
 const secret = "operator-secret-for-the-metrics-test"
@@ -262,4 +267,55 @@ func gauge(f *dto.MetricFamily, kind string) float64 {
 		}
 	}
 	return -1
+}
+
+// The video store's failures are counted as a blob store's, under
+// store="videos"; a video not found is not a failure.
+func TestVideos(t *testing.T) {
+	ctx := context.Background()
+	m := metrics.New()
+	dir := t.TempDir()
+	notDir := filepath.Join(dir, "file")
+	if err := os.WriteFile(notDir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(dir, "in.mp4")
+	if err := os.WriteFile(src, []byte("mp4"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	broken := m.Videos(retain.Dir{Root: notDir}) // a root that is a file: every write fails
+	keep := time.Now().Add(time.Hour)
+	if _, err := broken.Put(ctx, "ses-1", src, keep); err == nil {
+		t.Fatal("Put into a root that is a file did not fail")
+	}
+	if _, err := broken.PutScreenshot(ctx, "cert-1", []byte("png"), keep); err == nil {
+		t.Fatal("PutScreenshot into a root that is a file did not fail")
+	}
+	good := m.Videos(retain.Dir{Root: filepath.Join(dir, "videos")})
+	v, err := good.Put(ctx, "ses-2", src, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := good.Open(ctx, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = rc.Close()
+	if _, err := good.Open(ctx, consent.Video{Path: filepath.Join(dir, "videos", "ses-3.mp4")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("Open of a video never stored: %v, want fs.ErrNotExist", err)
+	}
+
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "videos", "op": "put"}); got != 2 {
+		t.Errorf("video put errors = %v, want 2 (a video and a screenshot)", got)
+	}
+	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "videos", "op": "open"}); got != -1 {
+		t.Errorf("video open errors = %v, want none counted for a missing video", got)
+	}
 }

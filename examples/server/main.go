@@ -330,6 +330,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	videos = m.Videos(videos)
 	operatorSecret := os.Getenv(OperatorSecretEnv)
 	proxies := httpadapter.TrustedProxies{Networks: trusted}
 	api, err := httpadapter.New(httpadapter.Config{
