@@ -151,7 +151,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 		ChecksumSHA256: aws.String(base64.StdEncoding.EncodeToString(info.SHA256[:])),
 		// For whoever reads the bucket directly: image/png for a
 		// screenshot, say. The store itself never reads it.
-		ContentType: s3api.Optional(mime.TypeByExtension(path.Ext(key))),
+		ContentType: s3api.Optional(contentType(key)),
 	})
 	if err != nil {
 		return blob.Info{}, fmt.Errorf("s3blob: put %s: %w", key, err)
@@ -162,6 +162,17 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 // Open reads the whole object.
 func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, blob.Info, error) {
 	return s.OpenRange(ctx, key, 0, -1)
+}
+
+// contentType is the media type of key's extension. The video's is named
+// here: Go's own table has no .mp4, and the machine's MIME files may be
+// missing (a minimal container), which would leave videos without one.
+func contentType(key string) string {
+	ext := path.Ext(key)
+	if ext == ".mp4" {
+		return "video/mp4"
+	}
+	return mime.TypeByExtension(ext)
 }
 
 // OpenRange asks for the object's size and current version, then reads

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/consentkit/consentkit/blob"
@@ -104,5 +105,28 @@ func TestDeleteRemovesEveryVersion(t *testing.T) {
 	list, err := g.Client.ListObjectVersions(ctx, &s3.ListObjectVersionsInput{Bucket: &bucket})
 	if err != nil || len(list.Versions) != 0 {
 		t.Errorf("versions after Delete: %d, %v; want none", len(list.Versions), err)
+	}
+}
+
+// An object carries the media type of its key's extension, a video's
+// whatever MIME files the machine has (on a machine without
+// /etc/mime.types, the .mp4 case fails without the store's own name for
+// it).
+func TestContentType(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, false)(t)
+	ctx := context.Background()
+	bucket := "b1-false"
+	for key, want := range map[string]string{"s1/a.mp4": "video/mp4", "c1/a.png": "image/png"} {
+		if _, err := s.Put(ctx, key, bytes.NewReader([]byte("x"))); err != nil {
+			t.Fatal(err)
+		}
+		head, err := g.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &bucket, Key: aws.String("blobs/" + key)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := aws.ToString(head.ContentType); got != want {
+			t.Errorf("%s: Content-Type %q, want %q", key, got, want)
+		}
 	}
 }
