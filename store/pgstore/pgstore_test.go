@@ -31,6 +31,18 @@ func TestMigrateTwice(t *testing.T) {
 	}
 }
 
+// In-flight chunks are compressed with lz4 (migration 0022), on a server
+// that has it (PostgreSQL 14 and later, built with lz4, as Debian's is).
+func TestChunksCompressedWithLZ4(t *testing.T) {
+	s := teststore.Postgres(t)
+	var method string
+	err := s.Pool().QueryRow(context.Background(), `SELECT attcompression::text FROM pg_attribute
+		WHERE attrelid = 'session_events'::regclass AND attname = 'data'`).Scan(&method)
+	if err != nil || method != "l" {
+		t.Errorf("session_events.data compression %q, %v; want l (lz4)", method, err)
+	}
+}
+
 // tamperer writes to the store's tables through its pool, as someone with
 // access to the database could, with the triggers that keep the audit log
 // append-only disabled for the statement.
