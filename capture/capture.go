@@ -312,7 +312,8 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		return 0, ch.invalid
 	}
 	var n int
-	err := c.svc.Store().Update(ctx, func(tx consent.Tx) error {
+	// The session's row is the one row this locks (consent.Alone).
+	err := c.svc.Store().Update(consent.Alone(ctx), func(tx consent.Tx) error {
 		ses, _, err := c.session(ctx, tx, ch.SessionID, caller)
 		if err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
@@ -310,4 +312,31 @@ func TestConsentWithTail(t *testing.T) {
 			t.Errorf("recording %s with SHA-256 %x; certificate has %x", rec, want, cert.RecordingSHA256)
 		}
 	})
+}
+
+// aloneStore records, for each Update, whether its context was marked
+// consent.Alone.
+type aloneStore struct {
+	consent.Store
+	alone []bool
+}
+
+func (s *aloneStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	s.alone = append(s.alone, consent.IsAlone(ctx))
+	return s.Store.Update(ctx, fn)
+}
+
+// Append lets the store run it in a transaction of its own
+// (consent.Alone): it locks its session's row and nothing else.
+func TestAppendRunsAlone(t *testing.T) {
+	st := &aloneStore{Store: memstore.New()}
+	f := setup(t, st)
+	s, caller := f.start(t)
+	st.alone = nil
+	if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 0, Events: json.RawMessage(chunk0)}); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(st.alone, []bool{true}) {
+		t.Errorf("Append's transactions marked Alone: %v, want [true]", st.alone)
+	}
 }

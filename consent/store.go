@@ -20,6 +20,9 @@ type Store interface {
 	// Within Update, Session, Certificate and the wallet operations see and
 	// lock the latest committed state of their row until the transaction
 	// ends, so a rule checked in fn still holds when it commits.
+	//
+	// A store that runs concurrent calls in shared transactions may run a
+	// call whose ctx is marked Alone in a transaction of its own.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 
 	// View runs fn in a read-only transaction. Writes through tx fail.
@@ -29,6 +32,24 @@ type Store interface {
 	// pool that the caller passed in.
 	Close() error
 }
+
+// Alone marks ctx for an Update whose function locks one row at most (its
+// session's, for capture's append of a chunk) and, holding it, waits for
+// no other lock, so that it cannot be part of a deadlock. A store that
+// runs concurrent calls in shared transactions (group commit) may run such
+// a call in a transaction of its own: on PostgreSQL it then takes no turn
+// among the batches, which take turns because two could deadlock, and the
+// database's own flushing of concurrent commits makes it durable with
+// others. SQLite, with one writer, keeps it in its batches.
+func Alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
+
+// IsAlone reports whether ctx was marked by Alone.
+func IsAlone(ctx context.Context) bool {
+	alone, _ := ctx.Value(aloneKey{}).(bool)
+	return alone
+}
+
+type aloneKey struct{}
 
 // Tx is what a transaction can read and write: primitive reads and writes,
 // with every business rule left to the caller. Values passed in are copied;

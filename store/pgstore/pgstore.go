@@ -174,12 +174,13 @@ func (s *Store) migrate(ctx context.Context, name string) error {
 const maxAttempts = 5
 
 // Update runs fn in a READ COMMITTED read-write transaction, shared with
-// concurrent calls when group commit is on (Config.GroupCommit), retrying
-// it when Postgres aborts it for a deadlock or serialization failure.
+// concurrent calls when group commit is on (Config.GroupCommit) unless ctx
+// is marked consent.Alone, retrying it when Postgres aborts it for a
+// deadlock or serialization failure.
 func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if s.group != nil {
+		if s.group != nil && !consent.IsAlone(ctx) {
 			err = mapErr(s.group.Do(ctx, func(t *batchTx) error {
 				return fn(newTx(detached{t}, " FOR UPDATE", t.shared()))
 			}))

@@ -445,3 +445,90 @@ func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 		})
 	}
 }
+
+// A call marked consent.Alone runs in a transaction of its own, outside
+// the group-commit batches, and concurrent with batches that lock the same
+// rows, two at a time, it neither deadlocks nor loses a write: it holds one
+// row and waits for nothing while it holds it.
+func TestAloneRunsOutsideBatches(t *testing.T) {
+	s := teststore.Postgres(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	const sessions, each = 16, 20
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
+			return err
+		}
+		for i := range sessions {
+			if err := tx.CreateSession(ctx, &consent.Session{ID: fmt.Sprint("s", i), CompanyID: "acme", PropertyID: "web",
+				RetentionStatus: consent.RetentionNone, VideoStatus: consent.VideoNone, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, calls0 := s.GroupStats()
+	var wg sync.WaitGroup
+	for i := range sessions {
+		id, next := fmt.Sprint("s", i), fmt.Sprint("s", (i+1)%sessions)
+		wg.Go(func() { // capture's shape: the session locked, a chunk appended
+			for range each {
+				err := s.Update(consent.Alone(ctx), func(tx consent.Tx) error {
+					if _, err := tx.Session(ctx, id); err != nil {
+						return err
+					}
+					return tx.AppendEvents(ctx, id, []byte(`[{"type":3,"timestamp":1}]`), t0)
+				})
+				if err != nil {
+					t.Errorf("alone: %v", err)
+					return
+				}
+			}
+		})
+		wg.Go(func() { // batched calls that lock two sessions each
+			for range each {
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					for _, sid := range []string{id, next} {
+						ses, err := tx.Session(ctx, sid)
+						if err != nil {
+							return err
+						}
+						if err := tx.UpdateSession(ctx, ses); err != nil {
+							return err
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Errorf("batched: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, calls := s.GroupStats(); calls-calls0 != sessions*each {
+		t.Errorf("%d calls ran in batches, want the %d not marked Alone", calls-calls0, sessions*each)
+	}
+	err = s.View(ctx, func(tx consent.Tx) error {
+		for i := range sessions {
+			ses, err := tx.Session(ctx, fmt.Sprint("s", i))
+			if err != nil {
+				return err
+			}
+			if ses.EventChunks != each {
+				t.Errorf("session s%d holds %d chunks, want %d", i, ses.EventChunks, each)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
