@@ -42,6 +42,7 @@ import (
 	"mime"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -191,6 +192,31 @@ func (s *Store) OpenVersion(ctx context.Context, key, version string, offset, le
 		return nil, blob.Info{}, fmt.Errorf("s3blob: no version of %s given", key)
 	}
 	return s.openRange(ctx, key, version, offset, length)
+}
+
+// ReadRange reads key's bytes from offset on, length of them (to the end
+// when length is negative), of version when it is not "", in one GetObject
+// and nothing before it: for a reader that has asked already (OpenRange,
+// OpenVersion) how long the object is and reads an object that nothing
+// writes over, as a video's key of its own is (retain/s3video). offset
+// must be within the object.
+func (s *Store) ReadRange(ctx context.Context, key, version string, offset, length int64) (io.ReadCloser, error) {
+	name, err := s.name(key)
+	if err != nil {
+		return nil, err
+	}
+	if offset < 0 || length == 0 {
+		return nil, fmt.Errorf("s3blob: read %s: no bytes at %d, length %d", key, offset, length)
+	}
+	rng := fmt.Sprintf("bytes=%d-", offset)
+	if length > 0 {
+		rng += strconv.FormatInt(offset+length-1, 10)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version), Range: &rng})
+	if err != nil {
+		return nil, s.wrap("read", key, err)
+	}
+	return out.Body, nil
 }
 
 // openRange reads a range of the version of key ("" for the current one).

@@ -130,3 +130,38 @@ func TestContentType(t *testing.T) {
 		}
 	}
 }
+
+// ReadRange reads a range in one GetObject and asks nothing before it; a
+// missing object is blob.ErrNotFound.
+func TestReadRange(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, false)(t).(*s3blob.Store)
+	ctx := context.Background()
+	if _, err := s.Put(ctx, "k", bytes.NewReader([]byte("abcdef"))); err != nil {
+		t.Fatal(err)
+	}
+	heads, gets := g.Heads.Load(), g.Gets.Load()
+	for _, c := range []struct {
+		off, n int64
+		want   string
+	}{{1, 3, "bcd"}, {2, -1, "cdef"}, {5, 10, "f"}} {
+		rc, err := s.ReadRange(ctx, "k", "", c.off, c.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		_ = rc.Close()
+		if err != nil || string(got) != c.want {
+			t.Errorf("ReadRange(%d, %d) = %q, %v; want %q", c.off, c.n, got, err, c.want)
+		}
+	}
+	if h, n := g.Heads.Load()-heads, g.Gets.Load()-gets; h != 0 || n != 3 {
+		t.Errorf("three reads sent %d HeadObject and %d GetObject requests, want 0 and 3", h, n)
+	}
+	if _, err := s.ReadRange(ctx, "none", "", 0, -1); !errors.Is(err, blob.ErrNotFound) {
+		t.Errorf("ReadRange of nothing: %v, want ErrNotFound", err)
+	}
+	if _, err := s.ReadRange(ctx, "k", "", 0, 0); err == nil {
+		t.Error("ReadRange of no bytes succeeded")
+	}
+}

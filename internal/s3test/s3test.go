@@ -35,9 +35,11 @@ const (
 type Gateway struct {
 	Endpoint string
 	// Client speaks to it with its credentials, path-style, counting in
-	// Gets the GetObject requests it sends.
+	// Gets the GetObject requests it sends, and in Heads its HeadObject
+	// requests.
 	Client *s3.Client
 	Gets   *atomic.Int64
+	Heads  *atomic.Int64
 }
 
 // binary finds versitygw on PATH or in GOPATH/bin.
@@ -78,16 +80,22 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// countingClient counts the GetObject requests that go through it.
+// countingClient counts the GetObject and HeadObject requests that go
+// through it.
 type countingClient struct {
 	http.Client
-	gets *atomic.Int64
+	gets, heads *atomic.Int64
 }
 
 func (c *countingClient) Do(req *http.Request) (*http.Response, error) {
-	if req.Method == http.MethodGet && strings.Count(strings.Trim(req.URL.Path, "/"), "/") >= 1 &&
-		!req.URL.Query().Has("retention") && !req.URL.Query().Has("tagging") && !req.URL.Query().Has("versions") {
-		c.gets.Add(1)
+	if strings.Count(strings.Trim(req.URL.Path, "/"), "/") >= 1 { // an object's, not a bucket's
+		switch {
+		case req.Method == http.MethodHead:
+			c.heads.Add(1)
+		case req.Method == http.MethodGet && !req.URL.Query().Has("retention") && !req.URL.Query().Has("tagging") &&
+			!req.URL.Query().Has("versions"):
+			c.gets.Add(1)
+		}
 	}
 	return c.Client.Do(req)
 }
@@ -136,7 +144,7 @@ func Start(t *testing.T) *Gateway {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	g := &Gateway{Endpoint: "http://" + addr, Gets: new(atomic.Int64)}
+	g := &Gateway{Endpoint: "http://" + addr, Gets: new(atomic.Int64), Heads: new(atomic.Int64)}
 	g.Client = s3.New(s3.Options{
 		Region:       "us-east-1",
 		BaseEndpoint: aws.String(g.Endpoint),
@@ -144,7 +152,7 @@ func Start(t *testing.T) *Gateway {
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: AccessKey, SecretAccessKey: SecretKey}, nil
 		}),
-		HTTPClient: &countingClient{gets: g.Gets},
+		HTTPClient: &countingClient{gets: g.Gets, heads: g.Heads},
 	})
 	// The port answers before the gateway serves S3 requests.
 	for {

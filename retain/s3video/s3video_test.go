@@ -277,7 +277,7 @@ func TestServeContent(t *testing.T) {
 			if tc.rng != "" {
 				req.Header.Set("Range", tc.rng)
 			}
-			before := g.gets.Load()
+			before, heads := g.gets.Load(), g.Heads.Load()
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
@@ -298,6 +298,11 @@ func TestServeContent(t *testing.T) {
 			}
 			if n := g.gets.Load() - before; n != 1 {
 				t.Errorf("%d GetObject requests for one response, want 1", n)
+			}
+			// Open asks for the size and digest; the read asks for nothing
+			// more before its GetObject.
+			if n := g.Heads.Load() - heads; n != 1 {
+				t.Errorf("%d HeadObject requests for one response, want 1 (Open's)", n)
 			}
 		})
 	}
