@@ -230,13 +230,7 @@ func TestStoreAndBlobs(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	families := scrape(t, m)
 	batches := value(families["consentkit_store_group_commit_batches_total"], nil)
 	calls := value(families["consentkit_store_group_commit_calls_total"], nil)
 	if batches < 1 || calls < batches {
@@ -254,6 +248,19 @@ func TestStoreAndBlobs(t *testing.T) {
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "open"}); got != -1 {
 		t.Errorf("blob open errors = %v, want none counted for a missing object", got)
 	}
+}
+
+// scrape reads m's handler's answer as Prometheus text.
+func scrape(t *testing.T, m *metrics.Metrics) map[string]*dto.MetricFamily {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return families
 }
 
 // gauge is the queue depth of the kind; -1 when there is none.
@@ -305,13 +312,7 @@ func TestVideos(t *testing.T) {
 		t.Fatalf("Open of a video never stored: %v, want fs.ErrNotExist", err)
 	}
 
-	rec := httptest.NewRecorder()
-	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(rec.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	families := scrape(t, m)
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "videos", "op": "put"}); got != 2 {
 		t.Errorf("video put errors = %v, want 2 (a video and a screenshot)", got)
 	}

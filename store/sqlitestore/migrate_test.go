@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io/fs"
+	"sort"
 	"testing"
 	"time"
 
@@ -17,15 +18,7 @@ import (
 func TestMigrateKeepsConversionJobs(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"0001_init", "0002_conversion_jobs", "0003_video", "0004_capture"} {
-		if err := s.migrate(ctx, "migrations/"+name+".sql"); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	migrateBefore(t, s, "0005")
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	// The company as schema 0004 holds it: later columns are not there yet.
 	if _, err := s.write.ExecContext(ctx, `INSERT INTO companies (id, name, created_at) VALUES ('acme', 'Acme', ?);
@@ -79,25 +72,10 @@ func TestMigrateKeepsConversionJobs(t *testing.T) {
 func TestMigrateKeepsChunks(t *testing.T) {
 	ctx := context.Background()
 	s := openTemp(t)
-	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
-		t.Fatal(err)
-	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range names {
-		if name >= "migrations/0022" {
-			break
-		}
-		if err := s.migrate(ctx, name); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-	}
+	migrateBefore(t, s, "0022")
 	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	chunks := [][]byte{[]byte(`[{"type":4}]`), bytes.Repeat([]byte(`[{"type":3,"data":{}},`), 2000), []byte(`[]`)}
-	err = s.Update(ctx, func(tx consent.Tx) error {
+	err := s.Update(ctx, func(tx consent.Tx) error {
 		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
 			return err
 		}
@@ -147,5 +125,29 @@ func TestMigrateKeepsChunks(t *testing.T) {
 	}
 	if err := s.write.QueryRowContext(ctx, `SELECT count(*) FROM session_events`).Scan(&n); err != nil || n != len(chunks) {
 		t.Errorf("chunks after s2 was deleted: %d, %v; want %d", n, err, len(chunks))
+	}
+}
+
+// migrateBefore applies, as Migrate does, the migrations whose versions
+// sort before version: the schema a database of then has.
+func migrateBefore(t *testing.T, s *Store, version string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := s.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
+		t.Fatal(err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name >= "migrations/"+version {
+			break
+		}
+		if err := s.migrate(ctx, name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 	}
 }
