@@ -397,15 +397,28 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 	if _, err := t.exec(ctx, leaseLock); err != nil {
 		return nil, err
 	}
+	// The job is the first in (leases its company holds, run_after, kind,
+	// key) order. A company holding none comes first, and its jobs are
+	// found by walking jobs_due_order until the first one free to lease:
+	// a lease reads few jobs however many are due. Only when every due job
+	// is of a busy company does the second query sort them all; the outer
+	// LIMIT never runs it otherwise.
 	j, err := dialect.ScanJob(t.tx.QueryRow(ctx, `WITH leased AS MATERIALIZED (
 			SELECT company_id, lane, kind = ANY($4) AS asked FROM jobs WHERE lease_until > $3),
 		busy AS (SELECT company_id, count(*) AS n FROM leased WHERE asked GROUP BY company_id)
 		UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
-		WHERE (kind, key) = (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
-			WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
-				AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
-			ORDER BY coalesce(b.n, 0), j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
+		WHERE (kind, key) = (
+			(SELECT j.kind, j.key FROM jobs j
+				WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
+					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased)) AND j.company_id NOT IN (SELECT company_id FROM busy)
+				ORDER BY j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
+			UNION ALL
+			(SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
+				WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
+					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+				ORDER BY coalesce(b.n, 0), j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
+			LIMIT 1)
 			AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING `+sqlrow.JobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
 	return j, one(err, "due job")

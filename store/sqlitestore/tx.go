@@ -388,15 +388,26 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		args = append(args, k)
 	}
 	in := `(` + strings.Join(marks, ",") + `)`
+	// The job is the first in (leases its company holds, run_after, kind,
+	// key) order; the first query finds the first of a company holding
+	// none by walking jobs_due_order (named: without statistics SQLite
+	// would pick the primary key for kind and sort every due job), and
+	// only when there is none does the second sort them all.
 	j, err := dialect.ScanJob(t.tx.QueryRowContext(ctx, `WITH leased AS MATERIALIZED (
 			SELECT company_id, lane, kind IN `+in+` AS asked FROM jobs WHERE lease_until > ?3),
 		busy AS MATERIALIZED (SELECT company_id, count(*) AS n FROM leased WHERE asked GROUP BY company_id)
 		UPDATE jobs
 		SET lease_owner = ?1, lease_until = ?2, attempts = min(attempts + 1, ?4)
-		WHERE (kind, key) = (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
-			WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
-				AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
-			ORDER BY coalesce(b.n, 0), j.run_after, j.kind, j.key
+		WHERE (kind, key) = (SELECT kind, key FROM (
+			SELECT * FROM (SELECT j.kind, j.key FROM jobs j INDEXED BY jobs_due_order
+				WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
+					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased)) AND j.company_id NOT IN (SELECT company_id FROM busy)
+				ORDER BY j.run_after, j.kind, j.key LIMIT 1)
+			UNION ALL
+			SELECT * FROM (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
+				WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
+					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+				ORDER BY coalesce(b.n, 0), j.run_after, j.kind, j.key LIMIT 1))
 			LIMIT 1)
 		RETURNING `+sqlrow.JobColumns, args...))
 	return j, one(err, "due job")

@@ -67,16 +67,27 @@ func BenchmarkDebit(b *testing.B, newStore NewStore) {
 
 // BenchmarkLease measures the lease of a webhook job and its end (handed
 // back, due again at once) in a queue of due jobs of 100 companies, each
-// job in a lane of its own, while 4 other leases are held: the work
-// LeaseJob does to spread leases across companies (D53) grows with the
-// jobs due.
+// job in a lane of its own, while 4 other leases are held (D53): all due
+// since the same moment, and due one after another (",spread"), as jobs
+// queued over time are.
 func BenchmarkLease(b *testing.B, newStore NewStore) {
-	for _, due := range []int{100, 10_000} {
-		b.Run(fmt.Sprint("due=", due), func(b *testing.B) {
+	for _, c := range []struct {
+		due    int
+		spread bool
+	}{{100, false}, {10_000, false}, {10_000, true}} {
+		name := fmt.Sprint("due=", c.due)
+		if c.spread {
+			name += ",spread"
+		}
+		b.Run(name, func(b *testing.B) {
 			s := newStore(b)
-			list := make([]*consent.Job, due)
+			list := make([]*consent.Job, c.due)
 			for i := range list {
-				list[i] = &consent.Job{Kind: consent.JobWebhook, Key: fmt.Sprintf("msg_%d:ep_%d", i, i), RunAfter: t0,
+				at := t0
+				if c.spread {
+					at = t0.Add(time.Duration(i) * time.Millisecond)
+				}
+				list[i] = &consent.Job{Kind: consent.JobWebhook, Key: fmt.Sprintf("msg_%d:ep_%d", i, i), RunAfter: at,
 					CreatedAt: t0, CompanyID: fmt.Sprint("c", i%100), Lane: fmt.Sprint("ep_", i)}
 			}
 			for chunk := range slices.Chunk(list, 1000) {
