@@ -180,12 +180,18 @@ const maxAttempts = 5
 func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	var err error
 	for attempt := 1; attempt <= maxAttempts; attempt++ {
-		if s.group != nil && !consent.IsAlone(ctx) {
+		switch {
+		case s.group != nil && !consent.IsAlone(ctx):
 			err = mapErr(s.group.Do(ctx, func(t *batchTx) error {
 				return fn(newTx(detached{t}, " FOR UPDATE", t.shared()))
 			}))
-		} else {
-			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", fn)
+		case s.group != nil:
+			// Beside the batches, as their calls run: a statement that
+			// has started runs to its end (pgx would interrupt it by
+			// closing the connection), and so does the commit.
+			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", true, fn)
+		default:
+			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", false, fn)
 		}
 		if !retryable(err) {
 			return err
@@ -201,20 +207,52 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 
 // View runs fn in a read-only transaction.
 func (s *Store) View(ctx context.Context, fn func(consent.Tx) error) error {
-	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadOnly}, "", fn)
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadOnly}, "", false, fn)
 }
 
-func (s *Store) run(ctx context.Context, opts pgx.TxOptions, lock string, fn func(consent.Tx) error) error {
+// run runs fn in a transaction of its own. With whole, no statement that
+// has started, nor the commit, is interrupted when ctx ends (wholeTx).
+func (s *Store) run(ctx context.Context, opts pgx.TxOptions, lock string, whole bool, fn func(consent.Tx) error) error {
 	pgTx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return err
 	}
-	if err := fn(newTx(pgTx, lock, nil)); err != nil {
+	t, end := pgTx, ctx
+	if whole {
+		t, end = wholeTx{pgTx}, context.WithoutCancel(ctx)
+	}
+	if err := fn(newTx(t, lock, nil)); err != nil {
 		// Roll back even when ctx is done, so the connection returns clean.
 		pgTx.Rollback(context.WithoutCancel(ctx))
 		return err
 	}
-	return mapErr(pgTx.Commit(ctx))
+	return mapErr(pgTx.Commit(end))
+}
+
+// wholeTx runs each statement to its end whatever its context does, as a
+// group-commit batch runs its calls' (detached): a caller whose context
+// has ended has its next statement fail at once instead.
+type wholeTx struct{ pgx.Tx }
+
+func (w wholeTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := ctx.Err(); err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	return w.Tx.Exec(context.WithoutCancel(ctx), sql, args...)
+}
+
+func (w wholeTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return w.Tx.Query(context.WithoutCancel(ctx), sql, args...)
+}
+
+func (w wholeTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if err := ctx.Err(); err != nil {
+		return errRow{err}
+	}
+	return w.Tx.QueryRow(context.WithoutCancel(ctx), sql, args...)
 }
 
 func retryable(err error) bool {

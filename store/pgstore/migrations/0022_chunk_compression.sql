@@ -7,7 +7,7 @@
 DO $$
 BEGIN
     EXECUTE 'ALTER TABLE session_events ALTER COLUMN data SET COMPRESSION lz4';
-EXCEPTION WHEN OTHERS THEN
+EXCEPTION WHEN feature_not_supported OR syntax_error THEN -- no lz4; before 14
     RAISE NOTICE 'session_events.data keeps the default compression: %', SQLERRM;
 END
 $$;
