@@ -372,7 +372,12 @@ func rounds(ctx context.Context, fx *fixture, known map[string]scenario, o optio
 			fmt.Fprintf(stdout, "           %s failed %d×: %s\n", name, k, f)
 		}
 	}
-	fmt.Fprintf(stdout, "medians of %d rounds: %s ÷ trivial handler %.2f×, server cpu/req trivial ÷ %s %.2f×", o.rounds, name, median(vsTrivial), name, median(cpu))
+	times := make([]float64, len(cpu)) // the scenario's cpu/req in the trivial handler's
+	for i, c := range cpu {
+		times[i] = 1 / c
+	}
+	fmt.Fprintf(stdout, "medians of %d rounds: %s ÷ trivial handler %.2f×, server cpu/req trivial ÷ %s %.2f× (a %s request costs %.1f× a trivial one)",
+		o.rounds, name, median(vsTrivial), name, median(cpu), name, median(times))
 	if len(vsEngine) > 0 {
 		fmt.Fprintf(stdout, ", %s ÷ %s %.2f×", name, engineName, median(vsEngine))
 	}
