@@ -187,8 +187,9 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 			}))
 		case s.group != nil:
 			// Beside the batches, as their calls run: a statement that
-			// has started runs to its end (pgx would interrupt it by
-			// closing the connection), and so does the commit.
+			// has started runs to its end, and so does the commit (pgx
+			// would interrupt it with a cancel request to the server,
+			// which took seconds to answer in TestAloneCancelled…).
 			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", true, fn)
 		default:
 			err = s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, " FOR UPDATE", false, fn)
