@@ -50,17 +50,15 @@ func Array(b []byte, fn func(i int, elem []byte) error) error {
 // Object checks that b is one valid JSON object and calls fn with each
 // member's name, as it is written between its quotes (escapes left as
 // they are), and its value's raw bytes, in order. It stops at fn's first
-// error and returns it.
+// error and returns it. It is ObjectValues with every value read raw.
 func Object(b []byte, fn func(name, value []byte) error) error {
-	s := scanner{b: b}
-	s.ws()
-	if s.peek() != '{' {
-		return s.kind("an object")
-	}
-	if err := s.members(1, fn); err != nil {
-		return err
-	}
-	return s.end()
+	return ObjectValues(b, func(name []byte, v *Value) error {
+		raw, err := v.Raw()
+		if err != nil {
+			return err
+		}
+		return fn(name, raw)
+	})
 }
 
 // Objects checks that b is one valid JSON array of objects, in one pass,
