@@ -50,9 +50,10 @@
 // version is reported then, as an error for which errors.Is(err,
 // fs.ErrNotExist) holds, as with retain.Dir. The returned io.ReadSeekCloser
 // reads lazily: Seek only moves the offset, and the first Read after it asks
-// for the rest of the object from there (a HeadObject and a GetObject with
-// Range: bytes=off-). http.ServeContent therefore makes one GetObject per
-// range it serves. The reads use the context given to Open.
+// for the rest of the object from there (one GetObject with Range:
+// bytes=off-, nothing before it: Open asked for the size). Open makes one
+// HeadObject, and http.ServeContent one GetObject per range it serves. The
+// reads use the context given to Open.
 //
 // # Example
 //
@@ -320,12 +321,24 @@ func (s *Store) parse(p string) (object, error) {
 	return o, nil
 }
 
-// open reads o from offset on.
-func (s *Store) open(ctx context.Context, o object, offset int64) (io.ReadCloser, blob.Info, error) {
+// stat asks for o's size and the SHA-256 the server keeps, reading none
+// of it (a range at its end).
+func (s *Store) stat(ctx context.Context, o object) (blob.Info, error) {
+	var (
+		rc   io.ReadCloser
+		info blob.Info
+		err  error
+	)
 	if o.version != "" {
-		return s.blobs.OpenVersion(ctx, o.key, o.version, offset, -1)
+		rc, info, err = s.blobs.OpenVersion(ctx, o.key, o.version, math.MaxInt64, -1)
+	} else {
+		rc, info, err = s.blobs.OpenRange(ctx, o.key, math.MaxInt64, -1)
 	}
-	return s.blobs.OpenRange(ctx, o.key, offset, -1)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	_ = rc.Close() // empty
+	return info, nil
 }
 
 // Open returns the video at v.Path, which must be an object of the store's
@@ -337,11 +350,10 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 	if err != nil {
 		return nil, err
 	}
-	head, info, err := s.open(ctx, o, math.MaxInt64) // reads nothing: the object's size and digest
+	info, err := s.stat(ctx, o)
 	if err != nil {
 		return nil, readError("open", v.Path, err)
 	}
-	_ = head.Close() // empty
 	if v.Bytes != 0 && info.Size != v.Bytes {
 		return nil, fmt.Errorf("s3video: %s holds %d bytes, not the video's %d", v.Path, info.Size, v.Bytes)
 	}
