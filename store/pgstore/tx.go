@@ -409,20 +409,22 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		UPDATE jobs
 		SET lease_owner = $1, lease_until = $2, attempts = least(attempts + 1, $5)
 		WHERE (kind, key) = (
-			(SELECT j.kind, j.key FROM jobs j
-				WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
-					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased)) AND j.company_id NOT IN (SELECT company_id FROM busy)
+			(SELECT j.kind, j.key FROM jobs j WHERE `+leasable+` AND j.company_id NOT IN (SELECT company_id FROM busy)
 				ORDER BY j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
 			UNION ALL
-			(SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
-				WHERE j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
-					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+			(SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id WHERE `+leasable+`
 				ORDER BY coalesce(b.n, 0), j.run_after, j.kind COLLATE "C", j.key COLLATE "C" LIMIT 1)
 			LIMIT 1)
 			AND failed_at IS NULL AND run_after <= $3 AND (lease_until IS NULL OR lease_until <= $3)
 		RETURNING `+sqlrow.JobColumns, owner, until, now, kinds, consent.MaxJobAttempts))
 	return j, one(err, "due job")
 }
+
+// leasable is the condition on a job j that LeaseJob may take: of a kind
+// asked for ($4), not failed, due at $3, its lease run out, its lane held
+// by no lease (leased is LeaseJob's list of the leases held).
+const leasable = `j.kind = ANY($4) AND j.failed_at IS NULL AND j.run_after <= $3 AND (j.lease_until IS NULL OR j.lease_until <= $3)
+	AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))`
 
 // leaseLock takes the advisory lock LeaseJob holds until its transaction
 // ends. As batchLock's, its keys are two integers, "ckjb" and the schema's

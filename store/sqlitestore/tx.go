@@ -388,6 +388,10 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		args = append(args, k)
 	}
 	in := `(` + strings.Join(marks, ",") + `)`
+	// A job LeaseJob may take: of a kind asked for, not failed, due, its
+	// lease run out, its lane held by no lease.
+	leasable := `j.kind IN ` + in + ` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
+		AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))`
 	// The job is the first in (leases its company holds, run_after, kind,
 	// key) order; the first query finds the first of a company holding
 	// none by walking jobs_due_order (named: without statistics SQLite
@@ -400,13 +404,10 @@ func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, un
 		SET lease_owner = ?1, lease_until = ?2, attempts = min(attempts + 1, ?4)
 		WHERE (kind, key) = (SELECT kind, key FROM (
 			SELECT * FROM (SELECT j.kind, j.key FROM jobs j INDEXED BY jobs_due_order
-				WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
-					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased)) AND j.company_id NOT IN (SELECT company_id FROM busy)
+				WHERE `+leasable+` AND j.company_id NOT IN (SELECT company_id FROM busy)
 				ORDER BY j.run_after, j.kind, j.key LIMIT 1)
 			UNION ALL
-			SELECT * FROM (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id
-				WHERE j.kind IN `+in+` AND j.failed_at IS NULL AND j.run_after <= ?3 AND (j.lease_until IS NULL OR j.lease_until <= ?3)
-					AND (j.lane = '' OR j.lane NOT IN (SELECT lane FROM leased))
+			SELECT * FROM (SELECT j.kind, j.key FROM jobs j LEFT JOIN busy b ON b.company_id = j.company_id WHERE `+leasable+`
 				ORDER BY coalesce(b.n, 0), j.run_after, j.kind, j.key LIMIT 1))
 			LIMIT 1)
 		RETURNING `+sqlrow.JobColumns, args...))
