@@ -298,9 +298,15 @@ func isASCII(b []byte) bool {
 // Append stores a chunk (D34): seq must be the session's next; a stored seq
 // sent again with the same bytes succeeds without storing anything, with
 // other bytes it is a Conflict, as is a gap (naming the expected seq) and a
-// chunk for a session whose consent was given. Events that are not rrweb
-// event objects are Invalid; over the chunk or recording limit, TooLarge.
-// It returns the number of chunks the session holds.
+// chunk for a session whose consent was given. Once the recording has
+// moved to the blob store (D52), every chunk is refused, a stored seq sent
+// again too: closed at consent, or ErrRecordingFinished. Its object is not
+// read, so that a chunk costs no more than its own bytes and nothing is
+// decompressed while the write transaction holds the database (a resend
+// of a late seq would otherwise decompress the recording up to it). Events
+// that are not rrweb event objects are Invalid; over the chunk or
+// recording limit, TooLarge. It returns the number of chunks the session
+// holds.
 func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, error) {
 	if ch.Seq < 0 {
 		return 0, consent.Errorf(consent.Invalid, "seq must be a non-negative integer")
@@ -320,7 +326,10 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		}
 		n = ses.EventChunks
 		switch {
-		case ch.Seq < ses.EventChunks:
+		case ch.Seq < ses.EventChunks && !ses.Recording.Moved():
+			// The chunk is in the database, and stays there until this
+			// transaction ends: the move's last step writes the session's
+			// row, which this transaction holds (Store.Update).
 			stored, err := tx.EventChunk(ctx, ses.ID, ch.Seq)
 			if err != nil {
 				return err

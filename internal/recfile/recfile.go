@@ -179,7 +179,11 @@ func Read(r io.Reader, maxChunk int, fn func(seq int, chunk []byte) error) (Summ
 }
 
 // Chunk returns the chunk of sequence number seq (0 for the first), read
-// as far as it and no further. ok is false when the object has fewer.
+// as far as it and no further. ok is false when the object has fewer. It
+// decompresses every chunk before seq, so it costs the recording's bytes
+// up to seq, not the chunk's: capture, whose requests must cost their own
+// bytes, never calls it (D52). It checks no count, size or digest: Read
+// does, reading the whole.
 func Chunk(r io.Reader, maxChunk, seq int) (chunk []byte, ok bool, err error) {
 	_, err = Read(r, maxChunk, func(i int, c []byte) error {
 		if i < seq {
