@@ -23,26 +23,21 @@ func TestConformance(t *testing.T) {
 	}
 }
 
-// go test -run '^$' -bench Debit ./store/storetest compares a wallet
-// charge on every store.
-func BenchmarkDebit(b *testing.B) {
+// onEveryStore runs bench once per store, named after the store.
+func onEveryStore(b *testing.B, bench func(*testing.B, storetest.NewStore)) {
 	for _, k := range stores {
-		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkDebit(b, k.Open) })
+		b.Run(k.Name, func(b *testing.B) { bench(b, k.Open) })
 	}
 }
+
+// go test -run '^$' -bench Debit ./store/storetest compares a wallet
+// charge on every store.
+func BenchmarkDebit(b *testing.B) { onEveryStore(b, storetest.BenchmarkDebit) }
 
 // go test -run '^$' -bench Lease ./store/storetest measures a job's lease
 // in a queue of due jobs on every store (D53).
-func BenchmarkLease(b *testing.B) {
-	for _, k := range stores {
-		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkLease(b, k.Open) })
-	}
-}
+func BenchmarkLease(b *testing.B) { onEveryStore(b, storetest.BenchmarkLease) }
 
 // go test -run '^$' -bench AppendEvents ./store/storetest measures the
 // store's share of a captured chunk on every store.
-func BenchmarkAppendEvents(b *testing.B) {
-	for _, k := range stores {
-		b.Run(k.Name, func(b *testing.B) { storetest.BenchmarkAppendEvents(b, k.Open) })
-	}
-}
+func BenchmarkAppendEvents(b *testing.B) { onEveryStore(b, storetest.BenchmarkAppendEvents) }

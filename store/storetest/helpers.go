@@ -158,6 +158,17 @@ func claim(t *testing.T, s consent.Store, r *consent.IdempotencyRecord, now time
 // kinds are the job kinds the suite leases.
 var kinds = []string{consent.JobConvert, "purge", "webhook"}
 
+// notText returns bytes a store must keep as they are though they are no
+// text: JSON, then NUL, 0xff and 0xfe (not UTF-8), then every byte value.
+// Each call returns a new slice, the caller's own.
+func notText() []byte {
+	b := []byte("{\"id\":1}\n\x00\xff\xfe")
+	for i := range 256 {
+		b = append(b, byte(i))
+	}
+	return b
+}
+
 func job(kind, key string, runAfter time.Time) *consent.Job {
 	return &consent.Job{Kind: kind, Key: key, RunAfter: runAfter, CreatedAt: t0}
 }

@@ -11,8 +11,7 @@ import (
 
 func testJob(t *testing.T, s consent.Store) {
 	// Any bytes, invalid UTF-8 and NUL included, come back as they went in.
-	payload := []byte("{\"id\":1}\x00\xff\xfe")
-	want := &consent.Job{Kind: consent.JobConvert, Key: "s1", Payload: payload, RunAfter: t0, CreatedAt: t0}
+	want := &consent.Job{Kind: consent.JobConvert, Key: "s1", Payload: notText(), RunAfter: t0, CreatedAt: t0}
 	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, want) })
 	// The same key in another kind is another job.
 	update(t, s, func(tx consent.Tx) error { return tx.EnqueueJob(ctx, job("webhook", "s1", t0)) })
@@ -37,7 +36,7 @@ func testJob(t *testing.T, s consent.Store) {
 func testEnqueueJobs(t *testing.T, s consent.Store) {
 	withPayload := func(j *consent.Job, p []byte) *consent.Job { j.Payload = p; return j }
 	list := []*consent.Job{
-		withPayload(job("webhook", "msg_1:ep_1", t0), []byte("{\"id\":1}\x00\xff\xfe")),
+		withPayload(job("webhook", "msg_1:ep_1", t0), notText()),
 		job(consent.JobConvert, "s1", t0.Add(time.Second)),
 		withPayload(job("webhook", "msg_1:ep_2", t0), []byte{}),
 		{Kind: "purge", Key: "p1", Attempts: 2, LastError: "line 1\nline \"2\"\t\\ ünï ✓ 𝄞", RunAfter: t0.Add(time.Hour), CreatedAt: t0},
