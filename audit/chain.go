@@ -1,7 +1,11 @@
 // Package audit checks the audit log's hash chains (D42): that no entry of
 // a company's log was edited, inserted, deleted or moved since the store
-// appended it. The checks read through any consent.Store — a Service's, or
-// a store opened by an operator's tool — and write nothing.
+// appended it. The checks read through the consent.Store they are given,
+// and write nothing: a Service's Store, or, for a store opened by an
+// operator's tool, consentkit.Checked of it, so that its reads are checked
+// as the Service's are before the store sees them. (audit does not wrap
+// the store itself: the stores' conformance suite uses it, and depends on
+// no Service.)
 //
 //	n, err := audit.VerifyChain(ctx, svc.Store(), "acme")
 //	if ce, ok := errors.AsType[*audit.ChainError](err); ok {
@@ -17,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -73,13 +76,13 @@ type Run struct {
 //
 // Appends made meanwhile are fine: the head is read before the walk, and
 // entries past it are checked too, up to the head read after the walk.
+// st is read as given: a checked store (see the package doc).
 func CheckChain(ctx context.Context, st consent.Store, companyID string, from int64, limit int) (Run, error) {
 	from = max(from, 1)
 	res := Run{CompanyID: companyID, From: from, Last: from - 1}
 	if limit < 1 || limit > MaxCheck {
 		return res, consent.Errorf(consent.Invalid, "limit must be 1 to %d", MaxCheck)
 	}
-	st = consentkit.Checked(st)
 	head1, err := head(ctx, st, companyID)
 	if err != nil {
 		return res, err

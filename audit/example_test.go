@@ -16,7 +16,7 @@ import (
 // Every audited operation appends an entry to its company's chain of
 // hashes; VerifyChain walks the chain and checks every link and the head
 // the store keeps apart. A program with only a store — an operator's tool —
-// checks it the same way.
+// checks consentkit.Checked(store) the same way.
 func ExampleVerifyChain() {
 	ctx := context.Background()
 	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{})
