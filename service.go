@@ -47,8 +47,18 @@ type Config struct {
 	// their recording's SHA-256 is checked. With keys, an unsigned
 	// certificate fails its integrity check.
 	SigningKeys []signed.SigningKey
-	// PublicKeys are retired keys whose certificates still verify.
+	// PublicKeys are retired keys whose certificates still verify, and
+	// the keys of other instances sharing the store that sign with keys of
+	// their own.
 	PublicKeys []signed.PublicKey
+	// TrustPublishedKeys makes every key published in the store
+	// (PublishKeys) verify certificates, configured here or not, so that
+	// instances with keys of their own need not list each other's. It
+	// makes the store a source of trust: whoever can write it can publish
+	// a key and re-sign a changed certificate, which then verifies. Off
+	// (the default), only SigningKeys and PublicKeys verify, and the store
+	// only keeps one key per id (D41).
+	TrustPublishedKeys bool
 	// UnsignedBefore, with keys, lets certificates created before it that
 	// carry no signature pass the signature check: those issued before
 	// signing was turned on. Zero: every certificate must be signed. (Their
@@ -133,8 +143,9 @@ type Service struct {
 	keys       []signed.PublicKey
 	signatures *sigcache.Cache
 	// published are the keys of other instances read from the store, by
-	// id (a published key never changes); keysPublished is set once this
-	// Service's own keys are known to be in the store (PublishKeys).
+	// id (a published key never changes), with TrustPublishedKeys;
+	// keysPublished is set once this Service's own keys are known to be
+	// in the store (PublishKeys).
 	published     sync.Map // string → signed.PublicKey
 	keysPublished atomic.Bool
 	recordings    *recordings // nil without Config.Recordings

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/signed"
@@ -49,7 +50,7 @@ func checkKeys(signing []signed.SigningKey, public []signed.PublicKey) error {
 
 // PublicKeys returns the keys that verify certificates: those of
 // Config.SigningKeys, the first of which signs new certificates, then
-// Config.PublicKeys (retired keys whose certificates still verify).
+// Config.PublicKeys (retired keys, and other instances' keys).
 func (s *Service) PublicKeys() []signed.PublicKey {
 	return append([]signed.PublicKey{}, s.keys...)
 }
@@ -69,15 +70,22 @@ func (s *Service) sign(c *consent.Certificate) {
 }
 
 // PublishKeys publishes the Service's keys — Config.SigningKeys and
-// Config.PublicKeys — in its store, so that every instance sharing the
-// store verifies the certificates this one signs (D41, D46). It fails with a
-// Conflict when a key id is published already with another key: two
-// instances must share one key, or sign under ids of their own. Call it
-// at start; a Service that was not told to publishes its signing key
-// with the first certificate it signs, and refuses to sign under an id
-// that another key holds.
+// Config.PublicKeys — in its store, so that no instance sharing the store
+// signs under one of their ids with another key (D41). It fails with a
+// Conflict, publishing nothing, when a key id is published already with
+// another key (instances must share one key, or sign under ids of their
+// own) and, unless Config.TrustPublishedKeys, when the store holds a key
+// the Service was not given: certificates signed with it would fail their
+// integrity check here. Call it at start; a Service that was not told to
+// publishes its signing key with the first certificate it signs, and
+// refuses to sign under an id that another key holds.
 func (s *Service) PublishKeys(ctx context.Context) error {
 	err := s.store.Update(ctx, func(tx consent.Tx) error {
+		if !s.cfg.TrustPublishedKeys {
+			if err := s.refuseForeignKeys(ctx, tx); err != nil {
+				return err
+			}
+		}
 		for _, k := range s.keys {
 			if err := s.publish(ctx, tx, k); err != nil {
 				return err
@@ -89,6 +97,28 @@ func (s *Service) PublishKeys(ctx context.Context) error {
 		s.keysPublished.Store(true)
 	}
 	return err
+}
+
+// refuseForeignKeys is a Conflict naming the keys published in the store
+// that the Service does not hold (a key whose id it holds with another key
+// is publish's Conflict).
+func (s *Service) refuseForeignKeys(ctx context.Context, tx consent.Tx) error {
+	list, err := tx.PublishedKeys(ctx)
+	if err != nil {
+		return err
+	}
+	var foreign []string
+	for _, k := range list {
+		if !slices.ContainsFunc(s.keys, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
+			foreign = append(foreign, k.ID)
+		}
+	}
+	if len(foreign) > 0 {
+		return consent.Errorf(consent.Conflict, "the store holds keys this service was not given: %s; certificates signed with them would fail "+
+			"their integrity check here: give every instance the same keys (Config.SigningKeys, or PublicKeys for another's), or set Config.TrustPublishedKeys",
+			strings.Join(foreign, ", "))
+	}
+	return nil
 }
 
 // publish publishes k in tx unless it is published already; a Conflict
@@ -106,12 +136,15 @@ func (s *Service) publish(ctx context.Context, tx consent.Tx, k signed.PublicKey
 	return nil
 }
 
-// PublishedKeys returns every key that verifies certificates in the
-// Service's store: its own (PublicKeys), then those other instances
-// published, oldest first — what GET /.well-known/consentkit-keys
-// publishes.
+// PublishedKeys returns every key that verifies certificates here — what
+// GET /.well-known/consentkit-keys publishes: the Service's own
+// (PublicKeys) and, with Config.TrustPublishedKeys, those other instances
+// published in the store, oldest first.
 func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error) {
 	out := s.PublicKeys()
+	if !s.cfg.TrustPublishedKeys {
+		return out, nil
+	}
 	err := s.store.View(ctx, func(tx consent.Tx) error {
 		list, err := tx.PublishedKeys(ctx)
 		for _, k := range list {
@@ -124,11 +157,15 @@ func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error)
 	return out, err
 }
 
-// key returns the public key of id: one of the Service's own, else one
-// published in the store (read through tx once, then remembered).
+// key returns the public key of id: one of the Service's own, else, with
+// Config.TrustPublishedKeys, one published in the store (read through tx
+// once, then remembered).
 func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.PublicKey, bool, error) {
 	if i := slices.IndexFunc(s.keys, func(k signed.PublicKey) bool { return k.ID == id }); i >= 0 {
 		return s.keys[i], true, nil
+	}
+	if !s.cfg.TrustPublishedKeys {
+		return signed.PublicKey{}, false, nil
 	}
 	if k, ok := s.published.Load(id); ok {
 		return k.(signed.PublicKey), true, nil
@@ -147,7 +184,8 @@ func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.Pub
 
 // CheckIntegrity reports whether c still is what was issued: its signature
 // holds under the key of its KeyID (Config.SigningKeys or PublicKeys, or
-// a key another instance published in the store, read through tx) and,
+// with Config.TrustPublishedKeys a key another instance published in the
+// store, read through tx) and,
 // when recording is not nil, it (the SHA-256 of the session's recording as
 // Service.Recording returns it) is c.RecordingSHA256. A service with keys
 // refuses an unsigned certificate (unless created before
@@ -163,7 +201,7 @@ func (s *Service) CheckIntegrity(ctx context.Context, tx consent.Tx, c *consent.
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: certificate %s is signed with key %q, which is neither configured nor published", consent.ErrIntegrity, c.ID, c.KeyID)
+			return fmt.Errorf("%w: certificate %s is signed with key %q, which this service was not given (Config.SigningKeys, PublicKeys)", consent.ErrIntegrity, c.ID, c.KeyID)
 		}
 		var consents [4]signed.DocumentConsent // most certificates': no allocation
 		d := consent.Document(c, consents[:0])

@@ -74,6 +74,7 @@ type options struct {
 	s3             s3video.Config // Bucket empty: videos go to videoDir
 
 	webhookAllowPrivate bool
+	trustPublishedKeys  bool
 	installRecorder     bool
 }
 
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.installRecorder, "install-recorder", true, "when rrweb's recorder is missing and the server runs from a checkout of consentkit with npm at hand, install it ("+strings.Join(npmInstall, " ")+") in the background")
+	fs.BoolVar(&o.trustPublishedKeys, "trust-published-keys", false, "verify certificates with every key published in the store, so that instances with key files of their own need not share them; whoever can write the database can then add a key (D41). Off: instances sharing a store share the key file")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback and private addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
@@ -308,7 +310,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		// unsigned; they still verify (their recording hash is checked).
 		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
-		WebhookAllowPrivate: o.webhookAllowPrivate,
+		WebhookAllowPrivate: o.webhookAllowPrivate, TrustPublishedKeys: o.trustPublishedKeys,
 	})
 	if err != nil {
 		return err
@@ -316,10 +318,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	m.WatchQueues(svc.Store(), consent.JobConvert, consent.JobAttest, consent.JobInsights, consent.JobWebhook,
 		consent.JobLockRecording, retain.JobDeleteVideo, retain.JobDeleteRecording)
 
-	// A key id held by another key in the store refuses the start: two
-	// instances must share the key file, or make keys of their own.
+	// A key id held by another key in the store refuses the start, as does
+	// a key of another instance unless -trust-published-keys: instances
+	// sharing a store share the key file (D41).
 	if err := svc.PublishKeys(ctx); err != nil {
-		return fmt.Errorf("publish the signing key: %w", err)
+		return fmt.Errorf("publish the signing key: %w (instances sharing a store: the same -signing-key file for all, or -trust-published-keys)", err)
 	}
 	token, err := prepare(ctx, svc, o.seed, log)
 	if err != nil {
