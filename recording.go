@@ -101,7 +101,10 @@ func (s *Service) Recordings() blob.Store {
 // object is written; then one transaction records its size and digest and
 // drops the chunks from the database. A move cut short is finished by the
 // next run, which writes the same object again; a session purged before
-// that has its object deleted by the purge.
+// that has its object deleted by the purge. A session purged while its
+// object is being written (between the first step and the last) has the
+// object's removal asked for by the last step, in its transaction: the
+// purge's own removal may have run before the object landed.
 func (s *Service) MoveRecordings(ctx context.Context, limit int) (int, error) {
 	if s.recordings == nil || limit <= 0 {
 		return 0, nil
@@ -194,7 +197,9 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	// 3. Record it and drop the chunks.
+	var orphan, deleteNow bool
 	err = s.store.Update(ctx, func(tx consent.Tx) error {
+		orphan, deleteNow = false, false // the store may run this again
 		now, err := tx.Session(ctx, id)
 		if err != nil {
 			return err
@@ -202,7 +207,25 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		if now.Recording.Moved() {
 			return errMoved
 		}
-		if now.Recording.Key != ses.Recording.Key || now.EventChunks != sum.Chunks || now.EventBytes != sum.Bytes {
+		if now.Recording.Key != ses.Recording.Key {
+			// Purged since step 1 (D43): the purge's removal of the object
+			// may have run before the object was written, and no row names
+			// it now. Its removal is asked for in this transaction, so that
+			// no crash can lose it. A removal still queued may
+			// have deleted before the object landed and be about to end: the
+			// object is then deleted at once too, after the commit.
+			orphan = true
+			_, err := tx.Job(ctx, jobDeleteRecording, id)
+			switch {
+			case err == nil:
+				deleteNow = true
+				return nil
+			case consent.ErrorCode(err) == consent.NotFound:
+				return tx.EnqueueJob(ctx, &consent.Job{Kind: jobDeleteRecording, Key: id, Payload: []byte(ses.Recording.Key), RunAfter: s.Now(), CreatedAt: s.Now()})
+			}
+			return err
+		}
+		if now.EventChunks != sum.Chunks || now.EventBytes != sum.Bytes {
 			return fmt.Errorf("the session changed while its object was written (%d chunks, %d written)", now.EventChunks, sum.Chunks)
 		}
 		rec := consent.Recording{Key: ses.Recording.Key, Bytes: info.Size, SHA256: sum.SHA256, At: s.Now()}
@@ -217,8 +240,21 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 	if errors.Is(err, errMoved) {
 		return false, nil
 	}
+	if err == nil && orphan {
+		if deleteNow {
+			if err := s.recordings.blobs.Delete(ctx, ses.Recording.Key); err != nil {
+				return false, fmt.Errorf("delete the object of a session purged while it was written: %w", err)
+			}
+		}
+		return false, nil
+	}
 	return err == nil, err
 }
+
+// jobDeleteRecording is retain.JobDeleteRecording, the removal of a purged
+// session's recording object (its key the session id, its payload the
+// object's key), which the purge's handlers run.
+const jobDeleteRecording = "recording.delete"
 
 // EnqueueRecordingLock asks, in tx, for the lock of a retained session's
 // moved recording until its ExpiresAt (consent.JobLockRecording), once tx

@@ -216,7 +216,10 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 					remove(JobDeleteVideo, s.ID, s.Video.Path)
 					videos++
 				}
-				if s.Recording.Key != "" { // moved, or being moved (D52)
+				// Moved, or being moved (D52): a move that writes the
+				// object after this asks for its removal again when it
+				// finds the key gone.
+				if s.Recording.Key != "" {
 					remove(JobDeleteRecording, s.ID, s.Recording.Key)
 					recordings++
 				}
