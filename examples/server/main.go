@@ -346,7 +346,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		err := st.View(r.Context(), func(tx consent.Tx) error { _, err := tx.CompanyIDs(r.Context(), "", 1); return err })
+		err := svc.Store().View(r.Context(), func(tx consent.Tx) error { _, err := tx.CompanyIDs(r.Context(), "", 1); return err })
 		if err != nil {
 			log.Error("health check", "err", err)
 			http.Error(w, `{"status":"unavailable"}`, http.StatusServiceUnavailable)
