@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,7 +36,7 @@ func from(h http.Handler, ip, path, token, body string) *httptest.ResponseRecord
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	req.RemoteAddr = ip + ":1000"
+	req.RemoteAddr = net.JoinHostPort(ip, "1000")
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	return rec
@@ -108,6 +109,38 @@ func TestCaptureClientByteBudget(t *testing.T) {
 	}
 	if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(10)); rec.Code != 429 {
 		t.Errorf("then: %d, want 429", rec.Code)
+	}
+}
+
+// IPv6 clients spend their byte budget by /64, as D28 keys their rate
+// limits: two addresses of one /64 share one budget, and an address of
+// another /64 has its own (D52).
+func TestCaptureClientByteBudgetIPv6(t *testing.T) {
+	_, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1})
+	const a, b, other = "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", "2001:db8:1:3::1"
+	s := startFrom(t, h, a, "acme-form")
+	events := "/capture/sessions/" + s.SessionID + "/events"
+	var codes []int
+	for seq := range 6 {
+		ip := a
+		if seq%2 == 1 {
+			ip = b
+		}
+		codes = append(codes, from(h, ip, events, s.UploadToken, chunkBody(seq)).Code)
+	}
+	if fmt.Sprint(codes) != "[200 200 200 200 200 429]" {
+		t.Fatalf("chunks of 8 KiB from two addresses of one /64, 40 KiB at once: %v, want five 200 then 429", codes)
+	}
+	for _, ip := range []string{a, b} {
+		if rec := from(h, ip, events, s.UploadToken, chunkBody(5)); rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%s, over its /64's budget: %d, Retry-After %q; want 429", ip, rec.Code, rec.Header().Get("Retry-After"))
+		}
+	}
+	o := startFrom(t, h, other, "acme-form")
+	for seq := range 5 {
+		if rec := from(h, other, "/capture/sessions/"+o.SessionID+"/events", o.UploadToken, chunkBody(seq)); rec.Code != 200 {
+			t.Errorf("another /64, chunk %d: %d %s; want 200", seq, rec.Code, rec.Body)
+		}
 	}
 }
 
