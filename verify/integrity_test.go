@@ -25,12 +25,15 @@ import (
 // to the database could.
 type tamperer interface {
 	// ReplaceIn replaces old by new in a text or JSON column of the
-	// certificate: records (its consents), visibility, client_ip or
-	// user_agent.
+	// certificate: records (its consents), visibility, client_ip,
+	// user_agent, origin or key_id.
 	ReplaceIn(t testing.TB, certificateID, column, old, new string)
-	// Shift moves a time of the certificate, created_at or revoked_before,
-	// by one second.
+	// Shift moves a time of the certificate, created_at, revoked_before or
+	// opt_in_at (its first consent's), by one second.
 	Shift(t testing.TB, certificateID, column string)
+	// Flip changes a digest of the certificate: email_digest,
+	// mobile_digest or recording_sha256.
+	Flip(t testing.TB, certificateID, column string)
 	// SetVersion sets the version of the encoding the certificate's
 	// signature is said to cover.
 	SetVersion(t testing.TB, certificateID string, version int)
@@ -41,8 +44,9 @@ type tamperer interface {
 
 // TestIntegrityTamper checks D41 on every store: a certificate signed at
 // issue verifies while untouched; once any of its evidence — consent text,
-// a consent's visibility, hidden text or opt-in method, the certificate's
-// visibility, client address, user agent, times, revoked_before, the
+// a consent's visibility, hidden text, opt-in method or opt-in time, the
+// certificate's visibility, page URL, client address, user agent, times,
+// revoked_before, email, mobile and recording digests, key id, the
 // signature's version — or a byte of its session's recording is changed in
 // the store's tables, every verification refuses it with 409 "certificate
 // integrity check failed" and charges nothing.
@@ -84,6 +88,14 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 		{"client address", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "client_ip", "203.0.113.7", "203.0.113.8") }},
 		{"user agent", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "user_agent", "Firefox", "Chrome") }},
 		{"time", func(t testing.TB, tm tamperer) { tm.Shift(t, "cert-1", "created_at") }},
+		{"opt-in time", func(t testing.TB, tm tamperer) { tm.Shift(t, "cert-1", "opt_in_at") }},
+		{"page URL", func(t testing.TB, tm tamperer) {
+			tm.ReplaceIn(t, "cert-1", "origin", "acme.example", "acme.example.net")
+		}},
+		{"email digest", func(t testing.TB, tm tamperer) { tm.Flip(t, "cert-1", "email_digest") }},
+		{"mobile digest", func(t testing.TB, tm tamperer) { tm.Flip(t, "cert-1", "mobile_digest") }},
+		{"recording digest", func(t testing.TB, tm tamperer) { tm.Flip(t, "cert-1", "recording_sha256") }},
+		{"key id", func(t testing.TB, tm tamperer) { tm.ReplaceIn(t, "cert-1", "key_id", "k1", "k2") }},
 		{"revoked before", func(t testing.TB, tm tamperer) { tm.Shift(t, "cert-1", "revoked_before") }},
 		{"signature version", func(t testing.TB, tm tamperer) { tm.SetVersion(t, "cert-1", 1) }},
 		{"recording byte", func(t testing.TB, tm tamperer) { tm.ReplaceInRecording(t, "s1", `"type":4`, `"type":5`) }},
@@ -117,7 +129,7 @@ func testIntegrityTamper(t *testing.T, open func(tb testing.TB) (consent.Store, 
 			err = svc.Store().Update(ctx, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "cert-0", svc.Now()) })
 			must(nil, err)
 			cert, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web",
-				SessionID: "s1", Origin: "https://acme.example/", Email: "jane@example.com",
+				SessionID: "s1", Origin: "https://acme.example/", Email: "jane@example.com", Mobile: "+1 555 0100",
 				Records: []consent.Record{{Text: text + " and 500 partners", Types: []string{"tcpa"}, OptInMethod: consent.OptInScripted,
 					Visibility: &consent.Visibility{InViewport: true, FontSizePx: 12, ContrastRatio: 21, HiddenText: []string{"and 500 partners"}}}},
 				ClientIP: "203.0.113.7", UserAgent: "Mozilla/5.0 Firefox/140.0",
@@ -196,6 +208,10 @@ func (m *memTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
 			c.ClientIP = strings.Replace(c.ClientIP, old, new, 1)
 		case "user_agent":
 			c.UserAgent = strings.Replace(c.UserAgent, old, new, 1)
+		case "origin":
+			c.Origin = strings.Replace(c.Origin, old, new, 1)
+		case "key_id":
+			c.KeyID = strings.Replace(c.KeyID, old, new, 1)
 		default:
 			t.Fatalf("tamper: no column %s", column)
 		}
@@ -212,8 +228,28 @@ func (m *memTamperer) Shift(t testing.TB, id, column string) {
 			c.CreatedAt = c.CreatedAt.Add(time.Second)
 		case "revoked_before":
 			c.RevokedBefore = c.RevokedBefore.Add(time.Second)
+		case "opt_in_at":
+			c.Records[0].OptInAt = c.Records[0].OptInAt.Add(time.Second)
 		default:
 			t.Fatalf("tamper: no time %s", column)
+		}
+	})
+}
+
+func (m *memTamperer) Flip(t testing.TB, id, column string) {
+	m.cert = append(m.cert, func(c *consent.Certificate) {
+		if c.ID != id {
+			return
+		}
+		switch column {
+		case "email_digest":
+			c.EmailDigest[0] ^= 1
+		case "mobile_digest":
+			c.MobileDigest[0] ^= 1
+		case "recording_sha256":
+			c.RecordingSHA256[0] ^= 1
+		default:
+			t.Fatalf("tamper: no digest %s", column)
 		}
 	})
 }
@@ -300,7 +336,18 @@ func (m sqliteTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
 }
 
 func (m sqliteTamperer) Shift(t testing.TB, id, column string) {
+	if column == "opt_in_at" {
+		m.exec1(t, `UPDATE certificates SET records = CAST(json_set(CAST(records AS TEXT), '$[0].opt_in_at_us',
+			json_extract(CAST(records AS TEXT), '$[0].opt_in_at_us') + 1000000) AS BLOB) WHERE id = ?`, id)
+		return
+	}
 	m.exec1(t, `UPDATE certificates SET `+column+` = `+column+` + 1000000 WHERE id = ?`, id)
+}
+
+// Flip sets the first byte of the digest to another value.
+func (m sqliteTamperer) Flip(t testing.TB, id, column string) {
+	m.exec1(t, `UPDATE certificates SET `+column+` = CAST(iif(substr(`+column+`, 1, 1) = x'00', x'01', x'00') || substr(`+column+`, 2) AS BLOB)
+		WHERE id = ? AND length(`+column+`) = 32`, id)
 }
 
 func (m sqliteTamperer) SetVersion(t testing.TB, id string, version int) {
@@ -337,7 +384,18 @@ func (m pgTamperer) ReplaceIn(t testing.TB, id, column, old, new string) {
 }
 
 func (m pgTamperer) Shift(t testing.TB, id, column string) {
+	if column == "opt_in_at" {
+		m.exec1(t, `UPDATE certificates SET records = jsonb_set(records, '{0,opt_in_at_us}',
+			to_jsonb((records->0->>'opt_in_at_us')::bigint + 1000000)) WHERE id = $1`, id)
+		return
+	}
 	m.exec1(t, `UPDATE certificates SET `+column+` = `+column+` + interval '1 second' WHERE id = $1`, id)
+}
+
+// Flip sets the first byte of the digest to another value.
+func (m pgTamperer) Flip(t testing.TB, id, column string) {
+	m.exec1(t, `UPDATE certificates SET `+column+` = set_byte(`+column+`, 0, (get_byte(`+column+`, 0) + 1) % 256)
+		WHERE id = $1 AND length(`+column+`) = 32`, id)
 }
 
 func (m pgTamperer) SetVersion(t testing.TB, id string, version int) {
