@@ -534,7 +534,9 @@ type Consent struct {
 	// Tail, when not nil, is the session's last chunk of events, stored
 	// with the consent in one step (Tail.SessionID is ignored). The snippet
 	// sends the events not yet sent this way when the form is submitted, so
-	// that one request that outlives the page carries both.
+	// that one request that outlives the page carries both. It is dropped,
+	// unread, when the session's recording is finished (D52): the
+	// certificate then covers the recording as stored.
 	Tail *Chunk
 }
 
@@ -545,9 +547,12 @@ const maxAttempts = 3
 // Issue issues the session's reserved certificate (D35) and closes the
 // session. The certificate keeps the SHA-256 of the recording as stored at
 // this moment (consent.JoinChunks of its chunks, the tail included),
-// hashed as it is read, never held whole. A *ClosedError (Conflict) when
-// consent was given already; a Conflict when the session recorded no
-// events.
+// hashed as it is read, never held whole. For a session whose recording
+// was finished for idleness (moved, or being moved, to the blob store:
+// D52) the tail is dropped and the certificate is issued over the
+// recording as stored, its digest that of the moved object: Issue answers
+// as for any other consent. A *ClosedError (Conflict) when consent was
+// given already; a Conflict when the session recorded no events.
 func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*consent.Certificate, error) {
 	pageOrigin, ok := consent.OriginOf(req.URL)
 	if !ok {
@@ -585,7 +590,12 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				return ErrOrigin
 			}
 			recording, chunks := stored.Clone(), n // the store may run this again
-			if t := req.Tail; t != nil {
+			// A recording finished for idleness (D52) takes no tail: the
+			// certificate is issued over the recording as stored, and the
+			// tail is dropped unread, whatever its seq. A consumer who took
+			// longer than Config.RecordingIdle over the form still gets a
+			// certificate.
+			if t := req.Tail; t != nil && !ses.Finished() {
 				switch {
 				case t.Seq < n:
 					was, err := tx.EventChunk(ctx, ses.ID, t.Seq)
@@ -597,8 +607,6 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 					}
 				case t.Seq > n:
 					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
-				case ses.Finished():
-					return consentkit.ErrRecordingFinished
 				default:
 					if err := c.spend(ses.PropertyID, len(t.Events)); err != nil {
 						return err
