@@ -2,11 +2,14 @@ package signed
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,12 +17,84 @@ import (
 // compared with the content the signature covers ([CheckShown]).
 type Shown struct {
 	// Differs names the first member of the answer, in the order of their
-	// names, whose value is not what is signed; "" when none is.
+	// names, whose value is not what is signed; "" when none is. A member
+	// the API leaves out when it is empty (client_ip, user_agent,
+	// recording_sha256, consent_visibility, revoked_before) reads as none
+	// when it is missing: missing while its signed value is not empty, it
+	// is named here.
 	Differs string
 	// Unsigned lists the members the answer shows that no signature
 	// covers, in the order of their names: "valid" and "events_combined"
-	// always; in version 1 content, the facts version 2 added.
+	// always; in version 1 content, the facts version 2 added; the
+	// attestation and insights, statements signed apart; and, by their
+	// path, the members inside consents, visibilities, the signed content,
+	// the attestation and the insights that the API does not write, such
+	// as "consents[0].note" (a name matches only as written).
 	Unsigned []string
+	// NotShown lists the members the API always writes that the answer
+	// leaves out while the signature covers a value for them, in the order
+	// of their names: the answer says nothing of them, and its reader
+	// should read them in the signed content.
+	NotShown []string
+}
+
+// The members of a certificate-info answer that the API writes inside
+// those CheckShown reads, by the names it writes: any other is listed as
+// unsigned.
+type (
+	shownConsent struct {
+		Text        string           `json:"text"`
+		Types       []string         `json:"types"`
+		OptIn       json.RawMessage  `json:"opt_in"`
+		OptInMethod string           `json:"opt_in_method"`
+		Visibility  *shownVisibility `json:"visibility"`
+	}
+	shownVisibility struct {
+		InViewport      bool        `json:"in_viewport"`
+		Visible         bool        `json:"visible"`
+		FontSizePx      json.Number `json:"font_size_px"`
+		TextColor       string      `json:"text_color"`
+		BackgroundColor string      `json:"background_color"`
+		ContrastRatio   json.Number `json:"contrast_ratio"`
+		HiddenText      []string    `json:"hidden_text"`
+	}
+	shownAttestation struct {
+		Status           string       `json:"status"`
+		Reason           string       `json:"reason"`
+		ScreenshotSHA256 string       `json:"screenshot_sha256"`
+		Differences      []Difference `json:"differences"`
+		StatementProof
+	}
+	shownVelocity struct {
+		ClientIP int `json:"client_ip"`
+		Email    int `json:"email"`
+		Mobile   int `json:"mobile"`
+	}
+	shownInsights struct {
+		Status         string `json:"status"`
+		AskedAt        string `json:"asked_at"`
+		LeadAgeSeconds int64  `json:"lead_age_seconds"`
+		Velocity       struct {
+			Hour shownVelocity `json:"hour"`
+			Day  shownVelocity `json:"day"`
+		} `json:"velocity"`
+		Bot struct {
+			Verdict      string   `json:"verdict"`
+			Reasons      []string `json:"reasons"`
+			AskedReasons []string `json:"asked_reasons"`
+		} `json:"bot"`
+		InsightsSignals
+		InsightsProof
+	}
+)
+
+// shapes are the members whose insides CheckShown lists by name.
+var shapes = map[string]reflect.Type{
+	"attestation":        reflect.TypeFor[shownAttestation](),
+	"consent_visibility": reflect.TypeFor[shownVisibility](),
+	"consents":           reflect.TypeFor[[]shownConsent](),
+	"insights":           reflect.TypeFor[shownInsights](),
+	"signed":             reflect.TypeFor[Content](),
 }
 
 // CheckShown compares the members of a certificate-info answer with its
@@ -27,10 +102,17 @@ type Shown struct {
 // consents and what is derived from them (consent_types, consent_opt_in,
 // has_consents, consent_count), the recording's digest and, as far as its
 // version covers them, the client's address and user agent, the
-// visibilities, the opt-in methods and revoked_before. It does not check
-// the signature ([Proof.Verify] does). It fails when answer is not a JSON
-// object with signed content.
+// visibilities, the opt-in methods and revoked_before. It lists the
+// members that no certificate signature covers, and those the signature
+// covers that the answer leaves out. It does not check the signature
+// ([Proof.Verify] does), nor the statements signed apart (attestation,
+// insights). It fails when answer is not a JSON object with signed
+// content, or when an object in it has two members of one name
+// ([CheckNames]).
 func CheckShown(answer []byte) (Shown, error) {
+	if err := CheckNames(answer); err != nil {
+		return Shown{}, err
+	}
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(answer, &members); err != nil {
 		return Shown{}, fmt.Errorf("signed: the answer is not a JSON object: %w", err)
@@ -44,6 +126,20 @@ func CheckShown(answer []byte) (Shown, error) {
 		return Shown{}, err
 	}
 	v2 := d.V == Version2
+	var earliest time.Time
+	var types []string
+	for i, r := range d.Consents {
+		if i == 0 || r.OptInAt.Before(earliest) {
+			earliest = r.OptInAt
+		}
+		types = append(types, r.Types...)
+	}
+	slices.Sort(types)
+	types = slices.Compact(types)
+	visibility := d.Visibility // the certificate's own, or the first consent's
+	if visibility == nil && len(d.Consents) > 0 {
+		visibility = d.Consents[0].Visibility
+	}
 	names := make([]string, 0, len(members))
 	for n := range members {
 		names = append(names, n)
@@ -55,7 +151,6 @@ func CheckShown(answer []byte) (Shown, error) {
 		same, signed := true, true
 		switch n {
 		case "signed", "signature", "key_id": // the proof, which Proof.Verify checks
-			continue
 		case "certificate_id":
 			same = sameString(raw, d.ID)
 		case "session_id":
@@ -67,32 +162,15 @@ func CheckShown(answer []byte) (Shown, error) {
 		case "created_timestamp":
 			same = sameTime(raw, d.CreatedAt)
 		case "consent_opt_in":
-			var earliest time.Time
-			for i, r := range d.Consents {
-				if i == 0 || r.OptInAt.Before(earliest) {
-					earliest = r.OptInAt
-				}
-			}
 			same = sameTime(raw, earliest)
 		case "consent_types":
-			var all []string
-			for _, r := range d.Consents {
-				all = append(all, r.Types...)
-			}
-			slices.Sort(all)
-			same = sameStrings(raw, slices.Compact(all))
+			same = sameStrings(raw, types)
 		case "has_consents":
 			same = sameJSON(raw, len(d.Consents) > 0)
 		case "consent_count":
 			same = sameJSON(raw, len(d.Consents))
 		case "consents":
-			var shown []struct {
-				Text        string           `json:"text"`
-				Types       []string         `json:"types"`
-				OptIn       json.RawMessage  `json:"opt_in"`
-				OptInMethod string           `json:"opt_in_method"`
-				Visibility  *json.RawMessage `json:"visibility"`
-			}
+			var shown []shownConsent
 			same = json.Unmarshal(raw, &shown) == nil && len(shown) == len(d.Consents)
 			for i := 0; same && i < len(shown); i++ {
 				s, r := shown[i], d.Consents[i]
@@ -109,13 +187,10 @@ func CheckShown(answer []byte) (Shown, error) {
 			same, signed = sameString(raw, d.UserAgent), v2
 		case "revoked_before":
 			same, signed = sameTime(raw, d.RevokedBefore), v2
-		case "consent_visibility": // the first consent's, or the certificate's own
-			want := d.Visibility
-			if want == nil && len(d.Consents) > 0 {
-				want = d.Consents[0].Visibility
-			}
-			same, signed = sameVisibility(&raw, want), v2
-		default: // valid, events_combined, and anything else
+		case "consent_visibility":
+			var got *shownVisibility
+			same, signed = json.Unmarshal(raw, &got) == nil && sameVisibility(got, visibility), v2
+		default: // valid, events_combined, attestation, insights, and anything else
 			signed = false
 		}
 		if !signed {
@@ -123,8 +198,117 @@ func CheckShown(answer []byte) (Shown, error) {
 		} else if !same && out.Differs == "" {
 			out.Differs = n
 		}
+		if t, ok := shapes[n]; ok {
+			out.Unsigned = unrecognised(out.Unsigned, raw, t, n)
+		}
+	}
+	// What the signature covers and the answer leaves out, in the order
+	// of their names. The API leaves these out when empty, so that one
+	// missing reads as none: not what is signed.
+	for _, m := range []struct {
+		name   string
+		signed bool
+	}{
+		{"client_ip", v2 && d.ClientIP != ""},
+		{"consent_visibility", v2 && visibility != nil},
+		{"recording_sha256", d.RecordingSHA256 != [sha256.Size]byte{}},
+		{"revoked_before", v2 && !d.RevokedBefore.IsZero()},
+		{"user_agent", v2 && d.UserAgent != ""},
+	} {
+		if _, shown := members[m.name]; m.signed && !shown && (out.Differs == "" || m.name < out.Differs) {
+			out.Differs = m.name
+		}
+	}
+	// These it always writes: one missing says nothing, and is listed.
+	for _, m := range []struct {
+		name   string
+		signed bool
+	}{
+		{"certificate_id", d.ID != ""},
+		{"consent_count", len(d.Consents) > 0},
+		{"consent_opt_in", !earliest.IsZero()},
+		{"consent_types", len(types) > 0},
+		{"consents", len(d.Consents) > 0},
+		{"created_timestamp", !d.CreatedAt.IsZero()},
+		{"has_consents", len(d.Consents) > 0},
+		{"origin", d.Origin != ""},
+		{"session_id", d.SessionID != ""},
+	} {
+		if _, shown := members[m.name]; m.signed && !shown {
+			out.NotShown = append(out.NotShown, m.name)
+		}
 	}
 	return out, nil
+}
+
+// unrecognised appends to out the path of each member inside the JSON raw,
+// at any depth, whose name is not one of those type t reads, as written:
+// encoding/json would read it into a field of another letter case, or not
+// at all, so no comparison holds it to what is signed.
+func unrecognised(out []string, raw json.RawMessage, t reflect.Type, path string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct:
+		var members map[string]json.RawMessage
+		if json.Unmarshal(raw, &members) != nil {
+			return out
+		}
+		fields := map[string]reflect.Type{}
+		jsonFields(t, fields)
+		names := make([]string, 0, len(members))
+		for n := range members {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if f, ok := fields[n]; ok {
+				out = unrecognised(out, members[n], f, path+"."+n)
+			} else {
+				out = append(out, path+"."+n)
+			}
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8: // not json.RawMessage
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return out
+		}
+		for i, item := range items {
+			out = unrecognised(out, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
+		}
+	}
+	return out
+}
+
+// jsonFields adds to fields the JSON name and type of each field of the
+// struct type t that encoding/json reads, those of embedded structs
+// included.
+func jsonFields(t reflect.Type, fields map[string]reflect.Type) {
+	for f := range t.Fields() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				jsonFields(ft, fields)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
 }
 
 func sameJSON(raw json.RawMessage, v any) bool {
@@ -162,23 +346,11 @@ func sameTime(raw json.RawMessage, t time.Time) bool {
 	return err == nil && at.Equal(t)
 }
 
-// sameVisibility: raw (absent or null for none) shows v, its numbers as
-// JSON numbers.
-func sameVisibility(raw *json.RawMessage, v *Visibility) bool {
-	if raw == nil || bytes.Equal(bytes.TrimSpace(*raw), []byte("null")) {
-		return v == nil
-	}
-	var got struct {
-		InViewport      bool        `json:"in_viewport"`
-		Visible         bool        `json:"visible"`
-		FontSizePx      json.Number `json:"font_size_px"`
-		TextColor       string      `json:"text_color"`
-		BackgroundColor string      `json:"background_color"`
-		ContrastRatio   json.Number `json:"contrast_ratio"`
-		HiddenText      []string    `json:"hidden_text"`
-	}
-	if v == nil || json.Unmarshal(*raw, &got) != nil {
-		return false
+// sameVisibility: got (nil for absent or null: none) shows v, its numbers
+// as JSON numbers.
+func sameVisibility(got *shownVisibility, v *Visibility) bool {
+	if got == nil || v == nil {
+		return got == nil && v == nil
 	}
 	num := func(n json.Number, f float64) bool {
 		g, err := strconv.ParseFloat(string(n), 64)

@@ -129,3 +129,66 @@ func TestInsightsChecked(t *testing.T) {
 		}
 	}
 }
+
+// The insights' status is vouched for by their statement: done beside it,
+// and without one only pending or failed, showing no verdict nor signals.
+// Verified, the insights are no longer listed as unsigned, and when they
+// were asked is told with what was computed then.
+func TestInsightsStatusChecked(t *testing.T) {
+	certJSON, keysJSON := serve(t)
+	var proof signed.Proof
+	if err := json.Unmarshal(certJSON, &proof); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := signed.NewSigningKey("key-ins")
+	keys := withKeys(t, keysJSON, key)
+	done := func() map[string]any {
+		st, err := signed.NewInsightsStatement(proof.Signed, time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Bot = signed.InsightsBot{Verdict: "human", Reasons: []string{}}
+		st.Signals.Events = 40
+		sig, err := key.SignInsights(&st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := decode(t, encode(t, map[string]any{"status": "done", "asked_at": "2026-11-28T03:00:00.000000Z",
+			"bot":       map[string]any{"verdict": "human", "reasons": []string{}, "asked_reasons": []string{}},
+			"statement": &st, "key_id": st.KeyID, "signature": signed.EncodeSignature(sig)}))
+		signals := decode(t, encode(t, map[string]any{"s": st.Signals}))["s"].(map[string]any)
+		for k, v := range signals {
+			m[k] = v
+		}
+		return m
+	}
+	run1 := func(in map[string]any) (int, string) {
+		a := decode(t, certJSON)
+		a["insights"] = in
+		return check(keys, encode(t, a))
+	}
+	if code, out := run1(done()); code != 0 || !strings.Contains(out, "computed when asked, not signed: asked at 2026-11-28T03:00:00.000000Z\n") ||
+		!strings.Contains(out, "not signed, shown by the answer: events_combined, valid\n") {
+		t.Fatalf("an answer with insights done: exit %d\n%s", code, out)
+	}
+	if code, out := run1(map[string]any{"status": "failed", "asked_at": "2026-11-28T03:00:00Z"}); code != 0 ||
+		!strings.Contains(out, "not signed, shown by the answer: events_combined, insights, valid\n") {
+		t.Errorf("failed insights: exit %d\n%s", code, out)
+	}
+	for name, c := range map[string]struct {
+		in   map[string]any
+		want string
+	}{
+		"pending beside a statement": {func() map[string]any { m := done(); m["status"] = "pending"; return m }(),
+			`the insights' status "pending" is not "done", beside a signed statement`},
+		"done without a statement": {map[string]any{"status": "done"}, `the insights' status "done" has no signed statement to vouch for it`},
+		"a verdict without a statement": {map[string]any{"status": "pending", "bot": map[string]any{"verdict": "human"}},
+			"the insights show what only a signed statement can, and have none"},
+		"signals without a statement": {map[string]any{"status": "failed", "events": 40},
+			"the insights show what only a signed statement can, and have none"},
+	} {
+		if code, out := run1(c.in); code != 1 || !strings.Contains(out, "NOT VALID: "+c.want) {
+			t.Errorf("%s: exit %d\n%s; want 1, NOT VALID: %s", name, code, out, c.want)
+		}
+	}
+}

@@ -12,17 +12,30 @@
 // every fact the answer shows beside it is what is signed; 1 when not (the
 // certificate carries no signature, not one that a published key verifies
 // over its content, or the answer shows a signed fact with another value,
-// which it names). An attestation (D49) and computed insights (D50) in
-// the answer are statements signed apart: each is checked against the
-// published keys and the certificate, and the insights shown beside their
-// statement must be what it states. It lists the facts the answer shows
-// that no certificate signature covers (valid, events_combined, and in certificates signed in version 1
-// the facts version 2 added). It exits 2 when the input cannot
-// be read as a certificate-info answer: a file that is missing or not
-// JSON; an error answer of the API saved in the certificate's place (curl
-// -s writes a 401, 403 or 404 body as readily as a 200), which is told with
-// its status and message, such as "403 This session has opted out"; or
-// JSON of something else.
+// which it names). An answer in which an object has two members of one
+// name, in the same or another letter case ("text" and "Text"), is refused
+// before anything else is read: Go reads either into one field and keeps
+// the last, other readers the name as written, so it shows each reader
+// something else. A member the API leaves out when empty (client_ip,
+// user_agent, recording_sha256, consent_visibility, revoked_before) reads
+// as none, so one missing while it is signed is refused too; one the API
+// always writes, missing, says nothing, and is listed as signed but not
+// shown. An attestation (D49) and computed insights (D50) in the answer
+// are statements signed apart: each is checked against the published keys
+// and the certificate, and what the answer shows beside its statement
+// (the attestation's status, reason, screenshot digest and differences;
+// the insights' status, signals and verdict) must be what it states;
+// without a statement, either may only say that none is made yet
+// (pending, or failed insights). It lists the facts the answer shows that
+// no certificate signature covers (valid, events_combined, members inside
+// it that the API does not write, an attestation or insights without a
+// signed statement, and in certificates signed in version 1 the facts
+// version 2 added). It exits 2 when the input cannot be read as a
+// certificate-info answer: a file that is missing or not JSON; an error
+// answer of the API saved in the certificate's place (curl -s writes a
+// 401, 403 or 404 body as readily as a 200), which is told with its status
+// and message, such as "403 This session has opted out"; or JSON of
+// something else.
 package main
 
 import (
@@ -56,7 +69,10 @@ type info struct {
 	// statement of what the consumer could see (D49), checked as the
 	// certificate is.
 	Attestation *struct {
-		Status string `json:"status"`
+		Status           string              `json:"status"`
+		Reason           string              `json:"reason"`
+		ScreenshotSHA256 string              `json:"screenshot_sha256"`
+		Differences      []signed.Difference `json:"differences"`
 		signed.StatementProof
 	} `json:"attestation"`
 	// Insights, when the answer has them computed, are the service's own
@@ -67,6 +83,7 @@ type info struct {
 	Insights *struct {
 		Status         string    `json:"status"`
 		Bot            *askedBot `json:"bot"`
+		AskedAt        string    `json:"asked_at"`
 		LeadAgeSeconds *int64    `json:"lead_age_seconds"`
 		Velocity       *struct {
 			Hour, Day struct {
@@ -129,6 +146,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "consentkit-verify:", err)
 		return 2
 	}
+	if err := signed.CheckNames(answer); err != nil { // before any reading that ignores case
+		fmt.Fprintln(stdout, "NOT VALID:", strings.TrimPrefix(err.Error(), "signed: "))
+		return 1
+	}
 	var cert info
 	if err := json.Unmarshal(answer, &cert); err != nil {
 		var te *json.UnmarshalTypeError
@@ -166,17 +187,57 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "NOT VALID: the signature holds, but the answer's %s is not what it covers\n", shown.Differs)
 		return 1
 	}
+	// The attestation and the insights are statements signed apart: what
+	// the answer shows of either is what its statement states, and
+	// without a statement it shows nothing but that none is made yet.
+	unsigned := shown.Unsigned
+	if a := cert.Attestation; a != nil && a.Statement == nil {
+		switch {
+		case a.Status != "pending":
+			fmt.Fprintf(stdout, "NOT VALID: the attestation's status %q has no signed statement to vouch for it\n", a.Status)
+			return 1
+		case a.Reason != "" || a.ScreenshotSHA256 != "" || a.Differences != nil || a.Signature != "" || a.KeyID != "":
+			fmt.Fprintln(stdout, "NOT VALID: the attestation shows what only a signed statement can, and has none")
+			return 1
+		}
+	}
 	if a := cert.Attestation; a != nil && a.Statement != nil {
 		if err := a.Verify(&ks, cert.Signed); err != nil {
 			fmt.Fprintln(stdout, "NOT VALID: the attestation:", err)
 			return 1
 		}
-		if a.Status != "" && a.Status != a.Statement.Status {
-			fmt.Fprintf(stdout, "NOT VALID: the attestation's status %q is not the signed statement's %q\n", a.Status, a.Statement.Status)
+		st := a.Statement
+		for _, f := range []struct {
+			name string
+			same bool
+		}{
+			{"status", a.Status == st.Status},
+			{"reason", a.Reason == st.Reason},
+			{"screenshot_sha256", a.ScreenshotSHA256 == st.ScreenshotSHA256},
+			{"differences", slices.Equal(a.Differences, st.Differences)},
+		} {
+			if !f.same {
+				fmt.Fprintf(stdout, "NOT VALID: the attestation's %s is not the signed statement's\n", f.name)
+				return 1
+			}
+		}
+		unsigned = slices.DeleteFunc(unsigned, func(n string) bool { return n == "attestation" })
+	}
+	if in := cert.Insights; in != nil && in.Statement == nil {
+		switch {
+		case in.Status != "pending" && in.Status != "failed":
+			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q has no signed statement to vouch for it\n", in.Status)
+			return 1
+		case in.Bot != nil || !reflect.ValueOf(in.InsightsSignals).IsZero() || in.Signature != "" || in.KeyID != "":
+			fmt.Fprintln(stdout, "NOT VALID: the insights show what only a signed statement can, and have none")
 			return 1
 		}
 	}
 	if in := cert.Insights; in != nil && in.Statement != nil {
+		if in.Status != "done" {
+			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q is not \"done\", beside a signed statement\n", in.Status)
+			return 1
+		}
 		if err := in.Verify(&ks, cert.Signed); err != nil {
 			fmt.Fprintln(stdout, "NOT VALID: the insights:", err)
 			return 1
@@ -189,6 +250,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "NOT VALID: the insights' verdict:", why)
 			return 1
 		}
+		unsigned = slices.DeleteFunc(unsigned, func(n string) bool { return n == "insights" })
 	}
 	s := cert.Signed
 	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s, %s\n",
@@ -220,6 +282,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		st := in.Statement
 		fmt.Fprintf(stdout, "  insights: %s %v, measured %s, key %s\n", st.Bot.Verdict, st.Bot.Reasons, st.MeasuredAt, st.KeyID)
 		var asked []string
+		if in.AskedAt != "" {
+			asked = append(asked, "asked at "+in.AskedAt)
+		}
 		if len(in.Bot.AskedReasons) > 0 || in.Bot.Verdict != st.Bot.Verdict {
 			asked = append(asked, fmt.Sprintf("verdict %s, adding %v", in.Bot.Verdict, in.Bot.AskedReasons))
 		}
@@ -234,8 +299,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "    computed when asked, not signed: %s\n", strings.Join(asked, "; "))
 		}
 	}
-	if len(shown.Unsigned) > 0 {
-		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(shown.Unsigned, ", "))
+	if len(unsigned) > 0 {
+		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(unsigned, ", "))
+	}
+	if len(shown.NotShown) > 0 {
+		fmt.Fprintf(stdout, "  signed but not shown: %s\n", strings.Join(shown.NotShown, ", "))
 	}
 	return 0
 }
