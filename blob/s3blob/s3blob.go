@@ -17,7 +17,11 @@
 // without it, Lock records the date in the object's tag consentkit-keep-until,
 // which this package honours and the server does not: a lock there guards
 // against this library's mistakes, not against the bucket's owner
-// (Locking tells which applies).
+// (Locking tells which applies). New refuses a bucket whose Object Lock
+// configuration has a default retention rule (ErrDefaultRetention): it
+// would lock every object at Put, so that an object could be neither
+// written again nor deleted until the rule's period ran out, whether or
+// not Lock was called.
 //
 // Delete removes every version of a key, after checking that none is
 // locked: a refused Delete removes nothing. Put refuses to write over an
@@ -96,13 +100,42 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	out, err := s.client.GetObjectLockConfiguration(ctx, &s3.GetObjectLockConfigurationInput{Bucket: &s.bucket})
 	switch code := s3api.ErrorCode(err); {
 	case err == nil:
-		s.locking = out.ObjectLockConfiguration != nil &&
-			out.ObjectLockConfiguration.ObjectLockEnabled == types.ObjectLockEnabledEnabled
+		if s.locking, err = lockConfiguration(s.bucket, out.ObjectLockConfiguration); err != nil {
+			return nil, err
+		}
 	case code == "ObjectLockConfigurationNotFoundError" || code == "NotImplemented":
 	default:
 		return nil, fmt.Errorf("s3blob: bucket %s: %w", s.bucket, err)
 	}
 	return s, nil
+}
+
+// ErrDefaultRetention is returned, wrapped, by New for a bucket whose
+// Object Lock configuration has a default retention rule.
+var ErrDefaultRetention = errors.New("the bucket's Object Lock configuration has a default retention rule (Rule.DefaultRetention), which locks every object as it is written; remove the rule (PutObjectLockConfiguration with ObjectLockEnabled alone): objects are locked one by one, by Lock, when they are to be kept")
+
+// lockConfiguration reads a bucket's Object Lock configuration: whether
+// it has Object Lock, and an error for a default retention rule. Such a
+// rule locks each object at Put, before the commit that records it: an
+// object that no row keeps yet could then not be written again (a move cut
+// short, D52) nor deleted (the purge's removal of what is past its
+// retention, D43) until the rule's period ran out.
+func lockConfiguration(bucket string, c *types.ObjectLockConfiguration) (bool, error) {
+	if c == nil || c.ObjectLockEnabled != types.ObjectLockEnabledEnabled {
+		return false, nil
+	}
+	if r := c.Rule; r != nil && r.DefaultRetention != nil {
+		d := r.DefaultRetention
+		period := ""
+		switch {
+		case d.Days != nil:
+			period = fmt.Sprintf(", %d days", *d.Days)
+		case d.Years != nil:
+			period = fmt.Sprintf(", %d years", *d.Years)
+		}
+		return true, fmt.Errorf("s3blob: bucket %s (%s%s): %w", bucket, d.Mode, period, ErrDefaultRetention)
+	}
+	return true, nil
 }
 
 // Locking reports whether the bucket has Object Lock, so that a lock is

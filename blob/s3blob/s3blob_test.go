@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/blob/blobtest"
@@ -163,5 +165,53 @@ func TestReadRange(t *testing.T) {
 	}
 	if _, err := s.ReadRange(ctx, "k", "", 0, 0); err == nil {
 		t.Error("ReadRange of no bytes succeeded")
+	}
+}
+
+// A bucket whose Object Lock configuration has a default retention rule
+// locks every object as it is written, before the commit that records it:
+// a move cut short could not write its object again, nor the purge delete
+// it. New refuses it, naming the setting; the same bucket without the
+// rule is accepted.
+func TestDefaultRetentionRefused(t *testing.T) {
+	g := s3test.Start(t)
+	g.Bucket(t, "default-retention", true)
+	_, err := g.Client.PutObjectLockConfiguration(t.Context(), &s3.PutObjectLockConfigurationInput{
+		Bucket: aws.String("default-retention"),
+		ObjectLockConfiguration: &types.ObjectLockConfiguration{
+			ObjectLockEnabled: types.ObjectLockEnabledEnabled,
+			Rule: &types.ObjectLockRule{DefaultRetention: &types.DefaultRetention{
+				Mode: types.ObjectLockRetentionModeGovernance, Days: aws.Int32(1)}},
+		},
+	})
+	if err != nil {
+		t.Skipf("versitygw does not set a default retention rule (%v): lockConfiguration's decision is tested alone (TestLockConfiguration)", err)
+	}
+	out, err := g.Client.GetObjectLockConfiguration(t.Context(), &s3.GetObjectLockConfigurationInput{Bucket: aws.String("default-retention")})
+	if err != nil || out.ObjectLockConfiguration == nil || out.ObjectLockConfiguration.Rule == nil {
+		t.Skipf("versitygw does not report the default retention rule it was given (%+v, %v): lockConfiguration's decision is tested alone (TestLockConfiguration)", out, err)
+	}
+	_, err = s3blob.New(t.Context(), s3blob.Config{Client: g.Client, Bucket: "default-retention"})
+	if !errors.Is(err, s3blob.ErrDefaultRetention) || !strings.Contains(err.Error(), "default-retention") || !strings.Contains(err.Error(), "GOVERNANCE, 1 days") {
+		t.Fatalf("New on a bucket with a default retention rule: %v; want ErrDefaultRetention naming the bucket and the rule", err)
+	}
+
+	// Without the rule, the bucket is accepted, and Delete removes what
+	// Put wrote.
+	if _, err := g.Client.PutObjectLockConfiguration(t.Context(), &s3.PutObjectLockConfigurationInput{
+		Bucket:                  aws.String("default-retention"),
+		ObjectLockConfiguration: &types.ObjectLockConfiguration{ObjectLockEnabled: types.ObjectLockEnabledEnabled},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := s3blob.New(t.Context(), s3blob.Config{Client: g.Client, Bucket: "default-retention", TempDir: t.TempDir()})
+	if err != nil || !s.Locking() {
+		t.Fatalf("New without the rule: %v; want a locking store", err)
+	}
+	if _, err := s.Put(t.Context(), "k", bytes.NewReader([]byte("v"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(t.Context(), "k"); err != nil {
+		t.Fatalf("Delete without the rule: %v", err)
 	}
 }
