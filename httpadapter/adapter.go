@@ -71,9 +71,10 @@ type Config struct {
 	// operator secret, as the operator API is: package metrics makes one.
 	// Without it that route answers 404.
 	Metrics http.Handler
-	// Observer, when set, is told of every request a route answers and
-	// of the capture bytes the budgets count: package metrics implements
-	// it. Without it requests are timed by nothing.
+	// Observer, when set, is told of every request a route answers, of
+	// the capture bytes read and of the requests the byte budgets refuse:
+	// package metrics implements it. Without it requests are timed by
+	// nothing.
 	Observer Observer
 	// RefusalHold is how long a request refused by its client address's
 	// limit or byte budget (capture, opt-out: the anonymous routes) is
@@ -210,7 +211,13 @@ func New(cfg Config) (*Handler, error) {
 		h.limits[l] = ratelimit.NewBurst(kib(int(b)), kib(int(burst)), cfg.MaxLimiterKeys, cfg.Service.Now)
 	}
 	if lim := h.limits[capturePropertyBytesLimit]; lim != nil {
-		h.capture.Budget = func(propertyID string, n int) error { return spend(lim, propertyID, n) }
+		h.capture.Budget = func(propertyID string, n int) error {
+			err := spend(lim, propertyID, n)
+			if obs := cfg.Observer; err != nil && obs != nil {
+				obs.ObserveBudgetRefusal(BudgetProperty)
+			}
+			return err
+		}
 	}
 	h.rrweb = capture.NewRecorder(cfg.RRWebDir)
 	if cfg.OperatorSecret != "" {
@@ -391,10 +398,25 @@ type Observer interface {
 	// ObserveRequest reports a request answered by a route: its pattern
 	// ("POST /verify/match"), the status written and how long it took.
 	ObserveRequest(route string, status int, took time.Duration)
-	// ObserveCaptureBytes reports a capture body counted against its
-	// client's byte budget: its size, and whether the budget refused it.
+	// ObserveCaptureBytes reports the bytes of a capture body (a chunk, a
+	// consent) as they are read, before it is parsed: how many, and
+	// whether the client's byte budget refused them. Every capture body
+	// is reported, never refused when there is no such budget.
 	ObserveCaptureBytes(n int, refused bool)
+	// ObserveBudgetRefusal reports a capture request refused by a byte
+	// budget (D52): BudgetClient or BudgetProperty.
+	ObserveBudgetRefusal(budget string)
 }
+
+// The byte budgets an Observer is told of (Observer.ObserveBudgetRefusal).
+const (
+	// BudgetClient is the budget of capture bodies' bytes per client
+	// address (an IPv6 client's /64), Config.CaptureBytesPerMinute.
+	BudgetClient = "client"
+	// BudgetProperty is the budget of events' bytes per property,
+	// Config.CapturePropertyBytesPerMinute.
+	BudgetProperty = "property"
+)
 
 // statusWriter remembers the status written through it.
 type statusWriter struct {

@@ -493,10 +493,15 @@ func (h *Handler) clientKey(r *http.Request, c Caller) (string, error) {
 }
 
 // takeBytes spends n bytes of a capture body from the client's byte
-// budget (Config.CaptureBytesPerMinute), before the body is parsed.
+// budget (Config.CaptureBytesPerMinute), before the body is parsed, and
+// tells the Observer of them, budget or none.
 func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
+	obs := h.cfg.Observer
 	lim := h.limits[captureBytesLimit]
 	if lim == nil {
+		if obs != nil {
+			obs.ObserveCaptureBytes(n, false)
+		}
 		return nil
 	}
 	key, err := h.clientKey(r, c)
@@ -504,8 +509,11 @@ func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 		return err
 	}
 	wait, err := lim.AllowN(key, kib(n))
-	if obs := h.cfg.Observer; obs != nil {
+	if obs != nil {
 		obs.ObserveCaptureBytes(n, err != nil)
+		if err != nil {
+			obs.ObserveBudgetRefusal(BudgetClient)
+		}
 	}
 	if err != nil {
 		h.hold(r, wait)

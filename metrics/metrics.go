@@ -1,8 +1,9 @@
 // Package metrics keeps what an operator watches of a consentkit service —
-// requests by route and status and their latency, the capture bytes the
-// budgets count and refuse, how long each kind of job takes and how often
-// it fails, the store's group commit, a blob store's failures — and serves
-// it in the Prometheus text format, with the Prometheus Go client.
+// requests and their latency by route and status, the capture bytes read
+// and the requests each byte budget refused, how long each kind of job
+// takes and how often it fails, the store's group commit, a blob store's
+// failures — and serves it in the Prometheus text format, with the
+// Prometheus Go client.
 //
 //	m := metrics.New()
 //	h, err := httpadapter.New(httpadapter.Config{Service: svc, OperatorSecret: secret,
@@ -20,6 +21,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
@@ -38,6 +40,7 @@ type Metrics struct {
 	requests     *prometheus.CounterVec
 	latency      *prometheus.HistogramVec
 	captureBytes *prometheus.CounterVec
+	budgetHits   *prometheus.CounterVec
 	jobs         *prometheus.HistogramVec
 	jobFailures  *prometheus.CounterVec
 	blobErrors   *prometheus.CounterVec
@@ -54,13 +57,17 @@ func New() *Metrics {
 		}, []string{"route", "code"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "consentkit_http_request_duration_seconds",
-			Help:    "How long requests took to answer, by route.",
+			Help:    "How long requests took to answer, by route (method and pattern) and status code.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16), // 0.5 ms to 16 s
-		}, []string{"route"}),
+		}, []string{"route", "code"}),
 		captureBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "consentkit_capture_body_bytes_total",
-			Help: "Bytes of capture bodies counted against the clients' byte budgets, by outcome (allowed or refused).",
+			Help: "Bytes of capture bodies (chunks, consents) read, by outcome: refused by the client's byte budget, or allowed (every body when there is no such budget).",
 		}, []string{"outcome"}),
+		budgetHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "consentkit_capture_budget_refusals_total",
+			Help: "Capture requests refused by a byte budget, by budget: client (the bytes of bodies per address or IPv6 /64) or property (the bytes of events per property).",
+		}, []string{"budget"}),
 		jobs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "consentkit_job_duration_seconds",
 			Help:    "How long jobs ran, by kind (convert, attest, insights, webhook, purge…).",
@@ -75,7 +82,7 @@ func New() *Metrics {
 			Help: "Failed operations of a blob store (Blobs) or the video store (Videos), by store and operation.",
 		}, []string{"store", "op"}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.jobs, m.jobFailures, m.blobErrors,
+	m.reg.MustRegister(m.requests, m.latency, m.captureBytes, m.budgetHits, m.jobs, m.jobFailures, m.blobErrors,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -90,20 +97,28 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
 }
 
-// ObserveRequest counts a request and its latency (httpadapter.Observer).
+// ObserveRequest counts a request and its latency, by route and status
+// code (httpadapter.Observer).
 func (m *Metrics) ObserveRequest(route string, status int, took time.Duration) {
-	m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
-	m.latency.WithLabelValues(route).Observe(took.Seconds())
+	code := strconv.Itoa(status)
+	m.requests.WithLabelValues(route, code).Inc()
+	m.latency.WithLabelValues(route, code).Observe(took.Seconds())
 }
 
-// ObserveCaptureBytes counts a capture body against its budget
-// (httpadapter.Observer).
+// ObserveCaptureBytes counts the bytes of a capture body as it is read,
+// allowed or refused by the client's byte budget (httpadapter.Observer).
 func (m *Metrics) ObserveCaptureBytes(n int, refused bool) {
 	outcome := "allowed"
 	if refused {
 		outcome = "refused"
 	}
 	m.captureBytes.WithLabelValues(outcome).Add(float64(n))
+}
+
+// ObserveBudgetRefusal counts a capture request refused by a byte budget,
+// "client" or "property" (httpadapter.Observer).
+func (m *Metrics) ObserveBudgetRefusal(budget string) {
+	m.budgetHits.WithLabelValues(budget).Inc()
 }
 
 // ObserveJob records a job's run (jobs.Config.Observe).
@@ -220,20 +235,27 @@ func (v *videos) Delete(ctx context.Context, path string) error {
 // WatchQueues exports the depth of the job queues of the given kinds —
 // jobs queued and not failed for good, leased or not (consent.Tx.CountJobs)
 // — as consentkit_job_queue_depth{kind}, read from st at each scrape
-// (within 5 s; a scrape that cannot read the store reports the queues
-// as missing rather than wrong).
+// (within 5 s). A scrape that cannot read the store leaves the queues out,
+// rather than report them wrong, and answers with the rest as usual; it
+// counts the failure in consentkit_job_queue_read_errors_total, in that
+// same scrape.
 func (m *Metrics) WatchQueues(st consent.Store, kinds ...string) {
-	m.reg.MustRegister(&queues{st: st, kinds: kinds, desc: prometheus.NewDesc("consentkit_job_queue_depth",
-		"Jobs queued and not failed for good, leased or not, by kind.", []string{"kind"}, nil)})
+	m.reg.MustRegister(&queues{st: st, kinds: kinds,
+		desc: prometheus.NewDesc("consentkit_job_queue_depth",
+			"Jobs queued and not failed for good, leased or not, by kind.", []string{"kind"}, nil),
+		errDesc: prometheus.NewDesc("consentkit_job_queue_read_errors_total",
+			"Scrapes that could not read the job queues from the store, and left consentkit_job_queue_depth out.", nil, nil)})
 }
 
 type queues struct {
-	st    consent.Store
-	kinds []string
-	desc  *prometheus.Desc
+	st      consent.Store
+	kinds   []string
+	desc    *prometheus.Desc
+	errDesc *prometheus.Desc
+	errs    atomic.Uint64 // failed reads
 }
 
-func (q *queues) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc }
+func (q *queues) Describe(ch chan<- *prometheus.Desc) { ch <- q.desc; ch <- q.errDesc }
 
 func (q *queues) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -250,9 +272,12 @@ func (q *queues) Collect(ch chan<- prometheus.Metric) {
 		return nil
 	})
 	if err != nil {
-		ch <- prometheus.NewInvalidMetric(q.desc, err)
+		// Not an invalid metric: that fails the whole scrape (promhttp
+		// answers 500), and every other metric with it.
+		ch <- prometheus.MustNewConstMetric(q.errDesc, prometheus.CounterValue, float64(q.errs.Add(1)))
 		return
 	}
+	ch <- prometheus.MustNewConstMetric(q.errDesc, prometheus.CounterValue, float64(q.errs.Load()))
 	for i, k := range q.kinds {
 		ch <- prometheus.MustNewConstMetric(q.desc, prometheus.GaugeValue, float64(counts[i]), k)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -148,7 +149,7 @@ func TestScrape(t *testing.T) {
 		{"consentkit_http_requests_total", map[string]string{"route": "GET /operator/companies", "code": "200"}, 2},
 		{"consentkit_http_requests_total", map[string]string{"route": "POST /verify/match", "code": "401"}, 1},
 		{"consentkit_http_requests_total", map[string]string{"route": "POST /capture/sessions/{session_id}/events", "code": "200"}, 1},
-		{"consentkit_http_request_duration_seconds", map[string]string{"route": "GET /operator/companies"}, 2},
+		{"consentkit_http_request_duration_seconds", map[string]string{"route": "GET /operator/companies", "code": "200"}, 2},
 		{"consentkit_capture_body_bytes_total", map[string]string{"outcome": "allowed"}, float64(len(chunk))},
 		{"consentkit_job_duration_seconds", map[string]string{"kind": "test"}, 2},
 		{"consentkit_job_failures_total", map[string]string{"kind": "test"}, 1},
@@ -318,5 +319,149 @@ func TestVideos(t *testing.T) {
 	}
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "videos", "op": "open"}); got != -1 {
 		t.Errorf("video open errors = %v, want none counted for a missing video", got)
+	}
+}
+
+// chunkOf is a capture chunk of seq holding about 7 KiB of events.
+func chunkOf(seq int) string {
+	return fmt.Sprintf(`{"seq":%d,"events":[{"type":3,"data":{"text":"%s"},"timestamp":%d}]}`, seq, strings.Repeat("x", 7<<10), 1+seq)
+}
+
+// Capture bytes are counted whether the client's byte budget is on or
+// not, and a refusal is counted under the budget that refused it, client
+// or property; request latencies carry the status code, as the request
+// counts do.
+func TestCaptureBudgets(t *testing.T) {
+	ctx := context.Background()
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{MaxChunkBytes: 8 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	const origin = "https://forms.acme.example"
+	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "form", CompanyID: "acme", Name: "Form",
+		AllowedOrigins: []string{origin}}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const events = "POST /capture/sessions/{session_id}/events"
+	for _, c := range []struct {
+		name             string
+		client, property int64 // the budgets a minute, -1 for none
+		budget           string
+	}{
+		{"property", -1, 16 << 10, "property"},
+		{"client", 16 << 10, -1, "client"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := metrics.New()
+			h, err := httpadapter.New(httpadapter.Config{Service: svc, Observer: m, Logger: quiet, RefusalHold: -1,
+				CaptureBytesPerMinute: c.client, CapturePropertyBytesPerMinute: c.property})
+			if err != nil {
+				t.Fatal(err)
+			}
+			do := func(path, token, body string) *httptest.ResponseRecorder {
+				req := httptest.NewRequest("POST", path, strings.NewReader(body))
+				req.Header.Set("Origin", origin)
+				req.Header.Set("Content-Type", "text/plain;charset=UTF-8")
+				if token != "" {
+					req.Header.Set("Authorization", "Bearer "+token)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return rec
+			}
+			start := do("/capture/sessions", "", `{"property_id":"form","url":"`+origin+`/q"}`)
+			var s struct {
+				SessionID   string `json:"session_id"`
+				UploadToken string `json:"upload_token"`
+			}
+			if err := decode(start.Body, &s); err != nil || start.Code != 201 {
+				t.Fatalf("start: %d, %v", start.Code, err)
+			}
+			var codes []int
+			sent := 0
+			for seq := range 3 {
+				body := chunkOf(seq)
+				sent += len(body)
+				codes = append(codes, do("/capture/sessions/"+s.SessionID+"/events", s.UploadToken, body).Code)
+			}
+			want := "[200 200 429]" // 16 KiB of events a minute for the property
+			if c.budget == "client" {
+				want = "[200 429 429]" // at most 12 KiB at once, the largest body
+			}
+			if fmt.Sprint(codes) != want {
+				t.Fatalf("three chunks of 7 KiB: %v, want %s", codes, want)
+			}
+			families := scrape(t, m)
+			refused := 0
+			if c.budget == "client" {
+				refused = 2 * len(chunkOf(1))
+			}
+			for _, w := range []struct {
+				family string
+				labels map[string]string
+				want   float64
+			}{
+				{"consentkit_capture_body_bytes_total", map[string]string{"outcome": "allowed"}, float64(sent - refused)},
+				{"consentkit_capture_budget_refusals_total", map[string]string{"budget": c.budget}, float64(3 - strings.Count(want, "200"))},
+				{"consentkit_http_request_duration_seconds", map[string]string{"route": events, "code": "200"}, float64(strings.Count(want, "200"))},
+				{"consentkit_http_request_duration_seconds", map[string]string{"route": events, "code": "429"}, float64(strings.Count(want, "429"))},
+			} {
+				if got := value(families[w.family], w.labels); got != w.want {
+					t.Errorf("%s%v = %v, want %v", w.family, w.labels, got, w.want)
+				}
+			}
+			if refused > 0 {
+				if got := value(families["consentkit_capture_body_bytes_total"], map[string]string{"outcome": "refused"}); got != float64(refused) {
+					t.Errorf("refused capture bytes = %v, want %d", got, refused)
+				}
+			}
+			other := map[string]string{"budget": "client"}
+			if c.budget == "client" {
+				other["budget"] = "property"
+			}
+			if got := value(families["consentkit_capture_budget_refusals_total"], other); got != -1 {
+				t.Errorf("refusals by the %s budget = %v, want none", other["budget"], got)
+			}
+		})
+	}
+}
+
+// failingStore fails every read.
+type failingStore struct{ consent.Store }
+
+func (failingStore) View(context.Context, func(consent.Tx) error) error {
+	return errors.New("the database is gone")
+}
+
+// A scrape that cannot read the job queues still answers 200 with every
+// other metric; it leaves the queues out and counts the failure.
+func TestQueuesUnread(t *testing.T) {
+	m := metrics.New()
+	m.WatchQueues(failingStore{teststore.Memory(t)}, "convert")
+	m.ObserveRequest("GET /x", 200, time.Millisecond)
+	for i := 1; i <= 2; i++ {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		if rec.Code != 200 {
+			t.Fatalf("scrape %d: %d %s, want 200", i, rec.Code, rec.Body)
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(rec.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := families["consentkit_job_queue_depth"]; f != nil {
+			t.Errorf("scrape %d: queue depths %v reported from a store that cannot be read", i, f)
+		}
+		if got := value(families["consentkit_job_queue_read_errors_total"], nil); got != float64(i) {
+			t.Errorf("scrape %d: queue read errors = %v, want %d", i, got, i)
+		}
+		if got := value(families["consentkit_http_requests_total"], map[string]string{"route": "GET /x", "code": "200"}); got != 1 {
+			t.Errorf("scrape %d: the other metrics: requests = %v, want 1", i, got)
+		}
 	}
 }
