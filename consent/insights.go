@@ -45,7 +45,8 @@ type VelocityCounts struct {
 // InsightsRules are a company's thresholds of the bot verdict of its
 // certificates (D50; package insights documents each rule and its
 // default). A zero threshold is its default; a negative one turns its
-// rule off.
+// rule off: a negative MinKeystrokes, like a negative MaxKeysPerMinute,
+// turns typing_too_fast off.
 type InsightsRules struct {
 	MinSecondsOnPage float64 `json:"min_seconds_on_page,omitempty"`
 	MaxKeysPerMinute float64 `json:"max_keys_per_minute,omitempty"`

@@ -217,6 +217,9 @@ func TestReasons(t *testing.T) {
 		{"a short burst", newRec().at(2000).move(4).typeInto(idEmail, "jane", 20).at(3000).click(idButton).
 			signals(map[string][2]int{"email": {4, 0}}, false).String(), desktopUA,
 			insights.Rules{}, insights.Human, []insights.Reason{}},
+		{"typing too fast, min_keystrokes negative", newRec().at(2000).move(4).typeInto(idEmail, "jane@example.com", 20).at(3000).click(idButton).
+			signals(map[string][2]int{"email": {16, 0}}, false).String(), desktopUA,
+			insights.Rules{MinKeystrokes: -1}, insights.Human, []insights.Reason{}},
 		{"typing fast, a higher limit", newRec().at(2000).move(4).typeInto(idEmail, "jane@example.com", 20).at(3000).click(idButton).
 			signals(map[string][2]int{"email": {16, 0}}, false).String(), desktopUA,
 			insights.Rules{MaxKeysPerMinute: 5000}, insights.Human, []insights.Reason{}},

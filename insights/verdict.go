@@ -78,7 +78,8 @@ type Judgement struct {
 //	MaxKeysPerMinute  typing faster is typing_too_fast (default 1,500, 25
 //	                  keys a second; fast typists keep under 1,000)
 //	MinKeystrokes     the fewest key presses whose pace is judged
-//	                  (default 10; 0 or less means the default)
+//	                  (default 10); negative, like MaxKeysPerMinute
+//	                  negative, turns typing_too_fast off
 //	SuspectsForBot    how many suspect reasons together make the verdict
 //	                  bot (default 2)
 //	MaxPerHour        more of the company's certificates than this from
@@ -97,7 +98,8 @@ const (
 )
 
 // WithDefaults returns r with each zero threshold set to its default: the
-// rules Judge applies.
+// rules Judge applies. A negative threshold stays as it is: its rule is
+// off.
 func (r Rules) WithDefaults() Rules {
 	or := func(v *float64, def float64) {
 		if *v == 0 {
@@ -111,9 +113,6 @@ func (r Rules) WithDefaults() Rules {
 	}
 	or(&r.MinSecondsOnPage, DefaultMinSecondsOnPage)
 	or(&r.MaxKeysPerMinute, DefaultMaxKeysPerMinute)
-	if r.MinKeystrokes < 0 {
-		r.MinKeystrokes = 0
-	}
 	orInt(&r.MinKeystrokes, DefaultMinKeystrokes)
 	orInt(&r.SuspectsForBot, DefaultSuspectsForBot)
 	orInt(&r.MaxPerHour, DefaultMaxPerHour)
@@ -157,7 +156,8 @@ func (r Rules) Judge(s *Signals, f Facts) Judgement {
 	add(s.Reported != nil && s.Reported.Webdriver, ReasonWebdriver)
 	if recorded {
 		add(r.MinSecondsOnPage > 0 && s.SecondsOnPage < r.MinSecondsOnPage, ReasonSubmittedTooFast)
-		add(r.MaxKeysPerMinute > 0 && s.Keystrokes >= r.MinKeystrokes && s.KeysPerMinute > r.MaxKeysPerMinute, ReasonTypingTooFast)
+		add(r.MaxKeysPerMinute > 0 && r.MinKeystrokes > 0 && s.Keystrokes >= r.MinKeystrokes && s.KeysPerMinute > r.MaxKeysPerMinute,
+			ReasonTypingTooFast)
 		add(s.Reported == nil, ReasonNoSignals)
 		add(s.Pointer.Moves == 0 && s.Pointer.Touches == 0, ReasonNoPointerOrTouch)
 		scripted := false

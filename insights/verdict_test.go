@@ -110,3 +110,33 @@ func TestSeverity(t *testing.T) {
 		t.Errorf(`Verdict("robot").Severity() = %d, want -1`, got)
 	}
 }
+
+// WithDefaults sets each zero threshold to its default and leaves a
+// negative one as it is, its rule off: min_keystrokes too, which the
+// dashboard then shows as off.
+func TestWithDefaults(t *testing.T) {
+	if diff := cmp.Diff(insights.Rules{MinSecondsOnPage: insights.DefaultMinSecondsOnPage, MaxKeysPerMinute: insights.DefaultMaxKeysPerMinute,
+		MinKeystrokes: insights.DefaultMinKeystrokes, SuspectsForBot: insights.DefaultSuspectsForBot,
+		MaxPerHour: insights.DefaultMaxPerHour, MaxPerDay: insights.DefaultMaxPerDay}, insights.Rules{}.WithDefaults()); diff != "" {
+		t.Errorf("Rules{}.WithDefaults() (-want +got):\n%s", diff)
+	}
+	off := insights.Rules{MinSecondsOnPage: -1, MaxKeysPerMinute: -1, MinKeystrokes: -1, SuspectsForBot: -1, MaxPerHour: -1, MaxPerDay: -1}
+	if diff := cmp.Diff(off, off.WithDefaults()); diff != "" {
+		t.Errorf("negative thresholds changed (-want +got):\n%s", diff)
+	}
+	fast := humanSignals()
+	fast.Keystrokes, fast.KeysPerMinute = 500, 10*insights.DefaultMaxKeysPerMinute
+	for _, tc := range []struct {
+		rules insights.Rules
+		want  []insights.Reason
+	}{
+		{insights.Rules{}, []insights.Reason{insights.ReasonTypingTooFast}},
+		{insights.Rules{MinKeystrokes: 1}, []insights.Reason{insights.ReasonTypingTooFast}},
+		{insights.Rules{MinKeystrokes: -1}, []insights.Reason{}},
+		{insights.Rules{MaxKeysPerMinute: -1}, []insights.Reason{}},
+	} {
+		if got := tc.rules.Judge(fast, insights.Facts{}); !cmp.Equal(got.Reasons, tc.want) {
+			t.Errorf("%+v: reasons %v, want %v", tc.rules, got.Reasons, tc.want)
+		}
+	}
+}

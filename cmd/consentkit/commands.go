@@ -203,7 +203,7 @@ never milder than the signed one.`,
 			var r consent.InsightsRules
 			fs.Float64Var(&r.MinSecondsOnPage, "min-seconds-on-page", 0, "a consent sooner after the page loaded is submitted_too_fast (default 1.5)")
 			fs.Float64Var(&r.MaxKeysPerMinute, "max-keys-per-minute", 0, "typing faster is typing_too_fast (default 1500)")
-			fs.IntVar(&r.MinKeystrokes, "min-keystrokes", 0, "the fewest key presses whose pace is judged (default 10)")
+			fs.IntVar(&r.MinKeystrokes, "min-keystrokes", 0, "the fewest key presses whose pace is judged (default 10; negative, like a negative -max-keys-per-minute, turns typing_too_fast off)")
 			fs.IntVar(&r.SuspectsForBot, "suspects-for-bot", 0, "how many suspect reasons make the verdict bot (default 2)")
 			fs.IntVar(&r.MaxPerHour, "max-per-hour", 0, "more certificates than this in the hour before, from one address, email or mobile, is high_velocity (default 5)")
 			fs.IntVar(&r.MaxPerDay, "max-per-day", 0, "likewise in the day before (default 20)")
