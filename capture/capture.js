@@ -12,7 +12,8 @@
  * measure.js, which the service serves before this text), and how its
  * checkbox came to be ticked (D37). At submit it adds to the recording its
  * own event "consentkit/signals" (D50): counts of key presses and pastes per
- * field and a few facts about the browser, never what was typed.
+ * field, a few facts about the browser and the page's age, never what was
+ * typed.
  * It never delays, blocks or breaks the form: every call is asynchronous, and
  * any failure only stops the recording.
  */
@@ -289,7 +290,10 @@
   // At submit the snippet adds them to the recording as one rrweb custom
   // event, tag "consentkit/signals", with navigator.webdriver, the viewport's
   // size, the time zone and language, whether the page is in a frame and the
-  // parent's origin when the browser tells it.
+  // parent's origin when the browser tells it, and page_age_ms, the page's
+  // age at submit (performance.now(): milliseconds since its navigation
+  // began), since the recording itself starts only once rrweb.js has
+  // loaded.
   var MAX_FIELDS = 100, MAX_KEY = 128;
   var fields = typeof Object.create === "function" ? Object.create(null) : {};
   var fieldCount = 0;
@@ -332,6 +336,15 @@
     return "";
   }
 
+  // pageAge is the page's age in whole milliseconds, or undefined when the
+  // browser does not tell it (then the event leaves it out).
+  function pageAge() {
+    try {
+      var ms = window.performance && typeof performance.now === "function" ? performance.now() : NaN;
+      return isFinite(ms) && ms >= 0 ? Math.round(ms) : undefined;
+    } catch (e) { return undefined; }
+  }
+
   // report adds the signals to the recording; it runs at submit, before the
   // last events are cut, so that they travel with the consent.
   function report() {
@@ -349,7 +362,8 @@
         time_zone: String(tz),
         language: String(navigator.language || ""),
         framed: framed,
-        parent_origin: framed ? parentOrigin() : ""
+        parent_origin: framed ? parentOrigin() : "",
+        page_age_ms: pageAge()
       });
     } catch (e) { /* the consent goes without them */ }
   }

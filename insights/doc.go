@@ -18,8 +18,11 @@
 // order:
 //
 //   - [Prefilled]: its value was in the page as loaded (the value in the
-//     recording's first full snapshot) and nothing changed it. A value the
-//     browser put there before the recorder started reads prefilled too.
+//     recording's first full snapshot), nothing changed it, and the
+//     snippet counted no key press or paste in it. A value the browser
+//     put there before the recorder started reads prefilled too; one the
+//     person typed or pasted then (the snippet counts from its own start,
+//     the recorder starts once rrweb.js has loaded) reads typed or pasted.
 //   - [Pasted]: the person pasted into it (a trusted paste event).
 //   - [Typed]: the person pressed keys in it (trusted key presses).
 //   - [Autofilled]: a change the browser marks as the person's (an input
@@ -51,8 +54,8 @@
 //	                                   does not start "Mozilla/") or a crawler's
 //	headless_user_agent       bot      the user agent is a headless browser's
 //	webdriver                 bot      navigator.webdriver was true at submit
-//	submitted_too_fast        bot      under MinSecondsOnPage from the first event
-//	                                   to consent
+//	submitted_too_fast        bot      under MinSecondsOnPage from the page's load
+//	                                   to consent (Signals.SecondsOnPage)
 //	typing_too_fast           bot      at least MinKeystrokes key presses, at more
 //	                                   than MaxKeysPerMinute
 //	no_signals                suspect  the recording holds no signals event (made by

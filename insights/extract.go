@@ -42,6 +42,10 @@ const (
 	maxReportedOrigin = 512
 )
 
+// maxPageAge is the oldest page_age_ms taken, a year in milliseconds;
+// past it, or negative, the report's age is not one.
+const maxPageAge = 366 * 24 * 3600 * 1000
+
 // Extract reads a recording — a JSON array of rrweb events, as the service
 // keeps it — in one pass and returns its signals; userAgent is the consent
 // request's User-Agent. A session with no recording is the empty array
@@ -96,6 +100,10 @@ type valueAttr struct {
 type report struct {
 	Reported
 	fields map[string][2]int // keys, pastes
+	// pageAge is the page's age in milliseconds when the snippet reported
+	// (page_age_ms), when hasAge; at is the event's timestamp.
+	pageAge, at float64
+	hasAge      bool
 }
 
 // event is one event as read so far; its members may come in any order.
@@ -445,6 +453,13 @@ func (x *extractor) payload(name string) error {
 		var s string
 		s, _, err = w.str()
 		r.ParentOrigin = cutText(s, maxReportedOrigin)
+	case "page_age_ms":
+		var n float64
+		n, r.hasAge, err = w.number()
+		r.pageAge = n
+		if !(n >= 0 && n <= maxPageAge) {
+			r.hasAge = false // not an age: the span of the events stands
+		}
 	default:
 		err = w.skip()
 	}
@@ -495,6 +510,7 @@ func (x *extractor) apply(e *event) error {
 	case eventCustom:
 		if e.signals && e.report != nil {
 			x.report = e.report
+			x.report.at = e.ts
 		}
 	}
 	return nil
@@ -604,6 +620,12 @@ func (x *extractor) signals() *Signals {
 	s := &Signals{Events: x.n, Snapshot: x.snapshots > 0, Inputs: map[string]Input{}, Pointer: x.pointer}
 	if x.n > 0 {
 		s.SecondsOnPage = max(0, x.last-x.first) / 1000
+		if r := x.report; r != nil && r.hasAge {
+			// The page's age at the report, and the time from it to the
+			// last event: the time before the recorder started counts.
+			// Never less than the recording's own span.
+			s.SecondsOnPage = max(s.SecondsOnPage, (r.pageAge+max(0, x.last-r.at))/1000)
+		}
 		if x.interacted {
 			s.SecondsToSubmit = max(0, x.last-x.interaction) / 1000
 		}
@@ -646,10 +668,12 @@ func (x *extractor) signals() *Signals {
 // the rule); reported is whether the recording holds the snippet's counts.
 func (f *field) method(reported bool) Method {
 	switch {
-	case f.changes() == 0 && f.prefilled:
+	case f.changes() == 0 && f.prefilled && f.keys == 0 && f.pastes == 0:
 		return Prefilled
-	case f.changes() == 0:
+	case f.changes() == 0 && !f.prefilled:
 		return Unknown
+	// Unchanged since the first snapshot but typed or pasted into: before
+	// the recorder started, after the snippet did.
 	case f.pastes > 0:
 		return Pasted
 	case f.keys > 0:

@@ -80,6 +80,13 @@ func TestInputMethods(t *testing.T) {
 			}},
 		{name: "prefilled", key: "ref", want: insights.Input{Method: insights.Prefilled},
 			rec: func() *rec { return newRec().signals(nil, false) }},
+		// Typed or pasted into after the snippet started but before the
+		// recorder did: the first snapshot holds the value, the snippet's
+		// counts say whose it is.
+		{name: "typed before the recorder started", key: "ref", want: insights.Input{Method: insights.Typed, Keystrokes: 3},
+			rec: func() *rec { return newRec().signals(map[string][2]int{"ref": {3, 0}}, false) }},
+		{name: "pasted before the recorder started", key: "ref", want: insights.Input{Method: insights.Pasted, Pastes: 1},
+			rec: func() *rec { return newRec().signals(map[string][2]int{"ref": {0, 1}}, false) }},
 		// A prefilled value the person then edits is theirs.
 		{name: "prefilled then typed", key: "ref", want: insights.Input{Method: insights.Typed, Keystrokes: 1},
 			rec: func() *rec {
@@ -249,6 +256,49 @@ func TestReasons(t *testing.T) {
 			want := insights.Judgement{Verdict: tc.verdict, Reasons: tc.reasons}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("Judge (-want +got):\n%s\nsignals: %+v", diff, s)
+			}
+		})
+	}
+}
+
+// SecondsOnPage runs from the page's load: the page's age the snippet
+// reported, and the time from its report to the last event; without it
+// (an older snippet, or an age that is none), or when the recording is
+// longer, from the first event.
+func TestSecondsOnPage(t *testing.T) {
+	// The recorder started late: its first event is 4 s after the page
+	// began loading, the person ticked and sent within a second of it.
+	late := func(age any) *rec {
+		return newRec().at(300).move(3).at(400).click(idAgree).at(200).click(idButton).signalsAged(nil, age).at(100).move(1)
+	}
+	for _, tc := range []struct {
+		name    string
+		rec     *rec
+		seconds float64
+		fast    bool // submitted_too_fast
+	}{
+		{"page age", late(4000), 4.1, false},
+		{"page age, fractional", late(1234.5), 1.3345, true},
+		// An age shorter than the recording is none the browser measured:
+		// the recording's span stands.
+		{"page age zero", late(0), 1, true},
+		{"older snippet", newRec().at(300).move(3).at(400).click(idAgree).at(200).click(idButton).signals(nil, false).at(100).move(1), 1, true},
+		{"negative age", late(-5000), 1, true},
+		{"age past a year", late(1e12), 1, true},
+		{"age as text", late("4000"), 1, true},
+		{"age null", late(nil), 1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := extract(t, tc.rec.String(), desktopUA)
+			if d := s.SecondsOnPage - tc.seconds; d < -1e-9 || d > 1e-9 {
+				t.Errorf("SecondsOnPage = %v, want %v", s.SecondsOnPage, tc.seconds)
+			}
+			if s.SecondsToSubmit > s.SecondsOnPage {
+				t.Errorf("SecondsToSubmit %v > SecondsOnPage %v", s.SecondsToSubmit, s.SecondsOnPage)
+			}
+			j := (insights.Rules{}).Judge(s, insights.Facts{})
+			if got := hasReason(j, insights.ReasonSubmittedTooFast); got != tc.fast {
+				t.Errorf("reasons %v: submitted_too_fast %v, want %v", j.Reasons, got, tc.fast)
 			}
 		})
 	}

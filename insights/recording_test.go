@@ -101,14 +101,28 @@ func (r *rec) typeInto(id int, text string, gap int64) *rec {
 // signals records the snippet's report; fields maps a key to its key
 // presses and pastes.
 func (r *rec) signals(fields map[string][2]int, webdriver bool) *rec {
+	return r.signalsWith(fields, webdriver, nil)
+}
+
+// signalsAged records the snippet's report with page_age_ms, the page's
+// age as the snippet reports it: a number, or any other JSON value.
+func (r *rec) signalsAged(fields map[string][2]int, age any) *rec {
+	return r.signalsWith(fields, false, map[string]any{"page_age_ms": age})
+}
+
+func (r *rec) signalsWith(fields map[string][2]int, webdriver bool, more map[string]any) *rec {
 	f := map[string]map[string]int{}
 	for k, c := range fields {
 		f[k] = map[string]int{"keys": c[0], "pastes": c[1]}
 	}
-	payload, _ := json.Marshal(map[string]any{"v": 1, "fields": f, "webdriver": webdriver,
+	payload := map[string]any{"v": 1, "fields": f, "webdriver": webdriver,
 		"viewport": map[string]int{"width": 1280, "height": 720}, "time_zone": "America/Chicago",
-		"language": "en-US", "framed": false, "parent_origin": ""})
-	return r.add(5, `{"tag":"consentkit/signals","payload":`+string(payload)+`}`)
+		"language": "en-US", "framed": false, "parent_origin": ""}
+	for k, v := range more {
+		payload[k] = v
+	}
+	b, _ := json.Marshal(payload)
+	return r.add(5, `{"tag":"consentkit/signals","payload":`+string(b)+`}`)
 }
 
 func (r *rec) String() string { return "[" + strings.Join(r.events, ",\n") + "]" }

@@ -13,8 +13,14 @@ type Signals struct {
 	Events int `json:"events"`
 	// Snapshot is whether the recording holds a full snapshot: a page.
 	Snapshot bool `json:"snapshot"`
-	// SecondsOnPage is the time from the first event to the last: a
-	// captured session ends at consent.
+	// SecondsOnPage is the time from the page's load to consent (a
+	// captured session ends at consent): the page's age that the snippet
+	// reported at submit (its signals event's page_age_ms, since the
+	// navigation began) and the time from that event to the last, or the
+	// time from the first event to the last if that is longer. A recording
+	// without the age (made by an older snippet) gives the time from its
+	// first event to its last, which misses the time before the recorder
+	// started.
 	SecondsOnPage float64 `json:"seconds_on_page"`
 	// SecondsToSubmit is the time from the first interaction (a pointer
 	// move, a click or other press, a touch, a change the person made) to

@@ -72,9 +72,10 @@ type Judgement struct {
 // consent.InsightsRules (Service.SetInsightsRules). The zero value holds
 // the defaults; a negative threshold turns its rule off.
 //
-//	MinSecondsOnPage  a consent given sooner after the recording began is
+//	MinSecondsOnPage  a consent given sooner after the page loaded is
 //	                  submitted_too_fast (default 1.5 s: a person must see
-//	                  the page, tick and press)
+//	                  the page, tick and press); Signals.SecondsOnPage says
+//	                  how it is measured
 //	MaxKeysPerMinute  typing faster is typing_too_fast (default 1,500, 25
 //	                  keys a second; fast typists keep under 1,000)
 //	MinKeystrokes     the fewest key presses whose pace is judged

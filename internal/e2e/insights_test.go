@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -81,8 +82,9 @@ const selfSubmit = `<script>
 
 // insightsStack serves the forms, a page of another site that frames one,
 // and the service through a proxy that notes when a chunk holding the full
-// snapshot is stored; the forms' receiver passes on the certificate id
-// each submission carries.
+// snapshot is stored, and holds rrweb's recorder while held is set
+// (holdRecorder); the forms' receiver passes on the certificate id each
+// submission carries.
 type insightsStack struct {
 	base     *stack
 	pages    *httptest.Server
@@ -90,12 +92,23 @@ type insightsStack struct {
 	proxy    *httptest.Server
 	snapshot atomic.Bool
 	received chan string
+	held     atomic.Pointer[chan struct{}]
+	heldAt   atomic.Pointer[time.Time] // when a held request for the recorder came
 }
 
 func newInsightsStack(t *testing.T) *insightsStack {
 	t.Helper()
 	s := &insightsStack{base: newStack(t), received: make(chan string, 16)}
 	s.proxy = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if held := s.held.Load(); held != nil && r.URL.Path == "/capture/rrweb.js" {
+			at := time.Now()
+			s.heldAt.CompareAndSwap(nil, &at)
+			select {
+			case <-*held:
+			case <-r.Context().Done():
+				return
+			}
+		}
 		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/events") {
 			s.base.api.ServeHTTP(w, r)
 			return
@@ -306,8 +319,9 @@ func (s *insightsStack) session(t *testing.T, ctx context.Context, url string, a
 }
 
 // navigateNoWait starts loading url and returns once the browser has its
-// response, without waiting for the page's load event, which a page that
-// navigates away first (a form that sends itself) never fires.
+// response, without waiting for the page's load event: a page may
+// navigate away before it (a form that sends itself), or hold it back (a
+// recorder still loading).
 func navigateNoWait(ctx context.Context, url string) error {
 	res, err := chromedp.Call(ctx, page.Navigate, page.NavigateParams{URL: url})
 	if err == nil && res.ErrorText != "" {
@@ -341,6 +355,20 @@ func (s *insightsStack) submission(t *testing.T) string {
 	return certID
 }
 
+// holdRecorder makes the proxy hold every request for rrweb's recorder
+// (the snippet runs, the recording does not start) until release is
+// called, or the test ends; s.heldAt tells when the first came.
+func (s *insightsStack) holdRecorder(t *testing.T) (release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	s.heldAt.Store(nil)
+	s.held.Store(&ch)
+	var once sync.Once
+	release = func() { once.Do(func() { s.held.Store(nil); close(ch) }) }
+	t.Cleanup(release)
+	return release
+}
+
 // signalsOf reads the certificate's recording back from the store and
 // returns its signals and verdict.
 func (s *insightsStack) signalsOf(t *testing.T, certID string) (*insights.Signals, insights.Judgement) {
@@ -365,10 +393,11 @@ func hasReason(j insights.Judgement, r insights.Reason) bool { return slices.Con
 // The signals and the verdict of consents given through the real snippet
 // in headless Chromium, read from the recordings the service kept: a
 // person typing at a person's pace with the pointer is human, and so is
-// one who pastes, one whose form came prefilled and one in a cross-site
-// frame, whose parent's origin is told; a value set by script, a form sent
-// within a second, the same person's acts from a browser with its
-// automation flags on, and a plain HTTP client's made-up events are not.
+// one who pastes, one whose form came prefilled, one who typed before the
+// recorder started and one in a cross-site frame, whose parent's origin
+// is told; a value set by script, a form sent within a second, the same
+// person's acts from a browser with its automation flags on, and a plain
+// HTTP client's made-up events are not.
 func TestBrowserInsights(t *testing.T) {
 	s := newInsightsStack(t)
 	masked := insightsBrowser(t, true)
@@ -459,12 +488,76 @@ func TestBrowserInsights(t *testing.T) {
 
 	t.Run("under a second", func(t *testing.T) {
 		sig, j := s.session(t, masked, s.pages.URL+"/fast", nil)
-		t.Logf("sent %.3f s after the recording began", sig.SecondsOnPage)
+		t.Logf("sent %.3f s after the page began loading", sig.SecondsOnPage)
 		if j.Verdict != insights.Bot || !hasReason(j, insights.ReasonSubmittedTooFast) {
 			t.Errorf("verdict %s %v, want bot for submitted_too_fast", j.Verdict, j.Reasons)
 		}
 		if sig.Reported == nil || sig.Reported.Webdriver || hasReason(j, insights.ReasonWebdriver) || hasReason(j, insights.ReasonHeadlessUserAgent) {
 			t.Errorf("the masked browser's flags showed: %+v %v", sig.Reported, j.Reasons)
+		}
+	})
+
+	// The recorder starts late (rrweb.js is held): the person types their
+	// name and moves to the email while only the snippet runs, then types
+	// the email once the recorder does. The page's age the snippet reports counts the time before the
+	// recording, and the snippet's key count tells the name typed, not
+	// prefilled. A fresh browser, whose cache holds no recorder.
+	t.Run("recorder started late", func(t *testing.T) {
+		ctx := insightsBrowser(t, true)
+		h := newHand()
+		release := s.holdRecorder(t)
+		s.snapshot.Store(false)
+		url := s.pages.URL + "/form"
+		if err := navigateNoWait(ctx, url); err != nil {
+			t.Fatalf("loading %s: %v", url, err)
+		}
+		if !testwait.Until(t, 20*time.Millisecond, func() bool { return s.heldAt.Load() != nil }) {
+			t.Fatal("the snippet never asked for the recorder")
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Poll[string](
+			`(function(){var i=document.querySelector('input[name="consent_certificate_id"]');return i&&i.value?i.value:null})()`,
+			chromedp.WithPollingTimeout(0))); err != nil {
+			t.Fatalf("the reserved certificate id never reached the form: %v", err)
+		}
+		h.wait(500, 800)
+		if err := h.click(ctx, atName); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.typeText(ctx, "Jane Doe"); err != nil {
+			t.Fatal(err)
+		}
+		// Into the email field, so that the name's change event, too,
+		// comes before the recorder: the recording holds no change of it.
+		if err := h.click(ctx, atEmail); err != nil {
+			t.Fatal(err)
+		}
+		if s.snapshot.Load() {
+			t.Fatal("the recording began while the recorder was held")
+		}
+		held := time.Since(*s.heldAt.Load())
+		release()
+		s.waitSnapshot(t)
+		if err := h.typeText(ctx, typedEmail); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.tickAndSend(ctx); err != nil {
+			t.Fatal(err)
+		}
+		sig, j := s.signalsOf(t, s.submission(t))
+		human(t, sig, j)
+		want := map[string]insights.Input{
+			"name":  {Method: insights.Typed, Keystrokes: len("Jane Doe")},
+			"email": {Method: insights.Typed, Keystrokes: len(typedEmail)},
+			"ref":   {Method: insights.Prefilled},
+		}
+		if !maps.Equal(sig.Inputs, want) {
+			t.Errorf("inputs %+v, want %+v", sig.Inputs, want)
+		}
+		// The page was as old as the recorder was held, at least, when the
+		// recording began, and its first interaction came after that.
+		if least := held.Seconds() + sig.SecondsToSubmit; sig.SecondsOnPage < least-0.01 {
+			t.Errorf("%v s on the page, want at least %.3f: the recorder was held %v, then %v s to submit",
+				sig.SecondsOnPage, least, held, sig.SecondsToSubmit)
 		}
 	})
 
