@@ -250,7 +250,7 @@ func (a *attestor) statement(cert *consent.Certificate, m *mp4.Attestation, reas
 			sum := sha256.Sum256(m.Screenshot)
 			st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
 		}
-		compare(&st, cert.Records, m)
+		compare(&st, cert.Records, cert.Visibility, m)
 	}
 	sig, err := a.svc.SignStatement(&st)
 	if err != nil {
@@ -267,20 +267,25 @@ func (a *attestor) statement(cert *consent.Certificate, m *mp4.Attestation, reas
 //   - a consent that names no element (node_id 0) cannot be attested:
 //     unavailable, unless another consent is a mismatch;
 //   - text is compared with runs of white space as one space; visibility
-//     (when the browser claimed one) field by field, font size within half
-//     a pixel and contrast within 0.1;
+//     field by field, font size within half a pixel and contrast within
+//     0.1: each consent's own, and for consent 0 the certificate's
+//     (certVisibility, which bodies of snippets cached before each consent
+//     had its own send alone, and newer ones beside consent 0's);
+//   - a consent found with no visibility claimed, its own or the
+//     certificate's, is never attested: unavailable, unless another
+//     consent is a mismatch;
 //   - differences are a mismatch, unless the replay could not reproduce
 //     something (m.Unreproducible: a stylesheet, a font…) that may explain
 //     them: then the status is unavailable, and the reason names both.
 //
 // Attested means every consent was found and measured as claimed.
-func compare(st *signed.Statement, records []consent.Record, m *mp4.Attestation) {
+func compare(st *signed.Statement, records []consent.Record, certVisibility *consent.Visibility, m *mp4.Attestation) {
 	byNode := map[int]mp4.Measured{}
 	for _, c := range m.Consents {
 		byNode[c.NodeID] = c
 	}
 	var missing, diffs []signed.Difference
-	unnamed := 0
+	unnamed, unclaimed := 0, 0
 	for i, r := range records {
 		c, ok := byNode[r.NodeID]
 		if r.NodeID <= 0 || !ok {
@@ -300,7 +305,24 @@ func compare(st *signed.Statement, records []consent.Record, m *mp4.Attestation)
 			FontSizePx: mv.FontSizePx, TextColor: mv.TextColor, BackgroundColor: mv.BackgroundColor,
 			ContrastRatio: mv.ContrastRatio, HiddenText: mv.HiddenText})
 		st.Consents = append(st.Consents, sc)
-		diffs = append(diffs, differences(i, r, c.Text, mv)...)
+		diffs = append(diffs, textDifference(i, r.Text, c.Text)...)
+		claims := 0
+		if r.Visibility != nil {
+			claims++
+			diffs = append(diffs, visibilityDifferences(i, "visibility.", r.Visibility, mv)...)
+		}
+		if i == 0 && certVisibility != nil {
+			claims++
+			switch {
+			case r.Visibility == nil:
+				diffs = append(diffs, visibilityDifferences(i, "visibility.", certVisibility, mv)...)
+			case !sameVisibility(r.Visibility, certVisibility):
+				diffs = append(diffs, visibilityDifferences(i, "certificate.visibility.", certVisibility, mv)...)
+			}
+		}
+		if claims == 0 {
+			unclaimed++
+		}
 	}
 	switch {
 	case len(missing) > 0:
@@ -318,42 +340,55 @@ func compare(st *signed.Statement, records []consent.Record, m *mp4.Attestation)
 	case unnamed > 0:
 		st.Status = signed.Unavailable
 		st.Reason = fmt.Sprintf("%d of the certificate's %d consents name no element of the recording (node_id)", unnamed, len(records))
+	case unclaimed > 0:
+		st.Status = signed.Unavailable
+		st.Reason = fmt.Sprintf("%d of the certificate's %d consents claim no visibility to compare with the replay's", unclaimed, len(records))
 	default:
 		st.Status = signed.Attested
 	}
 }
 
-// differences lists what the browser claimed of record r (consent i)
-// otherwise than the replay measured it.
-func differences(i int, r consent.Record, text string, m *consent.Visibility) []signed.Difference {
+// textDifference lists consent i's text when the browser claimed it,
+// claimed, otherwise than the replay measured it, measured.
+func textDifference(i int, claimed, measured string) []signed.Difference {
+	if a, b := strings.Join(strings.Fields(claimed), " "), strings.Join(strings.Fields(measured), " "); a != b {
+		return []signed.Difference{{Consent: i, Field: "text", Claimed: claimed, Measured: measured}}
+	}
+	return nil
+}
+
+// visibilityDifferences lists the facts of v, a visibility the browser
+// claimed of consent i, otherwise than the replay measured them, m; each
+// field named with prefix.
+func visibilityDifferences(i int, prefix string, v, m *consent.Visibility) []signed.Difference {
 	var out []signed.Difference
 	add := func(field, claimed, measured string) {
-		out = append(out, signed.Difference{Consent: i, Field: field, Claimed: claimed, Measured: measured})
-	}
-	if a, b := strings.Join(strings.Fields(r.Text), " "), strings.Join(strings.Fields(text), " "); a != b {
-		add("text", r.Text, text)
-	}
-	v := r.Visibility
-	if v == nil {
-		return out
+		out = append(out, signed.Difference{Consent: i, Field: prefix + field, Claimed: claimed, Measured: measured})
 	}
 	flag := func(field string, a, b bool) {
 		if a != b {
 			add(field, fmt.Sprint(a), fmt.Sprint(b))
 		}
 	}
-	flag("visibility.in_viewport", v.InViewport, m.InViewport)
-	flag("visibility.visible", v.Visible, m.Visible)
+	flag("in_viewport", v.InViewport, m.InViewport)
+	flag("visible", v.Visible, m.Visible)
 	if math.Abs(v.FontSizePx-m.FontSizePx) > fontSizeTolerance {
-		add("visibility.font_size_px", number(v.FontSizePx), number(m.FontSizePx))
+		add("font_size_px", number(v.FontSizePx), number(m.FontSizePx))
 	}
 	if math.Abs(v.ContrastRatio-m.ContrastRatio) > contrastTolerance {
-		add("visibility.contrast_ratio", number(v.ContrastRatio), number(m.ContrastRatio))
+		add("contrast_ratio", number(v.ContrastRatio), number(m.ContrastRatio))
 	}
 	if a, b := strings.Join(v.HiddenText, "\n"), strings.Join(m.HiddenText, "\n"); a != b {
-		add("visibility.hidden_text", fmt.Sprintf("%q", v.HiddenText), fmt.Sprintf("%q", m.HiddenText))
+		add("hidden_text", fmt.Sprintf("%q", v.HiddenText), fmt.Sprintf("%q", m.HiddenText))
 	}
 	return out
+}
+
+// sameVisibility reports whether a and b claim the same facts.
+func sameVisibility(a, b *consent.Visibility) bool {
+	return a.InViewport == b.InViewport && a.Visible == b.Visible && a.FontSizePx == b.FontSizePx &&
+		a.TextColor == b.TextColor && a.BackgroundColor == b.BackgroundColor && a.ContrastRatio == b.ContrastRatio &&
+		slices.Equal(a.HiddenText, b.HiddenText)
 }
 
 func number(f float64) string { return fmt.Sprintf("%g", f) }

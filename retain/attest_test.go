@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -392,6 +393,74 @@ func TestAttestationScreenshotPurged(t *testing.T) {
 		}
 		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("the screenshot outlived its purged certificate: %v", err)
+		}
+	})
+}
+
+// issueClaiming records a session and issues its certificate, its one
+// consent at node 7 with its own visibility own and the certificate's
+// visibility cert (either nil: not claimed).
+func (e *attestEnv) issueClaiming(t *testing.T, session string, own, cert *consent.Visibility) *consent.Certificate {
+	t.Helper()
+	if _, err := e.svc.StartSession(ctx, consentkit.SessionParams{ID: session, CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+		t.Fatal(err)
+	}
+	rec := json.RawMessage(`[{"type":4,"data":{"session":"` + session + `"},"timestamp":1}]`)
+	if _, err := e.svc.AppendEvents(ctx, session, rec); err != nil {
+		t.Fatal(err)
+	}
+	c, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: session,
+		Origin: "https://acme.test/form", RecordingSHA256: consent.DigestOf(string(rec)), Visibility: cert,
+		Records: []consent.Record{{Text: attestText, Types: []string{"calls"}, Visibility: own, OptInMethod: consent.OptInManual, NodeID: 7}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// The certificate's visibility is a claim of consent 0 as much as the
+// consent's own (D47, D49), on every store: a body of a snippet cached
+// before each consent had its own claims it alone, and a replay that
+// measures otherwise is a mismatch; newer bodies claim both, compared
+// once when they agree and each when they do not. A consent found with
+// no visibility claimed at all is never attested.
+func TestAttestationCertificateVisibility(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := attestSetup(t, open(t), 0)
+		lying := *claimed
+		lying.InViewport, lying.FontSizePx, lying.ContrastRatio = false, 9, 1.2
+		for i, tc := range []struct {
+			name      string
+			own, cert *consent.Visibility
+			status    string
+			fields    []string
+			reason    string
+		}{
+			{name: "old body, honest", cert: claimed, status: signed.Attested},
+			{name: "old body, forged", cert: &lying, status: signed.Mismatch,
+				fields: []string{"visibility.in_viewport", "visibility.font_size_px", "visibility.contrast_ratio"}},
+			{name: "both, honest", own: claimed, cert: claimed, status: signed.Attested},
+			{name: "both, the certificate's forged", own: claimed, cert: &lying, status: signed.Mismatch,
+				fields: []string{"certificate.visibility.in_viewport", "certificate.visibility.font_size_px", "certificate.visibility.contrast_ratio"}},
+			{name: "none claimed", status: signed.Unavailable, reason: "claim no visibility"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				c := e.issueClaiming(t, "s-vis-"+strconv.Itoa(i), tc.own, tc.cert)
+				if _, err := e.ask(t, c); err != nil {
+					t.Fatal(err)
+				}
+				att, p := e.attest(t, &fakeAttester{measure: honest()}, c)
+				s := p.Statement
+				var fields []string
+				for _, d := range s.Differences {
+					fields = append(fields, d.Field)
+				}
+				if att.Status != tc.status || s.Status != tc.status || strings.Join(fields, ",") != strings.Join(tc.fields, ",") ||
+					!strings.Contains(s.Reason, tc.reason) {
+					t.Errorf("%s (stated %s), differences %v, reason %q; want %s, %v and a reason with %q",
+						att.Status, s.Status, fields, s.Reason, tc.status, tc.fields, tc.reason)
+				}
+			})
 		}
 	})
 }

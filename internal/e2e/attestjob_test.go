@@ -174,11 +174,52 @@ func TestAttestationJob(t *testing.T) {
 	}
 }
 
+// A consent body of the old form — one visibility for the whole body,
+// none per consent, as snippets cached in browsers before each consent
+// had its own still send — forged by a plain HTTP client: it claims the
+// consent in the viewport at 16 px with contrast 21, while the recording
+// holds it 5000 px down the page, 5 px high, light grey. The replay in
+// the converter's browser measures it otherwise: a mismatch, never
+// attested (D47, D49).
+func TestAttestationJobOldBody(t *testing.T) {
+	s := newAttestStack(t, nil)
+	w, err := retain.NewWorker(retain.WorkerConfig{Service: s.base.svc, Converter: attestor(t), Videos: s.base.videos,
+		TempDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := s.forgeBody(t, "position:absolute;top:5000px;font-size:5px;color:#aaa", func(page string) string {
+		return `{"consents":[{"text":"` + agreeText + `","types":["tcpa"],"node_id":9,"opt_in_method":"manual"}],` +
+			`"visibility":{"in_viewport":true,"visible":true,"font_size_px":16,"text_color":"rgb(0, 0, 0)",` +
+			`"background_color":"rgb(255, 255, 255)","contrast_ratio":21,"hidden_text":[]},"url":"` + page + `"}`
+	})
+	a := s.attest(t, w, id).Attestation
+	fields := map[string]bool{}
+	for _, d := range a.Differences {
+		fields[d.Field] = d.Consent == 0
+	}
+	if a.Status != signed.Mismatch || !fields["visibility.in_viewport"] || !fields["visibility.font_size_px"] || !fields["visibility.contrast_ratio"] {
+		t.Errorf("an old consent body claiming what the recording does not show: %+v, want a mismatch of consent 0's "+
+			"in_viewport, font_size_px and contrast_ratio", a)
+	}
+}
+
 // forge gives consent as a script would: it starts a session with the
 // form's origin in a header, sends a recording of one paragraph holding
 // the consent text at node 9 (with style), and claims the consent visible
 // at node.
 func (s *attestStack) forge(t *testing.T, style string, node int) string {
+	t.Helper()
+	return s.forgeBody(t, style, func(page string) string {
+		return `{"consents":[{"text":"` + agreeText + `","types":["tcpa"],"node_id":` + strconv.Itoa(node) + `,"opt_in_method":"manual",` +
+			`"visibility":{"in_viewport":true,"visible":true,"font_size_px":16,"text_color":"rgb(0, 0, 0)","background_color":"rgb(255, 255, 255)",` +
+			`"contrast_ratio":21,"hidden_text":[]}}],"url":"` + page + `"}`
+	})
+}
+
+// forgeBody is forge with the consent body that claim writes for the
+// page's URL.
+func (s *attestStack) forgeBody(t *testing.T, style string, claim func(page string) string) string {
 	t.Helper()
 	origin := s.pages.URL
 	page := origin + "/forged"
@@ -207,10 +248,7 @@ func (s *attestStack) forge(t *testing.T, style string, node int) string {
 	if code, body := s.apiAs(t, "POST", path+"/events", `{"seq":0,"events":`+events+`}`, auth...); code/100 != 2 {
 		t.Fatalf("events: %d %s", code, body)
 	}
-	claim := `{"consents":[{"text":"` + agreeText + `","types":["tcpa"],"node_id":` + strconv.Itoa(node) + `,"opt_in_method":"manual",` +
-		`"visibility":{"in_viewport":true,"visible":true,"font_size_px":16,"text_color":"rgb(0, 0, 0)","background_color":"rgb(255, 255, 255)",` +
-		`"contrast_ratio":21,"hidden_text":[]}}],"url":"` + page + `"}`
-	if code, body := s.apiAs(t, "POST", path+"/consent", claim, auth...); code != 201 {
+	if code, body := s.apiAs(t, "POST", path+"/consent", claim(page), auth...); code != 201 {
 		t.Fatalf("consent: %d %s", code, body)
 	}
 	return started.CertificateID
