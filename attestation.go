@@ -2,7 +2,11 @@ package consentkit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/signed"
@@ -21,7 +25,8 @@ var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is f
 // replay of its recording to the consent moment, run later by the
 // attestation job (retain.AttestationHandler) and recorded as a signed
 // statement. It returns c's attestation: the one asked for earlier, in
-// whatever state it is, or a new pending one with its job enqueued. When
+// whatever state it is (unchecked: a caller that reads its status checks
+// it, CheckAttestation), or a new pending one with its job enqueued. When
 // Config.AttestationQueue jobs wait already it records nothing and returns
 // ErrAttestationQueueFull: the queue is bounded, since a company that
 // attests every certificate lets anonymous visitors of its forms fill it.
@@ -90,4 +95,86 @@ func (s *Service) Attestation(ctx context.Context, companyID, certificateID stri
 		return err
 	})
 	return a, err
+}
+
+// AttestationIntegrityError is CheckAttestation's refusal of an
+// attestation whose status no statement of the certificate, signed by the
+// service, says: a row changed in the store. It wraps consent.ErrIntegrity,
+// so a verification answers it as it answers a changed certificate (409
+// certificate integrity check failed).
+type AttestationIntegrityError struct {
+	CertificateID string
+	Reason        string // why the stored attestation does not hold
+}
+
+func (e *AttestationIntegrityError) Error() string {
+	return fmt.Sprintf("%v: the attestation of certificate %s: %s", consent.ErrIntegrity, e.CertificateID, e.Reason)
+}
+
+// Unwrap returns consent.ErrIntegrity.
+func (e *AttestationIntegrityError) Unwrap() error { return consent.ErrIntegrity }
+
+// CheckAttestation reports whether a, the attestation of c as read through
+// tx, says what the attestation job recorded (D49). Pending holds only with
+// no statement; any other status only as its statement's status, when the
+// statement is of c as signed (its id and the SHA-256 of c's canonical
+// encoding) and its signature holds under the key it names, found as a
+// certificate's is (CheckIntegrity). A
+// Service with keys refuses an unsigned statement unless it was measured
+// before Config.UnsignedBefore; one without keys takes it unsigned, as it
+// takes certificates. Every caller that reads a status goes through here:
+// verifications, their grades, certificate-info and the dashboard. The
+// refusal is an *AttestationIntegrityError.
+func (s *Service) CheckAttestation(ctx context.Context, tx consent.Tx, c *consent.Certificate, a *consent.Attestation) error {
+	refuse := func(format string, args ...any) error {
+		return &AttestationIntegrityError{CertificateID: c.ID, Reason: fmt.Sprintf(format, args...)}
+	}
+	if a.CertificateID != c.ID {
+		return refuse("the attestation is of certificate %s", a.CertificateID)
+	}
+	proof, err := a.Proof()
+	switch {
+	case err != nil:
+		return refuse("the stored statement cannot be read")
+	case proof == nil && a.Status == consent.AttestationPending:
+		return nil
+	case proof == nil:
+		return refuse("the status is %q, and no signed statement says so", a.Status)
+	}
+	st := proof.Statement
+	if st.Status != a.Status {
+		return refuse("the signed statement says %q, not %q", st.Status, a.Status)
+	}
+	content := consent.Signed(c)
+	if len(a.Signature) == 0 {
+		measured, _ := time.Parse(time.RFC3339Nano, st.MeasuredAt)
+		if len(s.keys) > 0 && !measured.Before(s.cfg.UnsignedBefore) {
+			return refuse("the statement is not signed")
+		}
+		if _, err := st.Encoding(); err != nil {
+			return refuse("%v", err)
+		}
+		enc, err := content.Encoding()
+		if err != nil {
+			return refuse("%v", err)
+		}
+		if sum := sha256.Sum256(enc); st.CertificateID != c.ID || st.CertificateSHA256 != hex.EncodeToString(sum[:]) {
+			return refuse("the statement is of another certificate than %s as signed", c.ID)
+		}
+		return nil
+	}
+	if a.KeyID != st.KeyID {
+		return refuse("key_id %q differs from the statement's %q", a.KeyID, st.KeyID)
+	}
+	key, ok, err := s.key(ctx, tx, st.KeyID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return refuse("the statement is signed with key %q, which is neither configured nor published", st.KeyID)
+	}
+	if err := signed.VerifyStatement(st, &content, key, a.Signature); err != nil {
+		return refuse("%v", err)
+	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,7 +11,7 @@ import (
 
 // attestationView is a certificate's attestation (D49) as its page shows
 // it: the status of the row, and once measured the signed statement's
-// facts with whether its signature holds.
+// facts with whether it holds.
 type attestationView struct {
 	Status string
 	// Statement is nil while pending, or when the stored statement cannot
@@ -21,52 +20,35 @@ type attestationView struct {
 	MeasuredAt string // the statement's time as the page shows times
 	Signed     bool
 	KeyID      string
-	// Check is "" when the statement's signature holds (or it is
-	// unsigned), else why it cannot be trusted.
+	// Check is "" when the status holds
+	// (consentkit.Service.CheckAttestation), else why it cannot be
+	// trusted: the page then shows the status as not verified.
 	Check string
 	// Screenshot: the replay's PNG can be shown (Config.Videos is set and
 	// the replay took one).
 	Screenshot bool
 }
 
-// attestationView returns what the page shows of a, the attestation of
-// cert; nil when none was asked for. The statement's signature is checked
-// against the keys the service verifies certificates with: a broken
-// statement is a finding to show, not an error.
-func (h *Handler) attestationView(ctx context.Context, cert *consent.Certificate, a *consent.Attestation) (*attestationView, error) {
+// attestationView returns what the page shows of a, a certificate's
+// attestation, which check (consentkit.AttestationIntegrityError's
+// Reason, "" when it holds) found; nil when none was asked for. A
+// statement that does not hold is a finding to show, not an error.
+func (h *Handler) attestationView(a *consent.Attestation, check string) *attestationView {
 	if a == nil {
-		return nil, nil
+		return nil
 	}
-	v := &attestationView{Status: a.Status, Signed: len(a.Signature) > 0, KeyID: a.KeyID,
+	v := &attestationView{Status: a.Status, Signed: len(a.Signature) > 0, KeyID: a.KeyID, Check: check,
 		Screenshot: h.cfg.Videos != nil && a.Screenshot != ""}
 	proof, err := a.Proof()
-	if err != nil {
-		v.Check = "the stored statement cannot be read"
-		return v, nil
-	}
-	if proof == nil {
-		return v, nil
+	if err != nil || proof == nil {
+		return v
 	}
 	st := proof.Statement
 	v.Statement, v.MeasuredAt = st, st.MeasuredAt
 	if t, err := time.Parse(time.RFC3339Nano, st.MeasuredAt); err == nil {
 		v.MeasuredAt = t.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
-	switch {
-	case st.Status != a.Status:
-		v.Check = fmt.Sprintf("the signed statement says %q, not %q", st.Status, a.Status)
-	case v.Signed:
-		keys, err := h.svc.PublishedKeys(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ks := signed.Publish(keys)
-		content := consent.Signed(cert)
-		if err := proof.Verify(&ks, &content); err != nil {
-			v.Check = err.Error()
-		}
-	}
-	return v, nil
+	return v
 }
 
 // screenshot serves the PNG of the viewport at the certificate's consent

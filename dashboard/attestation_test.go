@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -237,25 +238,41 @@ func TestCertificateAttestationStates(t *testing.T) {
 	}
 
 	// Unavailable, with its reason; its statement is unsigned when the
-	// service has no key.
+	// service has no key, and shown so by a service without keys.
 	keyless, err := consentkit.NewService(svc.Store(), consentkit.Config{})
 	must(t, err)
 	recordAttestation(t, keyless, videos, "cert-acme", nil, func(st *signed.Statement) {
 		st.Status, st.Reason = signed.Unavailable, "the recording <is> not kept any more"
 	})
-	_, body = b.get(page)
+	hk, err := dashboard.New(keyless, dashboard.Config{OperatorSecret: secret, Videos: videos})
+	must(t, err)
+	bk := newBrowser(t, hk)
+	bk.login()
+	_, body = bk.get(page)
 	contains(t, "unavailable", body, `<span class="bad">unavailable</span>: the replay could not measure (<span id="attestation-reason">the recording &lt;is&gt; not kept any more</span>)`,
 		`id="attestation-signature"><span class="muted">not signed</span>`, `<span class="muted">no screenshot</span>`,
 		`<span class="muted">nothing: the replay reproduced the page</span>`)
 	if strings.Contains(body, `<img id="screenshot"`) {
 		t.Error("an attestation without a screenshot shows one")
 	}
+	// A service with keys takes an unsigned statement as a certificate
+	// without a signature: not verified.
+	_, body = b.get(page)
+	contains(t, "unsigned, with keys", body, `id="attestation-status"><span class="bad">not verified</span>`,
+		`id="attestation-signature"><span class="bad">the statement is not signed`)
 
 	// A signed statement changed in the store no longer holds; nor does
-	// a row whose status differs from its statement's.
+	// a row whose status differs from its statement's, or one that says
+	// attested with no statement: each is shown not verified, never
+	// attested.
 	recordAttestation(t, svc, videos, "cert-acme", testPNG(t, 4, 4, color.Black), mismatch)
 	_, body = b.get(page)
 	contains(t, "signed mismatch", body, `id="attestation-signature"><span class="ok">valid</span>`)
+	const profiles = "/dashboard/companies/acme/profiles"
+	b.get(profiles)
+	if code, body := b.post(profiles, url.Values{"name": {"attested"}, "rules": {`{"attestation":{}}`}}); code != http.StatusOK {
+		t.Fatalf("add the profile: %d %s", code, body)
+	}
 	for _, c := range []struct {
 		name, want string
 		edit       func(a *consent.Attestation)
@@ -269,6 +286,9 @@ func TestCertificateAttestationStates(t *testing.T) {
 		{"statement unreadable", "the stored statement cannot be read", func(a *consent.Attestation) {
 			a.Statement = []byte("{")
 		}},
+		{"no statement", `the status is &#34;attested&#34;, and no signed statement says so`, func(a *consent.Attestation) {
+			a.Status, a.Statement, a.Signature, a.KeyID = consent.AttestationAttested, nil, nil, ""
+		}},
 	} {
 		must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
 			a, err := tx.Attestation(ctx, "cert-acme")
@@ -279,7 +299,12 @@ func TestCertificateAttestationStates(t *testing.T) {
 			return tx.UpdateAttestation(ctx, a)
 		}))
 		_, body = b.get(page)
-		contains(t, c.name, body, `id="attestation-signature"><span class="bad">`+c.want)
+		contains(t, c.name, body, `id="attestation-signature"><span class="bad">`+c.want, `id="attestation-status"><span class="bad">not verified</span>`)
+		if strings.Contains(body, `<span class="ok">attested</span>`) {
+			t.Errorf("%s: the page says attested", c.name)
+		}
+		_, body = b.get(page + "?profile=attested")
+		contains(t, c.name+", graded", body, `<tr data-rule="attestation"><td><code>attestation</code></td><td><span class="bad">fail</span>`)
 		recordAttestation(t, svc, videos, "cert-acme", testPNG(t, 4, 4, color.Black), mismatch) // the next case starts from a sound row
 	}
 }

@@ -527,6 +527,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	d := certificateData{Term: strings.TrimSpace(r.URL.Query().Get("term"))}
 	var recording *consent.Digest
 	var attestation *consent.Attestation
+	var attestationFinding string // why attestation does not hold; "" when it does
 	var in *consent.Insights
 	var asked *insights.Asked
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -545,12 +546,24 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		if err != nil {
 			return err
 		}
+		// A status no signed statement holds is shown as a finding and
+		// graded as no attestation, as verifications refuse it.
+		graded := attestation
+		if attestation != nil {
+			var bad *consentkit.AttestationIntegrityError
+			switch err := h.svc.CheckAttestation(ctx, tx, c, attestation); {
+			case errors.As(err, &bad):
+				attestationFinding, graded = bad.Reason, nil
+			case err != nil:
+				return err
+			}
+		}
 		// The facts computed when asked are of this transaction's view,
 		// as certificate-info's are.
 		if in, asked, err = readInsights(ctx, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
-		if d.Grade, err = readGrade(ctx, tx, c, attestation, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
+		if d.Grade, err = readGrade(ctx, tx, c, graded, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
 			return err
 		}
 		if c.SessionID == "" {
@@ -588,9 +601,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	if err != nil {
 		return err
 	}
-	if d.Attestation, err = h.attestationView(ctx, d.Cert, attestation); err != nil {
-		return err
-	}
+	d.Attestation = h.attestationView(attestation, attestationFinding)
 	if d.Insights, err = h.insightsView(ctx, d.Cert, in, asked); err != nil {
 		return err
 	}

@@ -302,9 +302,11 @@ type attestationAnswer struct {
 	*signed.StatementProof
 }
 
-// attestationAnswerOf is a's answer; nil for none. A statement that cannot
-// be read (a changed row) is left out: an offline check then says the
-// attestation carries none.
+// attestationAnswerOf is a's answer; nil for none. a was checked
+// (consentkit.Service.CheckAttestation, in verify.CertificateInfo): its
+// status is pending with no statement, or its signed statement's, which
+// the answer shows; a changed row never gets here, certificate-info
+// refuses it.
 func attestationAnswerOf(a *consent.Attestation) *attestationAnswer {
 	if a == nil {
 		return nil
@@ -313,7 +315,7 @@ func attestationAnswerOf(a *consent.Attestation) *attestationAnswer {
 	if err != nil || p == nil {
 		return &attestationAnswer{Status: a.Status}
 	}
-	return &attestationAnswer{Status: a.Status, Reason: p.Statement.Reason, ScreenshotSHA256: p.Statement.ScreenshotSHA256,
+	return &attestationAnswer{Status: p.Statement.Status, Reason: p.Statement.Reason, ScreenshotSHA256: p.Statement.ScreenshotSHA256,
 		Differences: p.Statement.Differences, StatementProof: p}
 }
 

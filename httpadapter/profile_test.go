@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -210,6 +211,36 @@ func TestProfilePendingFacts(t *testing.T) {
 	})
 }
 
+// An attestation row whose status its signed statement does not say
+// (edited in the store to attested over a mismatch) is refused by
+// match, its grade and certificate-info with 409 certificate integrity
+// check failed, on every store, and costs nothing (D49).
+func TestProfileAttestationEdited(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		p := newProfileEnv(t, open(t))
+		p.putProfile(t, "acme", "attested", `{"attestation":{}}`)
+		if code, _, _ := p.grade(t, acmeToken, "/verify/match", matchBody("cert-good", "acme", "x", `,"attest":true`)); code != 200 {
+			t.Fatalf("asking for the attestation: %d", code)
+		}
+		attest(t, p.env, "cert-good", signed.Mismatch, consent.AttestationAttested)
+		before := p.balance(t, "acme")
+		for _, req := range []struct{ path, body string }{
+			{"/verify/match", matchBody("cert-good", "acme", "x", `,"profile":"attested"`)},
+			{"/verify/match", matchBody("cert-good", "acme", "x", `,"attest":true`)},
+			{"/verify/partial-match", termBody("cert-good", "acme", "acme")},
+			{"/verify/certificate-info", `{"certificate_id":"cert-good","company_id":"acme","property_id":"acme-web"}`},
+		} {
+			rec := call(p.h, "POST", req.path, "", acmeToken, req.body)
+			if rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "certificate integrity check failed") {
+				t.Errorf("%s %s: %d %s, want 409 certificate integrity check failed", req.path, req.body, rec.Code, rec.Body)
+			}
+		}
+		if spent := before - p.balance(t, "acme"); spent != 0 {
+			t.Errorf("refused verifications cost %s", spent)
+		}
+	})
+}
+
 // attest records the attestation of cert with a signed statement of the
 // status, as the attestation job would.
 func attest(t *testing.T, e *env, certID, statement, status string) {
@@ -225,7 +256,8 @@ func attest(t *testing.T, e *env, certID, statement, status string) {
 			return err
 		}
 		st.Status = statement
-		if _, err := e.svc.SignStatement(&st); err != nil {
+		sig, err := e.svc.SignStatement(&st)
+		if err != nil {
 			return err
 		}
 		body, err := json.Marshal(st)
@@ -236,7 +268,7 @@ func attest(t *testing.T, e *env, certID, statement, status string) {
 		if err != nil {
 			return err
 		}
-		att.Status, att.Statement, att.UpdatedAt = status, body, now
+		att.Status, att.Statement, att.Signature, att.KeyID, att.UpdatedAt = status, body, sig, st.KeyID, now
 		return tx.UpdateAttestation(ctx, att)
 	}))
 }

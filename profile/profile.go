@@ -35,8 +35,13 @@ const Wildcard = "{{*}}"
 type Facts struct {
 	Records []consent.Record
 	// Attestation is the status of its attestation (consent.Attestation…);
-	// empty when none was asked for.
-	Attestation string
+	// empty when none was asked for. AttestationReason says why it is
+	// unavailable. AttestationUnrecorded says that nothing was recorded
+	// (asked for when the attestation queue was full): asking again may
+	// succeed, so the status is not known yet, as a pending one's is not.
+	Attestation           string
+	AttestationReason     string
+	AttestationUnrecorded bool
 	// LeadAgeSeconds is the time from the consent to the verification.
 	LeadAgeSeconds int64
 	// Insights is the status of its insights (consent.Insights…); empty
@@ -80,6 +85,8 @@ type Found struct {
 	Methods []string `json:"methods,omitempty"`
 	// Status is the attestation's or the insights' status.
 	Status string `json:"status,omitempty"`
+	// Reason says why the attestation is unavailable (attestation).
+	Reason string `json:"reason,omitempty"`
 	// LeadAgeSeconds is the lead's age (lead_age).
 	LeadAgeSeconds *int64 `json:"lead_age_seconds,omitempty"`
 	// Verdict and Reasons are the bot verdict (verdicts).
@@ -145,8 +152,9 @@ func Grade(r *Rules, f Facts) Graded {
 		add("opt_in_methods", o.Miss, ok, false, found)
 	}
 	if a := r.Attestation; a != nil {
-		add("attestation", a.Miss, f.Attestation == consent.AttestationAttested, f.Attestation == consent.AttestationPending,
-			Found{Status: f.Attestation})
+		pending := f.Attestation == consent.AttestationPending || f.AttestationUnrecorded
+		add("attestation", a.Miss, f.Attestation == consent.AttestationAttested, pending,
+			Found{Status: f.Attestation, Reason: f.AttestationReason})
 	}
 	if l := r.LeadAge; l != nil {
 		age := f.LeadAgeSeconds

@@ -99,6 +99,15 @@ func TestGradeRules(t *testing.T) {
 			func(f *profile.Facts) { f.Attestation = consent.AttestationPending }, profile.Pending, profile.Found{Status: "pending"}},
 		{"attestation mismatch", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}},
 			func(f *profile.Facts) { f.Attestation = consent.AttestationMismatch }, profile.Fail, profile.Found{Status: "mismatch"}},
+		{"attestation unavailable", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}},
+			func(f *profile.Facts) {
+				f.Attestation, f.AttestationReason = consent.AttestationUnavailable, "no node_id"
+			}, profile.Fail,
+			profile.Found{Status: "unavailable", Reason: "no node_id"}},
+		{"attestation queue full", profile.Rules{Attestation: &profile.AttestationRule{Miss: fail}},
+			func(f *profile.Facts) {
+				f.Attestation, f.AttestationReason, f.AttestationUnrecorded = consent.AttestationUnavailable, "the queue is full", true
+			}, profile.Pending, profile.Found{Status: "unavailable", Reason: "the queue is full"}},
 		{"no attestation", profile.Rules{Attestation: &profile.AttestationRule{Miss: warn}},
 			func(f *profile.Facts) { f.Attestation = "" }, profile.Warn, profile.Found{}},
 		{"young lead", profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 600, Miss: fail}}, nil, profile.Pass,

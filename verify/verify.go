@@ -149,7 +149,9 @@ func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.C
 }
 
 // insights returns cert's insights and what they say when asked now
-// (D50); nil, nil, nil when cert has none.
+// (D50); nil, nil, nil when cert has none. What they say reads the
+// attestation's status, which its callers have checked
+// (checkedAttestation).
 func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Insights, *insights.Asked, error) {
 	in, err := tx.Insights(ctx, cert.ID)
 	if consent.ErrorCode(err) == consent.NotFound {
@@ -179,7 +181,7 @@ func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certif
 		}
 	}
 	if att != nil {
-		f.Attestation = att.Status
+		f.Attestation, f.AttestationReason, f.AttestationUnrecorded = att.Status, att.Reason, att.Unrecorded
 	}
 	in := res.Insights
 	if rules.Verdicts != nil && in == nil {
@@ -203,11 +205,42 @@ type Attestation struct {
 	// that the attestation queue was full, in which case nothing was
 	// recorded and asking again later may succeed.
 	Reason string
+	// Unrecorded is set when the attestation queue was full: Status is
+	// unavailable, nothing was recorded, and a grade takes the
+	// attestation as not known yet, as a pending one.
+	Unrecorded bool
 }
 
+// queueFullReason is the Reason of an attestation asked for when the queue
+// was full.
+const queueFullReason = "the attestation queue is full; ask again later"
+
 // attestation reads, or with ask asks for (consentkit.AskAttestation),
-// the attestation of cert inside tx.
+// the attestation of cert inside tx. Its status is the one its signed
+// statement holds (consentkit.Service.CheckAttestation): one that does
+// not hold is refused, logged, as a changed certificate is.
 func (s *Service) attestation(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Attestation, error) {
+	a, err := s.checkedAttestation(ctx, tx, cert, ask)
+	switch {
+	case errors.Is(err, consentkit.ErrAttestationQueueFull):
+		return &Attestation{Status: consent.AttestationUnavailable, Reason: queueFullReason, Unrecorded: true}, nil
+	case err != nil || a == nil:
+		return nil, err
+	}
+	out := &Attestation{Status: a.Status}
+	if a.Status == consent.AttestationUnavailable {
+		if p, err := a.Proof(); err == nil && p != nil {
+			out.Reason = p.Statement.Reason
+		}
+	}
+	return out, nil
+}
+
+// checkedAttestation reads, or with ask asks for, the attestation of cert
+// inside tx, checked (consentkit.Service.CheckAttestation); nil when none
+// was asked for. One that does not hold is logged and refused with
+// consent.ErrIntegrity.
+func (s *Service) checkedAttestation(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*consent.Attestation, error) {
 	var (
 		a   *consent.Attestation
 		err error
@@ -218,20 +251,17 @@ func (s *Service) attestation(ctx context.Context, tx consent.Tx, cert *consent.
 		a, err = tx.Attestation(ctx, cert.ID)
 	}
 	switch {
-	case errors.Is(err, consentkit.ErrAttestationQueueFull):
-		return &Attestation{Status: consent.AttestationUnavailable, Reason: "the attestation queue is full; ask again later"}, nil
 	case !ask && consent.ErrorCode(err) == consent.NotFound:
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
-	out := &Attestation{Status: a.Status}
-	if a.Status == consent.AttestationUnavailable {
-		if p, err := a.Proof(); err == nil && p != nil {
-			out.Reason = p.Statement.Reason
-		}
+	if err := s.svc.CheckAttestation(ctx, tx, cert, a); err != nil {
+		slog.ErrorContext(ctx, "consentkit: an attestation failed its integrity check; its certificate is refused", "certificate", cert.ID,
+			"company", cert.CompanyID, "err", err, "request_id", consentkit.RequestIDFrom(ctx))
+		return nil, err
 	}
-	return out, nil
+	return a, nil
 }
 
 // maxTextBytes bounds consent text and terms; a record holds at most 64 KiB.
@@ -638,7 +668,9 @@ type Info struct {
 	Records       []consent.Record
 	RevokedBefore time.Time // zero: none (Result.RevokedBefore)
 	// Attestation is the certificate's attestation with its signed
-	// statement (D49); nil when none was asked for.
+	// statement (D49), checked (consentkit.Service.CheckAttestation: one
+	// that does not hold refuses the certificate); nil when none was
+	// asked for.
 	Attestation *consent.Attestation
 	// Insights are the certificate's insights with their signed statement
 	// (D50); nil when it has none (issued before they were computed).
@@ -690,10 +722,7 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 			KeyID: cert.KeyID, Signature: cert.Signature, Signed: consent.Signed(cert),
 			Records: cert.Records, RevokedBefore: cert.RevokedBefore,
 		}
-		if info.Attestation, err = tx.Attestation(ctx, cert.ID); consent.ErrorCode(err) == consent.NotFound {
-			info.Attestation, err = nil, nil
-		}
-		if err != nil {
+		if info.Attestation, err = s.checkedAttestation(ctx, tx, cert, false); err != nil {
 			return nil, err
 		}
 		if info.Insights, info.InsightsAsked, err = s.insights(ctx, tx, cert); err != nil {
