@@ -247,21 +247,53 @@ func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID s
 	var prop *consent.Property
 	a := propertyAudit(consent.AuditPropertyUpdate, companyID, propertyID, norm)
 	err = s.UpdateAudited(ctx, &a, func(tx consent.Tx) error {
-		if err := consent.CheckProperty(ctx, tx, companyID, propertyID); err != nil {
-			return err
-		}
-		p, err := tx.Property(ctx, propertyID)
-		if err != nil {
-			return err
-		}
-		p.AllowedOrigins = norm
+		p, err := setAllowedOrigins(ctx, tx, companyID, propertyID, norm)
 		prop = p
-		return tx.UpdateProperty(ctx, p)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return prop, nil
+}
+
+// SetAllowedOriginsTx is SetAllowedOrigins inside tx, audited when it
+// succeeds. A caller that adds to the origins it reads in tx loses no
+// change made meanwhile: in an Update, the property stays locked from the
+// read to the commit.
+func (s *Service) SetAllowedOriginsTx(ctx context.Context, tx consent.Tx, companyID, propertyID string, origins []string) (*consent.Property, error) {
+	norm, err := normalizeOrigins(origins)
+	if err != nil {
+		return nil, err
+	}
+	if !consent.ValidID(propertyID) {
+		return nil, consent.Errorf(consent.NotFound, "property not found")
+	}
+	prop, err := setAllowedOrigins(ctx, tx, companyID, propertyID, norm)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Audit(ctx, tx, propertyAudit(consent.AuditPropertyUpdate, companyID, propertyID, norm)); err != nil {
+		return nil, err
+	}
+	return prop, nil
+}
+
+// setAllowedOrigins writes the normalized origins to the company's
+// property.
+func setAllowedOrigins(ctx context.Context, tx consent.Tx, companyID, propertyID string, norm []string) (*consent.Property, error) {
+	if err := consent.CheckProperty(ctx, tx, companyID, propertyID); err != nil {
+		return nil, err
+	}
+	p, err := tx.Property(ctx, propertyID)
+	if err != nil {
+		return nil, err
+	}
+	p.AllowedOrigins = norm
+	if err := tx.UpdateProperty(ctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // TokenParams describes a new integration token.

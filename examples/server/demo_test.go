@@ -2,19 +2,26 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"html"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/internal/testwait"
 )
 
@@ -262,4 +269,57 @@ func TestServerInstallsRecorder(t *testing.T) {
 		t.Errorf("the demo form still says the recorder is missing:\n%s", form)
 	}
 	s.stop(t)
+}
+
+// Servers starting at once on one store each add their origin to the demo
+// property, whether they find it or create it: none drops another's.
+func TestSetupDemoKeepsEveryOrigin(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+		ctx := t.Context()
+		svc, err := consentkit.NewService(open(t), consentkit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: demoCompany, Name: "Acme"}); err != nil {
+			t.Fatal(err)
+		}
+		const servers = 12
+		want := make([]string, 0, servers)
+		var wg sync.WaitGroup
+		errs := make(chan error, servers)
+		for i := range servers {
+			addr := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 8000 + i}
+			want = append(want, "http://"+addr.String())
+			wg.Go(func() {
+				on, err := setupDemo(ctx, svc, addr)
+				if err == nil && !on {
+					err = errors.New("the demo is off")
+				}
+				errs <- err
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("setupDemo: %v", err)
+			}
+		}
+		var got []string
+		err = svc.Store().View(ctx, func(tx consent.Tx) error {
+			p, err := tx.Property(ctx, demoProperty)
+			if err == nil {
+				got = p.AllowedOrigins
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("the demo property allows %q, want every server's: %q", got, want)
+		}
+	})
 }

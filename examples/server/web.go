@@ -51,49 +51,61 @@ func demoOrigins(addr net.Addr) []string {
 // setupDemo gives the demo company its demo property, allowed from this
 // server's origins besides those it had: a second server on another port,
 // sharing the store, adds its own and leaves the first one's form working.
-// It does nothing when the store has no demo company (a custom seed), and
-// changes nothing (and audits nothing) when the origins are there already.
-// It reports whether the demo is on.
+// The origins are read, merged and written in one transaction, so that
+// servers starting at once keep each other's. It does nothing when the
+// store has no demo company (a custom seed), and changes nothing (and
+// audits nothing) when the origins are there already. It reports whether
+// the demo is on.
 func setupDemo(ctx context.Context, svc *consentkit.Service, addr net.Addr) (bool, error) {
 	origins := demoOrigins(addr)
-	var prop *consent.Property
-	err := svc.Store().View(ctx, func(tx consent.Tx) error {
-		if _, err := tx.Company(ctx, demoCompany); err != nil {
-			return err
-		}
-		p, err := tx.Property(ctx, demoProperty)
-		if err == nil {
-			prop = p
-		}
-		if errors.Is(err, consent.ErrNotFound) {
+	on, err := addDemoOrigins(ctx, svc, origins)
+	if errors.Is(err, consent.ErrConflict) {
+		// Another server created the property since this one looked:
+		// add to its origins.
+		on, err = addDemoOrigins(ctx, svc, origins)
+	}
+	return on, err
+}
+
+// addDemoOrigins is setupDemo's transaction.
+func addDemoOrigins(ctx context.Context, svc *consentkit.Service, origins []string) (bool, error) {
+	on := false
+	err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+		on = false // a retried transaction starts again
+		_, err := tx.Company(ctx, demoCompany)
+		if errors.Is(err, consent.ErrNotFound) { // no demo company
 			return nil
 		}
+		if err != nil {
+			return err
+		}
+		prop, err := tx.Property(ctx, demoProperty)
+		switch {
+		case errors.Is(err, consent.ErrNotFound):
+			_, err = svc.AddPropertyTx(ctx, tx, consentkit.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
+			on = err == nil
+			return err
+		case err != nil:
+			return err
+		case prop.CompanyID != demoCompany: // the id is another company's
+			return nil
+		}
+		on = true
+		merged := slices.Clone(prop.AllowedOrigins)
+		for _, o := range origins {
+			if !slices.Contains(merged, o) {
+				merged = append(merged, o)
+			}
+		}
+		if len(merged) == len(prop.AllowedOrigins) {
+			return nil
+		}
+		// The property keeps at most maxDemoOrigins: the oldest give way.
+		merged = merged[max(0, len(merged)-maxDemoOrigins):]
+		_, err = svc.SetAllowedOriginsTx(ctx, tx, demoCompany, demoProperty, merged)
 		return err
 	})
-	switch {
-	case errors.Is(err, consent.ErrNotFound): // no demo company
-		return false, nil
-	case err != nil:
-		return false, err
-	case prop == nil:
-		_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: demoProperty, CompanyID: demoCompany, Name: "Demo form", AllowedOrigins: origins})
-		return err == nil, err
-	case prop.CompanyID != demoCompany: // the id is another company's
-		return false, nil
-	}
-	merged := slices.Clone(prop.AllowedOrigins)
-	for _, o := range origins {
-		if !slices.Contains(merged, o) {
-			merged = append(merged, o)
-		}
-	}
-	if len(merged) == len(prop.AllowedOrigins) {
-		return true, nil
-	}
-	// The property keeps at most maxDemoOrigins: the oldest give way.
-	merged = merged[max(0, len(merged)-maxDemoOrigins):]
-	_, err = svc.SetAllowedOrigins(ctx, demoCompany, demoProperty, merged)
-	return err == nil, err
+	return on && err == nil, err
 }
 
 // maxDemoOrigins bounds the demo property's origins, which grow by a port
