@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/internal/testwait"
@@ -201,30 +202,72 @@ func TestServerDemoTwoInstances(t *testing.T) {
 // Without the recorder, and with the install turned off, the log and the
 // demo form say exactly what to run, the line that installs the video
 // tools included; the page the form lands on says no certificate was
-// issued and why, with no command to run on it.
+// issued and why, with no command to run on it. The advice is one that
+// works from where the server looks: npm ci from the checkout's root when
+// it looks in that checkout's install; otherwise the directory it looks
+// in, absolute, what chose it, and the setting that points elsewhere.
 func TestServerDemoWithoutRecorder(t *testing.T) {
-	s := start(t, "-store", "memory", "-replayer", t.TempDir(), "-install-recorder=false")
-	if !s.waitFor(t, "the session recorder is not installed") {
-		t.Fatalf("the log does not say the recorder is missing:\n%s", s.output())
+	t.Setenv(capture.RRWebDirEnv, "") // the default, unless a case sets it
+	elsewhere, replayer, checkout := t.TempDir(), t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(checkout, replayerPrefix), 0o755); err != nil {
+		t.Fatal(err)
 	}
-	for _, want := range []string{"npm ci --prefix retain/mp4/replayer", videoToolsInstall} {
-		if !strings.Contains(s.output(), want) {
-			t.Errorf("the log does not say %q:\n%s", want, s.output())
-		}
+	if err := os.WriteFile(filepath.Join(checkout, replayerPrefix, "package-lock.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	_, _, form := getPage(t, s.base+"/demo")
-	_, _, landed := postForm(t, s.base+"/demo/submitted", url.Values{"consent_certificate_id": {"cert-x"}})
-	for name, page := range map[string]string{"form": form, "landing page": landed} {
-		for _, want := range []string{`id="recorder"`, "npm ci --prefix retain/mp4/replayer", videoToolsInstall} {
-			if !strings.Contains(page, want) {
-				t.Errorf("the %s lacks %q:\n%s", name, want, page)
+	const fromRoot = "From the root of your checkout of consentkit"
+	for _, c := range []struct {
+		name, dir string
+		args      []string
+		want      []string // besides what every case says
+		wantNot   []string
+	}{
+		{"-replayer", "../..", []string{"-replayer", replayer},
+			[]string{replayer, "set by <code>-replayer</code>", "point <code>-replayer</code> at", capture.DefaultRRWebDir},
+			[]string{fromRoot}},
+		{"another directory", elsewhere, nil,
+			[]string{filepath.Join(elsewhere, capture.DefaultRRWebDir), "not the root of a checkout", "point <code>-replayer</code> at"},
+			[]string{fromRoot}},
+		{"a checkout", checkout, nil, []string{fromRoot + ", <code>" + checkout + "</code>"}, []string{"point <code>-replayer</code>"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startIn(t, c.dir, append([]string{"-store", "memory", "-install-recorder=false"}, c.args...)...)
+			if !s.waitFor(t, "the session recorder is not installed") {
+				t.Fatalf("the log does not say the recorder is missing:\n%s", s.output())
 			}
-		}
+			looked := filepath.Join(replayer, capture.RecorderFile)
+			switch c.name {
+			case "another directory":
+				looked = filepath.Join(elsewhere, capture.DefaultRRWebDir, capture.RecorderFile)
+			case "a checkout":
+				looked = filepath.Join(checkout, capture.DefaultRRWebDir, capture.RecorderFile)
+			}
+			for _, want := range []string{"npm ci --prefix retain/mp4/replayer", videoToolsInstall, looked} {
+				if !strings.Contains(s.output(), want) {
+					t.Errorf("the log does not say %q:\n%s", want, s.output())
+				}
+			}
+			_, _, form := getPage(t, s.base+"/demo")
+			_, _, landed := postForm(t, s.base+"/demo/submitted", url.Values{"consent_certificate_id": {"cert-x"}})
+			for name, page := range map[string]string{"form": form, "landing page": landed} {
+				page = html.UnescapeString(strings.Join(strings.Fields(page), " "))
+				for _, want := range append([]string{`id="recorder"`, "npm ci --prefix retain/mp4/replayer", videoToolsInstall}, c.want...) {
+					if !strings.Contains(page, want) {
+						t.Errorf("the %s lacks %q:\n%s", name, want, page)
+					}
+				}
+				for _, not := range c.wantNot {
+					if strings.Contains(page, not) {
+						t.Errorf("the %s says %q, advice that would not serve the recorder:\n%s", name, not, page)
+					}
+				}
+			}
+			if strings.Contains(landed, "curl") || strings.Contains(landed, "on its way") {
+				t.Errorf("the landing page shows a command, or promises the certificate on reload:\n%s", landed)
+			}
+			s.stop(t)
+		})
 	}
-	if strings.Contains(landed, "curl") || strings.Contains(landed, "on its way") {
-		t.Errorf("the landing page shows a command, or promises the certificate on reload:\n%s", landed)
-	}
-	s.stop(t)
 }
 
 // Run from a checkout whose recorder is not installed, with npm at hand,

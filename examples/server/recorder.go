@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -34,12 +33,59 @@ const videoToolsInstall = "apt-get install chromium-headless-shell ffmpeg fonts-
 type recorderSetup struct {
 	rec        *capture.Recorder
 	dir        string
+	where      recorderPlace
 	installing atomic.Bool
 }
 
+// recorderPlace is where the recorder is looked for, for advice that works
+// from there: npm ci in a checkout puts the bundle in that checkout, which
+// is this server's only when it looks in the checkout's install.
+type recorderPlace struct {
+	// Dir is the directory looked in, absolute.
+	Dir string
+	// SetBy names the setting that chose Dir: "-replayer", "$" and
+	// capture.RRWebDirEnv, or "" for the default, under the directory the
+	// server runs from.
+	SetBy string
+	// Checkout is the root of the checkout of consentkit whose npm ci
+	// installs into Dir; "" when Dir is no checkout's install.
+	Checkout string
+}
+
 func newRecorderSetup(o *options) *recorderSetup {
-	dir := cmp.Or(o.replayer, os.Getenv(capture.RRWebDirEnv), capture.DefaultRRWebDir)
-	return &recorderSetup{rec: capture.NewRecorder(dir), dir: dir}
+	dir, setBy := capture.DefaultRRWebDir, ""
+	switch {
+	case o.replayer != "":
+		dir, setBy = o.replayer, "-replayer"
+	case os.Getenv(capture.RRWebDirEnv) != "":
+		dir, setBy = os.Getenv(capture.RRWebDirEnv), "$"+capture.RRWebDirEnv
+	}
+	where := recorderPlace{Dir: dir, SetBy: setBy}
+	if abs, err := filepath.Abs(dir); err == nil {
+		where.Dir = abs
+	}
+	if root, ok := strings.CutSuffix(where.Dir, string(filepath.Separator)+filepath.FromSlash(capture.DefaultRRWebDir)); ok {
+		if _, err := os.Stat(filepath.Join(root, replayerPrefix, "package-lock.json")); err == nil {
+			where.Checkout = root
+		}
+	}
+	return &recorderSetup{rec: capture.NewRecorder(dir), dir: dir, where: where}
+}
+
+// advice says, in a line of the log, what puts the recorder where this
+// server looks for it.
+func (r *recorderSetup) advice() string {
+	w := r.where
+	if w.Checkout != "" {
+		return "in " + w.Checkout + ", the checkout of consentkit it is looked for in, run " + strings.Join(npmInstall, " ")
+	}
+	set := "under the directory the server runs from, which is not the root of a checkout of consentkit"
+	if w.SetBy != "" {
+		set = "set by " + w.SetBy
+	}
+	return "it is looked for in " + w.Dir + " (" + set + "): put rrweb 2.2.2's dist files there, or point -replayer at the " +
+		"node_modules/rrweb/dist of an install (" + strings.Join(npmInstall, " ") + ", run from the root of a checkout of " +
+		"consentkit, makes one in " + capture.DefaultRRWebDir + "; elsewhere npm install rrweb@2.2.2)"
 }
 
 // installed reports whether the recorder can be served now.
@@ -95,8 +141,8 @@ func (r *recorderSetup) start(ctx context.Context, install bool, log *slog.Logge
 			why = "-install-recorder=false"
 		}
 		log.Warn("the session recorder is not installed, so the demo form records nothing and issues no certificate; "+
-			"run "+capture.RecorderInstall+"; video conversion also needs "+videoToolsInstall,
-			"file", r.rec.Path(), "not_installed_here_because", why)
+			r.advice()+"; video conversion also needs "+videoToolsInstall,
+			"file", filepath.Join(r.where.Dir, capture.RecorderFile), "not_installed_here_because", why)
 		close(done)
 		return done
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -144,8 +145,13 @@ consentkit snippet; it records this visit and, when you submit, issues a consent
 records nothing and no certificate is issued: reload this page in a moment.</p>
 {{else if eq .Recorder "missing"}}
 <p class="notice" id="recorder">The session recorder is not installed on this server, so this form records nothing and no
-certificate is issued. From the root of your checkout of consentkit run <code>{{.Install}}</code>; it is served as soon as it
-is in place (no restart), then reload this page. Converting recordings to MP4 also needs <code>{{.VideoTools}}</code>.</p>
+certificate is issued. {{with .Where}}{{if .Checkout}}From the root of your checkout of consentkit, <code>{{.Checkout}}</code>,
+run <code>{{$.Install}}</code>{{else}}The server looks for it in <code>{{.Dir}}</code> ({{if .SetBy}}set by
+<code>{{.SetBy}}</code>{{else}}under the directory the server runs from, which is not the root of a checkout of
+consentkit{{end}}): put rrweb 2.2.2's dist files there, or point <code>-replayer</code> at the
+<code>node_modules/rrweb/dist</code> directory of an install (<code>{{$.Install}}</code>, run from the root of a checkout
+of consentkit, makes one in <code>{{$.DefaultDir}}</code>){{end}}{{end}}; it is served as soon as it is in place (no
+restart), then reload this page. Converting recordings to MP4 also needs <code>{{.VideoTools}}</code>.</p>
 {{end}}{{end}}`))
 
 var demoDone = template.Must(template.Must(demoForm.Clone()).New("done").Parse(`<!doctype html>
@@ -237,6 +243,7 @@ func demoHandler(svc *consentkit.Service, base string, rec *recorderSetup, log *
 	page := func(data map[string]any) map[string]any {
 		data["Base"], data["Company"], data["Property"] = base, demoCompany, demoProperty
 		data["Recorder"], data["Install"], data["VideoTools"] = rec.state(), strings.Join(npmInstall, " "), videoToolsInstall
+		data["Where"], data["DefaultDir"] = rec.where, capture.DefaultRRWebDir
 		return data
 	}
 	render := func(w http.ResponseWriter, t *template.Template, data map[string]any) {
