@@ -51,8 +51,8 @@ func ActorFrom(ctx context.Context) string {
 
 // AuditParams describes an entry for Service.Audit.
 type AuditParams struct {
-	CompanyID string
-	Action    string
+	CompanyID string // required: an existing company
+	Action    string // required
 	Target    string
 	// Err is the outcome: nil is AuditOK, else its ErrorCode.
 	Err error

@@ -79,8 +79,8 @@ func (h *Handler) operatorRoutes() []*route {
 // AddWebhookRequest is the body of POST …/webhooks.
 type AddWebhookRequest struct {
 	CompanyID string   `path:"company_id" json:"-"`
-	URL       string   `json:"url"`
-	Events    []string `json:"events"`
+	URL       string   `json:"url"`    // required: http or https
+	Events    []string `json:"events"` // required: at least one of consent.EventTypes
 	// Secret is optional: a new one is made, and shown once, in the answer.
 	Secret string `json:"secret,omitempty"`
 }
@@ -378,8 +378,8 @@ func (h *Handler) verifyAudit(ctx context.Context, _ Caller, req *auditVerifyReq
 
 // CreateCompanyRequest is the body of POST /operator/companies.
 type CreateCompanyRequest struct {
-	ID                            string   `json:"id"`
-	Name                          string   `json:"name"`
+	ID                            string   `json:"id"`   // required (D29)
+	Name                          string   `json:"name"` // required
 	ThirdPartyVerificationEnabled bool     `json:"third_party_verification_enabled"`
 	AuthorizedThirdParties        []string `json:"authorized_third_parties"`
 	// AttestCertificates has every certificate the company issues
@@ -599,7 +599,7 @@ type AddPropertyRequest struct {
 	// ID is optional: a random one is made. Give one to make a retry safe
 	// (a second call with it is a 409).
 	ID             string   `json:"id"`
-	Name           string   `json:"name"`
+	Name           string   `json:"name"` // required
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
@@ -650,7 +650,7 @@ func (h *Handler) listProperties(ctx context.Context, _ Caller, req *companyRequ
 type AllowedOriginsRequest struct {
 	CompanyID  string `path:"company_id" json:"-"`
 	PropertyID string `path:"property_id" json:"-"`
-	// AllowedOrigins replaces the list; [] allows none.
+	// AllowedOrigins replaces the list; [] allows none. Required.
 	AllowedOrigins []string `json:"allowed_origins"`
 }
 
@@ -776,7 +776,7 @@ func (h *Handler) revokeToken(ctx context.Context, _ Caller, req *tokenRequest) 
 // TopUpRequest is the body of POST …/wallet/top-ups.
 type TopUpRequest struct {
 	CompanyID string         `path:"company_id" json:"-"`
-	Amount    *wallet.Amount `json:"amount"`    // dollars, exact (D1)
+	Amount    *wallet.Amount `json:"amount"`    // required: dollars, exact (D1)
 	Reference string         `json:"reference"` // the payment's reference; optional
 }
 
