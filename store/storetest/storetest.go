@@ -10,7 +10,8 @@
 // packages rely on as a subtest. It gives a store only what the Tx
 // contract says a store is given (consent.Tx, "What a store is given"):
 // what is beyond it is refused by the checked Tx before any store sees it,
-// and tried in consent's tests (consent/checked_*_test.go).
+// and tried in the Service's tests (checked_*_test.go, at the
+// repository's root).
 package storetest
 
 import (

@@ -13,8 +13,8 @@ import (
 
 // The edges of the values a store is given (consent.Tx, "What a store is
 // given"): every store keeps them exactly. The checked Tx refuses what is
-// beyond them before a store sees it; those refusals are consent's tests
-// (consent/checked_*_test.go).
+// beyond them before a store sees it; those refusals are the Service's
+// tests (checked_*_test.go, at the repository's root).
 
 // testText: every store keeps text that is consent.ValidText exactly,
 // byte for byte, through every field that holds it — 4-byte runes, tab,
