@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/signed"
@@ -87,7 +88,7 @@ func velocityCount(n int) string {
 // computed of them when asked; nil, nil when the certificate has none (it
 // was issued before insights). A statement that cannot be read is a
 // finding the view shows, not an error.
-func readInsights(ctx context.Context, tx consent.Tx, cert *consent.Certificate, now time.Time) (*consent.Insights, *insights.Asked, error) {
+func readInsights(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *consent.Certificate, now time.Time) (*consent.Insights, *insights.Asked, error) {
 	in, err := tx.Insights(ctx, cert.ID)
 	if consent.ErrorCode(err) == consent.NotFound {
 		return nil, nil, nil
@@ -98,7 +99,7 @@ func readInsights(ctx context.Context, tx consent.Tx, cert *consent.Certificate,
 	if _, err := in.Proof(); err != nil {
 		return in, nil, nil
 	}
-	asked, err := insights.Ask(ctx, tx, cert, in, now)
+	asked, err := insights.Ask(ctx, svc, tx, cert, in, now, cert.CompanyID) // the operator sees the owner's rules
 	return in, asked, err
 }
 

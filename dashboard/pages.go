@@ -560,7 +560,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		}
 		// The facts computed when asked are of this transaction's view,
 		// as certificate-info's are.
-		if in, asked, err = readInsights(ctx, tx, c, h.svc.Now()); err != nil {
+		if in, asked, err = readInsights(ctx, h.svc, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
 		if d.Grade, err = readGrade(ctx, tx, c, graded, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {

@@ -2,9 +2,13 @@ package insights
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
 )
 
 // Asked are what a certificate's insights say only when asked (D50):
@@ -21,10 +25,11 @@ type Asked struct {
 	// (consent.Tx.Velocity; each count at most consent.MaxVelocity).
 	Velocity consent.Velocity
 	// Bot is the verdict at At: the statement's, with the reasons found
-	// when asked (attestation_mismatch, high_velocity, and for a statement
-	// made before it was judged, consent_after_revocation), judged by the
-	// company's rules now and never milder than the statement's. nil while
-	// the statement is not made.
+	// when asked — the facts (attestation_mismatch, high_velocity, and for
+	// a statement made before it was judged, consent_after_revocation) and
+	// the signed signals judged again by the asking company's rules now —
+	// and never milder than the statement's. nil while the statement is
+	// not made.
 	Bot *Judgement
 	// AskedReasons are the reasons of Bot that the statement does not
 	// hold, in Bot's order; empty, never nil.
@@ -32,8 +37,14 @@ type Asked struct {
 }
 
 // Ask computes, within tx at now, the asked facts of cert, whose insights
-// are in.
-func Ask(ctx context.Context, tx consent.Tx, cert *consent.Certificate, in *consent.Insights, now time.Time) (*Asked, error) {
+// are in, for the company judge (the one asking; cert.CompanyID for its
+// own view). The signed signals are judged again by judge's rules now
+// (D50) — a buyer verifying a seller's certificate is not bound by
+// thresholds the seller loosened — with the facts known now, and the
+// verdict is never milder than the signed one. The attestation's status
+// counts only as svc.CheckAttestation holds it; one that does not hold
+// is not known.
+func Ask(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *consent.Certificate, in *consent.Insights, now time.Time, judge string) (*Asked, error) {
 	v, err := tx.Velocity(ctx, cert)
 	if err != nil {
 		return nil, err
@@ -43,14 +54,20 @@ func Ask(ctx context.Context, tx consent.Tx, cert *consent.Certificate, in *cons
 	if err != nil || p == nil {
 		return a, err
 	}
-	co, err := tx.Company(ctx, cert.CompanyID)
+	co, err := tx.Company(ctx, judge)
 	if err != nil {
 		return nil, err
 	}
 	f := Facts{RevokedBefore: !cert.RevokedBefore.IsZero(), Velocity: &v}
 	switch at, err := tx.Attestation(ctx, cert.ID); {
 	case err == nil:
-		f.Attestation = at.Status
+		var broken *consentkit.AttestationIntegrityError
+		switch err := svc.CheckAttestation(ctx, tx, cert, at); {
+		case err == nil:
+			f.Attestation = at.Status
+		case !errors.As(err, &broken):
+			return nil, err
+		}
 	case consent.ErrorCode(err) != consent.NotFound:
 		return nil, err
 	}
@@ -58,8 +75,33 @@ func Ask(ctx context.Context, tx consent.Tx, cert *consent.Certificate, in *cons
 	for _, r := range p.Statement.Bot.Reasons {
 		stated.Reasons = append(stated.Reasons, Reason(r))
 	}
-	bot, added := Rules(co.InsightsRules).Add(stated, f)
+	rules := Rules(co.InsightsRules)
+	bot, added := rules.Add(stated, rules.Judge(signalsOf(&p.Statement.Signals), f).Reasons)
 	a.Bot = &bot
 	a.AskedReasons = append(a.AskedReasons, added...)
 	return a, nil
+}
+
+// signalsOf returns the signals that a statement states (statedSignals
+// undone): all that Judge reads.
+func signalsOf(st *signed.InsightsSignals) *Signals {
+	number := func(s string) float64 {
+		f, _ := strconv.ParseFloat(s, 64) // signed.Number wrote it; a changed one is refused before
+		return f
+	}
+	s := &Signals{
+		Events: st.Events, Snapshot: st.Snapshot, SecondsOnPage: number(st.SecondsOnPage), SecondsToSubmit: number(st.SecondsToSubmit),
+		Inputs: map[string]Input{}, Keystrokes: st.Keystrokes, KeysPerMinute: number(st.KeysPerMinute),
+		Pointer: Pointer{Moves: st.Pointer.Moves, Clicks: st.Pointer.Clicks, Touches: st.Pointer.Touches, Scrolls: st.Pointer.Scrolls},
+		Client: Client{Browser: st.Client.Browser, BrowserVersion: st.Client.BrowserVersion, OS: st.Client.OS, OSVersion: st.Client.OSVersion,
+			Device: st.Client.Device, Headless: st.Client.Headless, NotABrowser: st.Client.NotABrowser},
+	}
+	for _, in := range st.Inputs {
+		s.Inputs[in.Name] = Input{Method: Method(in.Method), Keystrokes: in.Keystrokes, Pastes: in.Pastes}
+	}
+	if r := st.Reported; r != nil {
+		s.Reported = &Reported{Webdriver: r.Webdriver, Viewport: Viewport{Width: r.Viewport.Width, Height: r.Viewport.Height},
+			TimeZone: r.TimeZone, Language: r.Language, IsFramed: r.IsFramed, ParentOrigin: r.ParentOrigin}
+	}
+	return s
 }

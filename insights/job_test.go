@@ -285,3 +285,54 @@ func TestInsightsJobFailed(t *testing.T) {
 		}
 	})
 }
+
+// What insights say when asked is judged by the asking company's rules: a
+// buyer verifying a seller's certificate sees the reasons its own
+// thresholds find in the signed signals, whatever thresholds the seller
+// judged them by at issue, and never a verdict milder than the signed
+// one. On every store.
+func TestAskJudgedByTheAsker(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		ctx := context.Background()
+		e := jobSetup(t, open(t), insights.Limits{})
+		// The seller turns the time on the page off; a buyer asks for more
+		// time on the page than any person spends.
+		if _, err := e.svc.SetInsightsRules(ctx, "acme", consent.InsightsRules{MinSecondsOnPage: -1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "buyer", Name: "Buyer"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.SetInsightsRules(ctx, "buyer", consent.InsightsRules{MinSecondsOnPage: 100000}); err != nil {
+			t.Fatal(err)
+		}
+		cert := e.issue(t, "s1", chunked(person(), 7), desktopUA)
+		in := e.run(t, cert)
+		p, err := in.Proof()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := p.Statement.Bot; b.Verdict != "human" {
+			t.Fatalf("signed verdict %+v, want human", b)
+		}
+		ask := func(judge string) *insights.Asked {
+			t.Helper()
+			var a *insights.Asked
+			if err := e.svc.Store().View(ctx, func(tx consent.Tx) error {
+				var err error
+				a, err = insights.Ask(ctx, e.svc, tx, cert, in, e.svc.Now(), judge)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		if a := ask("acme"); a.Bot.Verdict != insights.Human || len(a.AskedReasons) != 0 {
+			t.Errorf("asked by the seller: %+v, asked reasons %v; want human, none added", a.Bot, a.AskedReasons)
+		}
+		want := []insights.Reason{insights.ReasonSubmittedTooFast}
+		if a := ask("buyer"); a.Bot.Verdict != insights.Bot || !slices.Equal(a.AskedReasons, want) || !slices.Equal(a.Bot.Reasons, want) {
+			t.Errorf("asked by the buyer: %+v, asked reasons %v; want bot for submitted_too_fast, found when asked", a.Bot, a.AskedReasons)
+		}
+	})
+}

@@ -171,11 +171,11 @@ func (r Rules) Judge(s *Signals, f Facts) Judgement {
 }
 
 // Add returns j, a judgement made earlier (an insights statement's), with
-// the reasons the facts give now, and the reasons j did not hold.
-func (r Rules) Add(j Judgement, f Facts) (now Judgement, added []Reason) {
+// found, the reasons a judgement now gives, and the reasons j did not hold.
+func (r Rules) Add(j Judgement, found []Reason) (now Judgement, added []Reason) {
 	r = r.WithDefaults()
 	all := slices.Clone(j.Reasons)
-	for _, reason := range r.factReasons(f) {
+	for _, reason := range found {
 		if !slices.Contains(all, reason) {
 			all = append(all, reason)
 			added = append(added, reason)

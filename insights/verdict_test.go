@@ -91,7 +91,7 @@ func TestAdd(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, added := tc.rules.Add(tc.signed, tc.facts)
+			got, added := tc.rules.Add(tc.signed, tc.rules.Judge(humanSignals(), tc.facts).Reasons)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Add judgement (-want +got):\n%s", diff)
 			}

@@ -126,12 +126,13 @@ type Insights struct {
 	AskedReasons []string
 }
 
-// insightsOf reads, when asked, the bot verdict of cert inside tx.
-func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool) (*Insights, error) {
+// insightsOf reads, when asked, the bot verdict of cert inside tx, judged
+// by the rules of caller, the company asking.
+func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool, caller string) (*Insights, error) {
 	if !ask {
 		return nil, nil
 	}
-	in, asked, err := s.insights(ctx, tx, cert)
+	in, asked, err := s.insights(ctx, tx, cert, caller)
 	if in == nil || err != nil {
 		return nil, err
 	}
@@ -148,11 +149,9 @@ func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.C
 	return out, nil
 }
 
-// insights returns cert's insights and what they say when asked now
-// (D50); nil, nil, nil when cert has none. What they say reads the
-// attestation's status, which its callers have checked
-// (checkedAttestation).
-func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Insights, *insights.Asked, error) {
+// insights returns cert's insights and what they say when caller asks now
+// (D50); nil, nil, nil when cert has none.
+func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Certificate, caller string) (*consent.Insights, *insights.Asked, error) {
 	in, err := tx.Insights(ctx, cert.ID)
 	if consent.ErrorCode(err) == consent.NotFound {
 		return nil, nil, nil
@@ -160,7 +159,7 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 	if err != nil {
 		return nil, nil, err
 	}
-	asked, err := insights.Ask(ctx, tx, cert, in, s.svc.Now())
+	asked, err := insights.Ask(ctx, s.svc, tx, cert, in, s.svc.Now(), caller)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,7 +170,7 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 // answer res already holds, and, for a rule whose fact the request did not
 // ask for, the attestation as it stands (never asked for by a grade) and
 // the bot verdict when asked now.
-func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result) (*profile.Graded, error) {
+func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result, caller string) (*profile.Graded, error) {
 	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(s.svc.Now())}
 	att := res.Attestation
 	if rules.Attestation != nil && att == nil {
@@ -186,7 +185,7 @@ func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certif
 	in := res.Insights
 	if rules.Verdicts != nil && in == nil {
 		var err error
-		if in, err = s.insightsOf(ctx, tx, cert, true); err != nil {
+		if in, err = s.insightsOf(ctx, tx, cert, true, caller); err != nil {
 			return nil, err
 		}
 	}
@@ -378,11 +377,11 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			if res.Attestation, err = s.attestation(ctx, tx, cert, q.attest); err != nil {
 				return nil, err
 			}
-			if res.Insights, err = s.insightsOf(ctx, tx, cert, q.insights); err != nil {
+			if res.Insights, err = s.insightsOf(ctx, tx, cert, q.insights, caller); err != nil {
 				return nil, err
 			}
 			if prof != nil {
-				if res.Audit, err = s.grade(ctx, tx, cert, &prof.Rules, res); err != nil {
+				if res.Audit, err = s.grade(ctx, tx, cert, &prof.Rules, res, caller); err != nil {
 					return nil, err
 				}
 				detail.Audit = res.Audit.Result
@@ -725,7 +724,7 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 		if info.Attestation, err = s.checkedAttestation(ctx, tx, cert, false); err != nil {
 			return nil, err
 		}
-		if info.Insights, info.InsightsAsked, err = s.insights(ctx, tx, cert); err != nil {
+		if info.Insights, info.InsightsAsked, err = s.insights(ctx, tx, cert, caller); err != nil {
 			return nil, err
 		}
 		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
