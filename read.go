@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -198,12 +199,12 @@ func (s *Service) FindCertificates(ctx context.Context, companyID, email, mobile
 		return nil, consent.Errorf(consent.Invalid, "one of email or mobile is required")
 	}
 	if strings.TrimSpace(email) != "" {
-		if ed, err = consent.EmailDigest(email); err != nil {
+		if ed, err = contact.EmailDigest(email); err != nil {
 			return nil, err
 		}
 	}
 	if strings.TrimSpace(mobile) != "" {
-		if md, err = consent.MobileDigest(mobile); err != nil {
+		if md, err = contact.MobileDigest(mobile); err != nil {
 			return nil, err
 		}
 	}

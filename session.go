@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/internal/jsonscan"
 )
 
@@ -344,12 +345,12 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		ClientIP:       p.ClientIP, UserAgent: p.UserAgent, RecordingSHA256: p.RecordingSHA256, Visibility: vis,
 	}
 	if strings.TrimSpace(p.Email) != "" {
-		if c.EmailDigest, err = consent.EmailDigest(p.Email); err != nil {
+		if c.EmailDigest, err = contact.EmailDigest(p.Email); err != nil {
 			return nil, err
 		}
 	}
 	if strings.TrimSpace(p.Mobile) != "" {
-		if c.MobileDigest, err = consent.MobileDigest(p.Mobile); err != nil {
+		if c.MobileDigest, err = contact.MobileDigest(p.Mobile); err != nil {
 			return nil, err
 		}
 	}

@@ -1,6 +1,7 @@
-// Package audit checks the audit log's hash chains (D42): that no entry of
-// a company's log was edited, inserted, deleted or moved since the store
-// appended it. The checks read through the consent.Store they are given,
+// Package audit holds the audit log's hash chains (D42): the canonical
+// encoding of an entry and its hash (Encoding, Hash), which a store gives
+// each entry it appends, and the checks that no entry of a company's log
+// was edited, inserted, deleted or moved since the store appended it. The checks read through the consent.Store they are given,
 // and write nothing: a Service's Store, or, for a store opened by an
 // operator's tool, consentkit.Checked of it, so that its reads are checked
 // as the Service's are before the store sees them. (audit does not wrap
@@ -62,7 +63,7 @@ type Run struct {
 // CheckChain checks at most limit entries (1 to MaxCheck) of the
 // company's audit chain, starting at entry from (1, or 0, for the start of
 // the chain): each entry's Seq follows the one before, its PrevHash is the
-// Hash before it, and its Hash is consent.AuditHash of its fields; once the walk
+// Hash before it, and its Hash is Hash of its fields; once the walk
 // reaches the end of the chain, the last entry is checked against the head
 // the store keeps apart. A run that stops at its limit says in Next where
 // the following run resumes, so a long chain is checked in bounded steps,
@@ -101,7 +102,7 @@ func CheckChain(ctx context.Context, st consent.Store, companyID string, from in
 			return res, consent.Errorf(consent.Invalid, "from %d is past the end of the audit log of %s (%d entries)", from, companyID, head1.Seq)
 		case len(page) == 0 || page[0].Seq != from-1:
 			return res, broken(from-1, "entry %d is missing", from-1)
-		case page[0].Hash != consent.AuditHash(page[0]):
+		case page[0].Hash != Hash(page[0]):
 			return res, broken(from-1, "its content does not match its hash")
 		case page[0].Seq == head1.Seq && page[0].Hash != head1.Hash:
 			return res, broken(from-1, "it is not the entry the chain's head recorded")
@@ -136,7 +137,7 @@ func CheckChain(ctx context.Context, st consent.Store, companyID string, from in
 				return res, broken(e.Seq, "the entry names company %q", e.CompanyID)
 			case e.PrevHash != wantPrev:
 				return res, broken(e.Seq, "its previous hash is not the hash of entry %d", e.Seq-1)
-			case e.Hash != consent.AuditHash(e):
+			case e.Hash != Hash(e):
 				return res, broken(e.Seq, "its content does not match its hash")
 			case e.Seq == head1.Seq && e.Hash != head1.Hash:
 				return res, broken(e.Seq, "it is not the entry the chain's head recorded")

@@ -1,8 +1,6 @@
 package consent
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"time"
 )
 
@@ -32,7 +30,7 @@ type AuditEntry struct {
 	// email, a mobile number or a secret); "" when none.
 	Detail   string
 	PrevHash Digest // Hash of the entry Seq-1; zero for Seq 1
-	Hash     Digest // AuditHash of this entry
+	Hash     Digest // audit.Hash of this entry
 }
 
 // AuditHead is the end of a company's chain, kept by the store apart from
@@ -93,56 +91,6 @@ const (
 	// MaxAuditPage is the most entries one AuditEntries call returns.
 	MaxAuditPage = 1000
 )
-
-// auditDomain starts every hashed encoding, so that an audit hash can never
-// be mistaken for the hash of anything else.
-const auditDomain = "consentkit.audit.v1"
-
-// AuditEncoding returns the canonical encoding of e that AuditHash hashes:
-// every field but Hash, PrevHash included, in a fixed order, each
-// length-prefixed or of fixed size, so that no two different entries encode
-// alike:
-//
-//	str("consentkit.audit.v1")
-//	str(CompanyID)
-//	u64(Seq)
-//	u64(At in microseconds since the Unix epoch, two's complement)
-//	str(Actor) str(Action) str(Target) str(Outcome) str(RequestID) str(Detail)
-//	PrevHash (32 bytes)
-//
-// where str(s) is the length of s in bytes as a big-endian uint32 followed
-// by the bytes of s, and u64 is a big-endian uint64.
-func AuditEncoding(e *AuditEntry) []byte {
-	return appendAuditEncoding(make([]byte, 0, 8*4+len(auditDomain)+len(e.CompanyID)+8+8+len(e.Actor)+len(e.Action)+
-		len(e.Target)+len(e.Outcome)+len(e.RequestID)+len(e.Detail)+len(e.PrevHash)), e)
-}
-
-// appendAuditEncoding appends AuditEncoding(e) to b.
-func appendAuditEncoding(b []byte, e *AuditEntry) []byte {
-	str := func(s string) {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-		b = append(b, s...)
-	}
-	str(auditDomain)
-	str(e.CompanyID)
-	b = binary.BigEndian.AppendUint64(b, uint64(e.Seq))
-	b = binary.BigEndian.AppendUint64(b, uint64(e.At.UnixMicro()))
-	str(e.Actor)
-	str(e.Action)
-	str(e.Target)
-	str(e.Outcome)
-	str(e.RequestID)
-	str(e.Detail)
-	b = append(b, e.PrevHash[:]...)
-	return b
-}
-
-// AuditHash returns the SHA-256 of AuditEncoding(e): the Hash a store gives
-// e, and the PrevHash of the entry after it.
-func AuditHash(e *AuditEntry) Digest {
-	var buf [512]byte // most entries' encoding: no allocation
-	return sha256.Sum256(appendAuditEncoding(buf[:0], e))
-}
 
 // Check checks e's text fields and their lengths, and its time
 // (CheckTime).

@@ -426,7 +426,7 @@ type Tx interface {
 	// store sets e.At to UTC with microsecond precision, e.Seq to the
 	// company's last Seq plus one (1 for its first entry), e.PrevHash to the
 	// Hash of that last entry (zero for the first) and e.Hash to
-	// AuditHash(e), and moves the company's head (AuditHead) to e, all
+	// audit.Hash(e), and moves the company's head (AuditHead) to e, all
 	// under a lock of that company's head: concurrent appends to one
 	// company, from any number of connections and machines, take turns and
 	// never fork the chain, while appends to different companies do not

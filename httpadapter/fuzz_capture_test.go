@@ -16,6 +16,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
 )
@@ -367,7 +368,7 @@ func FuzzCaptureConsent(f *testing.F) {
 			name, value string
 			digest      consent.Digest
 			of          func(string) (consent.Digest, error)
-		}{{"email", req.Email, cert.EmailDigest, consent.EmailDigest}, {"mobile", req.Mobile, cert.MobileDigest, consent.MobileDigest}} {
+		}{{"email", req.Email, cert.EmailDigest, contact.EmailDigest}, {"mobile", req.Mobile, cert.MobileDigest, contact.MobileDigest}} {
 			want, err := d.of(d.value)
 			if strings.TrimSpace(d.value) == "" {
 				want, err = consent.Digest{}, nil

@@ -17,6 +17,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
@@ -721,7 +722,7 @@ func TestOperatorManagesCompanies(t *testing.T) {
 				consents[0].(map[string]any)["text"] != consentText || c["revoked_at"] != nil {
 				t.Errorf("cert-1: %d %v", code, c)
 			}
-			if d, _ := consent.EmailDigest("jane@example.com"); strings.Contains(fmt.Sprint(c), d.String()) {
+			if d, _ := contact.EmailDigest("jane@example.com"); strings.Contains(fmt.Sprint(c), d.String()) {
 				t.Error("the certificate shows the email's digest")
 			}
 			if code, c := call("GET", certs+"/cert-revoked", ""); code != 200 || c["revoked_at"] == nil {

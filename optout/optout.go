@@ -8,6 +8,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/internal/ratelimit"
 )
 
@@ -100,12 +101,12 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 	}
 	var err error
 	if email != "" {
-		if rev.EmailDigest, err = consent.EmailDigest(email); err != nil {
+		if rev.EmailDigest, err = contact.EmailDigest(email); err != nil {
 			return nil, err
 		}
 	}
 	if mobile != "" {
-		if rev.MobileDigest, err = consent.MobileDigest(mobile); err != nil {
+		if rev.MobileDigest, err = contact.MobileDigest(mobile); err != nil {
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/signed"
@@ -417,14 +418,14 @@ type infoDetail struct {
 // not given. Invalid when one given is malformed.
 func (l Lead) digests() (email, mobile *consent.Digest, err error) {
 	if strings.TrimSpace(l.Email) != "" {
-		d, err := consent.EmailDigest(l.Email)
+		d, err := contact.EmailDigest(l.Email)
 		if err != nil {
 			return nil, nil, err
 		}
 		email = &d
 	}
 	if strings.TrimSpace(l.Mobile) != "" {
-		d, err := consent.MobileDigest(l.Mobile)
+		d, err := contact.MobileDigest(l.Mobile)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -1299,7 +1300,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	for i, e := range entries {
 		e.At = consent.UTC(e.At)
 		e.Seq, e.PrevHash = head.Seq+1, head.Hash
-		e.Hash = consent.AuditHash(e)
+		e.Hash = audit.Hash(e)
 		head = consent.AuditHead{CompanyID: company, Seq: e.Seq, Hash: e.Hash}
 		copies[i] = *e
 		chain = append(chain, &copies[i])

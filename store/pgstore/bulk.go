@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
@@ -206,7 +207,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	for i, e := range entries {
 		seq++
 		e.Seq, e.PrevHash, e.At = seq, last, consent.UTC(e.At)
-		e.Hash = consent.AuditHash(e)
+		e.Hash = audit.Hash(e)
 		last = e.Hash
 		seqs[i], ats[i], prevs[i], hashes[i] = e.Seq, e.At, e.PrevHash[:], e.Hash[:]
 		actors[i], actions[i], targets[i], outcomes[i], requests[i], detail[i] = e.Actor, e.Action, e.Target, e.Outcome, e.RequestID, e.Detail

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
@@ -550,7 +551,7 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 		return err
 	}
 	e.At = consent.UTC(e.At)
-	e.Hash = consent.AuditHash(e)
+	e.Hash = audit.Hash(e)
 	_, err = t.exec(ctx, `WITH h AS (UPDATE audit_heads SET hash = $11 WHERE company_id = $1)
 		INSERT INTO audit_log (company_id, seq, at, actor, action, target, outcome, request_id, detail, prev_hash, hash)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, e.CompanyID, e.Seq, e.At,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/behind"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
@@ -233,7 +234,7 @@ func (t *tx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) er
 	for _, e := range entries {
 		head.Seq++
 		e.Seq, e.PrevHash, e.At = head.Seq, head.Hash, consent.UTC(e.At)
-		e.Hash = consent.AuditHash(e)
+		e.Hash = audit.Hash(e)
 		head.Hash = e.Hash
 	}
 	if err := t.insertAudits(ctx, entries); err != nil {

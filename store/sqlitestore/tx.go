@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/sqlrow"
 	"github.com/consentkit/consentkit/wallet"
@@ -531,7 +532,7 @@ func (t *tx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error {
 		return err
 	}
 	e.At = consent.UTC(e.At)
-	e.Hash = consent.AuditHash(e)
+	e.Hash = audit.Hash(e)
 	if _, err := t.exec(ctx, `UPDATE audit_heads SET hash = ? WHERE company_id = ?`, e.Hash[:], e.CompanyID); err != nil {
 		return err
 	}

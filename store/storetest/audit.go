@@ -34,7 +34,7 @@ func headErr(s consent.Store, companyID string) (*consent.AuditHead, error) {
 }
 
 // testAuditAppend: the store numbers each company's entries from 1, links
-// and hashes them with consent.AuditHash, moves the head, and reads every
+// and hashes them with audit.Hash, moves the head, and reads every
 // field back byte for byte; it refuses unknown companies.
 func testAuditAppend(t *testing.T, s consent.Store) {
 	fixture(t, s)
@@ -63,8 +63,8 @@ func testAuditAppend(t *testing.T, s consent.Store) {
 		if want := consent.UTC(in[i].At); !e.At.Equal(want) || e.At.Location() != time.UTC || e.At != want {
 			t.Errorf("entry %d: At = %v, want %v (UTC, to the microsecond)", i, e.At, want)
 		}
-		if e.Hash != consent.AuditHash(e) {
-			t.Errorf("entry %d: Hash is not AuditHash of the entry", i)
+		if e.Hash != audit.Hash(e) {
+			t.Errorf("entry %d: Hash is not audit.Hash of the entry", i)
 		}
 	}
 	if !got[0].PrevHash.IsZero() || got[2].PrevHash != got[0].Hash || got[3].PrevHash != got[2].Hash || !got[1].PrevHash.IsZero() {
@@ -344,7 +344,7 @@ func testAppendAudits(t *testing.T, s consent.Store) {
 	first := batch("acme", 3, "a") // a new chain
 	update(t, s, func(tx consent.Tx) error { return tx.AppendAudits(ctx, first) })
 	for i, e := range first {
-		if e.Seq != int64(i+1) || e.Hash != consent.AuditHash(e) || (i > 0 && e.PrevHash != first[i-1].Hash) {
+		if e.Seq != int64(i+1) || e.Hash != audit.Hash(e) || (i > 0 && e.PrevHash != first[i-1].Hash) {
 			t.Errorf("entry %d as AppendAudits completed it: %+v", i, e)
 		}
 	}
@@ -451,7 +451,7 @@ func RunAuditTamper(t *testing.T, open func(tb testing.TB) (consent.Store, Audit
 		}
 	}
 	rehash := func(fn func(e *consent.AuditEntry)) func(e *consent.AuditEntry) {
-		return func(e *consent.AuditEntry) { fn(e); e.Hash = consent.AuditHash(e) }
+		return func(e *consent.AuditEntry) { fn(e); e.Hash = audit.Hash(e) }
 	}
 	del := func(seq int64) func(testing.TB, AuditTamperer, []*consent.AuditEntry) {
 		return func(t testing.TB, tm AuditTamperer, _ []*consent.AuditEntry) { tm.DeleteAudit(t, "acme", seq) }

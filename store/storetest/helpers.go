@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -52,7 +53,7 @@ func auditHead(t testing.TB, s consent.Store, companyID string) *consent.AuditHe
 
 // checkChain fails t unless the entries are the company's whole chain:
 // Seq 1, 2, 3… without a gap, each linked to the one before and hashed by
-// consent.AuditHash, the last one being the head.
+// audit.Hash, the last one being the head.
 func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
 	t.Helper()
 	var all []*consent.AuditEntry
@@ -75,8 +76,8 @@ func checkChain(t testing.TB, s consent.Store, companyID string, want int) {
 		if e.PrevHash != prev {
 			t.Fatalf("%s: entry %d does not link to entry %d: the chain forked", companyID, e.Seq, e.Seq-1)
 		}
-		if e.Hash != consent.AuditHash(e) {
-			t.Fatalf("%s: entry %d's hash is not AuditHash of its fields", companyID, e.Seq)
+		if e.Hash != audit.Hash(e) {
+			t.Fatalf("%s: entry %d's hash is not audit.Hash of its fields", companyID, e.Seq)
 		}
 		prev = e.Hash
 	}

@@ -28,6 +28,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/group"
 	"github.com/consentkit/consentkit/wallet"
@@ -176,7 +177,7 @@ func (b *Buffer) Append(ctx context.Context, src Source, e *consent.AuditEntry) 
 		}
 	}
 	e.Seq, e.PrevHash, e.At = head.Seq+1, head.Hash, consent.UTC(e.At)
-	e.Hash = consent.AuditHash(e)
+	e.Hash = audit.Hash(e)
 	kept := *e
 	b.audit = append(b.audit, &kept)
 	b.heads[e.CompanyID] = consent.AuditHead{CompanyID: e.CompanyID, Seq: e.Seq, Hash: e.Hash}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/internal/group"
 	"github.com/consentkit/consentkit/wallet"
@@ -110,7 +111,7 @@ func TestUndoCall(t *testing.T) {
 	if err := b.Append(ctx, src, e1); err != nil {
 		t.Fatal(err)
 	}
-	if e1.Seq != 8 || e1.PrevHash != (consent.Digest{7}) || e1.Hash != consent.AuditHash(e1) {
+	if e1.Seq != 8 || e1.PrevHash != (consent.Digest{7}) || e1.Hash != audit.Hash(e1) {
 		t.Errorf("appended as seq %d after %x", e1.Seq, e1.PrevHash[:2])
 	}
 	b.BeginCall() // call 1, undone

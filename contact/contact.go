@@ -1,9 +1,16 @@
-package consent
+// Package contact normalizes a consumer's email and mobile number and
+// digests them (D17): certificates, revocations and searches keep and
+// compare only the digests, so two spellings of one mailbox or one number
+// are one consumer.
+//
+//	d, err := contact.EmailDigest(" Jane@Example.com ") // the digest of "jane@example.com"
+package contact
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/consent"
 )
 
 // Limits on consumer identifiers, beyond D17: an email has an @ with text on
@@ -23,7 +30,7 @@ func NormalizeEmail(s string) (string, error) {
 	at := strings.LastIndexByte(e, '@')
 	if at <= 0 || at == len(e)-1 || len(e) > maxEmailLength || !utf8.ValidString(e) ||
 		strings.ContainsAny(e, " \t\r\n") {
-		return "", Errorf(Invalid, "email is not an email address")
+		return "", consent.Errorf(consent.Invalid, "email is not an email address")
 	}
 	return e, nil
 }
@@ -43,7 +50,7 @@ func NormalizeMobile(s string) (string, error) {
 	}
 	d := b.String()
 	if len(d) < minMobileDigits || len(d) > maxMobileDigits {
-		return "", Errorf(Invalid, "mobile must have %d to %d digits", minMobileDigits, maxMobileDigits)
+		return "", consent.Errorf(consent.Invalid, "mobile must have %d to %d digits", minMobileDigits, maxMobileDigits)
 	}
 	switch {
 	case plus:
@@ -57,33 +64,19 @@ func NormalizeMobile(s string) (string, error) {
 }
 
 // EmailDigest returns the digest of the normalized email (D17).
-func EmailDigest(email string) (Digest, error) {
+func EmailDigest(email string) (consent.Digest, error) {
 	e, err := NormalizeEmail(email)
 	if err != nil {
-		return Digest{}, err
+		return consent.Digest{}, err
 	}
-	return DigestOf(e), nil
+	return consent.DigestOf(e), nil
 }
 
 // MobileDigest returns the digest of the normalized mobile number (D17).
-func MobileDigest(mobile string) (Digest, error) {
+func MobileDigest(mobile string) (consent.Digest, error) {
 	m, err := NormalizeMobile(mobile)
 	if err != nil {
-		return Digest{}, err
+		return consent.Digest{}, err
 	}
-	return DigestOf(m), nil
-}
-
-// Fold maps every rune to the smallest rune of its simple case folding
-// orbit, so that two strings are equal under simple folding exactly when
-// their folds are equal, rune for rune: how partial match (D11) and an
-// audit profile's brand names (D51) ignore case.
-func Fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		least := r
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			least = min(least, f)
-		}
-		return least
-	}, s)
+	return consent.DigestOf(m), nil
 }
