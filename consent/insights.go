@@ -30,17 +30,10 @@ const MaxVelocity = 1000
 // Velocity counts the certificates a company issued in the hour and in the
 // day before one of its certificates, from the same client address, the
 // same email digest and the same mobile digest (D50).
-type Velocity struct {
-	Hour VelocityCounts `json:"hour"`
-	Day  VelocityCounts `json:"day"`
-}
+type Velocity = signed.Velocity
 
 // VelocityCounts are the counts of one window.
-type VelocityCounts struct {
-	ClientIP int `json:"client_ip"`
-	Email    int `json:"email"`
-	Mobile   int `json:"mobile"`
-}
+type VelocityCounts = signed.VelocityCounts
 
 // InsightsRules are a company's thresholds of the bot verdict of its
 // certificates (D50; package insights documents each rule and its

@@ -241,65 +241,39 @@ type infoResponse struct {
 	signed.Proof
 	// Attestation: the certificate's attestation and its signed statement
 	// (D49), which cmd/consentkit-verify checks too.
-	Attestation *attestationAnswer `json:"attestation,omitempty"`
+	Attestation *signed.AttestationAnswer `json:"attestation,omitempty"`
 	// Insights: the certificate's behaviour signals and bot verdict, and
 	// their signed statement (D50), which an offline check verifies.
-	Insights *insightsAnswer `json:"insights,omitempty"`
+	Insights *signed.InsightsAnswer `json:"insights,omitempty"`
 }
 
-// insightsAnswer is a certificate's insights in a certificate-info
-// answer: its status ("pending" until the job has run, then "done", or
-// "failed"); once computed, the signals as the statement states them
-// (numbers that need not be integers are decimal strings) with the signed
-// statement itself ("signature", "key_id", "statement": a
-// signed.InsightsProof), to check offline. Computed when asked and never
-// signed (D50): asked_at, lead_age_seconds, velocity, and bot — the
-// verdict at asked_at, which is the statement's with the asked_reasons
-// added (the statement's "bot" is the verdict at issue).
-type insightsAnswer struct {
-	Status         string           `json:"status"`
-	AskedAt        *RFC3339         `json:"asked_at"`
-	LeadAgeSeconds int64            `json:"lead_age_seconds"`
-	Velocity       consent.Velocity `json:"velocity"`
-	Bot            *askedBot        `json:"bot,omitempty"`
-	*signed.InsightsSignals
-	*signed.InsightsProof
-}
-
-// askedBot is the bot verdict when asked.
-type askedBot struct {
-	Verdict      insights.Verdict  `json:"verdict"`
-	Reasons      []insights.Reason `json:"reasons"`
-	AskedReasons []insights.Reason `json:"asked_reasons"`
-}
-
-// insightsAnswerOf is in's answer with what asked found; nil for none. A
-// statement that cannot be read (a changed row) is left out, as an
-// attestation's is.
-func insightsAnswerOf(in *consent.Insights, asked *insights.Asked) *insightsAnswer {
+// insightsAnswerOf is in's answer with what asked found
+// (signed.InsightsAnswer); nil for none. A statement that cannot be read
+// (a changed row) is left out, as an attestation's is.
+func insightsAnswerOf(in *consent.Insights, asked *insights.Asked) *signed.InsightsAnswer {
 	if in == nil || asked == nil {
 		return nil
 	}
-	a := &insightsAnswer{Status: in.Status, AskedAt: timestamp(asked.At), LeadAgeSeconds: asked.LeadAgeSeconds, Velocity: asked.Velocity}
+	a := &signed.InsightsAnswer{Status: in.Status, LeadAgeSeconds: &asked.LeadAgeSeconds, Velocity: &asked.Velocity}
+	if at := timestamp(asked.At); at != nil {
+		a.AskedAt = string(*at)
+	}
 	p, err := in.Proof()
 	if err != nil || p == nil || asked.Bot == nil {
 		return a
 	}
-	a.Bot = &askedBot{Verdict: asked.Bot.Verdict, Reasons: asked.Bot.Reasons, AskedReasons: asked.AskedReasons}
+	a.Bot = &signed.AskedBot{Verdict: string(asked.Bot.Verdict), Reasons: reasons(asked.Bot.Reasons), AskedReasons: reasons(asked.AskedReasons)}
 	a.InsightsSignals, a.InsightsProof = &p.Statement.Signals, p
 	return a
 }
 
-// attestationAnswer is a certificate's attestation in a certificate-info
-// answer: its status, the statement's main facts, and once measured the
-// signed statement itself ("signature", "key_id", "statement": a
-// signed.StatementProof), to check offline.
-type attestationAnswer struct {
-	Status           string              `json:"status"`
-	Reason           string              `json:"reason,omitempty"`
-	ScreenshotSHA256 string              `json:"screenshot_sha256,omitempty"`
-	Differences      []signed.Difference `json:"differences,omitempty"`
-	*signed.StatementProof
+// reasons are the codes of rs; empty, never nil.
+func reasons(rs []insights.Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
 }
 
 // attestationAnswerOf is a's answer; nil for none. a was checked
@@ -307,15 +281,15 @@ type attestationAnswer struct {
 // status is pending with no statement, or its signed statement's, which
 // the answer shows; a changed row never gets here, certificate-info
 // refuses it.
-func attestationAnswerOf(a *consent.Attestation) *attestationAnswer {
+func attestationAnswerOf(a *consent.Attestation) *signed.AttestationAnswer {
 	if a == nil {
 		return nil
 	}
 	p, err := a.Proof()
 	if err != nil || p == nil {
-		return &attestationAnswer{Status: a.Status}
+		return &signed.AttestationAnswer{Status: a.Status}
 	}
-	return &attestationAnswer{Status: p.Statement.Status, Reason: p.Statement.Reason, ScreenshotSHA256: p.Statement.ScreenshotSHA256,
+	return &signed.AttestationAnswer{Status: p.Statement.Status, Reason: p.Statement.Reason, ScreenshotSHA256: p.Statement.ScreenshotSHA256,
 		Differences: p.Statement.Differences, StatementProof: p}
 }
 

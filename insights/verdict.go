@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/signed"
 )
 
 // Verdict is the bot verdict: human, suspect or bot.
@@ -18,9 +19,7 @@ const (
 
 // Severity orders the verdicts: Human 0, Suspect 1, Bot 2; -1 for a word
 // that is not a verdict.
-func (v Verdict) Severity() int {
-	return slices.Index([]Verdict{Human, Suspect, Bot}, v)
-}
+func (v Verdict) Severity() int { return signed.Severity(string(v)) }
 
 // Reason is a documented code for one finding that led to a verdict; the
 // package documentation lists them.

@@ -1,9 +1,12 @@
 // Package signed is the signed document of a consent certificate (D41):
 // what a certificate's Ed25519 signature covers, its one canonical
 // encoding, the keys that sign and verify it, and the JSON in which the API
-// shows a signature and publishes its keys. It imports the standard
-// library only, so that a program that checks certificates offline, such
-// as cmd/consentkit-verify, needs nothing else of the module.
+// shows a signature and publishes its keys, with the members of a
+// certificate-info answer signed apart (AttestationAnswer,
+// InsightsAnswer). It imports the standard library and the module's rule
+// of identifiers (internal/ident) only, so that a program that checks
+// certificates offline, such as cmd/consentkit-verify, needs nothing else
+// of the module; a test holds it to that.
 //
 // To check a certificate-info answer saved to cert.json against the keys
 // GET /.well-known/consentkit-keys publishes, saved to keys.json:

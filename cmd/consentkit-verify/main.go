@@ -49,7 +49,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/signed"
 )
 
@@ -65,36 +64,14 @@ func main() {
 type info struct {
 	CertificateID string `json:"certificate_id"`
 	signed.Proof
-	// Attestation, when the answer has one, is the service's own signed
-	// statement of what the consumer could see (D49), checked as the
-	// certificate is.
-	Attestation *struct {
-		Status           string              `json:"status"`
-		Reason           string              `json:"reason"`
-		ScreenshotSHA256 string              `json:"screenshot_sha256"`
-		Differences      []signed.Difference `json:"differences"`
-		signed.StatementProof
-	} `json:"attestation"`
-	// Insights, when the answer has them computed, are the service's own
-	// signed statement of the behaviour signals and the bot verdict (D50),
-	// checked as the certificate is; the signals the answer shows beside it
-	// must be what it states, and its verdict the statement's with only
-	// the reasons found when asked added (askedBot.check).
-	Insights *struct {
-		Status         string    `json:"status"`
-		Bot            *askedBot `json:"bot"`
-		AskedAt        string    `json:"asked_at"`
-		LeadAgeSeconds *int64    `json:"lead_age_seconds"`
-		Velocity       *struct {
-			Hour, Day struct {
-				ClientIP int `json:"client_ip"`
-				Email    int `json:"email"`
-				Mobile   int `json:"mobile"`
-			}
-		} `json:"velocity"`
-		signed.InsightsSignals
-		signed.InsightsProof
-	} `json:"insights"`
+	// Attestation and Insights, when the answer has them, are the
+	// service's own signed statements of what the consumer could see (D49)
+	// and of the behaviour signals and the bot verdict (D50), checked as the
+	// certificate is; what the answer shows beside each must be what it
+	// states (the insights' verdict may add the reasons found when asked:
+	// signed.AskedBot.Check).
+	Attestation *signed.AttestationAnswer `json:"attestation"`
+	Insights    *signed.InsightsAnswer    `json:"insights"`
 
 	Status int    `json:"status"`
 	Error  string `json:"error"`
@@ -191,17 +168,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// the answer shows of either is what its statement states, and
 	// without a statement it shows nothing but that none is made yet.
 	unsigned := shown.Unsigned
-	if a := cert.Attestation; a != nil && a.Statement == nil {
+	if a := cert.Attestation; a != nil && (a.StatementProof == nil || a.Statement == nil) {
 		switch {
 		case a.Status != "pending":
 			fmt.Fprintf(stdout, "NOT VALID: the attestation's status %q has no signed statement to vouch for it\n", a.Status)
 			return 1
-		case a.Reason != "" || a.ScreenshotSHA256 != "" || a.Differences != nil || a.Signature != "" || a.KeyID != "":
+		case a.Reason != "" || a.ScreenshotSHA256 != "" || a.Differences != nil || a.StatementProof != nil:
 			fmt.Fprintln(stdout, "NOT VALID: the attestation shows what only a signed statement can, and has none")
 			return 1
 		}
 	}
-	if a := cert.Attestation; a != nil && a.Statement != nil {
+	if a := cert.Attestation; a != nil && a.StatementProof != nil && a.Statement != nil {
 		if err := a.Verify(&ks, cert.Signed); err != nil {
 			fmt.Fprintln(stdout, "NOT VALID: the attestation:", err)
 			return 1
@@ -223,17 +200,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		unsigned = slices.DeleteFunc(unsigned, func(n string) bool { return n == "attestation" })
 	}
-	if in := cert.Insights; in != nil && in.Statement == nil {
+	if in := cert.Insights; in != nil && (in.InsightsProof == nil || in.Statement == nil) {
 		switch {
 		case in.Status != "pending" && in.Status != "failed":
 			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q has no signed statement to vouch for it\n", in.Status)
 			return 1
-		case in.Bot != nil || !reflect.ValueOf(in.InsightsSignals).IsZero() || in.Signature != "" || in.KeyID != "":
+		case in.Bot != nil || in.InsightsSignals != nil || in.InsightsProof != nil:
 			fmt.Fprintln(stdout, "NOT VALID: the insights show what only a signed statement can, and have none")
 			return 1
 		}
 	}
-	if in := cert.Insights; in != nil && in.Statement != nil {
+	if in := cert.Insights; in != nil && in.InsightsProof != nil && in.Statement != nil {
 		if in.Status != "done" {
 			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q is not \"done\", beside a signed statement\n", in.Status)
 			return 1
@@ -242,11 +219,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stdout, "NOT VALID: the insights:", err)
 			return 1
 		}
-		if in.Bot == nil || !reflect.DeepEqual(in.InsightsSignals, in.Statement.Signals) {
+		if in.Bot == nil || in.InsightsSignals == nil || !reflect.DeepEqual(*in.InsightsSignals, in.Statement.Signals) {
 			fmt.Fprintln(stdout, "NOT VALID: the insights shown are not those of the signed statement")
 			return 1
 		}
-		if why := in.Bot.check(in.Statement.Bot); why != "" {
+		if why := in.Bot.Check(in.Statement.Bot); why != "" {
 			fmt.Fprintln(stdout, "NOT VALID: the insights' verdict:", why)
 			return 1
 		}
@@ -271,14 +248,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				v.Visible, v.InViewport, v.FontSizePx, v.ContrastRatio, v.HiddenText)
 		}
 	}
-	if a := cert.Attestation; a != nil && a.Statement != nil {
+	if a := cert.Attestation; a != nil && a.StatementProof != nil && a.Statement != nil {
 		st := a.Statement
 		fmt.Fprintf(stdout, "  attestation %s, measured %s, key %s, screenshot %s\n", st.Status, st.MeasuredAt, st.KeyID, st.ScreenshotSHA256)
 		for _, d := range st.Differences {
 			fmt.Fprintf(stdout, "    consent %d %s: claimed %s, measured %s\n", d.Consent+1, d.Field, d.Claimed, d.Measured)
 		}
 	}
-	if in := cert.Insights; in != nil && in.Statement != nil {
+	if in := cert.Insights; in != nil && in.InsightsProof != nil && in.Statement != nil {
 		st := in.Statement
 		fmt.Fprintf(stdout, "  insights: %s %v, measured %s, key %s\n", st.Bot.Verdict, st.Bot.Reasons, st.MeasuredAt, st.KeyID)
 		var asked []string
@@ -306,41 +283,4 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "  signed but not shown: %s\n", strings.Join(shown.NotShown, ", "))
 	}
 	return 0
-}
-
-// askedBot is the bot verdict a certificate-info answer shows: the signed
-// statement's at issue, with the reasons found when asked (D50).
-type askedBot struct {
-	Verdict      string   `json:"verdict"`
-	Reasons      []string `json:"reasons"`
-	AskedReasons []string `json:"asked_reasons"`
-}
-
-// check says how b is not the statement's verdict st with only asked
-// reasons added; "" when it is. The shown verdict may be more severe than
-// the signed one (the added reasons, or the company's rules since), never
-// milder.
-func (b *askedBot) check(st signed.InsightsBot) string {
-	var signedPart []string
-	for _, r := range b.Reasons {
-		if !slices.Contains(b.AskedReasons, r) {
-			signedPart = append(signedPart, r)
-		}
-	}
-	for _, r := range b.AskedReasons {
-		switch {
-		case !slices.Contains(b.Reasons, r):
-			return fmt.Sprintf("the asked reason %q is not among its reasons", r)
-		case slices.Contains(st.Reasons, r):
-			return fmt.Sprintf("the reason %q is signed, not asked", r)
-		}
-	}
-	if !slices.Equal(signedPart, st.Reasons) && len(signedPart)+len(st.Reasons) > 0 {
-		return fmt.Sprintf("its reasons %v, less those asked %v, are not the signed %v", b.Reasons, b.AskedReasons, st.Reasons)
-	}
-	shown, signed := insights.Verdict(b.Verdict).Severity(), insights.Verdict(st.Verdict).Severity()
-	if shown < 0 || shown < signed {
-		return fmt.Sprintf("%q is milder than the signed %q", b.Verdict, st.Verdict)
-	}
-	return ""
 }
