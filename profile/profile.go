@@ -11,6 +11,10 @@
 // The grade is a pure function of the rules and the facts: the caller
 // reads the facts (the certificate, its attestation, its insights when
 // asked) and grading adds nothing to a verification's price.
+//
+//	rules := profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: []string{"I agree to be called by {{*}}."}}}
+//	g := profile.Grade(&rules, profile.Facts{Records: cert.Records})
+//	fmt.Println(g.Result) // pass, warn or fail; g.Rules says what each rule found
 package profile
 
 import (
