@@ -127,3 +127,36 @@ func TestEscapedNamesCostNoMore(t *testing.T) {
 		t.Errorf("2,000 events with escaped names: %.0f allocations; plainly written, %.0f", e, p)
 	}
 }
+
+// Whatever a chunk's events look like — the most events a chunk may hold,
+// each as small as can be; nesting as deep as JSON readers allow; escaped
+// names — reading and checking it allocates no more than for one small
+// event (D52): the work is one pass over its bytes, never a value per
+// event. (Its CPU a byte is measured, not asserted: examples/load
+// -scenario hostile prints the costliest chunk's.)
+func TestChunkShapesCostNoAllocations(t *testing.T) {
+	shapes := map[string]string{
+		"one small event":   `[{"type":3,"timestamp":1}]`,
+		"100,000 events":    "[" + strings.Repeat(`{"type":3,"timestamp":1},`, 99_999) + `{"type":3,"timestamp":1}]`,
+		"nested 9,990 deep": `[{"type":3,"timestamp":1,"data":` + strings.Repeat("[", 9990) + strings.Repeat("]", 9990) + `}]`,
+		"escaped names":     "[" + strings.Repeat(`{"typ\u0065":3,"\u0074imestamp":1,"d\u0061ta":{"\u0078":[1,2,{}]}},`, 999) + `{"type":3,"timestamp":1}]`,
+	}
+	allocs := func(events string) (check, parse float64) {
+		b := []byte(events)
+		body := []byte(`{"seq":0,"events":` + events + `}`)
+		if err := capture.CheckEvents(b); err != nil {
+			t.Fatalf("CheckEvents(%.40s…): %v", events, err)
+		}
+		if ch, ok := capture.ParseChunk(body); !ok || ch.Seq != 0 {
+			t.Fatalf("ParseChunk(%.40s…) = %+v, %v", body, ch, ok)
+		}
+		return testing.AllocsPerRun(3, func() { _ = capture.CheckEvents(b) }),
+			testing.AllocsPerRun(3, func() { _, _ = capture.ParseChunk(body) })
+	}
+	check0, parse0 := allocs(shapes["one small event"])
+	for name, events := range shapes {
+		if c, p := allocs(events); c > check0 || p > parse0 {
+			t.Errorf("%s: CheckEvents %.0f allocations, ParseChunk %.0f; one small event: %.0f, %.0f", name, c, p, check0, parse0)
+		}
+	}
+}
