@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -33,12 +34,22 @@ const (
 type fixture struct {
 	svc *consentkit.Service
 	cap *capture.Service
+	now *time.Time // the Service's clock, which a test may move
 }
 
-func setup(t *testing.T, st consent.Store) fixture {
+func setup(t *testing.T, st consent.Store) fixture { return setupWith(t, st, nil) }
+
+// setupWith is setup with finished recordings moved to blobs (nil: kept
+// in the store).
+func setupWith(t *testing.T, st consent.Store, blobs blob.Store) fixture {
 	t.Helper()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	svc, err := consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }})
+	f := fixture{now: &now}
+	cfg := consentkit.Config{Now: func() time.Time { return *f.now }}
+	if blobs != nil {
+		cfg.Recordings = blobs
+	}
+	svc, err := consentkit.NewService(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +63,8 @@ func setup(t *testing.T, st consent.Store) fixture {
 	if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "closed-web", CompanyID: "acme", Name: "No capture"}); err != nil {
 		t.Fatal(err)
 	}
-	return fixture{svc, capture.New(svc)}
+	f.svc, f.cap = svc, capture.New(svc)
+	return f
 }
 
 func (f fixture) start(t *testing.T) (*capture.Started, capture.Caller) {

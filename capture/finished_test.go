@@ -1,13 +1,10 @@
 package capture_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"io"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/blob"
@@ -15,24 +12,6 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 )
-
-// failAfterPut is a recordings store that, when fail is set, writes the
-// object and then fails, as a move cut short between the object and its
-// commit would.
-type failAfterPut struct {
-	blob.Store
-	fail bool
-}
-
-var errAfterPut = errors.New("failed after the object")
-
-func (b *failAfterPut) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
-	info, err := b.Store.Put(ctx, key, r)
-	if err == nil && b.fail {
-		return blob.Info{}, errAfterPut
-	}
-	return info, err
-}
 
 // A consent that comes after the session's recording was finished for
 // idleness — moved, or being moved — is issued over the recording as
@@ -42,20 +21,9 @@ func (b *failAfterPut) Put(ctx context.Context, key string, r io.Reader) (blob.I
 func TestConsentAfterRecordingFinished(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
 		st := open(t)
-		blobs := &failAfterPut{Store: blob.NewMemory()}
-		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		svc, err := consentkit.NewService(st, consentkit.Config{Recordings: blobs, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form",
-			AllowedOrigins: []string{site}}); err != nil {
-			t.Fatal(err)
-		}
-		c := capture.New(svc)
+		blobs := &countedBlobs{Store: blob.NewMemory()}
+		f := setupWith(t, st, blobs)
+		svc, c, now := f.svc, f.cap, f.now
 		record := func() (*capture.Started, capture.Caller) {
 			t.Helper()
 			s, err := c.Start(ctx, capture.StartRequest{PropertyID: "acme-web", URL: page, Origin: site})
@@ -96,18 +64,18 @@ func TestConsentAfterRecordingFinished(t *testing.T) {
 			m.s, m.c = record()
 			moved = append(moved, &m)
 		}
-		now = now.Add(consentkit.DefaultRecordingIdle)
+		*now = now.Add(consentkit.DefaultRecordingIdle)
 		if n, err := svc.MoveRecordings(ctx, 10); n != len(moved) || err != nil {
 			t.Fatalf("MoveRecordings = %d, %v; want %d", n, err, len(moved))
 		}
 		cut := &idle{name: "being moved", seq: 1}
 		cut.s, cut.c = record()
-		now = now.Add(consentkit.DefaultRecordingIdle)
-		blobs.fail = true
-		if _, err := svc.MoveRecordings(ctx, 10); !errors.Is(err, errAfterPut) {
+		*now = now.Add(consentkit.DefaultRecordingIdle)
+		blobs.cut.Store(true)
+		if _, err := svc.MoveRecordings(ctx, 10); !errors.Is(err, errCut) {
 			t.Fatalf("MoveRecordings cut short: %v", err)
 		}
-		blobs.fail = false
+		blobs.cut.Store(false)
 		if ses := session(cut.s.SessionID); ses.Recording.Key == "" || ses.Recording.Moved() {
 			t.Fatalf("after the cut: recording %+v; want its key alone", ses.Recording)
 		}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/blob"
@@ -17,8 +16,9 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 )
 
-// countedBlobs counts the reads of a recordings store, and can fail its
-// writes after the object is written, as a move cut short would.
+// countedBlobs counts the reads of a recordings store and, while cut is
+// set, fails each write after the object is written, as a move cut short
+// between the object and its commit would.
 type countedBlobs struct {
 	blob.Store
 	reads atomic.Int64
@@ -55,19 +55,8 @@ func TestResendAfterMoveReadsNoObject(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
 		st := open(t)
 		blobs := &countedBlobs{Store: blob.NewMemory()}
-		now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-		svc, err := consentkit.NewService(st, consentkit.Config{Recordings: blobs, Now: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := svc.AddProperty(ctx, consentkit.PropertyParams{ID: "acme-web", CompanyID: "acme", Name: "Form",
-			AllowedOrigins: []string{site}}); err != nil {
-			t.Fatal(err)
-		}
-		c := capture.New(svc)
+		f := setupWith(t, st, blobs)
+		svc, c, now := f.svc, f.cap, f.now
 		record := func() (string, capture.Caller) {
 			t.Helper()
 			s, err := c.Start(ctx, capture.StartRequest{PropertyID: "acme-web", URL: page, Origin: site})
@@ -89,7 +78,7 @@ func TestResendAfterMoveReadsNoObject(t *testing.T) {
 		// Being moved: the key is recorded, the chunks are still in the
 		// database. A resend is compared with them.
 		cutID, cutCaller := record()
-		now = now.Add(consentkit.DefaultRecordingIdle)
+		*now = now.Add(consentkit.DefaultRecordingIdle)
 		blobs.cut.Store(true)
 		if _, err := svc.MoveRecordings(ctx, 10); !errors.Is(err, errCut) {
 			t.Fatalf("MoveRecordings cut short: %v", err)
@@ -99,7 +88,7 @@ func TestResendAfterMoveReadsNoObject(t *testing.T) {
 		if n, err := resend(cutID, cutCaller, 1, chunk1); err != nil || n != 2 {
 			t.Errorf("resend while being moved: %d, %v; want 2 chunks", n, err)
 		}
-		_, err = resend(cutID, cutCaller, 0, chunk1)
+		_, err := resend(cutID, cutCaller, 0, chunk1)
 		wantCode(t, "changed resend while being moved", err, consent.Conflict)
 		if errors.Is(err, consentkit.ErrRecordingFinished) {
 			t.Errorf("changed resend while being moved: %v; want compared with the database", err)
@@ -118,7 +107,7 @@ func TestResendAfterMoveReadsNoObject(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		now = now.Add(consentkit.DefaultRecordingIdle)
+		*now = now.Add(consentkit.DefaultRecordingIdle)
 		if moved, err := svc.MoveRecordings(ctx, 10); moved != 3 || err != nil {
 			t.Fatalf("MoveRecordings = %d, %v; want 3", moved, err)
 		}
