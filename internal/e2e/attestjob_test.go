@@ -105,7 +105,9 @@ func TestAttestationJob(t *testing.T) {
 	}))
 	t.Cleanup(css.Close)
 	pages := []attestPage{
-		{name: "honest", body: withBox(""), act: clickOn("agree")},
+		// The consent in a red that nothing else on the page is drawn in,
+		// so that the screenshot shows whether its text was drawn.
+		{name: "honest", body: `<div style="color:#b00000">` + withBox("") + `</div>`, act: clickOn("agree")},
 		{name: "styled", body: `<link rel="stylesheet" href="` + css.URL + `/site.css">` + withBox(""), act: clickOn("agree")},
 	}
 	s := newAttestStack(t, pages)
@@ -137,8 +139,8 @@ func TestAttestationJob(t *testing.T) {
 		if b := img.Bounds(); b.Dx() != width || b.Dy() != height {
 			t.Errorf("the screenshot is %dx%d, the recording's viewport %dx%d", b.Dx(), b.Dy(), width, height)
 		}
-		if dark := darkPixels(img); dark < 200 {
-			t.Errorf("the screenshot has %d dark pixels: no text drawn", dark)
+		if red := redPixels(img); red < 100 {
+			t.Errorf("the screenshot has %d pixels of the consent's red: its text was not drawn", red)
 		}
 		if dir := os.Getenv("CONSENTKIT_KEEP_SCREENSHOT"); dir != "" { // to look at it
 			_ = os.WriteFile(filepath.Join(dir, "attested.png"), shot, 0o644)
@@ -267,14 +269,15 @@ func (s *attestStack) apiAs(t *testing.T, method, path, body string, header ...s
 	return rec.Code, rec.Body.Bytes()
 }
 
-// darkPixels counts the pixels of img darker than mid-grey: text.
-func darkPixels(img image.Image) int {
+// redPixels counts the pixels of img that are clearly red: the honest
+// page's consent text, antialiased.
+func redPixels(img image.Image) int {
 	n := 0
 	b := img.Bounds()
 	for y := b.Min.Y; y < b.Max.Y; y++ {
 		for x := b.Min.X; x < b.Max.X; x++ {
 			r, g, bl, _ := img.At(x, y).RGBA()
-			if (r+g+bl)/3 < 0x8000 {
+			if r > 0x6000 && g < r/2 && bl < r/2 {
 				n++
 			}
 		}
