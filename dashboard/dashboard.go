@@ -4,8 +4,10 @@
 // recording's video, the attestation of what a replay of the recording
 // measured at the consent moment and its screenshot, D49, and the insights:
 // the behaviour signals, the bot verdict with its reasons and what is
-// computed when asked, D50), the thresholds of a company's bot verdict,
-// revocations, webhooks and the audit log. Mount it under its prefix, where only
+// computed when asked, D50, and the grade by an audit profile of any
+// company, as that company's verification would grade it, D51), the
+// thresholds of a company's bot verdict, audit profiles, revocations,
+// webhooks and the audit log. Mount it under its prefix, where only
 // operators reach it:
 //
 //	d, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})

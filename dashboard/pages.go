@@ -477,7 +477,8 @@ type certificateData struct {
 	// (issued before insights).
 	Insights *insightsView
 	// Grade is the certificate's grade by the audit profile asked for
-	// (?profile=, D51), with the company's profiles to choose from.
+	// (?company= and ?profile=, D51: any company's, as a verification by
+	// it would grade), with that company's profiles to choose from.
 	Grade *gradeView
 }
 
@@ -563,7 +564,8 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		if in, asked, err = readInsights(ctx, h.svc, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
-		if d.Grade, err = readGrade(ctx, tx, c, graded, in, asked, h.svc.Now(), r.URL.Query().Get("profile")); err != nil {
+		q := r.URL.Query()
+		if d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile")); err != nil {
 			return err
 		}
 		if c.SessionID == "" {

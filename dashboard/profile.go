@@ -10,9 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/profile"
+	"github.com/consentkit/consentkit/verify"
 )
 
 // profilesData is the profiles tab: the company's audit profiles (D51),
@@ -99,26 +101,64 @@ func (h *Handler) deleteProfile(w http.ResponseWriter, r *http.Request, p *page)
 	return nil
 }
 
-// gradeView is a certificate's grade by the profile the page was asked
-// for (?profile=): the names to choose from, and the grade or why there
-// is none.
+// gradeView is a certificate's grade by the audit profile the page was
+// asked for (?company= and ?profile=, D51): a profile of any company,
+// graded as a verification by that company would grade it. It holds the
+// company chosen, the companies to suggest, the names of the company's
+// profiles to choose from, and the grade or why there is none.
 type gradeView struct {
+	// Company is the company whose profile grades: the certificate's
+	// when none was asked for. Owner says it is the certificate's.
+	Company string
+	Owner   bool
+	// Authorized says the certificate's company lets Company verify its
+	// certificates as a third party (D9); when not, a verification by
+	// Company is refused, and the grade shows what it would be.
+	Authorized bool
+	// Suggest are the companies the chooser offers: the certificate's and
+	// those it authorizes; any other may be typed.
+	Suggest []string
 	Names   []string
 	Profile string
 	Error   string
 	Graded  *profile.Graded
 }
 
-// readGrade reads, inside tx at now, the company's profile names and, when
-// name is one of them, grades cert by it with the facts the page shows:
-// its attestation as it stands and the verdict as computed now.
-func readGrade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, a *consent.Attestation, in *consent.Insights,
-	asked *insights.Asked, now time.Time, name string) (*gradeView, error) {
-	list, err := tx.Profiles(ctx, cert.CompanyID)
+// readGrade reads, inside tx at now, the profile names of the company
+// judge (owner's, the certificate's company, when "") and, when name is
+// one of them, grades cert by it as a verification by judge would
+// (verify.Facts): a, its attestation as it stands, checked (nil: none or
+// not holding), and the verdict asked now by judge's rules — asked, the
+// one the page computed by owner's, when judge is owner. An unknown or
+// malformed company or profile is said in the view, not an error.
+func readGrade(ctx context.Context, svc *consentkit.Service, tx consent.Tx, owner *consent.Company, cert *consent.Certificate,
+	a *consent.Attestation, in *consent.Insights, asked *insights.Asked, now time.Time, judge, name string) (*gradeView, error) {
+	if judge == "" {
+		judge = cert.CompanyID
+	}
+	g := &gradeView{Company: judge, Owner: judge == cert.CompanyID, Profile: name, Suggest: []string{cert.CompanyID}}
+	if owner.ThirdPartyVerificationEnabled {
+		g.Suggest = append(g.Suggest, owner.AuthorizedThirdParties...)
+	}
+	if !g.Owner {
+		if err := consent.CheckID("company", judge); err != nil {
+			g.Error = consent.ErrorMessage(err) + "."
+			return g, nil
+		}
+		_, err := tx.Company(ctx, judge)
+		if consent.ErrorCode(err) == consent.NotFound {
+			g.Error = "There is no company " + judge + "."
+			return g, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.Authorized = owner.Authorizes(judge)
+	}
+	list, err := tx.Profiles(ctx, judge)
 	if err != nil {
 		return nil, err
 	}
-	g := &gradeView{Profile: name}
 	var chosen *consent.Profile
 	for _, p := range list {
 		g.Names = append(g.Names, p.Name)
@@ -129,28 +169,25 @@ func readGrade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, a 
 	switch {
 	case name == "":
 		return g, nil
-	case chosen == nil:
+	case chosen == nil && g.Owner:
 		g.Error = "The company has no profile " + name + "."
+		return g, nil
+	case chosen == nil:
+		g.Error = "Company " + judge + " has no profile " + name + "."
 		return g, nil
 	}
 	pr, err := profile.Decode(chosen)
 	if err != nil {
 		return nil, err
 	}
-	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(now)}
-	if a != nil {
-		f.Attestation = a.Status
-	}
-	if in != nil {
-		f.Insights = in.Status
-	}
-	if asked != nil && asked.Bot != nil {
-		f.Verdict = string(asked.Bot.Verdict)
-		for _, reason := range asked.Bot.Reasons {
-			f.Reasons = append(f.Reasons, string(reason))
+	// asked is nil when the insights' statement cannot be read: no
+	// verdict, by any company's rules.
+	if !g.Owner && asked != nil && pr.Rules.Verdicts != nil {
+		if asked, err = insights.Ask(ctx, svc, tx, cert, in, now, judge); err != nil {
+			return nil, err
 		}
 	}
-	graded := profile.Grade(&pr.Rules, f)
+	graded := profile.Grade(&pr.Rules, verify.Facts(cert, now, verify.AttestationOf(a), verify.InsightsOf(in, asked)))
 	g.Graded = &graded
 	return g, nil
 }

@@ -1,6 +1,7 @@
 package dashboard_test
 
 import (
+	"encoding/json"
 	"html"
 	"net/http"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/profile"
+	"github.com/consentkit/consentkit/wallet"
 )
 
 // The profiles tab lists a company's audit profiles (D51), adds and
@@ -142,6 +144,145 @@ func TestCertificateGrade(t *testing.T) {
 		}
 		if after, err := svc.Balance(ctx, "acme"); err != nil || after != before {
 			t.Errorf("balance after grading: %v, %v; want %v, nothing charged", after, err, before)
+		}
+	})
+}
+
+// The certificate page grades by a profile of any company, as that
+// company's verification would (D51): its profile's rules and its bot
+// verdict rules, not the certificate company's. A profile named alike in
+// both companies grades otherwise by each: its lead age passes under the
+// buyer's and fails under the seller's, and the buyer's stricter verdict
+// rules make the verdict bot. An unknown or malformed company or an
+// unknown profile is said on the page, escaped; grading charges nothing
+// and audits nothing; on every store.
+func TestCertificateGradeByAnotherCompany(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		c := newClock()
+		svc, _ := fixtureAt(t, open(t), c.now)
+		issueRecorded(t, svc, "cert-rec")
+		runInsights(t, svc)
+		h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+		must(t, err)
+		b := newBrowser(t, h)
+		b.login()
+		const page = "/dashboard/companies/acme/certificates/cert-rec"
+
+		// other has no profile yet.
+		code, body := b.get(page + "?company=other")
+		if code != http.StatusOK {
+			t.Fatalf("other chosen: %d %s", code, body)
+		}
+		contains(t, "no profile of other", body, `id="grade-error">Company <code>other</code> has no audit profile`,
+			`id="grade-company" value="other"`)
+
+		profiles := profile.Profiles{Service: svc}
+		for _, p := range []struct{ company, name, rules string }{
+			{"acme", "age", `{"lead_age":{"max_seconds":300}}`},
+			{"other", "age", `{"lead_age":{"max_seconds":3600}}`},
+			{"acme", "bots", `{"verdicts":{"refused":["bot"]}}`},
+			{"other", "bots", `{"verdicts":{"refused":["bot"]}}`},
+			{"other", "zeta", `{"lead_age":{"max_seconds":1}}`},
+		} {
+			var rules profile.Rules
+			must(t, json.Unmarshal([]byte(p.rules), &rules))
+			_, err := profiles.Put(ctx, p.company, p.name, rules)
+			must(t, err)
+		}
+		// other, the buyer, takes a consent sooner than 10 s after the
+		// page loaded for a bot's; acme keeps the default (1.5 s).
+		_, err = svc.SetInsightsRules(ctx, "other", consent.InsightsRules{MinSecondsOnPage: 10})
+		must(t, err)
+
+		balances := func() [2]wallet.Amount {
+			t.Helper()
+			var out [2]wallet.Amount
+			for i, id := range []string{"acme", "other"} {
+				out[i], err = svc.Balance(ctx, id)
+				must(t, err)
+			}
+			return out
+		}
+		audited := func() [2]int64 {
+			t.Helper()
+			var out [2]int64
+			for i, id := range []string{"acme", "other"} {
+				es, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: id, Newest: true, Limit: 1})
+				must(t, err)
+				if len(es) > 0 {
+					out[i] = es[0].Seq
+				}
+			}
+			return out
+		}
+		beforeBalances, beforeAudit := balances(), audited()
+		// The lead is ten minutes old when graded.
+		c.t = c.t.Add(10 * time.Minute)
+
+		_, body = b.get(page + "?profile=age")
+		contains(t, "acme's age", body, `id="grade-result">fail</span>`, `<code id="grade-company-shown">acme</code>`,
+			`<tr data-rule="lead_age"><td><code>lead_age</code></td><td><span class="bad">fail</span></td><td class="mono">&#34;lead_age_seconds&#34;:600</td></tr>`)
+		code, body = b.get(page + "?company=other&profile=age")
+		if code != http.StatusOK {
+			t.Fatalf("other's age: %d %s", code, body)
+		}
+		contains(t, "other's age", body, `id="grade-result">pass</span>`, `<code id="grade-company-shown">other</code>`,
+			`<tr data-rule="lead_age"><td><code>lead_age</code></td><td><span class="ok">pass</span></td><td class="mono">&#34;lead_age_seconds&#34;:600</td></tr>`,
+			// The profile form names other and lists its profiles.
+			`<input type="hidden" name="company" value="other">`, `<option selected>age</option><option>bots</option><option>zeta</option>`,
+			`id="grade-unauthorized">`)
+
+		// The verdict: acme's rules find it suspect, other's bot.
+		_, body = b.get(page + "?profile=bots")
+		contains(t, "acme's verdict", body, `id="grade-result">pass</span>`,
+			`<tr data-rule="verdicts"><td><code>verdicts</code></td><td><span class="ok">pass</span></td><td class="mono">&#34;status&#34;:&#34;done&#34;, &#34;verdict&#34;:&#34;suspect&#34;`)
+		_, body = b.get(page + "?company=other&profile=bots")
+		contains(t, "other's verdict", body, `id="grade-result">fail</span>`,
+			`<tr data-rule="verdicts"><td><code>verdicts</code></td><td><span class="bad">fail</span></td><td class="mono">&#34;status&#34;:&#34;done&#34;, &#34;verdict&#34;:&#34;bot&#34;`,
+			`&#34;submitted_too_fast&#34;`)
+		// The insights section stays acme's view.
+		contains(t, "acme's insights", section(t, body), `id="insights-verdict"><span class="bad">suspect</span>`)
+
+		// Once acme authorizes other, the chooser suggests it and the
+		// grade says nothing of a refusal.
+		if got := audited(); got != beforeAudit {
+			t.Errorf("last audit entries after grading: %v, want %v: nothing audited", got, beforeAudit)
+		}
+		_, err = svc.SetThirdParty(ctx, "acme", true, []string{"other"})
+		must(t, err)
+		beforeAudit = audited() // the change is audited; grading is not
+		_, body = b.get(page + "?company=other&profile=age")
+		contains(t, "authorized", body, `id="grade-result">pass</span>`, `<option value="acme"></option><option value="other"></option>`)
+		if strings.Contains(body, `id="grade-unauthorized"`) {
+			t.Error("a grade by an authorized buyer says its verification is refused")
+		}
+
+		// What cannot be graded is said, escaped, answered 200.
+		for _, bad := range []struct{ query, says string }{
+			{"?company=nobody&profile=age", `id="grade-error">There is no company nobody.`},
+			{"?company=nobody", `id="grade-error">There is no company nobody.`},
+			{"?company=" + url.QueryEscape(`"><script>alert(1)</script>`) + "&profile=age", `id="grade-error">company must be`},
+			{"?company=other&profile=nope", `id="grade-error">Company other has no profile nope.`},
+			{"?company=other&profile=" + url.QueryEscape("<b>x</b>"), `id="grade-error">Company other has no profile &lt;b&gt;x&lt;/b&gt;.`},
+		} {
+			code, body := b.get(page + bad.query)
+			if code != http.StatusOK {
+				t.Errorf("%s: %d, want 200", bad.query, code)
+			}
+			contains(t, bad.query, body, bad.says)
+			if strings.Contains(body, `id="grade-result"`) {
+				t.Errorf("%s graded the certificate", bad.query)
+			}
+			if strings.Contains(body, "<script>alert") || strings.Contains(body, "<b>x</b>") {
+				t.Errorf("%s reaches the page unescaped", bad.query)
+			}
+		}
+
+		if got := balances(); got != beforeBalances {
+			t.Errorf("balances after grading: %v, want %v: nothing charged", got, beforeBalances)
+		}
+		if got := audited(); got != beforeAudit {
+			t.Errorf("last audit entries after grading: %v, want %v: nothing audited", got, beforeAudit)
 		}
 	})
 }

@@ -134,11 +134,22 @@ func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.C
 		return nil, nil
 	}
 	in, asked, err := s.insights(ctx, tx, cert, caller)
-	if in == nil || err != nil {
+	if err != nil {
 		return nil, err
 	}
+	return InsightsOf(in, asked), nil
+}
+
+// InsightsOf returns a certificate's insights in and the verdict asked
+// now (insights.Ask, by the verifying company's rules; nil: none) as a
+// verification's answer holds them; nil when in is nil (the certificate
+// has none).
+func InsightsOf(in *consent.Insights, asked *insights.Asked) *Insights {
+	if in == nil {
+		return nil
+	}
 	out := &Insights{Status: in.Status, Reasons: []string{}, AskedReasons: []string{}}
-	if asked.Bot != nil {
+	if asked != nil && asked.Bot != nil {
 		out.Verdict = string(asked.Bot.Verdict)
 		for _, r := range asked.Bot.Reasons {
 			out.Reasons = append(out.Reasons, string(r))
@@ -147,7 +158,7 @@ func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.C
 			out.AskedReasons = append(out.AskedReasons, string(r))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // insights returns cert's insights and what they say when caller asks now
@@ -172,16 +183,12 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 // ask for, the attestation as it stands (never asked for by a grade) and
 // the bot verdict when asked now.
 func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result, caller string) (*profile.Graded, error) {
-	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(s.svc.Now())}
 	att := res.Attestation
 	if rules.Attestation != nil && att == nil {
 		var err error
 		if att, err = s.attestation(ctx, tx, cert, false); err != nil {
 			return nil, err
 		}
-	}
-	if att != nil {
-		f.Attestation, f.AttestationReason, f.AttestationUnrecorded = att.Status, att.Reason, att.Unrecorded
 	}
 	in := res.Insights
 	if rules.Verdicts != nil && in == nil {
@@ -190,11 +197,24 @@ func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certif
 			return nil, err
 		}
 	}
+	g := profile.Grade(rules, Facts(cert, s.svc.Now(), att, in))
+	return &g, nil
+}
+
+// Facts returns what a verification at now grades cert by (D51): its
+// records and the lead's age, its attestation a as the answer holds it
+// (AttestationOf; nil: none) and its insights in with the verdict asked
+// by the verifying company (InsightsOf; nil: none). Whoever shows a grade
+// as a verification would make it builds its facts here.
+func Facts(cert *consent.Certificate, now time.Time, a *Attestation, in *Insights) profile.Facts {
+	f := profile.Facts{Records: cert.Records, LeadAgeSeconds: cert.LeadAgeSeconds(now)}
+	if a != nil {
+		f.Attestation, f.AttestationReason, f.AttestationUnrecorded = a.Status, a.Reason, a.Unrecorded
+	}
 	if in != nil {
 		f.Insights, f.Verdict, f.Reasons = in.Status, in.Verdict, in.Reasons
 	}
-	g := profile.Grade(rules, f)
-	return &g, nil
+	return f
 }
 
 // Attestation is the state of a certificate's attestation in a
@@ -224,8 +244,19 @@ func (s *Service) attestation(ctx context.Context, tx consent.Tx, cert *consent.
 	switch {
 	case errors.Is(err, consentkit.ErrAttestationQueueFull):
 		return &Attestation{Status: consent.AttestationUnavailable, Reason: queueFullReason, Unrecorded: true}, nil
-	case err != nil || a == nil:
+	case err != nil:
 		return nil, err
+	}
+	return AttestationOf(a), nil
+}
+
+// AttestationOf returns a certificate's attestation a, read and checked
+// (consentkit.Service.CheckAttestation), as a verification's answer holds
+// it: its status, and why when it is unavailable; nil when a is nil (none
+// was asked for).
+func AttestationOf(a *consent.Attestation) *Attestation {
+	if a == nil {
+		return nil
 	}
 	out := &Attestation{Status: a.Status}
 	if a.Status == consent.AttestationUnavailable {
@@ -233,7 +264,7 @@ func (s *Service) attestation(ctx context.Context, tx consent.Tx, cert *consent.
 			out.Reason = p.Statement.Reason
 		}
 	}
-	return out, nil
+	return out
 }
 
 // checkedAttestation reads, or with ask asks for, the attestation of cert
