@@ -17,8 +17,9 @@ import (
 const DefaultAttestationQueue = 1000
 
 // ErrAttestationQueueFull is AskAttestation's answer when
-// Config.AttestationQueue attestations wait already: nothing was recorded,
-// and asking again later may succeed (D49).
+// Config.AttestationQueue attestations wait already, or
+// Config.AttestationQueuePerCompany of the certificate's company: nothing
+// was recorded, and asking again later may succeed (D49).
 var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is full; ask again later")
 
 // AskAttestation asks, inside tx, for the attestation of c (D49): a
@@ -27,20 +28,30 @@ var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is f
 // statement. It returns c's attestation: the one asked for earlier, in
 // whatever state it is (unchecked: a caller that reads its status checks
 // it, CheckAttestation), or a new pending one with its job enqueued. When
-// Config.AttestationQueue jobs wait already it records nothing and returns
-// ErrAttestationQueueFull: the queue is bounded, since a company that
-// attests every certificate lets anonymous visitors of its forms fill it.
+// Config.AttestationQueue jobs wait already, or
+// Config.AttestationQueuePerCompany of c's company, it records nothing and
+// returns ErrAttestationQueueFull: the queue is bounded, since a company
+// that attests every certificate lets anonymous visitors of its forms fill
+// it, and so is each company's share of it, so that one company's visitors
+// do not fill it for every other. Both are counted in tx, which enqueues.
 // It charges nothing: the call that asks is paid for, or free.
 func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.Certificate) (*consent.Attestation, error) {
 	a, err := tx.Attestation(ctx, c.ID)
 	if consent.ErrorCode(err) != consent.NotFound {
 		return a, err
 	}
-	n, err := tx.CountJobs(ctx, consent.JobAttest)
+	mine, err := tx.CountCompanyJobs(ctx, consent.JobAttest, c.CompanyID)
 	if err != nil {
 		return nil, err
 	}
-	if n >= s.cfg.AttestationQueue {
+	if mine >= s.cfg.AttestationQueuePerCompany {
+		return nil, ErrAttestationQueueFull
+	}
+	all, err := tx.CountJobs(ctx, consent.JobAttest)
+	if err != nil {
+		return nil, err
+	}
+	if all >= s.cfg.AttestationQueue {
 		return nil, ErrAttestationQueueFull
 	}
 	now := s.Now()

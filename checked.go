@@ -508,6 +508,14 @@ func (t checkedTx) CountJobs(ctx context.Context, kind string) (int, error) {
 	return t.tx.CountJobs(ctx, kind)
 }
 
+// CountCompanyJobs: a kind or company no job can have counts none.
+func (t checkedTx) CountCompanyJobs(ctx context.Context, kind, companyID string) (int, error) {
+	if !findable(kind, companyID) {
+		return 0, nil
+	}
+	return t.tx.CountCompanyJobs(ctx, kind, companyID)
+}
+
 // LeaseJob asks the store for the kinds that may be a job's only.
 func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := checkLease(owner, now, until); err != nil {

@@ -340,6 +340,12 @@ func TestCheckedReadBadText(t *testing.T) {
 					return len(l), err
 				},
 				"CountJobs": func(tx consent.Tx) (int, error) { return tx.CountJobs(ctx, bad) },
+				"CountCompanyJobs(kind)": func(tx consent.Tx) (int, error) {
+					return tx.CountCompanyJobs(ctx, bad, "acme")
+				},
+				"CountCompanyJobs(company)": func(tx consent.Tx) (int, error) {
+					return tx.CountCompanyJobs(ctx, consent.JobAttest, bad)
+				},
 			}
 			for name, list := range empty {
 				err := s.View(ctx, func(tx consent.Tx) error {

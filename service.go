@@ -107,6 +107,14 @@ type Config struct {
 	// (D49): default DefaultAttestationQueue. AskAttestation refuses more
 	// with ErrAttestationQueueFull.
 	AttestationQueue int
+	// AttestationQueuePerCompany bounds how many of them may be one
+	// company's (D49): by default a tenth of AttestationQueue (at least
+	// one), 100 of the default 1,000, so that a company whose forms bots
+	// fill, attesting every certificate, holds a tenth of the queue and
+	// leaves the rest to the others: it takes ten companies at their
+	// bound to fill the queue. AskAttestation refuses more with
+	// ErrAttestationQueueFull.
+	AttestationQueuePerCompany int
 }
 
 // Defaults of Config.
@@ -196,6 +204,9 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	}
 	if cfg.AttestationQueue <= 0 {
 		cfg.AttestationQueue = DefaultAttestationQueue
+	}
+	if cfg.AttestationQueuePerCompany <= 0 {
+		cfg.AttestationQueuePerCompany = max(cfg.AttestationQueue/10, 1)
 	}
 	if cfg.SignatureCacheSize == 0 {
 		cfg.SignatureCacheSize = DefaultSignatureCacheSize

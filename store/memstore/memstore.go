@@ -924,13 +924,22 @@ func (t *tx) Job(_ context.Context, kind, key string) (*consent.Job, error) {
 }
 
 func (t *tx) CountJobs(_ context.Context, kind string) (int, error) {
+	return t.countJobs(func(j *consent.Job) bool { return j.Kind == kind }), nil
+}
+
+func (t *tx) CountCompanyJobs(_ context.Context, kind, companyID string) (int, error) {
+	return t.countJobs(func(j *consent.Job) bool { return j.Kind == kind && j.CompanyID == companyID }), nil
+}
+
+// countJobs counts the jobs not failed for good that match.
+func (t *tx) countJobs(match func(*consent.Job) bool) int {
 	n := 0
 	for _, j := range t.s.jobs {
-		if j.Kind == kind && j.FailedAt.IsZero() {
+		if match(j) && j.FailedAt.IsZero() {
 			n++
 		}
 	}
-	return n, nil
+	return n
 }
 
 // LeaseJob counts the leases held per company (of the kinds asked for)

@@ -381,12 +381,6 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	return j, one(err, "job")
 }
 
-func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
-	var n int
-	err := t.tx.QueryRow(ctx, `SELECT count(*) FROM jobs WHERE kind = $1 AND failed_at IS NULL`, kind).Scan(&n)
-	return n, err
-}
-
 // LeaseJob takes the lease lock first (D53): leases are taken one at a
 // time across every instance, so the leases it counts per company and lane
 // are all committed ones and a lane never holds two. It locks no row

@@ -370,12 +370,6 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	return j, one(err, "job")
 }
 
-func (t *tx) CountJobs(ctx context.Context, kind string) (int, error) {
-	var n int
-	err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM jobs WHERE kind = ? AND failed_at IS NULL`, kind).Scan(&n)
-	return n, err
-}
-
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
 // atomic, and the leases it counts per company and lane (D53) exact.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {

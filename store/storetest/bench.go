@@ -115,6 +115,42 @@ func BenchmarkLease(b *testing.B, newStore NewStore) {
 	}
 }
 
+// BenchmarkCountJobs measures the counts an attestation's ask reads
+// before it enqueues (D49): the waiting jobs of a kind (",kind") and those
+// of one company (",company"), in a queue of 10,000 attestation jobs of
+// 100 companies.
+func BenchmarkCountJobs(b *testing.B, newStore NewStore) {
+	s := newStore(b)
+	list := make([]*consent.Job, 10_000)
+	for i := range list {
+		list[i] = &consent.Job{Kind: consent.JobAttest, Key: fmt.Sprint("cert_", i), RunAfter: t0.Add(time.Duration(i) * time.Millisecond),
+			CreatedAt: t0, CompanyID: fmt.Sprint("c", i%100)}
+	}
+	for chunk := range slices.Chunk(list, 1000) {
+		update(b, s, func(tx consent.Tx) error { return tx.EnqueueJobs(ctx, chunk) })
+	}
+	for _, c := range []struct {
+		name  string
+		count func(tx consent.Tx) (int, error)
+		want  int
+	}{
+		{"queued=10000,kind", func(tx consent.Tx) (int, error) { return tx.CountJobs(ctx, consent.JobAttest) }, 10_000},
+		{"queued=10000,company", func(tx consent.Tx) (int, error) { return tx.CountCompanyJobs(ctx, consent.JobAttest, "c7") }, 100},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				view(b, s, func(tx consent.Tx) error {
+					n, err := c.count(tx)
+					if err == nil && n != c.want {
+						err = fmt.Errorf("counted %d, want %d", n, c.want)
+					}
+					return err
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkAppendEvents measures what capture asks of a store for one
 // chunk of a recording: the session and its property read, and a 16 KiB
 // chunk appended, in one transaction, from 32 goroutines each recording a

@@ -38,6 +38,10 @@ func BenchmarkDebit(b *testing.B) { onEveryStore(b, storetest.BenchmarkDebit) }
 // in a queue of due jobs on every store (D53).
 func BenchmarkLease(b *testing.B) { onEveryStore(b, storetest.BenchmarkLease) }
 
+// go test -run '^$' -bench CountJobs ./store/storetest measures the counts
+// that bound the attestation queue (D49) on every store.
+func BenchmarkCountJobs(b *testing.B) { onEveryStore(b, storetest.BenchmarkCountJobs) }
+
 // go test -run '^$' -bench AppendEvents ./store/storetest measures the
 // store's share of a captured chunk on every store.
 func BenchmarkAppendEvents(b *testing.B) { onEveryStore(b, storetest.BenchmarkAppendEvents) }

@@ -317,6 +317,72 @@ func testCountJobs(t *testing.T, s consent.Store) {
 	}
 }
 
+// testCountCompanyJobs: CountCompanyJobs counts the queued jobs of one
+// kind that work for one company, leased or not, and not those failed for
+// good or done, nor another company's, another kind's or a company-less
+// one (those "" counts).
+func testCountCompanyJobs(t *testing.T, s consent.Store) {
+	count := func(kind, company string) int {
+		t.Helper()
+		var n int
+		view(t, s, func(tx consent.Tx) error {
+			var err error
+			n, err = tx.CountCompanyJobs(ctx, kind, company)
+			return err
+		})
+		return n
+	}
+	of := func(kind, key, company string) *consent.Job {
+		j := job(kind, key, t0)
+		j.CompanyID = company
+		return j
+	}
+	if n := count(consent.JobAttest, "acme"); n != 0 {
+		t.Errorf("CountCompanyJobs of an empty queue = %d", n)
+	}
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EnqueueJobs(ctx, []*consent.Job{of(consent.JobAttest, "c1", "acme"), of(consent.JobAttest, "c2", "acme"),
+			of(consent.JobAttest, "c3", "acme"), of(consent.JobAttest, "g1", "globex"), of(consent.JobAttest, "n1", ""),
+			of(consent.JobConvert, "c1", "acme")})
+	})
+	for _, c := range []struct {
+		kind, company string
+		want          int
+	}{
+		{consent.JobAttest, "acme", 3}, {consent.JobAttest, "globex", 1}, {consent.JobAttest, "", 1},
+		{consent.JobAttest, "initech", 0}, {consent.JobConvert, "acme", 1}, {consent.JobConvert, "globex", 0},
+		{consent.JobWebhook, "acme", 0}, {consent.JobAttest, "ACME", 0},
+	} {
+		if n := count(c.kind, c.company); n != c.want {
+			t.Errorf("CountCompanyJobs(%s, %q) = %d, want %d", c.kind, c.company, n, c.want)
+		}
+	}
+	// One of acme's fails for good, one is leased: it holds 2; globex's
+	// is done: it holds none.
+	update(t, s, func(tx consent.Tx) error {
+		failed := &consent.Job{Attempts: 1, RunAfter: t0, LastError: "gave up", FailedAt: t0}
+		if _, err := tx.LeaseJob(ctx, []string{consent.JobAttest}, "w1", t0, t0.Add(time.Minute)); err != nil {
+			return err
+		}
+		if err := tx.EndJob(ctx, consent.JobAttest, "c1", "w1", failed); err != nil {
+			return err
+		}
+		for _, key := range []string{"c2", "g1"} {
+			j, err := tx.LeaseJob(ctx, []string{consent.JobAttest}, "w2", t0, t0.Add(time.Minute))
+			if err != nil {
+				return err
+			}
+			if j.Key != key {
+				return fmt.Errorf("leased %s, want %s", j.Key, key)
+			}
+		}
+		return tx.EndJob(ctx, consent.JobAttest, "g1", "w2", nil)
+	})
+	if a, g, n := count(consent.JobAttest, "acme"), count(consent.JobAttest, "globex"), count(consent.JobAttest, ""); a != 2 || g != 0 || n != 1 {
+		t.Errorf("CountCompanyJobs with one failed, one leased and one done = %d acme, %d globex, %d of none; want 2, 0, 1", a, g, n)
+	}
+}
+
 // testFairLease: LeaseJob takes the due job of the company holding the
 // fewest leases of the kinds asked for, in a lane no lease holds (D53);
 // a lease that ran out holds nothing.

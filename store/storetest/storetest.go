@@ -82,6 +82,7 @@ var areas = []area{
 		{"Enqueue", testJob},
 		{"EnqueueJobs", testEnqueueJobs},
 		{"Count", testCountJobs},
+		{"CountCompany", testCountCompanyJobs},
 		{"Lease", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"FairLease", testFairLease},

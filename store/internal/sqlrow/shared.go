@@ -177,6 +177,24 @@ func (s Shared) SessionsToMove(ctx context.Context, idleBefore time.Time, limit 
 		ORDER BY last_event_at, id`+s.D.Collate+` LIMIT ?`, s.D.Arg(idleBefore), max(limit, 0))
 }
 
+// CountJobs and CountCompanyJobs read the index jobs_waiting alone
+// (migration 0024: the jobs not failed, by kind and company), not every
+// job of the kind.
+func (s Shared) CountJobs(ctx context.Context, kind string) (int, error) {
+	return s.count(ctx, `SELECT count(*) FROM jobs WHERE kind = ? AND failed_at IS NULL`, kind)
+}
+
+func (s Shared) CountCompanyJobs(ctx context.Context, kind, companyID string) (int, error) {
+	return s.count(ctx, `SELECT count(*) FROM jobs WHERE kind = ? AND company_id = ? AND failed_at IS NULL`, kind, companyID)
+}
+
+// count reads the one number query answers.
+func (s Shared) count(ctx context.Context, query string, args ...any) (int, error) {
+	var n int
+	err := s.Conn.QueryRow(ctx, s.D.bind(query), args...).Scan(&n)
+	return n, err
+}
+
 // nullTime is the parameter of a time that may be zero: NULL.
 func (s Shared) nullTime(t time.Time) any {
 	if t.IsZero() {
