@@ -96,6 +96,15 @@ type Result struct {
 	Again time.Time
 	// Payload, with Again, replaces the job's payload (nil keeps it).
 	Payload []byte
+	// After, when set, runs once the runner has tried to record the job's
+	// end, outside any transaction, with a context that outlives shutdown:
+	// committed says whether the transaction that ran Commit committed.
+	// When it did not (the lease lost to another runner, Commit or the
+	// store failing), nothing Commit wrote is recorded, and After may undo
+	// what Do did outside the store, such as an object written for Commit
+	// to name. A commit cut off by a lost connection may have committed
+	// nonetheless: After reads the store again before undoing anything.
+	After func(ctx context.Context, committed bool)
 }
 
 // Config configures a Runner. Store and at least one Handler are required.
@@ -287,13 +296,16 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	}
 	cancel(nil)
 	<-renewed
-	if errors.Is(context.Cause(doCtx), errLeaseLost) {
-		log.Warn("lease lost to another runner; result discarded")
-		return true, nil
-	}
 	// Finish even when ctx is done, so the job is handed back at once.
 	finishCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stop()
+	if errors.Is(context.Cause(doCtx), errLeaseLost) {
+		log.Warn("lease lost to another runner; result discarded")
+		if err == nil && res.After != nil {
+			res.After(finishCtx, false)
+		}
+		return true, nil
+	}
 	if err != nil {
 		return true, r.fail(finishCtx, log, h, job, owner, err, ctx.Err() != nil)
 	}
@@ -318,6 +330,9 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		}
 		return nil
 	})
+	if res.After != nil {
+		res.After(finishCtx, err == nil)
+	}
 	if consent.ErrorCode(err) == consent.Conflict {
 		log.Warn("lease lost to another runner before the result was recorded")
 		return true, nil

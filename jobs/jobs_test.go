@@ -88,11 +88,14 @@ func runOnce(t *testing.T, r *jobs.Runner, kind string) bool {
 }
 
 // A done job is deleted in the transaction that commits its handler's
-// writes; a Commit that fails leaves both undone.
+// writes; a Commit that fails leaves both undone. After is told which.
 func TestDoneCommitsWithTheJob(t *testing.T) {
 	s := teststore.Memory(t)
 	c := &clock{t: t0}
-	var commitFails atomic.Bool
+	var (
+		commitFails atomic.Bool
+		afters      []bool
+	)
 	r := runner(t, s, c, jobs.Handler{Kind: "mark", Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 		if string(j.Payload) != "p-"+j.Key {
 			return jobs.Result{}, fmt.Errorf("payload %q", j.Payload)
@@ -102,6 +105,8 @@ func TestDoneCommitsWithTheJob(t *testing.T) {
 				return errors.New("commit refused")
 			}
 			return tx.EnqueueJob(ctx, &consent.Job{Kind: "done", Key: j.Key, RunAfter: c.Now(), CreatedAt: c.Now()})
+		}, After: func(ctx context.Context, committed bool) {
+			afters = append(afters, committed)
 		}}, nil
 	}})
 	enqueue(t, s, "mark", "a")
@@ -129,6 +134,9 @@ func TestDoneCommitsWithTheJob(t *testing.T) {
 	}
 	if runOnce(t, r, "mark") {
 		t.Fatal("a done job ran again")
+	}
+	if fmt.Sprint(afters) != "[false true]" {
+		t.Errorf("After told %v; want [false true]", afters)
 	}
 }
 
@@ -271,13 +279,14 @@ func TestLostLeaseCancels(t *testing.T) {
 	s := teststore.Memory(t)
 	c := &clock{t: t0}
 	started := make(chan struct{})
+	after := make(chan bool, 1)
 	r := runner(t, s, c, jobs.Handler{Kind: "slow", Lease: 30 * time.Millisecond,
 		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			close(started)
 			<-ctx.Done()
 			return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
 				return errors.New("a dropped result must not be committed")
-			}}, nil
+			}, After: func(ctx context.Context, committed bool) { after <- committed }}, nil
 		}})
 	enqueue(t, s, "slow", "a")
 	done := make(chan error, 1)
@@ -305,6 +314,14 @@ func TestLostLeaseCancels(t *testing.T) {
 	}
 	if j := job(t, s, "slow", "a"); j == nil || j.LeaseOwner != "thief" {
 		t.Fatalf("job = %+v; want it still held by the thief", j)
+	}
+	select {
+	case committed := <-after:
+		if committed {
+			t.Error("After told of a commit of a dropped result")
+		}
+	default:
+		t.Error("After was not told of the dropped result")
 	}
 }
 

@@ -195,10 +195,25 @@ func (b *blobs) Lock(ctx context.Context, key string, until time.Time) error {
 
 // Videos returns v, the store of videos and attestation screenshots, with
 // its failures counted as Blobs counts a blob store's, under
-// store="videos" (op put, open or delete). A video not found
-// (fs.ErrNotExist) is an answer, not a failure.
+// store="videos" (op put, open, delete, lock or discard). A video not
+// found (fs.ErrNotExist) is an answer, not a failure. The result is a
+// retain.VideoDiscarder when v is.
 func (m *Metrics) Videos(v retain.VideoStore) retain.VideoStore {
-	return &videos{VideoStore: v, blobs: blobs{errs: m.blobErrors.MustCurryWith(prometheus.Labels{"store": "videos"})}}
+	w := &videos{VideoStore: v, blobs: blobs{errs: m.blobErrors.MustCurryWith(prometheus.Labels{"store": "videos"})}}
+	if d, ok := v.(retain.VideoDiscarder); ok {
+		return &discardingVideos{videos: w, d: d}
+	}
+	return w
+}
+
+// discardingVideos is videos of a retain.VideoDiscarder.
+type discardingVideos struct {
+	*videos
+	d retain.VideoDiscarder
+}
+
+func (v *discardingVideos) Discard(ctx context.Context, path string) error {
+	return v.count("discard", v.d.Discard(ctx, path))
 }
 
 type videos struct {
@@ -230,6 +245,10 @@ func (v *videos) Open(ctx context.Context, video consent.Video) (io.ReadSeekClos
 
 func (v *videos) Delete(ctx context.Context, path string) error {
 	return v.count("delete", v.VideoStore.Delete(ctx, path))
+}
+
+func (v *videos) Lock(ctx context.Context, path string, until time.Time) error {
+	return v.count("lock", v.VideoStore.Lock(ctx, path, until))
 }
 
 // WatchQueues exports the depth of the job queues of the given kinds —

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"slices"
 	"strings"
@@ -64,7 +65,7 @@ func AttestationHandler(cfg WorkerConfig) (jobs.Handler, error) {
 	if cfg.Lease < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 {
 		return jobs.Handler{}, errors.New("retain: WorkerConfig values must not be negative (zero means the default)")
 	}
-	a := &attestor{svc: cfg.Service, attester: at, videos: cfg.Videos}
+	a := &attestor{svc: cfg.Service, attester: at, videos: cfg.Videos, log: cmp.Or(cfg.Logger, slog.Default())}
 	return jobs.Handler{
 		Kind:        consent.JobAttest,
 		Do:          a.do,
@@ -81,6 +82,7 @@ type attestor struct {
 	svc      *consentkit.Service
 	attester Attester
 	videos   VideoStore
+	log      *slog.Logger
 }
 
 // subject is what an attestation reads from the store.
@@ -174,7 +176,8 @@ func (a *attestor) failed(ctx context.Context, tx consent.Tx, j *consent.Job, ca
 	if err != nil {
 		return err
 	}
-	return a.update(ctx, tx, cert, st, sig, consent.Video{})
+	_, err = a.update(ctx, tx, cert, st, sig, consent.Video{})
+	return err
 }
 
 // record keeps m's screenshot and returns the job's result: the statement
@@ -186,41 +189,74 @@ func (a *attestor) record(ctx context.Context, cert *consent.Certificate, m *mp4
 	}
 	var shot consent.Video
 	if m != nil && len(m.Screenshot) > 0 {
-		// Written before the commit that names it: a crash between the two
-		// leaves a file that the next attempt overwrites.
+		// Written, unlocked, before the commit that names it, which asks
+		// for its lock: a crash between the two leaves an unlocked object
+		// that the purge removes (D49).
 		if shot, err = a.videos.PutScreenshot(ctx, cert.ID, m.Screenshot, cert.ExpiresAt); err != nil {
 			return jobs.Result{}, fmt.Errorf("store the screenshot: %w", err)
 		}
 	}
-	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
-		return a.update(ctx, tx, cert, st, sig, shot)
-	}}, nil
+	var recorded bool
+	res := jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+		var err error
+		recorded, err = a.update(ctx, tx, cert, st, sig, shot)
+		return err
+	}}
+	if shot.Path != "" {
+		res.After = func(ctx context.Context, committed bool) {
+			if committed && recorded {
+				return
+			}
+			// Not recorded: the certificate purged or attested meanwhile,
+			// the lease lost, the store failing. Remove the screenshot if
+			// no row names it.
+			discard(ctx, a.videos, a.log.With("certificate", cert.ID), shot.Path, func(ctx context.Context) (named, purged bool, err error) {
+				err = a.svc.Store().View(ctx, func(tx consent.Tx) error {
+					att, err := tx.Attestation(ctx, cert.ID)
+					if consent.ErrorCode(err) == consent.NotFound {
+						purged = true
+						return nil
+					}
+					named = err == nil && att.Screenshot == shot.Path
+					return err
+				})
+				return named, purged, err
+			})
+		}
+	}
+	return res, nil
 }
 
 // update records the statement in tx, and with a screenshot the job that
-// removes it once the certificate is purged.
-func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Certificate, st *signed.Statement, sig []byte, shot consent.Video) error {
+// locks it until the certificate's retention date and the one that removes
+// it once the certificate is purged. It reports whether it recorded the
+// statement: not when the certificate was purged or its attestation done
+// meanwhile.
+func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Certificate, st *signed.Statement, sig []byte, shot consent.Video) (bool, error) {
 	att, err := tx.Attestation(ctx, cert.ID)
 	if consent.ErrorCode(err) == consent.NotFound {
-		return nil // purged meanwhile
+		return false, nil // purged meanwhile
 	}
 	if err != nil || att.Status != consent.AttestationPending {
-		return err
+		return false, err
 	}
 	body, err := json.Marshal(st)
 	if err != nil {
-		return err
+		return false, err
 	}
 	att.Status, att.Statement, att.Signature, att.KeyID = st.Status, body, sig, st.KeyID
 	att.Screenshot, att.UpdatedAt = shot.Path, a.svc.Now()
 	if err := tx.UpdateAttestation(ctx, att); err != nil {
-		return err
+		return false, err
 	}
 	if shot.Path == "" {
-		return nil
+		return true, nil
 	}
 	now := a.svc.Now()
-	return tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteScreenshot, Key: cert.ID, Payload: []byte(shot.Path),
+	if err := enqueueLock(ctx, tx, JobLockScreenshot, cert.ID, now); err != nil {
+		return false, err
+	}
+	return true, tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteScreenshot, Key: cert.ID, Payload: []byte(shot.Path),
 		RunAfter: later(cert.ExpiresAt, now), CreatedAt: now})
 }
 

@@ -29,7 +29,8 @@ type PurgeConfig struct {
 	// Service gives the store and the clock: what expires at or before
 	// Service.Now() is purged. Required.
 	Service *consentkit.Service
-	// Videos is where the videos of purged sessions are removed. Required.
+	// Videos is where the videos of purged sessions are removed, and
+	// those of retained ones locked. Required.
 	Videos VideoStore
 	// Every is how often the purge runs: default one hour.
 	Every time.Duration
@@ -93,11 +94,12 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 
 // Handlers returns the job handlers of the purge, for a jobs.Runner: the
 // recurring purge, every cfg.Every, the removal of videos and of
-// attestations' screenshots, and the
+// attestations' screenshots, the
 // recurring removal of expired idempotency keys (PruneKeys), every
-// cfg.Every too.
+// cfg.Every too, and the locks of the videos and screenshots that rows
+// name until their retention dates (JobLockVideo, JobLockScreenshot; D45).
 func (p *Purger) Handlers() []jobs.Handler {
-	return []jobs.Handler{
+	return append([]jobs.Handler{
 		{Kind: JobPruneKeys, Every: p.cfg.Every, Lease: time.Minute, Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			_, err := p.PruneKeys(ctx)
 			return jobs.Result{}, err
@@ -116,7 +118,7 @@ func (p *Purger) Handlers() []jobs.Handler {
 			}},
 		{Kind: JobDeleteScreenshot, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteScreenshot},
 		{Kind: JobDeleteRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteRecording},
-	}
+	}, lockHandlers(p.cfg.Service, p.cfg.Videos)...)
 }
 
 // deleteScreenshot removes an attestation's screenshot once its

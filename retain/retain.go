@@ -85,6 +85,9 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 		if err := tx.UpdateCertificate(ctx, c); err != nil {
 			return nil, consent.StorageFailure("retain certificate "+c.ID, err)
 		}
+		if err := s.lockScreenshot(ctx, tx, c.ID); err != nil {
+			return nil, consent.StorageFailure("retain certificate "+c.ID+": lock its screenshot", err)
+		}
 	}
 	if err := tx.UpdateSession(ctx, ses); err != nil {
 		return nil, consent.StorageFailure("retain "+sessionID, err)
@@ -92,6 +95,12 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	if ses.Recording.Moved() && ses.RetentionStatus == consent.RetentionRetained {
 		if err := consentkit.EnqueueRecordingLock(ctx, tx, sessionID, s.svc.Now()); err != nil {
 			return nil, consent.StorageFailure("retain "+sessionID+": lock its recording", err)
+		}
+	}
+	if ses.Video.Path != "" {
+		// Its lock follows the session's retention date (D45).
+		if err := enqueueLock(ctx, tx, JobLockVideo, sessionID, s.svc.Now()); err != nil {
+			return nil, consent.StorageFailure("retain "+sessionID+": lock its video", err)
 		}
 	}
 	if r.video {
@@ -128,6 +137,20 @@ func (s *Service) attest(ctx context.Context, tx consent.Tx, ses *consent.Sessio
 		}
 	}
 	return nil
+}
+
+// lockScreenshot asks, in tx, for the lock of the certificate's
+// attestation screenshot, if it has one, until its retention date, which
+// a retention just moved (D49).
+func (s *Service) lockScreenshot(ctx context.Context, tx consent.Tx, certificateID string) error {
+	att, err := tx.Attestation(ctx, certificateID)
+	if consent.ErrorCode(err) == consent.NotFound || err == nil && att.Screenshot == "" {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return enqueueLock(ctx, tx, JobLockScreenshot, certificateID, s.svc.Now())
 }
 
 // admit checks that the session, read with its certificates, can be

@@ -29,10 +29,11 @@ type Converter interface {
 // VideoStore keeps converted videos.
 type VideoStore interface {
 	// Put stores the MP4 at src as the video of the session, replacing any
-	// earlier one, and describes what it stored (Duration left zero). The
-	// video is evidence of a retained session: keepUntil is the session's
-	// retention date, and a store that can make objects undeletable (S3
-	// Object Lock) locks the video until then (D45).
+	// earlier one, and describes what it stored (Duration left zero).
+	// keepUntil is the session's retention date as the conversion read it;
+	// Put does not lock the video: the transaction that records it asks
+	// for its lock (Lock), so that no object is locked that no row names
+	// (D45).
 	Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error)
 	// Open returns the stored video that Put described, for reading.
 	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
@@ -44,8 +45,28 @@ type VideoStore interface {
 	// PutScreenshot stores png, the PNG of the viewport at a certificate's
 	// consent moment that its attestation took (D49), replacing any
 	// earlier one, and describes it as Put does; keepUntil is the
-	// certificate's retention date. Open reads it and Delete removes it.
+	// certificate's retention date, and PutScreenshot does not lock
+	// either. Open reads it and Delete removes it.
 	PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error)
+	// Lock makes the video or screenshot at path, a Path that Put or
+	// PutScreenshot returned, undeletable until until, where the store can
+	// (S3 Object Lock): never less long than it already is, and not at all
+	// when until is not in the future. The lock jobs (JobLockVideo,
+	// JobLockScreenshot) call it once a committed row names path, with the
+	// row's retention date, and again when a later retention moves that
+	// date. A store that cannot lock returns nil, as Dir does.
+	Lock(ctx context.Context, path string, until time.Time) error
+}
+
+// VideoDiscarder is a VideoStore each of whose Puts and PutScreenshots
+// writes an object of its own, such as s3video.Store. Discard removes the
+// object at path alone: one written for a commit that never came, which no
+// row names. (Delete removes every video of the session, or screenshot of
+// the certificate, which only the purge may.) A worker whose commit fails
+// discards what it wrote when its row does not name it; what a crash
+// leaves is unlocked, and the purge's Delete removes it.
+type VideoDiscarder interface {
+	Discard(ctx context.Context, path string) error
 }
 
 // Kinds of file a VideoStore keeps: a session's video, a certificate's
@@ -101,6 +122,10 @@ func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Vid
 	}
 	return consent.Video{Path: filepath.Join(d.Root, id+ext), Bytes: info.Size, SHA256: info.SHA256}, nil
 }
+
+// Lock does nothing: a directory cannot lock files. Use an S3 store
+// with Object Lock where videos must be undeletable.
+func (d Dir) Lock(context.Context, string, time.Time) error { return nil }
 
 // Open opens the video at v.Path, which must be a file of the directory:
 // a path that a changed database row points elsewhere is refused.

@@ -104,12 +104,15 @@ func (w *Worker) AttestOnce(ctx context.Context) (bool, error) {
 // the retention of a session with its video enqueues (D21): it marks the
 // session converting when it leases the job, runs the Converter, stores the
 // MP4 in cfg.Videos and marks the session converted with the video's size
-// and SHA-256 in the transaction that ends the job. A failed attempt puts
-// the session back to pending, to be tried again with exponential backoff;
-// after MaxAttempts, or at once when the recording can never be converted,
-// the session is marked failed and the job keeps the last error. Both ends
-// emit their webhook event (video.converted, video.failed; D44) in the
-// transaction that records them.
+// and SHA-256 in the transaction that ends the job, which also asks for
+// the video's lock (JobLockVideo, D45). A video that transaction does not
+// record (the lease lost, the session purged meanwhile, the store failing)
+// is not locked, and is removed when no row names it (VideoDiscarder). A
+// failed attempt puts the session back to pending, to be tried again with
+// exponential backoff; after MaxAttempts, or at once when the recording can
+// never be converted, the session is marked failed and the job keeps the
+// last error. Both ends emit their webhook event (video.converted,
+// video.failed; D44) in the transaction that records them.
 func ConversionHandler(cfg WorkerConfig) (jobs.Handler, error) {
 	if cfg.Service == nil || cfg.Converter == nil || cfg.Videos == nil {
 		return jobs.Handler{}, errors.New("retain: WorkerConfig needs Service, Converter and Videos")
@@ -165,18 +168,52 @@ func (c *converter) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 		return jobs.Result{}, err
 	}
 	log.Info("recording converted", "video", video.Path, "bytes", video.Bytes, "duration", video.Duration)
+	var orphan bool // the commit found the session purged
 	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+		orphan = false // the store may run this again
 		ses, err := tx.Session(ctx, j.Key)
 		if err != nil {
 			return err
+		}
+		if ses.RetentionStatus == consent.RetentionExpired {
+			// Purged while converting (D43): the purge's removal of its
+			// videos may have run before this one was written, and no
+			// row is to name it. After removes it.
+			orphan = true
+			return nil
 		}
 		ses.VideoStatus, ses.Video = consent.VideoConverted, video
 		if err := tx.UpdateSession(ctx, ses); err != nil {
 			return err
 		}
+		// Locked once this commits and a row names it, never before (D45).
+		if err := enqueueLock(ctx, tx, JobLockVideo, ses.ID, c.cfg.Service.Now()); err != nil {
+			return err
+		}
 		return c.cfg.Service.EmitEvent(ctx, tx, ses.CompanyID, consent.EventVideoConverted, map[string]any{
 			"session_id": ses.ID, "company_id": ses.CompanyID, "rrweb_to_video_status": ses.VideoStatus,
 			"video": map[string]any{"bytes": video.Bytes, "sha256": video.SHA256.String(), "duration_ms": video.Duration.Milliseconds()},
+		})
+	}, After: func(ctx context.Context, committed bool) {
+		if committed && !orphan {
+			return
+		}
+		// Not recorded: the lease lost, the session purged, the store
+		// failing. The video is unlocked; remove it if no row names it.
+		discard(ctx, c.cfg.Videos, log, video.Path, func(ctx context.Context) (named, purged bool, err error) {
+			err = c.store.View(ctx, func(tx consent.Tx) error {
+				ses, err := tx.Session(ctx, j.Key)
+				if consent.ErrorCode(err) == consent.NotFound {
+					purged = true
+					return nil
+				}
+				if err != nil {
+					return err
+				}
+				named, purged = ses.Video.Path == video.Path, ses.RetentionStatus == consent.RetentionExpired
+				return nil
+			})
+			return named, purged, err
 		})
 	}}, nil
 }

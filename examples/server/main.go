@@ -316,7 +316,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		return err
 	}
 	m.WatchQueues(svc.Store(), consent.JobConvert, consent.JobAttest, consent.JobInsights, consent.JobWebhook,
-		consent.JobLockRecording, retain.JobDeleteVideo, retain.JobDeleteRecording)
+		consent.JobLockRecording, retain.JobLockVideo, retain.JobLockScreenshot, retain.JobDeleteVideo, retain.JobDeleteRecording)
 
 	// A key id held by another key in the store refuses the start, as does
 	// a key of another instance unless -trust-published-keys: instances

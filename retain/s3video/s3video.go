@@ -33,16 +33,22 @@
 // # Object Lock
 //
 // D45 asks that a retained video be undeletable until its retention date
-// where the storage can do that. Put locks each object until keepUntil,
-// rounded up to the whole second, when that is in the future: where the
-// bucket has Object Lock, in COMPLIANCE mode, so that nobody, the bucket's
-// owner included, can delete it or shorten its retention before then; in a
-// bucket without it, with a tag that this library honours and the bucket's
-// owner need not (s3blob). A lock that fails removes the object it would
-// have kept, and Put fails. Set Config.RequireObjectLock to make New refuse
-// a bucket without Object Lock; Locking tells which applies. Object Lock can
-// only be enabled on a bucket when it is created (CreateBucket with
-// ObjectLockEnabledForBucket), and such a bucket keeps versions.
+// where the storage can do that. Put and PutScreenshot do not lock: the
+// transaction that records an object asks for its lock, and the lock job
+// (retain.JobLockVideo, retain.JobLockScreenshot) calls Lock once it has
+// committed, so that an upload whose commit never came (a lost lease, a
+// session purged meanwhile, a crash) is never locked for years with no row
+// naming it; the worker removes it with Discard when it can tell, and the
+// purge's Delete otherwise. Lock locks an object until its date, rounded
+// up to the whole second, when that is in the future: where the bucket
+// has Object Lock, in COMPLIANCE mode, so that nobody, the bucket's owner
+// included, can delete it or shorten its retention before then; in a
+// bucket without it, with a tag that this library honours and the
+// bucket's owner need not (s3blob). Set Config.RequireObjectLock to make
+// New refuse a bucket without Object Lock; Locking tells which applies.
+// Object Lock can only be enabled on a bucket when it is created
+// (CreateBucket with ObjectLockEnabledForBucket), and such a bucket keeps
+// versions.
 //
 // # Reading
 //
@@ -148,7 +154,10 @@ type Store struct {
 	prefix string
 }
 
-var _ retain.VideoStore = (*Store)(nil)
+var (
+	_ retain.VideoStore     = (*Store)(nil)
+	_ retain.VideoDiscarder = (*Store)(nil)
+)
 
 // New checks cfg, asks the bucket whether it has Object Lock enabled, and
 // returns a Store. It fails when the bucket cannot be reached or its Object
@@ -232,34 +241,34 @@ func validPrefix(p string) bool {
 	return true
 }
 
-// Locking reports whether Put locks videos under Object Lock in compliance
+// Locking reports whether Lock locks videos under Object Lock in compliance
 // mode, that is whether the bucket had Object Lock enabled when New looked
 // (otherwise its locks are tags that this library honours).
 func (s *Store) Locking() bool { return s.blobs.Locking() }
 
 // Put uploads the MP4 at src as <Prefix><sessionID>/<time>-<random>.mp4,
 // a key of its own that nothing writes over, and returns its Path, size and
-// SHA-256. The object is locked until keepUntil when that is in the future
-// (D45): under Object Lock in compliance mode where the bucket has it. An
-// earlier video of the session keeps its own key, and its Path still opens
-// it.
+// SHA-256. It does not lock the object (keepUntil is not used): Lock does,
+// once a committed row names it (D45). An earlier video of the session
+// keeps its own key, and its Path still opens it.
 func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
 	f, err := os.Open(src)
 	if err != nil {
 		return consent.Video{}, err
 	}
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
-	return s.put(ctx, sessionID, ".mp4", f, keepUntil)
+	return s.put(ctx, sessionID, ".mp4", f)
 }
 
 // PutScreenshot uploads png, an attestation's screenshot (D49), as
-// <Prefix><certificateID>/<time>-<random>.png, locked as Put locks a video.
+// <Prefix><certificateID>/<time>-<random>.png, unlocked as Put leaves a
+// video.
 func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
-	return s.put(ctx, certificateID, ".png", bytes.NewReader(png), keepUntil)
+	return s.put(ctx, certificateID, ".png", bytes.NewReader(png))
 }
 
-// put uploads body under a new key of id, and locks it until keepUntil.
-func (s *Store) put(ctx context.Context, id, ext string, body io.Reader, keepUntil time.Time) (consent.Video, error) {
+// put uploads body under a new key of id.
+func (s *Store) put(ctx context.Context, id, ext string, body io.Reader) (consent.Video, error) {
 	if !consent.ValidID(id) || id == "." || id == ".." {
 		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object", id)
 	}
@@ -269,15 +278,6 @@ func (s *Store) put(ctx context.Context, id, ext string, body io.Reader, keepUnt
 	info, err := s.blobs.Put(ctx, key, body)
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("s3video: upload %s: %w", id+ext, err)
-	}
-	// The blob store refuses a lock that is not in the future; ours is only
-	// a guard against asking for one, so the local clock is good enough.
-	if keepUntil.After(time.Now()) {
-		if err := s.blobs.Lock(ctx, key, keepUntil); err != nil {
-			// Not locked, so removable: a retry writes another key.
-			_ = s.blobs.Delete(context.WithoutCancel(ctx), key) // err says what failed
-			return consent.Video{}, fmt.Errorf("s3video: lock %s: %w", id+ext, err)
-		}
 	}
 	u := url.URL{Scheme: "s3", Host: s.bucket, Path: "/" + s.prefix + key}
 	return consent.Video{Path: u.String(), Bytes: info.Size, SHA256: info.SHA256}, nil
@@ -363,11 +363,51 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 	return &reader{ctx: ctx, s: s, path: v.Path, obj: o, size: info.Size}, nil
 }
 
+// Lock locks the object at path, which must be an object of the store's
+// bucket and prefix, until until, rounded up to the whole second, when
+// that is in the future and later than its lock (D45): under Object Lock
+// in compliance mode where the bucket has it. A path written before each
+// video had a key of its own names a version, locked when it was written:
+// Lock leaves it as it is.
+func (s *Store) Lock(ctx context.Context, path string, until time.Time) error {
+	o, err := s.parse(path)
+	if err != nil {
+		return err
+	}
+	// The blob store refuses a lock that is not in the future; ours is only
+	// a guard against asking for one, so the local clock is good enough.
+	if o.version != "" || !until.After(time.Now()) {
+		return nil
+	}
+	if err := s.blobs.Lock(ctx, o.key, until); err != nil {
+		return fmt.Errorf("s3video: lock %s: %w", path, err)
+	}
+	return nil
+}
+
+// Discard removes the object at path alone, which must be an object of
+// the store's bucket and prefix written by Put or PutScreenshot: one whose
+// commit never came, unlocked (retain.VideoDiscarder). An object already
+// gone is not an error; a locked one is refused.
+func (s *Store) Discard(ctx context.Context, path string) error {
+	o, err := s.parse(path)
+	if err != nil {
+		return err
+	}
+	if o.version != "" || !strings.Contains(o.key, "/") {
+		return fmt.Errorf("s3video: discard %s: not an object of its own (a path written before)", path)
+	}
+	if err := s.blobs.Delete(ctx, o.key); err != nil {
+		return fmt.Errorf("s3video: discard %s: %w", path, err)
+	}
+	return nil
+}
+
 // Delete removes the object at path, which must be an object of the
 // store's bucket and prefix, with every version of its key, and every other
 // object of the same id and kind (.mp4 or .png): a conversion or an
 // attestation retried after a crash between its upload and its commit
-// wrote one per attempt, each locked as the one its row names, and the
+// wrote one per attempt, unlocked unlike the one its row names, and the
 // purge removes them all. Deleting is permanent. An object under a lock is
 // refused until its date, and then nothing is removed of the objects not
 // removed yet. An object already gone is not an error.

@@ -447,6 +447,13 @@ func TestObjectLock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Put does not lock: the lock job does, once a row names the video.
+	if head.ObjectLockMode != "" || head.ObjectLockRetainUntilDate != nil {
+		t.Errorf("Put locked the video: %s until %v", head.ObjectLockMode, head.ObjectLockRetainUntilDate)
+	}
+	if err := s.Lock(t.Context(), v.Path, keepUntil); err != nil {
+		t.Fatal(err)
+	}
 	version := aws.ToString(head.VersionId)
 	if got := readAll(t, s, v); !bytes.Equal(got, want) {
 		t.Fatal("the locked video reads other bytes")
@@ -488,6 +495,25 @@ func TestObjectLock(t *testing.T) {
 	if got := readAll(t, s, v); !bytes.Equal(got, want) {
 		t.Fatal("the locked video changed")
 	}
+	// Lock again earlier leaves the lock as it is; later extends it.
+	if err := s.Lock(t.Context(), v.Path, keepUntil.Add(-time.Hour)); err != nil {
+		t.Fatalf("Lock earlier than the lock: %v", err)
+	}
+	extended := keepUntil.Add(24 * time.Hour)
+	if err := s.Lock(t.Context(), v.Path, extended); err != nil {
+		t.Fatalf("Lock later than the lock: %v", err)
+	}
+	ret, err = g.client.GetObjectRetention(t.Context(), &s3.GetObjectRetentionInput{Bucket: aws.String("locked"), Key: &key, VersionId: &version})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantUntil := extended.UTC().Add(700 * time.Millisecond); ret.Retention == nil || ret.Retention.RetainUntilDate == nil ||
+		!ret.Retention.RetainUntilDate.Equal(wantUntil) {
+		t.Errorf("retention after a later Lock %+v, want until %v", ret.Retention, wantUntil)
+	}
+	if err := s.Discard(t.Context(), v.Path); err == nil {
+		t.Error("Discard removed a locked video")
+	}
 
 	t.Run("Reconversion", func(t *testing.T) {
 		src2, want2 := mp4File(t, 5000, 8)
@@ -511,6 +537,9 @@ func TestObjectLock(t *testing.T) {
 			v, err := s.Put(t.Context(), "ses_unlocked", src, until)
 			if err != nil {
 				t.Fatalf("Put with keepUntil %v: %v", until, err)
+			}
+			if err := s.Lock(t.Context(), v.Path, until); err != nil {
+				t.Fatalf("Lock until %v: %v", until, err)
 			}
 			key := keyOf(t, v.Path, "s3://locked/videos/ses_unlocked/", ".mp4")
 			head, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: &key})
@@ -569,6 +598,56 @@ func TestDelete(t *testing.T) {
 		if err := s.Delete(t.Context(), p); err == nil {
 			t.Errorf("Delete(%q) succeeded", p)
 		}
+	}
+}
+
+// Put leaves a video unlocked, even with a retention date, in a bucket
+// with Object Lock: an upload whose commit never came (D45) can be
+// discarded, that one object alone, and Delete removes it too.
+func TestPutDoesNotLock(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "locked", true)
+	s := g.store(t, s3video.Config{Bucket: "locked", RequireObjectLock: true})
+	src, want := mp4File(t, 1000, 4)
+	keep := time.Now().Add(24 * time.Hour)
+	named, err := s.Put(t.Context(), "ses_put", src, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orphan, err := s.Put(t.Context(), "ses_put", src, keep) // its commit never came
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot, err := s.PutScreenshot(t.Context(), "cert_put", []byte("\x89PNG"), keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []consent.Video{named, orphan, shot} {
+		key := strings.TrimPrefix(v.Path, "s3://locked/")
+		head, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: &key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head.ObjectLockMode != "" || head.ObjectLockRetainUntilDate != nil {
+			t.Errorf("%s locked at Put: %s until %v", v.Path, head.ObjectLockMode, head.ObjectLockRetainUntilDate)
+		}
+	}
+	for i := range 2 {
+		if err := s.Discard(t.Context(), orphan.Path); err != nil {
+			t.Fatalf("Discard #%d of an unlocked video: %v", i+1, err)
+		}
+	}
+	if _, err := s.Open(t.Context(), orphan); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Open after Discard: %v, want fs.ErrNotExist", err)
+	}
+	if got := readAll(t, s, named); !bytes.Equal(got, want) {
+		t.Error("Discard of one video of the session removed another")
+	}
+	if err := s.Delete(t.Context(), shot.Path); err != nil {
+		t.Errorf("Delete of a screenshot never locked: %v", err)
+	}
+	if err := s.Discard(t.Context(), "s3://other/videos/ses_put/x.mp4"); err == nil {
+		t.Error("Discard of a path outside the store succeeded")
 	}
 }
 
@@ -650,7 +729,8 @@ func TestConfigRefused(t *testing.T) {
 }
 
 // An attestation's screenshot (D49) is kept beside the videos as
-// <certificate>/<time>-<random>.png, image/png, locked as a video is; it opens with the
+// <certificate>/<time>-<random>.png, image/png, locked as a video is (by
+// Lock, not at PutScreenshot); it opens with the
 // statement's SHA-256 and no size, and is deleted by its Path.
 func TestScreenshot(t *testing.T) {
 	g := startGateway(t)
@@ -659,6 +739,9 @@ func TestScreenshot(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n the consent moment")
 	v, err := s.PutScreenshot(t.Context(), "cert_1", png, time.Now().Add(time.Hour))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Lock(t.Context(), v.Path, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	key := keyOf(t, v.Path, "s3://locked/videos/cert_1/", ".png")
