@@ -7,6 +7,8 @@
 // SHA-256 as it goes, and a reader never sees half an object. [Store.Lock]
 // keeps an object until a date; every implementation refuses an earlier
 // [Store.Delete] with [ErrLocked], so the contract is the same everywhere.
+// [Store.ListAfter] lists keys a page at a time, in key order, each page
+// resuming after the last key of the one before.
 //
 //	s := blob.NewMemory()
 //	info, err := s.Put(ctx, "s_1.mp4", r)
@@ -59,6 +61,11 @@ type Store interface {
 	// Lock keeps the object until until; a later lock extends, an earlier
 	// one is ignored. It returns ErrNotFound for a missing key.
 	Lock(ctx context.Context, key string, until time.Time) error
+	// ListAfter returns, in byte order, the keys of at most limit objects
+	// that start with prefix and sort after after ("" for the first), so
+	// that a listing resumes from the last key of the page before. An
+	// object written or deleted while it lists may be in it or not.
+	ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error)
 }
 
 // ValidKey reports whether key may name an object: 1 to 200 bytes of

@@ -1,6 +1,7 @@
 package blob
 
 import (
+	"container/heap"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -243,4 +245,112 @@ func (d *Dir) Lock(_ context.Context, key string, until time.Time) error {
 		return fmt.Errorf("blob: lock %s: %w", key, err)
 	}
 	return nil
+}
+
+// ListAfter implements Store. A directory keeps no order of its own: a
+// page reads the name of every entry under the prefix's directory (names
+// only, neither opened nor statted) and keeps the limit first after
+// after, so that its memory is a page's while its time grows with the
+// number of objects. Names starting with "." (Put's temporary files, the
+// locks) and names that are no valid key are not objects.
+func (d *Dir) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	if limit <= 0 {
+		return []string{}, nil
+	}
+	// The deepest directory that holds every key starting with prefix.
+	base, _, _ := cutLast(prefix, '/')
+	if base != "" && ValidKey(base) != nil {
+		return []string{}, nil // no key starts with prefix
+	}
+	l := &lister{prefix: prefix, after: after, limit: limit}
+	if err := d.list(ctx, base, l); err != nil {
+		return nil, fmt.Errorf("blob: list %s: %w", prefix, err)
+	}
+	keys := l.page.keys
+	slices.Sort(keys)
+	return keys, nil
+}
+
+// cutLast splits s around its last sep; base is "" when there is none.
+func cutLast(s string, sep byte) (base, rest string, ok bool) {
+	if i := strings.LastIndexByte(s, sep); i >= 0 {
+		return s[:i], s[i+1:], true
+	}
+	return "", s, false
+}
+
+// lister keeps the limit first keys after after that start with prefix.
+type lister struct {
+	prefix, after string
+	limit         int
+	page          maxHeap
+}
+
+// list adds the keys under the directory of key dir ("" for Root).
+func (d *Dir) list(ctx context.Context, dir string, l *lister) error {
+	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(dir)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read only
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		entries, err := f.ReadDir(1024)
+		for _, e := range entries {
+			name := e.Name()
+			if name == "" || name[0] == '.' {
+				continue
+			}
+			key := name
+			if dir != "" {
+				key = dir + "/" + name
+			}
+			switch {
+			case e.IsDir():
+				// Its keys are key+"/…", all below key+"0".
+				sub := key + "/"
+				if !strings.HasPrefix(sub, l.prefix) && !strings.HasPrefix(l.prefix, sub) || l.after >= key+"0" ||
+					len(l.page.keys) == l.limit && sub > l.page.keys[0] {
+					continue
+				}
+				if err := d.list(ctx, key, l); err != nil {
+					return err
+				}
+			case e.Type().IsRegular():
+				if key <= l.after || !strings.HasPrefix(key, l.prefix) || ValidKey(key) != nil {
+					continue
+				}
+				if len(l.page.keys) < l.limit {
+					heap.Push(&l.page, key)
+				} else if key < l.page.keys[0] {
+					l.page.keys[0] = key
+					heap.Fix(&l.page, 0)
+				}
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// maxHeap is a heap of keys, the greatest first.
+type maxHeap struct{ keys []string }
+
+func (h *maxHeap) Len() int           { return len(h.keys) }
+func (h *maxHeap) Less(i, j int) bool { return h.keys[i] > h.keys[j] }
+func (h *maxHeap) Swap(i, j int)      { h.keys[i], h.keys[j] = h.keys[j], h.keys[i] }
+func (h *maxHeap) Push(x any)         { h.keys = append(h.keys, x.(string)) }
+func (h *maxHeap) Pop() any {
+	k := h.keys[len(h.keys)-1]
+	h.keys = h.keys[:len(h.keys)-1]
+	return k
 }

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -106,4 +108,21 @@ func (m *Memory) Lock(_ context.Context, key string, until time.Time) error {
 		m.locks[key] = until.UTC()
 	}
 	return nil
+}
+
+// ListAfter implements Store.
+func (m *Memory) ListAfter(_ context.Context, prefix, after string, limit int) ([]string, error) {
+	keys := []string{}
+	if limit <= 0 {
+		return keys, nil
+	}
+	m.mu.Lock()
+	for k := range m.objs {
+		if k > after && strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	m.mu.Unlock()
+	slices.Sort(keys)
+	return keys[:min(len(keys), limit)], nil
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"Lock/NotFound", lockMissing},
 		{"Key/Invalid", invalidKeys},
 		{"Put/ConcurrentSameKey", concurrentPut},
+		{"ListAfter/Pages", listPages},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -280,4 +282,60 @@ func concurrentPut(t *testing.T, s blob.Store) {
 		}
 	}
 	t.Fatalf("after concurrent Puts the object (%d bytes) is none of the writers' whole objects", len(got))
+}
+
+// listPages lists keys a page at a time, in byte order, under a prefix or
+// all of them, resuming after a key that is gone too.
+func listPages(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	for _, k := range []string{"recordings/c", "recordings/b.1", "recordings-x", "recordings/sub/d", "recordings/a", "other/z", "recordings/b", "recordings/gone"} {
+		put(t, s, k, []byte(k))
+	}
+	if err := s.Delete(ctx, "recordings/gone"); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"other/z", "recordings-x", "recordings/a", "recordings/b", "recordings/b.1", "recordings/c", "recordings/sub/d"}
+	walk := func(prefix string, limit int) ([]string, int) {
+		var got []string
+		after, pages := "", 0
+		for {
+			keys, err := s.ListAfter(ctx, prefix, after, limit)
+			if err != nil {
+				t.Fatalf("ListAfter(%q, %q, %d): %v", prefix, after, limit, err)
+			}
+			if len(keys) > limit {
+				t.Fatalf("ListAfter(%q, %q, %d) = %q: more than the limit", prefix, after, limit, keys)
+			}
+			if len(keys) == 0 {
+				return got, pages
+			}
+			pages++
+			got = append(got, keys...)
+			after = keys[len(keys)-1]
+		}
+	}
+	for _, c := range []struct {
+		prefix string
+		limit  int
+		want   []string
+		pages  int
+	}{
+		{"recordings/", 2, all[2:], 3},
+		{"recordings/", 1000, all[2:], 1},
+		{"", 1, all, 7},
+		{"", 3, all, 3},
+		{"recordings/b", 10, []string{"recordings/b", "recordings/b.1"}, 1},
+		{"recordings/sub/", 10, []string{"recordings/sub/d"}, 1},
+		{"nothing/", 10, nil, 0},
+	} {
+		if got, pages := walk(c.prefix, c.limit); !slices.Equal(got, c.want) || pages != c.pages {
+			t.Errorf("pages of %d under %q: %q in %d pages; want %q in %d", c.limit, c.prefix, got, pages, c.want, c.pages)
+		}
+	}
+	if keys, err := s.ListAfter(ctx, "recordings/", "recordings/bb", 10); err != nil || !slices.Equal(keys, []string{"recordings/c", "recordings/sub/d"}) {
+		t.Errorf("ListAfter from a key that is not there = %q, %v", keys, err)
+	}
+	if keys, err := s.ListAfter(ctx, "", "", 0); err != nil || len(keys) != 0 {
+		t.Errorf("ListAfter of none = %q, %v", keys, err)
+	}
 }

@@ -30,10 +30,11 @@
 // bucket, until Delete.
 //
 // The credentials need s3:GetBucketObjectLockConfiguration (New),
-// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucket (List),
-// s3:ListBucketVersions, s3:DeleteObject and s3:DeleteObjectVersion, and
-// either s3:PutObjectRetention and s3:GetObjectRetention (with Object
-// Lock) or s3:PutObjectTagging and s3:GetObjectTagging (without).
+// s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucket (List
+// and ListAfter), s3:ListBucketVersions, s3:DeleteObject and
+// s3:DeleteObjectVersion, and either s3:PutObjectRetention and
+// s3:GetObjectRetention (with Object Lock) or s3:PutObjectTagging and
+// s3:GetObjectTagging (without).
 package s3blob
 
 import (
@@ -306,6 +307,34 @@ func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
 		}
 		in.ContinuationToken = page.NextContinuationToken
 	}
+}
+
+// ListAfter implements blob.Store: one ListObjectsV2 request a thousand
+// keys, from StartAfter. Like List it lists the objects whose current
+// version is not a delete marker.
+func (s *Store) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys := []string{}
+	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix)}
+	if after != "" {
+		in.StartAfter = aws.String(s.prefix + after)
+	}
+	for len(keys) < limit {
+		in.MaxKeys = aws.Int32(int32(min(limit-len(keys), 1000)))
+		page, err := s.client.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("s3blob: list %s: %w", prefix, err)
+		}
+		for _, o := range page.Contents {
+			if key := strings.TrimPrefix(aws.ToString(o.Key), s.prefix); len(keys) < limit && key > after {
+				keys = append(keys, key)
+			}
+		}
+		if !aws.ToBool(page.IsTruncated) || page.NextContinuationToken == nil {
+			break
+		}
+		in.ContinuationToken, in.StartAfter = page.NextContinuationToken, nil
+	}
+	return keys, nil
 }
 
 // Delete removes every version of key, none when one of them is locked.
