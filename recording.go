@@ -96,7 +96,7 @@ func (s *Service) Recordings() blob.Store {
 // Config.Recordings it moves none.
 //
 // Each move is three steps, so that a crash anywhere leaves nothing lost
-// and no object that no row names: the session's Recording.Key is
+// and no object is written that no row names: the session's Recording.Key is
 // recorded first (from then on the session takes no more chunks); the
 // object is written; then one transaction records its size and digest and
 // drops the chunks from the database. A move cut short is finished by the
@@ -104,7 +104,9 @@ func (s *Service) Recordings() blob.Store {
 // that has its object deleted by the purge. A session purged while its
 // object is being written (between the first step and the last) has the
 // object's removal asked for by the last step, in its transaction: the
-// purge's own removal may have run before the object landed.
+// purge's own removal may have run before the object landed. A process
+// that dies before that step leaves such an object, which no row names
+// and no job removes: the sweep (retain.SweepRecordings) deletes it.
 func (s *Service) MoveRecordings(ctx context.Context, limit int) (int, error) {
 	if s.recordings == nil || limit <= 0 {
 		return 0, nil

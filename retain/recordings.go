@@ -30,20 +30,28 @@ type MoveConfig struct {
 	Every time.Duration
 	// Batch is how many recordings one transaction's read lists: default
 	// 500. A run moves batch after batch until one is not full.
-	Batch  int
-	Logger *slog.Logger // default slog.Default()
+	Batch int
+	// SweepEvery is how often the sweep (JobSweepRecordings) runs, a page
+	// of the recordings store each time: default one minute.
+	SweepEvery time.Duration
+	// SweepPage is how many objects one sweep lists: default 1,000, one
+	// S3 list request. With the defaults a pass over a million recordings
+	// takes about 17 hours.
+	SweepPage int
+	Logger    *slog.Logger // default slog.Default()
 }
 
 // MoveHandlers returns the job handlers that move finished recordings to
-// the blob store (D52): the recurring move, and the lock of a retained
+// the blob store (D52): the recurring move, the lock of a retained
 // session's object until its ExpiresAt (consent.JobLockRecording), asked
 // for when such a recording is moved and when a moved recording's session
-// is retained.
+// is retained, and the recurring sweep that deletes the objects no
+// session names (SweepRecordings).
 func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
 	if cfg.Service == nil || cfg.Service.Recordings() == nil {
 		return nil, errors.New("retain: MoveConfig needs a Service with Config.Recordings")
 	}
-	if cfg.Every < 0 || cfg.Batch < 0 {
+	if cfg.Every < 0 || cfg.Batch < 0 || cfg.SweepEvery < 0 || cfg.SweepPage < 0 {
 		return nil, errors.New("retain: MoveConfig values must not be negative (zero means the default)")
 	}
 	if cfg.Every == 0 {
@@ -51,6 +59,12 @@ func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = 500
+	}
+	if cfg.SweepEvery == 0 {
+		cfg.SweepEvery = time.Minute
+	}
+	if cfg.SweepPage == 0 {
+		cfg.SweepPage = 1000
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -76,6 +90,7 @@ func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
 			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 				return jobs.Result{}, lockRecording(ctx, svc, j.Key)
 			}},
+		sweepHandler(cfg),
 	}, nil
 }
 
