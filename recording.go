@@ -261,11 +261,19 @@ const jobDeleteRecording = "recording.delete"
 // EnqueueRecordingLock asks, in tx, for the lock of a retained session's
 // moved recording until its ExpiresAt (consent.JobLockRecording), once tx
 // commits. A lock already asked for and not yet done is enough: it reads
-// the session when it runs.
+// the session when it runs (EnqueueOnce).
 func EnqueueRecordingLock(ctx context.Context, tx consent.Tx, sessionID string, now time.Time) error {
-	err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobLockRecording, Key: sessionID, RunAfter: now, CreatedAt: now})
-	if consent.ErrorCode(err) == consent.Conflict {
-		return nil
+	return EnqueueOnce(ctx, tx, &consent.Job{Kind: consent.JobLockRecording, Key: sessionID, RunAfter: now, CreatedAt: now})
+}
+
+// EnqueueOnce enqueues j in tx unless a job of its kind and key is queued
+// already, for jobs that read what to do when they run (locks). The job
+// is looked for first, not inserted and its conflict ignored: a refused
+// insert ends a PostgreSQL transaction.
+func EnqueueOnce(ctx context.Context, tx consent.Tx, j *consent.Job) error {
+	_, err := tx.Job(ctx, j.Kind, j.Key)
+	if consent.ErrorCode(err) != consent.NotFound {
+		return err
 	}
-	return err
+	return tx.EnqueueJob(ctx, j)
 }

@@ -27,14 +27,9 @@ const (
 
 // enqueueLock asks, in tx, for the lock job of kind and key, due now. A
 // lock already asked for and not yet done is enough: it reads the row
-// when it runs. (Looked for first rather than inserted and its conflict
-// ignored: a refused insert ends a PostgreSQL transaction.)
+// when it runs (consentkit.EnqueueOnce).
 func enqueueLock(ctx context.Context, tx consent.Tx, kind, key string, now time.Time) error {
-	_, err := tx.Job(ctx, kind, key)
-	if consent.ErrorCode(err) != consent.NotFound {
-		return err
-	}
-	return tx.EnqueueJob(ctx, &consent.Job{Kind: kind, Key: key, RunAfter: now, CreatedAt: now})
+	return consentkit.EnqueueOnce(ctx, tx, &consent.Job{Kind: kind, Key: key, RunAfter: now, CreatedAt: now})
 }
 
 // lockHandlers returns the handlers of the lock jobs, which lock in videos

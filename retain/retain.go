@@ -92,16 +92,8 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 	if err := tx.UpdateSession(ctx, ses); err != nil {
 		return nil, consent.StorageFailure("retain "+sessionID, err)
 	}
-	if ses.Recording.Moved() && ses.RetentionStatus == consent.RetentionRetained {
-		if err := consentkit.EnqueueRecordingLock(ctx, tx, sessionID, s.svc.Now()); err != nil {
-			return nil, consent.StorageFailure("retain "+sessionID+": lock its recording", err)
-		}
-	}
-	if ses.Video.Path != "" {
-		// Its lock follows the session's retention date (D45).
-		if err := enqueueLock(ctx, tx, JobLockVideo, sessionID, s.svc.Now()); err != nil {
-			return nil, consent.StorageFailure("retain "+sessionID+": lock its video", err)
-		}
+	if err := s.lockRetained(ctx, tx, ses); err != nil {
+		return nil, err
 	}
 	if r.video {
 		if err := tx.EnqueueJob(ctx, s.conversion(ses)); err != nil {
@@ -115,6 +107,23 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 		return nil, consent.StorageFailure("retain "+sessionID+": webhook", err)
 	}
 	return out, nil
+}
+
+// lockRetained asks, in tx, for the locks of what a retention just kept
+// of ses until its retention date: its moved recording (D52) and its
+// video (D45), each lock following the date a later retention moves.
+func (s *Service) lockRetained(ctx context.Context, tx consent.Tx, ses *consent.Session) error {
+	if ses.Recording.Moved() && ses.RetentionStatus == consent.RetentionRetained {
+		if err := consentkit.EnqueueRecordingLock(ctx, tx, ses.ID, s.svc.Now()); err != nil {
+			return consent.StorageFailure("retain "+ses.ID+": lock its recording", err)
+		}
+	}
+	if ses.Video.Path != "" {
+		if err := enqueueLock(ctx, tx, JobLockVideo, ses.ID, s.svc.Now()); err != nil {
+			return consent.StorageFailure("retain "+ses.ID+": lock its video", err)
+		}
+	}
+	return nil
 }
 
 // attest asks for the attestation of each of the company's certificates
@@ -420,6 +429,11 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 	}
 	if err := tx.UpdateSessions(ctx, retained); err != nil {
 		return nil, consent.StorageFailure("retain batch", err)
+	}
+	for _, ses := range retained {
+		if err := s.lockRetained(ctx, tx, ses); err != nil {
+			return nil, err
+		}
 	}
 	if err := b.Flush(ctx); err != nil {
 		return nil, err
