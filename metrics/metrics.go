@@ -193,6 +193,11 @@ func (b *blobs) Lock(ctx context.Context, key string, until time.Time) error {
 	return b.count("lock", b.Store.Lock(ctx, key, until))
 }
 
+func (b *blobs) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
+	keys, err := b.Store.ListAfter(ctx, prefix, after, limit)
+	return keys, b.count("list", err)
+}
+
 // Videos returns v, the store of videos and attestation screenshots, with
 // its failures counted as Blobs counts a blob store's, under
 // store="videos" (op put, open, delete, lock or discard). A video not

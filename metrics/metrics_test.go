@@ -186,11 +186,15 @@ next:
 
 func decode(r io.Reader, v any) error { return json.NewDecoder(r).Decode(v) }
 
-// failingBlobs fails every Put.
+// failingBlobs fails every Put and every listing.
 type failingBlobs struct{ blob.Store }
 
 func (failingBlobs) Put(context.Context, string, io.Reader) (blob.Info, error) {
 	return blob.Info{}, errors.New("disk full")
+}
+
+func (failingBlobs) ListAfter(context.Context, string, string, int) ([]string, error) {
+	return nil, errors.New("connection reset")
 }
 
 // The group commit of a SQLite store, its job queues' depths and a blob
@@ -217,6 +221,9 @@ func TestStoreAndBlobs(t *testing.T) {
 	}
 	if _, _, err := b.Open(ctx, "recordings/none"); !errors.Is(err, blob.ErrNotFound) {
 		t.Fatalf("Open of nothing: %v", err)
+	}
+	if _, err := b.ListAfter(ctx, "recordings/", "", 10); err == nil {
+		t.Fatal("ListAfter did not fail")
 	}
 
 	m.WatchQueues(svc.Store(), "convert", "webhook")
@@ -245,6 +252,9 @@ func TestStoreAndBlobs(t *testing.T) {
 	}
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "put"}); got != 2 {
 		t.Errorf("blob put errors = %v, want 2", got)
+	}
+	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "list"}); got != 1 {
+		t.Errorf("blob list errors = %v, want 1", got)
 	}
 	if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "recordings", "op": "open"}); got != -1 {
 		t.Errorf("blob open errors = %v, want none counted for a missing object", got)
