@@ -312,7 +312,9 @@ func (a *attestor) statement(cert *consent.Certificate, m *mp4.Attestation, reas
 //     consent is a mismatch;
 //   - differences are a mismatch, unless the replay could not reproduce
 //     something (m.Unreproducible: a stylesheet, a font…) that may explain
-//     them: then the status is unavailable, and the reason names both.
+//     them: then the status is unavailable, the reason names both, and the
+//     differences are listed all the same, so that what the replay
+//     measured is never hidden by what it could not load.
 //
 // Attested means every consent was found and measured as claimed.
 func compare(st *signed.Statement, records []consent.Record, certVisibility *consent.Visibility, m *mp4.Attestation) {
@@ -370,7 +372,7 @@ func compare(st *signed.Statement, records []consent.Record, certVisibility *con
 		for i, d := range diffs {
 			fields[i] = fmt.Sprintf("consent %d %s", d.Consent, d.Field)
 		}
-		st.Status = signed.Unavailable
+		st.Status, st.Differences = signed.Unavailable, diffs
 		st.Reason = fmt.Sprintf("the replay could not reproduce %s, which may explain what it measured otherwise than the browser claimed (%s)",
 			strings.Join(m.Unreproducible, ", "), strings.Join(fields, ", "))
 	case unnamed > 0:
