@@ -1,8 +1,10 @@
 package retain_test
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/blob"
@@ -45,6 +47,66 @@ func TestRecordingLockAskedOnce(t *testing.T) {
 			if err := blobs.Delete(ctx, consentkit.RecordingKey(id)); !errors.Is(err, blob.ErrLocked) {
 				t.Errorf("%s: Delete of a retained recording: %v; want ErrLocked", id, err)
 			}
+		}
+	})
+}
+
+// hookedLocks records each Lock, and runs hook once, inside the first:
+// a commit made while a lock job runs.
+type hookedLocks struct {
+	blob.Store
+	hook  func()
+	locks []time.Time
+}
+
+func (h *hookedLocks) Lock(ctx context.Context, key string, until time.Time) error {
+	if h.hook != nil {
+		hook := h.hook
+		h.hook = nil
+		hook()
+	}
+	h.locks = append(h.locks, until)
+	return h.Store.Lock(ctx, key, until)
+}
+
+// A retention committed while a recording's lock job runs — its ask for
+// the lock finding that job still queued — is not lost: the transaction
+// that ends the job reads the session again, finds a later date than it
+// locked until, and asks for the job again, which locks until then (D52),
+// on every store.
+func TestRecordingLockFollowsARetentionDuringTheJob(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		blobs := &hookedLocks{Store: blob.NewMemory()}
+		e := newMoveEnv(t, open(t), blobs)
+		e.record(t, "s1")
+		e.clock.Add(consentkit.DefaultRecordingIdle)
+		e.move(t, 1)
+		check(t)(retain.New(e.svc).RetainSession(ctx, "acme", "acme", "s1"))
+		first := e.session(t, "s1").ExpiresAt
+		later := first.Add(24 * time.Hour)
+		blobs.hook = func() { // as a later retention would, while the job runs
+			check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+				ses, err := tx.Session(ctx, "s1")
+				if err != nil {
+					return err
+				}
+				ses.ExpiresAt = later
+				if err := tx.UpdateSession(ctx, ses); err != nil {
+					return err
+				}
+				return consentkit.EnqueueRecordingLock(ctx, tx, "s1", e.svc.Now())
+			}))
+		}
+		for range 2 {
+			if ok, err := e.runner.RunOnce(ctx, consent.JobLockRecording); !ok || err != nil {
+				t.Fatalf("RunOnce(%s) = %v, %v; want the job, then the job asked again", consent.JobLockRecording, ok, err)
+			}
+		}
+		if ok, err := e.runner.RunOnce(ctx, consent.JobLockRecording); ok || err != nil {
+			t.Errorf("RunOnce(%s) = %v, %v; want no job left", consent.JobLockRecording, ok, err)
+		}
+		if len(blobs.locks) != 2 || !blobs.locks[0].Equal(first) || !blobs.locks[1].Equal(later) {
+			t.Errorf("locked until %v; want %v, then %v", blobs.locks, first, later)
 		}
 	})
 }

@@ -36,48 +36,73 @@ func enqueueLock(ctx context.Context, tx consent.Tx, kind, key string, now time.
 // what the rows name now: a session purged, or a video replaced, since the
 // job was asked for leaves nothing to lock, or the row's newer object.
 func lockHandlers(svc *consentkit.Service, videos VideoStore) []jobs.Handler {
-	lock := func(read func(ctx context.Context, tx consent.Tx, key string) (string, time.Time, error)) func(context.Context, *consent.Job) (jobs.Result, error) {
-		return func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+	return []jobs.Handler{
+		lockHandler(svc, JobLockVideo, videos.Lock, func(ctx context.Context, tx consent.Tx, id string) (string, time.Time, error) {
+			ses, err := tx.Session(ctx, id)
+			if err != nil || ses.RetentionStatus == consent.RetentionExpired {
+				return "", time.Time{}, err
+			}
+			return ses.Video.Path, ses.ExpiresAt, nil
+		}),
+		lockHandler(svc, JobLockScreenshot, videos.Lock, func(ctx context.Context, tx consent.Tx, id string) (string, time.Time, error) {
+			cert, err := tx.Certificate(ctx, id)
+			if err != nil {
+				return "", time.Time{}, err
+			}
+			att, err := tx.Attestation(ctx, id)
+			if err != nil {
+				return "", time.Time{}, err
+			}
+			return att.Screenshot, cert.ExpiresAt, nil
+		}),
+	}
+}
+
+// lockHandler is the handler of a lock job of kind: read says, in a
+// transaction, what the row keyed by the job's key names now and until
+// when to keep it ("" and no error: nothing to lock; a row not found is
+// nothing), and lock locks it. The transaction that ends the job reads the
+// row again: when it names another object, or a later date — a retention
+// or a conversion committed while the job ran, whose ask found this job
+// still queued — it asks for the job again, so that no object a row names
+// stays unlocked.
+func lockHandler(svc *consentkit.Service, kind string, lock func(ctx context.Context, path string, until time.Time) error,
+	read func(ctx context.Context, tx consent.Tx, key string) (string, time.Time, error)) jobs.Handler {
+	named := func(ctx context.Context, tx consent.Tx, key string) (string, time.Time, error) {
+		path, until, err := read(ctx, tx, key)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return "", time.Time{}, nil
+		}
+		return path, until, err
+	}
+	return jobs.Handler{Kind: kind, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			var (
 				path  string
 				until time.Time
 			)
 			err := svc.Store().View(ctx, func(tx consent.Tx) error {
 				var err error
-				path, until, err = read(ctx, tx, j.Key)
-				if consent.ErrorCode(err) == consent.NotFound {
-					path, err = "", nil
-				}
+				path, until, err = named(ctx, tx, j.Key)
 				return err
 			})
-			if err != nil || path == "" {
+			if err != nil {
 				return jobs.Result{}, err
 			}
-			return jobs.Result{}, videos.Lock(ctx, path, until)
-		}
-	}
-	return []jobs.Handler{
-		{Kind: JobLockVideo, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
-			Do: lock(func(ctx context.Context, tx consent.Tx, id string) (string, time.Time, error) {
-				ses, err := tx.Session(ctx, id)
-				if err != nil || ses.RetentionStatus == consent.RetentionExpired {
-					return "", time.Time{}, err
+			if path != "" {
+				if err := lock(ctx, path, until); err != nil {
+					return jobs.Result{}, err
 				}
-				return ses.Video.Path, ses.ExpiresAt, nil
-			})},
-		{Kind: JobLockScreenshot, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
-			Do: lock(func(ctx context.Context, tx consent.Tx, id string) (string, time.Time, error) {
-				cert, err := tx.Certificate(ctx, id)
-				if err != nil {
-					return "", time.Time{}, err
+			}
+			return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+				now, nowUntil, err := named(ctx, tx, j.Key)
+				if err != nil || now == path && !nowUntil.After(until) {
+					return err
 				}
-				att, err := tx.Attestation(ctx, id)
-				if err != nil {
-					return "", time.Time{}, err
-				}
-				return att.Screenshot, cert.ExpiresAt, nil
-			})},
-	}
+				t := svc.Now()
+				return tx.EnqueueJob(ctx, &consent.Job{Kind: kind, Key: j.Key, RunAfter: t, CreatedAt: t})
+			}}, nil
+		}}
 }
 
 // discard removes, best effort, the object at path that a job wrote for

@@ -86,33 +86,22 @@ func MoveHandlers(cfg MoveConfig) ([]jobs.Handler, error) {
 				}
 			}
 		}},
-		{Kind: consent.JobLockRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
-			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-				return jobs.Result{}, lockRecording(ctx, svc, j.Key)
-			}},
+		lockHandler(svc, consent.JobLockRecording, func(ctx context.Context, key string, until time.Time) error {
+			return svc.Recordings().Lock(ctx, key, until)
+		}, recordingToLock),
 		sweepHandler(cfg),
 	}, nil
 }
 
-// lockRecording locks a retained session's moved recording until the
-// session's ExpiresAt, read now: a later retention asks again.
-func lockRecording(ctx context.Context, svc *consentkit.Service, sessionID string) error {
-	var ses *consent.Session
-	err := svc.Store().View(ctx, func(tx consent.Tx) error {
-		var err error
-		ses, err = tx.Session(ctx, sessionID)
-		return err
-	})
-	if consent.ErrorCode(err) == consent.NotFound {
-		return nil
+// recordingToLock says what a recording lock job locks: a retained
+// session's moved recording, until the session's ExpiresAt, read when the
+// job runs (a later retention asks again); nothing for another session.
+func recordingToLock(ctx context.Context, tx consent.Tx, sessionID string) (string, time.Time, error) {
+	ses, err := tx.Session(ctx, sessionID)
+	if err != nil || !ses.Recording.Moved() || ses.RetentionStatus != consent.RetentionRetained {
+		return "", time.Time{}, err
 	}
-	if err != nil {
-		return err
-	}
-	if !ses.Recording.Moved() || ses.RetentionStatus != consent.RetentionRetained {
-		return nil
-	}
-	return svc.Recordings().Lock(ctx, ses.Recording.Key, ses.ExpiresAt)
+	return ses.Recording.Key, ses.ExpiresAt, nil
 }
 
 // deleteRecording removes a purged session's recording object. Without a
