@@ -131,9 +131,10 @@ func (e *AttestationIntegrityError) Unwrap() error { return consent.ErrIntegrity
 // statement is of c as signed (its id and the SHA-256 of c's canonical
 // encoding) and its signature holds under the key it names, found as a
 // certificate's is (CheckIntegrity). A
-// Service with keys refuses an unsigned statement unless it was measured
-// before Config.UnsignedBefore; one without keys takes it unsigned, as it
-// takes certificates. Every caller that reads a status goes through here:
+// Service with keys refuses an unsigned statement unless its certificate
+// passes unsigned too (it carries no signature and was created before
+// Config.UnsignedBefore) and it was measured before then; one without keys
+// takes it unsigned, as it takes certificates. Every caller that reads a status goes through here:
 // verifications, their grades, certificate-info and the dashboard. The
 // refusal is an *AttestationIntegrityError.
 func (s *Service) CheckAttestation(ctx context.Context, tx consent.Tx, c *consent.Certificate, a *consent.Attestation) error {
@@ -158,8 +159,12 @@ func (s *Service) CheckAttestation(ctx context.Context, tx consent.Tx, c *consen
 	}
 	content := consent.Signed(c)
 	if len(a.Signature) == 0 {
-		measured, _ := time.Parse(time.RFC3339Nano, st.MeasuredAt)
-		if len(s.keys) > 0 && !measured.Before(s.cfg.UnsignedBefore) {
+		// Unsigned only where the certificate itself passes unsigned: its
+		// signature and creation time are what no row can change, not the
+		// statement's own time.
+		measured, err := time.Parse(time.RFC3339Nano, st.MeasuredAt)
+		if len(s.keys) > 0 && (err != nil || len(c.Signature) > 0 || !c.CreatedAt.Before(s.cfg.UnsignedBefore) ||
+			!measured.Before(s.cfg.UnsignedBefore)) {
 			return refuse("the statement is not signed")
 		}
 		if _, err := st.Encoding(); err != nil {

@@ -27,7 +27,9 @@ type Statement struct {
 	// Consents are the measured facts, one per consent of the certificate.
 	Consents []StatedConsent `json:"consents"`
 	// Differences are the facts measured otherwise than the browser
-	// claimed them; empty unless Status is "mismatch".
+	// claimed them: listed with "mismatch", and with "unavailable" when
+	// something the replay could not load may explain them; empty with
+	// "attested".
 	Differences []Difference `json:"differences"`
 	KeyID       string       `json:"key_id"`
 	// MeasuredAt is when the replay measured, as the encoding writes times.

@@ -194,28 +194,61 @@ func TestAttestationStatusHolds(t *testing.T) {
 			})
 		}
 		t.Run("unsigned before UnsignedBefore", func(t *testing.T) {
-			c := e.issue(t, "cert-unsigned-early")
-			body, _, _ := statement(t, c, signed.Attested, nil)
-			e.record(t, &consent.Attestation{Evidence: consent.Evidence{CertificateID: c.ID, Status: consent.AttestationAttested, Statement: body}})
+			// A certificate issued before signing began, and its statement
+			// measured then: both unsigned, both pass. A signed
+			// certificate's statement must be signed, whatever time the
+			// statement's own row gives (backdated, empty).
+			unsignedSvc, err := consentkit.NewService(e.svc.Store(), consentkit.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			early, err := unsignedSvc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-unsigned-early", CompanyID: "acme", PropertyID: "web",
+				SessionID: "s1", Origin: "https://acme.example/", Records: []consent.Record{{Text: attestedText, Types: []string{"tcpa"}}}})
+			if err != nil || len(early.Signature) != 0 {
+				t.Fatalf("an unsigned certificate: %+v %v", early, err)
+			}
+			body, _, _ := statement(t, early, signed.Attested, nil)
+			e.record(t, &consent.Attestation{Evidence: consent.Evidence{CertificateID: early.ID, Status: consent.AttestationAttested, Statement: body}})
+			signedCert := e.issue(t, "cert-signed-unsigned-statement")
+			backdated := func(measuredAt string) []byte {
+				var st signed.Statement
+				b, _, _ := statement(t, signedCert, signed.Attested, nil)
+				if err := json.Unmarshal(b, &st); err != nil {
+					t.Fatal(err)
+				}
+				st.MeasuredAt = measuredAt
+				out, err := json.Marshal(&st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
 			key, err := signed.NewSigningKey("k9")
 			if err != nil {
 				t.Fatal(err)
 			}
 			lenient, err := consentkit.NewService(e.svc.Store(), consentkit.Config{SigningKeys: []signed.SigningKey{key},
-				UnsignedBefore: c.CreatedAt.Add(time.Second)})
+				PublicKeys: e.svc.PublicKeys(), UnsignedBefore: early.CreatedAt.Add(time.Second)})
 			if err != nil {
 				t.Fatal(err)
 			}
 			err = e.svc.Store().View(ctx, func(tx consent.Tx) error {
-				a, err := tx.Attestation(ctx, c.ID)
+				a, err := tx.Attestation(ctx, early.ID)
 				if err != nil {
 					return err
 				}
-				if err := lenient.CheckAttestation(ctx, tx, c, a); err != nil {
-					t.Errorf("an unsigned statement measured before UnsignedBefore: %v", err)
+				if err := lenient.CheckAttestation(ctx, tx, early, a); err != nil {
+					t.Errorf("an unsigned certificate's unsigned statement, both before UnsignedBefore: %v", err)
 				}
-				if err := e.svc.CheckAttestation(ctx, tx, c, a); !errors.Is(err, consent.ErrIntegrity) {
+				if err := e.svc.CheckAttestation(ctx, tx, early, a); !errors.Is(err, consent.ErrIntegrity) {
 					t.Errorf("an unsigned statement, no UnsignedBefore: %v", err)
+				}
+				for _, at := range []string{"2000-01-01T00:00:00Z", ""} {
+					forged := &consent.Attestation{Evidence: consent.Evidence{CertificateID: signedCert.ID, Status: consent.AttestationAttested,
+						Statement: backdated(at)}}
+					if err := lenient.CheckAttestation(ctx, tx, signedCert, forged); !errors.Is(err, consent.ErrIntegrity) {
+						t.Errorf("a signed certificate's unsigned statement measured at %q: %v; want refused", at, err)
+					}
 				}
 				return nil
 			})
