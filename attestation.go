@@ -108,39 +108,33 @@ func (s *Service) Attestation(ctx context.Context, companyID, certificateID stri
 	return a, err
 }
 
-// AttestationIntegrityError is CheckAttestation's refusal of an
-// attestation whose status no statement of the certificate, signed by the
-// service, says: a row changed in the store. It wraps consent.ErrIntegrity,
-// so a verification answers it as it answers a changed certificate (409
-// certificate integrity check failed).
-type AttestationIntegrityError struct {
+// StatementIntegrityError is the refusal of a statement signed apart
+// from its certificate — an attestation (CheckAttestation) or insights
+// (CheckInsights) — whose status no statement of the certificate, signed
+// by the service, says: a row changed in the store. It wraps
+// consent.ErrIntegrity, so a verification answers it as it answers a
+// changed certificate (409 certificate integrity check failed).
+type StatementIntegrityError struct {
 	CertificateID string
-	Reason        string // why the stored attestation does not hold
+	Of            string // "attestation" or "insights"
+	Reason        string // why the stored statement does not hold
 }
 
-func (e *AttestationIntegrityError) Error() string {
-	return fmt.Sprintf("%v: the attestation of certificate %s: %s", consent.ErrIntegrity, e.CertificateID, e.Reason)
+func (e *StatementIntegrityError) Error() string {
+	return fmt.Sprintf("%v: the %s of certificate %s: %s", consent.ErrIntegrity, e.Of, e.CertificateID, e.Reason)
 }
 
 // Unwrap returns consent.ErrIntegrity.
-func (e *AttestationIntegrityError) Unwrap() error { return consent.ErrIntegrity }
+func (e *StatementIntegrityError) Unwrap() error { return consent.ErrIntegrity }
 
 // CheckAttestation reports whether a, the attestation of c as read through
 // tx, says what the attestation job recorded (D49). Pending holds only with
 // no statement; any other status only as its statement's status, when the
-// statement is of c as signed (its id and the SHA-256 of c's canonical
-// encoding) and its signature holds under the key it names, found as a
-// certificate's is (CheckIntegrity). A
-// Service with keys refuses an unsigned statement unless its certificate
-// passes unsigned too (it carries no signature and was created before
-// Config.UnsignedBefore) and it was measured before then; one without keys
-// takes it unsigned, as it takes certificates. Every caller that reads a status goes through here:
-// verifications, their grades, certificate-info and the dashboard. The
-// refusal is an *AttestationIntegrityError.
+// statement holds (checkStatement). Every caller that reads a status goes
+// through here: verifications, their grades, certificate-info and the
+// dashboard. The refusal is a *StatementIntegrityError.
 func (s *Service) CheckAttestation(ctx context.Context, tx consent.Tx, c *consent.Certificate, a *consent.Attestation) error {
-	refuse := func(format string, args ...any) error {
-		return &AttestationIntegrityError{CertificateID: c.ID, Reason: fmt.Sprintf(format, args...)}
-	}
+	refuse := refuser(c, "attestation")
 	if a.CertificateID != c.ID {
 		return refuse("the attestation is of certificate %s", a.CertificateID)
 	}
@@ -157,39 +151,104 @@ func (s *Service) CheckAttestation(ctx context.Context, tx consent.Tx, c *consen
 	if st.Status != a.Status {
 		return refuse("the signed statement says %q, not %q", st.Status, a.Status)
 	}
+	return s.checkStatement(ctx, tx, c, statementOf{
+		certificateID: st.CertificateID, certificateSHA256: st.CertificateSHA256, keyID: st.KeyID, measuredAt: st.MeasuredAt,
+		encoding: st.Encoding,
+		verify: func(key signed.PublicKey, content *signed.Content) error {
+			return signed.VerifyStatement(st, content, key, a.Signature)
+		},
+	}, a.Signature, a.KeyID, refuse)
+}
+
+// CheckInsights reports whether in, the insights of c as read through tx,
+// are what the insights job recorded (D50), as CheckAttestation does for
+// an attestation: pending and failed hold only with no statement, done
+// only with a statement that holds (checkStatement). insights.Ask goes
+// through here before it reads a verdict or a signal. The refusal is a
+// *StatementIntegrityError.
+func (s *Service) CheckInsights(ctx context.Context, tx consent.Tx, c *consent.Certificate, in *consent.Insights) error {
+	refuse := refuser(c, "insights")
+	if in.CertificateID != c.ID {
+		return refuse("the insights are of certificate %s", in.CertificateID)
+	}
+	proof, err := in.Proof()
+	switch {
+	case err != nil:
+		return refuse("the stored statement cannot be read")
+	case proof == nil && in.Status != consent.InsightsDone:
+		return nil
+	case proof == nil:
+		return refuse("the status is %q, and no signed statement says so", in.Status)
+	case in.Status != consent.InsightsDone:
+		return refuse("the status is %q beside a statement", in.Status)
+	}
+	st := proof.Statement
+	return s.checkStatement(ctx, tx, c, statementOf{
+		certificateID: st.CertificateID, certificateSHA256: st.CertificateSHA256, keyID: st.KeyID, measuredAt: st.MeasuredAt,
+		encoding: st.Encoding,
+		verify: func(key signed.PublicKey, content *signed.Content) error {
+			return signed.VerifyInsights(st, content, key, in.Signature)
+		},
+	}, in.Signature, in.KeyID, refuse)
+}
+
+// refuser returns what makes the refusals of c's statement of kind of.
+func refuser(c *consent.Certificate, of string) func(format string, args ...any) error {
+	return func(format string, args ...any) error {
+		return &StatementIntegrityError{CertificateID: c.ID, Of: of, Reason: fmt.Sprintf(format, args...)}
+	}
+}
+
+// statementOf is what checkStatement reads of a statement signed apart.
+type statementOf struct {
+	certificateID, certificateSHA256, keyID, measuredAt string
+	encoding                                            func() ([]byte, error)
+	verify                                              func(key signed.PublicKey, c *signed.Content) error
+}
+
+// checkStatement holds st, a statement of c stored with signature and
+// keyID, to D49's rule: it is of c as signed (its id and the SHA-256 of
+// c's canonical encoding) and its signature holds under the key it names,
+// found as a certificate's is (CheckIntegrity). A Service with keys
+// refuses an unsigned statement unless its certificate passes unsigned too
+// (it carries no signature and was created before Config.UnsignedBefore)
+// and it was measured before then; one without keys takes it unsigned, as
+// it takes certificates.
+func (s *Service) checkStatement(ctx context.Context, tx consent.Tx, c *consent.Certificate, st statementOf, signature []byte, keyID string,
+	refuse func(format string, args ...any) error) error {
 	content := consent.Signed(c)
-	if len(a.Signature) == 0 {
+	if len(signature) == 0 {
 		// Unsigned only where the certificate itself passes unsigned: its
 		// signature and creation time are what no row can change, not the
 		// statement's own time.
-		measured, err := time.Parse(time.RFC3339Nano, st.MeasuredAt)
+		measured, err := time.Parse(time.RFC3339Nano, st.measuredAt)
 		if len(s.keys) > 0 && (err != nil || len(c.Signature) > 0 || !c.CreatedAt.Before(s.cfg.UnsignedBefore) ||
 			!measured.Before(s.cfg.UnsignedBefore)) {
 			return refuse("the statement is not signed")
 		}
-		if _, err := st.Encoding(); err != nil {
+		if _, err := st.encoding(); err != nil {
 			return refuse("%v", err)
 		}
 		enc, err := content.Encoding()
 		if err != nil {
 			return refuse("%v", err)
 		}
-		if sum := sha256.Sum256(enc); st.CertificateID != c.ID || st.CertificateSHA256 != hex.EncodeToString(sum[:]) {
+		if sum := sha256.Sum256(enc); st.certificateID != c.ID || st.certificateSHA256 != hex.EncodeToString(sum[:]) {
 			return refuse("the statement is of another certificate than %s as signed", c.ID)
 		}
 		return nil
 	}
-	if a.KeyID != st.KeyID {
-		return refuse("key_id %q differs from the statement's %q", a.KeyID, st.KeyID)
+	if keyID != st.keyID {
+		return refuse("key_id %q differs from the statement's %q", keyID, st.keyID)
 	}
-	key, ok, err := s.key(ctx, tx, st.KeyID)
+	key, ok, err := s.key(ctx, tx, st.keyID)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return refuse("the statement is signed with key %q, which is neither configured nor published", st.KeyID)
+		return refuse("the statement is signed with key %q, which this service was not given", st.keyID)
 	}
-	if err := signed.VerifyStatement(st, &content, key, a.Signature); err != nil {
+	if err := st.verify(key, &content); err != nil {
 		return refuse("%v", err)
 	}
 	return nil

@@ -30,7 +30,7 @@ type attestationView struct {
 }
 
 // attestationView returns what the page shows of a, a certificate's
-// attestation, which check (consentkit.AttestationIntegrityError's
+// attestation, which check (consentkit.StatementIntegrityError's
 // Reason, "" when it holds) found; nil when none was asked for. A
 // statement that does not hold is a finding to show, not an error.
 func (h *Handler) attestationView(a *consent.Attestation, check string) *attestationView {

@@ -551,7 +551,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		// graded as no attestation, as verifications refuse it.
 		graded := attestation
 		if attestation != nil {
-			var bad *consentkit.AttestationIntegrityError
+			var bad *consentkit.StatementIntegrityError
 			switch err := h.svc.CheckAttestation(ctx, tx, c, attestation); {
 			case errors.As(err, &bad):
 				attestationFinding, graded = bad.Reason, nil

@@ -41,10 +41,15 @@ type Asked struct {
 // own view). The signed signals are judged again by judge's rules now
 // (D50) — a buyer verifying a seller's certificate is not bound by
 // thresholds the seller loosened — with the facts known now, and the
-// verdict is never milder than the signed one. The attestation's status
-// counts only as svc.CheckAttestation holds it; one that does not hold
-// is not known.
+// verdict is never milder than the signed one. The insights count only as
+// svc.CheckInsights holds them: insights that do not hold (a row changed
+// in the store) are its *consentkit.StatementIntegrityError. The
+// attestation's status counts only as svc.CheckAttestation holds it; one
+// that does not hold is not known.
 func Ask(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *consent.Certificate, in *consent.Insights, now time.Time, judge string) (*Asked, error) {
+	if err := svc.CheckInsights(ctx, tx, cert, in); err != nil {
+		return nil, err
+	}
 	v, err := tx.Velocity(ctx, cert)
 	if err != nil {
 		return nil, err
@@ -61,7 +66,7 @@ func Ask(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *cons
 	f := Facts{RevokedBefore: !cert.RevokedBefore.IsZero(), Velocity: &v}
 	switch at, err := tx.Attestation(ctx, cert.ID); {
 	case err == nil:
-		var broken *consentkit.AttestationIntegrityError
+		var broken *consentkit.StatementIntegrityError
 		switch err := svc.CheckAttestation(ctx, tx, cert, at); {
 		case err == nil:
 			f.Attestation = at.Status

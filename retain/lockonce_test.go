@@ -110,3 +110,57 @@ func TestRecordingLockFollowsARetentionDuringTheJob(t *testing.T) {
 		}
 	})
 }
+
+// refusingLocks refuses the first fail Locks, as a store missing the
+// permission to lock would until an operator grants it.
+type refusingLocks struct {
+	blob.Store
+	fail int
+}
+
+func (r *refusingLocks) Lock(ctx context.Context, key string, until time.Time) error {
+	if r.fail > 0 {
+		r.fail--
+		return errors.New("AccessDenied: s3:PutObjectRetention")
+	}
+	return r.Store.Lock(ctx, key, until)
+}
+
+// A lock job that keeps failing — for longer than any other job is tried
+// — is tried again, at most hourly, until the store takes the lock, and
+// meanwhile a later retention's ask is not lost to it: the recording ends
+// locked until the later date (D52).
+func TestRecordingLockNeverGivesUp(t *testing.T) {
+	blobs := &refusingLocks{Store: blob.NewMemory(), fail: 40}
+	e := newMoveEnv(t, teststore.Memory(t), blobs)
+	e.record(t, "s1")
+	e.clock.Add(consentkit.DefaultRecordingIdle)
+	e.move(t, 1)
+	check(t)(retain.New(e.svc).RetainSession(ctx, "acme", "acme", "s1"))
+	for i := 0; blobs.fail > 0; i++ {
+		if i > 100 {
+			t.Fatal("the lock job stopped being tried")
+		}
+		if ok, _ := e.runner.RunOnce(ctx, consent.JobLockRecording); !ok {
+			t.Fatalf("attempt %d: no lock job due; want it tried again", i)
+		}
+		e.clock.Add(time.Hour)
+	}
+	check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error { // a later retention, while it failed
+		ses, err := tx.Session(ctx, "s1")
+		if err != nil {
+			return err
+		}
+		ses.ExpiresAt = ses.ExpiresAt.Add(24 * time.Hour)
+		if err := tx.UpdateSession(ctx, ses); err != nil {
+			return err
+		}
+		return consentkit.EnqueueRecordingLock(ctx, tx, "s1", e.svc.Now())
+	}))
+	if ok, err := e.runner.RunOnce(ctx, consent.JobLockRecording); !ok || err != nil {
+		t.Fatalf("RunOnce(%s) = %v, %v; want the lock taken", consent.JobLockRecording, ok, err)
+	}
+	if err := blobs.Delete(ctx, consentkit.RecordingKey("s1")); !errors.Is(err, blob.ErrLocked) {
+		t.Errorf("Delete once the store takes locks again: %v; want ErrLocked", err)
+	}
+}

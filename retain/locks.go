@@ -75,7 +75,11 @@ func lockHandler(svc *consentkit.Service, kind string, lock func(ctx context.Con
 		}
 		return path, until, err
 	}
-	return jobs.Handler{Kind: kind, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: time.Hour,
+	// A lock job never fails for good: a lock is evidence kept from
+	// deletion, and a job failed for good would also swallow each later
+	// ask (EnqueueOnce finds it queued). It is tried again at most hourly
+	// until the store takes the lock; each failure counts in the metrics.
+	return jobs.Handler{Kind: kind, MaxAttempts: consent.MaxJobAttempts, Backoff: time.Minute, MaxBackoff: time.Hour,
 		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 			var (
 				path  string
