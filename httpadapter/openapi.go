@@ -15,6 +15,9 @@ import (
 	"unicode"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/insights"
+	"github.com/consentkit/consentkit/profile"
+	"github.com/consentkit/consentkit/signed"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -632,6 +635,9 @@ func fields(t reflect.Type, response bool, props object, required *[]string) {
 		}
 		omitempty := strings.Contains(","+opts+",", ",omitempty,")
 		s := schemaOf(f.Type, response)
+		if values, ok := enums[t][name]; ok {
+			s["enum"] = values
+		}
 		k := f.Type.Kind()
 		// nil marshals as null; null is read as nothing given.
 		if (k == reflect.Pointer || k == reflect.Slice && f.Type != rawType || k == reflect.Map) && !(response && omitempty) {
@@ -643,6 +649,29 @@ func fields(t reflect.Type, response bool, props object, required *[]string) {
 		}
 	}
 }
+
+// enums are the values a string member of an answer takes, by the struct
+// that holds it and its JSON name, taken from the constants the code
+// writes: the document lists them, and the validating proxy of the tests
+// holds every answer to them.
+var enums = func() map[reflect.Type]map[string][]string {
+	verdicts := []string{string(insights.Human), string(insights.Suspect), string(insights.Bot)}
+	attestation := []string{consent.AttestationPending, consent.AttestationAttested, consent.AttestationMismatch, consent.AttestationUnavailable}
+	results := []string{profile.Pass, profile.Warn, profile.Fail}
+	return map[reflect.Type]map[string][]string{
+		reflect.TypeFor[insightsStatus]():        {"status": {consent.InsightsPending, consent.InsightsDone, consent.InsightsFailed}, "verdict": verdicts},
+		reflect.TypeFor[signed.InsightsAnswer](): {"status": {consent.InsightsPending, consent.InsightsDone, consent.InsightsFailed}},
+		reflect.TypeFor[signed.AskedBot]():       {"verdict": verdicts},
+		reflect.TypeFor[signed.InsightsBot]():    {"verdict": verdicts},
+		reflect.TypeFor[signed.InsightsInput](): {"method": {string(insights.Typed), string(insights.Pasted), string(insights.Prefilled),
+			string(insights.Scripted), string(insights.Autofilled), string(insights.Unknown)}},
+		reflect.TypeFor[attestationStatus]():        {"status": attestation},
+		reflect.TypeFor[signed.AttestationAnswer](): {"status": attestation},
+		reflect.TypeFor[signed.Statement]():         {"status": attestation[1:]},
+		reflect.TypeFor[profile.Graded]():           {"result": results},
+		reflect.TypeFor[profile.RuleGrade]():        {"result": append(slices.Clip(results), profile.Pending)},
+	}
+}()
 
 // nullable lets s be null too (JSON Schema 2020-12 type arrays).
 func nullable(s object) object {

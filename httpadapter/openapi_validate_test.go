@@ -380,8 +380,24 @@ func TestOpenAPIValidatesSignedAnswers(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"signature"`) || !strings.Contains(rec.Body.String(), `"signed"`) {
 		t.Fatalf("certificate-info of a signed certificate: %d %s", rec.Code, rec.Body)
 	}
+	answer := rec.Body.String() // check reads the body
 	for _, err := range c.check(httptest.NewRequest(http.MethodPost, "/verify/certificate-info", nil), rec) {
 		t.Error(err)
+	}
+	// The document lists the values a status takes: one it does not know
+	// is refused.
+	const pending = `"insights":{"status":"pending"`
+	if !strings.Contains(answer, pending) {
+		t.Fatalf("certificate-info without pending insights: %s", answer)
+	}
+	odd := httptest.NewRecorder()
+	odd.WriteHeader(rec.Code)
+	for k, v := range rec.Header() {
+		odd.Header()[k] = v
+	}
+	odd.Body.WriteString(strings.Replace(answer, pending, `"insights":{"status":"perhaps"`, 1))
+	if errs := c.check(httptest.NewRequest(http.MethodPost, "/verify/certificate-info", nil), odd); len(errs) == 0 {
+		t.Error(`insights with the status "perhaps" pass the document`)
 	}
 	keys := httptest.NewRecorder()
 	req := httptest.NewRequest(http.MethodGet, "/.well-known/consentkit-keys", nil)
