@@ -60,9 +60,11 @@ func (h *Handler) table() []*route {
 
 type keysRequest struct{}
 
-// keys publishes the public keys that certificates are signed with, the
-// signing key first, then those of the other instances sharing the store
-// (D41), so that anyone can check a certificate offline.
+// keys publishes the public keys that verify certificates here
+// (Service.PublishedKeys: the signing key first, then the other keys the
+// service was given, and with Config.TrustPublishedKeys those of the other
+// instances sharing the store; D41), so that anyone can check a
+// certificate offline.
 func (h *Handler) keys(ctx context.Context, _ Caller, _ *keysRequest) (*signed.KeySet, error) {
 	keys, err := h.svc.PublishedKeys(ctx)
 	if err != nil {
