@@ -264,18 +264,9 @@ func insightsAnswerOf(in *consent.Insights, asked *insights.Asked) *signed.Insig
 	if err != nil || p == nil || asked.Bot == nil {
 		return a
 	}
-	a.Bot = &signed.AskedBot{Verdict: string(asked.Bot.Verdict), Reasons: reasons(asked.Bot.Reasons), AskedReasons: reasons(asked.AskedReasons)}
+	a.Bot = &signed.AskedBot{Verdict: string(asked.Bot.Verdict), Reasons: insights.Codes(asked.Bot.Reasons), AskedReasons: insights.Codes(asked.AskedReasons)}
 	a.InsightsSignals, a.InsightsProof = &p.Statement.Signals, p
 	return a
-}
-
-// reasons are the codes of rs; empty, never nil.
-func reasons(rs []insights.Reason) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = string(r)
-	}
-	return out
 }
 
 // attestationAnswerOf is a's answer; nil for none. a was checked

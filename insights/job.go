@@ -203,10 +203,7 @@ func Statement(svc *consentkit.Service, cert *consent.Certificate, s *Signals, j
 	if err != nil {
 		return nil, nil, err
 	}
-	st.Bot.Verdict = string(j.Verdict)
-	for _, r := range j.Reasons {
-		st.Bot.Reasons = append(st.Bot.Reasons, string(r))
-	}
+	st.Bot.Verdict, st.Bot.Reasons = string(j.Verdict), Codes(j.Reasons)
 	st.Signals = statedSignals(s)
 	sig, err := svc.SignInsights(&st)
 	if err != nil {

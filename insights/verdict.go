@@ -25,6 +25,16 @@ func (v Verdict) Severity() int { return signed.Severity(string(v)) }
 // package documentation lists them.
 type Reason string
 
+// Codes returns the codes of rs, as answers and statements write them;
+// empty, never nil.
+func Codes(rs []Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
+}
+
 // The reasons, in the order a Judgement lists them.
 const (
 	ReasonNoRecording            Reason = "no_recording"

@@ -150,13 +150,7 @@ func InsightsOf(in *consent.Insights, asked *insights.Asked) *Insights {
 	}
 	out := &Insights{Status: in.Status, Reasons: []string{}, AskedReasons: []string{}}
 	if asked != nil && asked.Bot != nil {
-		out.Verdict = string(asked.Bot.Verdict)
-		for _, r := range asked.Bot.Reasons {
-			out.Reasons = append(out.Reasons, string(r))
-		}
-		for _, r := range asked.AskedReasons {
-			out.AskedReasons = append(out.AskedReasons, string(r))
-		}
+		out.Verdict, out.Reasons, out.AskedReasons = string(asked.Bot.Verdict), insights.Codes(asked.Bot.Reasons), insights.Codes(asked.AskedReasons)
 	}
 	return out
 }
