@@ -237,12 +237,9 @@ func normalizeOrigins(list []string) ([]string, error) {
 // company's property (D32) and returns the property. NotFound when the
 // property does not exist or is not the company's.
 func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID string, origins []string) (*consent.Property, error) {
-	norm, err := normalizeOrigins(origins)
+	norm, err := originsFor(propertyID, origins)
 	if err != nil {
 		return nil, err
-	}
-	if !consent.ValidID(propertyID) {
-		return nil, consent.Errorf(consent.NotFound, "property not found")
 	}
 	var prop *consent.Property
 	a := propertyAudit(consent.AuditPropertyUpdate, companyID, propertyID, norm)
@@ -262,12 +259,9 @@ func (s *Service) SetAllowedOrigins(ctx context.Context, companyID, propertyID s
 // change made meanwhile: in an Update, the property stays locked from the
 // read to the commit.
 func (s *Service) SetAllowedOriginsTx(ctx context.Context, tx consent.Tx, companyID, propertyID string, origins []string) (*consent.Property, error) {
-	norm, err := normalizeOrigins(origins)
+	norm, err := originsFor(propertyID, origins)
 	if err != nil {
 		return nil, err
-	}
-	if !consent.ValidID(propertyID) {
-		return nil, consent.Errorf(consent.NotFound, "property not found")
 	}
 	prop, err := setAllowedOrigins(ctx, tx, companyID, propertyID, norm)
 	if err != nil {
@@ -277,6 +271,20 @@ func (s *Service) SetAllowedOriginsTx(ctx context.Context, tx consent.Tx, compan
 		return nil, err
 	}
 	return prop, nil
+}
+
+// originsFor returns origins normalized for propertyID, refused before
+// any read: origins that are not origins (Invalid), an id that names no
+// property (NotFound).
+func originsFor(propertyID string, origins []string) ([]string, error) {
+	norm, err := normalizeOrigins(origins)
+	if err != nil {
+		return nil, err
+	}
+	if !consent.ValidID(propertyID) {
+		return nil, consent.Errorf(consent.NotFound, "property not found")
+	}
+	return norm, nil
 }
 
 // setAllowedOrigins writes the normalized origins to the company's
