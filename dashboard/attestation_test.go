@@ -78,7 +78,7 @@ func recordAttestation(t testing.TB, svc *consentkit.Service, videos retain.Vide
 	if shot != nil {
 		sum := sha256.Sum256(shot)
 		st.ScreenshotSHA256 = hex.EncodeToString(sum[:])
-		kept, err = videos.PutScreenshot(ctx, cert.ID, shot, cert.ExpiresAt)
+		kept, err = videos.PutScreenshot(ctx, cert.ID, shot)
 		must(t, err)
 	}
 	edit(&st)

@@ -271,7 +271,7 @@ func convertedVideo(t *testing.T, svc *consentkit.Service, videos retain.Dir, se
 	if err != nil {
 		t.Fatalf("ffmpeg: %v: %s", err, out)
 	}
-	v, err := videos.Put(ctx, sessionID, src, svc.Now().AddDate(5, 0, 0))
+	v, err := videos.Put(ctx, sessionID, src)
 	must(t, err)
 	v.Duration = 2 * time.Second
 	must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -68,7 +67,7 @@ func TestAttestationThroughHTTP(t *testing.T) {
 
 		// The job's outcome, recorded as the attestation job records it.
 		png := []byte("\x89PNG\r\n\x1a\n a picture of the consent")
-		shot, err := videos.PutScreenshot(ctx, "cert-1", png, time.Time{})
+		shot, err := videos.PutScreenshot(ctx, "cert-1", png)
 		must(t, err)
 		sum := sha256.Sum256(png)
 		must(t, e.store.Update(ctx, func(tx consent.Tx) error {

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/httpadapter"
@@ -33,7 +32,7 @@ func TestVideoDownload(t *testing.T) {
 		src := filepath.Join(t.TempDir(), "in.mp4")
 		content := bytes.Repeat([]byte("\x00\x00\x00\x18ftypmp42 frames "), 1000)
 		must(t, os.WriteFile(src, content, 0o644))
-		v, err := videos.Put(ctx, "s1", src, time.Time{})
+		v, err := videos.Put(ctx, "s1", src)
 		must(t, err)
 		must(t, e.store.Update(ctx, func(tx consent.Tx) error {
 			ses, err := tx.Session(ctx, "s1")
@@ -101,7 +100,7 @@ func TestVideoRanges(t *testing.T) {
 	for id, b := range map[string][]byte{"s1": content, "s2": nil} {
 		src := filepath.Join(t.TempDir(), "in.mp4")
 		must(t, os.WriteFile(src, b, 0o644))
-		v, err := videos.Put(ctx, id, src, time.Time{})
+		v, err := videos.Put(ctx, id, src)
 		must(t, err)
 		must(t, e.store.Update(ctx, func(tx consent.Tx) error {
 			ses, err := tx.Session(ctx, id)

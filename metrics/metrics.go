@@ -233,13 +233,13 @@ func (v *videos) count(op string, err error) error {
 	return v.blobs.count(op, err)
 }
 
-func (v *videos) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
-	out, err := v.VideoStore.Put(ctx, sessionID, src, keepUntil)
+func (v *videos) Put(ctx context.Context, sessionID, src string) (consent.Video, error) {
+	out, err := v.VideoStore.Put(ctx, sessionID, src)
 	return out, v.count("put", err)
 }
 
-func (v *videos) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
-	out, err := v.VideoStore.PutScreenshot(ctx, certificateID, png, keepUntil)
+func (v *videos) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
+	out, err := v.VideoStore.PutScreenshot(ctx, certificateID, png)
 	return out, v.count("put", err)
 }
 

@@ -302,15 +302,14 @@ func TestVideos(t *testing.T) {
 		t.Fatal(err)
 	}
 	broken := m.Videos(retain.Dir{Root: notDir}) // a root that is a file: every write fails
-	keep := time.Now().Add(time.Hour)
-	if _, err := broken.Put(ctx, "ses-1", src, keep); err == nil {
+	if _, err := broken.Put(ctx, "ses-1", src); err == nil {
 		t.Fatal("Put into a root that is a file did not fail")
 	}
-	if _, err := broken.PutScreenshot(ctx, "cert-1", []byte("png"), keep); err == nil {
+	if _, err := broken.PutScreenshot(ctx, "cert-1", []byte("png")); err == nil {
 		t.Fatal("PutScreenshot into a root that is a file did not fail")
 	}
 	good := m.Videos(retain.Dir{Root: filepath.Join(dir, "videos")})
-	v, err := good.Put(ctx, "ses-2", src, keep)
+	v, err := good.Put(ctx, "ses-2", src)
 	if err != nil {
 		t.Fatal(err)
 	}

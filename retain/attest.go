@@ -192,7 +192,7 @@ func (a *attestor) record(ctx context.Context, cert *consent.Certificate, m *mp4
 		// Written, unlocked, before the commit that names it, which asks
 		// for its lock: a crash between the two leaves an unlocked object
 		// that the purge removes (D49).
-		if shot, err = a.videos.PutScreenshot(ctx, cert.ID, m.Screenshot, cert.ExpiresAt); err != nil {
+		if shot, err = a.videos.PutScreenshot(ctx, cert.ID, m.Screenshot); err != nil {
 			return jobs.Result{}, fmt.Errorf("store the screenshot: %w", err)
 		}
 	}

@@ -59,7 +59,7 @@ func newPurgeEnv(t *testing.T, st consent.Store) *purgeEnv {
 	if err := os.WriteFile(src, []byte("mp4 of kept"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	video, err := e.videos.Put(ctx, "kept", src, time.Time{})
+	video, err := e.videos.Put(ctx, "kept", src)
 	must(video, err)
 	must(nil, st.Update(ctx, func(tx consent.Tx) error {
 		ses, err := tx.Session(ctx, "kept")
@@ -240,7 +240,7 @@ func TestDirDelete(t *testing.T) {
 	if err := os.WriteFile(src, []byte("mp4"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	v, err := d.Put(ctx, "s1", src, time.Time{})
+	v, err := d.Put(ctx, "s1", src)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,12 +29,10 @@ type Converter interface {
 // VideoStore keeps converted videos.
 type VideoStore interface {
 	// Put stores the MP4 at src as the video of the session, replacing any
-	// earlier one, and describes what it stored (Duration left zero).
-	// keepUntil is the session's retention date as the conversion read it;
-	// Put does not lock the video: the transaction that records it asks
-	// for its lock (Lock), so that no object is locked that no row names
-	// (D45).
-	Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error)
+	// earlier one, and describes what it stored (Duration left zero). It
+	// does not lock the video: the transaction that records it asks for
+	// its lock (Lock), so that no object is locked that no row names (D45).
+	Put(ctx context.Context, sessionID, src string) (consent.Video, error)
 	// Open returns the stored video that Put described, for reading.
 	Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, error)
 	// Delete removes the video at path, a Path that Put or PutScreenshot
@@ -44,10 +42,9 @@ type VideoStore interface {
 	Delete(ctx context.Context, path string) error
 	// PutScreenshot stores png, the PNG of the viewport at a certificate's
 	// consent moment that its attestation took (D49), replacing any
-	// earlier one, and describes it as Put does; keepUntil is the
-	// certificate's retention date, and PutScreenshot does not lock
-	// either. Open reads it and Delete removes it.
-	PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error)
+	// earlier one, and describes it as Put does; it does not lock either.
+	// Open reads it and Delete removes it.
+	PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error)
 	// Lock makes the video or screenshot at path, a Path that Put or
 	// PutScreenshot returned, undeletable until until, where the store can
 	// (S3 Object Lock): never less long than it already is, and not at all
@@ -88,10 +85,10 @@ type Dir struct {
 
 var _ VideoStore = Dir{}
 
-// Put copies src into the directory. A directory cannot lock files, so
-// keepUntil is not enforced here: use an S3 store with Object Lock where
-// videos must be undeletable.
-func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
+// Put copies src into the directory. A directory cannot lock files (Lock
+// does nothing): use an S3 store with Object Lock where videos must be
+// undeletable.
+func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, error) {
 	in, err := os.Open(src)
 	if err != nil {
 		return consent.Video{}, err
@@ -100,9 +97,8 @@ func (d Dir) Put(ctx context.Context, sessionID, src string, keepUntil time.Time
 	return d.put(ctx, sessionID, videoExt, in)
 }
 
-// PutScreenshot writes png into the directory; keepUntil is not enforced,
-// as with Put.
-func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
+// PutScreenshot writes png into the directory, unlockable as with Put.
+func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
 	return d.put(ctx, certificateID, screenshotExt, bytes.NewReader(png))
 }
 

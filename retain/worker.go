@@ -244,15 +244,9 @@ func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _
 // in the Converter or the VideoStore fails the attempt like an error: the
 // runner recovers it.)
 func (c *converter) convert(ctx context.Context, sessionID string) (consent.Video, error) {
-	var (
-		events json.RawMessage
-		ses    *consent.Session
-	)
+	var events json.RawMessage
 	err := c.store.View(ctx, func(tx consent.Tx) error {
 		var err error
-		if ses, err = tx.Session(ctx, sessionID); err != nil {
-			return err
-		}
 		events, err = consent.ReadRecording(ctx, tx, sessionID)
 		return err
 	})
@@ -269,7 +263,7 @@ func (c *converter) convert(ctx context.Context, sessionID string) (consent.Vide
 	if err != nil {
 		return consent.Video{}, err
 	}
-	v, err := c.cfg.Videos.Put(ctx, sessionID, out, ses.ExpiresAt)
+	v, err := c.cfg.Videos.Put(ctx, sessionID, out)
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("store video: %w", err)
 	}

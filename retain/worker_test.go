@@ -391,7 +391,7 @@ func TestDirRejectsBadNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"", "..", "a/b"} {
-		if _, err := d.Put(ctx, id, src, time.Time{}); err == nil {
+		if _, err := d.Put(ctx, id, src); err == nil {
 			t.Errorf("Put(%q) succeeded", id)
 		}
 	}

@@ -248,10 +248,10 @@ func (s *Store) Locking() bool { return s.blobs.Locking() }
 
 // Put uploads the MP4 at src as <Prefix><sessionID>/<time>-<random>.mp4,
 // a key of its own that nothing writes over, and returns its Path, size and
-// SHA-256. It does not lock the object (keepUntil is not used): Lock does,
+// SHA-256. It does not lock the object: Lock does,
 // once a committed row names it (D45). An earlier video of the session
 // keeps its own key, and its Path still opens it.
-func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.Time) (consent.Video, error) {
+func (s *Store) Put(ctx context.Context, sessionID, src string) (consent.Video, error) {
 	f, err := os.Open(src)
 	if err != nil {
 		return consent.Video{}, err
@@ -263,7 +263,7 @@ func (s *Store) Put(ctx context.Context, sessionID, src string, keepUntil time.T
 // PutScreenshot uploads png, an attestation's screenshot (D49), as
 // <Prefix><certificateID>/<time>-<random>.png, unlocked as Put leaves a
 // video.
-func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte, keepUntil time.Time) (consent.Video, error) {
+func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
 	return s.put(ctx, certificateID, ".png", bytes.NewReader(png))
 }
 

@@ -104,7 +104,7 @@ func TestPutOpen(t *testing.T) {
 		t.Error("Locking() = true on a bucket without Object Lock")
 	}
 	src, want := mp4File(t, 3<<20+17, 1)
-	v, err := s.Put(t.Context(), "ses_1", src, time.Now().Add(time.Hour))
+	v, err := s.Put(t.Context(), "ses_1", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestPutOpen(t *testing.T) {
 		// A second video of the session gets a key of its own: nothing is
 		// written over, and each row reads its own video.
 		src2, want2 := mp4File(t, 1000, 2)
-		v2, err := s.Put(t.Context(), "ses_1", src2, time.Time{})
+		v2, err := s.Put(t.Context(), "ses_1", src2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -153,14 +153,14 @@ func TestPutOpen(t *testing.T) {
 
 	t.Run("InvalidSession", func(t *testing.T) {
 		for _, id := range []string{"", ".", "..", "a/b", "a b", "ses\x00"} {
-			if _, err := s.Put(t.Context(), id, src, time.Time{}); err == nil {
+			if _, err := s.Put(t.Context(), id, src); err == nil {
 				t.Errorf("Put(%q) succeeded", id)
 			}
 		}
 	})
 
 	t.Run("MissingSource", func(t *testing.T) {
-		_, err := s.Put(t.Context(), "ses_2", filepath.Join(t.TempDir(), "none.mp4"), time.Time{})
+		_, err := s.Put(t.Context(), "ses_2", filepath.Join(t.TempDir(), "none.mp4"))
 		if !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Put of a missing file: %v", err)
 		}
@@ -172,7 +172,7 @@ func TestSeek(t *testing.T) {
 	g.bucket(t, "seek", false)
 	s := g.store(t, s3video.Config{Bucket: "seek", Prefix: "cam/videos/"})
 	src, want := mp4File(t, 1<<20, 3)
-	v, err := s.Put(t.Context(), "ses:seek-1", src, time.Time{})
+	v, err := s.Put(t.Context(), "ses:seek-1", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestServeContent(t *testing.T) {
 	g.bucket(t, "serve", false)
 	s := g.store(t, s3video.Config{Bucket: "serve"})
 	src, want := mp4File(t, 2<<20+5, 4)
-	v, err := s.Put(t.Context(), "ses_serve", src, time.Time{})
+	v, err := s.Put(t.Context(), "ses_serve", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestOpenRefuses(t *testing.T) {
 	g.bucket(t, "other", false)
 	s := g.store(t, s3video.Config{Bucket: "mine"})
 	src, _ := mp4File(t, 100, 5)
-	v, err := s.Put(t.Context(), "ses_x", src, time.Time{})
+	v, err := s.Put(t.Context(), "ses_x", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestNotFound(t *testing.T) {
 				t.Errorf("Open of a missing object: %v; want fs.ErrNotExist", err)
 			}
 			src, _ := mp4File(t, 10, 6)
-			v, err := s.Put(t.Context(), "ses_nf", src, time.Time{})
+			v, err := s.Put(t.Context(), "ses_nf", src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -438,7 +438,7 @@ func TestObjectLock(t *testing.T) {
 	// A fraction of a second, which the lock rounds up.
 	keepUntil := time.Now().Add(90 * time.Minute).Truncate(time.Second).Add(300 * time.Millisecond)
 	src, want := mp4File(t, 200000, 7)
-	v, err := s.Put(t.Context(), "ses_locked", src, keepUntil)
+	v, err := s.Put(t.Context(), "ses_locked", src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +517,7 @@ func TestObjectLock(t *testing.T) {
 
 	t.Run("Reconversion", func(t *testing.T) {
 		src2, want2 := mp4File(t, 5000, 8)
-		v2, err := s.Put(t.Context(), "ses_locked", src2, keepUntil)
+		v2, err := s.Put(t.Context(), "ses_locked", src2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -534,9 +534,9 @@ func TestObjectLock(t *testing.T) {
 
 	t.Run("NoFutureDate", func(t *testing.T) {
 		for _, until := range []time.Time{{}, time.Now().Add(-time.Hour)} {
-			v, err := s.Put(t.Context(), "ses_unlocked", src, until)
+			v, err := s.Put(t.Context(), "ses_unlocked", src)
 			if err != nil {
-				t.Fatalf("Put with keepUntil %v: %v", until, err)
+				t.Fatalf("Put (then Lock until %v): %v", until, err)
 			}
 			if err := s.Lock(t.Context(), v.Path, until); err != nil {
 				t.Fatalf("Lock until %v: %v", until, err)
@@ -547,7 +547,7 @@ func TestObjectLock(t *testing.T) {
 				t.Fatal(err)
 			}
 			if head.ObjectLockMode != "" || head.ObjectLockRetainUntilDate != nil {
-				t.Errorf("keepUntil %v locked the video: %s until %v", until, head.ObjectLockMode, head.ObjectLockRetainUntilDate)
+				t.Errorf("Lock until %v locked the video: %s until %v", until, head.ObjectLockMode, head.ObjectLockRetainUntilDate)
 			}
 			if err := s.Delete(t.Context(), v.Path); err != nil {
 				t.Errorf("Delete of an unlocked version: %v", err)
@@ -568,16 +568,16 @@ func TestDelete(t *testing.T) {
 	g.bucket(t, "plain", false)
 	s := g.store(t, s3video.Config{Bucket: "plain"})
 	src, _ := mp4File(t, 1000, 3)
-	v, err := s.Put(t.Context(), "ses_gone", src, time.Time{})
+	v, err := s.Put(t.Context(), "ses_gone", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan, err := s.Put(t.Context(), "ses_gone", src, time.Time{}) // an attempt whose commit never came
+	orphan, err := s.Put(t.Context(), "ses_gone", src) // an attempt whose commit never came
 	if err != nil {
 		t.Fatal(err)
 	}
 	png := []byte("\x89PNG of a certificate that shares the id")
-	shot, err := s.PutScreenshot(t.Context(), "ses_gone", png, time.Time{})
+	shot, err := s.PutScreenshot(t.Context(), "ses_gone", png)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -609,16 +609,15 @@ func TestPutDoesNotLock(t *testing.T) {
 	g.bucket(t, "locked", true)
 	s := g.store(t, s3video.Config{Bucket: "locked", RequireObjectLock: true})
 	src, want := mp4File(t, 1000, 4)
-	keep := time.Now().Add(24 * time.Hour)
-	named, err := s.Put(t.Context(), "ses_put", src, keep)
+	named, err := s.Put(t.Context(), "ses_put", src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan, err := s.Put(t.Context(), "ses_put", src, keep) // its commit never came
+	orphan, err := s.Put(t.Context(), "ses_put", src) // its commit never came
 	if err != nil {
 		t.Fatal(err)
 	}
-	shot, err := s.PutScreenshot(t.Context(), "cert_put", []byte("\x89PNG"), keep)
+	shot, err := s.PutScreenshot(t.Context(), "cert_put", []byte("\x89PNG"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,7 +678,7 @@ func TestStaticKeys(t *testing.T) {
 			t.Fatal(err)
 		}
 		src, want := mp4File(t, 4096, 9)
-		v, err := s.Put(t.Context(), "ses_conf", src, time.Time{})
+		v, err := s.Put(t.Context(), "ses_conf", src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -737,7 +736,7 @@ func TestScreenshot(t *testing.T) {
 	g.bucket(t, "locked", true)
 	s := g.store(t, s3video.Config{Bucket: "locked", RequireObjectLock: true})
 	png := []byte("\x89PNG\r\n\x1a\n the consent moment")
-	v, err := s.PutScreenshot(t.Context(), "cert_1", png, time.Now().Add(time.Hour))
+	v, err := s.PutScreenshot(t.Context(), "cert_1", png)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -766,7 +765,7 @@ func TestScreenshot(t *testing.T) {
 	if err := s.Delete(t.Context(), v.Path); err == nil {
 		t.Error("Delete removed a locked screenshot")
 	}
-	unlocked, err := s.PutScreenshot(t.Context(), "cert_2", png, time.Time{})
+	unlocked, err := s.PutScreenshot(t.Context(), "cert_2", png)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -776,7 +775,7 @@ func TestScreenshot(t *testing.T) {
 	if _, err := s.Open(t.Context(), unlocked); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("Open after Delete: %v, want fs.ErrNotExist", err)
 	}
-	if _, err := s.PutScreenshot(t.Context(), "a/b", png, time.Time{}); err == nil {
+	if _, err := s.PutScreenshot(t.Context(), "a/b", png); err == nil {
 		t.Error("PutScreenshot of an id that cannot name an object succeeded")
 	}
 }
