@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/consentkit/consentkit/internal/ident"
 )
 
 // CheckNames fails when an object of the JSON answer, at any depth, has
@@ -58,7 +58,7 @@ func CheckNames(answer []byte) error {
 				stack = stack[:len(stack)-1]
 			} else {
 				name, _ := tok.(string)
-				folded := foldName(name)
+				folded := ident.Fold(name) // as encoding/json matches a name to a field
 				if first, ok := top.names[folded]; ok {
 					where := "the answer"
 					if p := path(); p != "" {
@@ -92,24 +92,4 @@ func CheckNames(answer []byte) error {
 			top.index++
 		}
 	}
-}
-
-// foldName is name under Unicode simple case folding, as encoding/json
-// matches a member's name to a field's: each letter becomes the least of
-// its fold orbit, so that foldName(a) == foldName(b) exactly when
-// strings.EqualFold(a, b).
-func foldName(name string) string {
-	b := make([]byte, 0, len(name))
-	for _, r := range name {
-		for {
-			next := unicode.SimpleFold(r)
-			if next <= r {
-				r = next
-				break
-			}
-			r = next
-		}
-		b = utf8.AppendRune(b, r)
-	}
-	return string(b)
 }

@@ -1,4 +1,5 @@
-// Package ident is the identifier rule of the API (D29), in one place for
+// Package ident is the identifier rule of the API (D29), and the case
+// folding by which names and texts compare ignoring case, in one place for
 // consent's vocabulary and for package signed, which the offline verifier
 // imports without consent. It uses the standard library only.
 //
@@ -7,6 +8,11 @@
 //	run := ident.NewRun("msg")   // ids of one transaction, next to each other in an index
 //	next := run.Next()
 package ident
+
+import (
+	"strings"
+	"unicode"
+)
 
 // MaxLength is the longest identifier.
 const MaxLength = 128
@@ -25,4 +31,18 @@ func Valid(s string) bool {
 		}
 	}
 	return true
+}
+
+// Fold maps every rune to the smallest rune of its simple case folding
+// orbit, so that two strings are equal under simple folding — as
+// strings.EqualFold, and encoding/json matching a member's name to a
+// field, compare them — exactly when their folds are equal, rune for rune.
+func Fold(s string) string {
+	return strings.Map(func(r rune) rune {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		return least
+	}, s)
 }
