@@ -58,42 +58,14 @@ type (
 		ContrastRatio   json.Number `json:"contrast_ratio"`
 		HiddenText      []string    `json:"hidden_text"`
 	}
-	shownAttestation struct {
-		Status           string       `json:"status"`
-		Reason           string       `json:"reason"`
-		ScreenshotSHA256 string       `json:"screenshot_sha256"`
-		Differences      []Difference `json:"differences"`
-		StatementProof
-	}
-	shownVelocity struct {
-		ClientIP int `json:"client_ip"`
-		Email    int `json:"email"`
-		Mobile   int `json:"mobile"`
-	}
-	shownInsights struct {
-		Status         string `json:"status"`
-		AskedAt        string `json:"asked_at"`
-		LeadAgeSeconds int64  `json:"lead_age_seconds"`
-		Velocity       struct {
-			Hour shownVelocity `json:"hour"`
-			Day  shownVelocity `json:"day"`
-		} `json:"velocity"`
-		Bot struct {
-			Verdict      string   `json:"verdict"`
-			Reasons      []string `json:"reasons"`
-			AskedReasons []string `json:"asked_reasons"`
-		} `json:"bot"`
-		InsightsSignals
-		InsightsProof
-	}
 )
 
 // shapes are the members whose insides CheckShown lists by name.
 var shapes = map[string]reflect.Type{
-	"attestation":        reflect.TypeFor[shownAttestation](),
+	"attestation":        reflect.TypeFor[AttestationAnswer](),
 	"consent_visibility": reflect.TypeFor[shownVisibility](),
 	"consents":           reflect.TypeFor[[]shownConsent](),
-	"insights":           reflect.TypeFor[shownInsights](),
+	"insights":           reflect.TypeFor[InsightsAnswer](),
 	"signed":             reflect.TypeFor[Content](),
 }
 
