@@ -217,13 +217,13 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 			// have deleted before the object landed and be about to end: the
 			// object is then deleted at once too, after the commit.
 			orphan = true
-			_, err := tx.Job(ctx, jobDeleteRecording, id)
+			_, err := tx.Job(ctx, consent.JobDeleteRecording, id)
 			switch {
 			case err == nil:
 				deleteNow = true
 				return nil
 			case consent.ErrorCode(err) == consent.NotFound:
-				return tx.EnqueueJob(ctx, &consent.Job{Kind: jobDeleteRecording, Key: id, Payload: []byte(ses.Recording.Key), RunAfter: s.Now(), CreatedAt: s.Now()})
+				return tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobDeleteRecording, Key: id, Payload: []byte(ses.Recording.Key), RunAfter: s.Now(), CreatedAt: s.Now()})
 			}
 			return err
 		}
@@ -252,11 +252,6 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 	}
 	return err == nil, err
 }
-
-// jobDeleteRecording is retain.JobDeleteRecording, the removal of a purged
-// session's recording object (its key the session id, its payload the
-// object's key), which the purge's handlers run.
-const jobDeleteRecording = "recording.delete"
 
 // EnqueueRecordingLock asks, in tx, for the lock of a retained session's
 // moved recording until its ExpiresAt (consent.JobLockRecording), once tx

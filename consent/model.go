@@ -233,6 +233,12 @@ const JobConvert = "convert"
 // commit.
 const JobLockRecording = "recording.lock"
 
+// JobDeleteRecording is the kind of the job that removes the recording
+// object of a purged session (D43, D52); its key is the session id, its
+// payload the object's key. The purge enqueues it, and so does a move
+// that finds its session purged meanwhile.
+const JobDeleteRecording = "recording.delete"
+
 // Record is one consent given in a certificate.
 type Record struct {
 	// Text is the consent text as the consumer could read it: for a

@@ -18,7 +18,7 @@ const (
 	JobMoveRecordings = "recordings.move"
 	// JobDeleteRecording removes the recording object of a purged
 	// session; its key is the session id, its payload the object's key.
-	JobDeleteRecording = "recording.delete"
+	JobDeleteRecording = consent.JobDeleteRecording
 )
 
 // MoveConfig configures the move of finished recordings. Service is
