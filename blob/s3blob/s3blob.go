@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"os"
 	"path"
@@ -290,23 +291,9 @@ func (s *Store) openRange(ctx context.Context, key, version string, offset, leng
 }
 
 // List returns the keys that start with prefix, in key order: the objects
-// whose current version is not a delete marker.
+// whose current version is not a delete marker (ListAfter, unbounded).
 func (s *Store) List(ctx context.Context, prefix string) ([]string, error) {
-	var keys []string
-	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, Prefix: aws.String(s.prefix + prefix)}
-	for {
-		page, err := s.client.ListObjectsV2(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("s3blob: list %s: %w", prefix, err)
-		}
-		for _, o := range page.Contents {
-			keys = append(keys, strings.TrimPrefix(aws.ToString(o.Key), s.prefix))
-		}
-		if !aws.ToBool(page.IsTruncated) {
-			return keys, nil
-		}
-		in.ContinuationToken = page.NextContinuationToken
-	}
+	return s.ListAfter(ctx, prefix, "", math.MaxInt)
 }
 
 // ListAfter implements blob.Store: one ListObjectsV2 request a thousand
