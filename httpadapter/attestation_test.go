@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/signed"
+	"github.com/consentkit/consentkit/wallet"
 )
 
 // attestationOf decodes the "attestation" member of an answer.
@@ -162,4 +163,51 @@ func TestAttestationQueueFullThroughHTTP(t *testing.T) {
 	if _, err := svc.Attestation(ctx, "acme", "cert-2"); consent.ErrorCode(err) != consent.NotFound {
 		t.Errorf("a refused ask left an attestation: %v", err)
 	}
+}
+
+// A verification refused for want of money asks for no attestation: a
+// refusal commits its audit entry alone (D3), so "attest": true cannot
+// queue a replay for free, of the caller's certificate or, as a third
+// party, of the originator's, whose share of the queue it would fill
+// (D49). On every store.
+func TestRefusedVerificationAsksNoAttestation(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t))
+		h := e.handler(t, httpadapter.Config{})
+		if _, err := e.svc.SetThirdParty(ctx, "acme", true, []string{"buyer", "poor"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range []string{
+			`{"certificate_id":"cert-poor","company_id":"poor","consent":"` + consentText + `","attest":true}`,
+			`{"certificate_id":"cert-1","company_id":"poor","originator_company_id":"acme","consent":"` + consentText + `","attest":true}`,
+		} {
+			if rec := call(h, "POST", "/verify/match", "", poorToken, body); rec.Code != 402 {
+				t.Errorf("%s: %d %s, want 402", body, rec.Code, rec.Body)
+			}
+		}
+		if rec := call(h, "POST", "/verify/partial-match", "", poorToken,
+			`{"certificate_id":"cert-2","company_id":"poor","originator_company_id":"acme","term":"acme","attest":true}`); rec.Code != 402 {
+			t.Errorf("partial match: %d %s, want 402", rec.Code, rec.Body)
+		}
+		if bal := e.balance(t, "poor"); bal != wallet.Cent {
+			t.Errorf("poor's balance %v after refusals, want %v", bal, wallet.Cent)
+		}
+		for _, c := range []struct{ company, id string }{{"poor", "cert-poor"}, {"acme", "cert-1"}, {"acme", "cert-2"}} {
+			if a, err := e.svc.Attestation(ctx, c.company, c.id); consent.ErrorCode(err) != consent.NotFound {
+				t.Errorf("%s: a refused verification asked for an attestation: %+v %v", c.id, a, err)
+			}
+		}
+		must(t, e.store.View(ctx, func(tx consent.Tx) error {
+			if n, err := tx.CountJobs(ctx, consent.JobAttest); err != nil || n != 0 {
+				t.Errorf("%d attestation jobs queued by refusals (%v)", n, err)
+			}
+			return nil
+		}))
+		// Paid, the same ask is recorded.
+		rec := call(h, "POST", "/verify/match", "", buyerToken,
+			`{"certificate_id":"cert-1","company_id":"buyer","originator_company_id":"acme","consent":"`+consentText+`","attest":true}`)
+		if a := attestationOf(t, rec.Body.Bytes()); rec.Code != 200 || a["status"] != "pending" {
+			t.Errorf("a paid ask: %d %v", rec.Code, a)
+		}
+	})
 }

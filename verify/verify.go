@@ -172,29 +172,6 @@ func (s *Service) insights(ctx context.Context, tx consent.Tx, cert *consent.Cer
 	return in, asked, nil
 }
 
-// grade grades cert by rules (D51) with the facts known in tx: those the
-// answer res already holds, and, for a rule whose fact the request did not
-// ask for, the attestation as it stands (never asked for by a grade) and
-// the bot verdict when asked now.
-func (s *Service) grade(ctx context.Context, tx consent.Tx, cert *consent.Certificate, rules *profile.Rules, res *Result, caller string) (*profile.Graded, error) {
-	att := res.Attestation
-	if rules.Attestation != nil && att == nil {
-		var err error
-		if att, err = s.attestation(ctx, tx, cert, false); err != nil {
-			return nil, err
-		}
-	}
-	in := res.Insights
-	if rules.Verdicts != nil && in == nil {
-		var err error
-		if in, err = s.insightsOf(ctx, tx, cert, true, caller); err != nil {
-			return nil, err
-		}
-	}
-	g := profile.Grade(rules, Facts(cert, s.svc.Now(), att, in))
-	return &g, nil
-}
-
 // Facts returns what a verification at now grades cert by (D51): its
 // records and the lead's age, its attestation a as the answer holds it
 // (AttestationOf; nil: none) and its insights in with the verdict asked
@@ -365,7 +342,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if q.originatorID != "" && q.originatorID != q.companyID {
 		owner, vtype = q.originatorID, ThirdParty
 	}
-	return withRecording(ctx, s, q.certificateID, func(recording recordingCheck) (*Result, error) {
+	return withRecording(ctx, s, q.certificateID, owner, caller, func(recording recordingCheck) (*Result, error) {
 		detail := &auditDetail{VerificationType: vtype}
 		if vtype == ThirdParty {
 			detail.Originator = owner
@@ -400,21 +377,36 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			res := result(cert, q.match)
 			res.VerificationType = vtype
 			res.EmailMatched, res.MobileMatched = matched(email, cert.EmailDigest), matched(mobile, cert.MobileDigest)
-			if res.Attestation, err = s.attestation(ctx, tx, cert, q.attest); err != nil {
+			// Every refusal comes before the charge, and every write after
+			// it: a refused verification commits its audit entry alone
+			// (D3), never an attestation asked for and not paid.
+			if res.Attestation, err = s.attestation(ctx, tx, cert, false); err != nil {
 				return nil, err
 			}
-			if res.Insights, err = s.insightsOf(ctx, tx, cert, q.insights, caller); err != nil {
-				return nil, err
-			}
-			if prof != nil {
-				if res.Audit, err = s.grade(ctx, tx, cert, &prof.Rules, res, caller); err != nil {
+			var in *Insights // what a grade by verdicts needs, asked or not
+			if q.insights || prof != nil && prof.Rules.Verdicts != nil {
+				if in, err = s.insightsOf(ctx, tx, cert, true, caller); err != nil {
 					return nil, err
 				}
-				detail.Audit = res.Audit.Result
+			}
+			if q.insights {
+				res.Insights = in
 			}
 			res.Charged, res.Balance, err = s.svc.Charge(ctx, tx, caller, q.kind, cert.ID)
+			if err != nil {
+				return nil, err
+			}
 			detail.Valid, detail.Charged = &res.Valid, &res.Charged
-			return res, err
+			if q.attest && res.Attestation == nil {
+				if res.Attestation, err = s.attestation(ctx, tx, cert, true); err != nil {
+					return nil, err
+				}
+			}
+			if prof != nil {
+				g := profile.Grade(&prof.Rules, Facts(cert, s.svc.Now(), res.Attestation, in))
+				res.Audit, detail.Audit = &g, g.Result
+			}
+			return res, nil
 		})
 	})
 }
@@ -552,8 +544,10 @@ var errRecordingUnread = errors.New("verify: the certificate has a recording, wh
 // withRecording runs attempt, which runs the verification's write
 // transaction, with the recording's check: read first when the certificate
 // is known to have a recording, else not read and, should the certificate
-// turn out to have one, read and attempted again.
-func withRecording[T any](ctx context.Context, s *Service, certificateID string, attempt func(recordingCheck) (T, error)) (T, error) {
+// turn out to have one, read and attempted again. The recording is read
+// only for a caller that may verify the certificate (recordingDigest): an
+// attempt that finds it unread refuses anyone else before it looks.
+func withRecording[T any](ctx context.Context, s *Service, certificateID, owner, caller string, attempt func(recordingCheck) (T, error)) (T, error) {
 	if !s.recorded.has(certificateID) {
 		out, err := attempt(recordingCheck{})
 		if !errors.Is(err, errRecordingUnread) {
@@ -561,12 +555,19 @@ func withRecording[T any](ctx context.Context, s *Service, certificateID string,
 		}
 		s.recorded.add(certificateID)
 	}
-	digest, err := s.recordingDigest(ctx, certificateID)
-	if err != nil {
-		var zero T
-		return zero, err
+	// A second read is for an authorization given between the first read
+	// and its attempt.
+	for reads := 1; ; reads++ {
+		check, err := s.recordingDigest(ctx, certificateID, owner, caller)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		out, err := attempt(check)
+		if !errors.Is(err, errRecordingUnread) || reads == 2 {
+			return out, err
+		}
 	}
-	return attempt(recordingCheck{read: true, digest: digest})
 }
 
 // recordedSlots is the size of a recordedSet: 16 Ki ids, 128 KiB of
@@ -593,21 +594,36 @@ func (r *recordedSet) has(id string) bool {
 
 func (r *recordedSet) add(id string) { r.slots[slotOf(id)].Store(&id) }
 
-// recordingDigest returns the SHA-256 of the recording behind the
-// certificate, for its integrity check (D41): nil when there is nothing to
-// check — no such certificate, one issued without a recording hash, or a
-// session purged since (its recording is gone by design). It reads in a
-// read-only transaction of its own.
-func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*consent.Digest, error) {
-	var d *consent.Digest
+// recordingDigest reads the recording behind the certificate for its
+// integrity check (D41), in a read-only transaction of its own; its digest
+// is nil when there is nothing to check — one issued without a recording
+// hash, or a session purged since (its recording is gone by design). It
+// is not read, and the check says so, unless the certificate is owner's
+// and the caller is owner or authorized by it: a recording of up to
+// 64 MiB is never hashed for a call that will be refused, which would
+// cost the service its time for free and tell the caller, by how long
+// the refusal took, that the certificate exists (D9).
+func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, caller string) (recordingCheck, error) {
+	var check recordingCheck
 	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
-		d = nil
+		check = recordingCheck{}
 		cert, err := tx.Certificate(ctx, certificateID)
-		if consent.ErrorCode(err) == consent.NotFound {
+		if consent.ErrorCode(err) == consent.NotFound || err == nil && cert.CompanyID != owner {
 			return nil
 		}
-		if err != nil || cert.RecordingSHA256.IsZero() {
+		if err != nil {
 			return err
+		}
+		if owner != caller {
+			if err := checkAuthorization(ctx, tx, owner, caller); consent.Refused(err) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		check.read = true
+		if cert.RecordingSHA256.IsZero() {
+			return nil
 		}
 		ses, err := tx.Session(ctx, cert.SessionID)
 		if err != nil || ses.RetentionStatus == consent.RetentionExpired {
@@ -617,10 +633,10 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID string) (*c
 		if err != nil {
 			return err
 		}
-		d = &sum
+		check.digest = &sum
 		return nil
 	})
-	return d, err
+	return check, err
 }
 
 // integrity refuses a certificate whose content no longer matches its
@@ -721,7 +737,7 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 	if caller != req.CompanyID {
 		return nil, consent.Errorf(consent.Forbidden, "the credentials are not those of company_id")
 	}
-	return withRecording(ctx, s, req.CertificateID, func(recording recordingCheck) (*Info, error) {
+	return withRecording(ctx, s, req.CertificateID, caller, caller, func(recording recordingCheck) (*Info, error) {
 		return s.info(ctx, caller, req, recording)
 	})
 }

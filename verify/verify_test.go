@@ -191,3 +191,83 @@ func TestRecordingReadOnlyWhenThereIsOne(t *testing.T) {
 		t.Errorf("charges %v and audit entries %v per certificate, want %v of each", charged, audited, want)
 	}
 }
+
+// chunkReads counts the recording chunks read in read-only transactions.
+type chunkReads struct {
+	consent.Store
+	chunks int
+}
+
+func (c *chunkReads) View(ctx context.Context, fn func(consent.Tx) error) error {
+	return c.Store.View(ctx, func(tx consent.Tx) error { return fn(chunkReadsTx{tx, &c.chunks}) })
+}
+
+type chunkReadsTx struct {
+	consent.Tx
+	chunks *int
+}
+
+func (t chunkReadsTx) EachEventChunk(ctx context.Context, sessionID string, fn func([]byte) error) error {
+	return t.Tx.EachEventChunk(ctx, sessionID, func(b []byte) error {
+		*t.chunks++
+		return fn(b)
+	})
+}
+
+// A recording is read for its integrity check (D41) only for a caller
+// that may verify its certificate: another company, as first party or as
+// a third party the owner has not authorized, is refused without it, so
+// that the refusal costs no hashing and takes no longer for a certificate
+// with a recording than for an unknown id (D9). Once authorized, the third
+// party's verification reads it.
+func TestRecordingReadOnlyForTheAuthorized(t *testing.T) {
+	const text = "I agree."
+	st := &chunkReads{Store: memstore.New()}
+	svc, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recording := json.RawMessage(`[{"type":4,"data":{"href":"https://acme.example/"},"timestamp":1}]`)
+	var steps []error
+	for _, id := range []string{"acme", "globex"} {
+		_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: id})
+		steps = append(steps, err)
+		_, err = svc.TopUp(ctx, id, wallet.Dollar, "")
+		steps = append(steps, err)
+	}
+	_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+	steps = append(steps, err)
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+	steps = append(steps, err)
+	_, err = svc.AppendEvents(ctx, "s1", recording)
+	steps = append(steps, err)
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
+		SessionID: "s1", Records: []consent.Record{{Text: text}}, RecordingSHA256: sha256.Sum256(recording)})
+	steps = append(steps, err)
+	for _, err := range steps {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := verify.New(svc)
+	match := func(caller, originator string) (int, error) {
+		st.chunks = 0
+		_, err := v.Match(ctx, caller, verify.MatchRequest{CertificateID: "recorded", CompanyID: caller, OriginatorCompanyID: originator, Consent: text})
+		return st.chunks, err
+	}
+	if n, err := match("acme", ""); err != nil || n != 1 {
+		t.Fatalf("the owner's match: %v, %d chunks read; want 1", err, n)
+	}
+	if n, err := match("globex", ""); consent.ErrorCode(err) != consent.NotFound || n != 0 {
+		t.Errorf("another company's match: %v, %d chunks read; want not found and none", err, n)
+	}
+	if n, err := match("globex", "acme"); consent.ErrorCode(err) != consent.Forbidden || n != 0 {
+		t.Errorf("an unauthorized third party's match: %v, %d chunks read; want forbidden and none", err, n)
+	}
+	if _, err := svc.SetThirdParty(ctx, "acme", true, []string{"globex"}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := match("globex", "acme"); err != nil || n != 1 {
+		t.Errorf("an authorized third party's match: %v, %d chunks read; want 1", err, n)
+	}
+}
