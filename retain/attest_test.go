@@ -464,3 +464,24 @@ func TestAttestationCertificateVisibility(t *testing.T) {
 		}
 	})
 }
+
+// A batch retention asks for the attestations of its sessions'
+// certificates as a retention of each would (D49: by any route, D23: what
+// its entries one after another would store); an entry refused asks for
+// none.
+func TestAttestationAskedByBatch(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := attestSetup(t, open(t), 0)
+		second := e.issue(t, "s2", 7)
+		res, err := retain.New(e.svc).RetainBatch(ctx, "acme", "acme", []string{"s1", "nope"})
+		if err != nil || res.Retained != 1 || res.Failed != 1 {
+			t.Fatalf("RetainBatch: %+v %v", res, err)
+		}
+		if att, err := e.svc.Attestation(ctx, "acme", e.cert.ID); err != nil || att.Status != consent.AttestationPending {
+			t.Errorf("after the batch: %+v %v, want pending", att, err)
+		}
+		if att, err := e.svc.Attestation(ctx, "acme", second.ID); consent.ErrorCode(err) != consent.NotFound {
+			t.Errorf("the certificate of a session the batch did not retain: %+v %v", att, err)
+		}
+	})
+}

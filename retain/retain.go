@@ -351,10 +351,13 @@ type BatchResult struct {
 // The batch does its work set-wise: one read of all its
 // sessions, one of the wallet, the rules applied to each entry in order in
 // memory, then one write of each kind — the charges, the sessions, the
-// conversion jobs and webhook messages, the audit entries — so that it
-// costs a few statements, not a single retention's for each entry. What it
-// answers and stores is what retaining its entries one after another in
-// one transaction would.
+// conversion jobs and webhook messages, the audit entries — so that its
+// checks and charges cost a few statements, not a single retention's for
+// each entry. What is asked of each retained session's own things is
+// asked session by session: the locks of its moved recording and video,
+// and the attestations of its certificates (D49). What it answers and
+// stores is what retaining its entries one after another in one
+// transaction would.
 func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, sessionIDs []string) (*BatchResult, error) {
 	if err := checkCaller(caller, companyID, true); err != nil {
 		return nil, err
@@ -433,6 +436,9 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 	for _, ses := range retained {
 		if err := s.lockRetained(ctx, tx, ses); err != nil {
 			return nil, err
+		}
+		if err := s.attest(ctx, tx, ses, nil, r); err != nil {
+			return nil, consent.StorageFailure("retain "+ses.ID+": ask for attestation", err)
 		}
 	}
 	if err := b.Flush(ctx); err != nil {
