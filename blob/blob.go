@@ -71,7 +71,8 @@ type Store interface {
 // ValidKey reports whether key may name an object: 1 to 200 bytes of
 // A–Z a–z 0–9 and "-_.:" (consent's identifier alphabet), and "/" between non-empty segments, no segment
 // starting with "." (so no "." or "..", and the filesystem store's own
-// ".tmp-" and ".locks" names never collide with a key). Such a key is never a path escape on any implementation.
+// ".tmp" and ".locks" directories never collide with a key). Such a key
+// is never a path escape on any implementation.
 func ValidKey(key string) error {
 	if key == "" || len(key) > 200 {
 		return fmt.Errorf("%w: %q", ErrInvalidKey, key)

@@ -19,9 +19,12 @@ import (
 // Dir is a Store in a directory of the filesystem, the default. An object
 // is the file Root/<key>, so files written by retain before this package
 // (<session>.mp4, <certificate>.png) are its objects. Put writes a temporary
-// file in the same directory, syncs it, renames it over the key and syncs
-// the directory, so a reader or a crash never leaves half an object. A
-// lock is a small file under Root/.locks holding its date.
+// file under Root/.tmp, syncs it, renames it over the key and syncs the
+// key's directory, so a reader or a crash never leaves half an object. A
+// process killed during a Put leaves its temporary file behind: NewDir
+// removes those untouched for StaleTemp. A lock is a small file under
+// Root/.locks holding its date. No key names a file under either, since
+// no segment of a key starts with ".".
 type Dir struct {
 	Root string
 	// Now is the clock for locks; nil means time.Now.
@@ -32,12 +35,50 @@ type Dir struct {
 
 var _ Store = (*Dir)(nil)
 
-// NewDir returns a Dir store rooted at root, which it creates if needed.
+// StaleTemp is how long a temporary file of Put's goes unwritten before
+// NewDir takes it for one a killed process left.
+const StaleTemp = time.Hour
+
+// tempDir holds Put's temporary files, under Root.
+const tempDir = ".tmp"
+
+// NewDir returns a Dir store rooted at root, which it creates if needed,
+// and removes the temporary files that processes killed during a Put left
+// there (StaleTemp).
 func NewDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fmt.Errorf("blob: %w", err)
 	}
-	return &Dir{Root: root}, nil
+	d := &Dir{Root: root}
+	if err := d.removeStale(time.Now().Add(-StaleTemp)); err != nil {
+		return nil, fmt.Errorf("blob: remove stale temporary files: %w", err)
+	}
+	return d, nil
+}
+
+// removeStale removes the temporary files last written before cutoff.
+func (d *Dir) removeStale(cutoff time.Time) error {
+	dir := filepath.Join(d.Root, tempDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) || err == nil && (!info.Mode().IsRegular() || info.ModTime().After(cutoff)) {
+			continue // renamed into place since, or being written
+		}
+		if err != nil {
+			return err
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
 }
 
 func (d *Dir) now() time.Time {
@@ -85,14 +126,17 @@ func (d *Dir) checkUnlocked(key string) error {
 	return nil
 }
 
-// writeAtomic streams r into name through a synced temporary file, which
-// rename moves into place.
-func writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
-	dir := filepath.Dir(name)
+// writeAtomic streams r into name through a synced temporary file under
+// Root/.tmp, which rename moves into place.
+func (d *Dir) writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
+	dir, temps := filepath.Dir(name), filepath.Join(d.Root, tempDir)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return 0, err
 	}
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err := os.MkdirAll(temps, 0o750); err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp(temps, "put-*")
 	if err != nil {
 		return 0, err
 	}
@@ -145,7 +189,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (Info, error) {
 	// The lock is checked again as the object replaces the old one, in
 	// the order Lock and Delete keep, so that a Lock made while r was
 	// being written is never overtaken.
-	n, err := writeAtomic(name, r, h, func(tmp, name string) error {
+	n, err := d.writeAtomic(name, r, h, func(tmp, name string) error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if err := d.checkUnlocked(key); err != nil {
@@ -240,7 +284,7 @@ func (d *Dir) Lock(_ context.Context, key string, until time.Time) error {
 	if !until.After(old) {
 		return nil
 	}
-	_, err = writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil, os.Rename)
+	_, err = d.writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil, os.Rename)
 	if err != nil {
 		return fmt.Errorf("blob: lock %s: %w", key, err)
 	}
@@ -251,8 +295,9 @@ func (d *Dir) Lock(_ context.Context, key string, until time.Time) error {
 // page reads the name of every entry under the prefix's directory (names
 // only, neither opened nor statted) and keeps the limit first after
 // after, so that its memory is a page's while its time grows with the
-// number of objects. Names starting with "." (Put's temporary files, the
-// locks) and names that are no valid key are not objects.
+// number of objects. Names starting with "." (the directories of Put's
+// temporary files and of the locks) and names that are no valid key are
+// not objects.
 func (d *Dir) ListAfter(ctx context.Context, prefix, after string, limit int) ([]string, error) {
 	if limit <= 0 {
 		return []string{}, nil

@@ -210,8 +210,9 @@ func TestWorkersConvertEachJobOnce(t *testing.T) {
 			}
 		}
 		entries, _ := os.ReadDir(e.videos)
-		if len(entries) != sessions {
-			t.Errorf("video dir holds %d entries, want %d (no temp files left)", len(entries), sessions)
+		temps, _ := os.ReadDir(filepath.Join(e.videos, ".tmp")) // blob.Dir's temporary files
+		if len(entries) != sessions+1 || len(temps) != 0 {
+			t.Errorf("video dir holds %d entries and %d temporary files, want %d videos, .tmp and none", len(entries), len(temps), sessions)
 		}
 	})
 }
