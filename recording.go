@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
@@ -21,9 +22,14 @@ func RecordingKey(sessionID string) string { return "recordings/" + sessionID }
 
 // recordings reads moved recordings from the blob store (D52).
 type recordings struct {
-	blobs    blob.Store
-	maxChunk int
+	blobs blob.Store
 }
+
+// maxChunk bounds a chunk read from ses's object by the bytes its row
+// says the recording holds: what Config.MaxChunkBytes was when the
+// chunks came is not known, and a bound lowered since must not make the
+// recordings kept before unreadable.
+func maxChunk(ses *consent.Session) int { return int(min(ses.EventBytes, math.MaxInt32)) }
 
 var errNoRecordings = errors.New("consentkit: the recording was moved to the recordings blob store, which this store was not given (use the Service's Store)")
 
@@ -47,7 +53,7 @@ func (r *recordings) each(ctx context.Context, ses *consent.Session, fn func([]b
 		return err
 	}
 	defer func() { _ = rc.Close() }() // read only
-	sum, err := recfile.Read(rc, r.maxChunk, func(_ int, c []byte) error { return fn(c) })
+	sum, err := recfile.Read(rc, maxChunk(ses), func(_ int, c []byte) error { return fn(c) })
 	if err != nil {
 		return fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
 	}
@@ -67,7 +73,7 @@ func (r *recordings) chunk(ctx context.Context, ses *consent.Session, seq int) (
 		return nil, err
 	}
 	defer func() { _ = rc.Close() }() // read only
-	c, ok, err := recfile.Chunk(rc, r.maxChunk, seq)
+	c, ok, err := recfile.Chunk(rc, maxChunk(ses), seq)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: it has fewer chunks than its session", recfile.ErrCorrupt)
 	}
@@ -145,7 +151,8 @@ func (s *Service) MoveRecordings(ctx context.Context, limit int) (int, error) {
 	return moved, first
 }
 
-// errMoved stops a move that another one finished first.
+// errMoved stops a move that another one finished first, or that has
+// nothing to move: a session purged, or active again since it was listed.
 var errMoved = errors.New("moved already")
 
 // moveRecording moves one session's recording; false when there was
@@ -160,6 +167,9 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		}
 		if ses.Recording.Moved() || ses.EventChunks == 0 || ses.RetentionStatus == consent.RetentionExpired {
 			return errMoved
+		}
+		if !ses.Finished() && !ses.Idle(s.Now().Add(-s.cfg.RecordingIdle)) {
+			return errMoved // it took a chunk since it was listed
 		}
 		if ses.Recording.Key != "" {
 			return nil
@@ -212,10 +222,11 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		if now.Recording.Key != ses.Recording.Key {
 			// Purged since step 1 (D43): the purge's removal of the object
 			// may have run before the object was written, and no row names
-			// it now. Its removal is asked for in this transaction, so that
-			// no crash can lose it. A removal still queued may
-			// have deleted before the object landed and be about to end: the
-			// object is then deleted at once too, after the commit.
+			// it now. Its removal is asked for in this transaction. A
+			// removal still queued may have deleted before the object
+			// landed and be about to end: the object is then deleted at
+			// once too, after the commit, and a crash before that delete
+			// leaves it to the sweep (retain.SweepRecordings).
 			orphan = true
 			_, err := tx.Job(ctx, consent.JobDeleteRecording, id)
 			switch {

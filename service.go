@@ -216,7 +216,7 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	}
 	checked := Checked(store).(checkedStore)
 	if cfg.Recordings != nil {
-		checked.recordings = &recordings{blobs: cfg.Recordings, maxChunk: cfg.MaxChunkBytes}
+		checked.recordings = &recordings{blobs: cfg.Recordings}
 	}
 	s := &Service{store: checked, recordings: checked.recordings, cfg: cfg, tokens: ttlcache.Cache[consent.Digest, *consent.Token]{TTL: cfg.TokenCacheTTL, Size: cfg.TokenCacheSize},
 		signatures: sigcache.New(cfg.SignatureCacheSize)}

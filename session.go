@@ -122,8 +122,8 @@ func (s *Service) AppendCheckedEventsToTx(ctx context.Context, tx consent.Tx, se
 	if err := s.checkChunkSize(events); err != nil {
 		return nil, err
 	}
-	if ses.Recording.Key != "" {
-		return nil, ErrRecordingFinished
+	if err := Appendable(ses); err != nil {
+		return nil, err
 	}
 	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
 		return nil, consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
@@ -142,6 +142,24 @@ func (s *Service) AppendCheckedEventsToTx(ctx context.Context, tx consent.Tx, se
 // finished and moved, or being moved, to the blob store (D52): it was
 // idle for Config.RecordingIdle. Its code is Conflict.
 var ErrRecordingFinished = consent.Errorf(consent.Conflict, "events: the recording is finished: the session took no events for too long")
+
+// Appendable refuses a chunk for ses, a Conflict, when its recording takes
+// no more: purged (D43: a chunk kept then would never be moved or purged),
+// closed at consent (D35: the certificate's recording digest covers what
+// was recorded before), or finished for idleness (ErrRecordingFinished,
+// D52). AppendCheckedEventsToTx applies it; a caller that must refuse
+// before other work calls it first.
+func Appendable(ses *consent.Session) error {
+	switch {
+	case ses.RetentionStatus == consent.RetentionExpired:
+		return consent.Errorf(consent.Conflict, "events: the session expired: its recording was purged")
+	case ses.Closed():
+		return consent.Errorf(consent.Conflict, "the session is closed: consent was given")
+	case ses.Finished():
+		return ErrRecordingFinished
+	}
+	return nil
+}
 
 // checkEvents accepts a non-empty JSON array of objects, read in one pass
 // (jsonscan) without decoding them.

@@ -338,11 +338,11 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 				return consent.Errorf(consent.Conflict, "seq %d was stored with other events", ch.Seq)
 			}
 			return nil // sent again: already stored
-		case ses.Closed():
-			return consent.Errorf(consent.Conflict, "the session is closed: consent was given")
-		case ses.Finished():
-			return consentkit.ErrRecordingFinished
-		case ch.Seq > ses.EventChunks:
+		}
+		if err := consentkit.Appendable(ses); err != nil {
+			return err
+		}
+		if ch.Seq > ses.EventChunks {
 			return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", ch.Seq, ses.EventChunks)
 		}
 		if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {

@@ -170,6 +170,13 @@ func (s *Session) Closed() bool { return !s.ClosedAt.IsZero() }
 // closed at consent, or being moved or moved to the blob store (D52).
 func (s *Session) Finished() bool { return s.Closed() || s.Recording.Key != "" }
 
+// Idle reports whether the session took its last chunk at or before
+// idleBefore; one that took none is not idle. A session finished or idle
+// is one whose recording is moved (D52, Tx.SessionsToMove).
+func (s *Session) Idle(idleBefore time.Time) bool {
+	return !s.LastEventAt.IsZero() && !s.LastEventAt.After(idleBefore)
+}
+
 // Recording describes a finished session's recording compacted into one
 // object of the recordings blob store (D52). It is set in two steps: Key
 // first, before the object is written, so that no object ever exists that

@@ -236,9 +236,11 @@ func TestMoveRecordings(t *testing.T) {
 						t.Errorf("%s: object of %d bytes, row says %d", id, info.Size, rec.Bytes)
 					}
 					e.wantRecording(t, id)
+					// Closed at consent, it says so, as capture does.
 					_, err = e.svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":3,"timestamp":9}]`))
-					if !errors.Is(err, consentkit.ErrRecordingFinished) || consent.ErrorCode(err) != consent.Conflict {
-						t.Errorf("%s: AppendEvents once moved: %v; want ErrRecordingFinished", id, err)
+					if finished := errors.Is(err, consentkit.ErrRecordingFinished); finished != (id == "idle") ||
+						consent.ErrorCode(err) != consent.Conflict || !finished && !strings.Contains(err.Error(), "closed") {
+						t.Errorf("%s: AppendEvents once moved: %v; want a conflict, ErrRecordingFinished when idle", id, err)
 					}
 				}
 			})
@@ -473,4 +475,100 @@ func TestMoveKilled(t *testing.T) {
 			again.wantRecording(t, "s1") // from the object
 		})
 	}
+}
+
+// onPut is a recordings store that calls before(key) ahead of each Put.
+type onPut struct {
+	blob.Store
+	before func(key string)
+}
+
+func (o *onPut) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+	if o.before != nil {
+		o.before(key)
+	}
+	return o.Store.Put(ctx, key, r)
+}
+
+// A session listed as idle that takes a chunk before its turn to move
+// comes (another's object is being written) is not finished: it is left
+// in the database and takes the chunks after it, as its consumer is back.
+func TestMoveSkipsASessionActiveAgain(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		blobs := &onPut{Store: blob.NewMemory()}
+		e := newMoveEnv(t, open(t), blobs)
+		e.record(t, "a")
+		e.record(t, "b")
+		e.clock.Add(consentkit.DefaultRecordingIdle)
+		blobs.before = func(key string) {
+			if key == consentkit.RecordingKey("a") {
+				check(t)(e.svc.AppendEvents(ctx, "b", json.RawMessage(`[{"type":3,"timestamp":9}]`)))
+			}
+		}
+		e.move(t, 1)
+		blobs.before = nil
+		if b := e.session(t, "b"); b.Recording.Key != "" || b.EventChunks != len(recChunks)+1 {
+			t.Fatalf("b, active again while a moved: recording %+v, %d chunks; want in the database", b.Recording, b.EventChunks)
+		}
+		if _, err := e.svc.AppendEvents(ctx, "b", json.RawMessage(`[{"type":3,"timestamp":10}]`)); err != nil {
+			t.Errorf("b's next chunk: %v", err)
+		}
+		if !e.session(t, "a").Recording.Moved() {
+			t.Error("a did not move")
+		}
+	})
+}
+
+// A recording moved while chunks could be large reads back after
+// Config.MaxChunkBytes was lowered below them: the bound applies to the
+// chunks that come, not to those kept.
+func TestMovedRecordingReadAfterMaxChunkLowered(t *testing.T) {
+	e := newMoveEnv(t, teststore.Memory(t), blob.NewMemory())
+	e.record(t, "s1")
+	e.clock.Add(consentkit.DefaultRecordingIdle)
+	e.move(t, 1)
+	svc, err := consentkit.NewService(e.store, consentkit.Config{Now: e.clock.Now, Recordings: e.blobs, MaxChunkBytes: 16})
+	check(t)(svc, err)
+	lowered := *e
+	lowered.svc = svc
+	lowered.wantRecording(t, "s1")
+}
+
+// The Go API refuses a chunk for a session whose recording takes no more,
+// as capture does: closed at consent, or purged (a chunk kept then would
+// never be moved or purged); nothing is appended.
+func TestAppendEventsRefusedWhenClosedOrPurged(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := newMoveEnv(t, open(t), blob.NewMemory())
+		refused := func(id string) {
+			t.Helper()
+			before := e.session(t, id).EventChunks
+			_, err := e.svc.AppendEvents(ctx, id, json.RawMessage(`[{"type":3,"timestamp":9}]`))
+			if consent.ErrorCode(err) != consent.Conflict {
+				t.Errorf("%s: AppendEvents = %v, want a conflict", id, err)
+			}
+			if n := e.session(t, id).EventChunks; n != before {
+				t.Errorf("%s: %d chunks after the refusal, want %d", id, n, before)
+			}
+		}
+		e.record(t, "closed")
+		check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+			ses, err := tx.Session(ctx, "closed")
+			if err != nil {
+				return err
+			}
+			ses.ClosedAt = e.clock.Now()
+			return tx.UpdateSession(ctx, ses)
+		}))
+		refused("closed")
+		e.record(t, "purged")
+		e.clock.Add(consentkit.DefaultRetention + time.Hour)
+		if _, err := e.purger.Purge(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ses := e.session(t, "purged"); ses.RetentionStatus != consent.RetentionExpired {
+			t.Fatalf("purged: %s, want expired", ses.RetentionStatus)
+		}
+		refused("purged")
+	})
 }

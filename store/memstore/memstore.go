@@ -575,8 +575,7 @@ func (t *tx) SetRecording(_ context.Context, sessionID string, r consent.Recordi
 func (t *tx) SessionsToMove(_ context.Context, idleBefore time.Time, limit int) ([]string, error) {
 	idleBefore = utc(idleBefore)
 	return earliest(t.s.sessions, func(s *consent.Session) (time.Time, bool) {
-		finished := s.Closed() || s.Recording.Key != "" || !s.LastEventAt.IsZero() && !s.LastEventAt.After(idleBefore)
-		return s.LastEventAt, finished && s.EventChunks > 0 && !s.Recording.Moved() && s.RetentionStatus != consent.RetentionExpired
+		return s.LastEventAt, (s.Finished() || s.Idle(idleBefore)) && s.EventChunks > 0 && !s.Recording.Moved() && s.RetentionStatus != consent.RetentionExpired
 	}, limit), nil
 }
 
