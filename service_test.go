@@ -204,6 +204,9 @@ func TestRecording(t *testing.T) {
 	}
 	_, err = svc.StartSession(ctx, consentkit.SessionParams{CompanyID: "other", PropertyID: "acme-web"})
 	wantCode(t, "StartSession(another company's property)", err, consent.NotFound)
+	// An id that could name no recording object or video file (D52).
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: ".s1", CompanyID: "acme", PropertyID: "acme-web"})
+	wantCode(t, "StartSession(.s1)", err, consent.Invalid)
 
 	chunks := []string{`[{"type":4,"timestamp":1}]`, ` [ {"type":2,"timestamp":2} , {"type":3,"timestamp":3} ] `}
 	for _, c := range chunks {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/contact"
 	"github.com/consentkit/consentkit/internal/jsonscan"
@@ -20,7 +21,7 @@ import (
 
 // SessionParams describes a new recorded session.
 type SessionParams struct {
-	ID         string    // optional: a random id when empty
+	ID         string    // optional: a random id when empty; none starting with "."
 	CompanyID  string    // required
 	PropertyID string    // required: a property of CompanyID
 	CreatedAt  time.Time // optional: now when zero
@@ -46,6 +47,10 @@ func (s *Service) StartSessionTx(ctx context.Context, tx consent.Tx, p SessionPa
 		if err := consent.CheckID(f.name, f.v); err != nil {
 			return nil, err
 		}
+	}
+	if blob.ValidKey(RecordingKey(p.ID)) != nil {
+		// Its recording could never be moved (D52), nor its video kept.
+		return nil, consent.Errorf(consent.Invalid, "id: a session id may not start with \".\": it names the session's recording and video files")
 	}
 	created := s.Now()
 	if !p.CreatedAt.IsZero() {
