@@ -13,6 +13,7 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/seed"
 )
 
@@ -78,17 +79,27 @@ func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log 
 }
 
 // printGuide prints the token (once) and a curl command for every endpoint,
-// using the ids of the demo data.
-func printGuide(w io.Writer, base, token string, demo bool) {
+// using the ids of the demo data; seeded says that a seed file was
+// loaded, operator that the operator API and the dashboard are served.
+func printGuide(w io.Writer, base, token string, demo, seeded, operator bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nconsentkit is listening on %s\n\n", base)
 	if demo {
 		fmt.Fprintf(&b, "Open %s/demo in a browser: a form that records your visit and issues a consent certificate,\nwith the commands to verify, retain and revoke it.\n\n", base)
 	}
-	if token != "" {
-		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", token)
+	if operator {
+		fmt.Fprintf(&b, "The dashboard is on %s/dashboard/ and the operator API on %s/operator/.\n\n", base, base)
 	} else {
-		fmt.Fprintf(&b, "The store had data already. Set TOKEN to a token of company acme (the demo token printed at first start,\nor one from your seed file) to use these commands:\n\n")
+		fmt.Fprintf(&b, "The dashboard and the operator API are off: set %s to a secret of at least %d characters to serve them.\n\n",
+			OperatorSecretEnv, httpadapter.MinOperatorSecret)
+	}
+	switch {
+	case token != "":
+		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", token)
+	case seeded:
+		fmt.Fprintf(&b, "Your seed file was loaded. Set TOKEN to a token of its company acme to use these commands:\n\n")
+	default:
+		fmt.Fprintf(&b, "The store had data already. Set TOKEN to a token of company acme (the demo token printed at first start)\nto use these commands:\n\n")
 	}
 	curl := func(title, path, body string, auth bool) {
 		fmt.Fprintf(&b, "# %s\ncurl -s -X POST %s%s", title, base, path)

@@ -103,10 +103,10 @@ func TestServerDemoForm(t *testing.T) {
 	if !s.waitFor(t, "/demo in a browser") {
 		t.Fatalf("the guide does not point at the demo form:\n%s", s.output())
 	}
-	code, _, form := getPage(t, s.base+"/demo")
+	code, at, form := getPage(t, s.base+"/")
 	tag := `<script src="` + s.base + `/capture/capture.js" data-property-id="acme-demo" async></script>`
-	if code != 200 || !strings.Contains(form, tag) || !strings.Contains(form, "data-consent ") {
-		t.Fatalf("GET /demo: %d\n%s", code, form)
+	if code != 200 || at.Path != "/demo" || !strings.Contains(form, tag) || !strings.Contains(form, "data-consent ") {
+		t.Fatalf("GET / (the address the guide prints): %d at %s\n%s", code, at, form)
 	}
 	id, cert := recordConsent(t, s, []string{`{"type":4,"data":{},"timestamp":1795301391553}`}, "jane@example.com")
 

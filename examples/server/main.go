@@ -95,7 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:8080", "`address` to listen on (host:port; port 0 picks a free one)")
 	fs.StringVar(&o.store, "store", "sqlite", "storage: memory, sqlite or postgres")
 	fs.StringVar(&o.dsn, "dsn", "", "SQLite database file (default consent.db), or the PostgreSQL URL (required with -store postgres)")
-	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (see the README); without it an empty store gets demo data")
+	fs.StringVar(&o.seed, "seed", "", "JSON seed `file` to load into an empty store (its format: docs/operating.md); without it an empty store gets demo data")
 	fs.StringVar(&o.trustedProxies, "trusted-proxies", "", "comma-separated `CIDRs` of proxies whose X-Forwarded-For is honoured (default none)")
 	fs.StringVar(&o.videoDir, "video-dir", "videos", "`directory` where converted MP4 videos are written")
 	fs.StringVar(&o.recordingsDir, "recordings-dir", "recordings", "`directory` that finished recordings are moved to, compressed, out of the database (D52); with -video-s3-bucket they go to that bucket instead")
@@ -367,6 +367,8 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		mux.Handle("/dashboard/", dash)
 		mux.Handle("/dashboard", dash)
 		log.Info("the operator API is on /operator/ and the dashboard on /dashboard/ (" + OperatorSecretEnv + ")")
+	} else {
+		log.Info("the operator API and the dashboard are off; set " + OperatorSecretEnv + " to serve them")
 	}
 
 	ln, err := net.Listen("tcp", o.addr)
@@ -384,9 +386,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		d := demoHandler(svc, base, rec, log)
 		mux.Handle("/demo", d)
 		mux.Handle("/demo/submitted", d)
+		// The address the guide prints opens the demo.
+		mux.Handle("GET /{$}", http.RedirectHandler("/demo", http.StatusSeeOther))
 	}
 	srv := httpadapter.NewServer(logRequests(log, mux), log)
-	printGuide(stdout, base, token, demo)
+	printGuide(stdout, base, token, demo, o.seed != "", operatorSecret != "")
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	installDone := rec.start(ctx, o.installRecorder, log)

@@ -406,6 +406,9 @@ func TestServerDemoData(t *testing.T) {
 			t.Errorf("no curl for %s", path)
 		}
 	}
+	if !strings.Contains(out, "The dashboard and the operator API are off: set "+OperatorSecretEnv) {
+		t.Errorf("the guide does not say how to serve the dashboard:\n%s", out)
+	}
 	if !s.waitFor(t, "video conversion is off") || !strings.Contains(s.output(), "missing=") {
 		t.Errorf("the log does not say which conversion tool is missing:\n%s", s.output())
 	}
