@@ -403,12 +403,12 @@ func TestSessionStatus(t *testing.T) {
 				return err
 			}
 			ses.VideoStatus = consent.VideoConverted
-			ses.Video = consent.Video{Path: "/videos/s2.mp4", Bytes: 42, SHA256: consent.DigestOf("x"), Duration: 5642 * time.Millisecond}
+			ses.Video = consent.Video{Path: "/videos/s2.mp4", Bytes: 42, SHA256: consent.DigestOf("x"), Duration: 3280 * time.Millisecond}
 			return tx.UpdateSession(ctx, ses)
 		}))
 		rec = get(h, "/api/integrations/acme/sessions/s2", acmeToken)
 		checkBody(t, rec.Body.Bytes(), `{"success":true,"sessionId":"s2","retention_status":"retained","rrweb_to_video_status":"converted","retained_until":"2031-11-21T12:00:00Z",
-			"video":{"bytes":42,"sha256":"`+consent.DigestOf("x").String()+`","duration_seconds":5.642}}`)
+			"video":{"bytes":42,"sha256":"`+consent.DigestOf("x").String()+`","duration_seconds":3.28}}`)
 		for _, tc := range []struct {
 			path, token string
 			status      int

@@ -486,7 +486,7 @@ type statusRequest struct {
 type videoBody struct {
 	Bytes    int64   `json:"bytes"`
 	SHA256   string  `json:"sha256"`
-	Duration float64 `json:"duration_seconds"`
+	Duration float64 `json:"duration_seconds"` // to the millisecond, as stored
 }
 
 type statusResponse struct {
@@ -513,7 +513,7 @@ func (h *Handler) sessionStatus(ctx context.Context, c Caller, req *statusReques
 		body.RetainedUntil = timestamp(ses.ExpiresAt)
 	}
 	if ses.VideoStatus == consent.VideoConverted {
-		body.Video = &videoBody{Bytes: ses.Video.Bytes, SHA256: ses.Video.SHA256.String(), Duration: ses.Video.Duration.Seconds()}
+		body.Video = &videoBody{Bytes: ses.Video.Bytes, SHA256: ses.Video.SHA256.String(), Duration: float64(ses.Video.Duration.Milliseconds()) / 1000}
 	}
 	return body, nil
 }

@@ -659,7 +659,7 @@ func (x *extractor) signals() *Signals {
 		}
 	}
 	if intervals > 0 {
-		s.KeysPerMinute = float64(intervals) * 60_000 / max(typing, 1)
+		s.KeysPerMinute = math.Round(float64(intervals)*6_000_000/max(typing, 1)) / 100
 	}
 	return s
 }

@@ -40,8 +40,8 @@ func TestExtractPerson(t *testing.T) {
 			"ref":    {Method: insights.Prefilled},
 		},
 		Keystrokes: 22,
-		// (16-1 + 6-1) key presses over 15×200 ms + 5×250 ms.
-		KeysPerMinute: 20 * 60_000 / 4250.0,
+		// (16-1 + 6-1) key presses over 15×200 ms + 5×250 ms: 282.352…
+		KeysPerMinute: 282.35,
 		Pointer:       insights.Pointer{Moves: 8 + 5 + 4 + 6 + 3, Clicks: 5},
 		Reported: &insights.Reported{Viewport: insights.Viewport{Width: 1280, Height: 720},
 			TimeZone: "America/Chicago", Language: "en-US"},

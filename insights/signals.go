@@ -33,8 +33,8 @@ type Signals struct {
 	Keystrokes int `json:"keystrokes"`
 	// KeysPerMinute is the pace of typing: for each field with key presses,
 	// its presses less one over the time from its first change to its
-	// last (at least a millisecond), summed over the fields. 0 when no
-	// field had two.
+	// last (at least a millisecond), summed over the fields, to the
+	// hundredth. 0 when no field had two.
 	KeysPerMinute float64 `json:"keys_per_minute"`
 	// Pointer counts the pointer's and fingers' acts.
 	Pointer Pointer `json:"pointer"`
