@@ -147,10 +147,10 @@ func IdempotencyFrom(ctx context.Context) *Idempotency {
 //
 // When ctx carries an Idempotency (D40) the key is claimed first in the
 // transaction: a key used before makes Paid do nothing and return
-// ErrReplayed (the first answer is in the Idempotency), or ErrKeyReused
-// when it came with another request; otherwise the Idempotency's Answer
-// renders the outcome, stored with the key in the same transaction as
-// fn's effects.
+// consent.ErrReplayed (the first answer is in the Idempotency), or
+// consent.ErrKeyReused when it came with another request; otherwise the
+// Idempotency's Answer renders the outcome, stored with the key in the
+// same transaction as fn's effects.
 func Paid[T any](ctx context.Context, s *Service, audit *AuditParams, fn func(tx consent.Tx) (T, error)) (T, error) {
 	var zero T
 	out, err := s.paid(ctx, audit, func(tx consent.Tx) (any, error) { return fn(tx) })

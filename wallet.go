@@ -11,7 +11,7 @@ import (
 // TopUp credits the company's wallet (D5) and returns the new balance.
 // reference names the payment (optional, at most 128 bytes). It runs
 // through Paid: when ctx carries an Idempotency (D40), a top-up sent again
-// with its key credits nothing more and returns ErrReplayed, the first
+// with its key credits nothing more and returns consent.ErrReplayed, the first
 // answer being in the Idempotency — the operator API requires a key, so
 // that a retried top-up never credits twice.
 func (s *Service) TopUp(ctx context.Context, companyID string, amount wallet.Amount, reference string) (wallet.Amount, error) {

@@ -176,7 +176,9 @@ func CheckURL(raw string, allowPrivate bool) error {
 	host := u.Hostname()
 	if a, err := netip.ParseAddr(host); err == nil {
 		if err := CheckAddr(a, allowPrivate); err != nil {
-			return consent.Errorf(consent.Invalid, "url: %v", err)
+			// Who runs the service may allow private addresses (for tests,
+			// or a network of its own): say where.
+			return consent.Errorf(consent.Invalid, "url: %v (a service that must reach such addresses sets consentkit.Config.WebhookAllowPrivate)", err)
 		}
 		return nil
 	}

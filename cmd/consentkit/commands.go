@@ -573,7 +573,7 @@ refused before anything is sent. The rules replace the profile's.`,
 	{group: "webhooks", name: "add", company: true, summary: "Add a webhook endpoint (D44); its secret is shown once",
 		about: "Events: " + strings.Join(consent.EventTypes, ", ") + ".",
 		setup: func(fs *flag.FlagSet) action {
-			u := fs.String("endpoint", "", "the endpoint's `URL`, https:// (required)")
+			u := fs.String("endpoint", "", "the endpoint's `URL`, http:// or https:// (required)")
 			var events list
 			fs.Var(&events, "event", "an `event` type to deliver; repeat for more (required)")
 			return func(ctx context.Context, c *call) error {
