@@ -11,6 +11,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -47,7 +48,7 @@ type Config struct {
 	// Capture rate limits per minute (D32); a negative value turns one off.
 	CaptureStartsPerMinute   int // sessions started per client address; default 30
 	CapturePropertyPerMinute int // sessions started per property; default 6,000
-	CapturePerMinute         int // chunks and consents per client address; default 600
+	CapturePerMinute         int // chunks, consents and their preflights per client address; default 600
 	// OptOutIdleRecordsPerMinute is how many opt-outs that revoke nothing
 	// new are recorded a minute per company (optout.LimitIdleRecords,
 	// D52); default optout.DefaultIdleRecordsPerMinute, negative: all.
@@ -118,6 +119,9 @@ type Handler struct {
 	retain  *retain.Service
 	capture *capture.Service
 	rrweb   *capture.Recorder
+	// recorderLogged is when a missing recorder was last logged (Unix
+	// nanoseconds, the Service's clock).
+	recorderLogged atomic.Int64
 
 	webhooks webhook.Endpoints
 	profiles profile.Profiles

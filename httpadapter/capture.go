@@ -213,6 +213,21 @@ func script(w http.ResponseWriter, r *http.Request, body []byte, modified time.T
 	serveContent(w, r, "", modified, bytes.NewReader(body))
 }
 
+// missingRecorderLogEvery is how often a missing recorder is logged: the
+// pages of a form load it on every view, and each must not add a line.
+const missingRecorderLogEvery = time.Minute
+
+// logMissingRecorder logs that the recorder is not installed, at most once
+// every missingRecorderLogEvery.
+func (h *Handler) logMissingRecorder(r *http.Request, err error) {
+	now, last := h.svc.Now().UnixNano(), h.recorderLogged.Load()
+	if last != 0 && now-last < int64(missingRecorderLogEvery) || !h.recorderLogged.CompareAndSwap(last, now) {
+		return
+	}
+	h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed: run "+capture.RecorderInstall,
+		"file", h.rrweb.Path(), "err", err)
+}
+
 // started is when this process started: the Last-Modified of the scripts
 // it serves, which change only with the binary or the npm install.
 var started = time.Now()
@@ -226,8 +241,7 @@ func (h *Handler) recorder(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// Looked for again at the next request: a bundle installed while
 		// the server runs is served without a restart.
-		h.log.ErrorContext(r.Context(), "consentkit: rrweb's recorder is not installed: run "+capture.RecorderInstall,
-			"file", h.rrweb.Path(), "err", err)
+		h.logMissingRecorder(r, err)
 		h.writeError(w, r, VerifyErrors, &httpError{status: http.StatusServiceUnavailable,
 			msg: "the session recorder is not installed on this server: run " + capture.RecorderInstall})
 		return

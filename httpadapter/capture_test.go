@@ -1,8 +1,10 @@
 package httpadapter_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -177,6 +179,52 @@ func TestCaptureStartLimits(t *testing.T) {
 	}
 	if fmt.Sprint(codes) != "[201 201 429]" {
 		t.Errorf("other addresses, same property: %v, want 201 201 429 (5 per property)", codes)
+	}
+}
+
+// A preflight reads the store (the property's or the session's origins),
+// so it is limited per client address as the capture posts are
+// (Config.CapturePerMinute): an anonymous client cannot make the server
+// read the store without bound; another address is not held back.
+func TestCapturePreflightLimited(t *testing.T) {
+	_, h := capturing(t, teststore.Memory(t), httpadapter.Config{CapturePerMinute: 3})
+	var codes []int
+	for range 4 {
+		codes = append(codes, call(h, "OPTIONS", "/capture/sessions?property_id=acme-form", formOrigin, "", "").Code)
+	}
+	if fmt.Sprint(codes) != "[204 204 204 429]" {
+		t.Errorf("one address: %v, want 3 × 204 then 429", codes)
+	}
+	req := httptest.NewRequest("OPTIONS", "/capture/sessions?property_id=acme-form", nil)
+	req.Header.Set("Origin", formOrigin)
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.RemoteAddr = "203.0.113.9:1000"
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 204 {
+		t.Errorf("another address: %d, want 204", rec.Code)
+	}
+}
+
+// A missing recorder is logged once a minute, not at every page view
+// that asks for it: an anonymous client cannot flood the log.
+func TestMissingRecorderLoggedOnceAMinute(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	var logged bytes.Buffer
+	h := e.handler(t, httpadapter.Config{RRWebDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	lines := func() int { return strings.Count(logged.String(), "recorder is not installed") }
+	for range 5 {
+		if rec := call(h, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 503 {
+			t.Fatalf("GET /capture/rrweb.js: %d", rec.Code)
+		}
+	}
+	if n := lines(); n != 1 {
+		t.Errorf("5 requests in a moment logged %d lines, want 1", n)
+	}
+	e.clock.t = e.clock.t.Add(time.Minute)
+	call(h, "GET", "/capture/rrweb.js", "", "", "")
+	if n := lines(); n != 2 {
+		t.Errorf("a minute later: %d lines, want 2", n)
 	}
 }
 

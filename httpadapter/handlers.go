@@ -44,9 +44,9 @@ func (h *Handler) table() []*route {
 		handle(Route{Method: post, Pattern: "/capture/sessions", Group: CaptureGroup, Auth: AuthNone, Limit: CaptureStartLimit, CORS: true, Status: http.StatusCreated}, h.startCapture),
 		handle(Route{Method: post, Pattern: "/capture/sessions/{session_id}/events", Group: CaptureGroup, Auth: AuthUpload, Limit: CaptureLimit, CORS: true, MaxBody: h.captureBodyBytes()}, h.appendEvents),
 		handle(Route{Method: post, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, Auth: AuthUpload, Limit: CaptureLimit, CORS: true, Status: http.StatusCreated, MaxBody: h.captureBodyBytes() + MaxBodyBytes}, h.giveConsent),
-		handleRaw(Route{Method: options, Pattern: "/capture/sessions", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.startPreflight)),
-		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/events", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
-		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions", Group: CaptureGroup, Limit: CaptureLimit, CORS: true, Status: http.StatusNoContent}, h.preflight(h.startPreflight)),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/events", Group: CaptureGroup, Limit: CaptureLimit, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
+		handleRaw(Route{Method: options, Pattern: "/capture/sessions/{session_id}/consent", Group: CaptureGroup, Limit: CaptureLimit, CORS: true, Status: http.StatusNoContent}, h.preflight(h.sessionPreflight)),
 		handleRaw(Route{Method: get, Pattern: "/capture/capture.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.snippet),
 		handleRaw(Route{Method: get, Pattern: "/capture/rrweb.js", Group: CaptureGroup, ContentType: "text/javascript"}, h.recorder),
 

@@ -224,6 +224,15 @@ type propertyCredentials interface {
 // call the route's function, and write its answer or its error.
 func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 	if rt.raw != nil {
+		// A raw route's client limit (a preflight's) is taken here, as
+		// run takes the others': before anything is read.
+		if rt.Limit.byClient() {
+			c := Caller{ClientIP: h.cfg.TrustedProxies.ClientIP(r)}
+			if err := h.take(r, rt.Limit, c); err != nil {
+				h.writeError(w, r, rt.Errors, err)
+				return
+			}
+		}
 		rt.raw(w, r)
 		return
 	}

@@ -108,9 +108,11 @@ func TestRouteTable(t *testing.T) {
 			strings.HasPrefix(rt.Pattern, "/api/integrations/") != (rt.Auth == AuthRetention) {
 			t.Errorf("%s: errors %v, auth %v; the Retain API's routes, and only they, use its shapes and permission", key, rt.Errors, rt.Auth)
 		}
-		public := rt.Method == http.MethodPost && (rt.Auth == AuthNone || rt.Auth == AuthUpload)
+		// Public routes that read the store: posts, and the preflights
+		// that read a property's or a session's origins.
+		public := (rt.Method == http.MethodPost || rt.Method == http.MethodOptions) && (rt.Auth == AuthNone || rt.Auth == AuthUpload)
 		if public != rt.Limit.byClient() {
-			t.Errorf("%s: a public POST must be limited per client, and only it", key)
+			t.Errorf("%s: a public POST or preflight must be limited per client, and only it", key)
 		}
 		if rt.CORS != strings.HasPrefix(rt.Pattern, "/capture/sessions") {
 			t.Errorf("%s: CORS %v; the capture session routes, and only they, answer other origins", key, rt.CORS)
