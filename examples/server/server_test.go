@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -809,4 +810,36 @@ func TestServerInstancesWithoutSharedKey(t *testing.T) {
 	refused("key id "+a[0]+" is published already with another key", "-signing-key", impostor, "-trust-published-keys")
 	first.stop(t)
 	second.stop(t)
+}
+
+// With S3 on, the server warns when the directories an earlier run wrote
+// to hold recordings or videos, which its database may name and S3
+// cannot serve; it stays quiet when they hold none.
+func TestWarnDirectoriesLeft(t *testing.T) {
+	root := t.TempDir()
+	o := &options{recordingsDir: filepath.Join(root, "rec"), videoDir: filepath.Join(root, "videos")}
+	warnings := func() int {
+		var b strings.Builder
+		warnDirectoriesLeft(o, slog.New(slog.NewTextHandler(&b, nil)))
+		return strings.Count(b.String(), "level=WARN")
+	}
+	if n := warnings(); n != 0 {
+		t.Errorf("no directories: %d warnings", n)
+	}
+	for _, dir := range []string{filepath.Join(o.recordingsDir, "recordings", ".tmp"), o.videoDir} {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := warnings(); n != 0 {
+		t.Errorf("empty directories (a temporary one only): %d warnings", n)
+	}
+	for _, f := range []string{filepath.Join(o.recordingsDir, "recordings", "s1"), filepath.Join(o.videoDir, "s1.mp4")} {
+		if err := os.WriteFile(f, []byte("kept"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := warnings(); n != 2 {
+		t.Errorf("a recording and a video left: %d warnings, want 2", n)
+	}
 }

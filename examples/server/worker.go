@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -141,5 +144,26 @@ func recordingStore(ctx context.Context, o *options, log *slog.Logger) (blob.Sto
 		return nil, fmt.Errorf("recordings store: %w", err)
 	}
 	log.Info("finished recordings are moved to S3", "bucket", o.s3.Bucket)
+	warnDirectoriesLeft(o, log)
 	return st, nil
+}
+
+// warnDirectoriesLeft warns, with S3 on, when the directories that an
+// earlier run without it wrote to hold recordings or videos: the database
+// of that run names them there, and the S3 stores cannot read them, so its
+// verifications of those certificates and its video routes would fail.
+func warnDirectoriesLeft(o *options, log *slog.Logger) {
+	for _, dir := range []string{filepath.Join(o.recordingsDir, "recordings"), o.videoDir} {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // none: nothing was written there
+		}
+		for _, e := range entries {
+			if !strings.HasPrefix(e.Name(), ".") {
+				log.Warn("with S3 on, what an earlier run kept in this directory cannot be read: a database that names it answers 500 for it; "+
+					"use S3 with a new database, or run this one without -video-s3-bucket (docs/operating.md)", "dir", dir)
+				break
+			}
+		}
+	}
 }
