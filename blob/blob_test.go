@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,33 +76,24 @@ func TestDirLockDuringPut(t *testing.T) {
 	}
 }
 
-// A Put writes its temporary file under Root/.tmp, where a process killed
-// during the Put leaves it; no listing shows it, and NewDir on the root
-// removes it once it has gone unwritten for StaleTemp, keeping one written
-// since (a Put of another process, still going).
+// A Put writes its temporary file in a .tmp directory beside its key, so
+// that the rename never crosses filesystems, and a process killed during a
+// Put leaves it there; no listing shows it. The first Put of a process
+// into that directory removes those that have gone unwritten for
+// StaleTemp, and keeps one written since (a Put of another process, still
+// going).
 func TestDirStaleTemporaryFiles(t *testing.T) {
 	root := t.TempDir()
 	d, err := blob.NewDir(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	temps := filepath.Join(root, ".tmp")
-	var during []os.DirEntry
-	body := readFunc(func(p []byte) (int, error) {
-		during, _ = os.ReadDir(temps)
-		return 0, io.EOF
-	})
-	if _, err := d.Put(context.Background(), "recordings/s1", body); err != nil {
+	temps := filepath.Join(root, "recordings", ".tmp")
+	// What killed Puts left: one untouched for longer than StaleTemp, one
+	// written a moment ago.
+	if err := os.MkdirAll(temps, 0o750); err != nil {
 		t.Fatal(err)
 	}
-	if len(during) != 1 {
-		t.Fatalf("during a Put, %s held %d files, want its one temporary file", temps, len(during))
-	}
-	if after, err := os.ReadDir(temps); err != nil || len(after) != 0 {
-		t.Fatalf("after the Put, %s holds %v (%v)", temps, after, err)
-	}
-	// What killed Puts leave: one untouched for longer than StaleTemp, one
-	// written a moment ago.
 	old, fresh := filepath.Join(temps, "put-old"), filepath.Join(temps, "put-fresh")
 	for _, name := range []string{old, fresh} {
 		if err := os.WriteFile(name, []byte("half an object"), 0o600); err != nil {
@@ -113,17 +104,25 @@ func TestDirStaleTemporaryFiles(t *testing.T) {
 	if err := os.Chtimes(old, long, long); err != nil {
 		t.Fatal(err)
 	}
-	if keys, err := d.ListAfter(context.Background(), "", "", 10); err != nil || len(keys) != 1 || keys[0] != "recordings/s1" {
-		t.Errorf("ListAfter = %v, %v; want the one object", keys, err)
-	}
-	if _, err := blob.NewDir(root); err != nil {
+	var during []string
+	body := readFunc(func(p []byte) (int, error) {
+		entries, _ := os.ReadDir(temps)
+		for _, e := range entries {
+			during = append(during, e.Name())
+		}
+		return 0, io.EOF
+	})
+	if _, err := d.Put(context.Background(), "recordings/s1", body); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("the stale temporary file: %v, want removed", err)
+	if len(during) != 2 || !slices.Contains(during, "put-fresh") || slices.Contains(during, "put-old") {
+		t.Fatalf("during the Put, %s held %v; want the fresh file and the Put's own", temps, during)
 	}
-	if _, err := os.Stat(fresh); err != nil {
-		t.Errorf("the fresh temporary file: %v, want kept", err)
+	if after, err := os.ReadDir(temps); err != nil || len(after) != 1 || after[0].Name() != "put-fresh" {
+		t.Fatalf("after the Put, %s holds %v (%v); want the fresh file alone", temps, after, err)
+	}
+	if keys, err := d.ListAfter(context.Background(), "", "", 10); err != nil || len(keys) != 1 || keys[0] != "recordings/s1" {
+		t.Errorf("ListAfter = %v, %v; want the one object", keys, err)
 	}
 }
 

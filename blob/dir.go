@@ -19,12 +19,14 @@ import (
 // Dir is a Store in a directory of the filesystem, the default. An object
 // is the file Root/<key>, so files written by retain before this package
 // (<session>.mp4, <certificate>.png) are its objects. Put writes a temporary
-// file under Root/.tmp, syncs it, renames it over the key and syncs the
-// key's directory, so a reader or a crash never leaves half an object. A
-// process killed during a Put leaves its temporary file behind: NewDir
-// removes those untouched for StaleTemp. A lock is a small file under
-// Root/.locks holding its date. No key names a file under either, since
-// no segment of a key starts with ".".
+// file in a .tmp directory beside the object (so that the rename stays on
+// one filesystem, should a directory of keys be a mount of its own), syncs
+// it, renames it over the key and syncs the key's directory, so a reader
+// or a crash never leaves half an object. A process killed during a Put
+// leaves its temporary file behind: the first Put of a process into a
+// directory removes those that have gone unwritten for StaleTemp. A lock is
+// a small file under Root/.locks holding its date. No key names a file
+// under either, since no segment of a key starts with ".".
 type Dir struct {
 	Root string
 	// Now is the clock for locks; nil means time.Now.
@@ -35,50 +37,42 @@ type Dir struct {
 
 var _ Store = (*Dir)(nil)
 
-// StaleTemp is how long a temporary file of Put's goes unwritten before
-// NewDir takes it for one a killed process left.
+// StaleTemp is how long a temporary file of Put's goes unwritten before a
+// Put takes it for one that a killed process left.
 const StaleTemp = time.Hour
 
-// tempDir holds Put's temporary files, under Root.
+// tempDir holds Put's temporary files, in the directory of their key.
 const tempDir = ".tmp"
 
-// NewDir returns a Dir store rooted at root, which it creates if needed,
-// and removes the temporary files that processes killed during a Put left
-// there (StaleTemp).
+// NewDir returns a Dir store rooted at root, which it creates if needed.
 func NewDir(root string) (*Dir, error) {
 	if err := os.MkdirAll(root, 0o750); err != nil {
 		return nil, fmt.Errorf("blob: %w", err)
 	}
-	d := &Dir{Root: root}
-	if err := d.removeStale(time.Now().Add(-StaleTemp)); err != nil {
-		return nil, fmt.Errorf("blob: remove stale temporary files: %w", err)
-	}
-	return d, nil
+	return &Dir{Root: root}, nil
 }
 
-// removeStale removes the temporary files last written before cutoff.
-func (d *Dir) removeStale(cutoff time.Time) error {
-	dir := filepath.Join(d.Root, tempDir)
+// swept holds the temporary directories this process has swept.
+var swept sync.Map
+
+// sweepTemps removes, once a process, the temporary files in dir that
+// have gone unwritten for StaleTemp: what Puts of a killed process left.
+// It is best effort: a file it cannot remove stays for the next process,
+// and no Put fails for it.
+func sweepTemps(dir string) {
+	if _, done := swept.LoadOrStore(dir, true); done {
+		return
+	}
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return
 	}
+	cutoff := time.Now().Add(-StaleTemp)
 	for _, e := range entries {
-		info, err := e.Info()
-		if errors.Is(err, fs.ErrNotExist) || err == nil && (!info.Mode().IsRegular() || info.ModTime().After(cutoff)) {
-			continue // renamed into place since, or being written
-		}
-		if err != nil {
-			return err
-		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() && info.ModTime().Before(cutoff) {
+			_ = os.Remove(filepath.Join(dir, e.Name())) // gone since, or kept for the next process
 		}
 	}
-	return nil
 }
 
 func (d *Dir) now() time.Time {
@@ -126,16 +120,15 @@ func (d *Dir) checkUnlocked(key string) error {
 	return nil
 }
 
-// writeAtomic streams r into name through a synced temporary file under
-// Root/.tmp, which rename moves into place.
-func (d *Dir) writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
-	dir, temps := filepath.Dir(name), filepath.Join(d.Root, tempDir)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return 0, err
-	}
+// writeAtomic streams r into name through a synced temporary file in the
+// .tmp directory beside it, which rename moves into place.
+func writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
+	dir := filepath.Dir(name)
+	temps := filepath.Join(dir, tempDir)
 	if err := os.MkdirAll(temps, 0o750); err != nil {
 		return 0, err
 	}
+	sweepTemps(temps)
 	tmp, err := os.CreateTemp(temps, "put-*")
 	if err != nil {
 		return 0, err
@@ -189,7 +182,7 @@ func (d *Dir) Put(ctx context.Context, key string, r io.Reader) (Info, error) {
 	// The lock is checked again as the object replaces the old one, in
 	// the order Lock and Delete keep, so that a Lock made while r was
 	// being written is never overtaken.
-	n, err := d.writeAtomic(name, r, h, func(tmp, name string) error {
+	n, err := writeAtomic(name, r, h, func(tmp, name string) error {
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		if err := d.checkUnlocked(key); err != nil {
@@ -284,7 +277,7 @@ func (d *Dir) Lock(_ context.Context, key string, until time.Time) error {
 	if !until.After(old) {
 		return nil
 	}
-	_, err = d.writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil, os.Rename)
+	_, err = writeAtomic(d.lockPath(key), strings.NewReader(until.UTC().Format(time.RFC3339Nano)), nil, os.Rename)
 	if err != nil {
 		return fmt.Errorf("blob: lock %s: %w", key, err)
 	}

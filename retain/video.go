@@ -77,8 +77,8 @@ const (
 // and one per attested certificate, <Root>/<certificate>.png, through a
 // [blob.Dir] rooted at Root: the file names are the blob keys, so
 // directories written before the blob store keep working. A file is
-// written to a temporary file in Root, synced, and renamed into place, so
-// readers never see half of one.
+// written to a temporary file in Root/.tmp, synced, and renamed into
+// place, so readers never see half of one.
 type Dir struct {
 	Root string
 }
