@@ -28,7 +28,9 @@ type recordings struct {
 // maxChunk bounds a chunk read from ses's object by the bytes its row
 // says the recording holds: what Config.MaxChunkBytes was when the
 // chunks came is not known, and a bound lowered since must not make the
-// recordings kept before unreadable.
+// recordings kept before unreadable. A damaged object can then make a
+// reader hold at most the recording's size (Config.MaxRecordingBytes),
+// as the converter and the attestation hold the whole recording anyway.
 func maxChunk(ses *consent.Session) int { return int(min(ses.EventBytes, math.MaxInt32)) }
 
 var errNoRecordings = errors.New("consentkit: the recording was moved to the recordings blob store, which this store was not given (use the Service's Store)")

@@ -389,3 +389,36 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// A verification refused for want of money is graded for no one: its
+// audit entry names the profile and holds no grade, charge or validity
+// (D51, D3).
+func TestProfileRefusedVerificationAudited(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	h, err := httpadapter.New(httpadapter.Config{Service: e.svc, OperatorSecret: operatorSecret,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	must(t, err)
+	p := &profileEnv{env: e, h: h, op: h.Operator()}
+	p.putProfile(t, "poor", "strict", `{"brand_names":{"names":["Acme"]}}`)
+	rec := call(p.h, "POST", "/verify/match", "", poorToken, matchBody("cert-poor", "poor", consentText, `,"profile":"strict"`))
+	if rec.Code != 402 {
+		t.Fatalf("match with an empty wallet: %d %s", rec.Code, rec.Body)
+	}
+	var entries []*consent.AuditEntry
+	must(t, p.store.View(ctx, func(tx consent.Tx) error {
+		var err error
+		entries, err = tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "poor", Limit: 100})
+		return err
+	}))
+	var detail map[string]any
+	for _, en := range entries {
+		if en.Action == consent.AuditVerifyMatch {
+			must(t, json.Unmarshal([]byte(en.Detail), &detail))
+		}
+	}
+	_, graded := detail["audit"]
+	_, charged := detail["charged"]
+	if detail["profile"] != "strict" || graded || charged {
+		t.Errorf("the refusal's audit detail %v; want the profile alone", detail)
+	}
+}

@@ -504,7 +504,12 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 		return nil, err
 	}
 	if !recording.read && !cert.RecordingSHA256.IsZero() {
-		return nil, errRecordingUnread
+		if !recording.inTx {
+			return nil, errRecordingUnread
+		}
+		if recording.digest, err = recordingOf(ctx, tx, cert); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.integrity(ctx, tx, cert, recording.digest); err != nil {
 		return nil, err
@@ -530,10 +535,11 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 
 // recordingCheck is what the write transaction knows of the recording:
 // read, the recording was looked at before it; digest is its SHA-256, nil
-// when there was nothing to check (recordingDigest).
+// when there was nothing to check (recordingDigest). inTx has the write
+// transaction read it itself, when it must (withRecording).
 type recordingCheck struct {
-	read   bool
-	digest *consent.Digest
+	read, inTx bool
+	digest     *consent.Digest
 }
 
 // errRecordingUnread ends a write transaction that found a recording hash
@@ -555,19 +561,18 @@ func withRecording[T any](ctx context.Context, s *Service, certificateID, owner,
 		}
 		s.recorded.add(certificateID)
 	}
-	// A second read is for an authorization given between the first read
-	// and its attempt.
-	for reads := 1; ; reads++ {
-		check, err := s.recordingDigest(ctx, certificateID, owner, caller)
-		if err != nil {
-			var zero T
-			return zero, err
-		}
-		out, err := attempt(check)
-		if !errors.Is(err, errRecordingUnread) || reads == 2 {
-			return out, err
-		}
+	check, err := s.recordingDigest(ctx, certificateID, owner, caller)
+	if err != nil {
+		var zero T
+		return zero, err
 	}
+	out, err := attempt(check)
+	if !errors.Is(err, errRecordingUnread) {
+		return out, err
+	}
+	// Not read for a caller that the owner authorized only since: the
+	// write transaction reads it itself, on this rare path.
+	return attempt(recordingCheck{inTx: true})
 }
 
 // recordedSlots is the size of a recordedSet: 16 Ki ids, 128 KiB of
@@ -595,14 +600,15 @@ func (r *recordedSet) has(id string) bool {
 func (r *recordedSet) add(id string) { r.slots[slotOf(id)].Store(&id) }
 
 // recordingDigest reads the recording behind the certificate for its
-// integrity check (D41), in a read-only transaction of its own; its digest
-// is nil when there is nothing to check — one issued without a recording
-// hash, or a session purged since (its recording is gone by design). It
-// is not read, and the check says so, unless the certificate is owner's
-// and the caller is owner or authorized by it: a recording of up to
-// 64 MiB is never hashed for a call that will be refused, which would
-// cost the service its time for free and tell the caller, by how long
-// the refusal took, that the certificate exists (D9).
+// integrity check (D41), in a read-only transaction of its own
+// (recordingOf). It is not read, and the check says so, unless the
+// certificate is owner's and the caller is owner or authorized by it: a
+// recording of up to 64 MiB is never hashed for a caller that may not
+// verify the certificate, which would cost the service its time for free
+// and tell the caller, by how long the refusal took, that the certificate
+// exists (D9). A caller that may verify it and is then refused (an empty
+// wallet, an unknown profile) has had it read: those refusals come in the
+// write transaction, which holds the certificate as read there.
 func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, caller string) (recordingCheck, error) {
 	var check recordingCheck
 	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
@@ -622,21 +628,29 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, cal
 			}
 		}
 		check.read = true
-		if cert.RecordingSHA256.IsZero() {
-			return nil
-		}
-		ses, err := tx.Session(ctx, cert.SessionID)
-		if err != nil || ses.RetentionStatus == consent.RetentionExpired {
-			return err
-		}
-		sum, err := consent.RecordingDigest(ctx, tx, cert.SessionID)
-		if err != nil {
-			return err
-		}
-		check.digest = &sum
-		return nil
+		check.digest, err = recordingOf(ctx, tx, cert)
+		return err
 	})
 	return check, err
+}
+
+// recordingOf returns the SHA-256 of cert's recording as it is now, read
+// in tx; nil when there is nothing to check: cert was issued without a
+// recording hash, or its session was purged since (its recording is gone
+// by design).
+func recordingOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Digest, error) {
+	if cert.RecordingSHA256.IsZero() {
+		return nil, nil
+	}
+	ses, err := tx.Session(ctx, cert.SessionID)
+	if err != nil || ses.RetentionStatus == consent.RetentionExpired {
+		return nil, err
+	}
+	sum, err := consent.RecordingDigest(ctx, tx, cert.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return &sum, nil
 }
 
 // integrity refuses a certificate whose content no longer matches its

@@ -271,3 +271,88 @@ func TestRecordingReadOnlyForTheAuthorized(t *testing.T) {
 		t.Errorf("an authorized third party's match: %v, %d chunks read; want 1", err, n)
 	}
 }
+
+// flipping withdraws globex's authorization before every read-only
+// transaction and gives it back before every write transaction, once on.
+type flipping struct {
+	*chunkReads
+	on      bool
+	inWrite int // chunks read in write transactions
+}
+
+func (f *flipping) authorize(ctx context.Context, yes bool) error {
+	return f.chunkReads.Store.Update(ctx, func(tx consent.Tx) error {
+		co, err := tx.Company(ctx, "acme")
+		if err != nil {
+			return err
+		}
+		co.ThirdPartyVerificationEnabled, co.AuthorizedThirdParties = true, nil
+		if yes {
+			co.AuthorizedThirdParties = []string{"globex"}
+		}
+		return tx.UpdateCompany(ctx, co)
+	})
+}
+
+func (f *flipping) View(ctx context.Context, fn func(consent.Tx) error) error {
+	if f.on {
+		if err := f.authorize(ctx, false); err != nil {
+			return err
+		}
+	}
+	return f.chunkReads.View(ctx, fn)
+}
+
+func (f *flipping) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	if f.on {
+		if err := f.authorize(ctx, true); err != nil {
+			return err
+		}
+	}
+	return f.chunkReads.Store.Update(ctx, func(tx consent.Tx) error { return fn(chunkReadsTx{tx, &f.inWrite}) })
+}
+
+// A third party authorized between the read of the recording (where it
+// was not, so nothing was read) and the write transaction is verified,
+// its recording read in the write transaction: never a failure for a
+// race the caller cannot see.
+func TestRecordingReadWhenAuthorizedMeanwhile(t *testing.T) {
+	const text = "I agree."
+	st := &flipping{chunkReads: &chunkReads{Store: memstore.New()}}
+	svc, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recording := json.RawMessage(`[{"type":4,"data":{"href":"https://acme.example/"},"timestamp":1}]`)
+	var steps []error
+	for _, id := range []string{"acme", "globex"} {
+		_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: id})
+		steps = append(steps, err)
+		_, err = svc.TopUp(ctx, id, wallet.Dollar, "")
+		steps = append(steps, err)
+	}
+	_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
+	steps = append(steps, err)
+	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
+	steps = append(steps, err)
+	_, err = svc.AppendEvents(ctx, "s1", recording)
+	steps = append(steps, err)
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
+		SessionID: "s1", Records: []consent.Record{{Text: text}}, RecordingSHA256: sha256.Sum256(recording)})
+	steps = append(steps, err)
+	for _, err := range steps {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := verify.New(svc)
+	if _, err := v.Match(ctx, "acme", verify.MatchRequest{CertificateID: "recorded", CompanyID: "acme", Consent: text}); err != nil {
+		t.Fatal(err) // the certificate is known to have a recording from now on
+	}
+	st.on, st.chunks, st.inWrite = true, 0, 0
+	res, err := v.Match(ctx, "globex", verify.MatchRequest{CertificateID: "recorded", CompanyID: "globex", OriginatorCompanyID: "acme", Consent: text})
+	if err != nil || !res.Valid || st.chunks != 0 || st.inWrite != 1 {
+		t.Errorf("Match = %+v, %v; %d chunks read in read-only transactions, %d in write ones; want valid, read in the write transaction",
+			res, err, st.chunks, st.inWrite)
+	}
+}
