@@ -138,6 +138,19 @@ func (e *moveEnv) record(t *testing.T, id string) {
 	}
 }
 
+// close closes session id, as consent does.
+func (e *moveEnv) close(t *testing.T, id string) {
+	t.Helper()
+	check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+		ses, err := tx.Session(ctx, id)
+		if err != nil {
+			return err
+		}
+		ses.ClosedAt = e.clock.Now()
+		return tx.UpdateSession(ctx, ses)
+	}))
+}
+
 func (e *moveEnv) session(t *testing.T, id string) *consent.Session {
 	t.Helper()
 	var s *consent.Session
@@ -202,14 +215,7 @@ func TestMoveRecordings(t *testing.T) {
 				e := newMoveEnv(t, open(t), blobs)
 				e.record(t, "idle")
 				e.record(t, "closed")
-				check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error {
-					ses, err := tx.Session(ctx, "closed")
-					if err != nil {
-						return err
-					}
-					ses.ClosedAt = e.clock.Now()
-					return tx.UpdateSession(ctx, ses)
-				}))
+				e.close(t, "closed")
 				e.move(t, 1) // the closed one, at once
 				if !e.session(t, "closed").Recording.Moved() || e.session(t, "idle").Recording.Key != "" {
 					t.Fatal("the closed session's recording did not move alone")
@@ -552,14 +558,7 @@ func TestAppendEventsRefusedWhenClosedOrPurged(t *testing.T) {
 			}
 		}
 		e.record(t, "closed")
-		check(t)(nil, e.svc.Store().Update(ctx, func(tx consent.Tx) error {
-			ses, err := tx.Session(ctx, "closed")
-			if err != nil {
-				return err
-			}
-			ses.ClosedAt = e.clock.Now()
-			return tx.UpdateSession(ctx, ses)
-		}))
+		e.close(t, "closed")
 		refused("closed")
 		e.record(t, "purged")
 		e.clock.Add(consentkit.DefaultRetention + time.Hour)

@@ -214,15 +214,11 @@ func (t chunkReadsTx) EachEventChunk(ctx context.Context, sessionID string, fn f
 	})
 }
 
-// A recording is read for its integrity check (D41) only for a caller
-// that may verify its certificate: another company, as first party or as
-// a third party the owner has not authorized, is refused without it, so
-// that the refusal costs no hashing and takes no longer for a certificate
-// with a recording than for an unknown id (D9). Once authorized, the third
-// party's verification reads it.
-func TestRecordingReadOnlyForTheAuthorized(t *testing.T) {
-	const text = "I agree."
-	st := &chunkReads{Store: memstore.New()}
+// recordedFixture is a Service on st with companies acme and globex, each
+// with a dollar, and acme's certificate "recorded" of text, issued with
+// the SHA-256 of its session's recording.
+func recordedFixture(t *testing.T, st consent.Store, text string) *consentkit.Service {
+	t.Helper()
 	svc, err := consentkit.NewService(st, consentkit.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -249,6 +245,19 @@ func TestRecordingReadOnlyForTheAuthorized(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return svc
+}
+
+// A recording is read for its integrity check (D41) only for a caller
+// that may verify its certificate: another company, as first party or as
+// a third party the owner has not authorized, is refused without it, so
+// that the refusal costs no hashing and takes no longer for a certificate
+// with a recording than for an unknown id (D9). Once authorized, the third
+// party's verification reads it.
+func TestRecordingReadOnlyForTheAuthorized(t *testing.T) {
+	const text = "I agree."
+	st := &chunkReads{Store: memstore.New()}
+	svc := recordedFixture(t, st, text)
 	v := verify.New(svc)
 	match := func(caller, originator string) (int, error) {
 		st.chunks = 0
@@ -319,32 +328,7 @@ func (f *flipping) Update(ctx context.Context, fn func(consent.Tx) error) error 
 func TestRecordingReadWhenAuthorizedMeanwhile(t *testing.T) {
 	const text = "I agree."
 	st := &flipping{chunkReads: &chunkReads{Store: memstore.New()}}
-	svc, err := consentkit.NewService(st, consentkit.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recording := json.RawMessage(`[{"type":4,"data":{"href":"https://acme.example/"},"timestamp":1}]`)
-	var steps []error
-	for _, id := range []string{"acme", "globex"} {
-		_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: id})
-		steps = append(steps, err)
-		_, err = svc.TopUp(ctx, id, wallet.Dollar, "")
-		steps = append(steps, err)
-	}
-	_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"})
-	steps = append(steps, err)
-	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"})
-	steps = append(steps, err)
-	_, err = svc.AppendEvents(ctx, "s1", recording)
-	steps = append(steps, err)
-	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "recorded", CompanyID: "acme", PropertyID: "web",
-		SessionID: "s1", Records: []consent.Record{{Text: text}}, RecordingSHA256: sha256.Sum256(recording)})
-	steps = append(steps, err)
-	for _, err := range steps {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	svc := recordedFixture(t, st, text)
 	v := verify.New(svc)
 	if _, err := v.Match(ctx, "acme", verify.MatchRequest{CertificateID: "recorded", CompanyID: "acme", Consent: text}); err != nil {
 		t.Fatal(err) // the certificate is known to have a recording from now on
