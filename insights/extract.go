@@ -567,12 +567,12 @@ func (x *extractor) incremental(e *event) error {
 }
 
 // track returns the tracked field of a node found in a tree, under the
-// key it has now. Fields and nodes stay within MaxInputs each.
+// key it has now. Fields stay within MaxInputs, nodes within MaxNodes.
 func (x *extractor) track(in foundInput) (*inputNode, error) {
 	n := x.nodes[in.id]
 	if n == nil {
-		if len(x.nodes) >= x.lim.MaxInputs {
-			return nil, fmt.Errorf("%w: more than %d text fields", ErrTooLarge, x.lim.MaxInputs)
+		if len(x.nodes) >= x.lim.MaxNodes {
+			return nil, fmt.Errorf("%w: more than %d text-field nodes", ErrTooLarge, x.lim.MaxNodes)
 		}
 		n = &inputNode{}
 		x.nodes[in.id] = n

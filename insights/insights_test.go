@@ -622,3 +622,36 @@ func TestMemoryBounded(t *testing.T) {
 		t.Errorf("the heap reached %d MiB reading a %d MiB recording", peak>>20, in.read>>20)
 	}
 }
+
+// A page that draws its form anew, with new nodes for the same fields
+// (removing the old), keeps its fields by name: a long session of it is
+// within the limits (MaxNodes), not a recording past them, and its typing
+// is measured on the fields as drawn last. Past MaxNodes, it is too large.
+func TestFormDrawnAnew(t *testing.T) {
+	r := newRec()
+	const fields, drawings = 12, 1000 // 12,000 nodes: more than MaxInputs
+	id := 100
+	for d := range drawings {
+		var adds, removes []string
+		for f := range fields {
+			if d > 0 {
+				removes = append(removes, fmt.Sprintf(`{"parentId":5,"id":%d}`, id-fields))
+			}
+			adds = append(adds, fmt.Sprintf(`{"parentId":5,"nextId":null,"node":{"type":2,"tagName":"input","attributes":{"name":"f%d"},"childNodes":[],"id":%d}}`, f, id))
+			id++
+		}
+		r.at(10).incr(`{"source":0,"texts":[],"attributes":[],"removes":[` + strings.Join(removes, ",") +
+			`],"adds":[` + strings.Join(adds, ",") + `]}`)
+	}
+	r.at(500).typeInto(id-fields, "jane", 200).signals(map[string][2]int{"f0": {4, 0}}, false)
+	s, err := insights.Extract(strings.NewReader(r.String()), desktopUA, insights.Limits{})
+	if err != nil {
+		t.Fatalf("Extract: %v", err)
+	}
+	if in := s.Inputs["f0"]; in.Method != insights.Typed || in.Keystrokes != 4 {
+		t.Errorf("f0, typed into as drawn last: %+v", in)
+	}
+	if _, err := insights.Extract(strings.NewReader(r.String()), desktopUA, insights.Limits{MaxNodes: 5000}); !errors.Is(err, insights.ErrTooLarge) {
+		t.Errorf("past MaxNodes: %v, want ErrTooLarge", err)
+	}
+}

@@ -26,9 +26,14 @@ type Limits struct {
 	// MaxDepth is the deepest nesting of JSON arrays and objects (default
 	// 4096; a page's DOM takes two levels a node).
 	MaxDepth int
-	// MaxInputs is the most text fields tracked, and the most fields the
-	// snippet's report may name (default 10,000).
+	// MaxInputs is the most text fields tracked (by their key), and the
+	// most fields the snippet's report may name (default 10,000).
 	MaxInputs int
+	// MaxNodes is the most text-field nodes tracked (default 100,000, a
+	// few MiB): a page that draws its form anew, with new nodes for the
+	// same fields, adds nodes at every drawing, and a long session of it
+	// must not pass for a recording past the limits.
+	MaxNodes int
 }
 
 func (l Limits) withDefaults() Limits {
@@ -41,6 +46,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxInputs <= 0 {
 		l.MaxInputs = 10_000
 	}
+	if l.MaxNodes <= 0 {
+		l.MaxNodes = 100_000
+	}
 	return l
 }
 
@@ -48,6 +56,7 @@ func (l Limits) withDefaults() Limits {
 // ErrTooLarge, unless r has ended.
 type capped struct {
 	r    io.Reader
+	max  int64 // the bound, for the error
 	left int64
 	err  error // the last error of r, or ErrTooLarge
 }
@@ -62,7 +71,7 @@ func (c *capped) Read(p []byte) (int, error) {
 		if n == 0 && errors.Is(err, io.EOF) {
 			return 0, io.EOF
 		}
-		c.err = fmt.Errorf("%w: over %d bytes", ErrTooLarge, c.left)
+		c.err = fmt.Errorf("%w: over %d bytes", ErrTooLarge, c.max)
 		return 0, c.err
 	}
 	if int64(len(p)) > c.left {
@@ -85,7 +94,7 @@ type walker struct {
 }
 
 func newWalker(r io.Reader, lim Limits) *walker {
-	in := &capped{r: r, left: lim.MaxBytes}
+	in := &capped{r: r, max: lim.MaxBytes, left: lim.MaxBytes}
 	return &walker{dec: json.NewDecoder(in), in: in, maxDepth: lim.MaxDepth}
 }
 
