@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"io"
 	"slices"
@@ -54,7 +53,7 @@ func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 	if err != nil {
 		return jobs.Result{}, err
 	}
-	body, err := json.Marshal(st)
+	body, err := signed.Marshal(st)
 	if err != nil {
 		return jobs.Result{}, err
 	}

@@ -240,7 +240,7 @@ func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Cert
 	if err != nil || att.Status != consent.AttestationPending {
 		return false, err
 	}
-	body, err := json.Marshal(st)
+	body, err := signed.Marshal(st)
 	if err != nil {
 		return false, err
 	}

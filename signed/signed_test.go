@@ -1,6 +1,7 @@
 package signed_test
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -167,5 +168,26 @@ func BenchmarkVerify(b *testing.B) {
 		if err := signed.Verify(&c, key.Public(), sig); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// A statement is stored without encoding/json's HTML escaping: a field
+// named with "<" takes one byte a "<", not six, and reads back the same.
+func TestMarshalKeepsMarkup(t *testing.T) {
+	st := signed.InsightsStatement{Signals: signed.InsightsSignals{Inputs: []signed.InsightsInput{{Name: strings.Repeat("<&>", 40)}}}}
+	b, err := signed.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escaped, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back signed.InsightsStatement
+	if err := json.Unmarshal(b, &back); err != nil || back.Signals.Inputs[0].Name != st.Signals.Inputs[0].Name {
+		t.Fatalf("read back: %+v, %v", back.Signals.Inputs, err)
+	}
+	if !strings.Contains(string(b), strings.Repeat("<&>", 40)) || len(escaped)-len(b) != 120*5 || bytes.HasSuffix(b, []byte("\n")) {
+		t.Errorf("stored as %d bytes (escaped: %d): %.120s", len(b), len(escaped), b)
 	}
 }

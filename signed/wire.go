@@ -1,8 +1,10 @@
 package signed
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -80,4 +82,18 @@ func (s *KeySet) Find(id string) (PublicKey, error) {
 		return PublicKey{ID: k.KeyID, Key: pub}, nil
 	}
 	return PublicKey{}, fmt.Errorf("no published key has the id %q", id)
+}
+
+// Marshal returns v as a statement is stored (the attestation's, the
+// insights'): encoding/json's JSON without its HTML escaping, which would
+// write each "<", ">" and "&" of a page's field names and texts in six
+// bytes. The signature covers the canonical encoding, not these bytes.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
