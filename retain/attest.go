@@ -62,10 +62,11 @@ func AttestationHandler(cfg WorkerConfig) (jobs.Handler, error) {
 	if !ok {
 		return jobs.Handler{}, errors.New("retain: the Converter cannot attest (it has no Attest method)")
 	}
-	if cfg.Lease < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 {
+	if cfg.Lease < 0 || cfg.MaxAttempts < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.MaxAttested < 0 {
 		return jobs.Handler{}, errors.New("retain: WorkerConfig values must not be negative (zero means the default)")
 	}
-	a := &attestor{svc: cfg.Service, attester: at, videos: cfg.Videos, log: cmp.Or(cfg.Logger, slog.Default())}
+	a := &attestor{svc: cfg.Service, attester: at, videos: cfg.Videos, log: cmp.Or(cfg.Logger, slog.Default()),
+		max: cmp.Or(cfg.MaxAttested, DefaultMaxAttested)}
 	return jobs.Handler{
 		Kind:        consent.JobAttest,
 		Do:          a.do,
@@ -83,7 +84,13 @@ type attestor struct {
 	attester Attester
 	videos   VideoStore
 	log      *slog.Logger
+	max      int64 // WorkerConfig.MaxAttested
 }
+
+// DefaultMaxAttested is WorkerConfig.MaxAttested's default: 32 MiB of
+// events, half a recording's default bound, whose replay takes a few
+// hundred MiB to prepare; a form's recording is a few hundred KiB.
+const DefaultMaxAttested = 32 << 20
 
 // subject is what an attestation reads from the store.
 type subject struct {
@@ -115,6 +122,10 @@ func (a *attestor) read(ctx context.Context, certificateID string) (*subject, er
 			return err
 		}
 		s = &subject{cert: cert}
+		if ses, err := tx.Session(ctx, cert.SessionID); err == nil && ses.EventBytes > a.max {
+			s.reason = fmt.Sprintf("the recording holds %d bytes of events, more than an attestation replays (%d)", ses.EventBytes, a.max)
+			return nil
+		}
 		rec, err := consent.ReadRecording(ctx, tx, cert.SessionID)
 		switch {
 		case consent.ErrorCode(err) == consent.NotFound || err == nil && len(rec) <= len("[]"):

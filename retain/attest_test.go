@@ -316,6 +316,36 @@ func TestAttestationOutcomes(t *testing.T) {
 	})
 }
 
+// A recording larger than WorkerConfig.MaxAttested is not replayed: its
+// preparation would hold several times its size. Its attestation is
+// unavailable, with the reason, and the browser is never asked.
+func TestAttestationTooLargeToReplay(t *testing.T) {
+	e := attestSetup(t, teststore.Memory(t), 0)
+	if _, err := e.ask(t, e.cert); err != nil {
+		t.Fatal(err)
+	}
+	a := &fakeAttester{measure: honest()}
+	w, err := retain.NewWorker(retain.WorkerConfig{Service: e.svc, Converter: a, Videos: retain.Dir{Root: e.videos},
+		TempDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxAttested: 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := w.AttestOnce(ctx); !ok || err != nil {
+		t.Fatalf("AttestOnce: %v %v", ok, err)
+	}
+	att, err := e.svc.Attestation(ctx, "acme", e.cert.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := att.Proof()
+	if err != nil || att.Status != consent.AttestationUnavailable || !strings.Contains(p.Statement.Reason, "more than an attestation replays (16)") || a.calls != 0 {
+		t.Errorf("attestation %s, statement %+v (%v), %d replays; want unavailable for its size, none", att.Status, p, err, a.calls)
+	}
+	if _, err := retain.NewWorker(retain.WorkerConfig{Service: e.svc, Converter: a, Videos: retain.Dir{Root: e.videos}, MaxAttested: -1}); err == nil {
+		t.Error("a negative MaxAttested was taken")
+	}
+}
+
 // The queue is bounded: beyond Config.AttestationQueue waiting jobs an ask
 // records nothing and says so; once the queue drains, asking again works.
 func TestAttestationQueueBound(t *testing.T) {

@@ -41,6 +41,11 @@ type WorkerConfig struct {
 	// Backoff is the wait after the first failed attempt, doubled after
 	// each further one, up to MaxBackoff: defaults 30 s and 1 h.
 	Backoff, MaxBackoff time.Duration
+	// MaxAttested is the largest recording, in bytes of events, that an
+	// attestation replays (D49): default DefaultMaxAttested. Preparing a
+	// replay holds several times the recording; a larger one is stated
+	// unavailable, with the reason. (AttestationHandler only.)
+	MaxAttested int64
 	// TempDir holds each job's working directory: default os.TempDir().
 	TempDir string
 	Logger  *slog.Logger // default slog.Default()
