@@ -303,12 +303,12 @@ func (s *insightsStack) session(t *testing.T, ctx context.Context, url string, a
 	t.Helper()
 	s.snapshot.Store(false)
 	if act == nil {
-		if err := navigateNoWait(ctx, url); err != nil {
+		if err := unaborted(func() error { return navigateNoWait(ctx, url) }); err != nil {
 			t.Fatalf("loading %s: %v", url, err)
 		}
 		return s.signalsOf(t, s.submission(t))
 	}
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+	if err := unaborted(func() error { return chromedp.Do(ctx, chromedp.Navigate(url)) }); err != nil {
 		t.Fatalf("loading %s: %v", url, err)
 	}
 	s.waitSnapshot(t)
@@ -316,6 +316,21 @@ func (s *insightsStack) session(t *testing.T, ctx context.Context, url string, a
 		t.Fatal(err)
 	}
 	return s.signalsOf(t, s.submission(t))
+}
+
+// unaborted runs navigate again, at most twice, when the browser aborted
+// it (net::ERR_ABORTED): the form that the session before sent is still
+// navigating to its receiver's answer when its submission has arrived,
+// and a navigation that commits after this one starts takes its place.
+func unaborted(navigate func() error) error {
+	err := navigate()
+	for range 2 {
+		if err == nil || !strings.Contains(err.Error(), "ERR_ABORTED") {
+			break
+		}
+		err = navigate()
+	}
+	return err
 }
 
 // navigateNoWait starts loading url and returns once the browser has its
