@@ -2,6 +2,7 @@ package optout_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -86,5 +87,56 @@ func TestIdleRecordsBounded(t *testing.T) {
 	entries, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", ActionPrefix: consent.AuditOptOut})
 	if err != nil || len(entries) != 5 {
 		t.Errorf("audit entries of opt-outs: %d, %v; want one a record, 5", len(entries), err)
+	}
+}
+
+// twice runs each write transaction's function twice, the first run
+// rolled back, as a store's retry does.
+type twice struct{ consent.Store }
+
+var errAgain = errors.New("rolled back, to be run again")
+
+func (s twice) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	err := s.Store.Update(ctx, func(tx consent.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errAgain
+	})
+	if !errors.Is(err, errAgain) {
+		return err
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// A store that runs an opt-out's transaction again does not spend its
+// idle budget twice: with a budget of one, the first opt-out that matches
+// nothing is recorded, the second is not.
+func TestIdleBudgetSpentOnceACall(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	svc, err := consentkit.NewService(twice{memstore.New()}, consentkit.Config{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "acme"}); err != nil {
+		t.Fatal(err)
+	}
+	o := optout.New(svc).LimitIdleRecords(1)
+	for range 2 {
+		if _, err := o.OptOut(ctx, optout.Request{CompanyID: "acme", Email: "nobody@example.com", ClientIP: "203.0.113.9"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := svc.Store().View(ctx, func(tx consent.Tx) error {
+		list, err := tx.Revocations(ctx, "acme")
+		n = len(list)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("two idle opt-outs, each run twice, with a budget of one: %d records, want 1", n)
 	}
 }

@@ -117,6 +117,10 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 
+	// The idle budget is asked once a call: the store may run the
+	// function again (a group commit's retry), which must not spend twice.
+	var idle error
+	asked := false
 	return consentkit.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*Result, error) {
 		ids, err := s.match(ctx, tx, rev)
 		if consent.ErrorCode(err) == consent.NotFound {
@@ -132,7 +136,11 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 		if !fresh && s.idle != nil {
-			if _, err := s.idle.Allow(rev.CompanyID); err != nil {
+			if !asked {
+				_, idle = s.idle.Allow(rev.CompanyID)
+				asked = true
+			}
+			if idle != nil {
 				// Over the company's budget of idle records: the same
 				// answer, nothing recorded.
 				return &Result{CertificateIDs: ids, Timestamp: rev.CreatedAt}, nil
