@@ -127,12 +127,9 @@ type Insights struct {
 	AskedReasons []string
 }
 
-// insightsOf reads, when asked, the bot verdict of cert inside tx, judged
-// by the rules of caller, the company asking.
-func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, ask bool, caller string) (*Insights, error) {
-	if !ask {
-		return nil, nil
-	}
+// insightsOf reads the bot verdict of cert inside tx, judged by the rules
+// of caller, the company asking.
+func (s *Service) insightsOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate, caller string) (*Insights, error) {
 	in, asked, err := s.insights(ctx, tx, cert, caller)
 	if err != nil {
 		return nil, err
@@ -385,7 +382,7 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			}
 			var in *Insights // what a grade by verdicts needs, asked or not
 			if q.insights || prof != nil && prof.Rules.Verdicts != nil {
-				if in, err = s.insightsOf(ctx, tx, cert, true, caller); err != nil {
+				if in, err = s.insightsOf(ctx, tx, cert, caller); err != nil {
 					return nil, err
 				}
 			}
