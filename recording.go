@@ -167,11 +167,8 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		if ses, err = tx.Session(ctx, id); err != nil {
 			return err
 		}
-		if ses.Recording.Moved() || ses.EventChunks == 0 || ses.RetentionStatus == consent.RetentionExpired {
-			return errMoved
-		}
-		if !ses.Finished() && !ses.Idle(s.Now().Add(-s.cfg.RecordingIdle)) {
-			return errMoved // it took a chunk since it was listed
+		if !ses.ToMove(s.Now().Add(-s.cfg.RecordingIdle)) {
+			return errMoved // moved, purged, or it took a chunk since it was listed
 		}
 		if ses.Recording.Key != "" {
 			return nil

@@ -171,10 +171,16 @@ func (s *Session) Closed() bool { return !s.ClosedAt.IsZero() }
 func (s *Session) Finished() bool { return s.Closed() || s.Recording.Key != "" }
 
 // Idle reports whether the session took its last chunk at or before
-// idleBefore; one that took none is not idle. A session finished or idle
-// is one whose recording is moved (D52, Tx.SessionsToMove).
+// idleBefore; one that took none is not idle.
 func (s *Session) Idle(idleBefore time.Time) bool {
 	return !s.LastEventAt.IsZero() && !s.LastEventAt.After(idleBefore)
+}
+
+// ToMove reports whether the session's finished recording is still to be
+// moved to the blob store (D52, Tx.SessionsToMove): chunks held, not
+// purged, not moved, and finished or idle since idleBefore.
+func (s *Session) ToMove(idleBefore time.Time) bool {
+	return (s.Finished() || s.Idle(idleBefore)) && s.EventChunks > 0 && !s.Recording.Moved() && s.RetentionStatus != RetentionExpired
 }
 
 // Recording describes a finished session's recording compacted into one

@@ -176,8 +176,8 @@ type Tx interface {
 	// finished recording is still in the database (D52): chunks held
 	// (EventChunks > 0), not purged, Recording not moved, and closed
 	// (ClosedAt set), being moved (Recording.Key set) or idle (LastEventAt
-	// at or before idleBefore); those idle longest first (by LastEventAt,
-	// then ID). None: an empty slice, no error.
+	// at or before idleBefore) — Session.ToMove; those idle longest first
+	// (by LastEventAt, then ID). None: an empty slice, no error.
 	SessionsToMove(ctx context.Context, idleBefore time.Time, limit int) ([]string, error)
 	// Events returns the session's chunks in the order they were appended.
 	// NotFound when the session does not exist.

@@ -575,7 +575,7 @@ func (t *tx) SetRecording(_ context.Context, sessionID string, r consent.Recordi
 func (t *tx) SessionsToMove(_ context.Context, idleBefore time.Time, limit int) ([]string, error) {
 	idleBefore = utc(idleBefore)
 	return earliest(t.s.sessions, func(s *consent.Session) (time.Time, bool) {
-		return s.LastEventAt, (s.Finished() || s.Idle(idleBefore)) && s.EventChunks > 0 && !s.Recording.Moved() && s.RetentionStatus != consent.RetentionExpired
+		return s.LastEventAt, s.ToMove(idleBefore)
 	}, limit), nil
 }
 
