@@ -116,10 +116,14 @@ func (e *attestEnv) issue(t *testing.T, session string, node int) *consent.Certi
 	return cert
 }
 
-func (e *attestEnv) worker(t *testing.T, a *fakeAttester) *retain.Worker {
+func (e *attestEnv) worker(t *testing.T, a *fakeAttester, with ...func(*retain.WorkerConfig)) *retain.Worker {
 	t.Helper()
-	w, err := retain.NewWorker(retain.WorkerConfig{Service: e.svc, Converter: a, Videos: retain.Dir{Root: e.videos},
-		TempDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxAttempts: 2})
+	cfg := retain.WorkerConfig{Service: e.svc, Converter: a, Videos: retain.Dir{Root: e.videos},
+		TempDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxAttempts: 2}
+	for _, f := range with {
+		f(&cfg)
+	}
+	w, err := retain.NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,11 +329,7 @@ func TestAttestationTooLargeToReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := &fakeAttester{measure: honest()}
-	w, err := retain.NewWorker(retain.WorkerConfig{Service: e.svc, Converter: a, Videos: retain.Dir{Root: e.videos},
-		TempDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxAttested: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := e.worker(t, a, func(c *retain.WorkerConfig) { c.MaxAttested = 16 })
 	if ok, err := w.AttestOnce(ctx); !ok || err != nil {
 		t.Fatalf("AttestOnce: %v %v", ok, err)
 	}
