@@ -42,9 +42,10 @@ type WorkerConfig struct {
 	// each further one, up to MaxBackoff: defaults 30 s and 1 h.
 	Backoff, MaxBackoff time.Duration
 	// MaxAttested is the largest recording, in bytes of events, that an
-	// attestation replays (D49): default DefaultMaxAttested. Preparing a
-	// replay holds several times the recording; a larger one is stated
-	// unavailable, with the reason. (AttestationHandler only.)
+	// attestation replays (D49): default DefaultMaxAttested. The browser
+	// holds a replayed recording, parsed, in several times its size of
+	// JavaScript heap (mp4.Config.MaxHeapMiB bounds it); a larger one is
+	// stated unavailable, with the reason. (AttestationHandler only.)
 	MaxAttested int64
 	// TempDir holds each job's working directory: default os.TempDir().
 	TempDir string

@@ -100,11 +100,15 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 	if len(events) > c.opts.MaxRecordingBytes {
 		return nil, recordingErrorf("the recording is %d bytes, more than the %d a replay takes (Config.MaxRecordingBytes)", len(events), c.opts.MaxRecordingBytes)
 	}
-	cut, start, end, width, height, err := eventsUntil(events, at)
+	all, err := splitEvents(events)
 	if err != nil {
 		return nil, err
 	}
-	tl, replay, err := parseTimeline(cut, 0, c.opts.MaxDuration)
+	replay, start, end, width, height, err := eventsUntil(all, at)
+	if err != nil {
+		return nil, err
+	}
+	tl, err := parseTimeline(replay, 0, c.opts.MaxDuration)
 	if err != nil {
 		return nil, err
 	}
@@ -150,22 +154,17 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 	return a, nil
 }
 
-// eventsUntil returns the events of raw dated at or before at, as a JSON
-// array, the timestamps of its first and its last event, and the viewport
-// of its first meta event (the default one when there is none).
-func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start, end float64, width, height int, err error) {
-	var events []json.RawMessage
-	if err := json.Unmarshal(raw, &events); err != nil {
-		return nil, 0, 0, 0, 0, recordingErrorf("recording is not a JSON array of events: %v", err)
-	}
-	kept := make([]json.RawMessage, 0, len(events))
+// eventsUntil returns the events dated at or before at, the timestamps of
+// the first and the last of them, and the viewport of their first meta
+// event (the default one when there is none).
+func eventsUntil(events []json.RawMessage, at int64) (kept []json.RawMessage, start, end float64, width, height int, err error) {
+	kept = make([]json.RawMessage, 0, len(events))
 	width, height = defaultWidth, defaultHeight
 	snapshot, meta := false, false
 	for i, e := range events {
 		var ev struct {
 			Type      int      `json:"type"`
 			Timestamp *float64 `json:"timestamp"`
-			Data      struct{ Width, Height int }
 		}
 		if err := json.Unmarshal(e, &ev); err != nil || ev.Timestamp == nil || *ev.Timestamp < 0 {
 			return nil, 0, 0, 0, 0, recordingErrorf("event %d has no valid type and timestamp", i)
@@ -182,20 +181,24 @@ func eventsUntil(raw json.RawMessage, at int64) (cut []byte, start, end float64,
 		case eventFullSnapshot:
 			snapshot = true
 		case eventMeta:
-			if !meta && ev.Data.Width > 0 && ev.Data.Height > 0 {
-				width, height, meta = min(ev.Data.Width, maxViewport), min(ev.Data.Height, maxViewport), true
+			// Read apart from the type and timestamp, as parseTimeline
+			// does: data the viewport cannot be read from is no viewport.
+			var m struct {
+				Data struct{ Width, Height int } `json:"data"`
+			}
+			if !meta && json.Unmarshal(e, &m) == nil && m.Data.Width > 0 && m.Data.Height > 0 {
+				width, height, meta = min(m.Data.Width, maxViewport), min(m.Data.Height, maxViewport), true
 			}
 		}
 	}
 	if !snapshot {
 		return nil, 0, 0, 0, 0, recordingErrorf("the recording has no full snapshot at or before %d", at)
 	}
-	cut, err = json.Marshal(kept)
-	return cut, start, end, width, height, err
+	return kept, start, end, width, height, nil
 }
 
 // attest runs one replay in a fresh tab of b.
-func (c *Converter) attest(ctx context.Context, b *browser, events []byte, steps []float64, width, height int, nodes []int) (*Attestation, error) {
+func (c *Converter) attest(ctx context.Context, b *browser, events []json.RawMessage, steps []float64, width, height int, nodes []int) (*Attestation, error) {
 	t, err := c.takeTab(b)
 	if err != nil {
 		return nil, err
@@ -235,9 +238,12 @@ func (c *Converter) attest(ctx context.Context, b *browser, events []byte, steps
 	if err != nil {
 		return nil, err
 	}
-	// events is JSON that json.Marshal wrote, hence a plain JavaScript
-	// literal; so are the other arguments.
-	res, err := chromedp.Run(tab, chromedp.Evaluate[attestResult](attestScript()+"("+string(events)+","+string(args)+")", chromedp.EvalAwaitPromise))
+	if err := handOver(tab, events); err != nil {
+		return nil, fmt.Errorf("mp4: attest: hand the recording over: %w", err)
+	}
+	// args is JSON that json.Marshal wrote, hence a plain JavaScript
+	// literal.
+	res, err := chromedp.Run(tab, chromedp.Evaluate[attestResult](attestScript()+"(__consentkit.taken(),"+string(args)+")", chromedp.EvalAwaitPromise))
 	if err != nil {
 		return nil, fmt.Errorf("mp4: attest: replay and measure: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -371,5 +372,39 @@ func TestAttestMoment(t *testing.T) {
 	}
 	if n := c.BrowsersStarted(); n != 1 {
 		t.Errorf("%d browsers started, want 1", n)
+	}
+}
+
+// A recording of several pieces (handOver sends about 1 MiB at a time),
+// one of its events larger than a piece, reaches the replay whole and in
+// order: the consent's text is the one the last of 3,000 mutations wrote.
+func TestAttestRecordingInPieces(t *testing.T) {
+	c, _ := converter(t, mp4.Config{})
+	var rec bytes.Buffer
+	big, err := json.Marshal(strings.Repeat("Terms of the offer. ", 80_000)) // 1.5 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&rec, `[{"type":4,"data":{"href":"http://example.test/","width":320,"height":240},"timestamp":1000},
+{"type":2,"data":{"node":{"type":0,"id":1,"childNodes":[{"type":2,"tagName":"html","id":2,"attributes":{},"childNodes":[
+{"type":2,"tagName":"head","id":3,"attributes":{},"childNodes":[]},
+{"type":2,"tagName":"body","id":5,"attributes":{},"childNodes":[
+{"type":2,"tagName":"p","id":9,"attributes":{"data-consent":""},"childNodes":[{"type":3,"id":10,"textContent":"I agree."}]},
+{"type":2,"tagName":"p","id":11,"attributes":{"style":"height:1px;overflow:hidden"},"childNodes":[{"type":3,"id":12,"textContent":%s}]}]}]}]},"initialOffset":{"top":0,"left":0}},"timestamp":1010}`, big)
+	pad := strings.Repeat("x", 400)
+	const n = 3000
+	for i := range n {
+		fmt.Fprintf(&rec, `,{"type":3,"data":{"source":0,"texts":[{"id":10,"value":"I agree, version %d."}],"attributes":[{"id":11,"attributes":{"data-pad":"%s%d"}}],"removes":[],"adds":[]},"timestamp":%d}`, i, pad, i, 1020+i)
+	}
+	rec.WriteString("]")
+	if rec.Len() < 3<<20 {
+		t.Fatalf("the recording is %d bytes, want at least 3 MiB", rec.Len())
+	}
+	a, err := c.Attest(context.Background(), rec.Bytes(), math.MaxInt64, []int{9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, want := a.Consents[0], fmt.Sprintf("I agree, version %d.", n-1); !m.Found || m.Text != want {
+		t.Errorf("%+v, want %q", m, want)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"sync"
@@ -234,4 +237,85 @@ func pssKB(dir string) int64 {
 		_ = f.Close() // read only: its Close loses nothing
 	}
 	return sum
+}
+
+// BenchmarkConvertHeap converts a generated recording of about 16 MiB — a
+// full snapshot of 900 KiB of paragraphs, then a second of mutations of
+// about 1 KiB each — and reports go-heap-x: the most this process's Go heap
+// held above its level before the conversion (runtime/metrics, sampled
+// every millisecond), divided by the recording's size. The collector runs
+// at GOGC 5 meanwhile, so that the figure is what the conversion holds
+// rather than garbage the collector has not reached. Chromium's memory is
+// not counted.
+//
+// go test -run '^$' -bench ConvertHeap -benchtime 3x ./retain/mp4
+func BenchmarkConvertHeap(b *testing.B) {
+	raw := largeRecording(16 << 20)
+	c, tmp := converter(b, mp4.Config{})
+	dst := filepath.Join(tmp, "heap.mp4")
+	var peak float64
+	defer debug.SetGCPercent(debug.SetGCPercent(5))
+	for b.Loop() {
+		runtime.GC()
+		before := heapObjects()
+		stop := make(chan struct{})
+		done := make(chan uint64)
+		go func() {
+			var most uint64
+			t := time.NewTicker(time.Millisecond)
+			defer t.Stop()
+			for {
+				most = max(most, heapObjects())
+				select {
+				case <-stop:
+					done <- most
+					return
+				case <-t.C:
+				}
+			}
+		}()
+		if _, err := c.Convert(context.Background(), raw, dst); err != nil {
+			b.Fatal(err)
+		}
+		close(stop)
+		most := <-done
+		peak = max(peak, float64(most-min(most, before))/float64(len(raw)))
+	}
+	b.ReportMetric(peak, "go-heap-x")
+	b.ReportMetric(float64(len(raw))/(1<<20), "recording-MiB")
+}
+
+// heapObjects returns the bytes of the Go heap's objects, live or not yet
+// swept.
+func heapObjects() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// largeRecording returns a recording of about size bytes: a meta event, a
+// full snapshot of 900 KiB of paragraphs (a captured event is at most a
+// chunk, 1 MiB by default), and a second of attribute mutations of about
+// 1 KiB each.
+func largeRecording(size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`[{"type":4,"data":{"href":"https://forms.example/","width":1024,"height":768},"timestamp":1000},`)
+	b.WriteString(`{"type":2,"timestamp":1001,"data":{"initialOffset":{"left":0,"top":0},"node":{"type":0,"id":1,"childNodes":[{"type":2,"id":2,"tagName":"html","attributes":{},"childNodes":[{"type":2,"id":3,"tagName":"body","attributes":{},"childNodes":[`)
+	para := strings.Repeat("Lorem ipsum dolor sit amet, consectetur adipiscing elit. ", 16)
+	id := 10
+	for i := 0; b.Len() < 900<<10; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"type":2,"id":%d,"tagName":"p","attributes":{"class":"c%d"},"childNodes":[{"type":3,"id":%d,"textContent":%q}]}`, id, i%7, id+1, para)
+		id += 2
+	}
+	b.WriteString(`]}]}]}}}`)
+	pad := strings.Repeat("x", 900)
+	n := (size - b.Len()) / 1000
+	for k := range n {
+		fmt.Fprintf(&b, `,{"type":3,"data":{"source":0,"texts":[],"attributes":[{"id":3,"attributes":{"data-pad":"%s%d"}}],"removes":[],"adds":[]},"timestamp":%d}`, pad, k, 1002+k*998/n)
+	}
+	b.WriteString(`,{"type":5,"data":{"tag":"end","payload":{}},"timestamp":2001}]`)
+	return b.Bytes()
 }

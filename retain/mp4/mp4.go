@@ -294,7 +294,7 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	if len(events) > c.opts.MaxRecordingBytes {
 		return 0, recordingErrorf("the recording is %d bytes, more than the %d a conversion takes (Config.MaxRecordingBytes)", len(events), c.opts.MaxRecordingBytes)
 	}
-	tl, replay, err := parseTimeline(events, c.opts.CompressIdle, c.opts.MaxDuration)
+	tl, replay, err := readRecording(events, c.opts.CompressIdle, c.opts.MaxDuration)
 	if err != nil {
 		return 0, err
 	}
@@ -368,7 +368,7 @@ func moveFile(src, dst string) error {
 // running animation) is not drawn at all: it is the previous frame again,
 // and its time is added to the next advance of the virtual clock. A frame
 // drawn without damage is the previous screenshot again.
-func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events []byte, frames []frame, w io.Writer) error {
+func (c *Converter) replay(ctx context.Context, b *browser, tl timeline, events []json.RawMessage, frames []frame, w io.Writer) error {
 	// The tab lives in a context that the caller's cancellation does not
 	// tear down, so that it can always be closed cleanly; the steps run in
 	// one that it does cancel.
@@ -523,16 +523,47 @@ func (c *Converter) openPage(ctx context.Context) error {
 
 // load sizes the viewport to the recording's and starts the replayer at
 // time zero of the virtual clock.
-func (c *Converter) load(ctx context.Context, tl timeline, events []byte) error {
+func (c *Converter) load(ctx context.Context, tl timeline, events []json.RawMessage) error {
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: int64(tl.width), Height: int64(tl.height), DeviceScaleFactor: 1,
 	}); err != nil {
 		return err
 	}
+	if err := handOver(ctx, events); err != nil {
+		return err
+	}
 	rules, _ := json.Marshal(replayRules)
-	// events is JSON that json.Marshal wrote, hence a plain JavaScript literal.
-	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("__consentkit.load("+string(events)+","+string(rules)+")"))
+	_, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("__consentkit.load(__consentkit.taken(),"+string(rules)+")"))
 	return err
+}
+
+// pieceBytes is about how much of a recording one call of handOver sends.
+const pieceBytes = 1 << 20
+
+// handOver gives the tab's page the events, which __consentkit.taken()
+// then returns as one array. They go in pieces of about pieceBytes, each a
+// JSON array that json.Marshal validates, compacts and escapes (so a plain
+// JavaScript literal), so that the recording is never copied whole here:
+// the Go heap holds the recording and one piece, in its three forms (the
+// array, the expression, the command), rather than several copies of the
+// whole. An event larger than a piece goes alone.
+func handOver(ctx context.Context, events []json.RawMessage) error {
+	for i := 0; i < len(events); {
+		j, size := i+1, len(events[i])
+		for j < len(events) && size+len(events[j]) <= pieceBytes {
+			size += len(events[j])
+			j++
+		}
+		piece, err := json.Marshal(events[i:j])
+		if err != nil {
+			return err
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("__consentkit.take("+string(piece)+")")); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
 }
 
 // encoder is a running ffmpeg reading PNG frames on stdin and writing the

@@ -147,7 +147,19 @@ const clockScript = `(function () {
     quietMedia(win);
     try { for (let i = 0; i < win.frames.length; i++) patchFrames(win.frames[i]); } catch (e) {}
   }
+  let given = [];
   window.__consentkit = {
+    // take adds a piece of the recording, taken returns the pieces so far
+    // as one array and forgets them (Go's handOver).
+    take(piece) {
+      for (const e of piece) given.push(e);
+      return true;
+    },
+    taken() {
+      const events = given;
+      given = [];
+      return events;
+    },
     load(events, rules) {
       quietMediaChildren(events);
       replayer = new rrweb.Replayer(events, {

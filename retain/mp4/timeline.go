@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/jsonscan"
 )
 
 // rrweb event types and incremental sources used here.
@@ -32,9 +34,8 @@ type timeline struct {
 
 // event is the part of an rrweb event read here.
 type event struct {
-	Type      int             `json:"type"`
-	Timestamp float64         `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
+	Type      int
+	Timestamp float64
 }
 
 // RecordingError is a recording that cannot be converted whatever is tried:
@@ -53,37 +54,61 @@ func recordingErrorf(format string, args ...any) error {
 	return &RecordingError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// parseTimeline reads a recording (a JSON array of rrweb events, in time
+// splitEvents checks that raw is a JSON array and returns its events,
+// each a slice of raw: nothing of the recording is copied.
+func splitEvents(raw []byte) ([]json.RawMessage, error) {
+	var events []json.RawMessage
+	err := jsonscan.Array(raw, func(_ int, e []byte) error {
+		events = append(events, e)
+		return nil
+	})
+	if err != nil {
+		return nil, recordingErrorf("recording is not a JSON array of events: %v", err)
+	}
+	return events, nil
+}
+
+// readRecording reads a recording, a JSON array of rrweb events, as
+// parseTimeline does, and returns its timeline and its events to replay.
+func readRecording(raw []byte, compressIdle, maxDuration time.Duration) (timeline, []json.RawMessage, error) {
+	events, err := splitEvents(raw)
+	if err != nil {
+		return timeline{}, nil, err
+	}
+	tl, err := parseTimeline(events, compressIdle, maxDuration)
+	return tl, events, err
+}
+
+// parseTimeline reads the events of a recording (rrweb events, in time
 // order as rrweb records them; timestamps are milliseconds from any origin,
 // 0 included). Gaps between events longer than compressIdle are shortened
-// to compressIdle when it is positive; the returned events are then
-// rewritten to match. Without compression the events are returned
-// re-encoded but unchanged. A recording that, so compressed, spans more than
-// maxDuration is refused with a *RecordingError before anything is
-// planned, so that no timestamp can make a conversion's work unbounded.
-func parseTimeline(raw []byte, compressIdle, maxDuration time.Duration) (timeline, []byte, error) {
-	var events []json.RawMessage
-	if err := json.Unmarshal(raw, &events); err != nil {
-		return timeline{}, nil, recordingErrorf("recording is not a JSON array of events: %v", err)
-	}
+// to compressIdle when it is positive, and the events of events are then
+// replaced by copies rewritten to match. A recording that, so compressed,
+// spans more than maxDuration is refused with a *RecordingError before
+// anything is planned, so that no timestamp can make a conversion's work
+// unbounded.
+func parseTimeline(events []json.RawMessage, compressIdle, maxDuration time.Duration) (timeline, error) {
 	if len(events) < 2 {
-		return timeline{}, nil, recordingErrorf("a recording needs at least two events")
+		return timeline{}, recordingErrorf("a recording needs at least two events")
 	}
 	parsed := make([]event, len(events))
 	for i, e := range events {
-		var ts struct {
-			Timestamp *float64 `json:"timestamp"`
+		// A timestamp that is absent or null stays negative.
+		head := struct {
+			Type      int     `json:"type"`
+			Timestamp float64 `json:"timestamp"`
+		}{Timestamp: -1}
+		if err := json.Unmarshal(e, &head); err != nil || head.Timestamp < 0 {
+			return timeline{}, recordingErrorf("event %d has no valid type and timestamp", i)
 		}
-		if err := json.Unmarshal(e, &parsed[i]); err != nil || json.Unmarshal(e, &ts) != nil || ts.Timestamp == nil || *ts.Timestamp < 0 {
-			return timeline{}, nil, recordingErrorf("event %d has no valid type and timestamp", i)
-		}
+		parsed[i] = event{Type: head.Type, Timestamp: head.Timestamp}
 	}
 	if compressIdle > 0 {
 		compress(parsed, float64(compressIdle.Milliseconds()))
 		for i, e := range events {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(e, &m); err != nil {
-				return timeline{}, nil, fmt.Errorf("mp4: event %d: %w", i, err)
+				return timeline{}, fmt.Errorf("mp4: event %d: %w", i, err)
 			}
 			m["timestamp"] = json.RawMessage(fmt.Sprint(int64(parsed[i].Timestamp)))
 			events[i], _ = json.Marshal(m) // a map of raw JSON always marshals
@@ -95,14 +120,16 @@ func parseTimeline(raw []byte, compressIdle, maxDuration time.Duration) (timelin
 		return time.Duration(math.Round((ms - start) * float64(time.Millisecond)))
 	}
 	metaSeen := false
-	for _, e := range parsed {
+	for i, e := range parsed {
 		at := offset(e.Timestamp)
 		tl.total = max(tl.total, at)
 		switch e.Type {
 		case eventMeta:
-			var m struct{ Width, Height int }
-			if !metaSeen && json.Unmarshal(e.Data, &m) == nil && m.Width > 0 && m.Height > 0 {
-				tl.width, tl.height = even(min(m.Width, maxViewport)), even(min(m.Height, maxViewport))
+			var m struct {
+				Data struct{ Width, Height int } `json:"data"`
+			}
+			if !metaSeen && json.Unmarshal(events[i], &m) == nil && m.Data.Width > 0 && m.Data.Height > 0 {
+				tl.width, tl.height = even(min(m.Data.Width, maxViewport)), even(min(m.Data.Height, maxViewport))
 				metaSeen = true
 			}
 		case eventFullSnapshot:
@@ -113,10 +140,12 @@ func parseTimeline(raw []byte, compressIdle, maxDuration time.Duration) (timelin
 			// A batch of mouse or touch positions replays each position at
 			// its own time, before the batch's timestamp.
 			var d struct {
-				Positions []struct{ TimeOffset float64 } `json:"positions"`
+				Data struct {
+					Positions []struct{ TimeOffset float64 } `json:"positions"`
+				} `json:"data"`
 			}
-			if json.Unmarshal(e.Data, &d) == nil {
-				for _, p := range d.Positions {
+			if json.Unmarshal(events[i], &d) == nil {
+				for _, p := range d.Data.Positions {
 					tl.actions = append(tl.actions, max(0, offset(e.Timestamp+p.TimeOffset)))
 				}
 			}
@@ -124,22 +153,16 @@ func parseTimeline(raw []byte, compressIdle, maxDuration time.Duration) (timelin
 		tl.actions = append(tl.actions, at)
 	}
 	if tl.snapshotAt < 0 {
-		return timeline{}, nil, recordingErrorf("the recording has no full snapshot")
+		return timeline{}, recordingErrorf("the recording has no full snapshot")
 	}
 	if maxDuration > 0 && tl.total > maxDuration {
 		gap, after := longestGap(parsed)
-		return timeline{}, nil, recordingErrorf("the recording spans %s, more than the %s a conversion may take (Config.MaxDuration); "+
+		return timeline{}, recordingErrorf("the recording spans %s, more than the %s a conversion may take (Config.MaxDuration); "+
 			"its longest pause, %s after event %d, is likely a wrong timestamp: Config.CompressIdle shortens pauses",
 			tl.total.Round(time.Millisecond), maxDuration, gap.Round(time.Millisecond), after)
 	}
 	slices.Sort(tl.actions)
-	// Marshalling validates and compacts each event, and escapes what could
-	// end a script, so the result is a plain JavaScript literal.
-	out, err := json.Marshal(events)
-	if err != nil {
-		return timeline{}, nil, err
-	}
-	return tl, out, nil
+	return tl, nil
 }
 
 // longestGap returns the longest pause between consecutive events and the

@@ -15,7 +15,7 @@ func TestParseTimelineOfTheTestRecording(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tl, _, err := parseTimeline(raw, 0, 0)
+	tl, _, err := readRecording(raw, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestParseTimelineMousePositionsAndErrors(t *testing.T) {
 		`{"type":2,"data":{},"timestamp":1010}`,
 		`{"type":3,"data":{"source":1,"positions":[{"x":1,"y":1,"id":1,"timeOffset":-300},{"x":2,"y":2,"id":1,"timeOffset":-100}]},"timestamp":1500}`,
 	)
-	tl, _, err := parseTimeline(raw, 0, 0)
+	tl, _, err := readRecording(raw, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestParseTimelineMousePositionsAndErrors(t *testing.T) {
 		"no full snapshot": recording(`{"type":4,"data":{},"timestamp":1}`, `{"type":3,"data":{},"timestamp":2}`),
 		"negative time":    recording(`{"type":4,"data":{},"timestamp":-5}`, `{"type":2,"data":{},"timestamp":1}`),
 	} {
-		_, _, err := parseTimeline(bad, 0, 0)
+		_, _, err := readRecording(bad, 0, 0)
 		var re *RecordingError
 		if !errors.As(err, &re) || !re.Permanent() {
 			t.Errorf("%s: %v, want a permanent *RecordingError", name, err)
@@ -110,7 +110,7 @@ func TestTimestampsFromZero(t *testing.T) {
 		`{"type":2,"data":{},"timestamp":0}`,
 		`{"type":3,"data":{"source":2},"timestamp":1500}`,
 	)
-	tl, _, err := parseTimeline(raw, 0, 0)
+	tl, _, err := readRecording(raw, 0, 0)
 	if err != nil || tl.total != 1500*time.Millisecond || tl.snapshotAt != 0 {
 		t.Fatalf("timeline %+v, %v; want 1.5 s with the snapshot at 0", tl, err)
 	}
@@ -127,12 +127,12 @@ func TestOutlierTimestampIsBounded(t *testing.T) {
 		`{"type":3,"data":{"source":2},"timestamp":1795301393000}`,
 		fmt.Sprintf(`{"type":3,"data":{"source":2},"timestamp":%d}`, 1795301393000+198*day),
 	)
-	_, _, err := parseTimeline(raw, 0, time.Hour)
+	_, _, err := readRecording(raw, 0, time.Hour)
 	var re *RecordingError
 	if !errors.As(err, &re) || !strings.Contains(err.Error(), "4752h0m0s after event 2") || !strings.Contains(err.Error(), "CompressIdle") {
 		t.Fatalf("outlier: %v, want a RecordingError naming the pause after event 2", err)
 	}
-	tl, _, err := parseTimeline(raw, 5*time.Second, time.Hour)
+	tl, _, err := readRecording(raw, 5*time.Second, time.Hour)
 	if err != nil || tl.total != 1447*time.Millisecond+5*time.Second {
 		t.Errorf("with CompressIdle: %v, %v; want 6.447 s", tl.total, err)
 	}
@@ -149,20 +149,20 @@ func TestCompressIdle(t *testing.T) {
 		`{"type":3,"data":{"source":2},"timestamp":9200}`,
 		`{"type":3,"data":{"source":2},"timestamp":30200}`, // 21 s idle
 	)
-	tl, out, err := parseTimeline(raw, time.Second, 0)
+	tl, out, err := readRecording(raw, time.Second, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tl.total != 2200*time.Millisecond {
 		t.Errorf("compressed total %v, want 2.2s", tl.total)
 	}
-	var events []struct{ Timestamp int64 }
-	if err := json.Unmarshal(out, &events); err != nil {
-		t.Fatal(err)
-	}
 	got := []int64{}
-	for _, e := range events {
-		got = append(got, e.Timestamp)
+	for _, e := range out {
+		var ev struct{ Timestamp int64 }
+		if err := json.Unmarshal(e, &ev); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ev.Timestamp)
 	}
 	if want := []int64{1000, 1100, 2100, 2200, 3200}; !equal(got, want) {
 		t.Errorf("timestamps %v, want %v", got, want)
