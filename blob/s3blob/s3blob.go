@@ -347,7 +347,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		}
 	}
 	for _, v := range versions {
-		_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(v)})
+		_, err := byVersion(v, false, func(id *string) (*s3.DeleteObjectOutput, error) {
+			return s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: id})
+		})
 		if err != nil && !errors.Is(s.wrap("delete", key, err), blob.ErrNotFound) {
 			return s.wrap("delete", key, err)
 		}
@@ -356,7 +358,10 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 }
 
 // versions lists the version ids of the object name, delete markers
-// included, newest first; a bucket that keeps none lists one, "".
+// included, newest first; a server that lists none lists one, "". An
+// object written before the bucket kept versions is listed as its own
+// version, "null", which Delete names: a DeleteObject without a version
+// would only hide it under a delete marker, its bytes kept.
 func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 	var out []string
 	in := &s3.ListObjectVersionsInput{Bucket: &s.bucket, Prefix: &name}
@@ -370,12 +375,12 @@ func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 		}
 		for _, v := range page.Versions {
 			if aws.ToString(v.Key) == name {
-				out = append(out, versionID(v.VersionId))
+				out = append(out, aws.ToString(v.VersionId))
 			}
 		}
 		for _, m := range page.DeleteMarkers {
 			if aws.ToString(m.Key) == name {
-				out = append(out, versionID(m.VersionId))
+				out = append(out, aws.ToString(m.VersionId))
 			}
 		}
 		if !aws.ToBool(page.IsTruncated) {
@@ -385,13 +390,24 @@ func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 	}
 }
 
-// versionID maps the version of an object written before versions were
-// kept ("null") to no version.
-func versionID(v *string) string {
-	if id := aws.ToString(v); id != "null" {
-		return id
+// byVersion calls do with version (nil for ""). The version "null" of an
+// object written before the bucket kept versions is asked for by name; a
+// server that does not take it (NotImplemented, MethodNotAllowed) is asked
+// again without a version, for the one object it keeps under the key. So
+// is one that answers it does not exist, when orMissing: versitygw lists
+// the objects of a bucket that never kept versions as "null" but answers
+// a HeadObject or GetObjectTagging of that version NotFound. A lock read
+// or set that way is the current version's: Delete then reads it twice at
+// worst. A DeleteObject never asks again on NotFound, which would add a
+// delete marker to a bucket that keeps versions.
+func byVersion[T any](version string, orMissing bool, do func(*string) (T, error)) (T, error) {
+	out, err := do(s3api.Optional(version))
+	if version == "null" && err != nil {
+		if code := s3api.ErrorCode(err); code == "NotImplemented" || code == "MethodNotAllowed" || orMissing && s3api.Missing(err) {
+			return do(nil)
+		}
 	}
-	return ""
+	return out, err
 }
 
 // Lock keeps the object's current version until until, when that is later
@@ -413,14 +429,18 @@ func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
 		return nil
 	}
 	if s.locking {
-		_, err = s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
-			Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version),
-			Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
+		_, err = byVersion(version, true, func(id *string) (*s3.PutObjectRetentionOutput, error) {
+			return s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
+				Bucket: &s.bucket, Key: &name, VersionId: id,
+				Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
+			})
 		})
 	} else {
-		_, err = s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
-			Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version),
-			Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String(keepTag), Value: aws.String(until.Format(time.RFC3339))}}},
+		_, err = byVersion(version, true, func(id *string) (*s3.PutObjectTaggingOutput, error) {
+			return s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
+				Bucket: &s.bucket, Key: &name, VersionId: id,
+				Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String(keepTag), Value: aws.String(until.Format(time.RFC3339))}}},
+			})
 		})
 	}
 	if err != nil {
@@ -434,15 +454,19 @@ func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
 // ErrNotFound when there is no such object or version, or it is a delete
 // marker.
 func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time, string, error) {
-	head, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version)})
+	head, err := byVersion(version, true, func(id *string) (*s3.HeadObjectOutput, error) {
+		return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: id})
+	})
 	if err != nil {
 		return time.Time{}, "", s.wrap("head", strings.TrimPrefix(name, s.prefix), err)
 	}
-	version = versionID(head.VersionId)
+	version = aws.ToString(head.VersionId)
 	if s.locking {
 		return aws.ToTime(head.ObjectLockRetainUntilDate).UTC(), version, nil
 	}
-	tags, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version)})
+	tags, err := byVersion(version, true, func(id *string) (*s3.GetObjectTaggingOutput, error) {
+		return s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: id})
+	})
 	if err != nil {
 		return time.Time{}, "", s.wrap("read the tags of", strings.TrimPrefix(name, s.prefix), err)
 	}

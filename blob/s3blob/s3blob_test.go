@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -213,5 +214,142 @@ func TestDefaultRetentionRefused(t *testing.T) {
 	}
 	if err := s.Delete(t.Context(), "k"); err != nil {
 		t.Fatalf("Delete without the rule: %v", err)
+	}
+}
+
+// enableVersions makes bucket keep versions from now on: what it holds
+// already is its version "null".
+func enableVersions(t *testing.T, g *s3test.Gateway, bucket string) {
+	t.Helper()
+	if _, err := g.Client.PutBucketVersioning(t.Context(), &s3.PutBucketVersioningInput{Bucket: &bucket,
+		VersioningConfiguration: &types.VersioningConfiguration{Status: types.BucketVersioningStatusEnabled}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// versionsLeft lists the versions and delete markers bucket holds.
+func versionsLeft(t *testing.T, g *s3test.Gateway, bucket string) (versions, markers []string) {
+	t.Helper()
+	list, err := g.Client.ListObjectVersions(t.Context(), &s3.ListObjectVersionsInput{Bucket: &bucket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range list.Versions {
+		versions = append(versions, aws.ToString(v.Key)+"@"+aws.ToString(v.VersionId))
+	}
+	for _, m := range list.DeleteMarkers {
+		markers = append(markers, aws.ToString(m.Key)+"@"+aws.ToString(m.VersionId))
+	}
+	return versions, markers
+}
+
+// An object written before its bucket kept versions is the version
+// "null" once it does; Delete removes it with the versions written over
+// it, so that no version of the key is left (a DeleteObject without a
+// version would only hide its bytes under a delete marker, out of List's
+// sight and so out of the sweep's).
+func TestDeleteRemovesTheNullVersion(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, false)(t)
+	ctx := t.Context()
+	bucket := "b1-false"
+	for _, key := range []string{"recordings/ses_1", "recordings/ses_2"} {
+		if _, err := s.Put(ctx, key, bytes.NewReader([]byte("before versions"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enableVersions(t, g, bucket)
+	if _, err := s.Put(ctx, "recordings/ses_2", bytes.NewReader([]byte("after"))); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := versionsLeft(t, g, bucket); len(v) != 3 {
+		t.Fatalf("versions before Delete: %v; want 3", v)
+	}
+	for _, key := range []string{"recordings/ses_1", "recordings/ses_2"} {
+		if err := s.Delete(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, m := versionsLeft(t, g, bucket); len(v)+len(m) != 0 {
+		t.Errorf("after Delete the bucket holds versions %v and delete markers %v; want none", v, m)
+	}
+}
+
+// The lock of an object written before its bucket kept versions stays
+// with its version "null": Delete reads that version's lock, not the
+// current version's, and refuses, removing nothing.
+func TestDeleteHonoursTheNullVersionsLock(t *testing.T) {
+	g := s3test.Start(t)
+	s := stores(g, false)(t)
+	ctx := t.Context()
+	bucket := "b1-false"
+	if _, err := s.Put(ctx, "k", bytes.NewReader([]byte("kept"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Lock(ctx, "k", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	enableVersions(t, g, bucket)
+	// Written by another than the store, which refuses to write over a
+	// locked object: a current version without a lock over a locked one.
+	if _, err := g.Client.PutObject(ctx, &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("blobs/k"),
+		Body: bytes.NewReader([]byte("newer"))}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "k"); !errors.Is(err, blob.ErrLocked) {
+		t.Errorf("Delete over a locked version null = %v, want ErrLocked", err)
+	}
+	if v, m := versionsLeft(t, g, bucket); len(v) != 2 || len(m) != 0 {
+		t.Errorf("after a refused Delete: versions %v, delete markers %v; want both versions and no marker", v, m)
+	}
+}
+
+// refuseNull answers NotImplemented to every request that names the
+// version "null", as a server that lists it but takes no version does.
+type refuseNull struct{ http.Client }
+
+func (c *refuseNull) Do(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("versionId") != "null" {
+		return c.Client.Do(req)
+	}
+	body := "<Error><Code>NotImplemented</Code><Message>versions are not implemented</Message></Error>"
+	return &http.Response{StatusCode: http.StatusNotImplemented, Status: "501 Not Implemented", Proto: "HTTP/1.1",
+		ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{"Content-Type": {"application/xml"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+}
+
+// A server that does not take the version "null" is asked again without
+// a version: Delete, Lock and the lock's check work there as before.
+func TestNullVersionRefused(t *testing.T) {
+	g := s3test.Start(t)
+	g.Bucket(t, "refuses-null", false)
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(g.Endpoint), UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}, nil
+		}),
+		HTTPClient: &refuseNull{},
+	})
+	s, err := s3blob.New(t.Context(), s3blob.Config{Client: client, Bucket: "refuses-null", TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, key := range []string{"locked", "free"} {
+		if _, err := s.Put(ctx, key, bytes.NewReader([]byte(key))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Lock(ctx, "locked", time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "locked"); !errors.Is(err, blob.ErrLocked) {
+		t.Errorf("Delete of a locked object = %v, want ErrLocked", err)
+	}
+	if err := s.Delete(ctx, "free"); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if keys, err := s.List(ctx, ""); err != nil || len(keys) != 1 || keys[0] != "locked" {
+		t.Errorf("List after the Deletes = %v, %v; want [locked]", keys, err)
 	}
 }
