@@ -388,9 +388,9 @@ type eventsCheck struct {
 
 func (c *eventsCheck) member(_ int, name, value []byte) error {
 	switch {
-	case nameIs(name, "type"):
+	case jsonscan.NameIs(name, "type"):
 		c.typ = value
-	case nameIs(name, "timestamp"):
+	case jsonscan.NameIs(name, "timestamp"):
 		c.ts = value
 	}
 	return nil
@@ -462,49 +462,6 @@ func allDigits(raw []byte) bool {
 		}
 	}
 	return len(raw) > 0
-}
-
-// nameIs reports whether raw, a member's name as written between its
-// quotes, is want (ASCII) once its escapes are read (typ\u0065 is type):
-// in one pass over raw, with no copy, so that a chunk of escaped names
-// costs what a plain one of its size does.
-func nameIs(raw []byte, want string) bool {
-	if bytes.IndexByte(raw, '\\') < 0 {
-		return string(raw) == want // compared, not copied
-	}
-	j := 0
-	for i := 0; i < len(raw); j++ {
-		c := raw[i]
-		i++
-		if c == '\\' {
-			if i >= len(raw) {
-				return false
-			}
-			c, i = raw[i], i+1
-			switch c {
-			case 'u':
-				r, err := strconv.ParseUint(string(raw[i:min(i+4, len(raw))]), 16, 16)
-				if err != nil || r >= utf8.RuneSelf || i+4 > len(raw) {
-					return false // not ASCII, so not want
-				}
-				c, i = byte(r), i+4
-			case 'b':
-				c = '\b'
-			case 'f':
-				c = '\f'
-			case 'n':
-				c = '\n'
-			case 'r':
-				c = '\r'
-			case 't':
-				c = '\t'
-			}
-		}
-		if j >= len(want) || want[j] != c {
-			return false
-		}
-	}
-	return j == len(want)
 }
 
 // isNumber reports whether the JSON value raw is a number: a JSON number

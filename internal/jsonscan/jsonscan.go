@@ -7,9 +7,12 @@
 package jsonscan
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"strconv"
+	"unicode/utf8"
 )
 
 // maxDepth is encoding/json's limit on nesting.
@@ -459,4 +462,47 @@ func (s *scanner) literal(word string) error {
 	}
 	s.i += len(word)
 	return nil
+}
+
+// NameIs reports whether raw, a member's name as written between its
+// quotes, is want (ASCII) once its escapes are read (typ\u0065 is type):
+// in one pass over raw, with no copy, so that a chunk of escaped names
+// costs what a plain one of its size does.
+func NameIs(raw []byte, want string) bool {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw) == want // compared, not copied
+	}
+	j := 0
+	for i := 0; i < len(raw); j++ {
+		c := raw[i]
+		i++
+		if c == '\\' {
+			if i >= len(raw) {
+				return false
+			}
+			c, i = raw[i], i+1
+			switch c {
+			case 'u':
+				r, err := strconv.ParseUint(string(raw[i:min(i+4, len(raw))]), 16, 16)
+				if err != nil || r >= utf8.RuneSelf || i+4 > len(raw) {
+					return false // not ASCII, so not want
+				}
+				c, i = byte(r), i+4
+			case 'b':
+				c = '\b'
+			case 'f':
+				c = '\f'
+			case 'n':
+				c = '\n'
+			case 'r':
+				c = '\r'
+			case 't':
+				c = '\t'
+			}
+		}
+		if j >= len(want) || want[j] != c {
+			return false
+		}
+	}
+	return j == len(want)
 }

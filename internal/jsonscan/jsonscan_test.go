@@ -280,3 +280,27 @@ func FuzzObjectValues(f *testing.F) {
 		}
 	})
 }
+
+// NameIs compares a name as written with its escapes read, as
+// encoding/json decodes it, case and all.
+func TestNameIs(t *testing.T) {
+	for _, raw := range []string{`type`, `typ\u0065`, `\u0074ype`, `ty\u0070e`} {
+		if !NameIs([]byte(raw), "type") {
+			t.Errorf("NameIs(%s, type) = false", raw)
+		}
+	}
+	for _, raw := range []string{`Type`, `TYPE`, `typ`, `types`, `typ\u0045`, `typ\u00e9`, `typ\`, `typ\u006`, `ty\npe`, ``} {
+		if NameIs([]byte(raw), "type") {
+			t.Errorf("NameIs(%s, type) = true", raw)
+		}
+	}
+	for raw, want := range map[string]string{`a\"b`: `a"b`, `a\\b`: `a\b`, `a\/b`: `a/b`, `a\tb`: "a\tb", `a\nb`: "a\nb"} {
+		var decoded string
+		if err := json.Unmarshal([]byte(`"`+raw+`"`), &decoded); err != nil || decoded != want {
+			t.Fatalf("%s decodes to %q, %v", raw, decoded, err)
+		}
+		if !NameIs([]byte(raw), want) {
+			t.Errorf("NameIs(%s, %q) = false", raw, want)
+		}
+	}
+}

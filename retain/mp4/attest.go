@@ -162,32 +162,24 @@ func eventsUntil(events []json.RawMessage, at int64) (kept []json.RawMessage, st
 	width, height = defaultWidth, defaultHeight
 	snapshot, meta := false, false
 	for i, e := range events {
-		var ev struct {
-			Type      int      `json:"type"`
-			Timestamp *float64 `json:"timestamp"`
-		}
-		if err := json.Unmarshal(e, &ev); err != nil || ev.Timestamp == nil || *ev.Timestamp < 0 {
+		ev, ok := readEvent(e)
+		if !ok {
 			return nil, 0, 0, 0, 0, recordingErrorf("event %d has no valid type and timestamp", i)
 		}
-		if *ev.Timestamp > float64(at) {
+		if ev.Timestamp > float64(at) {
 			continue
 		}
 		if len(kept) == 0 {
-			start = *ev.Timestamp
+			start = ev.Timestamp
 		}
-		end = max(end, *ev.Timestamp)
+		end = max(end, ev.Timestamp)
 		kept = append(kept, e)
 		switch ev.Type {
 		case eventFullSnapshot:
 			snapshot = true
 		case eventMeta:
-			// Read apart from the type and timestamp, as parseTimeline
-			// does: data the viewport cannot be read from is no viewport.
-			var m struct {
-				Data struct{ Width, Height int } `json:"data"`
-			}
-			if !meta && json.Unmarshal(e, &m) == nil && m.Data.Width > 0 && m.Data.Height > 0 {
-				width, height, meta = min(m.Data.Width, maxViewport), min(m.Data.Height, maxViewport), true
+			if w, h, ok := viewport(ev.Data); !meta && ok {
+				width, height, meta = min(w, maxViewport), min(h, maxViewport), true
 			}
 		}
 	}

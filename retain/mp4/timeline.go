@@ -2,9 +2,11 @@ package mp4
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/consentkit/consentkit/internal/jsonscan"
@@ -36,7 +38,85 @@ type timeline struct {
 type event struct {
 	Type      int
 	Timestamp float64
+	Data      []byte // raw, a slice of the recording; nil when absent
 }
+
+// readEvent reads an event's type, timestamp and data by their names,
+// exactly as JSON.parse, and so the replayer, reads them: names compared
+// once unescaped, case and all, the last member of a name kept
+// (encoding/json would also take "Timestamp" for "timestamp", and the
+// timeline could then disagree with the replay). The type is an integer,
+// the timestamp a number of milliseconds, not negative.
+func readEvent(raw []byte) (event, bool) {
+	var v [3][]byte
+	if !members(raw, v[:], "type", "timestamp", "data") {
+		return event{}, false
+	}
+	typ, err := strconv.Atoi(string(v[0]))
+	if err != nil {
+		return event{}, false
+	}
+	ts, err := strconv.ParseFloat(string(v[1]), 64) // a valid JSON value: a number, or not one at all
+	if err != nil || ts < 0 {
+		return event{}, false
+	}
+	return event{Type: typ, Timestamp: ts, Data: v[2]}, true
+}
+
+// members sets vals[i] to the raw value of obj's member names[i] (nil when
+// it has none), as readEvent reads names, and reports whether obj is a
+// JSON object.
+func members(obj []byte, vals [][]byte, names ...string) bool {
+	clear(vals)
+	return jsonscan.Object(obj, func(name, value []byte) error {
+		for i, n := range names {
+			if jsonscan.NameIs(name, n) {
+				vals[i] = value
+			}
+		}
+		return nil
+	}) == nil
+}
+
+// viewport reads a meta event's width and height; ok is false unless both
+// are positive integers.
+func viewport(data []byte) (width, height int, ok bool) {
+	var v [2][]byte
+	if !members(data, v[:], "width", "height") {
+		return 0, 0, false
+	}
+	w, werr := strconv.Atoi(string(v[0]))
+	h, herr := strconv.Atoi(string(v[1]))
+	return w, h, werr == nil && herr == nil && w > 0 && h > 0
+}
+
+// positionOffsets reads the timeOffset of each position of a batch of
+// mouse or touch positions (0 for one without); ok is false when the data
+// holds no such batch or one that cannot be read.
+func positionOffsets(data []byte) (offsets []float64, ok bool) {
+	var v [1][]byte
+	if !members(data, v[:], "positions") || v[0] == nil {
+		return nil, false
+	}
+	err := jsonscan.Array(v[0], func(_ int, p []byte) error {
+		var o [1][]byte
+		if !members(p, o[:], "timeOffset") {
+			return errNotPosition
+		}
+		off := 0.0
+		if o[0] != nil {
+			var err error
+			if off, err = strconv.ParseFloat(string(o[0]), 64); err != nil {
+				return errNotPosition
+			}
+		}
+		offsets = append(offsets, off)
+		return nil
+	})
+	return offsets, err == nil
+}
+
+var errNotPosition = errors.New("not a position")
 
 // RecordingError is a recording that cannot be converted whatever is tried:
 // malformed, without a full snapshot, or spanning more than MaxDuration.
@@ -93,15 +173,10 @@ func parseTimeline(events []json.RawMessage, compressIdle, maxDuration time.Dura
 	}
 	parsed := make([]event, len(events))
 	for i, e := range events {
-		// A timestamp that is absent or null stays negative.
-		head := struct {
-			Type      int     `json:"type"`
-			Timestamp float64 `json:"timestamp"`
-		}{Timestamp: -1}
-		if err := json.Unmarshal(e, &head); err != nil || head.Timestamp < 0 {
+		var ok bool
+		if parsed[i], ok = readEvent(e); !ok {
 			return timeline{}, recordingErrorf("event %d has no valid type and timestamp", i)
 		}
-		parsed[i] = event{Type: head.Type, Timestamp: head.Timestamp}
 	}
 	if compressIdle > 0 {
 		compress(parsed, float64(compressIdle.Milliseconds()))
@@ -114,22 +189,34 @@ func parseTimeline(events []json.RawMessage, compressIdle, maxDuration time.Dura
 			events[i], _ = json.Marshal(m) // a map of raw JSON always marshals
 		}
 	}
+	// The span is bounded before any time becomes a Duration, which
+	// holds some 292 years.
+	first, last := parsed[0].Timestamp, parsed[0].Timestamp
+	for _, e := range parsed {
+		first, last = min(first, e.Timestamp), max(last, e.Timestamp)
+	}
+	if last-first > maxSpanMillis {
+		return timeline{}, recordingErrorf("the recording's events span %s, more than the %s a conversion can plan", millis(last-first), millis(maxSpanMillis))
+	}
+	if maxDuration > 0 && last-parsed[0].Timestamp > float64(maxDuration.Milliseconds()) {
+		gap, after := longestGap(parsed)
+		return timeline{}, recordingErrorf("the recording spans %s, more than the %s a conversion may take (Config.MaxDuration); "+
+			"its longest pause, %s after event %d, is likely a wrong timestamp: Config.CompressIdle shortens pauses",
+			millis(last-parsed[0].Timestamp), maxDuration, millis(gap), after)
+	}
 	start := parsed[0].Timestamp
 	tl := timeline{width: defaultWidth, height: defaultHeight, snapshotAt: -1}
 	offset := func(ms float64) time.Duration {
 		return time.Duration(math.Round((ms - start) * float64(time.Millisecond)))
 	}
 	metaSeen := false
-	for i, e := range parsed {
+	for _, e := range parsed {
 		at := offset(e.Timestamp)
 		tl.total = max(tl.total, at)
 		switch e.Type {
 		case eventMeta:
-			var m struct {
-				Data struct{ Width, Height int } `json:"data"`
-			}
-			if !metaSeen && json.Unmarshal(events[i], &m) == nil && m.Data.Width > 0 && m.Data.Height > 0 {
-				tl.width, tl.height = even(min(m.Data.Width, maxViewport)), even(min(m.Data.Height, maxViewport))
+			if w, h, ok := viewport(e.Data); !metaSeen && ok {
+				tl.width, tl.height = even(min(w, maxViewport)), even(min(h, maxViewport))
 				metaSeen = true
 			}
 		case eventFullSnapshot:
@@ -138,15 +225,11 @@ func parseTimeline(events []json.RawMessage, compressIdle, maxDuration time.Dura
 			}
 		case eventIncremental:
 			// A batch of mouse or touch positions replays each position at
-			// its own time, before the batch's timestamp.
-			var d struct {
-				Data struct {
-					Positions []struct{ TimeOffset float64 } `json:"positions"`
-				} `json:"data"`
-			}
-			if json.Unmarshal(events[i], &d) == nil {
-				for _, p := range d.Data.Positions {
-					tl.actions = append(tl.actions, max(0, offset(e.Timestamp+p.TimeOffset)))
+			// its own time, before the batch's timestamp, within the
+			// recording.
+			if offsets, ok := positionOffsets(e.Data); ok {
+				for _, o := range offsets {
+					tl.actions = append(tl.actions, max(0, offset(min(max(e.Timestamp+o, first), last))))
 				}
 			}
 		}
@@ -155,19 +238,13 @@ func parseTimeline(events []json.RawMessage, compressIdle, maxDuration time.Dura
 	if tl.snapshotAt < 0 {
 		return timeline{}, recordingErrorf("the recording has no full snapshot")
 	}
-	if maxDuration > 0 && tl.total > maxDuration {
-		gap, after := longestGap(parsed)
-		return timeline{}, recordingErrorf("the recording spans %s, more than the %s a conversion may take (Config.MaxDuration); "+
-			"its longest pause, %s after event %d, is likely a wrong timestamp: Config.CompressIdle shortens pauses",
-			tl.total.Round(time.Millisecond), maxDuration, gap.Round(time.Millisecond), after)
-	}
 	slices.Sort(tl.actions)
 	return tl, nil
 }
 
-// longestGap returns the longest pause between consecutive events and the
-// index of the event before it.
-func longestGap(events []event) (time.Duration, int) {
+// longestGap returns the longest pause between consecutive events, in
+// milliseconds, and the index of the event before it.
+func longestGap(events []event) (float64, int) {
 	var (
 		longest float64
 		at      int
@@ -177,7 +254,21 @@ func longestGap(events []event) (time.Duration, int) {
 			longest, at = gap, i-1
 		}
 	}
-	return time.Duration(longest * float64(time.Millisecond)), at
+	return longest, at
+}
+
+// maxSpanMillis bounds the milliseconds between a recording's earliest and
+// latest event whatever Config.MaxDuration says: a century, well within a
+// Duration.
+const maxSpanMillis = 100 * 366 * 24 * 3600 * 1000
+
+// millis returns ms milliseconds as a Duration rounded to the millisecond,
+// or the longest Duration for a span it cannot hold.
+func millis(ms float64) time.Duration {
+	if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Round(ms)) * time.Millisecond
 }
 
 // compress shortens every gap between consecutive events to at most max

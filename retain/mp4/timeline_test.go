@@ -180,3 +180,88 @@ func equal(a, b []int64) bool {
 	}
 	return true
 }
+
+// The timeline reads an event's members as JSON.parse and the replayer do:
+// by their exact names once unescaped, the last of a name kept. A member
+// named "Timestamp" is not the timestamp, so it cannot make a recording
+// look shorter than the replay plays it, nor move the consent moment.
+func TestEventMembersByExactName(t *testing.T) {
+	raw := recording(
+		`{"type":4,"data":{"width":100,"height":100,"Width":3000},"timestamp":1000}`,
+		`{"type":2,"data":{},"timestamp":1000}`,
+		`{"type":3,"data":{"source":2},"timestamp":5000,"Timestamp":1000}`,
+		`{"type":3,"data":{"source":2},"timestamp":1000,"timestamp":6000}`,
+		`{"type":3,"data":{"source":2},"timest\u0061mp":7000}`,
+	)
+	tl, _, err := readRecording(raw, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.total != 6*time.Second || tl.width != 100 {
+		t.Errorf("total %v, width %d; want 6s (the escaped name is timestamp too), 100", tl.total, tl.width)
+	}
+	if _, _, err := readRecording(raw, 0, 5*time.Second); err == nil {
+		t.Error("a recording of 6 s passed MaxDuration 5 s")
+	}
+	events, err := splitEvents(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, end, _, _, err := eventsUntil(events, 10_000)
+	if err != nil || end != 7000 {
+		t.Errorf("the consent moment %v, %v; want 7000", end, err)
+	}
+	_, _, end, _, _, err = eventsUntil(events, 5500)
+	if err != nil || end != 5000 {
+		t.Errorf("the consent moment before 5500: %v, %v; want 5000 (not the member Timestamp's 1000)", end, err)
+	}
+	for name, bad := range map[string]string{
+		"type not an integer":   `{"type":3.5,"data":{},"timestamp":2000}`,
+		"type a string":         `{"type":"3","data":{},"timestamp":2000}`,
+		"only a Type":           `{"Type":3,"data":{},"timestamp":2000}`,
+		"timestamp a string":    `{"type":3,"data":{},"timestamp":"2000"}`,
+		"timestamp null":        `{"type":3,"data":{},"timestamp":null}`,
+		"timestamp beyond f64":  `{"type":3,"data":{},"timestamp":1e400}`,
+		"not an object":         `[3,2000]`,
+		"only a Timestamp":      `{"type":3,"data":{},"Timestamp":2000}`,
+		"negative, last of two": `{"type":3,"data":{},"timestamp":2000,"timestamp":-1}`,
+	} {
+		_, _, err := readRecording(recording(`{"type":2,"data":{},"timestamp":1000}`, bad), 0, 0)
+		var re *RecordingError
+		if !errors.As(err, &re) {
+			t.Errorf("%s: %v, want a *RecordingError", name, err)
+		}
+	}
+}
+
+// No timestamp can overflow the timeline's Durations, whatever
+// MaxDuration says: a recording whose events span more than a century is
+// refused, and a position's time offset stays within the recording.
+func TestTimelineSpanBounded(t *testing.T) {
+	for _, maxDuration := range []time.Duration{0, time.Hour} {
+		for _, ts := range []string{"10000000000000", "1e300"} {
+			raw := recording(`{"type":2,"data":{},"timestamp":1000}`, `{"type":3,"data":{"source":2},"timestamp":`+ts+`}`)
+			var re *RecordingError
+			if _, _, err := readRecording(raw, 0, maxDuration); !errors.As(err, &re) {
+				t.Errorf("timestamp %s, MaxDuration %v: %v, want a *RecordingError", ts, maxDuration, err)
+			}
+		}
+		raw := recording(`{"type":3,"data":{},"timestamp":1e300}`, `{"type":2,"data":{},"timestamp":0}`)
+		if _, _, err := readRecording(raw, 0, maxDuration); err == nil {
+			t.Errorf("MaxDuration %v: an event a googol of milliseconds before the snapshot passed", maxDuration)
+		}
+	}
+	raw := recording(
+		`{"type":2,"data":{},"timestamp":1000}`,
+		`{"type":3,"data":{"source":1,"positions":[{"x":1,"y":1,"id":1,"timeOffset":-1e300},{"x":1,"y":1,"id":1,"timeOffset":1e300}]},"timestamp":2000}`,
+	)
+	tl, _, err := readRecording(raw, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range tl.actions {
+		if a < 0 || a > tl.total {
+			t.Errorf("action at %v, outside the recording's %v", a, tl.total)
+		}
+	}
+}
