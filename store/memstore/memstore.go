@@ -113,16 +113,37 @@ func (s *Store) Update(ctx context.Context, fn func(consent.Tx) error) error {
 	}
 	tx := &tx{s: s}
 	tx.undo = tx.first[:0]
-	err := fn(tx)
+	err := tx.run(fn)
 	if err == nil {
 		err = ctx.Err() // a cancelled request commits nothing, as on the SQL stores
 	}
 	if err != nil {
-		for i := len(tx.undo) - 1; i >= 0; i-- {
-			tx.undo[i]()
-		}
+		tx.rollback()
 	}
 	return err
+}
+
+// run runs fn on t. A function that panics (or calls runtime.Goexit) has
+// its writes undone before the panic goes on up, as a function that fails
+// has: the store stays as it was before the call.
+func (t *tx) run(fn func(consent.Tx) error) error {
+	returned := false
+	defer func() {
+		if !returned {
+			t.rollback()
+		}
+	}()
+	err := fn(t)
+	returned = true
+	return err
+}
+
+// rollback undoes t's writes, the latest first.
+func (t *tx) rollback() {
+	for i := len(t.undo) - 1; i >= 0; i-- {
+		t.undo[i]()
+	}
+	t.undo = t.undo[:0]
 }
 
 // View runs fn with the store locked for reading.

@@ -152,6 +152,7 @@ var areas = []area{
 		{"ViewIsReadOnly", testViewIsReadOnly},
 		{"BulkRollsBack", testBulkRollsBack},
 		{"TakenBeforeMissing", testTakenBeforeMissing},
+		{"PanicRollsBack", testPanicRollsBack},
 	}},
 	{"GroupCommit", []behaviour{
 		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},

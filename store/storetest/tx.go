@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/wallet"
@@ -213,4 +214,44 @@ func testTakenBeforeMissing(t *testing.T, s consent.Store) {
 	} {
 		wantCode(t, name+", and a missing parent", s.Update(ctx, create), consent.Conflict)
 	}
+}
+
+// testPanicRollsBack: an Update whose function panics passes the panic on
+// to its caller and leaves nothing written, as one that fails does; and it
+// holds nothing either: the next Update that debits the same wallet
+// commits at once, not after some timeout.
+func testPanicRollsBack(t *testing.T, s consent.Store) {
+	funded(t, s)
+	ledger := ledgerOf(t, s, "acme")
+	got := func() (p any) {
+		defer func() { p = recover() }()
+		_ = s.Update(ctx, func(tx consent.Tx) error {
+			if _, err := tx.Debit(ctx, entry("d1", "acme", wallet.ExactMatch, wallet.Dollar, t0)); err != nil {
+				t.Errorf("Debit before the panic: %v", err)
+			}
+			if err := tx.CreateCompany(ctx, &consent.Company{ID: "ghost", Name: "Ghost", CreatedAt: t0}); err != nil {
+				t.Errorf("CreateCompany before the panic: %v", err)
+			}
+			panic(errBoom)
+		})
+		return nil
+	}()
+	if err, ok := got.(error); !ok || !errors.Is(err, errBoom) {
+		t.Fatalf("Update of a function that panics: recovered %v, want the function's panic", got)
+	}
+	// Bounded, so that a transaction left open fails the test instead of
+	// hanging it.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Update(cctx, func(tx consent.Tx) error {
+		_, err := tx.Debit(cctx, entry("d2", "acme", wallet.ExactMatch, wallet.Cent, t0))
+		return err
+	}); err != nil {
+		t.Fatalf("the Update after the panic: %v (the panicking call's transaction holds the store)", err)
+	}
+	if bal := balanceOf(t, s, "acme"); bal != 10*wallet.Dollar-wallet.Cent {
+		t.Errorf("balance %v, want 9.99: the panicking call's debit was kept", bal)
+	}
+	wantSame(t, append(ledger, entry("d2", "acme", wallet.ExactMatch, wallet.Cent, t0)), ledgerOf(t, s, "acme"), opts, "ledger after the panic")
+	wantNotFound(t, s, consent.Tx.Company, "ghost", "company created by the panicking call")
 }
