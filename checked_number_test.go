@@ -141,3 +141,39 @@ func TestCheckedBalanceLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckedNegativeZero: a visibility's number that is negative zero, a
+// consent's or the certificate's, is Invalid (PostgreSQL keeps the consents
+// in jsonb, which reads -0 back as +0 where memory and SQLite keep -0), and
+// nothing is written.
+func TestCheckedNegativeZero(t *testing.T) {
+	t.Parallel()
+	overStores(t, func(t *testing.T, s consent.Store) {
+		fixture(t, s)
+		negZero := math.Copysign(0, -1)
+		for name, edit := range map[string]func(c *consent.Certificate){
+			"consent font_size_px": func(c *consent.Certificate) {
+				c.Records[0].Visibility = &consent.Visibility{FontSizePx: negZero, ContrastRatio: 4.5}
+			},
+			"consent contrast_ratio": func(c *consent.Certificate) {
+				c.Records[1].Visibility = &consent.Visibility{FontSizePx: 16, ContrastRatio: negZero}
+			},
+			"certificate font_size_px": func(c *consent.Certificate) {
+				c.Visibility = &consent.Visibility{FontSizePx: negZero, ContrastRatio: 4.5}
+			},
+		} {
+			c := newCertificate("cert-1", "acme", "acme-web", "s1")
+			edit(c)
+			wantCode(t, name, s.Update(ctx, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) }), consent.Invalid)
+		}
+		mustView(t, s, func(tx consent.Tx) error {
+			if _, err := tx.Certificate(ctx, "cert-1"); consent.ErrorCode(err) != consent.NotFound {
+				t.Errorf("a refused certificate was written (%v)", err)
+			}
+			return nil
+		})
+		c := newCertificate("cert-2", "acme", "acme-web", "s1")
+		c.Visibility = &consent.Visibility{FontSizePx: 0, ContrastRatio: 4.5}
+		mustUpdate(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) })
+	})
+}

@@ -242,7 +242,9 @@ const maxHiddenFragments = 100
 
 // visibility returns a copy of v checked: Invalid for facts no browser
 // measures (D47), with field naming it; its hidden text an empty list when
-// there is none.
+// there is none; a number that is negative zero (which JSON may write,
+// "-0", and which passes the bounds) +0, the one zero every store keeps
+// (PostgreSQL's jsonb has no negative zero) and the certificate signs.
 func visibility(field string, v *consent.Visibility) (*consent.Visibility, error) {
 	switch {
 	case v == nil:
@@ -263,6 +265,7 @@ func visibility(field string, v *consent.Visibility) (*consent.Visibility, error
 		return nil, err
 	}
 	out := *v
+	out.FontSizePx, out.ContrastRatio = positiveZero(v.FontSizePx), positiveZero(v.ContrastRatio)
 	out.HiddenText = make([]string, 0, len(v.HiddenText))
 	size := 0
 	for _, h := range v.HiddenText {
@@ -275,6 +278,14 @@ func visibility(field string, v *consent.Visibility) (*consent.Visibility, error
 		out.HiddenText = append(out.HiddenText, h)
 	}
 	return &out, nil
+}
+
+// positiveZero returns f, or +0 when f is negative zero.
+func positiveZero(f float64) float64 {
+	if f == 0 {
+		return 0
+	}
+	return f
 }
 
 // IssueCertificate issues a certificate for a session of the company.

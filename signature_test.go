@@ -4,8 +4,10 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +272,44 @@ func BenchmarkCheckIntegrity(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestNegativeZeroVisibility: a consent's visibility may arrive with
+// font_size_px -0 (a capture body's JSON; encoding/json keeps the sign, and
+// -0 is within the bounds). The certificate keeps and signs +0, so that it
+// verifies on every store: PostgreSQL's jsonb, which holds the consents,
+// has no negative zero and reads any back as +0.
+func TestNegativeZeroVisibility(t *testing.T) {
+	key, err := signed.NewSigningKey("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body struct{ Visibility consent.Visibility }
+	if err := json.Unmarshal([]byte(`{"visibility":{"visible":true,"in_viewport":true,"font_size_px":-0,"contrast_ratio":4.5}}`), &body); err != nil {
+		t.Fatal(err)
+	}
+	if !math.Signbit(body.Visibility.FontSizePx) {
+		t.Fatal("the decoded font_size_px is not negative zero")
+	}
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		svc, err := consentkit.NewService(open(t), consentkit.Config{SigningKeys: []signed.SigningKey{key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDo(t, svc)
+		v1, v2 := body.Visibility, body.Visibility
+		if _, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			Records: []consent.Record{{Text: "I agree", Visibility: &v1}}, Visibility: &v2}); err != nil {
+			t.Fatal(err)
+		}
+		c := certificate(t, svc, "cert-1")
+		for _, v := range []*consent.Visibility{c.Records[0].Visibility, c.Visibility} {
+			if v.FontSizePx != 0 || math.Signbit(v.FontSizePx) {
+				t.Errorf("font_size_px read back %v (sign bit %v), want +0", v.FontSizePx, math.Signbit(v.FontSizePx))
+			}
+		}
+		if err := checkIntegrity(svc, c, nil); err != nil {
+			t.Errorf("CheckIntegrity: %v", err)
+		}
+	})
 }

@@ -378,7 +378,11 @@ func (r *IdempotencyRecord) Check() error {
 }
 
 // check checks what a store keeps of v, nil or not: its text, and numbers
-// that are finite (SQL stores keep them in JSON, which has no NaN).
+// that are finite (SQL stores keep them in JSON, which has no NaN) and not
+// negative zero (PostgreSQL keeps a certificate's consents in jsonb, whose
+// numbers have no negative zero: it would read back +0, where memory and
+// SQLite keep -0, and a signature over "-0" would hold on those stores
+// only).
 func (v *Visibility) check(field string) error {
 	if v == nil {
 		return nil
@@ -389,5 +393,11 @@ func (v *Visibility) check(field string) error {
 	if math.IsNaN(v.FontSizePx) || math.IsInf(v.FontSizePx, 0) || math.IsNaN(v.ContrastRatio) || math.IsInf(v.ContrastRatio, 0) {
 		return Errorf(Invalid, "%s: numbers must be finite", field)
 	}
+	if negativeZero(v.FontSizePx) || negativeZero(v.ContrastRatio) {
+		return Errorf(Invalid, "%s: numbers must not be negative zero", field)
+	}
 	return checkList(field+".hidden_text", v.HiddenText)
 }
+
+// negativeZero reports whether f is -0.
+func negativeZero(f float64) bool { return f == 0 && math.Signbit(f) }

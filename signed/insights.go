@@ -110,8 +110,17 @@ type InsightsViewport struct {
 
 // Number returns f as an insights statement writes it (and the canonical
 // encoding writes measured numbers): the shortest decimal that reads back
-// as the same float64.
-func Number(f float64) string { return number(f) }
+// as the same float64; negative zero, which measures nothing a positive
+// zero does not, as "0", so that a statement has one zero.
+func Number(f float64) string { return number(positiveZero(f)) }
+
+// positiveZero returns f, or +0 when f is negative zero.
+func positiveZero(f float64) float64 {
+	if f == 0 {
+		return 0
+	}
+	return f
+}
 
 // NewInsightsStatement returns an insights statement of the certificate
 // whose content is c, measured at at, with its version, the certificate's

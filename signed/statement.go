@@ -149,8 +149,16 @@ func NewStatement(c *Content, at time.Time) (Statement, error) {
 		MeasuredAt: timeString(at), Consents: []StatedConsent{}, Differences: []Difference{}, Unreproducible: []string{}}, nil
 }
 
-// StatedVisibility returns v as a statement shows it.
-func StatedVisibility(v *Visibility) *ContentVisibility { return contentVisibility(v) }
+// StatedVisibility returns v as a statement shows it, a number that is
+// negative zero written as "0" (as Number writes it).
+func StatedVisibility(v *Visibility) *ContentVisibility {
+	if v == nil {
+		return nil
+	}
+	w := *v
+	w.FontSizePx, w.ContrastRatio = positiveZero(w.FontSizePx), positiveZero(w.ContrastRatio)
+	return contentVisibility(&w)
+}
 
 // SignStatement names k in s (s.KeyID is set to k.ID) and returns k's
 // Ed25519 signature of s's canonical encoding.

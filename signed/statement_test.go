@@ -2,6 +2,7 @@ package signed_test
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,21 @@ func TestStatement(t *testing.T) {
 	oc := other.Content()
 	if err := signed.VerifyStatement(&back, &oc, key.Public(), sig); err == nil {
 		t.Error("the statement against another certificate's content: accepted")
+	}
+}
+
+// A statement has one zero: Number and StatedVisibility write negative zero
+// as "0", as they write positive zero.
+func TestStatementNegativeZero(t *testing.T) {
+	negZero := math.Copysign(0, -1)
+	if got := signed.Number(negZero); got != "0" {
+		t.Errorf("Number(-0) = %q, want \"0\"", got)
+	}
+	v := signed.StatedVisibility(&signed.Visibility{FontSizePx: negZero, ContrastRatio: negZero})
+	if v.FontSizePx != "0" || v.ContrastRatio != "0" {
+		t.Errorf("StatedVisibility of -0: font_size_px %q, contrast_ratio %q; want \"0\" each", v.FontSizePx, v.ContrastRatio)
+	}
+	if signed.StatedVisibility(nil) != nil {
+		t.Error("StatedVisibility(nil) is not nil")
 	}
 }
