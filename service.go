@@ -21,8 +21,11 @@ import (
 // list, the retention windows and the recording limits. It is declared here
 // once; verify, retain, optout, the conversion worker and httpadapter are
 // built from a *Service and read these settings from it, so no other package
-// re-declares them. The zero value of each field means its default; a
-// negative value is an error from NewService.
+// re-declares them. The zero value of each field means its default. A
+// negative DefaultRetention, LongTermRetention, MaxChunkBytes,
+// MaxRecordingBytes, RecordingIdle, LowBalanceThreshold or price is an
+// error from NewService; a negative TokenCacheTTL or SignatureCacheSize
+// turns that cache off.
 type Config struct {
 	// Now is the clock; default time.Now. Times are stored in UTC.
 	Now func() time.Time

@@ -4,9 +4,9 @@
 // properties, integration tokens, recorded sessions, certificates,
 // revocations, jobs, webhook endpoints and the audit log — with the rules
 // of what each may hold (their Check methods), the coded errors every layer
-// shares (Error, ErrorCode), the identifier rule (D29), the normalisation of
-// emails and mobile numbers (D17), and the Store and Tx interfaces that
-// every storage backend implements.
+// shares (Error, ErrorCode), the identifier rule (D29), and the Store and
+// Tx interfaces that every storage backend implements. Emails and mobile
+// numbers are normalised and digested in package contact (D17).
 //
 //	err := svc.Store().View(ctx, func(tx consent.Tx) error {
 //		c, err := tx.Certificate(ctx, "cert_…")

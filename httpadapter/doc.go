@@ -178,15 +178,18 @@
 // malformed JSON, a wrong type, or text that is not valid UTF-8 get 400
 // naming the field (a wrong type with the kind the field must have, as
 // "seq must be an integer" or "consents[].text must be a string"); unknown
-// fields are ignored; identifiers must be 1–128
-// characters of [A-Za-z0-9._:-] (D29); text must be valid UTF-8 without
-// control characters other than tab and newline (consent.ValidText), never
-// silently cleaned. An unknown path gets 404 and a known path with another
-// method 405 with an Allow header, in the same shapes (the Retain API's
-// under /api/integrations/); a path that is not in clean form (a trailing
-// slash, "//") is unknown, never redirected. Internal errors are logged
-// with log/slog and answered with a generic 500 body. A request whose
-// client went away is logged at INFO as cancelled and recorded with status
+// fields are ignored; identifiers must be 1–128 characters of
+// [A-Za-z0-9._:-] (D29); text must be valid UTF-8 without C0 control
+// characters (U+0000–U+001F) other than tab, line feed and carriage return
+// (consent.ValidText), never silently cleaned. An unknown path gets 404 and
+// a known path with another method 405 with an Allow header, in the same
+// shapes (the Retain API's under /api/integrations/). The Handler treats a
+// path that is not in clean form (a trailing slash, "//", "..") as unknown
+// and never redirects it; mounted under an http.ServeMux, the mux redirects
+// a path with "//" or ".." to its clean form (307) before the Handler sees
+// it, and a trailing slash still gets 404. Internal errors are logged with
+// log/slog and answered with a generic 500 body. A request whose client
+// went away is logged at INFO as cancelled and recorded with status
 // 499 (StatusClientClosedRequest), never as a server error.
 //
 // # Request ids and the audit log
