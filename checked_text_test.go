@@ -1,13 +1,17 @@
 package consentkit_test
 
 import (
+	"encoding/base64"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -420,5 +424,49 @@ func TestCheckedWebhookText(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestClientIPLength: a certificate's client_ip is at most
+// consent.MaxClientIP bytes, through the Go API and through the checked
+// Tx alike, on every store: one longer is Invalid and nothing is written
+// (PostgreSQL indexes it and refused a long one with an internal error,
+// while SQLite and memory kept it).
+func TestClientIPLength(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	raw := make([]byte, 6000)
+	for i := range raw {
+		raw[i] = byte(rnd.Uint32())
+	}
+	long := base64.RawStdEncoding.EncodeToString(raw) // 8000 bytes that compress badly
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		svc, err := consentkit.NewService(open(t), consentkit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDo(t, svc)
+		issue := func(id, ip string) error {
+			_, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: id, CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+				Records: []consent.Record{{Text: "I agree"}}, ClientIP: ip})
+			return err
+		}
+		wantCode(t, "IssueCertificate(8000 bytes)", issue("cert-long", long), consent.Invalid)
+		wantCode(t, "IssueCertificate(65 bytes)", issue("cert-65", strings.Repeat("1", consent.MaxClientIP+1)), consent.Invalid)
+		c := newCertificate("cert-tx", "acme", "web", "s1")
+		c.ClientIP = long
+		wantCode(t, "CreateCertificate", svc.Store().Update(ctx, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) }), consent.Invalid)
+		mustView(t, svc.Store(), func(tx consent.Tx) error {
+			for _, id := range []string{"cert-long", "cert-65", "cert-tx"} {
+				if _, err := tx.Certificate(ctx, id); consent.ErrorCode(err) != consent.NotFound {
+					t.Errorf("refused %s: read back (%v)", id, err)
+				}
+			}
+			return nil
+		})
+		ip := "ffff:ffff:ffff:ffff:ffff:ffff:255.255.255.255"
+		must(t, issue("cert-ip", ip))
+		if got := certificate(t, svc, "cert-ip").ClientIP; got != ip {
+			t.Errorf("client_ip read back %q, want %q", got, ip)
+		}
 	})
 }

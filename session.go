@@ -212,7 +212,8 @@ type CertificateParams struct {
 	EventsCombined json.RawMessage
 	CreatedAt      time.Time // optional: now when zero
 
-	// Browser capture (D35) sets these; see package capture.
+	// Browser capture (D35) sets these; see package capture. ClientIP is
+	// the text of an IP address, at most consent.MaxClientIP bytes.
 	ClientIP        string
 	UserAgent       string
 	RecordingSHA256 consent.Digest
@@ -357,7 +358,7 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 	if len(p.UserAgent) > maxUserAgent {
 		return nil, consent.Errorf(consent.Invalid, "user_agent must be at most %d bytes", maxUserAgent)
 	}
-	if err := consent.CheckText("client_ip", p.ClientIP); err != nil {
+	if err := consent.CheckClientIP("client_ip", p.ClientIP); err != nil {
 		return nil, err
 	}
 	if err := consent.CheckText("user_agent", p.UserAgent); err != nil {

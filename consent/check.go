@@ -100,6 +100,25 @@ func CheckKeys(pairs ...string) error {
 	return nil
 }
 
+// MaxClientIP is the most bytes of a certificate's ClientIP: more than
+// the longest text of an IP address (45 bytes, an IPv6 address ending in an
+// IPv4 one) with a zone of an interface's name. The stores index it to
+// count a client's certificates (Velocity), and PostgreSQL refuses an index
+// entry of more than 2704 bytes, where SQLite and memory keep any length.
+const MaxClientIP = 64
+
+// CheckClientIP returns the error of CheckText for ip, else an Invalid
+// error naming field when ip is longer than MaxClientIP.
+func CheckClientIP(field, ip string) error {
+	if err := CheckText(field, ip); err != nil {
+		return err
+	}
+	if len(ip) > MaxClientIP {
+		return Errorf(Invalid, "%s must be at most %d bytes", field, MaxClientIP)
+	}
+	return nil
+}
+
 func checkList(field string, list []string) error {
 	for _, s := range list {
 		if err := CheckText(field, s); err != nil {
@@ -256,7 +275,10 @@ func (c *Certificate) Check() error {
 			return err
 		}
 	}
-	if err := checkTexts("client_ip", c.ClientIP, "user_agent", c.UserAgent); err != nil {
+	if err := CheckClientIP("client_ip", c.ClientIP); err != nil {
+		return err
+	}
+	if err := CheckText("user_agent", c.UserAgent); err != nil {
 		return err
 	}
 	if err := c.Visibility.check("visibility"); err != nil {
