@@ -258,6 +258,10 @@ func (s *Service) one(ctx context.Context, caller, companyID, sessionID string, 
 	}
 	audit := &consentkit.AuditParams{CompanyID: companyID, Action: r.action, Target: sessionID}
 	return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Retention, error) {
+		// A store may run this more than once (consent.Store): a run
+		// refused after one that retained and was rolled back has no
+		// detail, not the earlier run's charge and date.
+		audit.Detail = nil
 		out, err := s.keep(ctx, tx, companyID, sessionID, r)
 		if err == nil {
 			audit.Detail = retentionDetail(out, r)

@@ -340,12 +340,17 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		owner, vtype = q.originatorID, ThirdParty
 	}
 	return withRecording(ctx, s, q.certificateID, owner, caller, func(recording recordingCheck) (*Result, error) {
-		detail := &auditDetail{VerificationType: vtype}
+		start := auditDetail{VerificationType: vtype}
 		if vtype == ThirdParty {
-			detail.Originator = owner
+			start.Originator = owner
 		}
+		detail := new(auditDetail)
 		audit := &consentkit.AuditParams{CompanyID: caller, Action: q.action, Target: q.certificateID, Detail: detail}
 		return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Result, error) {
+			// A store may run this more than once (consent.Store): each
+			// run's entry says what that run did, never an earlier,
+			// rolled-back run's charge.
+			*detail = start
 			if vtype == ThirdParty {
 				if err := checkAuthorization(ctx, tx, owner, caller); err != nil {
 					return nil, err
@@ -755,9 +760,10 @@ func (s *Service) CertificateInfo(ctx context.Context, caller string, req InfoRe
 
 // info is CertificateInfo with the recording's check.
 func (s *Service) info(ctx context.Context, caller string, req InfoRequest, recording recordingCheck) (*Info, error) {
-	detail := &infoDetail{PropertyID: req.PropertyID}
+	detail := new(infoDetail)
 	audit := &consentkit.AuditParams{CompanyID: caller, Action: consent.AuditVerifyCertificateInfo, Target: req.CertificateID, Detail: detail}
 	return consentkit.Paid(ctx, s.svc, audit, func(tx consent.Tx) (*Info, error) {
+		*detail = infoDetail{PropertyID: req.PropertyID} // each run afresh, as verify's
 		if err := consent.CheckProperty(ctx, tx, req.CompanyID, req.PropertyID); err != nil {
 			return nil, err
 		}
@@ -780,8 +786,10 @@ func (s *Service) info(ctx context.Context, caller string, req InfoRequest, reco
 		if info.Insights, info.InsightsAsked, err = s.insights(ctx, tx, cert, caller); err != nil {
 			return nil, err
 		}
-		info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID)
+		if info.Charged, info.Balance, err = s.svc.Charge(ctx, tx, caller, wallet.CertificateInfo, cert.ID); err != nil {
+			return nil, err // refused: no charge to record
+		}
 		detail.Charged = &info.Charged
-		return info, err
+		return info, nil
 	})
 }
