@@ -712,6 +712,11 @@ func (h *Handler) issueToken(ctx context.Context, _ Caller, req *IssueTokenReque
 	if err != nil {
 		return nil, err
 	}
+	// The first instant of the year 1 (UTC) is the zero time, which
+	// TokenParams reads as "never expires": given, it is a past time.
+	if req.ExpiresAt != "" && expires.IsZero() {
+		return nil, consent.Errorf(consent.Invalid, "expires_at must be in the future")
+	}
 	p := consentkit.TokenParams{CompanyID: req.CompanyID, ExpiresAt: expires}
 	for _, perm := range req.Permissions {
 		p.Permissions = append(p.Permissions, consent.Permission(perm))

@@ -517,6 +517,8 @@ func TestOperatorManagesCompanies(t *testing.T) {
 				`{"permissions":["admin"]}`:                  400,
 				`{"expires_at":"tomorrow"}`:                  400,
 				`{"expires_at":"2020-01-01T00:00:00Z"}`:      400, // past
+				`{"expires_at":"0001-01-01T00:00:00Z"}`:      400, // past, though the zero time
+				`{"expires_at":"0001-01-01T01:00:00+01:00"}`: 400, // the same
 				`{"expires_at":"2027-01-01T00:00:00+01:00"}`: 201,
 				`{"permissions":"vzew_retention"}`:           400,
 				`{"permissions":[],"expires_at":""}`:         201,
