@@ -93,15 +93,19 @@ func (s *Service) SignStatement(st *signed.Statement) ([]byte, error) {
 }
 
 // Attestation returns the attestation of one of the company's
-// certificates: NotFound when the certificate is not the company's or
-// none was asked for.
+// certificates: NotFound when none was asked for, and NotFound "certificate
+// not found" when the certificate does not exist or is another company's,
+// alike (D9).
 func (s *Service) Attestation(ctx context.Context, companyID, certificateID string) (*consent.Attestation, error) {
 	var a *consent.Attestation
 	err := s.store.View(ctx, func(tx consent.Tx) error {
+		if _, err := companyCertificate(ctx, tx, companyID, certificateID); err != nil {
+			return err
+		}
 		var err error
 		a, err = tx.Attestation(ctx, certificateID)
 		if err == nil && a.CompanyID != companyID {
-			return consent.Errorf(consent.NotFound, "no attestation of certificate %s", certificateID)
+			return consent.Errorf(consent.NotFound, "certificate not found")
 		}
 		return err
 	})

@@ -195,3 +195,38 @@ func TestAttestationQueuePerCompanyDefault(t *testing.T) {
 	}
 	e.pending("globex", want)
 }
+
+// Service.Attestation and Service.Insights answer another company's
+// certificate as they answer an unknown one (D9), its attestation asked
+// for and its insights pending or not; the company's own certificate is
+// answered.
+func TestEvidenceOfAnotherCompany(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		svc, err := consentkit.NewService(open(t), consentkit.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustDo(t, svc)
+		if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "other", Name: "Other"}); err != nil {
+			t.Fatal(err)
+		}
+		c, err := svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			Records: []consent.Record{{Text: "I agree"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, svc.Store().Update(ctx, func(tx consent.Tx) error { _, err := svc.AskAttestation(ctx, tx, c); return err }))
+		if _, err := svc.Attestation(ctx, "acme", "cert-1"); err != nil {
+			t.Errorf("acme's attestation: %v", err)
+		}
+		for name, read := range map[string]func(companyID, id string) error{
+			"Attestation": func(companyID, id string) error { _, err := svc.Attestation(ctx, companyID, id); return err },
+			"Insights":    func(companyID, id string) error { _, err := svc.Insights(ctx, companyID, id); return err },
+		} {
+			unknown, acmes := read("other", "cert-none"), read("other", "cert-1")
+			if consent.ErrorCode(acmes) != consent.NotFound || consent.ErrorMessage(acmes) != consent.ErrorMessage(unknown) {
+				t.Errorf("%s: of acme's certificate %v, of an unknown one %v; want one NotFound", name, acmes, unknown)
+			}
+		}
+	})
+}

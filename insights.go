@@ -34,15 +34,19 @@ func (s *Service) SignInsights(st *signed.InsightsStatement) ([]byte, error) {
 }
 
 // Insights returns the insights of one of the company's certificates:
-// NotFound when the certificate is not the company's or has none (it was
-// issued before insights were computed).
+// NotFound when it has none (it was issued before insights were
+// computed), and NotFound "certificate not found" when the certificate
+// does not exist or is another company's, alike (D9).
 func (s *Service) Insights(ctx context.Context, companyID, certificateID string) (*consent.Insights, error) {
 	var in *consent.Insights
 	err := s.store.View(ctx, func(tx consent.Tx) error {
+		if _, err := companyCertificate(ctx, tx, companyID, certificateID); err != nil {
+			return err
+		}
 		var err error
 		in, err = tx.Insights(ctx, certificateID)
 		if err == nil && in.CompanyID != companyID {
-			return consent.Errorf(consent.NotFound, "no insights of certificate %s", certificateID)
+			return consent.Errorf(consent.NotFound, "certificate not found")
 		}
 		return err
 	})

@@ -129,6 +129,17 @@ func TestAttestationThroughHTTP(t *testing.T) {
 				t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.status)
 			}
 		}
+		// Another company learns nothing of acme's certificate: it is
+		// answered as an unknown one (D9).
+		for _, c := range []struct{ company, token string }{{"other", otherToken}, {"buyer", buyerToken}} {
+			path := "/api/integrations/" + c.company + "/certificates/"
+			unknown := call(h, "GET", path+"cert-none/screenshot", "", c.token, "")
+			acmes := call(h, "GET", path+"cert-1/screenshot", "", c.token, "")
+			if acmes.Code != unknown.Code || acmes.Body.String() != unknown.Body.String() {
+				t.Errorf("%s asks for acme's screenshot: %d %s; for an unknown certificate's: %d %s; want one answer",
+					c.company, acmes.Code, acmes.Body, unknown.Code, unknown.Body)
+			}
+		}
 		if rec := call(e.handler(t, httpadapter.Config{}), "GET", screenshot, "", acmeToken, ""); rec.Code != 503 {
 			t.Errorf("without Config.Videos: %d %s, want 503", rec.Code, rec.Body)
 		}
