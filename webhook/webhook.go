@@ -30,6 +30,11 @@
 // Receivers must therefore accept a message more than once: the
 // webhook-id tells repeats apart.
 //
+// A message is dropped, not sent, when its endpoint has been deleted or
+// disabled since it was written, or the endpoint now holding its id is
+// another company's or is not subscribed to its type (an id given again
+// with Params.ID after a delete).
+//
 // Deliveries are fair (D53): an endpoint gets one at a time, across every
 // instance, and a worker coming free takes the next message of the company
 // with the fewest deliveries under way, so one company's silent endpoints
@@ -235,6 +240,15 @@ func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 		return jobs.Result{}, err
 	case ep.Disabled():
 		log.Info("webhook endpoint disabled; message dropped")
+		return jobs.Result{}, nil
+	case ep.CompanyID != j.CompanyID:
+		// The message's endpoint was deleted and its id given to an
+		// endpoint of another company (Params.ID): the message and its
+		// data are not that company's.
+		log.Warn("webhook endpoint of another company; message dropped", "company", j.CompanyID)
+		return jobs.Result{}, nil
+	case !ep.Subscribed(m.Type):
+		log.Info("webhook endpoint not subscribed to the message's type; message dropped")
 		return jobs.Result{}, nil
 	}
 	entry := consent.WebhookDelivery{EndpointID: ep.ID, MessageID: m.ID, EventType: m.Type, Attempt: j.Attempts, At: svc.Now()}

@@ -614,6 +614,57 @@ func TestEndpointChoice(t *testing.T) {
 	}
 }
 
+// TestEndpointIDReused: a queued message goes only to an endpoint of the
+// company it was written for, subscribed to its type. After acme deletes
+// its endpoint, the id may be given again (Params.ID): to another
+// company's endpoint, which must not receive acme's message (nor be sent
+// it signed with its secret), or to one of acme's subscribed to other
+// types only. Either way the message is dropped.
+func TestEndpointIDReused(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := newEnv(t, open(t), envOpts{})
+		hooks := webhook.Endpoints{Service: e.svc}
+		if _, err := e.svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "rival", Name: "Rival"}); err != nil {
+			t.Fatal(err)
+		}
+		e.issue(t, "cert-1")
+		for _, reuse := range []struct {
+			name, company string
+			events        []string
+		}{
+			{"another company's", "rival", consent.EventTypes},
+			{"acme's, not subscribed", "acme", []string{consent.EventCertificateIssued}},
+		} {
+			first, again := newReceiver(t), newReceiver(t)
+			if _, err := hooks.Add(ctx, webhook.Params{ID: "ep-1", CompanyID: "acme", URL: first.URL, Secret: secret,
+				Events: []string{consent.EventConsentRevoked}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+				return e.svc.EmitEvent(ctx, tx, "acme", consent.EventConsentRevoked, map[string]string{"certificate_id": "cert-1"})
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := hooks.Delete(ctx, "acme", "ep-1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := hooks.Add(ctx, webhook.Params{ID: "ep-1", CompanyID: reuse.company, URL: again.URL, Secret: secret,
+				Events: reuse.events}); err != nil {
+				t.Fatal(err)
+			}
+			if n := e.drain(t); n != 1 {
+				t.Errorf("%s: %d jobs ran, want the message's one", reuse.name, n)
+			}
+			if got := len(first.requests()) + len(again.requests()); got != 0 {
+				t.Errorf("%s: the message of the deleted endpoint was sent %d times, want none", reuse.name, got)
+			}
+			if err := hooks.Delete(ctx, reuse.company, "ep-1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
 // TestVerify checks Verify against requests signed by the test's own
 // implementation of the specification.
 func TestVerify(t *testing.T) {
