@@ -100,23 +100,18 @@ func CheckKeys(pairs ...string) error {
 	return nil
 }
 
-// MaxClientIP is the most bytes of a certificate's ClientIP: more than
-// the longest text of an IP address (45 bytes, an IPv6 address ending in an
-// IPv4 one) with a zone of an interface's name. The stores index it to
-// count a client's certificates (Velocity), and PostgreSQL refuses an index
-// entry of more than 2704 bytes, where SQLite and memory keep any length.
+// MaxClientIP is the most bytes of a certificate's ClientIP, which the
+// stores index (PostgreSQL refuses an index entry over 2704 bytes): above
+// the longest IP address's text, 45 bytes, with a zone.
 const MaxClientIP = 64
 
-// CheckClientIP returns the error of CheckText for ip, else an Invalid
-// error naming field when ip is longer than MaxClientIP.
+// CheckClientIP returns an Invalid error naming field when ip is longer
+// than MaxClientIP, else the error of CheckText.
 func CheckClientIP(field, ip string) error {
-	if err := CheckText(field, ip); err != nil {
-		return err
-	}
 	if len(ip) > MaxClientIP {
 		return Errorf(Invalid, "%s must be at most %d bytes", field, MaxClientIP)
 	}
-	return nil
+	return CheckText(field, ip)
 }
 
 func checkList(field string, list []string) error {
@@ -401,10 +396,7 @@ func (r *IdempotencyRecord) Check() error {
 
 // check checks what a store keeps of v, nil or not: its text, and numbers
 // that are finite (SQL stores keep them in JSON, which has no NaN) and not
-// negative zero (PostgreSQL keeps a certificate's consents in jsonb, whose
-// numbers have no negative zero: it would read back +0, where memory and
-// SQLite keep -0, and a signature over "-0" would hold on those stores
-// only).
+// -0 (PostgreSQL's jsonb, which holds the consents, reads it back as +0).
 func (v *Visibility) check(field string) error {
 	if v == nil {
 		return nil
@@ -415,11 +407,8 @@ func (v *Visibility) check(field string) error {
 	if math.IsNaN(v.FontSizePx) || math.IsInf(v.FontSizePx, 0) || math.IsNaN(v.ContrastRatio) || math.IsInf(v.ContrastRatio, 0) {
 		return Errorf(Invalid, "%s: numbers must be finite", field)
 	}
-	if negativeZero(v.FontSizePx) || negativeZero(v.ContrastRatio) {
+	if v.FontSizePx == 0 && math.Signbit(v.FontSizePx) || v.ContrastRatio == 0 && math.Signbit(v.ContrastRatio) {
 		return Errorf(Invalid, "%s: numbers must not be negative zero", field)
 	}
 	return checkList(field+".hidden_text", v.HiddenText)
 }
-
-// negativeZero reports whether f is -0.
-func negativeZero(f float64) bool { return f == 0 && math.Signbit(f) }

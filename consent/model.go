@@ -310,8 +310,7 @@ type Certificate struct {
 	// (D35); they are zero otherwise.
 
 	// ClientIP and UserAgent are those of the consumer's browser.
-	// ClientIP is the text of an IP address, as net/netip writes one; it is
-	// kept as given, at most MaxClientIP bytes (CheckClientIP).
+	// ClientIP is an IP address's text, at most MaxClientIP bytes.
 	ClientIP  string
 	UserAgent string
 	// RecordingSHA256 is the SHA-256 of the session's recording when the
