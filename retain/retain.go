@@ -60,17 +60,29 @@ type rule struct {
 // the long-term period ends (D26). An item retained earlier keeps its own,
 // earlier term. With video, the session's recording is queued for
 // conversion (D21, D22). It emits session.retained (D44).
+//
+// It reads, and so locks, the session's certificates before the charge
+// locks the wallet, by every route, though only /verify/certificate
+// retains them (the others ask for their attestations): a verification
+// locks its certificate, then the wallet, and a retention that took them
+// in the opposite order would deadlock with it on PostgreSQL.
 func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID string, r rule) (*Retention, error) {
 	ses, err := consent.SessionOf(ctx, tx, sessionID, companyID)
-	var certs []*consent.Certificate
-	if err == nil && r.certificates {
-		certs, err = certificatesOf(ctx, tx, ses)
+	var all []*consent.Certificate
+	if err == nil {
+		if all, err = certificatesOf(ctx, tx, ses); consent.ErrorCode(err) == consent.NotFound && !r.certificates {
+			err = nil // nothing to attest
+		}
 	}
 	if consent.ErrorCode(err) == consent.NotFound && r.certificates {
 		return nil, consent.Errorf(consent.NotFound, "no certificate of the company for this session")
 	}
 	if err != nil {
 		return nil, err
+	}
+	var certs []*consent.Certificate // retained with the session
+	if r.certificates {
+		certs = all
 	}
 	if err := admit(ses, certs, r); err != nil {
 		return nil, err
@@ -100,7 +112,7 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 			return nil, consent.StorageFailure("retain "+sessionID+": enqueue conversion", err)
 		}
 	}
-	if err := s.attest(ctx, tx, ses, certs, r); err != nil {
+	if err := s.attest(ctx, tx, all); err != nil {
 		return nil, consent.StorageFailure("retain "+sessionID+": ask for attestation", err)
 	}
 	if err := s.svc.EmitEvent(ctx, tx, companyID, consent.EventSessionRetained, retainedEvent(ses, out)); err != nil {
@@ -127,19 +139,11 @@ func (s *Service) lockRetained(ctx context.Context, tx consent.Tx, ses *consent.
 }
 
 // attest asks for the attestation of each of the company's certificates
-// of the retained session (D49), by whichever route: those retained with
-// it, or all of them. A full attestation queue does not stop the
-// retention: the certificate is then not attested unless asked again
-// (consentkit.ErrAttestationQueueFull).
-func (s *Service) attest(ctx context.Context, tx consent.Tx, ses *consent.Session, certs []*consent.Certificate, r rule) error {
-	if !r.certificates {
-		var err error
-		if certs, err = certificatesOf(ctx, tx, ses); consent.ErrorCode(err) == consent.NotFound {
-			return nil
-		} else if err != nil {
-			return err
-		}
-	}
+// of the retained session (D49), by whichever route: certs, read (and
+// locked) with the session before the charge. A full attestation queue
+// does not stop the retention: the certificate is then not attested
+// unless asked again (consentkit.ErrAttestationQueueFull).
+func (s *Service) attest(ctx context.Context, tx consent.Tx, certs []*consent.Certificate) error {
 	for _, c := range certs {
 		if _, err := s.svc.AskAttestation(ctx, tx, c); err != nil && !errors.Is(err, consentkit.ErrAttestationQueueFull) {
 			return err
@@ -359,7 +363,8 @@ type BatchResult struct {
 // checks and charges cost a few statements, not a single retention's for
 // each entry. What is asked of each retained session's own things is
 // asked session by session: the locks of its moved recording and video,
-// and the attestations of its certificates (D49). What it answers and
+// and the attestations of its certificates (D49), which it reads before
+// the first charge (keep's lock order). What it answers and
 // stores is what retaining its entries one after another in one
 // transaction would.
 func (s *Service) RetainBatch(ctx context.Context, caller, companyID string, sessionIDs []string) (*BatchResult, error) {
@@ -397,6 +402,25 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 		if ses != nil && ses.CompanyID == companyID { // another company's is not found (D9)
 			sessions[read[i]] = ses
 		}
+	}
+	// The certificates of each session that may be retained are read, and
+	// so locked, before the batch's first charge locks the wallet, as keep
+	// reads them: in the order a verification locks its certificate and
+	// then the wallet.
+	certs := make(map[string][]*consent.Certificate, len(sessions))
+	for _, id := range read {
+		ses := sessions[id]
+		if ses == nil || admit(ses, nil, r) != nil {
+			continue
+		}
+		cs, err := certificatesOf(ctx, tx, ses)
+		if consent.ErrorCode(err) == consent.NotFound {
+			continue // nothing to attest
+		}
+		if err != nil {
+			return nil, consent.StorageFailure("retain "+id+": read its certificates", err)
+		}
+		certs[id] = cs
 	}
 	b, err := s.svc.NewBatch(ctx, tx, companyID)
 	if err != nil {
@@ -441,7 +465,7 @@ func (s *Service) batch(ctx context.Context, tx consent.Tx, companyID string, id
 		if err := s.lockRetained(ctx, tx, ses); err != nil {
 			return nil, err
 		}
-		if err := s.attest(ctx, tx, ses, nil, r); err != nil {
+		if err := s.attest(ctx, tx, certs[ses.ID]); err != nil {
 			return nil, consent.StorageFailure("retain "+ses.ID+": ask for attestation", err)
 		}
 	}
