@@ -3,6 +3,7 @@ package retain
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -549,9 +550,18 @@ func (s *Service) Status(ctx context.Context, caller, companyID, sessionID strin
 
 // Screenshot returns the attestation of a certificate of the caller's
 // company that holds a screenshot of the consent moment (D49), for the
-// Retain API's screenshot route. Forbidden when caller is not companyID;
-// NotFound when the certificate is unknown, not the company's, or has no
-// screenshot (not attested yet, or its replay took none).
+// Retain API's screenshot route, checked as every reader of an
+// attestation's status checks it (consentkit.Service.CheckAttestation):
+// the screenshot served is the one a signed statement of the certificate
+// states. Forbidden when caller is not companyID; NotFound when the
+// certificate is unknown or not the company's (alike, D9), or has no
+// screenshot (not attested yet, or its replay took none); a
+// *consentkit.StatementIntegrityError (consent.ErrIntegrity, a 409) when
+// the attestation does not hold or its row names a screenshot that no
+// signed statement states: a changed row is never served as evidence.
+// A revoked certificate's screenshot is served to its company all the
+// same: evidence of consent later withdrawn is still evidence, its
+// owner's (D27).
 func (s *Service) Screenshot(ctx context.Context, caller, companyID, certificateID string) (*consent.Attestation, error) {
 	if err := checkCaller(caller, companyID, true); err != nil {
 		return nil, err
@@ -559,12 +569,50 @@ func (s *Service) Screenshot(ctx context.Context, caller, companyID, certificate
 	if err := consent.CheckID("certificateId", certificateID); err != nil {
 		return nil, err
 	}
-	a, err := s.svc.Attestation(ctx, companyID, certificateID)
+	var a *consent.Attestation
+	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
+		c, err := tx.Certificate(ctx, certificateID)
+		if consent.ErrorCode(err) == consent.NotFound || err == nil && c.CompanyID != companyID {
+			return consent.Errorf(consent.NotFound, "certificate not found")
+		}
+		if err != nil {
+			return err
+		}
+		a, err = tx.Attestation(ctx, c.ID)
+		if consent.ErrorCode(err) == consent.NotFound {
+			return consent.Errorf(consent.NotFound, "the certificate has no screenshot (no attestation was asked for)")
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.checkScreenshot(ctx, tx, c, a); err != nil {
+			slog.ErrorContext(ctx, "consentkit: an attestation failed its integrity check; its screenshot is not served", "certificate", c.ID,
+				"company", c.CompanyID, "err", err, "request_id", consentkit.RequestIDFrom(ctx))
+			return err
+		}
+		if a.Screenshot == "" {
+			return consent.Errorf(consent.NotFound, "the certificate has no screenshot (attestation %s)", a.Status)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	if a.Screenshot == "" {
-		return nil, consent.Errorf(consent.NotFound, "the certificate has no screenshot (attestation %s)", a.Status)
-	}
 	return a, nil
+}
+
+// checkScreenshot checks a, c's attestation read through tx, as
+// CheckAttestation does, and that a screenshot its row names is one that
+// its signed statement states: CheckAttestation holds a pending row,
+// which has no statement, and a statement of a replay that took no
+// screenshot, and neither names a file.
+func (s *Service) checkScreenshot(ctx context.Context, tx consent.Tx, c *consent.Certificate, a *consent.Attestation) error {
+	if err := s.svc.CheckAttestation(ctx, tx, c, a); err != nil || a.Screenshot == "" {
+		return err
+	}
+	if p, err := a.Proof(); err != nil || p == nil || p.Statement.ScreenshotSHA256 == "" {
+		return &consentkit.StatementIntegrityError{CertificateID: c.ID, Of: "attestation",
+			Reason: "the row names a screenshot that no signed statement states"}
+	}
+	return nil
 }
