@@ -212,7 +212,7 @@ func TestAttestationAttested(t *testing.T) {
 		if err := p.Verify(&keys, &other); err == nil {
 			t.Error("the statement verifies against another certificate")
 		}
-		png, err := os.ReadFile(filepath.Join(e.videos, e.cert.ID+".png"))
+		png, err := os.ReadFile(att.Screenshot)
 		sum := sha256.Sum256(png)
 		if err != nil || !bytes.Equal(png, honest().Screenshot) || st.ScreenshotSHA256 != hex.EncodeToString(sum[:]) || att.Screenshot == "" {
 			t.Errorf("the screenshot: %q %v; stated %s, path %q", png, err, st.ScreenshotSHA256, att.Screenshot)
@@ -381,8 +381,11 @@ func TestAttestationScreenshotPurged(t *testing.T) {
 		if _, err := e.ask(t, e.cert); err != nil {
 			t.Fatal(err)
 		}
-		e.attest(t, &fakeAttester{measure: honest()}, e.cert)
-		file := filepath.Join(e.videos, e.cert.ID+".png")
+		att, _ := e.attest(t, &fakeAttester{measure: honest()}, e.cert)
+		file := att.Screenshot
+		if filepath.Dir(file) != filepath.Join(e.videos, e.cert.ID) {
+			t.Fatalf("the screenshot is at %s, not in its certificate's directory of %s", file, e.videos)
+		}
 		purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: retain.Dir{Root: e.videos}, Pause: -1,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -421,8 +424,8 @@ func TestAttestationScreenshotPurged(t *testing.T) {
 		if !deleteDue() {
 			t.Fatal("no removal due once the certificate was purged")
 		}
-		if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the screenshot outlived its purged certificate: %v", err)
+		if _, err := os.Stat(filepath.Dir(file)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the screenshot, or its directory, outlived its purged certificate: %v", err)
 		}
 	})
 }

@@ -103,10 +103,12 @@ func ExampleNewWorker() {
 	fmt.Println("converted one:", did, err)
 
 	ses, _ := retain.New(svc).Status(ctx, "acme", "acme", "s1")
-	fmt.Println(ses.VideoStatus, filepath.Base(ses.Video.Path), ses.Video.Bytes, ses.Video.Duration)
+	// A Dir keeps each video in a file of its own, in a directory of its
+	// session.
+	fmt.Println(ses.VideoStatus, filepath.Base(filepath.Dir(ses.Video.Path)), filepath.Ext(ses.Video.Path), ses.Video.Bytes, ses.Video.Duration)
 	// Output:
 	// converted one: true <nil>
-	// converted s1.mp4 17 1.5s
+	// converted s1 .mp4 17 1.5s
 }
 
 // The purge (D43) removes what is past its window: a certificate 90 days

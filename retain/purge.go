@@ -108,7 +108,9 @@ func (p *Purger) Handlers() []jobs.Handler {
 			_, err := p.Purge(ctx)
 			return jobs.Result{}, err
 		}},
-		{Kind: JobDeleteVideo, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour,
+		// A removal is tried until it is done, at most daily: a store down
+		// for days must not leave a purged video in place for good.
+		{Kind: JobDeleteVideo, MaxAttempts: consent.MaxJobAttempts, Backoff: time.Minute, MaxBackoff: 24 * time.Hour,
 			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 				if err := p.cfg.Videos.Delete(ctx, string(j.Payload)); err != nil {
 					return jobs.Result{}, err
@@ -116,8 +118,8 @@ func (p *Purger) Handlers() []jobs.Handler {
 				p.cfg.Logger.Info("purge: video removed", "session", j.Key, "video", string(j.Payload))
 				return jobs.Result{}, nil
 			}},
-		{Kind: JobDeleteScreenshot, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteScreenshot},
-		{Kind: JobDeleteRecording, MaxAttempts: 20, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteRecording},
+		{Kind: JobDeleteScreenshot, MaxAttempts: consent.MaxJobAttempts, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteScreenshot},
+		{Kind: JobDeleteRecording, MaxAttempts: consent.MaxJobAttempts, Backoff: time.Minute, MaxBackoff: 24 * time.Hour, Do: p.deleteRecording},
 	}, lockHandlers(p.cfg.Service, p.cfg.Videos)...)
 }
 

@@ -1,6 +1,7 @@
 package retain_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -260,4 +261,125 @@ func TestDirDelete(t *testing.T) {
 	if _, err := os.Stat(src); err != nil {
 		t.Errorf("a file outside the directory was removed: %v", err)
 	}
+}
+
+// Each Put writes a file of its own; Discard removes one alone; Delete
+// removes every file of the id and kind, one of the earlier form
+// (<Root>/<id>.mp4) too, and then the id's directory, leaving the other
+// ids' files.
+func TestDirFileOfItsOwn(t *testing.T) {
+	d := retain.Dir{Root: t.TempDir()}
+	src := filepath.Join(t.TempDir(), "v.mp4")
+	if err := os.WriteFile(src, []byte("mp4"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var puts []consent.Video
+	for range 3 {
+		v, err := d.Put(ctx, "s1", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		puts = append(puts, v)
+	}
+	other, err := d.Put(ctx, "s2", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shot, err := d.PutScreenshot(ctx, "s1", []byte("png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := filepath.Join(d.Root, "s1.mp4")
+	if err := os.WriteFile(earlier, []byte("mp4 of before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if puts[0].Path == puts[1].Path || filepath.Dir(puts[0].Path) != filepath.Join(d.Root, "s1") {
+		t.Fatalf("two Puts wrote %s and %s", puts[0].Path, puts[1].Path)
+	}
+	if f, err := d.Open(ctx, consent.Video{Path: earlier}); err != nil {
+		t.Errorf("a video of the earlier form does not open: %v", err)
+	} else {
+		_ = f.Close()
+	}
+	if _, err := d.Open(ctx, consent.Video{Path: puts[0].Path, Bytes: 4}); err == nil {
+		t.Error("a video of 3 bytes opened as one of 4")
+	}
+	if err := d.Discard(ctx, puts[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Discard(ctx, earlier); err == nil {
+		t.Error("Discard removed a video of the earlier form, which every Put of its id used to replace")
+	}
+	for _, p := range []string{puts[0].Path, puts[1].Path, puts[2].Path, earlier, other.Path, shot.Path} {
+		_, err := os.Stat(p)
+		if gone := errors.Is(err, os.ErrNotExist); gone != (p == puts[0].Path) {
+			t.Errorf("after Discard of the first Put, %s: %v", p, err)
+		}
+	}
+	if err := d.Delete(ctx, puts[2].Path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{puts[1].Path, puts[2].Path, earlier, other.Path, shot.Path} {
+		_, err := os.Stat(p)
+		if gone := errors.Is(err, os.ErrNotExist); gone != (p != other.Path && p != shot.Path) {
+			t.Errorf("after Delete of s1's video, %s: %v", p, err)
+		}
+	}
+	if err := d.Delete(ctx, shot.Path); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Root, "s1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("s1's directory after its video and screenshot were deleted: %v", err)
+	}
+}
+
+// downVideos is a video store whose Delete fails its first fails calls.
+type downVideos struct {
+	retain.Dir
+	fails int
+}
+
+func (d *downVideos) Delete(ctx context.Context, path string) error {
+	if d.fails > 0 {
+		d.fails--
+		return errors.New("the video store is down")
+	}
+	return d.Dir.Delete(ctx, path)
+}
+
+// A video's removal is tried until it is done, however long the video
+// store stays down: 40 failures, a day apart at most, and the video still
+// goes.
+func TestVideoRemovalTriedUntilDone(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := newPurgeEnv(t, open(t))
+		videos := &downVideos{Dir: e.videos, fails: 40}
+		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+		purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: videos, Batch: 1, Pause: -1, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner, err := jobs.New(jobs.Config{Store: e.store, Handlers: purger.Handlers(), Now: e.clock.Now, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := retain.New(e.svc).Status(ctx, "acme", "acme", "kept")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(6 * 365 * 24 * time.Hour)
+		if n, err := purger.Purge(ctx); err != nil || n.Videos != 1 {
+			t.Fatalf("Purge = %+v, %v", n, err)
+		}
+		for i := range 41 {
+			worked, err := runner.RunOnce(ctx, retain.JobDeleteVideo)
+			if !worked {
+				t.Fatalf("attempt %d: no removal due (%v)", i+1, err)
+			}
+			e.clock.Add(25 * time.Hour)
+		}
+		if _, err := os.Stat(kept.Video.Path); !errors.Is(err, os.ErrNotExist) || videos.fails != 0 {
+			t.Errorf("the video after 40 failed removals and one more: %v", err)
+		}
+	})
 }

@@ -6,13 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/retain/internal/videokey"
 )
 
 // Converter turns a session's rrweb recording (a JSON array of events) into
@@ -66,24 +68,23 @@ type VideoDiscarder interface {
 	Discard(ctx context.Context, path string) error
 }
 
-// Kinds of file a VideoStore keeps: a session's video, a certificate's
-// screenshot.
-const (
-	videoExt      = ".mp4"
-	screenshotExt = ".png"
-)
-
-// Dir is a VideoStore that keeps one file per session, <Root>/<session>.mp4,
-// and one per attested certificate, <Root>/<certificate>.png, through a
-// [blob.Dir] rooted at Root: the file names are the blob keys, so
-// directories written before the blob store keep working. A file is
-// written to a temporary file in Root/.tmp, synced, and renamed into
-// place, so readers never see half of one.
+// Dir is a VideoStore that keeps each video and each screenshot in a file
+// of its own, <Root>/<id>/<time>-<random>.mp4 (or .png), through a
+// [blob.Dir] rooted at Root: no write replaces another, so a conversion
+// that lost its lease cannot overwrite the video that the job's next
+// holder recorded, and a file that no committed row names is discarded
+// (VideoDiscarder) or removed by the purge with the rest of its id. Files
+// of the earlier form, <Root>/<id>.mp4, still open and are removed with
+// them. A file is written to a temporary file in a .tmp directory beside
+// it, synced, and renamed into place, so readers never see half of one.
 type Dir struct {
 	Root string
 }
 
-var _ VideoStore = Dir{}
+var (
+	_ VideoStore     = Dir{}
+	_ VideoDiscarder = Dir{}
+)
 
 // Put copies src into the directory. A directory cannot lock files (Lock
 // does nothing): use an S3 store with Object Lock where videos must be
@@ -94,15 +95,15 @@ func (d Dir) Put(ctx context.Context, sessionID, src string) (consent.Video, err
 		return consent.Video{}, err
 	}
 	defer func() { _ = in.Close() }() // read only: its Close loses nothing
-	return d.put(ctx, sessionID, videoExt, in)
+	return d.put(ctx, sessionID, videokey.Video, in)
 }
 
 // PutScreenshot writes png into the directory, unlockable as with Put.
 func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
-	return d.put(ctx, certificateID, screenshotExt, bytes.NewReader(png))
+	return d.put(ctx, certificateID, videokey.Screenshot, bytes.NewReader(png))
 }
 
-// put writes in as <Root>/<id><ext> through the blob store, so the file
+// put writes in as a new file of id through the blob store, so the file
 // is written whole or not at all and its digest is computed as it streams.
 func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Video, error) {
 	if !consent.ValidID(id) || id == "." || id == ".." {
@@ -112,11 +113,12 @@ func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Vid
 	if err != nil {
 		return consent.Video{}, err
 	}
-	info, err := bs.Put(ctx, id+ext, in)
+	key := videokey.New(id, ext, time.Now())
+	info, err := bs.Put(ctx, key, in)
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("retain: %w", err)
 	}
-	return consent.Video{Path: filepath.Join(d.Root, id+ext), Bytes: info.Size, SHA256: info.SHA256}, nil
+	return consent.Video{Path: filepath.Join(d.Root, filepath.FromSlash(key)), Bytes: info.Size, SHA256: info.SHA256}, nil
 }
 
 // Lock does nothing: a directory cannot lock files. Use an S3 store
@@ -124,35 +126,89 @@ func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Vid
 func (d Dir) Lock(context.Context, string, time.Time) error { return nil }
 
 // Open opens the video at v.Path, which must be a file of the directory:
-// a path that a changed database row points elsewhere is refused.
+// a path that a changed database row points elsewhere is refused, and so
+// is a file whose size is not v's.
 func (d Dir) Open(_ context.Context, v consent.Video) (io.ReadSeekCloser, error) {
-	p, err := d.file(v.Path)
+	key, _, err := d.key(v.Path)
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(p)
+	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(key)))
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || v.Bytes != 0 && fi.Size() != v.Bytes {
+		_ = f.Close() // read only
+		if err == nil {
+			err = fmt.Errorf("retain: %s holds %d bytes, not the video's %d", v.Path, fi.Size(), v.Bytes)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
-// Delete removes the video file at path, which must be a file of the
-// directory.
-func (d Dir) Delete(ctx context.Context, path string) error {
-	p, err := d.file(path)
+// Discard removes the file at path alone, one that Put or PutScreenshot
+// wrote and no row names (VideoDiscarder). A file already gone is not an
+// error.
+func (d Dir) Discard(ctx context.Context, path string) error {
+	key, k, err := d.key(path)
 	if err != nil {
 		return err
 	}
-	return (&blob.Dir{Root: d.Root}).Delete(ctx, filepath.Base(p))
+	if !k.Own {
+		return fmt.Errorf("retain: discard %s: not a file of its own (a path written before)", path)
+	}
+	return (&blob.Dir{Root: d.Root}).Delete(ctx, key)
 }
 
-// file returns the absolute path of a video or screenshot of the
-// directory, refusing any other path.
-func (d Dir) file(path string) (string, error) {
+// Delete removes the file at path, which must be a file of the directory,
+// with every other file of the same id and kind (.mp4 or .png): an attempt
+// whose commit never came wrote one that no row names. Files already gone
+// are not an error.
+func (d Dir) Delete(ctx context.Context, path string) error {
+	_, k, err := d.key(path)
+	if err != nil {
+		return err
+	}
+	bs := &blob.Dir{Root: d.Root}
+	keys, err := bs.ListAfter(ctx, videokey.Prefix(k.ID), "", math.MaxInt)
+	if err != nil {
+		return fmt.Errorf("retain: delete %s: %w", path, err)
+	}
+	keys = slices.DeleteFunc(keys, func(key string) bool { of, ok := videokey.Parse(key); return !ok || of.Ext != k.Ext })
+	for _, key := range append(keys, videokey.Earlier(k.ID, k.Ext)) {
+		if err := bs.Delete(ctx, key); err != nil {
+			return fmt.Errorf("retain: delete %s: %w", path, err)
+		}
+	}
+	// The id's directory goes once empty (a video and a screenshot never
+	// share an id, but a directory in use is simply left).
+	dir := filepath.Join(d.Root, k.ID)
+	_ = os.Remove(filepath.Join(dir, ".tmp"))
+	_ = os.Remove(dir)
+	return nil
+}
+
+// key returns the blob key of a video or screenshot of the directory,
+// refusing any other path.
+func (d Dir) key(path string) (string, videokey.Key, error) {
+	bad := fmt.Errorf("retain: video path %q is not a file of %s", path, d.Root)
 	root, err := filepath.Abs(d.Root)
 	if err != nil {
-		return "", err
+		return "", videokey.Key{}, err
 	}
 	p, err := filepath.Abs(path)
-	if err != nil || filepath.Dir(p) != root || !strings.HasSuffix(p, videoExt) && !strings.HasSuffix(p, screenshotExt) {
-		return "", fmt.Errorf("retain: video path %q is not a file of %s", path, d.Root)
+	if err != nil {
+		return "", videokey.Key{}, bad
 	}
-	return p, nil
+	rel, err := filepath.Rel(root, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", videokey.Key{}, bad
+	}
+	key := filepath.ToSlash(rel)
+	k, ok := videokey.Parse(key)
+	if !ok {
+		return "", videokey.Key{}, bad
+	}
+	return key, k, nil
 }

@@ -197,11 +197,17 @@ func TestWorkersConvertEachJobOnce(t *testing.T) {
 			}
 			s := e.session(t, id)
 			want := []byte("mp4 of " + id)
-			got, err := os.ReadFile(filepath.Join(e.videos, id+".mp4"))
+			got, err := os.ReadFile(s.Video.Path)
 			if err != nil || string(got) != string(want) {
 				t.Errorf("video of %s: %q, %v", id, got, err)
 			}
-			if s.Video.Path != filepath.Join(e.videos, id+".mp4") || s.Video.Bytes != int64(len(want)) ||
+			// One file, the one the row names, in the session's directory.
+			files, _ := filepath.Glob(filepath.Join(e.videos, id, "*.mp4"))
+			temps, _ := os.ReadDir(filepath.Join(e.videos, id, ".tmp")) // blob.Dir's temporary files
+			if len(files) != 1 || files[0] != s.Video.Path || len(temps) != 0 {
+				t.Errorf("%s's directory holds videos %v and %d temporary files; want %s alone", id, files, len(temps), s.Video.Path)
+			}
+			if s.Video.Bytes != int64(len(want)) ||
 				s.Video.SHA256 != sha256.Sum256(want) || s.Video.Duration != 5642*time.Millisecond {
 				t.Errorf("session %s video = %+v", id, s.Video)
 			}
@@ -209,10 +215,8 @@ func TestWorkersConvertEachJobOnce(t *testing.T) {
 				t.Errorf("job of %s still there: %v", id, err)
 			}
 		}
-		entries, _ := os.ReadDir(e.videos)
-		temps, _ := os.ReadDir(filepath.Join(e.videos, ".tmp")) // blob.Dir's temporary files
-		if len(entries) != sessions+1 || len(temps) != 0 {
-			t.Errorf("video dir holds %d entries and %d temporary files, want %d videos, .tmp and none", len(entries), len(temps), sessions)
+		if entries, _ := os.ReadDir(e.videos); len(entries) != sessions {
+			t.Errorf("video dir holds %d entries, want a directory for each of the %d sessions", len(entries), sessions)
 		}
 	})
 }
@@ -474,6 +478,49 @@ func TestFailureWithBinaryErrorIsRecorded(t *testing.T) {
 		}
 		if s := e.session(t, "s00"); s.VideoStatus != consent.VideoPending {
 			t.Errorf("session is %s, want pending (to be retried)", s.VideoStatus)
+		}
+	})
+}
+
+// attemptConverter writes a video of its own on each call, as real
+// conversions (never byte for byte the same) do, and runs during, when
+// set, in its first call before writing.
+type attemptConverter struct {
+	calls  int
+	during func()
+}
+
+func (c *attemptConverter) Convert(_ context.Context, _ json.RawMessage, dst string) (time.Duration, error) {
+	c.calls++
+	if c.calls == 1 && c.during != nil {
+		c.during()
+	}
+	return time.Second, os.WriteFile(dst, fmt.Appendf(nil, "mp4 of attempt %d", c.calls), 0o644)
+}
+
+// A conversion that lost its lease while another worker converted and
+// recorded the session's video writes a file of its own, which it then
+// discards: the video the row names is the one it describes (D21, D45).
+func TestLostLeaseLeavesTheRecordedVideo(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &attemptConverter{}
+		b := e.worker(t, conv, func(c *retain.WorkerConfig) { c.ID, c.Lease = "B", time.Hour })
+		conv.during = func() { // A stalls past its lease; B takes the job
+			e.clock.Add(2 * time.Hour)
+			if ok, err := b.RunOnce(ctx); !ok || err != nil {
+				t.Errorf("B: %v, %v", ok, err)
+			}
+		}
+		a := e.worker(t, conv, func(c *retain.WorkerConfig) { c.ID, c.Lease = "A", time.Hour })
+		_, _ = a.RunOnce(ctx) // its commit finds the lease lost
+		s := e.session(t, "s00")
+		got, err := os.ReadFile(s.Video.Path)
+		if err != nil || s.VideoStatus != consent.VideoConverted || consent.Digest(sha256.Sum256(got)) != s.Video.SHA256 || string(got) != "mp4 of attempt 2" {
+			t.Fatalf("the row says %s %+v; its file holds %q, %v", s.VideoStatus, s.Video, got, err)
+		}
+		if files, _ := filepath.Glob(filepath.Join(e.videos, "s00", "*.mp4")); len(files) != 1 {
+			t.Errorf("s00's videos: %v, want the recorded one alone", files)
 		}
 	})
 }

@@ -92,8 +92,6 @@ package s3video
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -101,7 +99,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -113,6 +110,7 @@ import (
 	"github.com/consentkit/consentkit/blob/s3blob"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/retain"
+	"github.com/consentkit/consentkit/retain/internal/videokey"
 )
 
 // Config configures a Store. Bucket is required, and either Client or the
@@ -257,14 +255,14 @@ func (s *Store) Put(ctx context.Context, sessionID, src string) (consent.Video, 
 		return consent.Video{}, err
 	}
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
-	return s.put(ctx, sessionID, ".mp4", f)
+	return s.put(ctx, sessionID, videokey.Video, f)
 }
 
 // PutScreenshot uploads png, an attestation's screenshot (D49), as
 // <Prefix><certificateID>/<time>-<random>.png, unlocked as Put leaves a
 // video.
 func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
-	return s.put(ctx, certificateID, ".png", bytes.NewReader(png))
+	return s.put(ctx, certificateID, videokey.Screenshot, bytes.NewReader(png))
 }
 
 // put uploads body under a new key of id.
@@ -272,9 +270,7 @@ func (s *Store) put(ctx context.Context, id, ext string, body io.Reader) (consen
 	if !consent.ValidID(id) || id == "." || id == ".." {
 		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object", id)
 	}
-	var r [4]byte
-	_, _ = rand.Read(r[:]) // crypto/rand never fails
-	key := id + "/" + time.Now().UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:]) + ext
+	key := videokey.New(id, ext, time.Now())
 	info, err := s.blobs.Put(ctx, key, body)
 	if err != nil {
 		return consent.Video{}, fmt.Errorf("s3video: upload %s: %w", id+ext, err)
@@ -282,11 +278,6 @@ func (s *Store) put(ctx context.Context, id, ext string, body io.Reader) (consen
 	u := url.URL{Scheme: "s3", Host: s.bucket, Path: "/" + s.prefix + key}
 	return consent.Video{Path: u.String(), Bytes: info.Size, SHA256: info.SHA256}, nil
 }
-
-// objectKey is the shape of the keys Put writes, <id>/<time>-<random>.mp4
-// (or .png), and of those it wrote before, <id>.mp4: Open reads no other
-// object of the prefix.
-var objectKey = regexp.MustCompile(`^([^/]+?)(/[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8})?\.(mp4|png)$`)
 
 // object is what a Path names: a blob key of the store and, for a video
 // written before each had a key of its own, maybe a version.
@@ -303,8 +294,7 @@ func (s *Store) parse(p string) (object, error) {
 		return object{}, bad
 	}
 	key, ok := strings.CutPrefix(u.Path, "/"+s.prefix)
-	m := objectKey.FindStringSubmatch(key)
-	if !ok || m == nil || !consent.ValidID(m[1]) || blob.ValidKey(key) != nil {
+	if _, known := videokey.Parse(key); !ok || !known || blob.ValidKey(key) != nil {
 		return object{}, bad
 	}
 	q, err := url.ParseQuery(u.RawQuery)
@@ -394,7 +384,7 @@ func (s *Store) Discard(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if o.version != "" || !strings.Contains(o.key, "/") {
+	if k, _ := videokey.Parse(o.key); o.version != "" || !k.Own {
 		return fmt.Errorf("s3video: discard %s: not an object of its own (a path written before)", path)
 	}
 	if err := s.blobs.Delete(ctx, o.key); err != nil {
@@ -416,14 +406,13 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	m := objectKey.FindStringSubmatch(o.key)
-	id, ext := m[1], "."+m[3]
-	keys, err := s.blobs.List(ctx, id+"/")
+	of, _ := videokey.Parse(o.key)
+	keys, err := s.blobs.List(ctx, videokey.Prefix(of.ID))
 	if err != nil {
 		return fmt.Errorf("s3video: delete %s: %w", path, err)
 	}
-	keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasSuffix(k, ext) || !objectKey.MatchString(k) })
-	for _, k := range append(keys, id+ext) { // the path's own key is one of these; id+ext was written before keys had a time
+	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != of.Ext })
+	for _, k := range append(keys, videokey.Earlier(of.ID, of.Ext)) { // the path's own key is one of these
 		if err := s.blobs.Delete(ctx, k); err != nil {
 			return fmt.Errorf("s3video: delete %s: %w", path, err)
 		}

@@ -1,0 +1,59 @@
+// Package videokey names the objects that the video stores (retain.Dir,
+// s3video.Store) write: a key of its own for every write,
+// <id>/<time>-<random>.mp4 (or .png), so that no write replaces another —
+// a conversion that lost its lease cannot overwrite the video that the
+// job's next holder recorded — and every object of an id lies under one
+// prefix, where the purge finds them all.
+package videokey
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"regexp"
+	"time"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Kinds of object: a session's video, a certificate's screenshot.
+const (
+	Video      = ".mp4"
+	Screenshot = ".png"
+)
+
+// New returns a new key of id for an object of kind ext (Video or
+// Screenshot), written at now.
+func New(id, ext string, now time.Time) string {
+	var r [4]byte
+	_, _ = rand.Read(r[:]) // crypto/rand never fails
+	return id + "/" + now.UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:]) + ext
+}
+
+// shape is the form of the keys New makes, and of those written before
+// each object had a key of its own, <id>.mp4 (or .png).
+var shape = regexp.MustCompile(`^([^/]+?)(/[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8})?(\.mp4|\.png)$`)
+
+// Key is what Parse reads of a key.
+type Key struct {
+	ID  string // the session's or the certificate's
+	Ext string // Video or Screenshot
+	// Own is true for a key that New made, false for one of the earlier
+	// form, which every write of its id replaced.
+	Own bool
+}
+
+// Parse reads a key that New made, or one of the earlier form; ok is false
+// for any other key.
+func Parse(key string) (k Key, ok bool) {
+	m := shape.FindStringSubmatch(key)
+	if m == nil || !consent.ValidID(m[1]) || m[1] == "." || m[1] == ".." {
+		return Key{}, false
+	}
+	return Key{ID: m[1], Ext: m[3], Own: m[2] != ""}, true
+}
+
+// Prefix is the prefix of the keys that New makes for id.
+func Prefix(id string) string { return id + "/" }
+
+// Earlier is the key of id's object of kind ext of the earlier form.
+func Earlier(id, ext string) string { return id + ext }
