@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/byterange"
 	"github.com/consentkit/consentkit/signed"
 )
 
@@ -74,7 +75,7 @@ func (h *Handler) screenshot(w http.ResponseWriter, r *http.Request, p *page) er
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
 	w.Header().Set("Content-Type", "image/png")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")
-	http.ServeContent(w, r, "", a.UpdatedAt, f)
+	byterange.ServeContent(w, r, "", a.UpdatedAt, f)
 	p.done = true
 	return nil
 }

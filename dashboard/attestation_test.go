@@ -172,6 +172,19 @@ func TestCertificateAttestation(t *testing.T) {
 		if _, err := png.Decode(bytes.NewReader(got)); err != nil {
 			t.Errorf("the screenshot served is no PNG: %v", err)
 		}
+		// A Range of a thousand one-byte parts gets the file once, not a
+		// part each (byterange.ServeContent).
+		req, err := http.NewRequest("GET", b.base+"/dashboard/companies/acme/certificates/cert-acme/screenshot", nil)
+		must(t, err)
+		req.Header.Set("Range", "bytes=0-0"+strings.Repeat(",0-0", 999))
+		resp, err = b.c.Do(req)
+		must(t, err)
+		got, err = io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		must(t, err)
+		if len(got) > len(shot)+512 {
+			t.Errorf("a Range of 1,000 parts: %d %d bytes for a screenshot of %d", resp.StatusCode, len(got), len(shot))
+		}
 		// Another company's certificate, or this one under another
 		// company, is not found: never the other's PNG.
 		for _, path := range []string{"/dashboard/companies/other/certificates/cert-acme/screenshot",

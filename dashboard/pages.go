@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/audit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
+	"github.com/consentkit/consentkit/internal/byterange"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -643,7 +644,7 @@ func (h *Handler) video(w http.ResponseWriter, r *http.Request, p *page) error {
 	defer func() { _ = f.Close() }() // read only: its Close loses nothing
 	w.Header().Set("Content-Type", "video/mp4")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'")
-	http.ServeContent(w, r, "", ses.CreatedAt, f)
+	byterange.ServeContent(w, r, "", ses.CreatedAt, f)
 	p.done = true
 	return nil
 }

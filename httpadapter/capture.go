@@ -10,6 +10,7 @@ import (
 
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/byterange"
 )
 
 // The capture routes (D32–D36): public, called by the snippet from pages of
@@ -210,7 +211,7 @@ func script(w http.ResponseWriter, r *http.Request, body []byte, modified time.T
 	hd.Set("Cache-Control", "public, max-age=300")
 	hd.Set("Access-Control-Allow-Origin", "*")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	serveContent(w, r, "", modified, bytes.NewReader(body))
+	byterange.ServeContent(w, r, "", modified, bytes.NewReader(body))
 }
 
 // missingRecorderLogEvery is how often a missing recorder is logged: the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
+	"github.com/consentkit/consentkit/internal/byterange"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/retain"
@@ -537,7 +538,7 @@ func (v *videoResponse) stream(w http.ResponseWriter, r *http.Request) {
 	hd.Set("Cache-Control", "private, no-cache")
 	hd.Set("ETag", `"`+sum+`"`)
 	hd.Set("X-Content-SHA256", sum)
-	serveContent(w, r, v.name, time.Time{}, v.file)
+	byterange.ServeContent(w, r, v.name, time.Time{}, v.file)
 }
 
 // video serves the session's converted MP4 (D45), with the Retain API's

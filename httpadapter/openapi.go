@@ -384,8 +384,9 @@ func parameters(rt Route) []object {
 				"schema": object{"type": "string"}, "description": "The property whose allowed origins are asked."})
 		}
 	case isFile(rt):
-		desc := "A byte range, such as bytes=0-1023: 206 with Content-Range."
-		if storedFile(rt) { // servableRange
+		desc := "A byte range, such as bytes=0-1023: 206 with Content-Range. Overlapping or adjacent ranges are merged; " +
+			"more than 16 after merging, or more than 256 asked, are ignored: 200 with the whole file."
+		if storedFile(rt) { // byterange.ServeContent
 			desc += " Ranges that no byte satisfies (bytes=-0, a start at or past the end) are left out; " +
 				"with none left, or an invalid range (bytes=5-4), 416 with Content-Range: bytes */<size>. " +
 				"A unit other than bytes is ignored (RFC 9110 §14.2)."

@@ -1,4 +1,4 @@
-package httpadapter
+package byterange
 
 import (
 	"bytes"
@@ -99,7 +99,7 @@ func TestServeContentManyRangesBounded(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/capture/rrweb.js", nil)
 		r.Header.Set("Range", h)
 		f := &seekCounter{Reader: bytes.NewReader(body)}
-		serveContent(w, r, "", time.Time{}, f)
+		ServeContent(w, r, "", time.Time{}, f)
 		if n := w.Body.Len(); n > size+4<<10 || f.moves > 2*maxRanges+2 {
 			t.Errorf("%s: a %d-byte Range: %d, %d bytes and %d seeks, want at most %d bytes and %d seeks",
 				name, len(h), w.Code, n, f.moves, size+4<<10, 2*maxRanges+2)
@@ -114,7 +114,7 @@ func TestServeContentFewRanges(t *testing.T) {
 		w := httptest.NewRecorder()
 		r := httptest.NewRequest(http.MethodGet, "/", nil)
 		r.Header.Set("Range", rg)
-		serveContent(w, r, "", time.Time{}, bytes.NewReader(body))
+		ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 		return w
 	}
 	if w := serve("bytes=2-5"); w.Code != http.StatusPartialContent || w.Body.String() != "2345" ||
@@ -182,7 +182,7 @@ func TestS3VideoManyRangesFewGets(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, "/video", nil)
 		r.Header.Set("Range", rg)
 		before := g.Gets.Load()
-		serveContent(w, r, "", time.Time{}, f)
+		ServeContent(w, r, "", time.Time{}, f)
 		_ = f.Close() // read only
 		if gets := g.Gets.Load() - before; gets > 2 || w.Body.Len() > 1<<20+1024 {
 			t.Errorf("%s: a %d-byte Range: %d, %d bytes, %d GetObject requests; want at most the video and 2", name, len(rg), w.Code, w.Body.Len(), gets)

@@ -1,4 +1,7 @@
-package httpadapter
+// Package byterange serves files with Range requests read as RFC 9110
+// reads them, and bounded: the routes of httpadapter and of the dashboard
+// that serve a video, a screenshot or a script answer ranges through it.
+package byterange
 
 import (
 	"cmp"
@@ -11,10 +14,10 @@ import (
 	"time"
 )
 
-// serveContent is http.ServeContent with the request's Range read as RFC
-// 9110 reads it (servableRange): every route that serves a file or a script
-// answers ranges through it.
-func serveContent(w http.ResponseWriter, r *http.Request, name string, modified time.Time, content io.ReadSeeker) {
+// ServeContent is http.ServeContent with the request's Range read as RFC
+// 9110 reads it (servableRange): overlapping ranges merged, too many
+// ignored, so that no Range header makes an answer larger than the file.
+func ServeContent(w http.ResponseWriter, r *http.Request, name string, modified time.Time, content io.ReadSeeker) {
 	if rg := r.Header.Get("Range"); rg != "" {
 		// The size as ServeContent finds it; on an error it fails alike.
 		if size, err := content.Seek(0, io.SeekEnd); err == nil {
@@ -31,7 +34,7 @@ func serveContent(w http.ResponseWriter, r *http.Request, name string, modified 
 	http.ServeContent(w, r, name, modified, content)
 }
 
-// servableRange is the Range header that serveContent hands
+// servableRange is the Range header that ServeContent hands
 // http.ServeContent for a request's Range h and a file of size bytes, so
 // that the answer is RFC 9110's (§14.1.1, §14.2, §15.3.7, §15.5.17) where
 // ServeContent's own reading is not:
