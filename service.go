@@ -22,10 +22,9 @@ import (
 // once; verify, retain, optout, the conversion worker and httpadapter are
 // built from a *Service and read these settings from it, so no other package
 // re-declares them. The zero value of each field means its default. A
-// negative DefaultRetention, LongTermRetention, MaxChunkBytes,
-// MaxRecordingBytes, RecordingIdle, LowBalanceThreshold or price is an
-// error from NewService; a negative TokenCacheTTL or SignatureCacheSize
-// turns that cache off.
+// negative TokenCacheTTL or SignatureCacheSize turns that cache off; any
+// other negative duration, size, bound or price is an error from
+// NewService.
 type Config struct {
 	// Now is the clock; default time.Now. Times are stored in UTC.
 	Now func() time.Time
@@ -163,12 +162,14 @@ type Service struct {
 }
 
 // NewService returns a Service over store. It fails when store is nil or a
-// field of cfg is negative.
+// field of cfg is negative (but TokenCacheTTL and SignatureCacheSize, for
+// which negative turns the cache off).
 func NewService(store consent.Store, cfg Config) (*Service, error) {
 	if store == nil {
 		return nil, errors.New("consentkit: NewService needs a Store")
 	}
-	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 || cfg.RecordingIdle < 0 {
+	if cfg.DefaultRetention < 0 || cfg.LongTermRetention < 0 || cfg.MaxChunkBytes < 0 || cfg.MaxRecordingBytes < 0 || cfg.LowBalanceThreshold < 0 ||
+		cfg.RecordingIdle < 0 || cfg.IdempotencyWait < 0 || cfg.TokenCacheSize < 0 || cfg.AttestationQueue < 0 || cfg.AttestationQueuePerCompany < 0 {
 		return nil, errors.New("consentkit: Config durations and limits must not be negative (zero means the default)")
 	}
 	if err := checkKeys(cfg.SigningKeys, cfg.PublicKeys); err != nil {
@@ -202,13 +203,13 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 	if cfg.TokenCacheTTL == 0 {
 		cfg.TokenCacheTTL = DefaultTokenCacheTTL
 	}
-	if cfg.TokenCacheSize <= 0 {
+	if cfg.TokenCacheSize == 0 {
 		cfg.TokenCacheSize = DefaultTokenCacheSize
 	}
-	if cfg.AttestationQueue <= 0 {
+	if cfg.AttestationQueue == 0 {
 		cfg.AttestationQueue = DefaultAttestationQueue
 	}
-	if cfg.AttestationQueuePerCompany <= 0 {
+	if cfg.AttestationQueuePerCompany == 0 {
 		cfg.AttestationQueuePerCompany = max(cfg.AttestationQueue/10, 1)
 	}
 	if cfg.SignatureCacheSize == 0 {

@@ -298,3 +298,34 @@ func TestErrorCode(t *testing.T) {
 		t.Error("insufficient funds must map to Payment")
 	}
 }
+
+// A negative setting is refused when the service is built, but the two
+// where negative turns a cache off.
+func TestNewServiceRefusesNegativeSettings(t *testing.T) {
+	s := memstore.New()
+	teststore.CloseAtEnd(t, s)
+	for name, cfg := range map[string]consentkit.Config{
+		"DefaultRetention":           {DefaultRetention: -1},
+		"LongTermRetention":          {LongTermRetention: -1},
+		"MaxChunkBytes":              {MaxChunkBytes: -1},
+		"MaxRecordingBytes":          {MaxRecordingBytes: -1},
+		"LowBalanceThreshold":        {LowBalanceThreshold: -1},
+		"RecordingIdle":              {RecordingIdle: -1},
+		"IdempotencyWait":            {IdempotencyWait: -1},
+		"TokenCacheSize":             {TokenCacheSize: -1},
+		"AttestationQueue":           {AttestationQueue: -1},
+		"AttestationQueuePerCompany": {AttestationQueuePerCompany: -1},
+	} {
+		if _, err := consentkit.NewService(s, cfg); err == nil {
+			t.Errorf("a negative %s was taken", name)
+		}
+	}
+	for name, cfg := range map[string]consentkit.Config{
+		"TokenCacheTTL":      {TokenCacheTTL: -1},
+		"SignatureCacheSize": {SignatureCacheSize: -1},
+	} {
+		if _, err := consentkit.NewService(s, cfg); err != nil {
+			t.Errorf("a negative %s, which turns its cache off: %v", name, err)
+		}
+	}
+}

@@ -42,7 +42,7 @@ func ValidText(s string) bool {
 // CheckText returns an Invalid error naming field when s is not ValidText.
 func CheckText(field, s string) error {
 	if !ValidText(s) {
-		return Errorf(Invalid, "%s must be valid UTF-8 without control characters other than tab and newline", field)
+		return Errorf(Invalid, "%s must be valid UTF-8 without control characters other than tab, line feed and carriage return", field)
 	}
 	return nil
 }

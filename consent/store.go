@@ -71,8 +71,8 @@ type aloneKey struct{}
 // argument that some store could not keep exactly, and answers a lookup by
 // a key that no row can have as finding nothing. So a store is given only:
 //
-//   - text that is ValidText (valid UTF-8 without C0 controls other than
-//     tab and newlines), which it keeps byte for byte, 4-byte characters
+//   - text that is ValidText (valid UTF-8 without C0 controls but tab,
+//     line feed and carriage return), kept byte for byte, 4-byte characters
 //     included; text kept in keys and indexes — ids, the ids that refer to
 //     other rows, job kinds and keys, idempotency scopes and keys — of at
 //     most MaxKeyBytes;

@@ -37,7 +37,7 @@ func TestControlCharactersRefusedAlike(t *testing.T) {
 			if rec.Code != 400 {
 				t.Errorf("reason %s: status %d, want 400: %s", reason, rec.Code, rec.Body)
 			}
-			checkBody(t, rec.Body.Bytes(), `{"status":400,"error":"reason must be valid UTF-8 without control characters other than tab and newline"}`)
+			checkBody(t, rec.Body.Bytes(), `{"status":400,"error":"reason must be valid UTF-8 without control characters other than tab, line feed and carriage return"}`)
 		}
 		must(t, e.store.View(ctx, func(tx consent.Tx) error {
 			revs, err := tx.Revocations(ctx, "acme")
