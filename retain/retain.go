@@ -59,7 +59,8 @@ type rule struct {
 // to retain (Conflict);
 // then one charge, and every item not yet retained is marked retained until
 // the long-term period ends (D26). An item retained earlier keeps its own,
-// earlier term. With video, the session's recording is queued for
+// earlier term, but a session whose certificates are retained now, whose
+// term is then theirs. With video, the session's recording is queued for
 // conversion (D21, D22). It emits session.retained (D44).
 //
 // It reads, and so locks, the session's certificates before the charge
@@ -204,7 +205,10 @@ func (s *Service) mark(ses *consent.Session, certs []*consent.Certificate, r rul
 			changed = append(changed, c)
 		}
 	}
-	if ses.RetentionStatus != consent.RetentionRetained {
+	// Certificates retained with a session retained earlier take it to
+	// their term: they are kept together (D25), and a retained certificate
+	// never outlives the recording it vouches for.
+	if ses.RetentionStatus != consent.RetentionRetained || len(changed) > 0 && ses.ExpiresAt.Before(until) {
 		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, until
 	}
 	if r.video {

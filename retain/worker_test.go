@@ -524,3 +524,34 @@ func TestLostLeaseLeavesTheRecordedVideo(t *testing.T) {
 		}
 	})
 }
+
+// Certificates retained after their session take the session to their
+// term (D25): a year after the session's retention, /verify/certificate
+// keeps both five years from then, so the certificates never outlive the
+// recording they vouch for.
+func TestCertificatesRetainedLaterExtendTheSession(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1) // s00, retained now by the Retain API
+		if _, err := e.svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s00",
+			Records: []consent.Record{{Text: "I agree."}}}); err != nil {
+			t.Fatal(err)
+		}
+		first := e.session(t, "s00").ExpiresAt
+		e.clock.Add(365 * 24 * time.Hour)
+		res, err := e.retain.RetainCertificates(ctx, "acme", "acme", "s00")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ses := e.session(t, "s00")
+		if !ses.ExpiresAt.Equal(res.RetainedUntil) || !ses.ExpiresAt.After(first) {
+			t.Errorf("the session kept until %v (first %v), its certificate until %v; want the certificate's", ses.ExpiresAt, first, res.RetainedUntil)
+		}
+		var cert *consent.Certificate
+		if err := e.store.View(ctx, func(tx consent.Tx) error { cert, err = tx.Certificate(ctx, "c1"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		if !cert.ExpiresAt.Equal(ses.ExpiresAt) {
+			t.Errorf("the certificate kept until %v, the session until %v", cert.ExpiresAt, ses.ExpiresAt)
+		}
+	})
+}
