@@ -60,3 +60,50 @@ func TestProfilesLimitAndAudit(t *testing.T) {
 		t.Errorf("List(nobody): %v, want NotFound", err)
 	}
 }
+
+// A put that a store runs again, after another put of the same name got
+// in first, is audited as the replacement it is, and keeps that profile's
+// creation time: nothing of its first, rolled-back run.
+func TestPutRunAgain(t *testing.T) {
+	ctx := context.Background()
+	st := &teststore.Rerun{Store: teststore.Memory(t)}
+	svc, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	m := profile.Profiles{Service: svc}
+	rules := profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 60}}
+	var first *profile.Profile
+	st.Between = func() {
+		if first, err = m.Put(ctx, "acme", "strict", rules); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second, err := m.Put(ctx, "acme", "strict", rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.CreatedAt.Equal(first.CreatedAt) {
+		t.Errorf("created %v, the profile it replaced %v", second.CreatedAt, first.CreatedAt)
+	}
+	entries, err := svc.AuditLog(ctx, consent.AuditQuery{CompanyID: "acme", Target: "strict"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created []bool
+	for _, e := range entries {
+		if e.Action == consent.AuditProfilePut {
+			var d struct{ Created bool }
+			if err := json.Unmarshal([]byte(e.Detail), &d); err != nil {
+				t.Fatal(err)
+			}
+			created = append(created, d.Created)
+		}
+	}
+	if len(created) != 2 || created[0] == created[1] {
+		t.Errorf("the two puts' audit entries say created %v; want one created, one replaced", created)
+	}
+}

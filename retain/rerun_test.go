@@ -1,47 +1,17 @@
 package retain_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
 )
-
-// rerunStore runs its next Update's function twice, as consent.Store
-// allows and group commit does to a call whose batch broke: the first run
-// is rolled back, then between runs — a call that got in first — and then
-// the function runs again and its outcome is kept.
-type rerunStore struct {
-	*memstore.Store
-	between func() // set: the next Update runs its function twice
-}
-
-var errAbort = errors.New("the transaction broke: run the function again")
-
-func (s *rerunStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	between := s.between
-	if between == nil {
-		return s.Store.Update(ctx, fn)
-	}
-	s.between = nil
-	err := s.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errAbort
-	})
-	if !errors.Is(err, errAbort) {
-		return err
-	}
-	between()
-	return s.Store.Update(ctx, fn)
-}
 
 // A retention that a store runs again, refused on its second run, is
 // audited as the refusal it is: no charge, no retention date, nothing of
@@ -67,7 +37,7 @@ func TestRerunRefusedAuditsNoRetention(t *testing.T) {
 		{"RetainCertificates/RetainedMeanwhile", consent.AuditRetainCertificate, certificates, true, consent.ErrConflict},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &rerunStore{Store: memstore.New()}
+			st := &teststore.Rerun{Store: memstore.New()}
 			svc, err := consentkit.NewService(st, consentkit.Config{})
 			check(t)(svc, err)
 			check(t)(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}))
@@ -83,7 +53,7 @@ func TestRerunRefusedAuditsNoRetention(t *testing.T) {
 					Records: []consent.Record{{Text: "I agree.", OptInAt: time.Now()}}}))
 			}
 			r := retain.New(svc)
-			st.between = func() {
+			st.Between = func() {
 				other := "s2"
 				if tc.same {
 					other = "s1"

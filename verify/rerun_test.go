@@ -1,47 +1,17 @@
 package verify_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 )
-
-// rerunStore runs its next Update's function twice, as consent.Store
-// allows and group commit does to a call whose batch broke: the first run
-// is rolled back, then between runs — a call that got in first — and then
-// the function runs again and its outcome is kept.
-type rerunStore struct {
-	*memstore.Store
-	between func() // set: the next Update runs its function twice
-}
-
-var errAbort = errors.New("the transaction broke: run the function again")
-
-func (s *rerunStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	between := s.between
-	if between == nil {
-		return s.Store.Update(ctx, fn)
-	}
-	s.between = nil
-	err := s.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errAbort
-	})
-	if !errors.Is(err, errAbort) {
-		return err
-	}
-	between()
-	return s.Store.Update(ctx, fn)
-}
 
 // A paid verification that a store runs again, refused on its second run,
 // is audited as the refusal it is: no charge, no validity, nothing of the
@@ -77,7 +47,7 @@ func TestRerunRefusedAuditsNoCharge(t *testing.T) {
 		{"CertificateInfo/OptedOut", consent.AuditVerifyCertificateInfo, info, true, consent.ErrOptedOut, info1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &rerunStore{Store: memstore.New()}
+			st := &teststore.Rerun{Store: memstore.New()}
 			prices := wallet.DefaultPrices()
 			prices.CertificateInfo = price
 			svc, err := consentkit.NewService(st, consentkit.Config{Prices: &prices})
@@ -101,7 +71,7 @@ func TestRerunRefusedAuditsNoCharge(t *testing.T) {
 				}
 			}
 			v := verify.New(svc)
-			st.between = func() {
+			st.Between = func() {
 				err := tc.call(v, "c2")
 				if tc.optOut {
 					err = svc.Store().Update(ctx, func(tx consent.Tx) error { return tx.RevokeCertificate(ctx, "c1", time.Now()) })
