@@ -7,6 +7,7 @@ import (
 
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/byterange"
+	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/signed"
 )
 
@@ -54,19 +55,21 @@ func (h *Handler) attestationView(a *consent.Attestation, check string) *attesta
 
 // screenshot serves the PNG of the viewport at the certificate's consent
 // moment that its attestation's replay took (D49): only under the
-// certificate's own company, and only when Config.Videos is set.
+// certificate's own company, only when Config.Videos is set, and only a
+// screenshot that a signed statement of the certificate states, as the
+// Retain API's route serves it (retain.Service.Screenshot).
 func (h *Handler) screenshot(w http.ResponseWriter, r *http.Request, p *page) error {
 	c, err := h.companyOf(r.Context(), r)
 	if err != nil {
 		return err
 	}
+	if h.cfg.Videos == nil {
+		return consent.Errorf(consent.NotFound, "no screenshot for this certificate")
+	}
 	ctx := r.Context()
-	a, err := h.svc.Attestation(ctx, c.ID, r.PathValue("certificate"))
+	a, err := retain.New(h.svc).Screenshot(ctx, c.ID, c.ID, r.PathValue("certificate"))
 	if err != nil {
 		return err
-	}
-	if a.Screenshot == "" || h.cfg.Videos == nil {
-		return consent.Errorf(consent.NotFound, "no screenshot for this certificate")
 	}
 	f, err := h.cfg.Videos.Open(ctx, a.ScreenshotFile())
 	if err != nil {

@@ -207,6 +207,19 @@ func TestCertificateAttestation(t *testing.T) {
 			t.Error("an attested certificate's page lists differences, or shows another company's certificate")
 		}
 
+		// A row edited to name a file that no signed statement states is
+		// never served as its evidence.
+		must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
+			a, err := tx.Attestation(ctx, "cert-other")
+			if err != nil {
+				return err
+			}
+			a.Status, a.Statement, a.Signature = consent.AttestationPending, nil, nil
+			return tx.UpdateAttestation(ctx, a)
+		}))
+		if resp, got := b.getRaw("/dashboard/companies/other/certificates/cert-other/screenshot"); resp.StatusCode == 200 || bytes.Equal(got, otherShot) {
+			t.Errorf("a pending row that names a screenshot: %d, want it refused", resp.StatusCode)
+		}
 		// Without a video store, no screenshot is shown or served.
 		h2, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
 		must(t, err)
