@@ -407,8 +407,18 @@ func (t checkedTx) CertificatePage(ctx context.Context, p consent.Page) ([]*cons
 	return t.tx.CertificatePage(ctx, p)
 }
 
+// UpdateCertificate checks what the store writes of c, its retention
+// status and date (consent.Tx), found by its id: a certificate kept before
+// a bound was added to the rest (a client address of more than
+// consent.MaxClientIP bytes, a visibility of -0) can still be retained.
 func (t checkedTx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
-	if err := c.Check(); err != nil {
+	if !findable(c.ID) {
+		return notFound("certificate")
+	}
+	if err := consent.CheckText("retention_status", string(c.RetentionStatus)); err != nil {
+		return err
+	}
+	if err := consent.CheckTime("expires_at", c.ExpiresAt); err != nil {
 		return err
 	}
 	return t.tx.UpdateCertificate(ctx, c)

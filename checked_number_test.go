@@ -4,9 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -176,4 +180,43 @@ func TestCheckedNegativeZero(t *testing.T) {
 		c.Visibility = &consent.Visibility{FontSizePx: 0, ContrastRatio: 4.5}
 		mustUpdate(t, s, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, c) })
 	})
+}
+
+// A certificate kept before a bound was added to what a store is given — a
+// visibility of -0, a client address of more than 64 bytes — can still be
+// retained: UpdateCertificate checks what the store writes, the retention
+// status and date, and refuses those alone.
+func TestCheckedUpdateCertificateChecksWhatItWrites(t *testing.T) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) consent.Store{
+		"memory": func(tb testing.TB) consent.Store { return teststore.Memory(tb) },
+		"sqlite": func(tb testing.TB) consent.Store { return teststore.SQLite(tb) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			raw := open(t)
+			svc, err := consentkit.NewService(raw, consentkit.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := svc.Store()
+			fixture(t, s)
+			old := newCertificate("cert-old", "acme", "acme-web", "s1")
+			old.Records[0].Visibility = &consent.Visibility{FontSizePx: math.Copysign(0, -1), ContrastRatio: 4.5}
+			old.ClientIP = strings.Repeat("2001:db8::1,", 10)
+			mustUpdate(t, raw, func(tx consent.Tx) error { return tx.CreateCertificate(ctx, old) }) // as a store kept it before
+			old.RetentionStatus, old.ExpiresAt = consent.RetentionRetained, t0.Add(5*365*24*time.Hour)
+			mustUpdate(t, s, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, old) })
+			mustView(t, s, func(tx consent.Tx) error {
+				c, err := tx.Certificate(ctx, "cert-old")
+				if err != nil || c.RetentionStatus != consent.RetentionRetained || !c.ExpiresAt.Equal(old.ExpiresAt) {
+					t.Errorf("after the update: %+v, %v", c, err)
+				}
+				return nil
+			})
+			old.ExpiresAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+			wantCode(t, "an expiry past the year 9999", s.Update(ctx, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, old) }), consent.Invalid)
+			old.ExpiresAt, old.RetentionStatus = t0, "retained\x00"
+			wantCode(t, "a status that is not text", s.Update(ctx, func(tx consent.Tx) error { return tx.UpdateCertificate(ctx, old) }), consent.Invalid)
+		})
+	}
 }
