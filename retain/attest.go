@@ -201,8 +201,12 @@ func (a *attestor) record(ctx context.Context, cert *consent.Certificate, m *mp4
 	var shot consent.Video
 	if m != nil && len(m.Screenshot) > 0 {
 		// Written, unlocked, before the commit that names it, which asks
-		// for its lock: a crash between the two leaves an unlocked object
-		// that the purge removes (D49).
+		// for its lock; the removal of every screenshot of the certificate
+		// is asked first, so that one a crash between the two leaves, which
+		// no row names, goes with its certificate too (D49).
+		if err := a.svc.Store().Update(ctx, func(tx consent.Tx) error { return askScreenshotRemoval(ctx, tx, cert, "", a.svc.Now()) }); err != nil {
+			return jobs.Result{}, fmt.Errorf("ask for the screenshot's removal: %w", err)
+		}
 		if shot, err = a.videos.PutScreenshot(ctx, cert.ID, m.Screenshot); err != nil {
 			return jobs.Result{}, fmt.Errorf("store the screenshot: %w", err)
 		}
@@ -267,8 +271,20 @@ func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Cert
 	if err := enqueueLock(ctx, tx, JobLockScreenshot, cert.ID, now); err != nil {
 		return false, err
 	}
-	return true, tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteScreenshot, Key: cert.ID, Payload: []byte(shot.Path),
-		RunAfter: later(cert.ExpiresAt, now), CreatedAt: now})
+	return true, askScreenshotRemoval(ctx, tx, cert, shot.Path, now)
+}
+
+// askScreenshotRemoval enqueues in tx, unless one is queued, the job that
+// removes the certificate's screenshots once it is purged: of path, or
+// with no path of every screenshot the store keeps of the certificate
+// (VideoSweeper).
+func askScreenshotRemoval(ctx context.Context, tx consent.Tx, cert *consent.Certificate, path string, now time.Time) error {
+	_, err := tx.Job(ctx, JobDeleteScreenshot, cert.ID)
+	if consent.ErrorCode(err) != consent.NotFound {
+		return err // queued already, or the store failing
+	}
+	return tx.EnqueueJob(ctx, &consent.Job{Kind: JobDeleteScreenshot, Key: cert.ID, Payload: []byte(path),
+		RunAfter: later(cert.ExpiresAt, now), CreatedAt: now, CompanyID: cert.CompanyID})
 }
 
 func later(a, b time.Time) time.Time {

@@ -518,3 +518,64 @@ func TestAttestationAskedByBatch(t *testing.T) {
 		}
 	})
 }
+
+// lostAnswers is a video store whose PutScreenshot writes the file and
+// then fails, as an upload whose answer was lost does: the attempt cannot
+// know the path of what it wrote.
+type lostAnswers struct{ retain.Dir }
+
+func (l lostAnswers) PutScreenshot(ctx context.Context, certificateID string, png []byte) (consent.Video, error) {
+	if _, err := l.Dir.PutScreenshot(ctx, certificateID, png); err != nil {
+		return consent.Video{}, err
+	}
+	return consent.Video{}, errors.New("the store's answer was lost")
+}
+
+// A screenshot that an attempt wrote but never recorded (its answer lost),
+// whose attestation then ended with none, goes with its certificate all
+// the same: its removal was asked before it was written (D49).
+func TestUnrecordedScreenshotPurged(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := attestSetup(t, open(t), 0)
+		if _, err := e.ask(t, e.cert); err != nil {
+			t.Fatal(err)
+		}
+		a := &fakeAttester{measure: honest()}
+		w := e.worker(t, a, func(c *retain.WorkerConfig) { c.Videos = lostAnswers{retain.Dir{Root: e.videos}} })
+		if ok, _ := w.AttestOnce(ctx); !ok {
+			t.Fatal("no attestation due")
+		}
+		a.err = &mp4.RecordingError{Reason: "the replay fails from now on"}
+		e.clock.Add(time.Hour)
+		if ok, _ := w.AttestOnce(ctx); !ok {
+			t.Fatal("no second attempt due")
+		}
+		if att, err := e.svc.Attestation(ctx, "acme", e.cert.ID); err != nil || att.Status != consent.AttestationUnavailable || att.Screenshot != "" {
+			t.Fatalf("after the attempts: %+v, %v; want unavailable, no screenshot", att, err)
+		}
+		files, _ := filepath.Glob(filepath.Join(e.videos, e.cert.ID, "*.png"))
+		if len(files) != 1 {
+			t.Fatalf("screenshots written: %v, want the lost one", files)
+		}
+		purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: retain.Dir{Root: e.videos}, Pause: -1,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runner, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: purger.Handlers(), Now: e.svc.Now,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(consentkit.DefaultRetention + time.Hour)
+		if n, err := purger.Purge(ctx); err != nil || n.Certificates == 0 {
+			t.Fatalf("purge: %+v %v", n, err)
+		}
+		if ok, err := runner.RunOnce(ctx, retain.JobDeleteScreenshot); !ok || err != nil {
+			t.Fatalf("the screenshot's removal: %v %v", ok, err)
+		}
+		if _, err := os.Stat(files[0]); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the unrecorded screenshot outlived its purged certificate: %v", err)
+		}
+	})
+}

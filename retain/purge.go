@@ -112,7 +112,7 @@ func (p *Purger) Handlers() []jobs.Handler {
 		// for days must not leave a purged video in place for good.
 		{Kind: JobDeleteVideo, MaxAttempts: consent.MaxJobAttempts, Backoff: time.Minute, MaxBackoff: 24 * time.Hour,
 			Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-				if err := p.cfg.Videos.Delete(ctx, string(j.Payload)); err != nil {
+				if err := p.remove(ctx, string(j.Payload), j.Key, false); err != nil {
 					return jobs.Result{}, err
 				}
 				p.cfg.Logger.Info("purge: video removed", "session", j.Key, "video", string(j.Payload))
@@ -123,11 +123,25 @@ func (p *Purger) Handlers() []jobs.Handler {
 	}, lockHandlers(p.cfg.Service, p.cfg.Videos)...)
 }
 
+// remove removes the object at path, or with no path every object of id
+// that the video store keeps (VideoSweeper; a store that is none has
+// nothing to remove by id).
+func (p *Purger) remove(ctx context.Context, path, id string, screenshots bool) error {
+	if path != "" {
+		return p.cfg.Videos.Delete(ctx, path)
+	}
+	if vs, ok := p.cfg.Videos.(VideoSweeper); ok {
+		return vs.DeleteAll(ctx, id, screenshots)
+	}
+	return nil
+}
+
 // deleteScreenshot removes an attestation's screenshot once its
 // certificate is purged (D49). While the certificate lives and its
-// attestation names the screenshot, the job waits: due again at the
-// certificate's retention date, which a retention may have moved, or after
-// the next purge if that date has passed.
+// attestation names the screenshot (or, for a job that names none, while
+// it lives at all), the job waits: due again at the certificate's
+// retention date, which a retention may have moved, or after the next
+// purge if that date has passed.
 func (p *Purger) deleteScreenshot(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 	path := string(j.Payload)
 	var wait time.Time
@@ -140,7 +154,7 @@ func (p *Purger) deleteScreenshot(ctx context.Context, j *consent.Job) (jobs.Res
 			return err
 		}
 		att, err := tx.Attestation(ctx, j.Key)
-		if err == nil && att.Screenshot == path {
+		if path == "" || err == nil && att.Screenshot == path {
 			wait = later(cert.ExpiresAt, p.cfg.Service.Now().Add(p.cfg.Every))
 		}
 		if consent.ErrorCode(err) == consent.NotFound {
@@ -151,7 +165,7 @@ func (p *Purger) deleteScreenshot(ctx context.Context, j *consent.Job) (jobs.Res
 	if err != nil || !wait.IsZero() {
 		return jobs.Result{Again: wait}, err
 	}
-	if err := p.cfg.Videos.Delete(ctx, path); err != nil {
+	if err := p.remove(ctx, path, j.Key, true); err != nil {
 		return jobs.Result{}, err
 	}
 	p.cfg.Logger.Info("purge: screenshot removed", "certificate", j.Key, "screenshot", path)
@@ -216,7 +230,10 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 			}
 			count, videos, recordings = len(purged), 0, 0
 			for _, s := range purged {
-				if s.Video.Path != "" {
+				// A session whose recording was ever converted may have
+				// videos that no row names (an attempt whose commit never
+				// came): their removal, by id, is asked too.
+				if s.Video.Path != "" || s.VideoStatus != consent.VideoNone && s.VideoStatus != "" {
 					remove(JobDeleteVideo, s.ID, s.Video.Path)
 					videos++
 				}

@@ -383,3 +383,47 @@ func TestVideoRemovalTriedUntilDone(t *testing.T) {
 		}
 	})
 }
+
+// A video that a conversion wrote but never recorded (a crash before its
+// commit), of a session whose conversion then failed for good, goes with
+// the session all the same: the purge asks for the removal of every video
+// of a session whose recording was ever converted (D45).
+func TestUnrecordedVideoPurged(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := newPurgeEnv(t, open(t))
+		src := filepath.Join(t.TempDir(), "v.mp4")
+		if err := os.WriteFile(src, []byte("mp4 of a crashed attempt"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lost, err := e.videos.Put(ctx, "plain", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.store.Update(ctx, func(tx consent.Tx) error {
+			ses, err := tx.Session(ctx, "plain")
+			if err != nil {
+				return err
+			}
+			ses.VideoStatus = consent.VideoFailed // and no path: the write was never recorded
+			return tx.UpdateSession(ctx, ses)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Add(consentkit.DefaultRetention + time.Hour)
+		if n := e.purge(t); n.Videos != 1 {
+			t.Fatalf("purge = %+v; want the removal of plain's videos asked", n)
+		}
+		for {
+			worked, err := e.runner.RunOnce(ctx, retain.JobDeleteVideo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !worked {
+				break
+			}
+		}
+		if _, err := os.Stat(lost.Path); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the unrecorded video outlived its purged session: %v", err)
+		}
+	})
+}

@@ -68,6 +68,16 @@ type VideoDiscarder interface {
 	Discard(ctx context.Context, path string) error
 }
 
+// VideoSweeper is a VideoStore that removes every object it keeps of an
+// id, a session's videos or a certificate's screenshots, without a Path:
+// those of attempts whose commit never came and that no later attempt
+// replaced, which no row names. The purge's removal jobs call it when no
+// row names a path (D45, D49); Dir and s3video.Store are VideoSweepers.
+// Objects already gone are not an error; a locked one is refused.
+type VideoSweeper interface {
+	DeleteAll(ctx context.Context, id string, screenshots bool) error
+}
+
 // Dir is a VideoStore that keeps each video and each screenshot in a file
 // of its own, <Root>/<id>/<time>-<random>.mp4 (or .png), through a
 // [blob.Dir] rooted at Root: no write replaces another, so a conversion
@@ -84,6 +94,7 @@ type Dir struct {
 var (
 	_ VideoStore     = Dir{}
 	_ VideoDiscarder = Dir{}
+	_ VideoSweeper   = Dir{}
 )
 
 // Put copies src into the directory. A directory cannot lock files (Lock
@@ -170,20 +181,37 @@ func (d Dir) Delete(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	bs := &blob.Dir{Root: d.Root}
-	keys, err := bs.ListAfter(ctx, videokey.Prefix(k.ID), "", math.MaxInt)
-	if err != nil {
+	if err := d.DeleteAll(ctx, k.ID, k.Ext == videokey.Screenshot); err != nil {
 		return fmt.Errorf("retain: delete %s: %w", path, err)
 	}
-	keys = slices.DeleteFunc(keys, func(key string) bool { of, ok := videokey.Parse(key); return !ok || of.Ext != k.Ext })
-	for _, key := range append(keys, videokey.Earlier(k.ID, k.Ext)) {
+	return nil
+}
+
+// DeleteAll removes every video of the session id, or every screenshot of
+// the certificate id, one of the earlier form (<Root>/<id>.mp4) too, and
+// then the id's directory once empty (VideoSweeper).
+func (d Dir) DeleteAll(ctx context.Context, id string, screenshots bool) error {
+	if !consent.ValidID(id) || id == "." || id == ".." {
+		return fmt.Errorf("retain: %q cannot name a file", id)
+	}
+	ext := videokey.Video
+	if screenshots {
+		ext = videokey.Screenshot
+	}
+	bs := &blob.Dir{Root: d.Root}
+	keys, err := bs.ListAfter(ctx, videokey.Prefix(id), "", math.MaxInt)
+	if err != nil {
+		return err
+	}
+	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != ext })
+	for _, key := range append(keys, videokey.Earlier(id, ext)) {
 		if err := bs.Delete(ctx, key); err != nil {
-			return fmt.Errorf("retain: delete %s: %w", path, err)
+			return err
 		}
 	}
-	// The id's directory goes once empty (a video and a screenshot never
-	// share an id, but a directory in use is simply left).
-	dir := filepath.Join(d.Root, k.ID)
+	// A video and a screenshot never share an id, but a directory in use
+	// is simply left.
+	dir := filepath.Join(d.Root, id)
 	_ = os.Remove(filepath.Join(dir, ".tmp"))
 	_ = os.Remove(dir)
 	return nil

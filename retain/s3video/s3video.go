@@ -155,6 +155,7 @@ type Store struct {
 var (
 	_ retain.VideoStore     = (*Store)(nil)
 	_ retain.VideoDiscarder = (*Store)(nil)
+	_ retain.VideoSweeper   = (*Store)(nil)
 )
 
 // New checks cfg, asks the bucket whether it has Object Lock enabled, and
@@ -407,14 +408,31 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 		return err
 	}
 	of, _ := videokey.Parse(o.key)
-	keys, err := s.blobs.List(ctx, videokey.Prefix(of.ID))
-	if err != nil {
+	if err := s.DeleteAll(ctx, of.ID, of.Ext == videokey.Screenshot); err != nil {
 		return fmt.Errorf("s3video: delete %s: %w", path, err)
 	}
-	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != of.Ext })
-	for _, k := range append(keys, videokey.Earlier(of.ID, of.Ext)) { // the path's own key is one of these
+	return nil
+}
+
+// DeleteAll removes every video of the session id, or every screenshot of
+// the certificate id, as Delete does those of a path's id
+// (retain.VideoSweeper).
+func (s *Store) DeleteAll(ctx context.Context, id string, screenshots bool) error {
+	if !consent.ValidID(id) || id == "." || id == ".." {
+		return fmt.Errorf("s3video: %q cannot name an object", id)
+	}
+	ext := videokey.Video
+	if screenshots {
+		ext = videokey.Screenshot
+	}
+	keys, err := s.blobs.List(ctx, videokey.Prefix(id))
+	if err != nil {
+		return err
+	}
+	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != ext })
+	for _, k := range append(keys, videokey.Earlier(id, ext)) {
 		if err := s.blobs.Delete(ctx, k); err != nil {
-			return fmt.Errorf("s3video: delete %s: %w", path, err)
+			return err
 		}
 	}
 	return nil
