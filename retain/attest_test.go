@@ -130,6 +130,22 @@ func (e *attestEnv) worker(t *testing.T, a *fakeAttester, with ...func(*retain.W
 	return w
 }
 
+// purger returns a Purger of the environment's videos, and a runner of
+// its jobs on the environment's clock.
+func (e *attestEnv) purger(t *testing.T) (*retain.Purger, *jobs.Runner) {
+	t.Helper()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: retain.Dir{Root: e.videos}, Pause: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: purger.Handlers(), Now: e.svc.Now, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return purger, runner
+}
+
 func (e *attestEnv) ask(t *testing.T, c *consent.Certificate) (*consent.Attestation, error) {
 	t.Helper()
 	var a *consent.Attestation
@@ -386,16 +402,7 @@ func TestAttestationScreenshotPurged(t *testing.T) {
 		if filepath.Dir(file) != filepath.Join(e.videos, e.cert.ID) {
 			t.Fatalf("the screenshot is at %s, not in its certificate's directory of %s", file, e.videos)
 		}
-		purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: retain.Dir{Root: e.videos}, Pause: -1,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runner, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: purger.Handlers(), Now: e.svc.Now,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		purger, runner := e.purger(t)
 		deleteDue := func() bool {
 			t.Helper()
 			ok, err := runner.RunOnce(ctx, retain.JobDeleteScreenshot)
@@ -557,16 +564,7 @@ func TestUnrecordedScreenshotPurged(t *testing.T) {
 		if len(files) != 1 {
 			t.Fatalf("screenshots written: %v, want the lost one", files)
 		}
-		purger, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: retain.Dir{Root: e.videos}, Pause: -1,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runner, err := jobs.New(jobs.Config{Store: e.svc.Store(), Handlers: purger.Handlers(), Now: e.svc.Now,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
+		purger, runner := e.purger(t)
 		e.clock.Add(consentkit.DefaultRetention + time.Hour)
 		if n, err := purger.Purge(ctx); err != nil || n.Certificates == 0 {
 			t.Fatalf("purge: %+v %v", n, err)

@@ -1,16 +1,11 @@
 package retain_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit"
@@ -23,30 +18,13 @@ import (
 	"github.com/consentkit/consentkit/wallet"
 )
 
-// deadlocks counts the statements that PostgreSQL aborted to break a
-// deadlock (SQLSTATE 40P01) on the connections of one pool. pgstore runs
-// such a transaction again, so the calls succeed all the same; the count
-// shows what they cost.
-type deadlocks struct{ n atomic.Int64 }
-
-func (d *deadlocks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-
-func (d *deadlocks) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	var pe *pgconn.PgError
-	if errors.As(data.Err, &pe) && pe.Code == "40P01" {
-		d.n.Add(1)
-	}
-}
-
 // Retentions by every route and verifications of the same certificates,
 // at once on PostgreSQL without group commit, never deadlock: a
 // verification locks its certificate and then the wallet, and so does
 // every retention (it reads the session's certificates before its
 // charge), never the wallet first.
 func TestRetainAndVerifyLockInOneOrder(t *testing.T) {
-	var dl deadlocks
+	var dl teststore.Deadlocks
 	cfg, err := pgxpool.ParseConfig(teststore.PostgresURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -103,7 +81,7 @@ func TestRetainAndVerifyLockInOneOrder(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if got := dl.n.Load(); got > 0 {
+	if got := dl.N.Load(); got > 0 {
 		t.Errorf("PostgreSQL broke %d deadlocks between %d retentions and %d verifications", got, n, 3*n)
 	}
 }

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/consentkit/consentkit"
@@ -341,21 +339,6 @@ func TestGroupCommitGroups(t *testing.T) {
 	storetest.CheckGrouping(t, off, off.GroupStats)
 }
 
-// deadlocks counts the statements that Postgres aborted to break a
-// deadlock (SQLSTATE 40P01) on the connections of a pool.
-type deadlocks struct{ n atomic.Int64 }
-
-func (d *deadlocks) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
-	return ctx
-}
-
-func (d *deadlocks) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.TraceQueryEndData) {
-	var pe *pgconn.PgError
-	if errors.As(data.Err, &pe) && pe.Code == "40P01" {
-		d.n.Add(1)
-	}
-}
-
 // Group-commit batches never deadlock with each other, on one instance or
 // on several sharing a database: each call here locks a single wallet, so
 // no two calls can deadlock, but a batch holds the locks of all its calls
@@ -365,7 +348,7 @@ func (d *deadlocks) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.Trace
 func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 	ctx := context.Background()
 	url := teststore.PostgresURL(t)
-	var dl deadlocks
+	var dl teststore.Deadlocks
 	var stores []*pgstore.Store
 	for range 2 { // two instances on one database
 		cfg, err := pgxpool.ParseConfig(url)
@@ -404,7 +387,7 @@ func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 		instances int
 	}{{"one instance", 1}, {"two instances", 2}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dl.n.Store(0)
+			dl.N.Store(0)
 			var b0, m0 int64
 			for _, s := range stores[:tc.instances] {
 				b, m := s.GroupStats()
@@ -416,7 +399,7 @@ func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 				s := stores[w%tc.instances]
 				wg.Go(func() {
 					for i := range calls {
-						if dl.n.Load() > 0 {
+						if dl.N.Load() > 0 {
 							return // it failed: no need to wait out more deadlocks
 						}
 						id := wallets[(w+i)%len(wallets)]
@@ -439,7 +422,7 @@ func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 				batches, members = batches+b, members+m
 			}
 			t.Logf("%d calls in %d batches", members-m0, batches-b0)
-			if n := dl.n.Load(); n > 0 {
+			if n := dl.N.Load(); n > 0 {
 				t.Errorf("Postgres broke %d deadlocks between batches", n)
 			}
 		})
