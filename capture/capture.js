@@ -19,8 +19,14 @@
  */
 (function () {
   "use strict";
-  var script = document.currentScript;
-  if (!script || window.__consentkit) return;
+  // Markup on the page can stand in for both names: an <img
+  // name="currentScript"> overrides document.currentScript, an element
+  // whose id is __consentkit shows as window.__consentkit. So the script
+  // is asked of Document's own getter, and must be a script element; and
+  // only a property of the window's own is the guard.
+  var current = Object.getOwnPropertyDescriptor(Document.prototype, "currentScript");
+  var script = current && current.get ? current.get.call(document) : null;
+  if (!(script instanceof HTMLScriptElement) || Object.prototype.hasOwnProperty.call(window, "__consentkit")) return;
   window.__consentkit = true;
 
   var FLUSH_MS = 1000;           // send a chunk every second…

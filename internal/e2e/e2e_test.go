@@ -100,7 +100,9 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.ResponseWriter.WriteHeader(code)
 }
 
-func newStack(t *testing.T) *stack {
+// newStack starts the service and the form's server, the form's page
+// edited by edits.
+func newStack(t *testing.T, edits ...func(page string) string) *stack {
 	t.Helper()
 	if _, err := os.Stat(chromium); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -163,6 +165,9 @@ func newStack(t *testing.T) *stack {
 	}))
 	t.Cleanup(s.service.Close)
 	page := strings.ReplaceAll(formPage, "{{SERVICE}}", s.service.URL)
+	for _, edit := range edits {
+		page = edit(page)
+	}
 	s.form = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == "/receive" {
 			if err := r.ParseForm(); err != nil {
@@ -213,16 +218,8 @@ func browser(t *testing.T) context.Context {
 // and returns the id the page holds.
 func (s *stack) fill(t *testing.T, ctx context.Context) string {
 	t.Helper()
-	if err := chromedp.Do(ctx, chromedp.Navigate(s.form.URL+"/")); err != nil {
-		t.Fatal(err)
-	}
-	certID, err := chromedp.Run(ctx, chromedp.Poll[string](
-		`(function(){var i=document.querySelector('input[name="consent_certificate_id"]');return i&&i.value?i.value:null})()`,
-		chromedp.WithPollingTimeout(0)))
-	if err != nil {
-		t.Fatalf("the reserved certificate id never reached the form: %v", err)
-	}
-	err = chromedp.Do(ctx,
+	certID := s.load(t, ctx)
+	err := chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.ID("email"), typedEmail),
 		chromedp.SendKeys(chromedp.ID("mobile"), typedMobile),
 		chromedp.SendKeys(chromedp.ID("password"), "hunter2-secret"),
@@ -236,6 +233,22 @@ func (s *stack) fill(t *testing.T, ctx context.Context) string {
 	// tick (the snippet sends one a second): wait for it, however long.
 	if !testwait.Until(t, 20*time.Millisecond, s.ticked.Load) {
 		t.Fatal("no chunk of events with the checkbox's tick reached the service")
+	}
+	return certID
+}
+
+// load loads the form and returns the certificate id the snippet
+// reserved in it, once there.
+func (s *stack) load(t *testing.T, ctx context.Context) string {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(s.form.URL+"/")); err != nil {
+		t.Fatal(err)
+	}
+	certID, err := chromedp.Run(ctx, chromedp.Poll[string](
+		`(function(){var i=document.querySelector('input[name="consent_certificate_id"]');return i&&i.value?i.value:null})()`,
+		chromedp.WithPollingTimeout(0)))
+	if err != nil {
+		t.Fatalf("the reserved certificate id never reached the form: %v", err)
 	}
 	return certID
 }
@@ -450,4 +463,43 @@ func waitCertificate(t *testing.T, svc *consentkit.Service, id string) *consent.
 		t.Fatalf("certificate %s: %v", id, err)
 	}
 	return cert
+}
+
+// Markup on the form's page that holds no script — what a sanitizer lets
+// through from a comment or a review — cannot take the snippet elsewhere:
+// an image named currentScript, which document.currentScript would then
+// be, pointing at another server's capture.js, and an element whose id is
+// the snippet's own guard. The snippet still records to its own service,
+// and never loads or sends anything to the other.
+func TestSnippetIgnoresClobberingMarkup(t *testing.T) {
+	var hits atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/capture/capture.js" { // the image's own fetch
+			hits.Add(1)
+		}
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.URL.Path == "/capture/rrweb.js" {
+			w.Header().Set("Content-Type", "text/javascript")
+			_, _ = io.WriteString(w, `document.title = "taken";`)
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(other.Close)
+	s := newStack(t, func(page string) string {
+		return strings.Replace(page, "<form ", `<div class="comment"><img name="currentScript" src="`+other.URL+
+			`/capture/capture.js" data-property-id="x"><a id="__consentkit" href="#">a link</a></div>
+<form `, 1)
+	})
+	ctx := browser(t)
+	if id := s.load(t, ctx); id == "" {
+		t.Fatal("no certificate id reserved")
+	}
+	title, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.title`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hits.Load(); n > 0 || title != "Get a quote" {
+		t.Errorf("the other server got %d requests from the snippet, and the page's title is %q", n, title)
+	}
 }
