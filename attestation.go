@@ -27,7 +27,8 @@ var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is f
 // attestation job (retain.AttestationHandler) and recorded as a signed
 // statement. It returns c's attestation: the one asked for earlier, in
 // whatever state it is (unchecked: a caller that reads its status checks
-// it, CheckAttestation), or a new pending one with its job enqueued. When
+// it, CheckAttestation), or a new pending one with its job enqueued; a
+// pending one whose job is gone gets its job again. When
 // Config.AttestationQueue jobs wait already, or
 // Config.AttestationQueuePerCompany of c's company, it records nothing and
 // returns ErrAttestationQueueFull: the queue is bounded, since a company
@@ -37,8 +38,19 @@ var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is f
 // It charges nothing: the call that asks is paid for, or free.
 func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.Certificate) (*consent.Attestation, error) {
 	a, err := tx.Attestation(ctx, c.ID)
-	if consent.ErrorCode(err) != consent.NotFound {
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		a = nil
+	case err != nil || a.Status != consent.AttestationPending:
 		return a, err
+	default:
+		// Pending: its job runs, or waits, unless it was lost — a row
+		// turned back to pending in the store, its statement removed —
+		// and then it is queued again, so that a pending row never stands
+		// for good in place of a statement.
+		if _, err := tx.Job(ctx, consent.JobAttest, c.ID); consent.ErrorCode(err) != consent.NotFound {
+			return a, err
+		}
 	}
 	mine, err := tx.CountCompanyJobs(ctx, consent.JobAttest, c.CompanyID)
 	if err != nil {
@@ -55,9 +67,11 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 		return nil, ErrAttestationQueueFull
 	}
 	now := s.Now()
-	a = &consent.Attestation{Evidence: consent.Evidence{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now}}
-	if err := tx.CreateAttestation(ctx, a); err != nil {
-		return nil, err
+	if a == nil {
+		a = &consent.Attestation{Evidence: consent.Evidence{CertificateID: c.ID, CompanyID: c.CompanyID, Status: consent.AttestationPending, CreatedAt: now, UpdatedAt: now}}
+		if err := tx.CreateAttestation(ctx, a); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobAttest, Key: c.ID, RunAfter: now, CreatedAt: now, CompanyID: c.CompanyID}); err != nil {
 		return nil, err

@@ -577,3 +577,43 @@ func TestUnrecordedScreenshotPurged(t *testing.T) {
 		}
 	})
 }
+
+// A recorded attestation that a store writer turned back to pending, its
+// statement removed, is attested again once asked: the pending row has no
+// job, and asking queues one, so that the edit cannot leave "pending" for
+// good in place of a mismatch (D49).
+func TestPendingWithoutJobAskedAgain(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := attestSetup(t, open(t), 0)
+		if _, err := e.ask(t, e.cert); err != nil {
+			t.Fatal(err)
+		}
+		hidden := honest()
+		hidden.Consents[0].Visible = false
+		if att, _ := e.attest(t, &fakeAttester{measure: hidden}, e.cert); att.Status != consent.AttestationMismatch {
+			t.Fatalf("attested %s, want mismatch", att.Status)
+		}
+		if err := e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+			a, err := tx.Attestation(ctx, e.cert.ID)
+			if err != nil {
+				return err
+			}
+			a.Status, a.Statement, a.Signature, a.KeyID = consent.AttestationPending, nil, nil, ""
+			return tx.UpdateAttestation(ctx, a)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := e.ask(t, e.cert); err != nil || a.Status != consent.AttestationPending {
+			t.Fatalf("asked again: %+v, %v", a, err)
+		}
+		if a, _ := e.attest(t, &fakeAttester{measure: hidden}, e.cert); a.Status != consent.AttestationMismatch {
+			t.Errorf("attested again: %s, want mismatch", a.Status)
+		}
+		if _, err := e.ask(t, e.cert); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := e.worker(t, &fakeAttester{measure: hidden}).AttestOnce(ctx); ok || err != nil {
+			t.Errorf("a recorded attestation asked again was queued again: %v, %v", ok, err)
+		}
+	})
+}
