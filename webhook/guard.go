@@ -27,9 +27,10 @@ func PrivateAddr(a netip.Addr) bool {
 // 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7); Invalid, naming
 // the block, for any other: allowPrivate never lets through link-local
 // addresses (169.254.0.0/16, where cloud metadata services answer, and
-// fe80::/10), 0.0.0.0/8, 240.0.0.0/4, multicast, documentation, NAT64 or
-// 6to4 addresses, nor IPv4 written in the deprecated IPv6 forms. Both CheckURL and the delivery's dialer
-// decide by it.
+// fe80::/10), AWS's IPv6 metadata block inside the unique local space
+// (fd00:ec2::/32), 0.0.0.0/8, 240.0.0.0/4, multicast, documentation,
+// NAT64 or 6to4 addresses, nor IPv4 written in the deprecated IPv6 forms.
+// Both CheckURL and the delivery's dialer decide by it.
 func CheckAddr(a netip.Addr, allowPrivate bool) error {
 	b, in := blockOf(a)
 	switch {
@@ -80,7 +81,11 @@ type addrBlock struct {
 // not listed: a mapped address is judged as the IPv4 address it maps,
 // so ::ffff:93.184.215.14 is public and ::ffff:10.0.0.1 private. The most
 // specific block that holds an address decides, so ::1 is loopback
-// rather than IPv4-compatible.
+// rather than IPv4-compatible, and fd00:ec2::/32 is refused inside the
+// unique local space that allowPrivate lets through: AWS answers its
+// instance metadata service (the instance's credentials) over IPv6 at
+// fd00:ec2::254, and its DNS and time servers nearby, in the place of
+// 169.254.169.254. No webhook receiver lives there.
 var addrBlocks = []addrBlock{
 	{mustPrefix("0.0.0.0/8"), "this network", false},
 	{mustPrefix("0.0.0.0/32"), "this host", false},
@@ -135,6 +140,7 @@ var addrBlocks = []addrBlock{
 	{mustPrefix("3fff::/20"), "documentation", false},
 	{mustPrefix("5f00::/16"), "SRv6 SIDs", false},
 	{mustPrefix("fc00::/7"), "unique local (private)", true},
+	{mustPrefix("fd00:ec2::/32"), "cloud metadata (AWS)", false},
 	{mustPrefix("fe80::/10"), "link-local", false},
 	{mustPrefix("fec0::/10"), "site-local (deprecated)", false},
 	{mustPrefix("ff00::/8"), "multicast", false},

@@ -57,6 +57,7 @@ func TestAddressGuard(t *testing.T) {
 		{"192.168.0.1:80", private},
 		{"169.254.169.254:80", refused}, // cloud metadata
 		{"[fd00::1]:80", private},
+		{"[fd00:ec2::254]:80", refused}, // AWS metadata over IPv6
 		{"[fe80::1%eth0]:80", refused},
 		{"[::ffff:127.0.0.1]:80", private},
 		{"93.184.215.14:443", public},

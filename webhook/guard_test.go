@@ -12,10 +12,7 @@ import (
 // copied here from the IANA IPv4 and IPv6 Special-Purpose Address
 // Registries and the decision's additions rather than from the package's
 // table; private marks the ones that allowPrivate lets through.
-var refusedBlocks = []struct {
-	prefix  string
-	private bool
-}{
+var refusedBlocks = []refusedPrefix{
 	// iana-ipv4-special-registry
 	{"0.0.0.0/8", false}, {"0.0.0.0/32", false}, {"10.0.0.0/8", true}, {"100.64.0.0/10", false},
 	{"127.0.0.0/8", true}, {"169.254.0.0/16", false}, {"172.16.0.0/12", true},
@@ -35,34 +32,47 @@ var refusedBlocks = []struct {
 	{"2001:10::/28", false}, {"2001:20::/28", false}, {"2001:30::/28", false},
 	{"2001:db8::/32", false}, {"2002::/16", false}, {"2620:4f:8000::/48", false},
 	{"3fff::/20", false}, {"5f00::/16", false}, {"fc00::/7", true}, {"fe80::/10", false},
+	// AWS's IPv6 instance metadata, DNS and time servers (fd00:ec2::254,
+	// ::253, ::123), inside the unique local space: refused even with
+	// allowPrivate, as 169.254.169.254 is
+	{"fd00:ec2::/32", false},
 	// IPv4-compatible (deprecated), IPv4-translated, site-local
 	// (deprecated), multicast, and all IPv6 outside 2000::/3
 	{"::/96", false}, {"::ffff:0:0:0/96", false}, {"fec0::/10", false}, {"ff00::/8", false},
 	{"::/3", false}, {"4000::/2", false}, {"8000::/1", false},
 }
 
+// refusedPrefix is a block of refusedBlocks.
+type refusedPrefix struct {
+	prefix  string
+	private bool
+}
+
 // refusedByDefault and allowedWithPrivate say what the guard must answer
-// for a, from refusedBlocks: none of the private blocks holds another
-// block, so being in one of them is enough to be allowed with
-// allowPrivate.
+// for a, from refusedBlocks: the most specific block that holds a decides
+// whether allowPrivate lets it through (fd00:ec2::/32 lies inside the
+// private fc00::/7).
 func refusedByDefault(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	for _, b := range refusedBlocks {
-		if netip.MustParsePrefix(b.prefix).Contains(a) {
-			return true
-		}
-	}
-	return false
+	_, in := refusedBlock(a)
+	return in
 }
 
 func allowedWithPrivate(a netip.Addr) bool {
+	b, in := refusedBlock(a)
+	return !in || b.private
+}
+
+// refusedBlock returns the most specific block of refusedBlocks that holds
+// a, unmapped and without its zone.
+func refusedBlock(a netip.Addr) (found refusedPrefix, in bool) {
 	a = a.Unmap().WithZone("")
+	bits := -1
 	for _, b := range refusedBlocks {
-		if b.private && netip.MustParsePrefix(b.prefix).Contains(a) {
-			return true
+		if p := netip.MustParsePrefix(b.prefix); p.Contains(a) && p.Bits() > bits {
+			found, bits = b, p.Bits()
 		}
 	}
-	return !refusedByDefault(a)
+	return found, bits >= 0
 }
 
 // lastAddr returns the last address of p.
@@ -199,6 +209,9 @@ func TestWebhookAddressForms(t *testing.T) {
 		{"http://192.168.1.1/", private},
 		{"http://169.254.169.254/latest/meta-data/", refused}, // cloud metadata
 		{"http://[fd00::1]/", private},
+		{"http://[fd00:ec2::254]/latest/meta-data/", refused}, // AWS metadata over IPv6
+		{"http://[fd00:ec2::253]/", refused},
+		{"http://[::ffff:169.254.169.254]/", refused},
 		{"http://[fe80::1%25eth0]/", refused},
 		{"http://[::ffff:127.0.0.1]/", private},
 		{"http://[::ffff:10.0.0.1]/", private},
