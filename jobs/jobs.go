@@ -68,8 +68,8 @@ type Handler struct {
 	// default 1.
 	Concurrency int
 	// Lease is how long a job is held without a sign of life: default 1
-	// minute. The Runner renews it every Lease/3 while Do runs, and cancels
-	// Do's context if it is lost.
+	// minute, at least 1 ms. The Runner renews it every Lease/3 while Do
+	// runs, and cancels Do's context if it is lost.
 	Lease time.Duration
 	// Timeout, when positive, bounds one Do.
 	Timeout time.Duration
@@ -175,6 +175,9 @@ func New(cfg Config) (*Runner, error) {
 			h.Backoff < 0 || h.MaxBackoff < 0 {
 			return nil, fmt.Errorf("jobs: handler %q: values must not be negative (zero means the default)", h.Kind)
 		}
+		if h.Lease > 0 && h.Lease < minLease {
+			return nil, fmt.Errorf("jobs: handler %q: Lease must be at least %v (it is renewed every Lease/3)", h.Kind, minLease)
+		}
 		h.Concurrency = max(h.Concurrency, 1)
 		h.MaxAttempts = cmp.Or(h.MaxAttempts, 5)
 		h.Lease = cmp.Or(h.Lease, time.Minute)
@@ -184,6 +187,10 @@ func New(cfg Config) (*Runner, error) {
 	}
 	return r, nil
 }
+
+// minLease is the shortest Handler.Lease: a third of it, how often the
+// lease is renewed, must be a positive span a store can keep up with.
+const minLease = time.Millisecond
 
 // Run does jobs until ctx is done, then returns once the jobs in hand are
 // handed back. Errors are logged and retried, not returned, except when a

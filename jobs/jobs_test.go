@@ -407,11 +407,16 @@ func TestNewRefuses(t *testing.T) {
 		"no Do":       {Store: s, Handlers: []jobs.Handler{{Kind: "k"}}},
 		"two of kind": {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do}, {Kind: "k", Do: do}}},
 		"negative":    {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do, Lease: -1}}},
+		"tiny lease":  {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do, Lease: 2}}},
+		"lease < 1ms": {Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do, Lease: time.Millisecond - 1}}},
 		"bad kind":    {Store: s, Handlers: []jobs.Handler{{Kind: "k\x00", Do: do}}},
 	} {
 		if _, err := jobs.New(cfg); err == nil {
 			t.Errorf("%s: New accepted it", name)
 		}
+	}
+	if _, err := jobs.New(jobs.Config{Store: s, Handlers: []jobs.Handler{{Kind: "k", Do: do, Lease: time.Millisecond}}}); err != nil {
+		t.Errorf("a Lease of 1 ms: %v", err)
 	}
 }
 
