@@ -344,6 +344,21 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 	return c, nil
 }
 
+// CheckCertificate refuses p, as IssueCertificate would, for what p
+// holds itself — its ids, origin, email, mobile, consents (text, types,
+// opt-in method, visibility), client address and user agent — without
+// reading the store: the same checks, which IssueCertificate makes again.
+// A caller with costly work to do before it issues (capture hashes the
+// session's recording) refuses a request that could never be issued
+// before doing it. An empty ID is one IssueCertificate would choose.
+func (s *Service) CheckCertificate(p CertificateParams) error {
+	if p.ID == "" {
+		p.ID = consent.NewID("cert")
+	}
+	_, err := s.newCertificate(p)
+	return err
+}
+
 func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, error) {
 	for _, f := range [...]struct{ name, v string }{
 		{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}, {"session_id", p.SessionID},

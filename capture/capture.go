@@ -529,7 +529,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 	for attempt := 0; ; attempt++ {
 		// The recording is hashed outside the write transaction, a chunk at
 		// a time; the write then checks that it has not grown meanwhile.
-		stored, n, err := c.recording(ctx, caller, req.SessionID)
+		stored, n, err := c.recording(ctx, caller, req, pageOrigin)
 		if err != nil {
 			return nil, err
 		}
@@ -579,16 +579,9 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
 			}
 			now := c.svc.Now()
-			records := make([]consent.Record, len(req.Records))
-			for i, r := range req.Records {
-				records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now, Visibility: r.Visibility, OptInMethod: r.OptInMethod, NodeID: r.NodeID}
-			}
-			cert, err = c.svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
-				ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
-				Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
-				ClientIP: req.ClientIP, UserAgent: req.UserAgent, Visibility: req.Visibility,
-				RecordingSHA256: recording.Sum(),
-			})
+			p := certificate(ses, req, now)
+			p.RecordingSHA256 = recording.Sum()
+			cert, err = c.svc.IssueCertificateTx(ctx, tx, p)
 			if err != nil {
 				return err
 			}
@@ -607,21 +600,47 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 
 var errGrew = errors.New("capture: the recording grew while it was hashed")
 
+// certificate is what consent req issues for ses at now, all but the
+// recording's digest.
+func certificate(ses *consent.Session, req Consent, now time.Time) consentkit.CertificateParams {
+	records := make([]consent.Record, len(req.Records))
+	for i, r := range req.Records {
+		records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: now, Visibility: r.Visibility, OptInMethod: r.OptInMethod, NodeID: r.NodeID}
+	}
+	return consentkit.CertificateParams{
+		ID: ses.CertificateID, CompanyID: ses.CompanyID, PropertyID: ses.PropertyID, SessionID: ses.ID,
+		Origin: req.URL, Email: req.Email, Mobile: req.Mobile, Records: records, CreatedAt: now,
+		ClientIP: req.ClientIP, UserAgent: req.UserAgent, Visibility: req.Visibility,
+	}
+}
+
 // recording checks the caller and hashes the session's recording as
 // stored, a chunk at a time, returning the hash and the number of chunks;
-// nothing for a closed session, which the write answers.
-func (c *Service) recording(ctx context.Context, caller Caller, sessionID string) (*consent.RecordingHash, int, error) {
+// nothing for a closed session, which the write answers. A consent that
+// would be refused for what it holds — a page of another origin, or what
+// IssueCertificate checks of the certificate itself (email, mobile,
+// consents, user agent…) — is refused before the recording is read: a
+// caller holding the session's token pays a few hundred bytes for such a
+// request, and the recording may be 64 MiB, decompressed from its object
+// once moved (D52). The write checks them all again.
+func (c *Service) recording(ctx context.Context, caller Caller, req Consent, pageOrigin string) (*consent.RecordingHash, int, error) {
 	var (
 		h *consent.RecordingHash
 		n int
 	)
 	err := c.svc.Store().View(ctx, func(tx consent.Tx) error {
 		h, n = consent.NewRecordingHash(), 0
-		ses, _, err := c.session(ctx, tx, sessionID, caller)
+		ses, prop, err := c.session(ctx, tx, req.SessionID, caller)
 		if err != nil || ses.Closed() {
 			return err
 		}
-		return tx.EachEventChunk(ctx, sessionID, func(chunk []byte) error {
+		if !prop.AllowsOrigin(pageOrigin) {
+			return ErrOrigin
+		}
+		if err := c.svc.CheckCertificate(certificate(ses, req, c.svc.Now())); err != nil {
+			return err
+		}
+		return tx.EachEventChunk(ctx, req.SessionID, func(chunk []byte) error {
 			h.Add(chunk)
 			n++
 			return nil

@@ -2,6 +2,7 @@ package capture_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -130,6 +131,70 @@ func TestResendAfterMoveReadsNoObject(t *testing.T) {
 		// The object is still what the readers read.
 		if _, err := svc.Recording(ctx, closedID); err != nil || blobs.reads.Load() == before {
 			t.Errorf("Recording of a moved session: %v (reads %d)", err, blobs.reads.Load()-before)
+		}
+	})
+}
+
+// A consent refused for what it holds itself — a page of another origin,
+// or anything IssueCertificate refuses of the certificate (email, mobile,
+// consent text, opt-in method, visibility, user agent) — is refused before
+// the recording is read: a moved recording's object is never opened for
+// it. Else a caller holding the session's token, sending a few hundred
+// bytes again and again (the session stays open), would have the whole
+// recording decompressed and hashed each time.
+func TestRefusedConsentReadsNoRecording(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		blobs := &countedBlobs{Store: blob.NewMemory()}
+		f := setupWith(t, open(t), blobs)
+		s, caller := f.start(t)
+		for seq, ev := range []string{chunk0, chunk1} {
+			if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: seq, Events: json.RawMessage(ev)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		*f.now = f.now.Add(consentkit.DefaultRecordingIdle)
+		if n, err := f.svc.MoveRecordings(ctx, 10); n != 1 || err != nil {
+			t.Fatalf("MoveRecordings = %d, %v; want 1", n, err)
+		}
+		good := func() capture.Consent {
+			return capture.Consent{SessionID: s.SessionID, URL: page, Records: []consent.Record{{Text: consent1, Types: []string{"tcpa"}}},
+				Email: "jane@example.com", Mobile: "(555) 010-2000", UserAgent: "Mozilla/5.0 test"}
+		}
+		for _, tc := range []struct {
+			name string
+			bad  func(*capture.Consent)
+			code consent.Code
+		}{
+			{"page of another origin", func(c *capture.Consent) { c.URL = evil + "/form" }, consent.Forbidden},
+			{"email", func(c *capture.Consent) { c.Email = "not-an-email" }, consent.Invalid},
+			{"mobile", func(c *capture.Consent) { c.Mobile = "12" }, consent.Invalid},
+			{"empty text", func(c *capture.Consent) { c.Records[0].Text = " " }, consent.Invalid},
+			{"opt-in method", func(c *capture.Consent) { c.Records[0].OptInMethod = "telepathy" }, consent.Invalid},
+			{"consent's visibility", func(c *capture.Consent) {
+				c.Records[0].Visibility = &consent.Visibility{FontSizePx: 14, ContrastRatio: 40}
+			}, consent.Invalid},
+			{"first visibility", func(c *capture.Consent) { c.Visibility = &consent.Visibility{FontSizePx: -1, ContrastRatio: 2} }, consent.Invalid},
+			{"user agent", func(c *capture.Consent) { c.UserAgent = strings.Repeat("M", 2000) }, consent.Invalid},
+			{"client address", func(c *capture.Consent) { c.ClientIP = strings.Repeat("1", 100) }, consent.Invalid},
+		} {
+			req := good()
+			tc.bad(&req)
+			before := blobs.reads.Load()
+			_, err := f.cap.Issue(ctx, caller, req)
+			wantCode(t, tc.name, err, tc.code)
+			if n := blobs.reads.Load() - before; n != 0 {
+				t.Errorf("%s: the refused consent opened the recording's object %d times; want none", tc.name, n)
+			}
+		}
+		// The session is still open, and a consent it can issue reads the
+		// recording, moved, as the certificate's digest needs.
+		before := blobs.reads.Load()
+		cert, err := f.cap.Issue(ctx, caller, good())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if blobs.reads.Load() == before || cert.RecordingSHA256 != sha256.Sum256([]byte(consent.JoinChunks([][]byte{[]byte(chunk0), []byte(chunk1)}))) {
+			t.Errorf("the consent issued read the object %d times, digest %x", blobs.reads.Load()-before, cert.RecordingSHA256)
 		}
 	})
 }
