@@ -36,6 +36,15 @@
 // 401, 403 or 404 body as readily as a 200), which is told with its status
 // and message, such as "403 This session has opted out"; or JSON of
 // something else.
+//
+// Every string it prints that it took from the answer (or the keys) is
+// printed as it is only when it is printable ASCII without space, quote,
+// backslash or comma, and quoted as Go quotes strings otherwise; messages
+// naming such strings have every unprintable character escaped: an
+// edited answer cannot add lines of its own to the report, nor move the
+// cursor of a terminal over it. The insights' asked_at must be an RFC 3339
+// time and their asked reasons codes of package insights (D50), or the
+// answer is refused.
 package main
 
 import (
@@ -47,7 +56,10 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/consentkit/consentkit/signed"
 )
@@ -84,9 +96,9 @@ func (c *info) notCertificate() string {
 	case c.Signed != nil || c.CertificateID != "":
 		return ""
 	case c.Error != "" && c.Status != 0:
-		return fmt.Sprintf("an error answer of the API, not a certificate: %d %s", c.Status, c.Error)
+		return fmt.Sprintf("an error answer of the API, not a certificate: %d %s", c.Status, escaped(c.Error))
 	case c.Error != "":
-		return "an error answer of the API, not a certificate: " + c.Error
+		return "an error answer of the API, not a certificate: " + escaped(c.Error)
 	}
 	return "JSON but no certificate-info answer: it has no signed content, no certificate_id and no error"
 }
@@ -124,8 +136,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := signed.CheckNames(answer); err != nil { // before any reading that ignores case
-		fmt.Fprintln(stdout, "NOT VALID:", strings.TrimPrefix(err.Error(), "signed: "))
-		return 1
+		return refuse(stdout, "%s", strings.TrimPrefix(err.Error(), "signed: "))
 	}
 	var cert info
 	if err := json.Unmarshal(answer, &cert); err != nil {
@@ -152,17 +163,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err := cert.Verify(&ks); err != nil {
-		fmt.Fprintln(stdout, "NOT VALID:", err)
-		return 1
+		return refuse(stdout, "%s", err)
 	}
 	shown, err := signed.CheckShown(answer)
 	if err != nil {
-		fmt.Fprintln(stdout, "NOT VALID:", err)
-		return 1
+		return refuse(stdout, "%s", err)
 	}
 	if shown.Differs != "" {
-		fmt.Fprintf(stdout, "NOT VALID: the signature holds, but the answer's %s is not what it covers\n", shown.Differs)
-		return 1
+		return refuse(stdout, "the signature holds, but the answer's %s is not what it covers", shown.Differs)
 	}
 	// The attestation and the insights are statements signed apart: what
 	// the answer shows of either is what its statement states, and
@@ -171,17 +179,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if a := cert.Attestation; a != nil && (a.StatementProof == nil || a.Statement == nil) {
 		switch {
 		case a.Status != "pending":
-			fmt.Fprintf(stdout, "NOT VALID: the attestation's status %q has no signed statement to vouch for it\n", a.Status)
-			return 1
+			return refuse(stdout, "the attestation's status %q has no signed statement to vouch for it", a.Status)
 		case a.Reason != "" || a.ScreenshotSHA256 != "" || a.Differences != nil || a.StatementProof != nil:
-			fmt.Fprintln(stdout, "NOT VALID: the attestation shows what only a signed statement can, and has none")
-			return 1
+			return refuse(stdout, "the attestation shows what only a signed statement can, and has none")
 		}
 	}
 	if a := cert.Attestation; a != nil && a.StatementProof != nil && a.Statement != nil {
 		if err := a.Verify(&ks, cert.Signed); err != nil {
-			fmt.Fprintln(stdout, "NOT VALID: the attestation:", err)
-			return 1
+			return refuse(stdout, "the attestation: %s", err)
 		}
 		st := a.Statement
 		for _, f := range []struct {
@@ -194,8 +199,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			{"differences", slices.Equal(a.Differences, st.Differences)},
 		} {
 			if !f.same {
-				fmt.Fprintf(stdout, "NOT VALID: the attestation's %s is not the signed statement's\n", f.name)
-				return 1
+				return refuse(stdout, "the attestation's %s is not the signed statement's", f.name)
 			}
 		}
 		unsigned = slices.DeleteFunc(unsigned, func(n string) bool { return n == "attestation" })
@@ -203,67 +207,76 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if in := cert.Insights; in != nil && (in.InsightsProof == nil || in.Statement == nil) {
 		switch {
 		case in.Status != "pending" && in.Status != "failed":
-			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q has no signed statement to vouch for it\n", in.Status)
-			return 1
+			return refuse(stdout, "the insights' status %q has no signed statement to vouch for it", in.Status)
 		case in.Bot != nil || in.InsightsSignals != nil || in.InsightsProof != nil:
-			fmt.Fprintln(stdout, "NOT VALID: the insights show what only a signed statement can, and have none")
-			return 1
+			return refuse(stdout, "the insights show what only a signed statement can, and have none")
 		}
 	}
 	if in := cert.Insights; in != nil && in.InsightsProof != nil && in.Statement != nil {
 		if in.Status != "done" {
-			fmt.Fprintf(stdout, "NOT VALID: the insights' status %q is not \"done\", beside a signed statement\n", in.Status)
-			return 1
+			return refuse(stdout, "the insights' status %q is not \"done\", beside a signed statement", in.Status)
 		}
 		if err := in.Verify(&ks, cert.Signed); err != nil {
-			fmt.Fprintln(stdout, "NOT VALID: the insights:", err)
-			return 1
+			return refuse(stdout, "the insights: %s", err)
 		}
 		if in.Bot == nil || in.InsightsSignals == nil || !reflect.DeepEqual(*in.InsightsSignals, in.Statement.Signals) {
-			fmt.Fprintln(stdout, "NOT VALID: the insights shown are not those of the signed statement")
-			return 1
+			return refuse(stdout, "the insights shown are not those of the signed statement")
 		}
 		if why := in.Bot.Check(in.Statement.Bot); why != "" {
-			fmt.Fprintln(stdout, "NOT VALID: the insights' verdict:", why)
-			return 1
+			return refuse(stdout, "the insights' verdict: %s", why)
 		}
 		unsigned = slices.DeleteFunc(unsigned, func(n string) bool { return n == "insights" })
 	}
+	// What the insights computed when asked, unsigned: a time and codes,
+	// nothing else.
+	if in := cert.Insights; in != nil {
+		if _, err := time.Parse(time.RFC3339, in.AskedAt); in.AskedAt != "" && err != nil {
+			return refuse(stdout, "the insights' asked_at %q is not an RFC 3339 time", in.AskedAt)
+		}
+		if in.Bot != nil {
+			for _, r := range in.Bot.AskedReasons {
+				if !slices.Contains(reasonCodes, r) {
+					return refuse(stdout, "the insights' asked reason %q is not a reason code", r)
+				}
+			}
+		}
+	}
 	s := cert.Signed
 	fmt.Fprintf(stdout, "VALID: certificate %s of company %s (property %s, session %s), created %s at %s, key %s, %s\n",
-		s.ID, s.CompanyID, s.PropertyID, s.SessionID, s.CreatedAt, s.Origin, s.KeyID, s.V)
+		text(s.ID), text(s.CompanyID), text(s.PropertyID), text(s.SessionID), text(s.CreatedAt), text(s.Origin), text(s.KeyID), text(s.V))
 	if s.ClientIP != "" || s.UserAgent != "" {
-		fmt.Fprintf(stdout, "  client %s, %q\n", s.ClientIP, s.UserAgent)
+		fmt.Fprintf(stdout, "  client %s, %q\n", text(s.ClientIP), s.UserAgent)
 	}
 	if s.RevokedBefore != "" {
-		fmt.Fprintf(stdout, "  the consumer had opted out before, last at %s\n", s.RevokedBefore)
+		fmt.Fprintf(stdout, "  the consumer had opted out before, last at %s\n", text(s.RevokedBefore))
 	}
 	for i, c := range s.Consents {
-		fmt.Fprintf(stdout, "  consent %d, opted in %s, types %v: %q\n", i+1, c.OptInAt, c.Types, c.Text)
+		fmt.Fprintf(stdout, "  consent %d, opted in %s, types %s: %q\n", i+1, text(c.OptInAt), texts(c.Types), c.Text)
 		if c.OptInMethod != "" {
-			fmt.Fprintf(stdout, "    opt-in: %s\n", c.OptInMethod)
+			fmt.Fprintf(stdout, "    opt-in: %s\n", text(c.OptInMethod))
 		}
 		if v := c.Visibility; v != nil {
 			fmt.Fprintf(stdout, "    visible %v, in the viewport %v, %s px, contrast %s, hidden text %q\n",
-				v.Visible, v.InViewport, v.FontSizePx, v.ContrastRatio, v.HiddenText)
+				v.Visible, v.InViewport, text(v.FontSizePx), text(v.ContrastRatio), v.HiddenText)
 		}
 	}
 	if a := cert.Attestation; a != nil && a.StatementProof != nil && a.Statement != nil {
 		st := a.Statement
-		fmt.Fprintf(stdout, "  attestation %s, measured %s, key %s, screenshot %s\n", st.Status, st.MeasuredAt, st.KeyID, st.ScreenshotSHA256)
+		fmt.Fprintf(stdout, "  attestation %s, measured %s, key %s, screenshot %s\n",
+			text(st.Status), text(st.MeasuredAt), text(st.KeyID), text(st.ScreenshotSHA256))
 		for _, d := range st.Differences {
-			fmt.Fprintf(stdout, "    consent %d %s: claimed %s, measured %s\n", d.Consent+1, d.Field, d.Claimed, d.Measured)
+			fmt.Fprintf(stdout, "    consent %d %s: claimed %s, measured %s\n", d.Consent+1, text(d.Field), text(d.Claimed), text(d.Measured))
 		}
 	}
 	if in := cert.Insights; in != nil && in.InsightsProof != nil && in.Statement != nil {
 		st := in.Statement
-		fmt.Fprintf(stdout, "  insights: %s %v, measured %s, key %s\n", st.Bot.Verdict, st.Bot.Reasons, st.MeasuredAt, st.KeyID)
+		fmt.Fprintf(stdout, "  insights: %s %s, measured %s, key %s\n", text(st.Bot.Verdict), texts(st.Bot.Reasons), text(st.MeasuredAt), text(st.KeyID))
 		var asked []string
 		if in.AskedAt != "" {
-			asked = append(asked, "asked at "+in.AskedAt)
+			asked = append(asked, "asked at "+text(in.AskedAt))
 		}
 		if len(in.Bot.AskedReasons) > 0 || in.Bot.Verdict != st.Bot.Verdict {
-			asked = append(asked, fmt.Sprintf("verdict %s, adding %v", in.Bot.Verdict, in.Bot.AskedReasons))
+			asked = append(asked, fmt.Sprintf("verdict %s, adding %s", text(in.Bot.Verdict), texts(in.Bot.AskedReasons)))
 		}
 		if in.LeadAgeSeconds != nil {
 			asked = append(asked, fmt.Sprintf("lead age %d s", *in.LeadAgeSeconds))
@@ -277,10 +290,80 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if len(unsigned) > 0 {
-		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", strings.Join(unsigned, ", "))
+		fmt.Fprintf(stdout, "  not signed, shown by the answer: %s\n", list(unsigned))
 	}
 	if len(shown.NotShown) > 0 {
-		fmt.Fprintf(stdout, "  signed but not shown: %s\n", strings.Join(shown.NotShown, ", "))
+		fmt.Fprintf(stdout, "  signed but not shown: %s\n", list(shown.NotShown))
 	}
 	return 0
+}
+
+// reasonCodes are the codes of the reasons of a bot verdict, those of
+// package insights (D50), which an offline check does not import.
+var reasonCodes = []string{
+	"no_recording", "no_snapshot", "not_a_browser", "headless_user_agent", "webdriver",
+	"submitted_too_fast", "typing_too_fast", "no_signals", "no_pointer_or_touch", "scripted_input",
+	"consent_after_revocation", "attestation_mismatch", "high_velocity",
+}
+
+// refuse prints that the certificate is not valid, and why, and returns
+// the exit status that says so. The reason may name text of the answer:
+// every character of it that is not printable is escaped.
+func refuse(stdout io.Writer, format string, args ...any) int {
+	fmt.Fprintln(stdout, "NOT VALID:", escaped(fmt.Sprintf(format, args...)))
+	return 1
+}
+
+// text returns s, taken from the answer, as the report prints it: as it
+// is when it is printable ASCII other than space, quote, backslash and
+// comma — ids, times, codes, digests, URLs — and quoted as Go quotes
+// strings otherwise, so that no line break, terminal escape or list
+// separator in the answer reads as the report's own.
+func text(s string) string {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == ',' {
+			return strconv.Quote(s)
+		}
+	}
+	if s == "" {
+		return `""`
+	}
+	return s
+}
+
+// texts returns ss as %v writes a slice of strings, each as text writes it.
+func texts(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = text(s)
+	}
+	return "[" + strings.Join(out, " ") + "]"
+}
+
+// list returns ss, names taken from the answer, separated by commas, each
+// as text writes it.
+func list(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = text(s)
+	}
+	return strings.Join(out, ", ")
+}
+
+// escaped returns s with each character that is not printable, or not
+// UTF-8, written as Go escapes it in a quoted string (\n, \x1b, \u202e),
+// the rest as it is.
+func escaped(s string) string {
+	var b strings.Builder
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if (r == utf8.RuneError && n == 1) || !strconv.IsPrint(r) {
+			q := strconv.Quote(s[:n])
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteString(s[:n])
+		}
+		s = s[n:]
+	}
+	return b.String()
 }
