@@ -62,7 +62,8 @@ type Handler struct {
 	// EveryKey always exists (each Runner enqueues it when it starts, and
 	// the first to do so wins) and after each run it is due again Every
 	// later. A recurring job is never failed for good: after a failed run
-	// it is retried with backoff, at most Every later.
+	// it is retried with backoff, growing while its runs keep failing but
+	// at most Every later, and counted afresh after a run that succeeds.
 	Every time.Duration
 	// Concurrency is how many jobs of this kind the Runner does at once:
 	// default 1.
@@ -425,7 +426,9 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 	case stopping:
 		next.Attempts, next.RunAfter, next.LastError = job.Attempts-1, now, job.LastError
 	case h.Every > 0:
-		next.Attempts, next.RunAfter = 0, now.Add(min(r.backoff(h, job.Attempts), h.Every))
+		// Never failed for good; the attempts count on until a run
+		// succeeds, so that the backoff grows while it keeps failing.
+		next.RunAfter = now.Add(min(r.backoff(h, job.Attempts), h.Every))
 	case job.Attempts >= h.MaxAttempts || Permanent(cause) || h.GiveUpAfter > 0 && now.Sub(job.CreatedAt) >= h.GiveUpAfter:
 		next.RunAfter, next.FailedAt, final = now, now, true
 	default:
@@ -459,6 +462,9 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 func (r *Runner) backoff(h *Handler, attempts int) time.Duration {
 	d := h.Backoff
 	for i := 1; i < attempts && d < h.MaxBackoff; i++ {
+		if d > h.MaxBackoff/2 {
+			return h.MaxBackoff // doubling d would pass it, or overflow
+		}
 		d *= 2
 	}
 	return min(d, h.MaxBackoff)

@@ -274,6 +274,94 @@ func TestRecurring(t *testing.T) {
 	}
 }
 
+// A recurring job that keeps failing backs off further after each failed
+// run, never later than Every; a run that succeeds counts its attempts
+// afresh.
+func TestRecurringBacksOff(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	var fail atomic.Bool
+	fail.Store(true)
+	r := runner(t, s, c, jobs.Handler{Kind: "sweep", Every: time.Hour, Backoff: time.Minute, MaxBackoff: 10 * time.Hour,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			if fail.Load() {
+				return jobs.Result{}, errors.New("database away")
+			}
+			return jobs.Result{}, nil
+		}})
+	if err := r.Schedule(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// runDue runs the job once it is due and returns how long until it
+	// is due again.
+	runDue := func() time.Duration {
+		t.Helper()
+		if !runOnce(t, r, "sweep") {
+			t.Fatal("the job is not due")
+		}
+		j := job(t, s, "sweep", jobs.EveryKey)
+		if j == nil || !j.FailedAt.IsZero() {
+			t.Fatalf("job after a run: %+v; want it kept, never failed for good", j)
+		}
+		wait := j.RunAfter.Sub(c.Now())
+		c.t = j.RunAfter
+		return wait
+	}
+	var waits []time.Duration
+	for range 8 {
+		waits = append(waits, runDue())
+	}
+	want := []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute, 8 * time.Minute, 16 * time.Minute,
+		32 * time.Minute, time.Hour, time.Hour}
+	if fmt.Sprint(waits) != fmt.Sprint(want) {
+		t.Errorf("waits after consecutive failed runs: %v; want %v", waits, want)
+	}
+	fail.Store(false)
+	if wait := runDue(); wait != time.Hour {
+		t.Errorf("after a run that succeeded: due in %v; want an hour", wait)
+	}
+	fail.Store(true)
+	if wait := runDue(); wait != time.Minute {
+		t.Errorf("a failed run after one that succeeded: retried in %v; want a minute", wait)
+	}
+}
+
+// The backoff doubles up to MaxBackoff however large that is, and never
+// wraps round to a wait that is negative or zero.
+func TestBackoffNeverOverflows(t *testing.T) {
+	s := teststore.Memory(t)
+	c := &clock{t: t0}
+	const maxBackoff = time.Duration(1<<63 - 1)
+	r := runner(t, s, c, jobs.Handler{Kind: "k", MaxAttempts: 100, Backoff: time.Hour, MaxBackoff: maxBackoff,
+		Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			return jobs.Result{}, errors.New("down")
+		}})
+	enqueue(t, s, "k", "a")
+	last := time.Duration(0)
+	for i := range 30 {
+		if !runOnce(t, r, "k") {
+			t.Fatalf("attempt %d: the job is not due", i+1)
+		}
+		j := job(t, s, "k", "a")
+		wait := j.RunAfter.Sub(c.Now())
+		if wait < last || wait <= 0 {
+			t.Fatalf("attempt %d: retried in %v after %v; want the backoff never to shrink", i+1, wait, last)
+		}
+		last = wait
+		// The job is due again at the end of its wait (years ahead, within
+		// what a store keeps); the test moves the job, not the clock.
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			return tx.EndJob(ctx, "k", "a", "", &consent.Job{Payload: j.Payload, Attempts: j.Attempts, RunAfter: c.Now()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if last < maxBackoff-time.Microsecond { // times are kept to the microsecond
+		t.Errorf("backoff after 30 failures: %v; want MaxBackoff", last)
+	}
+}
+
 // A lost lease cancels the handler's context and its result is dropped.
 func TestLostLeaseCancels(t *testing.T) {
 	s := teststore.Memory(t)
