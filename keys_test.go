@@ -163,5 +163,28 @@ func TestKeysSharedStore(t *testing.T) {
 				t.Errorf("an instance given the rotated keys checking %s: %v", id, err)
 			}
 		}
+
+		// Revocation: key-c, found compromised, verifies nothing on an
+		// instance that revokes it, though the store publishes it and the
+		// instance trusts the store; its start takes key-c as known; and it
+		// is not published. A key both given and revoked is refused.
+		distrusting := instance(consentkit.Config{SigningKeys: []signed.SigningKey{keyA}, TrustPublishedKeys: true, RevokedKeys: []string{"key-c", "key-evil"}})
+		if err := checkIntegrity(distrusting, certificate(t, a, "cert-c"), nil); !errors.Is(err, consent.ErrIntegrity) {
+			t.Errorf("a certificate signed with a revoked key: %v; want an integrity error", err)
+		}
+		if err := checkIntegrity(distrusting, certificate(t, a, "cert-a"), nil); err != nil {
+			t.Errorf("a certificate of a key not revoked: %v", err)
+		}
+		if got := ids(distrusting); slices.Contains(got, "key-c") || slices.Contains(got, "key-evil") {
+			t.Errorf("PublishedKeys = %v: publishes a revoked key", got)
+		}
+		strict := instance(consentkit.Config{SigningKeys: []signed.SigningKey{keyA}, PublicKeys: []signed.PublicKey{{ID: "key-a2", Key: rotated.PublicKeys()[0].Key}},
+			RevokedKeys: []string{"key-c", "key-evil", "key-b"}})
+		if err := strict.PublishKeys(ctx); err != nil {
+			t.Errorf("PublishKeys with the store's other keys revoked: %v", err)
+		}
+		if _, err := consentkit.NewService(st, consentkit.Config{SigningKeys: []signed.SigningKey{keyA}, RevokedKeys: []string{"key-a"}}); err == nil {
+			t.Error("a key both given and revoked was taken")
+		}
 	})
 }

@@ -61,6 +61,14 @@ type Config struct {
 	// (the default), only SigningKeys and PublicKeys verify, and the store
 	// only keeps one key per id (D41).
 	TrustPublishedKeys bool
+	// RevokedKeys are the ids of keys that verify nothing any more, though
+	// the store publishes them: a compromised key, whose signatures anyone
+	// may have made. Every certificate and statement signed with one fails
+	// its integrity check (409), honest ones too; PublishKeys takes them as
+	// known, and they are not published at /.well-known/consentkit-keys.
+	// A key merely rotated out stays in PublicKeys instead. None may be in
+	// SigningKeys or PublicKeys.
+	RevokedKeys []string
 	// UnsignedBefore, with keys, lets certificates created before it that
 	// carry no signature pass the signature check: those issued before
 	// signing was turned on. Zero: every certificate must be signed. (Their
@@ -172,7 +180,7 @@ func NewService(store consent.Store, cfg Config) (*Service, error) {
 		cfg.RecordingIdle < 0 || cfg.IdempotencyWait < 0 || cfg.TokenCacheSize < 0 || cfg.AttestationQueue < 0 || cfg.AttestationQueuePerCompany < 0 {
 		return nil, errors.New("consentkit: Config durations and limits must not be negative (zero means the default)")
 	}
-	if err := checkKeys(cfg.SigningKeys, cfg.PublicKeys); err != nil {
+	if err := checkKeys(cfg.SigningKeys, cfg.PublicKeys, cfg.RevokedKeys); err != nil {
 		return nil, err
 	}
 	if cfg.Now == nil {

@@ -18,8 +18,8 @@ import (
 const DefaultSignatureCacheSize = 1 << 16
 
 // checkKeys refuses keys that cannot be used: a bad id, a key of the wrong
-// size, or two keys of one id.
-func checkKeys(signing []signed.SigningKey, public []signed.PublicKey) error {
+// size, two keys of one id, or a key both given and revoked.
+func checkKeys(signing []signed.SigningKey, public []signed.PublicKey, revoked []string) error {
 	seen := map[string]bool{}
 	for _, k := range signing {
 		if err := consent.CheckID("signing key id", k.ID); err != nil {
@@ -45,8 +45,19 @@ func checkKeys(signing []signed.SigningKey, public []signed.PublicKey) error {
 		}
 		seen[k.ID] = true
 	}
+	for _, id := range revoked {
+		if err := consent.CheckID("revoked key id", id); err != nil {
+			return err
+		}
+		if seen[id] {
+			return fmt.Errorf("consentkit: key %s is both given and revoked (Config.RevokedKeys)", id)
+		}
+	}
 	return nil
 }
+
+// revoked reports whether the key id is one of Config.RevokedKeys.
+func (s *Service) revoked(id string) bool { return slices.Contains(s.cfg.RevokedKeys, id) }
 
 // PublicKeys returns the keys that verify certificates: those of
 // Config.SigningKeys, the first of which signs new certificates, then
@@ -109,7 +120,7 @@ func (s *Service) refuseForeignKeys(ctx context.Context, tx consent.Tx) error {
 	}
 	var foreign []string
 	for _, k := range list {
-		if !slices.ContainsFunc(s.keys, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
+		if !s.revoked(k.ID) && !slices.ContainsFunc(s.keys, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
 			foreign = append(foreign, k.ID)
 		}
 	}
@@ -148,7 +159,7 @@ func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error)
 	err := s.store.View(ctx, func(tx consent.Tx) error {
 		list, err := tx.PublishedKeys(ctx)
 		for _, k := range list {
-			if !slices.ContainsFunc(out, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
+			if !s.revoked(k.ID) && !slices.ContainsFunc(out, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
 				out = append(out, signed.PublicKey{ID: k.ID, Key: k.Key})
 			}
 		}
@@ -164,7 +175,7 @@ func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.Pub
 	if i := slices.IndexFunc(s.keys, func(k signed.PublicKey) bool { return k.ID == id }); i >= 0 {
 		return s.keys[i], true, nil
 	}
-	if !s.cfg.TrustPublishedKeys {
+	if !s.cfg.TrustPublishedKeys || s.revoked(id) {
 		return signed.PublicKey{}, false, nil
 	}
 	if k, ok := s.published.Load(id); ok {

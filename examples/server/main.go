@@ -75,6 +75,7 @@ type options struct {
 
 	webhookAllowPrivate bool
 	trustPublishedKeys  bool
+	revokedKeys         string
 	installRecorder     bool
 }
 
@@ -113,6 +114,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.installRecorder, "install-recorder", true, "when rrweb's recorder is missing and the server runs from a checkout of consentkit with npm at hand, install it ("+strings.Join(npmInstall, " ")+") in the background")
 	fs.BoolVar(&o.trustPublishedKeys, "trust-published-keys", false, "verify certificates with every key published in the store, so that instances with key files of their own need not share them; whoever can write the database can then add a key (D41). Off: instances sharing a store share the key file")
+	fs.StringVar(&o.revokedKeys, "revoked-keys", "", "comma-separated `ids` of signing keys that verify nothing any more, though the store publishes them: a compromised key; every certificate it signed then fails its integrity check (D41)")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback and private addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
 	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
@@ -200,12 +202,20 @@ func (d *days) Set(s string) error {
 	return nil
 }
 
+// splitList returns the non-empty comma-separated items of s, trimmed.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func parseCIDRs(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f == "" {
-			continue
-		}
+	for _, f := range splitList(s) {
 		p, err := netip.ParsePrefix(f)
 		if err != nil {
 			return nil, fmt.Errorf("-trusted-proxies: %q is not a CIDR", f)
@@ -310,7 +320,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		// unsigned; they still verify (their recording hash is checked).
 		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
-		WebhookAllowPrivate: o.webhookAllowPrivate, TrustPublishedKeys: o.trustPublishedKeys,
+		WebhookAllowPrivate: o.webhookAllowPrivate, TrustPublishedKeys: o.trustPublishedKeys, RevokedKeys: splitList(o.revokedKeys),
 	})
 	if err != nil {
 		return err
