@@ -6,7 +6,7 @@
 //		Store:    svc.Store(),
 //		Handlers: append(purger.Handlers(), conversion, webhooks), // retain's and webhook's
 //	})
-//	err = runner.Run(ctx) // until ctx ends
+//	err = runner.Run(ctx) // until ctx ends; errors are logged and retried
 //
 // A job is enqueued with consent.Tx.EnqueueJob inside the transaction of the
 // change that calls for it, so it exists exactly when that change committed.
@@ -194,13 +194,17 @@ func New(cfg Config) (*Runner, error) {
 const minLease = time.Millisecond
 
 // Run does jobs until ctx is done, then returns once the jobs in hand are
-// handed back. Errors are logged and retried, not returned, except when a
-// recurring job cannot be scheduled at start.
+// handed back. Errors are logged and retried, not returned: when the jobs
+// of the recurring kinds cannot be scheduled (Schedule), the handlers run
+// meanwhile, and scheduling is tried again after a backoff from Poll (at
+// most 1 s) doubling up to a minute, until it succeeds or ctx is done.
 func (r *Runner) Run(ctx context.Context) error {
-	if err := r.Schedule(ctx); err != nil {
-		return err
-	}
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.schedule(ctx)
+	}()
 	for _, h := range r.handlers {
 		for i := range h.Concurrency {
 			wg.Add(1)
@@ -212,6 +216,35 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// maxScheduleWait bounds the wait between two tries of Run to schedule the
+// recurring jobs.
+const maxScheduleWait = time.Minute
+
+// schedule calls Schedule until it succeeds or ctx is done, logging each
+// failure, then wakes the idle goroutines to run what it enqueued.
+func (r *Runner) schedule(ctx context.Context) {
+	wait := min(r.cfg.Poll, time.Second)
+	for {
+		err := r.Schedule(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			r.Wake()
+			return
+		}
+		r.cfg.Logger.Error("job runner: recurring jobs not scheduled; trying again", "runner", r.cfg.ID, "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, maxScheduleWait)
+	}
 }
 
 // Schedule enqueues the job of every recurring kind that has none, due now.

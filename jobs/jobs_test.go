@@ -362,6 +362,98 @@ func TestBackoffNeverOverflows(t *testing.T) {
 	}
 }
 
+// flakyEnqueue is a store whose enqueues fail with a transient error (a
+// failover, a reset connection) while failing says so.
+type flakyEnqueue struct {
+	consent.Store
+	failing func() bool
+	failed  atomic.Int32
+}
+
+func (s *flakyEnqueue) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	return s.Store.Update(ctx, func(tx consent.Tx) error { return fn(flakyEnqueueTx{tx, s}) })
+}
+
+type flakyEnqueueTx struct {
+	consent.Tx
+	s *flakyEnqueue
+}
+
+func (tx flakyEnqueueTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
+	if tx.s.failing() {
+		tx.s.failed.Add(1)
+		return errors.New("connection reset by peer")
+	}
+	return tx.Tx.EnqueueJob(ctx, j)
+}
+
+// lockedBuffer is a log shared by goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *lockedBuffer) String() string { b.mu.Lock(); defer b.mu.Unlock(); return b.b.String() }
+
+// Run keeps going when the recurring jobs cannot be scheduled at start:
+// the other handlers run meanwhile, each failure is logged, and scheduling
+// is tried again until it succeeds.
+func TestRunSchedulesUntilItSucceeds(t *testing.T) {
+	s := teststore.Memory(t)
+	enqueue(t, s, "deliver", "m1")
+	var delivered, purged atomic.Int32
+	// Scheduling fails at least once, and until the delivery has run: so
+	// the delivery ran while the recurring job was not scheduled.
+	flaky := &flakyEnqueue{Store: s}
+	flaky.failing = func() bool { return delivered.Load() == 0 || flaky.failed.Load() == 0 }
+	var logs lockedBuffer
+	c := &clock{t: t0}
+	r, err := jobs.New(jobs.Config{Store: flaky, ID: "r1", Now: c.Now, Poll: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Handlers: []jobs.Handler{
+			{Kind: "purge", Every: time.Hour, Do: func(context.Context, *consent.Job) (jobs.Result, error) {
+				purged.Add(1)
+				return jobs.Result{}, nil
+			}},
+			{Kind: "deliver", Do: func(context.Context, *consent.Job) (jobs.Result, error) {
+				delivered.Add(1)
+				return jobs.Result{}, nil
+			}},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	returned := make(chan error, 1)
+	go func() { returned <- r.Run(runCtx) }()
+	deadline := testwait.Near(t)
+	for purged.Load() == 0 {
+		select {
+		case err := <-returned:
+			t.Fatalf("Run returned %v before its context ended (delivered %d, purged %d)", err, delivered.Load(), purged.Load())
+		case <-deadline:
+			t.Fatalf("the recurring job never ran (delivered %d, scheduling failed %d times)", delivered.Load(), flaky.failed.Load())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	cancel()
+	if err := <-returned; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	if delivered.Load() != 1 || purged.Load() != 1 {
+		t.Errorf("delivered %d, purged %d; want each once", delivered.Load(), purged.Load())
+	}
+	n := int(flaky.failed.Load())
+	if got := strings.Count(logs.String(), "recurring jobs not scheduled"); n == 0 || got != n {
+		t.Errorf("scheduling failed %d times, logged %d times; want each failure logged:\n%s", n, got, logs.String())
+	}
+}
+
 // A lost lease cancels the handler's context and its result is dropped.
 func TestLostLeaseCancels(t *testing.T) {
 	s := teststore.Memory(t)
