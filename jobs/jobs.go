@@ -52,11 +52,13 @@ type Handler struct {
 	// the transaction that ends the job. Required.
 	Do func(ctx context.Context, j *consent.Job) (Result, error)
 	// Started, when set, runs in the transaction that leases the job.
+	// When it fails, that transaction is rolled back and the attempt is
+	// recorded as failed, in a transaction of its own, as when Do fails.
 	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
 	// Failed, when set, runs in the transaction that records a failed
 	// attempt, or hands back one cut short by shutdown: cause is what Do
-	// returned (or its panic), and final says the job will not be tried
-	// again.
+	// returned (or its panic), or what Started returned, and final says
+	// the job will not be tried again.
 	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error
 	// Every, when positive, makes the kind recurring: one job of key
 	// EveryKey always exists (each Runner enqueues it when it starts, and
@@ -310,8 +312,14 @@ var errLeaseLost = errors.New("jobs: lease lost")
 
 func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, error) {
 	job, err := r.lease(ctx, h, owner)
+	var notStarted *startError
+	if errors.As(err, &notStarted) {
+		job = notStarted.job
+		log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
+		return true, r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
+	}
 	if consent.ErrorCode(err) == consent.NotFound {
-		return false, nil
+		return false, nil // no job due
 	}
 	if err != nil {
 		return false, err
@@ -348,7 +356,11 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		return true, nil
 	}
 	if err != nil {
-		return true, r.fail(finishCtx, log, h, job, owner, err, ctx.Err() != nil)
+		how := failAttempt
+		if ctx.Err() != nil {
+			how = failStopping
+		}
+		return true, r.fail(finishCtx, log, h, job, owner, err, how)
 	}
 	now := r.cfg.Now()
 	again := res.Again
@@ -392,6 +404,20 @@ func do(ctx context.Context, h *Handler, j *consent.Job) (res Result, err error)
 	return h.Do(ctx, j)
 }
 
+// startError is a Started that failed: the lease that ran it is rolled
+// back.
+type startError struct {
+	job   *consent.Job
+	cause error
+}
+
+func (e *startError) Error() string {
+	return fmt.Sprintf("jobs: %s %s: %v", e.job.Kind, e.job.Key, e.cause)
+}
+
+// lease leases a due job of h's kind and runs h.Started in the same
+// transaction: NotFound when no job is due, a *startError when Started
+// failed.
 func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.Job, error) {
 	var job *consent.Job
 	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
@@ -401,7 +427,9 @@ func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.
 			return err
 		}
 		if h.Started != nil {
-			return h.Started(ctx, tx, job)
+			if err := h.Started(ctx, tx, job); err != nil {
+				return &startError{job: job, cause: fmt.Errorf("start: %w", err)}
+			}
 		}
 		return nil
 	})
@@ -448,15 +476,76 @@ func Permanent(err error) bool {
 	return errors.As(err, &p) && p.Permanent()
 }
 
+// failHow says what a failed attempt was.
+type failHow int
+
+const (
+	failAttempt  failHow = iota // Do failed
+	failStopping                // Do was cut short by shutdown
+	failStart                   // Started failed, and the lease rolled back
+)
+
+// errOtherJob rolls back the lease that fail takes to record a failed
+// Started, when it is another job's.
+var errOtherJob = errors.New("jobs: another job was due first")
+
 // fail records a failed attempt: tried again after a backoff, or failed for
 // good. An attempt cut short by shutdown is handed back at once and not
-// counted.
-func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *consent.Job, owner string, cause error, stopping bool) error {
-	now := r.cfg.Now()
-	next := &consent.Job{Payload: job.Payload, Attempts: job.Attempts, LastError: ErrorText(cause)}
-	final := false
+// counted. When Started failed, the lease rolled back with it: fail leases
+// the job again, in the transaction that records the failure, which is
+// then what counts the attempt.
+func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *consent.Job, owner string, cause error, how failHow) error {
+	var (
+		next  *consent.Job
+		final bool
+	)
+	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+		now := r.cfg.Now()
+		cur := job
+		if how == failStart {
+			j, err := tx.LeaseJob(ctx, []string{h.Kind}, owner, now, now.Add(h.Lease))
+			if err != nil {
+				return err
+			}
+			if j.Kind != job.Kind || j.Key != job.Key {
+				return errOtherJob
+			}
+			cur = j
+		}
+		next, final = r.failed(h, cur, cause, how, now)
+		if err := tx.EndJob(ctx, cur.Kind, cur.Key, owner, next); err != nil {
+			return err
+		}
+		if h.Failed != nil {
+			return h.Failed(ctx, tx, cur, cause, final)
+		}
+		return nil
+	})
 	switch {
-	case stopping:
+	case how == failStart && (errors.Is(err, errOtherJob) || consent.ErrorCode(err) == consent.NotFound):
+		// Another runner took the job meanwhile, or another is due first:
+		// the failure is not recorded, and the job is leased again later.
+		return fmt.Errorf("jobs: %s %s: %w (not recorded: the job was no longer the one due)", job.Kind, job.Key, cause)
+	case consent.ErrorCode(err) == consent.Conflict:
+		return nil // another runner holds it now
+	case err != nil:
+		return err
+	case how == failStopping:
+		log.Info("job interrupted by shutdown; handed back")
+	case final:
+		log.Error("job failed for good", "err", cause)
+	default:
+		log.Warn("job failed; will retry", "err", cause, "retry_at", next.RunAfter)
+	}
+	return nil
+}
+
+// failed returns what a job becomes after a failed attempt, and whether it
+// is failed for good.
+func (r *Runner) failed(h *Handler, job *consent.Job, cause error, how failHow, now time.Time) (next *consent.Job, final bool) {
+	next = &consent.Job{Payload: job.Payload, Attempts: job.Attempts, LastError: ErrorText(cause)}
+	switch {
+	case how == failStopping:
 		next.Attempts, next.RunAfter, next.LastError = job.Attempts-1, now, job.LastError
 	case h.Every > 0:
 		// Never failed for good; the attempts count on until a run
@@ -467,28 +556,7 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 	default:
 		next.RunAfter = now.Add(r.backoff(h, job.Attempts))
 	}
-	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := tx.EndJob(ctx, job.Kind, job.Key, owner, next); err != nil {
-			return err
-		}
-		if h.Failed != nil {
-			return h.Failed(ctx, tx, job, cause, final)
-		}
-		return nil
-	})
-	switch {
-	case consent.ErrorCode(err) == consent.Conflict:
-		return nil // another runner holds it now
-	case err != nil:
-		return err
-	case stopping:
-		log.Info("job interrupted by shutdown; handed back")
-	case final:
-		log.Error("job failed for good", "err", cause)
-	default:
-		log.Warn("job failed; will retry", "err", cause, "retry_at", next.RunAfter)
-	}
-	return nil
+	return next, final
 }
 
 // backoff is the wait after the given number of failed attempts.

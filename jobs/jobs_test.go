@@ -215,6 +215,68 @@ func TestPermanentAndPanic(t *testing.T) {
 	}
 }
 
+// A job whose Started fails is a failed attempt like one whose Do fails:
+// recorded with its backoff and Failed, in a transaction of its own, while
+// Started's writes roll back with its lease; the job after it still runs.
+// A NotFound from Started is such a failure too, not "no job due".
+func TestStartedFails(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+		for _, code := range []consent.Code{consent.NotFound, consent.Invalid} {
+			t.Run(string(code), func(t *testing.T) {
+				s := open(t)
+				c := &clock{t: t0}
+				var ran, failed []string
+				r := runner(t, s, c, jobs.Handler{Kind: "convert", MaxAttempts: 2, Backoff: time.Minute,
+					Started: func(ctx context.Context, tx consent.Tx, j *consent.Job) error {
+						// A write of Started's, kept only if the job starts.
+						if err := tx.EnqueueJob(ctx, &consent.Job{Kind: "started", Key: j.Key, RunAfter: t0, CreatedAt: t0}); err != nil {
+							return err
+						}
+						if j.Key == "a" {
+							return consent.Errorf(code, "session a: no such row")
+						}
+						return nil
+					},
+					Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+						ran = append(ran, j.Key)
+						return jobs.Result{}, nil
+					},
+					Failed: func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error {
+						failed = append(failed, fmt.Sprintf("%s %d %v %v", j.Key, j.Attempts, consent.ErrorCode(cause), final))
+						return nil
+					}})
+				enqueue(t, s, "convert", "a", "b")
+				if !runOnce(t, r, "convert") {
+					t.Fatal("a's failed start: RunOnce says no job was due")
+				}
+				j := job(t, s, "convert", "a")
+				if j == nil || j.LeaseOwner != "" || j.Attempts != 1 || !j.FailedAt.IsZero() ||
+					!j.RunAfter.Equal(c.Now().Add(time.Minute)) || !strings.Contains(j.LastError, "session a: no such row") {
+					t.Fatalf("a after its Started failed: %+v; want a failed attempt, retried in a minute", j)
+				}
+				if job(t, s, "started", "a") != nil {
+					t.Error("the failed Started's write was kept")
+				}
+				if !runOnce(t, r, "convert") || fmt.Sprint(ran) != "[b]" || job(t, s, "started", "b") == nil {
+					t.Fatalf("ran %v; want b run after a's Started failed", ran)
+				}
+				if runOnce(t, r, "convert") {
+					t.Fatal("a taken again before its backoff ran out")
+				}
+				// The second start fails too: a's last attempt, failed for good.
+				c.Add(time.Minute)
+				runOnce(t, r, "convert")
+				if j := job(t, s, "convert", "a"); j == nil || j.Attempts != 2 || j.FailedAt.IsZero() {
+					t.Fatalf("a after its second failed start: %+v; want failed for good", j)
+				}
+				if want := fmt.Sprintf("[a 1 %v false a 2 %v true]", code, code); fmt.Sprint(failed) != want {
+					t.Errorf("Failed told %v; want %v", failed, want)
+				}
+			})
+		}
+	})
+}
+
 // GiveUpAfter fails an old job after a failed attempt, whatever its
 // attempts.
 func TestGiveUpAfter(t *testing.T) {
