@@ -565,42 +565,42 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		if in, asked, err = readInsights(ctx, h.svc, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
+		if c.SessionID != "" {
+			ses, err := tx.Session(ctx, c.SessionID)
+			switch {
+			case consent.ErrorCode(err) == consent.NotFound:
+			case err != nil:
+				return err
+			default:
+				d.Session = ses
+				if !c.RecordingSHA256.IsZero() && ses.RetentionStatus != consent.RetentionExpired {
+					sum, err := consent.RecordingDigest(ctx, tx, ses.ID)
+					if err != nil {
+						return err
+					}
+					recording = &sum
+				}
+			}
+		}
+		// A verification refuses a certificate that fails its integrity
+		// check (409), then one revoked (403), before it grades: the page
+		// grades neither, and says what a verification would answer.
+		var refused string
+		if err := h.svc.CheckIntegrity(ctx, tx, c, recording); errors.Is(err, consent.ErrIntegrity) {
+			d.Integrity = err.Error()
+			refused = strconv.Itoa(http.StatusConflict) + " " + consent.ErrorMessage(consent.ErrIntegrity)
+		} else if err != nil {
+			return err
+		} else if c.Revoked() {
+			refused = strconv.Itoa(http.StatusForbidden) + " This session has opted out"
+		}
 		q := r.URL.Query()
-		if d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile")); err != nil {
-			return err
-		}
-		if c.SessionID == "" {
-			return nil
-		}
-		ses, err := tx.Session(ctx, c.SessionID)
-		if consent.ErrorCode(err) == consent.NotFound {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		d.Session = ses
-		if !c.RecordingSHA256.IsZero() && ses.RetentionStatus != consent.RetentionExpired {
-			sum, err := consent.RecordingDigest(ctx, tx, ses.ID)
-			recording = &sum
-			return err
-		}
-		return nil
+		d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile"), refused)
+		return err
 	})
 	if consent.ErrorCode(err) == consent.NotFound {
 		return consent.Errorf(consent.NotFound, "certificate %s not found", id)
 	}
-	if err != nil {
-		return err
-	}
-	err = h.svc.Store().View(ctx, func(tx consent.Tx) error {
-		if err := h.svc.CheckIntegrity(ctx, tx, d.Cert, recording); errors.Is(err, consent.ErrIntegrity) {
-			d.Integrity = err.Error()
-		} else if err != nil {
-			return err
-		}
-		return nil
-	})
 	if err != nil {
 		return err
 	}

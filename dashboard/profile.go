@@ -121,6 +121,11 @@ type gradeView struct {
 	Names   []string
 	Profile string
 	Error   string
+	// Refused is what a verification of the certificate answers instead
+	// of a grade, "409 certificate integrity check failed" or "403 This
+	// session has opted out"; "" when it would grade it. When set,
+	// Graded is nil: a certificate is graded only as it would be.
+	Refused string
 	Graded  *profile.Graded
 }
 
@@ -131,8 +136,10 @@ type gradeView struct {
 // not holding), and the verdict asked now by judge's rules — asked, the
 // one the page computed by owner's, when judge is owner. An unknown or
 // malformed company or profile is said in the view, not an error.
+// refused, when not "", is what a verification answers instead (the
+// certificate fails its integrity check, or is revoked): no grade then.
 func readGrade(ctx context.Context, svc *consentkit.Service, tx consent.Tx, owner *consent.Company, cert *consent.Certificate,
-	a *consent.Attestation, in *consent.Insights, asked *insights.Asked, now time.Time, judge, name string) (*gradeView, error) {
+	a *consent.Attestation, in *consent.Insights, asked *insights.Asked, now time.Time, judge, name, refused string) (*gradeView, error) {
 	if judge == "" {
 		judge = cert.CompanyID
 	}
@@ -174,6 +181,9 @@ func readGrade(ctx context.Context, svc *consentkit.Service, tx consent.Tx, owne
 		return g, nil
 	case chosen == nil:
 		g.Error = "Company " + judge + " has no profile " + name + "."
+		return g, nil
+	case refused != "":
+		g.Refused = refused
 		return g, nil
 	}
 	pr, err := profile.Decode(chosen)

@@ -12,6 +12,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/internal/teststore"
+	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/profile"
 	"github.com/consentkit/consentkit/wallet"
 )
@@ -146,6 +147,51 @@ func TestCertificateGrade(t *testing.T) {
 			t.Errorf("balance after grading: %v, %v; want %v, nothing charged", after, err, before)
 		}
 	})
+}
+
+// A certificate a verification refuses is graded for no one (D51): the
+// certificate page grades neither one that fails its integrity check,
+// which would be graded by its changed content, nor one revoked, and says
+// instead what a verification answers, 409 or 403.
+func TestCertificateRefusedNotGraded(t *testing.T) {
+	st, db := teststore.SQLiteWithDB(t)
+	svc, _ := fixture(t, st)
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	for _, c := range []string{"acme", "other"} {
+		tab := "/dashboard/companies/" + c + "/profiles"
+		b.get(tab)
+		if code, body := b.post(tab, url.Values{"name": {"brands"}, "rules": {`{"brand_names":{"names":["Globex"]}}`}}); code != http.StatusOK {
+			t.Fatalf("add to %s: %d %s", c, code, body)
+		}
+	}
+	const acme = "/dashboard/companies/acme/certificates/cert-acme?profile=brands"
+	_, body := b.get(acme)
+	contains(t, "acme before", body, `id="grade-result">fail</span>`)
+	// The consent's text changed in the store to name the brand: the
+	// signature no longer holds, and the changed text would pass.
+	if _, err := db.Exec(`UPDATE certificates SET records = CAST(replace(CAST(records AS TEXT), 'Acme Insurance', 'Globex') AS BLOB) WHERE id = 'cert-acme'`); err != nil {
+		t.Fatal(err)
+	}
+	_, body = b.get(acme)
+	contains(t, "changed", body, "does not match its content", `id="grade-refused">409 certificate integrity check failed</span>`)
+	if strings.Contains(body, `id="grade-result"`) || strings.Contains(body, `id="grade-rules"`) {
+		t.Error("a certificate failing its integrity check is graded")
+	}
+
+	const other = "/dashboard/companies/other/certificates/cert-other?profile=brands"
+	_, body = b.get(other)
+	contains(t, "other before", body, `id="grade-result">fail</span>`)
+	if _, err := optout.New(svc).OptOut(ctx, optout.Request{CompanyID: "other", CertificateID: "cert-other"}); err != nil {
+		t.Fatal(err)
+	}
+	_, body = b.get(other)
+	contains(t, "revoked", body, `id="grade-refused">403 This session has opted out</span>`)
+	if strings.Contains(body, `id="grade-result"`) || strings.Contains(body, "integrity check failed") {
+		t.Error("a revoked certificate is graded, or said to fail its integrity check")
+	}
 }
 
 // The certificate page grades by a profile of any company, as that
