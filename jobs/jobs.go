@@ -18,6 +18,9 @@
 // Permanent() bool method that says true). A job whose runner dies is taken
 // again by any runner once its lease runs out, so every job is done at least
 // once; a handler must therefore be safe to run again for the same job.
+// Jobs handle input from the public: a panic in a handler's Do, Started,
+// Commit or Failed fails the attempt like an error, never the process, and
+// one in After is logged.
 //
 // Runners on many machines may share one store: a lease keeps the others
 // off a job. A lease goes to the company holding the fewest, and a job's
@@ -57,8 +60,9 @@ type Handler struct {
 	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
 	// Failed, when set, runs in the transaction that records a failed
 	// attempt, or hands back one cut short by shutdown: cause is what Do
-	// returned (or its panic), or what Started returned, and final says
-	// the job will not be tried again.
+	// or Started returned, or the panic of Do, Started or Commit, and
+	// final says the job will not be tried again. When Failed itself
+	// panics, the attempt is recorded without Failed's writes.
 	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error
 	// Every, when positive, makes the kind recurring: one job of key
 	// EveryKey always exists (each Runner enqueues it when it starts, and
@@ -350,8 +354,8 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	defer stop()
 	if errors.Is(context.Cause(doCtx), errLeaseLost) {
 		log.Warn("lease lost to another runner; result discarded")
-		if err == nil && res.After != nil {
-			res.After(finishCtx, false)
+		if err == nil {
+			after(finishCtx, log, res.After, false)
 		}
 		return true, nil
 	}
@@ -379,18 +383,55 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 			return err
 		}
 		if res.Commit != nil {
-			return res.Commit(finishCtx, tx)
+			return recovered("Commit", func() error { return res.Commit(finishCtx, tx) })
 		}
 		return nil
 	})
-	if res.After != nil {
-		res.After(finishCtx, err == nil)
-	}
-	if consent.ErrorCode(err) == consent.Conflict {
+	after(finishCtx, log, res.After, err == nil)
+	var p *panicked
+	switch {
+	case consent.ErrorCode(err) == consent.Conflict:
 		log.Warn("lease lost to another runner before the result was recorded")
 		return true, nil
+	case errors.As(err, &p):
+		// The job is still leased: its transaction rolled back.
+		return true, r.fail(finishCtx, log, h, job, owner, p, failAttempt)
 	}
 	return true, err
+}
+
+// panicked is a panic of a handler's function, recovered.
+type panicked struct {
+	what  string
+	value any
+}
+
+func (p *panicked) Error() string { return fmt.Sprintf("%s panicked: %v", p.what, p.value) }
+
+// recovered calls fn, the handler's function named what; a panic is
+// returned as a *panicked error. Like Do's, a panic of Started, Commit or
+// Failed fails the attempt, never the process.
+func recovered(what string, fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicked{what: what, value: p}
+		}
+	}()
+	return fn()
+}
+
+// after calls a Result's After, when set; a panic is logged.
+func after(ctx context.Context, log *slog.Logger, fn func(ctx context.Context, committed bool), committed bool) {
+	if fn == nil {
+		return
+	}
+	err := recovered("After", func() error {
+		fn(ctx, committed)
+		return nil
+	})
+	if err != nil {
+		log.Error("job's After panicked", "err", err, "committed", committed)
+	}
 }
 
 // do calls h.Do; a panic fails the attempt like an error, never the
@@ -427,7 +468,7 @@ func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.
 			return err
 		}
 		if h.Started != nil {
-			if err := h.Started(ctx, tx, job); err != nil {
+			if err := recovered("Started", func() error { return h.Started(ctx, tx, job) }); err != nil {
 				return &startError{job: job, cause: fmt.Errorf("start: %w", err)}
 			}
 		}
@@ -499,28 +540,39 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 		next  *consent.Job
 		final bool
 	)
-	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
-		now := r.cfg.Now()
-		cur := job
-		if how == failStart {
-			j, err := tx.LeaseJob(ctx, []string{h.Kind}, owner, now, now.Add(h.Lease))
-			if err != nil {
+	record := func(hook bool) error {
+		return r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+			now := r.cfg.Now()
+			cur := job
+			if how == failStart {
+				j, err := tx.LeaseJob(ctx, []string{h.Kind}, owner, now, now.Add(h.Lease))
+				if err != nil {
+					return err
+				}
+				if j.Kind != job.Kind || j.Key != job.Key {
+					return errOtherJob
+				}
+				cur = j
+			}
+			next, final = r.failed(h, cur, cause, how, now)
+			if err := tx.EndJob(ctx, cur.Kind, cur.Key, owner, next); err != nil {
 				return err
 			}
-			if j.Kind != job.Kind || j.Key != job.Key {
-				return errOtherJob
+			if hook && h.Failed != nil {
+				return recovered("Failed", func() error { return h.Failed(ctx, tx, cur, cause, final) })
 			}
-			cur = j
-		}
-		next, final = r.failed(h, cur, cause, how, now)
-		if err := tx.EndJob(ctx, cur.Kind, cur.Key, owner, next); err != nil {
-			return err
-		}
-		if h.Failed != nil {
-			return h.Failed(ctx, tx, cur, cause, final)
-		}
-		return nil
-	})
+			return nil
+		})
+	}
+	err := record(true)
+	var p *panicked
+	if errors.As(err, &p) {
+		// Recorded without Failed, whose writes roll back: else the job,
+		// taken again when its lease runs out, would panic again for good.
+		log.Error("job's Failed panicked; the failed attempt is recorded without it", "err", p, "cause", cause)
+		cause = fmt.Errorf("%w (then %w)", cause, p)
+		err = record(false)
+	}
 	switch {
 	case how == failStart && (errors.Is(err, errOtherJob) || consent.ErrorCode(err) == consent.NotFound):
 		// Another runner took the job meanwhile, or another is due first:

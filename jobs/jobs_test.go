@@ -277,6 +277,101 @@ func TestStartedFails(t *testing.T) {
 	})
 }
 
+// noPanic runs RunOnce and fails the test if it panics: in Run, a panic
+// that is not recovered kills the process.
+func noPanic(t *testing.T, r *jobs.Runner, kind string) (worked bool, err error) {
+	t.Helper()
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("RunOnce panicked: %v", p)
+		}
+	}()
+	return r.RunOnce(ctx, kind)
+}
+
+// A panic in Started, Commit or Failed fails the attempt like one in Do,
+// never the process, and what the panicking function wrote rolls back; a
+// panic in After is logged. A job whose hook panics is retried after its
+// backoff, not left leased to panic again in the next runner.
+func TestHooksPanic(t *testing.T) {
+	// marker is written by the function that then panics.
+	marker := func(ctx context.Context, tx consent.Tx, key string) {
+		if err := tx.EnqueueJob(ctx, &consent.Job{Kind: "marker", Key: key, RunAfter: t0, CreatedAt: t0}); err != nil {
+			panic(err)
+		}
+		panic("boom")
+	}
+	ok := func(ctx context.Context, j *consent.Job) (jobs.Result, error) { return jobs.Result{}, nil }
+	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+		for _, c := range []struct {
+			name    string
+			h       jobs.Handler
+			lastErr []string // what the failed attempt keeps
+			done    bool     // the job is done instead
+		}{
+			{name: "Started", h: jobs.Handler{Do: ok,
+				Started: func(ctx context.Context, tx consent.Tx, j *consent.Job) error {
+					marker(ctx, tx, j.Key)
+					return nil
+				}},
+				lastErr: []string{"Started panicked", "boom"}},
+			{name: "Commit", h: jobs.Handler{Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+				return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+					marker(ctx, tx, j.Key)
+					return nil
+				}}, nil
+			}},
+				lastErr: []string{"Commit panicked", "boom"}},
+			{name: "Failed", h: jobs.Handler{Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+				return jobs.Result{}, errors.New("down")
+			}, Failed: func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error {
+				marker(ctx, tx, j.Key)
+				return nil
+			}},
+				lastErr: []string{"down", "Failed panicked", "boom"}},
+			{name: "After", h: jobs.Handler{Do: func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+				return jobs.Result{After: func(ctx context.Context, committed bool) { panic("boom") }}, nil
+			}},
+				done: true},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				s := open(t)
+				clk := &clock{t: t0}
+				var logs lockedBuffer
+				h := c.h
+				h.Kind, h.Backoff = "k", time.Minute
+				r, err := jobs.New(jobs.Config{Store: s, Handlers: []jobs.Handler{h}, ID: "r1", Now: clk.Now,
+					Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				enqueue(t, s, "k", "a")
+				if worked, err := noPanic(t, r, "k"); !worked || err != nil {
+					t.Fatalf("RunOnce = %v, %v; want the attempt done or recorded as failed", worked, err)
+				}
+				j := job(t, s, "k", "a")
+				if c.done {
+					if j != nil || !strings.Contains(logs.String(), "After panicked") {
+						t.Errorf("job %+v, log %q; want it done and the panic logged", j, logs.String())
+					}
+					return
+				}
+				if j == nil || j.LeaseOwner != "" || j.Attempts != 1 || !j.FailedAt.IsZero() || !j.RunAfter.Equal(clk.Now().Add(time.Minute)) {
+					t.Fatalf("job after the panic: %+v; want a failed attempt, retried in a minute", j)
+				}
+				for _, want := range c.lastErr {
+					if !strings.Contains(j.LastError, want) {
+						t.Errorf("the job's last error %q does not say %q", j.LastError, want)
+					}
+				}
+				if job(t, s, "marker", "a") != nil {
+					t.Error("the write of the function that panicked was kept")
+				}
+			})
+		}
+	})
+}
+
 // GiveUpAfter fails an old job after a failed attempt, whatever its
 // attempts.
 func TestGiveUpAfter(t *testing.T) {
