@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/consentkit/consentkit"
@@ -66,7 +68,9 @@ func chunkBody(seq int) string {
 // of a minute later that much is back (D52).
 func TestCaptureClientByteBudget(t *testing.T) {
 	e, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1})
-	s := startFrom(t, h, "203.0.113.1", "acme-form")
+	// Started from another address: a start's body spends its address's
+	// budget too, and these count the chunks alone.
+	s := startFrom(t, h, "198.51.100.1", "acme-form")
 	events := "/capture/sessions/" + s.SessionID + "/events"
 	var codes []int
 	for seq := range 6 {
@@ -90,7 +94,7 @@ func TestCaptureClientByteBudget(t *testing.T) {
 	}
 
 	// Another address: a budget of its own, spent by malformed bodies too.
-	other := startFrom(t, h, "203.0.113.2", "acme-form")
+	other := startFrom(t, h, "198.51.100.2", "acme-form")
 	otherEvents := "/capture/sessions/" + other.SessionID + "/events"
 	for range 5 {
 		if rec := from(h, "203.0.113.2", otherEvents, other.UploadToken, `{"seq":0,"events":[`+strings.Repeat(" ", 7<<10)); rec.Code != 400 {
@@ -118,7 +122,7 @@ func TestCaptureClientByteBudget(t *testing.T) {
 func TestCaptureClientByteBudgetIPv6(t *testing.T) {
 	_, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1})
 	const a, b, other = "2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe", "2001:db8:1:3::1"
-	s := startFrom(t, h, a, "acme-form")
+	s := startFrom(t, h, "2001:db8:9::1", "acme-form") // another /64: these count the chunks alone
 	events := "/capture/sessions/" + s.SessionID + "/events"
 	var codes []int
 	for seq := range 6 {
@@ -136,11 +140,64 @@ func TestCaptureClientByteBudgetIPv6(t *testing.T) {
 			t.Errorf("%s, over its /64's budget: %d, Retry-After %q; want 429", ip, rec.Code, rec.Header().Get("Retry-After"))
 		}
 	}
-	o := startFrom(t, h, other, "acme-form")
+	o := startFrom(t, h, "2001:db8:9::1", "acme-form")
 	for seq := range 5 {
 		if rec := from(h, other, "/capture/sessions/"+o.SessionID+"/events", o.UploadToken, chunkBody(seq)); rec.Code != 200 {
 			t.Errorf("another /64, chunk %d: %d %s; want 200", seq, rec.Code, rec.Body)
 		}
+	}
+}
+
+// Every byte read of a capture body is charged to the client's budget,
+// whatever comes of the body: one over the route's limit (413), one cut
+// short by its client (400), and a session start's (D52). Else a client
+// sending bodies just over the limit could have the server read them
+// without end.
+func TestCaptureBudgetChargesEveryBodyRead(t *testing.T) {
+	_, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1,
+		CaptureStartsPerMinute: 1000})
+
+	// Over the limit: 12 KiB of a 13 KiB body read, 40 KiB at once. The
+	// sessions are started from another address, whose budget their
+	// bodies spend.
+	s := startFrom(t, h, "198.51.100.1", "acme-form")
+	events := "/capture/sessions/" + s.SessionID + "/events"
+	over := `{"seq":0,"events":[{"type":3,"timestamp":1,"x":"` + strings.Repeat("x", 13<<10) + `"}]}`
+	var codes []int
+	for range 3 {
+		codes = append(codes, from(h, "203.0.113.1", events, s.UploadToken, over).Code)
+	}
+	if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(0)); fmt.Sprint(codes) != "[413 413 413]" || rec.Code != 429 {
+		t.Errorf("bodies over the limit %v, then a chunk of 8 KiB: %d %s; want three 413 then 429", codes, rec.Code, rec.Body)
+	}
+
+	// Cut short: 7 KiB read, then the client's connection fails.
+	s = startFrom(t, h, "198.51.100.1", "acme-form")
+	events = "/capture/sessions/" + s.SessionID + "/events"
+	for i := range 5 {
+		req := httptest.NewRequest("POST", events, io.MultiReader(strings.NewReader(chunkBody(0)[:7<<10]), iotest.ErrReader(io.ErrUnexpectedEOF)))
+		req.Header.Set("Origin", formOrigin)
+		req.Header.Set("Authorization", "Bearer "+s.UploadToken)
+		req.RemoteAddr = "203.0.113.2:1000"
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 400 {
+			t.Fatalf("body cut short %d: %d %s; want 400", i, rec.Code, rec.Body)
+		}
+	}
+	if rec := from(h, "203.0.113.2", events, s.UploadToken, chunkBody(0)); rec.Code != 429 {
+		t.Errorf("after 35 KiB of bodies cut short, a chunk: %d %s; want 429", rec.Code, rec.Body)
+	}
+
+	// Session starts: 8 KiB each (a member the route ignores).
+	start := `{"property_id":"acme-form","url":"` + formPage + `","pad":"` + strings.Repeat("x", 8<<10-100) + `"}`
+	for i := range 5 {
+		if rec := from(h, "203.0.113.3", "/capture/sessions", "", start); rec.Code != 201 {
+			t.Fatalf("start %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	if rec := from(h, "203.0.113.3", "/capture/sessions", "", start); rec.Code != 429 {
+		t.Errorf("after 40 KiB of session starts, another: %d %s; want 429", rec.Code, rec.Body)
 	}
 }
 

@@ -166,25 +166,30 @@ const MaxBodyBytes = 1 << 20
 // struct. Over limit bytes (0: MaxBodyBytes) is TooLarge; malformed JSON, a wrong type,
 // anything after the object, or text that is not valid Unicode is Invalid,
 // naming the field where it can. Unknown fields are ignored (D29). charge,
-// when not nil, is given the body's size once it is read, before it is
-// parsed; its error refuses the request.
+// when not nil, is given the number of bytes read of the body once they
+// are read, before anything else is done with them, whatever the reading
+// came to: a body over the limit, or cut short, is charged what was read
+// of it (up to the limit); its error refuses the request.
 func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge func(n int) error) error {
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
 	// http.MaxBytesReader holds the body to the limit, and has the server
 	// close the connection rather than read on.
-	data, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
+	body := &countingBody{ReadCloser: r.Body}
+	data, err := readAll(http.MaxBytesReader(w, body, limit), r.ContentLength)
+	if charge != nil {
+		// The byte read past the limit only shows that the body is over
+		// it; a budget that holds the largest body holds the limit.
+		if err := charge(int(min(body.n, limit))); err != nil {
+			return err
+		}
+	}
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
 			return consent.Errorf(consent.TooLarge, "request body over %d bytes", limit)
 		}
 		return consent.Errorf(consent.Invalid, "request body could not be read")
-	}
-	if charge != nil {
-		if err := charge(len(data)); err != nil {
-			return err
-		}
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return consent.Errorf(consent.Invalid, "request body must be a JSON object")
@@ -219,6 +224,18 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge f
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
 	}
 	return nil
+}
+
+// countingBody counts the bytes read of a request body.
+type countingBody struct {
+	io.ReadCloser
+	n int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
 }
 
 // presize is the most readAll sets aside before a body's bytes arrive: a

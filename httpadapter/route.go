@@ -309,7 +309,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 	req := rt.newReq()
 	if rt.body {
 		var charge func(int) error
-		if rt.Limit == CaptureLimit {
+		if rt.Group == CaptureGroup { // session starts too
 			charge = func(n int) error { return h.takeBytes(r, c, n) }
 		}
 		if err := decode(w, r, req, rt.MaxBody, charge); err != nil {
