@@ -93,6 +93,13 @@ type StartRequest struct {
 	// Origin is the browser's Origin header, required: one of the
 	// property's allowed origins.
 	Origin string
+	// Admit, when set, is asked once the property is found and both
+	// origins are allowed, before the session is created: its error
+	// refuses the start as it is. The HTTP layer takes the property's
+	// limit on starts here, so that a start refused for its origin spends
+	// none of it. It is asked inside the store's transaction, so a
+	// transaction the store runs again may ask twice.
+	Admit func(propertyID string) error
 }
 
 // Started is a new recording session.
@@ -125,6 +132,11 @@ func (c *Service) Start(ctx context.Context, req StartRequest) (*Started, error)
 		}
 		if !prop.AllowsOrigin(req.Origin) || !prop.AllowsOrigin(pageOrigin) {
 			return ErrOrigin
+		}
+		if req.Admit != nil {
+			if err := req.Admit(prop.ID); err != nil {
+				return err
+			}
 		}
 		ses, err := c.svc.StartSessionTx(ctx, tx, consentkit.SessionParams{
 			CompanyID: prop.CompanyID, PropertyID: prop.ID, URL: req.URL,

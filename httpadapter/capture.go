@@ -100,12 +100,18 @@ func (h *Handler) startCapture(ctx context.Context, c Caller, req *startRequest)
 	if err := consent.CheckID("property_id", req.PropertyID); err != nil {
 		return nil, err
 	}
+	start := capture.StartRequest{PropertyID: req.PropertyID, URL: req.URL, Origin: c.Origin}
 	if lim := h.limits[capturePropertyLimit]; lim != nil {
-		if wait, err := lim.Allow(req.PropertyID); err != nil {
-			return nil, limited(wait)
+		// Taken once the property allows both origins: a page of another
+		// origin, answered 403, spends none of the property's starts.
+		start.Admit = func(propertyID string) error {
+			if wait, err := lim.Allow(propertyID); err != nil {
+				return limited(wait)
+			}
+			return nil
 		}
 	}
-	s, err := h.capture.Start(ctx, capture.StartRequest{PropertyID: req.PropertyID, URL: req.URL, Origin: c.Origin})
+	s, err := h.capture.Start(ctx, start)
 	if err != nil {
 		return nil, err
 	}

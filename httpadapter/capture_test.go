@@ -182,6 +182,34 @@ func TestCaptureStartLimits(t *testing.T) {
 	}
 }
 
+// A start refused for its origin spends none of the property's starts:
+// the limit is taken once the property allows the Origin and the page.
+// Else any page, posting text/plain across origins (no preflight), each
+// answered 403, could use them up and have the property's own forms
+// answered 429.
+func TestCaptureForeignStartsSpareThePropertyLimit(t *testing.T) {
+	_, h := capturing(t, teststore.Memory(t), httpadapter.Config{CaptureStartsPerMinute: -1, CapturePropertyPerMinute: 2})
+	start := func(origin, page string) int {
+		return call(h, "POST", "/capture/sessions", origin, "", `{"property_id":"acme-form","url":"`+page+`"}`,
+			"Content-Type", "text/plain;charset=UTF-8").Code
+	}
+	for i := range 5 {
+		if code := start(evilOrigin, evilOrigin+"/x"); code != 403 {
+			t.Fatalf("start %d from another origin: %d, want 403", i, code)
+		}
+		if code := start(formOrigin, evilOrigin+"/x"); code != 403 {
+			t.Fatalf("start %d of a page of another origin: %d, want 403", i, code)
+		}
+	}
+	var codes []int
+	for range 3 {
+		codes = append(codes, start(formOrigin, formPage))
+	}
+	if fmt.Sprint(codes) != "[201 201 429]" {
+		t.Errorf("after ten starts refused for their origins, the property's own: %v; want 201 201 429 (2 per property)", codes)
+	}
+}
+
 // A preflight reads the store (the property's or the session's origins),
 // so it is limited per client address as the capture posts are
 // (Config.CapturePerMinute): an anonymous client cannot make the server
