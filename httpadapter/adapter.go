@@ -127,6 +127,9 @@ type Handler struct {
 	profiles profile.Profiles
 
 	operatorDigest []byte // SHA-256 of Config.OperatorSecret; nil: none
+	// operatorFailures counts each client's wrong operator secrets
+	// (OperatorFailuresPerMinute, authenticateOperator).
+	operatorFailures *ratelimit.Limiter
 
 	held chan struct{} // a slot for each refusal held (RefusalHold)
 }
@@ -181,6 +184,8 @@ func New(cfg Config) (*Handler, error) {
 		optout:  optout.New(cfg.Service).LimitIdleRecords(setting(cfg.OptOutIdleRecordsPerMinute, optout.DefaultIdleRecordsPerMinute)),
 		capture: capture.New(cfg.Service),
 		limits:  map[Limit]*ratelimit.Limiter{},
+
+		operatorFailures: ratelimit.New(OperatorFailuresPerMinute, cfg.MaxLimiterKeys, cfg.Service.Now),
 	}
 	for l, n := range map[Limit]int{
 		OptOutLimit:          setting(cfg.OptOutPerMinute, 10),

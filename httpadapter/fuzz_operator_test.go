@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -156,6 +157,7 @@ func FuzzOperatorAPI(f *testing.F) {
 	}))
 	auditFixture := len(entries)
 
+	var clients atomic.Uint32
 	f.Fuzz(func(t *testing.T, route uint8, company, endpoint, query, body, auth string) {
 		rt := operatorRoutes[int(route)%len(operatorRoutes)]
 		segments := []string{company}
@@ -167,6 +169,10 @@ func FuzzOperatorAPI(f *testing.F) {
 			query = "" // only the two pages read a query
 		}
 		req := fuzzRequest(rt.method, "/operator/companies", segments, suffix, query, body)
+		// Each from an address of its own: the wrong secrets the fuzzer
+		// sends would spend one address's (OperatorFailuresPerMinute), and
+		// the right one be answered 429.
+		req.RemoteAddr = nthClient(clients.Add(1))
 		canonical := auth == ""
 		if canonical {
 			auth = "Bearer " + operatorSecret

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"net/netip"
 	"reflect"
@@ -289,7 +290,7 @@ func (h *Handler) run(rt *route, w http.ResponseWriter, r *http.Request) (any, *
 		}
 		c.UploadToken = secret
 	} else if rt.Auth == AuthOperator {
-		if err := h.authenticateOperator(r); err != nil {
+		if err := h.authenticateOperator(r, c); err != nil {
 			return nil, nil, err
 		}
 		ctx = consentkit.WithActor(ctx, consent.ActorOperator)
@@ -384,19 +385,46 @@ func setQuery(v reflect.Value, fields []pathField, r *http.Request) error {
 	return nil
 }
 
+// OperatorFailuresPerMinute bounds the wrong operator secrets a client
+// address (an IPv6 client's network, D20) may send: a bucket of as many,
+// refilled at as many a minute, the attempts the dashboard's login allows
+// (its DefaultLoginsPerMinute).
+const OperatorFailuresPerMinute = 10
+
 // authenticateOperator checks the Bearer operator secret, in constant time
 // against its digest. With no Config.OperatorSecret every request is
-// refused.
-func (h *Handler) authenticateOperator(r *http.Request) error {
+// refused. Each wrong secret is logged, never the secret, and spends one
+// of the client address's OperatorFailuresPerMinute; a client that has
+// none left is refused, 429 with Retry-After, before its secret is looked
+// at, the right one too: were the right one let in, the answer would tell
+// a right guess from a wrong one and the limit would limit nothing.
+// Another client address is not limited, and right secrets spend nothing.
+// Memory is bounded (Config.MaxLimiterKeys): when the limiter holds that
+// many clients that have spent wrong secrets, a new client has no bucket
+// and its secret is still checked, as the dashboard's login does.
+func (h *Handler) authenticateOperator(r *http.Request, c Caller) error {
+	key, err := h.clientKey(r, c)
+	if err != nil {
+		return err
+	}
+	if wait := h.operatorFailures.Wait(key); wait > 0 {
+		return limited(wait)
+	}
 	secret, err := bearer(r)
 	if err != nil {
 		return err
 	}
 	got := sha256.Sum256([]byte(secret))
-	if h.operatorDigest == nil || subtle.ConstantTimeCompare(got[:], h.operatorDigest) != 1 {
-		return consent.Errorf(consent.Unauthorized, "the operator secret is wrong")
+	if h.operatorDigest != nil && subtle.ConstantTimeCompare(got[:], h.operatorDigest) == 1 {
+		return nil
 	}
-	return nil
+	wait, err := h.operatorFailures.Allow(key)
+	h.log.WarnContext(r.Context(), "consentkit: an operator API request had a wrong operator secret",
+		"client", c.ClientIP.String(), "method", r.Method, "path", r.URL.Path, "request_id", consentkit.RequestIDFrom(r.Context()))
+	if errors.Is(err, ratelimit.ErrEmpty) { // spent meanwhile by another request of the client
+		return limited(wait)
+	}
+	return consent.Errorf(consent.Unauthorized, "the operator secret is wrong")
 }
 
 // authenticate checks the Authorization header (D6, D7). It returns no

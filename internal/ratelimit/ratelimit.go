@@ -115,6 +115,26 @@ func (l *Limiter) AllowN(key string, cost int) (time.Duration, error) {
 	return 0, nil
 }
 
+// Wait returns how long until key may take a token, without taking one:
+// 0 when Allow would allow it now, or when key has no bucket (a new key
+// starts full). A key limited for what it did (a wrong secret, say)
+// refuses every request while Wait is not 0, so that the answer to one it
+// would otherwise allow tells nothing.
+func (l *Limiter) Wait(key string) time.Duration {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.keys[key]
+	if !ok {
+		return 0
+	}
+	next := b.full
+	if next.Before(now) {
+		next = now
+	}
+	return max(0, next.Add(l.interval).Sub(now)-time.Duration(l.burst)*l.interval)
+}
+
 // Len returns the number of keys held.
 func (l *Limiter) Len() int {
 	l.mu.Lock()

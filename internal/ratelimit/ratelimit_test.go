@@ -165,3 +165,41 @@ func TestLimiterBurst(t *testing.T) {
 		t.Errorf("with what came back spent: %v, want ErrEmpty", err)
 	}
 }
+
+// Wait tells how long until a key may take a token, as Allow would, and
+// takes none: a new key may at once; a key that spent its bucket waits
+// the interval of one token, less the time gone by.
+func TestLimiterWait(t *testing.T) {
+	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	l := New(10, 100, func() time.Time { return clock })
+	if w := l.Wait("a"); w != 0 || l.Len() != 0 {
+		t.Fatalf("a new key: wait %v, %d keys held; want 0, none made", w, l.Len())
+	}
+	for i := range 10 {
+		if w := l.Wait("a"); w != 0 {
+			t.Fatalf("after %d tokens: wait %v, want 0", i, w)
+		}
+		if _, err := l.Allow("a"); err != nil {
+			t.Fatalf("token %d: %v", i+1, err)
+		}
+	}
+	for range 3 { // asking takes nothing
+		if w := l.Wait("a"); w != 6*time.Second {
+			t.Fatalf("an empty bucket: wait %v, want 6s", w)
+		}
+	}
+	if w, err := l.Allow("a"); !errors.Is(err, ErrEmpty) || w != 6*time.Second {
+		t.Errorf("Allow on an empty bucket: %v, %v; want ErrEmpty, 6s as Wait said", w, err)
+	}
+	clock = clock.Add(4 * time.Second)
+	if w := l.Wait("a"); w != 2*time.Second {
+		t.Errorf("4 s later: wait %v, want 2s", w)
+	}
+	clock = clock.Add(2 * time.Second)
+	if w := l.Wait("a"); w != 0 {
+		t.Errorf("6 s later: wait %v, want 0", w)
+	}
+	if w := l.Wait("b"); w != 0 {
+		t.Errorf("another key: wait %v, want 0", w)
+	}
+}
