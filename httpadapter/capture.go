@@ -24,11 +24,17 @@ const preflightMaxAge = "600"
 // another origin never reads what the service says. A success means the
 // capture service accepted the origin; after an error, the session's
 // property is asked, and an error of a start (no session yet) is never
-// readable across origins.
+// readable across origins. Nor is a 429: a refusal by a limit or budget
+// reads nothing of the store, else a client that ignores Retry-After
+// would have the store read at every request all the same (the snippet
+// retries a 429 as it retries an answer it cannot read).
 func (h *Handler) cors(w http.ResponseWriter, r *http.Request, err error) {
 	w.Header().Add("Vary", "Origin")
 	origin := r.Header.Get("Origin")
 	if origin == "" || errors.Is(err, capture.ErrOrigin) {
+		return
+	}
+	if he := (*httpError)(nil); errors.As(err, &he) && he.status == http.StatusTooManyRequests {
 		return
 	}
 	if err != nil {

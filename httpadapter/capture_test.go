@@ -2,6 +2,7 @@ package httpadapter_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,6 +209,49 @@ func TestCaptureForeignStartsSpareThePropertyLimit(t *testing.T) {
 	}
 	if fmt.Sprint(codes) != "[201 201 429]" {
 		t.Errorf("after ten starts refused for their origins, the property's own: %v; want 201 201 429 (2 per property)", codes)
+	}
+}
+
+// viewCounted counts the read-only transactions run on a store.
+type viewCounted struct {
+	consent.Store
+	views atomic.Int64
+}
+
+func (s *viewCounted) View(ctx context.Context, fn func(consent.Tx) error) error {
+	s.views.Add(1)
+	return s.Store.View(ctx, fn)
+}
+
+// A capture request refused by a limit, 429, reads nothing of the store
+// for its CORS headers, and so carries none: a client that ignores
+// Retry-After and is answered at once (more refusals than can be held)
+// costs no read of the session and its property at every request.
+func TestCaptureRefusalsReadNoStore(t *testing.T) {
+	st := &viewCounted{Store: teststore.Memory(t)}
+	_, h := capturing(t, st, httpadapter.Config{CapturePerMinute: 1, RefusalHold: -1})
+	s := startSession(t, h)
+	events := "/capture/sessions/" + s.SessionID + "/events"
+	if rec := call(h, "POST", events, formOrigin, s.UploadToken, `{"seq":0,"events":`+rrwebChunk+`}`); rec.Code != 200 ||
+		rec.Header().Get("Access-Control-Allow-Origin") != formOrigin {
+		t.Fatalf("chunk: %d %s, Access-Control-Allow-Origin %q", rec.Code, rec.Body, rec.Header().Get("Access-Control-Allow-Origin"))
+	}
+	before := st.views.Load()
+	var cors []string
+	for i := range 10 {
+		rec := call(h, "POST", events, formOrigin, s.UploadToken, `{"seq":1,"events":`+rrwebChunk+`}`)
+		if rec.Code != 429 {
+			t.Fatalf("refusal %d: %d %s; want 429", i, rec.Code, rec.Body)
+		}
+		if o := rec.Header().Get("Access-Control-Allow-Origin"); o != "" {
+			cors = append(cors, o)
+		}
+	}
+	if len(cors) > 0 {
+		t.Errorf("refusals with Access-Control-Allow-Origin %q; want none", cors)
+	}
+	if n := st.views.Load() - before; n != 0 {
+		t.Errorf("10 refusals read the store %d times; want none", n)
 	}
 }
 
