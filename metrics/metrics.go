@@ -62,7 +62,7 @@ func New() *Metrics {
 		}, []string{"route", "code"}),
 		captureBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "consentkit_capture_body_bytes_total",
-			Help: "Bytes of capture bodies (chunks, consents) read, by outcome: refused by the client's byte budget, or allowed (every body when there is no such budget).",
+			Help: "Bytes of capture bodies (session starts, chunks, consents) read, by outcome: refused by the client's byte budget, or allowed (every body when there is no such budget).",
 		}, []string{"outcome"}),
 		budgetHits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "consentkit_capture_budget_refusals_total",

@@ -91,7 +91,8 @@ func TestScrape(t *testing.T) {
 		t.Fatalf("match with a bad token: %d", resp.StatusCode)
 	}
 	origin := []string{"Origin", "https://forms.acme.example", "Content-Type", "text/plain;charset=UTF-8"}
-	start := do("POST", "/capture/sessions", "", `{"property_id":"form","url":"https://forms.acme.example/q"}`, origin...)
+	startBody := `{"property_id":"form","url":"https://forms.acme.example/q"}`
+	start := do("POST", "/capture/sessions", "", startBody, origin...)
 	var s struct {
 		SessionID   string `json:"session_id"`
 		UploadToken string `json:"upload_token"`
@@ -150,7 +151,7 @@ func TestScrape(t *testing.T) {
 		{"consentkit_http_requests_total", map[string]string{"route": "POST /verify/match", "code": "401"}, 1},
 		{"consentkit_http_requests_total", map[string]string{"route": "POST /capture/sessions/{session_id}/events", "code": "200"}, 1},
 		{"consentkit_http_request_duration_seconds", map[string]string{"route": "GET /operator/companies", "code": "200"}, 2},
-		{"consentkit_capture_body_bytes_total", map[string]string{"outcome": "allowed"}, float64(len(chunk))},
+		{"consentkit_capture_body_bytes_total", map[string]string{"outcome": "allowed"}, float64(len(startBody) + len(chunk))},
 		{"consentkit_job_duration_seconds", map[string]string{"kind": "test"}, 2},
 		{"consentkit_job_failures_total", map[string]string{"kind": "test"}, 1},
 	} {
@@ -382,7 +383,8 @@ func TestCaptureBudgets(t *testing.T) {
 				h.ServeHTTP(rec, req)
 				return rec
 			}
-			start := do("/capture/sessions", "", `{"property_id":"form","url":"`+origin+`/q"}`)
+			startBody := `{"property_id":"form","url":"` + origin + `/q"}`
+			start := do("/capture/sessions", "", startBody)
 			var s struct {
 				SessionID   string `json:"session_id"`
 				UploadToken string `json:"upload_token"`
@@ -391,7 +393,7 @@ func TestCaptureBudgets(t *testing.T) {
 				t.Fatalf("start: %d, %v", start.Code, err)
 			}
 			var codes []int
-			sent := 0
+			sent := len(startBody) // a start's body is a capture body too
 			for seq := range 3 {
 				body := chunkOf(seq)
 				sent += len(body)
