@@ -571,16 +571,21 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 					if err != nil {
 						return err
 					}
-					if !bytes.Equal(was, t.Events) {
+					rest, ok := extension(was, t.Events)
+					switch {
+					case !ok || len(rest) > 0 && t.Seq != n-1:
 						return consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
+					case len(rest) > 0: // the last chunk stored, and events after it (D34)
+						if err := c.appendTail(ctx, tx, ses, rest); err != nil {
+							return err
+						}
+						recording.Add(rest)
+						chunks++
 					}
 				case t.Seq > n:
 					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
 				default:
-					if err := c.spend(ses.PropertyID, len(t.Events)); err != nil {
-						return err
-					}
-					if _, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, t.Events); err != nil { // CheckEvents, above
+					if err := c.appendTail(ctx, tx, ses, t.Events); err != nil { // CheckEvents, above
 						return err
 					}
 					recording.Add(t.Events)
@@ -659,4 +664,30 @@ func (c *Service) recording(ctx context.Context, caller Caller, req Consent, pag
 		})
 	})
 	return h, n, err
+}
+
+// appendTail stores events, checked, as the session's next chunk, within
+// the property's byte budget.
+func (c *Service) appendTail(ctx context.Context, tx consent.Tx, ses *consent.Session, events []byte) error {
+	if err := c.spend(ses.PropertyID, len(events)); err != nil {
+		return err
+	}
+	_, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, events)
+	return err
+}
+
+// extension reports whether tail, a consent's chunk of a seq stored as
+// stored, is that chunk resent (rest empty) or that chunk followed by
+// more events, returned as a JSON array of their own: the snippet sends a
+// chunk still in flight at submit, and the events after it, as one chunk
+// (D34). Both are JSON arrays the snippet wrote, compared byte for byte.
+func extension(stored, tail []byte) (rest []byte, ok bool) {
+	if bytes.Equal(stored, tail) {
+		return nil, true
+	}
+	n := len(stored) - 1 // stored without its closing bracket
+	if n < 1 || stored[n] != ']' || len(tail) <= n+1 || tail[n] != ',' || !bytes.Equal(tail[:n], stored[:n]) {
+		return nil, false
+	}
+	return append([]byte{'['}, tail[n+1:]...), true
 }

@@ -389,15 +389,16 @@
     report();
     consented = true;
     cut();
+    // Every event the service has not acknowledged travels with the
+    // consent, as one chunk of the first one's seq: the chunk in flight, if
+    // any, then the rest. Should the chunk in flight reach the service
+    // first, the consent's chunk extends it, and the service stores the
+    // rest (D34); otherwise the chunk in flight comes too late, refused.
     var tail = null;
-    if (queue.length && !sending) {
+    if (queue.length) {
       var events = [];
       for (var i = 0; i < queue.length; i++) events = events.concat(queue[i].events);
       tail = { seq: queue[0].seq, events: events };
-    } else if (queue.length > 1) {
-      var rest = [];
-      for (var j = 1; j < queue.length; j++) rest = rest.concat(queue[j].events);
-      tail = { seq: queue[1].seq, events: rest };
     }
     // visibility, the first consent's, is for services that know no
     // per-consent visibility yet.

@@ -326,6 +326,51 @@ func TestConsentWithTail(t *testing.T) {
 	})
 }
 
+// A consent's tail may be the last chunk stored followed by more events,
+// as the snippet sends a chunk still in flight at submit with the events
+// after it: the service stores the rest as the next chunk, and the
+// recording holds every event once (D34). Extending a chunk that is not
+// the last, or a tail that only begins like the chunk, is refused.
+func TestConsentTailExtendsTheLastChunk(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		f := setup(t, open(t))
+		issue := func(c capture.Caller, id string, seq int, events string) (*consent.Certificate, error) {
+			return f.cap.Issue(ctx, c, capture.Consent{SessionID: id, Records: []consent.Record{{Text: consent1}}, URL: page,
+				Tail: &capture.Chunk{Seq: seq, Events: json.RawMessage(events)}})
+		}
+		both := chunk0[:len(chunk0)-1] + "," + chunk1[1:] // chunk0's events, then chunk1's
+		s, caller := f.start(t)
+		if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Events: json.RawMessage(chunk0)}); err != nil {
+			t.Fatal(err)
+		}
+		cert, err := issue(caller, s.SessionID, 0, both)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := f.svc.Recording(ctx, s.SessionID)
+		if err != nil || string(rec) != both || cert.RecordingSHA256 != sha256.Sum256(rec) {
+			t.Errorf("recording %s (%v), certificate's SHA-256 %x; want %s, its own", rec, err, cert.RecordingSHA256, both)
+		}
+
+		// Two chunks stored: the first may not be extended.
+		s, caller = f.start(t)
+		for seq, c := range []string{chunk0, chunk1} {
+			if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: seq, Events: json.RawMessage(c)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = issue(caller, s.SessionID, 0, both)
+		wantCode(t, "a tail extending a chunk that is not the last", err, consent.Conflict)
+		// A tail that begins as the chunk does, within one of its events.
+		cut := chunk1[:len(chunk1)-2] + `,"x":1}]`
+		_, err = issue(caller, s.SessionID, 1, cut)
+		wantCode(t, "a tail changing the chunk's last event", err, consent.Conflict)
+		if rec, _ := f.svc.Recording(ctx, s.SessionID); string(rec) != both {
+			t.Errorf("after the refusals, recording %s; want %s", rec, both)
+		}
+	})
+}
+
 // aloneStore records, for each Update, whether its context was marked
 // consent.Alone.
 type aloneStore struct {

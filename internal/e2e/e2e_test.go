@@ -84,6 +84,12 @@ type stack struct {
 	hold atomic.Pointer[chan struct{}]
 	// down, when set, makes them fail as a dead service's would.
 	down atomic.Bool
+	// chunkHold, when set, holds each chunk of events until it is closed:
+	// before the service stores it, or with chunkStoredFirst after, its
+	// answer alone held. chunksHeld counts the chunks held.
+	chunkHold        atomic.Pointer[chan struct{}]
+	chunkStoredFirst bool
+	chunksHeld       atomic.Int32
 	// ticked is set once the service has taken a chunk of events that
 	// holds the consent checkbox's tick.
 	ticked atomic.Bool
@@ -157,10 +163,20 @@ func newStack(t *testing.T, edits ...func(page string) string) *stack {
 		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		hold := s.chunkHold.Load()
+		if hold != nil {
+			s.chunksHeld.Add(1)
+			if !s.chunkStoredFirst {
+				<-*hold
+			}
+		}
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		api.ServeHTTP(sw, r)
 		if sw.status/100 == 2 && bytes.Contains(body, []byte(`"isChecked":true`)) {
 			s.ticked.Store(true)
+		}
+		if hold != nil && s.chunkStoredFirst {
+			<-*hold
 		}
 	}))
 	t.Cleanup(s.service.Close)
@@ -501,5 +517,49 @@ func TestSnippetIgnoresClobberingMarkup(t *testing.T) {
 	}
 	if n := hits.Load(); n > 0 || title != "Get a quote" {
 		t.Errorf("the other server got %d requests from the snippet, and the page's title is %q", n, title)
+	}
+}
+
+// A form submitted while a chunk of events is on its way gets its
+// certificate, over every event: the consent carries the chunk in flight
+// and the events after it as one chunk. When the chunk in flight reached
+// the service first, the consent's chunk extends it and the service stores
+// the rest; when it comes after the consent, it is refused as late (D34).
+func TestSubmitWhileChunkInFlight(t *testing.T) {
+	for _, storedFirst := range []bool{false, true} {
+		name := "chunk after the consent"
+		if storedFirst {
+			name = "chunk stored first"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t)
+			s.chunkStoredFirst = storedFirst
+			ctx := browser(t)
+			s.fill(t, ctx)
+			release := make(chan struct{})
+			s.chunkHold.Store(&release)
+			defer func() { s.chunkHold.Store(nil); close(release) }() // before the servers close
+			// Typing makes events, which the snippet's next flush sends as
+			// a chunk, held.
+			if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("email"), "x")); err != nil {
+				t.Fatal(err)
+			}
+			if !testwait.Until(t, 10*time.Millisecond, func() bool { return s.chunksHeld.Load() > 0 }) {
+				t.Fatal("no chunk was sent")
+			}
+			form := s.submit(t, ctx)
+			id := form.Get("consent_certificate_id")
+			cert := waitCertificate(t, s.svc, id)
+			rec, err := s.svc.Recording(context.Background(), cert.SessionID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if consent.DigestOf(string(rec)) != cert.RecordingSHA256 {
+				t.Error("the certificate's digest is not its recording's")
+			}
+			if !bytes.Contains(rec, []byte(`"text":"`+typedEmail+`x"`)) {
+				t.Error("the recording lacks the key typed while the chunk was in flight")
+			}
+		})
 	}
 }
