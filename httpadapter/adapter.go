@@ -407,8 +407,8 @@ type Observer interface {
 	// ObserveRequest reports a request answered by a route: its pattern
 	// ("POST /verify/match"), the status written and how long it took.
 	ObserveRequest(route string, status int, took time.Duration)
-	// ObserveCaptureBytes reports the bytes of a capture body (a chunk, a
-	// consent) as they are read, before it is parsed: how many, and
+	// ObserveCaptureBytes reports the bytes of a capture body (a session
+	// start, a chunk, a consent) as they are read, before it is parsed: how many, and
 	// whether the client's byte budget refused them. Every capture body
 	// is reported, never refused when there is no such budget.
 	ObserveCaptureBytes(n int, refused bool)

@@ -105,6 +105,19 @@ func TestCaptureClientByteBudget(t *testing.T) {
 		t.Errorf("after 40 KiB of malformed bodies: %d, want 429", rec.Code)
 	}
 
+	// A body larger than what the client may spend at once — a consent
+	// may hold a chunk and 1 MiB of its own — spends all of it, once the
+	// client has it, rather than being refused for good.
+	third := startFrom(t, h, "198.51.100.3", "acme-form")
+	big := `{"pad":"` + strings.Repeat("x", 60<<10) + `","consents":[{"text":"I agree."}],"url":"` + formPage + `","seq":0,"events":[{"type":4,"data":{},"timestamp":1}]}`
+	if rec := from(h, "203.0.113.3", "/capture/sessions/"+third.SessionID+"/consent", third.UploadToken, big); rec.Code != 201 {
+		t.Errorf("a consent of 60 KiB, over the 40 KiB at once, from a client that spent nothing: %d %s, want 201", rec.Code, rec.Body)
+	}
+	third = startFrom(t, h, "198.51.100.3", "acme-form")
+	if rec := from(h, "203.0.113.3", "/capture/sessions/"+third.SessionID+"/events", third.UploadToken, chunkBody(1)); rec.Code != 429 || rec.Header().Get("Retry-After") == "" {
+		t.Errorf("then a chunk: %d, Retry-After %q; want 429, the whole budget spent", rec.Code, rec.Header().Get("Retry-After"))
+	}
+
 	e.clock.t = e.clock.t.Add(time.Minute / 8)
 	for seq := 5; seq < 10; seq++ {
 		if rec := from(h, "203.0.113.1", events, s.UploadToken, chunkBody(seq)); rec.Code != 200 {

@@ -545,7 +545,11 @@ func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 	if err != nil {
 		return err
 	}
-	wait, err := lim.AllowN(key, kib(n))
+	// A body larger than a full bucket (a consent carries a chunk and
+	// fields of its own; a small budget's eighth may hold less) spends the
+	// whole bucket: it passes only once the client has spent nothing for
+	// a while, rather than never.
+	wait, err := lim.AllowN(key, min(kib(n), lim.Burst()))
 	if obs != nil {
 		obs.ObserveCaptureBytes(n, err != nil)
 		if err != nil {

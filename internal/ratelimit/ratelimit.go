@@ -73,6 +73,9 @@ func NewBurst(n, burst, maxKeys int, now func() time.Time) *Limiter {
 	return &Limiter{n: n, burst: min(max(burst, 1), n), interval: refill / time.Duration(n), maxKeys: maxKeys, now: now, keys: make(map[string]*bucket)}
 }
 
+// Burst is how many tokens a full bucket holds: the most one AllowN takes.
+func (l *Limiter) Burst() int { return l.burst }
+
 // Allow takes a token for key. When there is none it returns ErrEmpty, or
 // ErrFull when key has no bucket and there is no room for one, and how
 // long until there is.
