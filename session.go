@@ -258,6 +258,8 @@ func visibility(field string, v *consent.Visibility) (*consent.Visibility, error
 		return nil, consent.Errorf(consent.Invalid, "%s colours must be at most %d bytes", field, maxColor)
 	case len(v.HiddenText) > maxHiddenFragments:
 		return nil, consent.Errorf(consent.Invalid, "%s.hidden_text: at most %d fragments", field, maxHiddenFragments)
+	case v.Visible && len(v.HiddenText) > 0: // D47: one hidden fragment makes a consent not visible
+		return nil, consent.Errorf(consent.Invalid, "%s.visible must be false when hidden_text lists hidden text", field)
 	}
 	if err := consent.CheckText(field+".text_color", v.TextColor); err != nil {
 		return nil, err

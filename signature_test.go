@@ -313,3 +313,26 @@ func TestNegativeZeroVisibility(t *testing.T) {
 		}
 	})
 }
+
+// A visibility that says visible and lists hidden text contradicts itself
+// (D47: one hidden fragment makes a consent not visible): refused, as the
+// snippet never sends it, for each consent and the certificate's own.
+func TestContradictoryVisibilityRefused(t *testing.T) {
+	svc, _ := newService(t, consentkit.Config{})
+	bad := &consent.Visibility{Visible: true, InViewport: true, FontSizePx: 16, ContrastRatio: 4.5, HiddenText: []string{"and 500 partners"}}
+	for name, p := range map[string]consentkit.CertificateParams{
+		"a consent's":         {Records: []consent.Record{{Text: "I agree", Visibility: bad}}},
+		"the certificate's":   {Records: []consent.Record{{Text: "I agree"}}, Visibility: bad},
+		"hidden and not said": {Records: []consent.Record{{Text: "I agree", Visibility: &consent.Visibility{Visible: false, FontSizePx: 16, ContrastRatio: 4.5, HiddenText: []string{"x"}}}}},
+	} {
+		ses, err := svc.StartSession(ctx, consentkit.SessionParams{CompanyID: "acme", PropertyID: "acme-web"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.CompanyID, p.PropertyID, p.SessionID = "acme", "acme-web", ses.ID
+		_, err = svc.IssueCertificate(ctx, p)
+		if want := name != "hidden and not said"; (consent.ErrorCode(err) == consent.Invalid) != want {
+			t.Errorf("%s visibility: %v; want refused %v", name, err, want)
+		}
+	}
+}
