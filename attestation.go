@@ -113,7 +113,7 @@ func (s *Service) SignStatement(st *signed.Statement) ([]byte, error) {
 func (s *Service) Attestation(ctx context.Context, companyID, certificateID string) (*consent.Attestation, error) {
 	var a *consent.Attestation
 	err := s.store.View(ctx, func(tx consent.Tx) error {
-		if _, err := companyCertificate(ctx, tx, companyID, certificateID); err != nil {
+		if _, err := CertificateOf(ctx, tx, certificateID, companyID); err != nil {
 			return err
 		}
 		var err error

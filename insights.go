@@ -40,7 +40,7 @@ func (s *Service) SignInsights(st *signed.InsightsStatement) ([]byte, error) {
 func (s *Service) Insights(ctx context.Context, companyID, certificateID string) (*consent.Insights, error) {
 	var in *consent.Insights
 	err := s.store.View(ctx, func(tx consent.Tx) error {
-		if _, err := companyCertificate(ctx, tx, companyID, certificateID); err != nil {
+		if _, err := CertificateOf(ctx, tx, certificateID, companyID); err != nil {
 			return err
 		}
 		var err error

@@ -151,13 +151,16 @@ func (s *Service) CompanyCertificate(ctx context.Context, companyID, id string) 
 	var c *consent.Certificate
 	err := s.companyView(ctx, companyID, func(tx consent.Tx) error {
 		var err error
-		c, err = companyCertificate(ctx, tx, companyID, id)
+		c, err = CertificateOf(ctx, tx, id, companyID)
 		return err
 	})
 	return c, err
 }
 
-func companyCertificate(ctx context.Context, tx consent.Tx, companyID, id string) (*consent.Certificate, error) {
+// CertificateOf returns the company's certificate inside tx, as
+// consent.SessionOf returns its session: another company's certificate is
+// reported as not found, the same as an unknown one (D9).
+func CertificateOf(ctx context.Context, tx consent.Tx, id, companyID string) (*consent.Certificate, error) {
 	if !consent.ValidID(id) {
 		return nil, consent.Errorf(consent.NotFound, "certificate not found")
 	}

@@ -575,10 +575,7 @@ func (s *Service) Screenshot(ctx context.Context, caller, companyID, certificate
 	}
 	var a *consent.Attestation
 	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
-		c, err := tx.Certificate(ctx, certificateID)
-		if consent.ErrorCode(err) == consent.NotFound || err == nil && c.CompanyID != companyID {
-			return consent.Errorf(consent.NotFound, "certificate not found")
-		}
+		c, err := consentkit.CertificateOf(ctx, tx, certificateID, companyID)
 		if err != nil {
 			return err
 		}
