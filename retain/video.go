@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
@@ -191,23 +189,8 @@ func (d Dir) Delete(ctx context.Context, path string) error {
 // the certificate id, one of the earlier form (<Root>/<id>.mp4) too, and
 // then the id's directory once empty (VideoSweeper).
 func (d Dir) DeleteAll(ctx context.Context, id string, screenshots bool) error {
-	if !consent.ValidID(id) || id == "." || id == ".." {
-		return fmt.Errorf("retain: %q cannot name a file", id)
-	}
-	ext := videokey.Video
-	if screenshots {
-		ext = videokey.Screenshot
-	}
-	bs := &blob.Dir{Root: d.Root}
-	keys, err := bs.ListAfter(ctx, videokey.Prefix(id), "", math.MaxInt)
-	if err != nil {
-		return err
-	}
-	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != ext })
-	for _, key := range append(keys, videokey.Earlier(id, ext)) {
-		if err := bs.Delete(ctx, key); err != nil {
-			return err
-		}
+	if err := videokey.DeleteAll(ctx, &blob.Dir{Root: d.Root}, id, videokey.Ext(screenshots)); err != nil {
+		return fmt.Errorf("retain: %w", err)
 	}
 	// A video and a screenshot never share an id, but a directory in use
 	// is simply left.

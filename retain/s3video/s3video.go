@@ -99,7 +99,6 @@ import (
 	"math"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -418,24 +417,7 @@ func (s *Store) Delete(ctx context.Context, path string) error {
 // the certificate id, as Delete does those of a path's id
 // (retain.VideoSweeper).
 func (s *Store) DeleteAll(ctx context.Context, id string, screenshots bool) error {
-	if !consent.ValidID(id) || id == "." || id == ".." {
-		return fmt.Errorf("s3video: %q cannot name an object", id)
-	}
-	ext := videokey.Video
-	if screenshots {
-		ext = videokey.Screenshot
-	}
-	keys, err := s.blobs.List(ctx, videokey.Prefix(id))
-	if err != nil {
-		return err
-	}
-	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := videokey.Parse(key); return !ok || k.Ext != ext })
-	for _, k := range append(keys, videokey.Earlier(id, ext)) {
-		if err := s.blobs.Delete(ctx, k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return videokey.DeleteAll(ctx, s.blobs, id, videokey.Ext(screenshots))
 }
 
 // readError wraps err, making a missing object or version fs.ErrNotExist.

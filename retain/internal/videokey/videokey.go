@@ -7,11 +7,16 @@
 package videokey
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"time"
 
+	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/consent"
 )
 
@@ -57,3 +62,32 @@ func Prefix(id string) string { return id + "/" }
 
 // Earlier is the key of id's object of kind ext of the earlier form.
 func Earlier(id, ext string) string { return id + ext }
+
+// Ext is the kind of object of a session's videos, or with screenshots of
+// a certificate's screenshots.
+func Ext(screenshots bool) string {
+	if screenshots {
+		return Screenshot
+	}
+	return Video
+}
+
+// DeleteAll removes from blobs every object of id of kind ext: each that
+// New made, and the one of the earlier form. Objects already gone are not
+// an error; the first delete that fails ends it.
+func DeleteAll(ctx context.Context, blobs blob.Store, id, ext string) error {
+	if !consent.ValidID(id) || id == "." || id == ".." {
+		return fmt.Errorf("%q names no object", id)
+	}
+	keys, err := blobs.ListAfter(ctx, Prefix(id), "", math.MaxInt)
+	if err != nil {
+		return err
+	}
+	keys = slices.DeleteFunc(keys, func(key string) bool { k, ok := Parse(key); return !ok || k.Ext != ext })
+	for _, key := range append(keys, Earlier(id, ext)) {
+		if err := blobs.Delete(ctx, key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
