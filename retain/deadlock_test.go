@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
@@ -25,17 +23,7 @@ import (
 // charge), never the wallet first.
 func TestRetainAndVerifyLockInOneOrder(t *testing.T) {
 	var dl teststore.Deadlocks
-	cfg, err := pgxpool.ParseConfig(teststore.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.Tracer = &dl
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	st := pgstore.New(pool, pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
+	st := pgstore.New(dl.Pool(t, teststore.PostgresURL(t)), pgstore.Config{GroupCommit: store.GroupCommit{Off: true}})
 	if err := st.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}

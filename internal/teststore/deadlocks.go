@@ -5,8 +5,11 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"testing"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Deadlocks is a pgx query tracer that counts the statements PostgreSQL
@@ -27,4 +30,21 @@ func (d *Deadlocks) TraceQueryEnd(_ context.Context, _ *pgx.Conn, data pgx.Trace
 	if errors.As(data.Err, &pe) && pe.Code == "40P01" {
 		d.N.Add(1)
 	}
+}
+
+// Pool opens a pool of the database at url whose statements d counts,
+// closed when t ends.
+func (d *Deadlocks) Pool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.Tracer = d
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }

@@ -351,17 +351,7 @@ func TestGroupCommitBatchesDoNotDeadlock(t *testing.T) {
 	var dl teststore.Deadlocks
 	var stores []*pgstore.Store
 	for range 2 { // two instances on one database
-		cfg, err := pgxpool.ParseConfig(url)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.ConnConfig.Tracer = &dl
-		pool, err := pgxpool.NewWithConfig(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(pool.Close)
-		stores = append(stores, pgstore.New(pool))
+		stores = append(stores, pgstore.New(dl.Pool(t, url)))
 	}
 	if err := stores[0].Migrate(ctx); err != nil {
 		t.Fatal(err)
