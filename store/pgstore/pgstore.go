@@ -222,28 +222,17 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, lock string, whole 
 	if whole {
 		t, end = wholeTx{pgTx}, context.WithoutCancel(ctx)
 	}
-	if err := call(ctx, pgTx, newTx(t, lock, nil), fn); err != nil {
-		// Roll back even when ctx is done, so the connection returns clean.
-		pgTx.Rollback(context.WithoutCancel(ctx))
+	// Rolled back unless committed, even when ctx is done, so that the
+	// connection returns clean: when fn fails, and when it panics (or calls
+	// runtime.Goexit), since a transaction left open would keep its
+	// connection out of the pool and its row locks, and every later charge
+	// of the same wallet would wait for it. After Commit, Rollback does
+	// nothing.
+	defer pgTx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(newTx(t, lock, nil)); err != nil {
 		return err
 	}
 	return mapErr(pgTx.Commit(end))
-}
-
-// call runs fn on tx, of pgTx. A function that panics (or calls
-// runtime.Goexit) has pgTx rolled back before the panic goes on up: left
-// open, the transaction would keep its connection out of the pool and its
-// row locks, and every later charge of the same wallet would wait for it.
-func call(ctx context.Context, pgTx pgx.Tx, tx consent.Tx, fn func(consent.Tx) error) error {
-	returned := false
-	defer func() {
-		if !returned {
-			pgTx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	err := fn(tx)
-	returned = true
-	return err
 }
 
 // wholeTx runs each statement to its end whatever its context does, as a

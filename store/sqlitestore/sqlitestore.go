@@ -282,8 +282,12 @@ func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(c
 	if err != nil {
 		return mapErr(err)
 	}
-	if err := call(sqlTx, fn); err != nil {
-		sqlTx.Rollback()
+	// Rolled back unless committed: when fn fails, and when it panics (or
+	// calls runtime.Goexit), since a transaction left open would hold its
+	// connection, the one writer of an Update, and every later Update
+	// would wait for it. After Commit, Rollback does nothing.
+	defer sqlTx.Rollback()
+	if err := fn(newTx(sqlTx, nil)); err != nil {
 		return err
 	}
 	err = sqlTx.Commit()
@@ -293,22 +297,6 @@ func (s *Store) run(ctx context.Context, db *sql.DB, o *sql.TxOptions, fn func(c
 		return ctx.Err()
 	}
 	return mapErr(err)
-}
-
-// call runs fn in sqlTx. A function that panics (or calls runtime.Goexit)
-// has sqlTx rolled back before the panic goes on up: left open, the
-// transaction would hold its connection, the one writer of an Update, and
-// every later Update would wait for it.
-func call(sqlTx *sql.Tx, fn func(consent.Tx) error) error {
-	returned := false
-	defer func() {
-		if !returned {
-			sqlTx.Rollback()
-		}
-	}()
-	err := fn(newTx(sqlTx, nil))
-	returned = true
-	return err
 }
 
 // mapErr turns constraint violations into consent's error kinds, by code.
