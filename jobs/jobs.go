@@ -409,8 +409,8 @@ type panicked struct {
 func (p *panicked) Error() string { return fmt.Sprintf("%s panicked: %v", p.what, p.value) }
 
 // recovered calls fn, the handler's function named what; a panic is
-// returned as a *panicked error. Like Do's, a panic of Started, Commit or
-// Failed fails the attempt, never the process.
+// returned as a *panicked error. A panic of Do, Started, Commit or Failed
+// fails the attempt, never the process: jobs handle input from the public.
 func recovered(what string, fn func() error) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -434,15 +434,16 @@ func after(ctx context.Context, log *slog.Logger, fn func(ctx context.Context, c
 	}
 }
 
-// do calls h.Do; a panic fails the attempt like an error, never the
-// process: jobs handle input from the public.
-func do(ctx context.Context, h *Handler, j *consent.Job) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			res, err = Result{}, fmt.Errorf("job panicked: %v", p)
-		}
-	}()
-	return h.Do(ctx, j)
+// do calls h.Do; a panic fails the attempt like an error (recovered), and
+// leaves no Result.
+func do(ctx context.Context, h *Handler, j *consent.Job) (Result, error) {
+	var res Result
+	err := recovered("Do", func() error {
+		var err error
+		res, err = h.Do(ctx, j)
+		return err
+	})
+	return res, err
 }
 
 // startError is a Started that failed: the lease that ran it is rolled

@@ -210,7 +210,7 @@ func TestPermanentAndPanic(t *testing.T) {
 	if j := job(t, s, "k", "never"); j.Attempts != 1 || j.FailedAt.IsZero() {
 		t.Errorf("permanent failure: %+v; want failed after one attempt", j)
 	}
-	if j := job(t, s, "k", "panics"); j.Attempts != 1 || !j.FailedAt.IsZero() || j.LastError != "job panicked: boom" {
+	if j := job(t, s, "k", "panics"); j.Attempts != 1 || !j.FailedAt.IsZero() || j.LastError != "Do panicked: boom" {
 		t.Errorf("panic: %+v; want a failed attempt to retry", j)
 	}
 }
