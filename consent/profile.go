@@ -2,6 +2,7 @@ package consent
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -26,10 +27,11 @@ const (
 )
 
 // ValidProfileName reports whether name may name a profile: 1 to 64 bytes
-// of ASCII letters, digits, '-', '_' and '.', so that it reads the same
-// in a URL path, a JSON body and a command line.
+// of ASCII letters, digits, '-', '_' and '.', not dots alone, so that it
+// reads the same in a URL path ("." and ".." are path steps), a JSON body
+// and a command line.
 func ValidProfileName(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
+	if len(name) == 0 || len(name) > 64 || strings.Trim(name, ".") == "" {
 		return false
 	}
 	for _, c := range []byte(name) {

@@ -102,6 +102,9 @@ func (m Profiles) prepare(companyID, name string, rules Rules) (*consent.Profile
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(enc) > consent.MaxProfileRules { // texts within Check's bounds, escaped past the store's
+		return nil, nil, consent.Errorf(consent.Invalid, "the rules take %d bytes as JSON, more than the %d a profile may hold", len(enc), consent.MaxProfileRules)
+	}
 	sum := sha256.Sum256(enc)
 	detail := &putDetail{Name: name, RulesSHA256: hex.EncodeToString(sum[:])}
 	if len(enc) <= maxAuditedRules {

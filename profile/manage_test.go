@@ -61,6 +61,42 @@ func TestProfilesLimitAndAudit(t *testing.T) {
 	}
 }
 
+// Rules within Check's bounds whose JSON is past what a store keeps
+// (encoding/json writes '<', '>' and '&' as six bytes each) are refused
+// with the reason, before the store; a name of dots alone is refused,
+// since a URL path cannot name it ("." and ".." are path steps).
+func TestPutRefusals(t *testing.T) {
+	ctx := context.Background()
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	m := profile.Profiles{Service: svc}
+	texts := make([]string, profile.MaxProfileTexts)
+	for i := range texts {
+		texts[i] = strings.Repeat("Terms & <b>", profile.MaxApprovedText/11)
+	}
+	big := profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: texts}}
+	if err := big.Check(); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	if _, err := m.Put(ctx, "acme", "big", big); consent.ErrorCode(err) != consent.Invalid || !strings.Contains(err.Error(), "bytes as JSON") {
+		t.Errorf("Put of rules past the store's bound as JSON: %v, want Invalid saying so", err)
+	}
+	rules := profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 60}}
+	for _, name := range []string{".", "..", "..."} {
+		if _, err := m.Put(ctx, "acme", name, rules); consent.ErrorCode(err) != consent.Invalid {
+			t.Errorf("Put of a profile named %q: %v, want Invalid", name, err)
+		}
+	}
+	if _, err := m.Put(ctx, "acme", ".v2.", rules); err != nil {
+		t.Errorf("Put of a profile named %q: %v", ".v2.", err)
+	}
+}
+
 // A put that a store runs again, after another put of the same name got
 // in first, is audited as the replacement it is, and keeps that profile's
 // creation time: nothing of its first, rolled-back run.

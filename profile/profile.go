@@ -20,6 +20,7 @@ package profile
 import (
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/consentkit/consentkit/consent"
 )
@@ -132,9 +133,13 @@ func Grade(r *Rules, f Facts) Graded {
 	}
 	if b := r.BrandNames; b != nil {
 		var found Found
+		folded := make([]string, len(f.Records)) // once each, not once a name
+		for i, rec := range f.Records {
+			folded[i] = consent.Fold(rec.Text)
+		}
 		for _, name := range b.Names {
 			want := consent.Fold(strings.TrimSpace(name))
-			if !slices.ContainsFunc(f.Records, func(rec consent.Record) bool { return strings.Contains(consent.Fold(rec.Text), want) }) {
+			if !slices.ContainsFunc(folded, func(text string) bool { return strings.Contains(text, want) }) {
 				found.Missing = append(found.Missing, name)
 			}
 		}
@@ -195,17 +200,25 @@ func legibility(records []consent.Record) Found {
 	return found
 }
 
-// Match reports whether text matches the approved text pattern: both are
-// trimmed of white space at their ends, each Wildcard in pattern matches
-// any run of text (the empty one too), and the rest must be text's bytes
-// exactly, as exact match compares (D51). Its work is linear in the
-// lengths of both: each literal part is found leftmost, which is enough
-// when the only wildcard matches anything.
+// Match reports whether text matches the approved text pattern: each
+// Wildcard in pattern matches any run of text (the empty one too), and the
+// result compares with text as exact match compares (D51): both trimmed of
+// white space at their ends, the rest byte for byte. So a wildcard at an
+// end that matches nothing leaves the white space beside it at that end,
+// where it is trimmed: "I agree. {{*}}" approves "I agree.". Its work is
+// linear in the lengths of both: each literal part is found leftmost,
+// which is enough when the only wildcard matches anything.
 func Match(pattern, text string) bool {
 	pattern, text = strings.TrimSpace(pattern), strings.TrimSpace(text)
 	parts := strings.Split(pattern, Wildcard)
 	if len(parts) == 1 {
 		return pattern == text
+	}
+	// The white space between an end of pattern and its first other byte,
+	// wildcards aside, is what a result trimmed to text may have had at
+	// that end; an end wildcard takes whatever else it had.
+	if lead, trail := edgeSpace(parts, false), edgeSpace(parts, true); lead != "" || trail != "" {
+		text = lead + text + trail
 	}
 	first, last := parts[0], parts[len(parts)-1]
 	if !strings.HasPrefix(text, first) {
@@ -220,4 +233,32 @@ func Match(pattern, text string) bool {
 		text = text[i+len(mid):]
 	}
 	return strings.HasSuffix(text, last)
+}
+
+// edgeSpace returns the white space a result trimmed to text may have
+// had at one end of parts, a pattern split at its wildcards: that of the
+// pattern between the end and its first byte that is not white space,
+// wildcards aside, in the pattern's order. It is "" when the pattern does
+// not begin (end) with a wildcard, since the pattern is trimmed.
+func edgeSpace(parts []string, end bool) string {
+	var b strings.Builder
+	if !end {
+		for _, p := range parts {
+			rest := strings.TrimLeftFunc(p, unicode.IsSpace)
+			b.WriteString(p[:len(p)-len(rest)])
+			if rest != "" {
+				break
+			}
+		}
+		return b.String()
+	}
+	i := len(parts) - 1
+	for i > 0 && strings.TrimSpace(parts[i]) == "" {
+		i--
+	}
+	b.WriteString(parts[i][len(strings.TrimRightFunc(parts[i], unicode.IsSpace)):])
+	for _, p := range parts[i+1:] {
+		b.WriteString(p)
+	}
+	return b.String()
 }

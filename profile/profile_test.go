@@ -2,6 +2,8 @@ package profile_test
 
 import (
 	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,10 +36,62 @@ func TestMatch(t *testing.T) {
 		{"I agree {{ * }}.", "I agree {{ * }}.", true}, // only {{*}} is a wildcard
 		{"I agree {{ * }}.", "I agree Acme.", false},
 		{"Acme", "acme", false}, // case counts, as exact match
+		// An end wildcard matching nothing leaves the white space beside
+		// it at an end, where exact match trims it.
+		{"I agree. {{*}}", "I agree.", true},
+		{"{{*}} I agree.", "I agree.", true},
+		{"{{*}}\t{{*}} I agree. {{*}}", "I agree.", true},
+		{"I agree. {{*}}", "I agree. Acme", true},
+		{"I agree. {{*}}", "I agree.x", false}, // the space is not optional inside
+		{"{{*}} I agree.", "xI agree.", false},
 	}
 	for _, tc := range tests {
 		if got := profile.Match(tc.pattern, tc.text); got != tc.want {
 			t.Errorf("Match(%q, %q) = %v, want %v", tc.pattern, tc.text, got, tc.want)
+		}
+	}
+}
+
+// TestMatchAgreesWithSubstitution holds Match to its definition on every
+// pattern and text of up to four bytes over a small alphabet: text
+// matches when some substitution of the wildcards, trimmed as exact match
+// trims, equals text trimmed. With ' ' the only white space, such a
+// substitution is text trimmed with runs of spaces added at its ends.
+func TestMatchAgreesWithSubstitution(t *testing.T) {
+	var words func(alphabet []string, n int) []string
+	words = func(alphabet []string, n int) []string {
+		if n == 0 {
+			return []string{""}
+		}
+		shorter := words(alphabet, n-1)
+		all := shorter
+		for _, w := range shorter {
+			if len(strings.ReplaceAll(w, profile.Wildcard, "*")) == n-1 {
+				for _, a := range alphabet {
+					all = append(all, w+a)
+				}
+			}
+		}
+		return all
+	}
+	texts := words([]string{"a", "b", " "}, 4)
+	for _, pattern := range words([]string{"a", "b", " ", profile.Wildcard}, 4) {
+		quoted := strings.Split(strings.TrimSpace(pattern), profile.Wildcard)
+		for i, q := range quoted {
+			quoted[i] = regexp.QuoteMeta(q)
+		}
+		re := regexp.MustCompile(`^(?:` + strings.Join(quoted, `.*`) + `)$`)
+		for _, text := range texts {
+			want := false
+			trimmed := strings.TrimSpace(text)
+			for a := 0; a <= 4 && !want; a++ {
+				for b := 0; b <= 4 && !want; b++ {
+					want = re.MatchString(strings.Repeat(" ", a) + trimmed + strings.Repeat(" ", b))
+				}
+			}
+			if got := profile.Match(pattern, text); got != want {
+				t.Errorf("Match(%q, %q) = %v, want %v", pattern, text, got, want)
+			}
 		}
 	}
 }

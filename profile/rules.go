@@ -2,6 +2,7 @@ package profile
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/consentkit/consentkit/consent"
 )
@@ -94,7 +95,8 @@ const (
 )
 
 // Check refuses rules that cannot be graded: an unknown on_miss, a list
-// empty or past MaxProfileTexts, a text empty, not ValidText or too long,
+// empty or past MaxProfileTexts, a text empty or white space alone (a
+// brand name found in every text), not ValidText or too long,
 // a number out of its range, an opt-in method or a verdict that is none
 // (Invalid, naming the field), and rules that hold no rule at all.
 func (r *Rules) Check() error {
@@ -115,8 +117,8 @@ func (r *Rules) Check() error {
 			switch {
 			case allowed != nil && !slices.Contains(allowed, s):
 				return consent.Errorf(consent.Invalid, "%s: %q is not one of %v", field, s, allowed)
-			case len(s) == 0 || len(s) > maxBytes:
-				return consent.Errorf(consent.Invalid, "%s must hold texts of 1 to %d bytes", field, maxBytes)
+			case strings.TrimSpace(s) == "" || len(s) > maxBytes:
+				return consent.Errorf(consent.Invalid, "%s must hold texts of 1 to %d bytes, not white space alone", field, maxBytes)
 			case !consent.ValidText(s):
 				return consent.Errorf(consent.Invalid, "%s must be valid UTF-8 text without control characters", field)
 			}

@@ -34,7 +34,9 @@ func TestProfileRulesCheck(t *testing.T) {
 		{"approved_language.texts", profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: []string{strings.Repeat("x", profile.MaxApprovedText+1)}}}},
 		{"approved_language.texts", profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: []string{"a\x00b"}}}},
 		{"approved_language.texts", profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: make([]string, profile.MaxProfileTexts+1)}}},
+		{"approved_language.texts", profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: []string{" \t "}}}},
 		{"brand_names.names", profile.Rules{BrandNames: &profile.BrandNamesRule{Names: []string{strings.Repeat("x", profile.MaxBrandName+1)}}}},
+		{"brand_names.names", profile.Rules{BrandNames: &profile.BrandNamesRule{Names: []string{"Acme", "   "}}}}, // found in every text
 		{"legibility.min_font_size_px", profile.Rules{Legibility: &profile.LegibilityRule{MinFontSizePx: math.NaN()}}},
 		{"legibility.min_contrast", profile.Rules{Legibility: &profile.LegibilityRule{MinContrast: 22}}},
 		{"legibility.min_contrast", profile.Rules{Legibility: &profile.LegibilityRule{MinContrast: -1}}},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -701,7 +702,11 @@ func readRules(v string) (profile.Rules, error) {
 	}
 	d := json.NewDecoder(bytes.NewReader(text))
 	d.DisallowUnknownFields()
-	if err := d.Decode(&r); err != nil {
+	err := d.Decode(&r)
+	if _, next := d.Token(); err == nil && next != io.EOF {
+		err = errors.New("more than one JSON value")
+	}
+	if err != nil {
 		return r, usagef("-rules: %v", err)
 	}
 	return r, nil

@@ -345,6 +345,10 @@ func script(t *testing.T, b *backend) []string {
 		!strings.Contains(errs, "lead_agee") {
 		t.Errorf("%s: a rule this command does not know: exit %d, %q %q; want 2 naming it", b.name, code, out, errs)
 	}
+	if code, out, errs := b.run(t, "profiles", "put", "-company", "beta", "-rules", `{"attestation":{}} {"lead_age":{}}`, "two"); code != 2 || out != "" ||
+		!strings.Contains(errs, "more than one JSON value") {
+		t.Errorf("%s: rules followed by another value: exit %d, %q %q; want 2 saying so", b.name, code, out, errs)
+	}
 	fails("(HTTP 400)", "profiles", "put", "-company", "beta", "-rules", `{}`, "empty")
 	fails("(HTTP 404)", "profiles", "put", "-company", "nobody", "-rules", `{"attestation":{}}`, "x")
 	want(text("profiles", "delete", "-company", "beta", "strict"), "deleted strict\n")
