@@ -14,8 +14,12 @@
 // Each text field (an input of type text, email, tel, number, search, url
 // or password, or a textarea) that holds a value at consent is keyed by its
 // name, else its id, else "#" and its id in the recording, as the snippet
-// keys its counts; fields sharing a key are one. Its [Method] is, in this
-// order:
+// keys its counts; fields sharing a key are one. A field a mutation
+// removed from the page, and did not add back, holds none; one removed
+// with an ancestor (its form, or a step of the form, removed whole) still
+// reads as holding its last value, since the recording lists only the
+// removed subtree's root and telling its fields would mean keeping the
+// page's whole tree. Its [Method] is, in this order:
 //
 //   - [Prefilled]: its value was in the page as loaded (the value in the
 //     recording's first full snapshot), nothing changed it, and the
@@ -41,6 +45,13 @@
 // Keystrokes are the snippet's counts of key presses in the field. A
 // script that edits a field after the person did (an input mask) does not
 // change its method: the person's acts decide.
+//
+// The pace of typing (Signals.KeysPerMinute) counts only what the
+// recording saw: in each field, no more key presses than recorded changes,
+// over the time from its first recorded change to its last. Presses made
+// before the recorder started count among the keystrokes (MinKeystrokes
+// judges them all) but not in the pace, whose time the recording does not
+// span.
 //
 // # Reasons
 //

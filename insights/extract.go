@@ -79,7 +79,12 @@ type inputNode struct {
 	field    *field
 	valueLen int // the length of its value, as last recorded
 	changed  bool
-	seen     int // the last event whose value attributes counted it
+	// removed: a mutation removed the node itself from the page, and none
+	// added it back since.
+	removed bool
+	// The last attributes and removes lists (extractor.lists) that
+	// counted it, so that each list names it once.
+	attrList, removeList int
 }
 
 // foundInput is a text field found in a node tree, before its event's
@@ -121,13 +126,15 @@ type event struct {
 	report                    *report
 	snapshot, adds            []foundInput
 	attrs                     []valueAttr
+	removes                   []*inputNode // tracked nodes removed
 }
 
 type extractor struct {
-	w   *walker
-	lim Limits
-	ev  event
-	n   int // events read
+	w     *walker
+	lim   Limits
+	ev    event
+	n     int // events read
+	lists int // the attributes and removes lists read
 
 	first, last float64
 	interacted  bool
@@ -168,8 +175,8 @@ func (x *extractor) run() error {
 func (x *extractor) event() error {
 	w := x.w
 	e := &x.ev
-	snapshot, adds, attrs := e.snapshot[:0], e.adds[:0], e.attrs[:0]
-	*e = event{snapshot: snapshot, adds: adds, attrs: attrs}
+	snapshot, adds, attrs, removes := e.snapshot[:0], e.adds[:0], e.attrs[:0], e.removes[:0]
+	*e = event{snapshot: snapshot, adds: adds, attrs: attrs, removes: removes}
 	found, err := w.object(func(name string) error {
 		var err error
 		switch name {
@@ -179,9 +186,9 @@ func (x *extractor) event() error {
 			e.ts, e.hasTS, err = w.number()
 		case "data":
 			// A repeated member counts once, the last, as JSON.parse reads it.
-			snapshot, adds, attrs := e.snapshot[:0], e.adds[:0], e.attrs[:0]
+			snapshot, adds, attrs, removes := e.snapshot[:0], e.adds[:0], e.attrs[:0], e.removes[:0]
 			typ, ts, hasTyp, hasTS := e.typ, e.ts, e.hasTyp, e.hasTS
-			*e = event{typ: typ, ts: ts, hasTyp: hasTyp, hasTS: hasTS, snapshot: snapshot, adds: adds, attrs: attrs}
+			*e = event{typ: typ, ts: ts, hasTyp: hasTyp, hasTS: hasTS, snapshot: snapshot, adds: adds, attrs: attrs, removes: removes}
 			_, err = w.object(x.data)
 		default:
 			err = w.skip()
@@ -264,7 +271,12 @@ func (x *extractor) data(name string) error {
 		})
 	case "attributes": // a mutation's changed attributes
 		e.attrs = e.attrs[:0]
+		x.lists++
 		_, err = w.array(x.attribute)
+	case "removes": // a mutation's removed nodes
+		e.removes = e.removes[:0]
+		x.lists++
+		_, err = w.array(x.remove)
 	default:
 		err = w.skip()
 	}
@@ -386,11 +398,45 @@ func (x *extractor) attribute() error {
 		return nil
 	}
 	n := x.nodes[nid]
-	if n == nil || n.seen == x.n+1 {
+	if n == nil || n.attrList == x.lists {
 		return nil
 	}
-	n.seen = x.n + 1 // once an event, so that the list stays within the fields tracked
+	n.attrList = x.lists // once a list, so that the list stays within the nodes tracked
 	x.ev.attrs = append(x.ev.attrs, valueAttr{node: n, valueLen: valueLen})
+	return nil
+}
+
+// remove reads one entry of a mutation's removes, noting a tracked node
+// removed. A node removed with an ancestor is not listed (the recorder
+// lists the subtree's root only) and is not seen removed.
+func (x *extractor) remove() error {
+	w := x.w
+	var (
+		id    float64
+		hasID bool
+	)
+	_, err := w.object(func(member string) error {
+		var err error
+		if member == "id" {
+			id, hasID, err = w.number()
+		} else {
+			err = w.skip()
+		}
+		return err
+	})
+	if err != nil || !hasID {
+		return err
+	}
+	nid, ok := nodeID(id)
+	if !ok {
+		return nil
+	}
+	n := x.nodes[nid]
+	if n == nil || n.removeList == x.lists {
+		return nil
+	}
+	n.removeList = x.lists
+	x.ev.removes = append(x.ev.removes, n)
 	return nil
 }
 
@@ -519,6 +565,11 @@ func (x *extractor) apply(e *event) error {
 func (x *extractor) incremental(e *event) error {
 	switch e.source {
 	case sourceMutation:
+		// As the replayer applies a mutation: removes, then adds (a node
+		// moved is removed and added back), then attributes.
+		for _, n := range e.removes {
+			n.removed = true
+		}
 		for _, in := range e.adds {
 			n, err := x.track(in)
 			if err != nil {
@@ -577,6 +628,7 @@ func (x *extractor) track(in foundInput) (*inputNode, error) {
 		n = &inputNode{}
 		x.nodes[in.id] = n
 	}
+	n.removed = false
 	f := x.fields[in.key]
 	if f == nil {
 		if len(x.fields) >= x.lim.MaxInputs {
@@ -641,7 +693,7 @@ func (x *extractor) signals() *Signals {
 	}
 	filled := map[*field]bool{}
 	for _, n := range x.nodes {
-		if n.valueLen > 0 {
+		if n.valueLen > 0 && !n.removed {
 			filled[n.field] = true
 		}
 	}
@@ -653,8 +705,12 @@ func (x *extractor) signals() *Signals {
 		}
 		s.Inputs[key] = Input{Method: f.method(x.report != nil), Keystrokes: f.keys, Pastes: f.pastes}
 		s.Keystrokes += f.keys
-		if f.keys >= 2 && f.changes() > 0 {
-			intervals += f.keys - 1
+		// The pace of the key presses the recording saw: the snippet
+		// counts from its own start, the recorder from later, so a field
+		// typed into before it started has more presses than changes,
+		// and the earlier ones took time the recording does not span.
+		if n := min(f.keys, f.changes()); n >= 2 {
+			intervals += n - 1
 			typing += f.last - f.first
 		}
 	}

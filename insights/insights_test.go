@@ -150,6 +150,38 @@ func TestInputMethods(t *testing.T) {
 			rec: func() *rec { return newRec().input(idHidden, "c_123", "false").signals(nil, false) }},
 		{name: "checkbox", key: "agree", absent: true,
 			rec: func() *rec { return newRec().input(idAgree, "yes", "true").signals(nil, false) }},
+		// A field the page's script added with a value and removed
+		// before consent holds none.
+		{name: "added, then removed", key: "promo", absent: true,
+			rec: func() *rec {
+				return newRec().incr(`{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+					`"node":{"type":2,"tagName":"input","attributes":{"name":"promo","value":"SAVE"},"childNodes":[],"id":40}}]}`).
+					at(100).incr(`{"source":0,"texts":[],"attributes":[],"adds":[],"removes":[{"parentId":5,"id":40}]}`).
+					signals(nil, false)
+			}},
+		{name: "prefilled, then removed", key: "ref", absent: true,
+			rec: func() *rec {
+				return newRec().incr(`{"source":0,"texts":[],"attributes":[],"adds":[],"removes":[{"parentId":5,"id":16}]}`).
+					signals(nil, false)
+			}},
+		// A node moved is removed and added back in one mutation (the
+		// replayer removes first): it still holds its value.
+		{name: "typed, then moved", key: "email", want: insights.Input{Method: insights.Typed, Keystrokes: 3},
+			rec: func() *rec {
+				return newRec().typeInto(idEmail, "abc", 150).
+					incr(`{"source":0,"texts":[],"attributes":[],"adds":[{"parentId":4,"nextId":null,`+
+						`"node":{"type":2,"tagName":"input","attributes":{"type":"email","name":"email","value":"abc"},"childNodes":[],"id":10}}],`+
+						`"removes":[{"parentId":5,"id":10}]}`).
+					signals(map[string][2]int{"email": {3, 0}}, false)
+			}},
+		// Removed and added again later: it holds a value again.
+		{name: "removed, then added back", key: "ref", want: insights.Input{Method: insights.Scripted},
+			rec: func() *rec {
+				return newRec().incr(`{"source":0,"texts":[],"attributes":[],"adds":[],"removes":[{"parentId":5,"id":16}]}`).
+					at(100).incr(`{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+					`"node":{"type":2,"tagName":"input","attributes":{"name":"ref","value":"abc"},"childNodes":[],"id":16}}]}`).
+					signals(nil, false)
+			}},
 		{name: "never filled", key: "msg", absent: true,
 			rec: func() *rec { return newRec().signals(map[string][2]int{"msg": {3, 0}}, false) }},
 	} {
@@ -224,6 +256,11 @@ func TestReasons(t *testing.T) {
 		{"a short burst", newRec().at(2000).move(4).typeInto(idEmail, "jane", 20).at(3000).click(idButton).
 			signals(map[string][2]int{"email": {4, 0}}, false).String(), desktopUA,
 			insights.Rules{}, insights.Human, []insights.Reason{}},
+		// Keys pressed before the recorder started are the snippet's count,
+		// not the recording's: a bot's pace over what was recorded stands.
+		{"typing too fast, some keys before the recorder started", newRec().at(2000).move(4).typeInto(idEmail, "jane@example.com", 20).
+			at(3000).click(idButton).signals(map[string][2]int{"email": {20, 0}}, false).String(), desktopUA,
+			insights.Rules{}, insights.Bot, []insights.Reason{insights.ReasonTypingTooFast}},
 		{"typing too fast, min_keystrokes negative", newRec().at(2000).move(4).typeInto(idEmail, "jane@example.com", 20).at(3000).click(idButton).
 			signals(map[string][2]int{"email": {16, 0}}, false).String(), desktopUA,
 			insights.Rules{MinKeystrokes: -1}, insights.Human, []insights.Reason{}},
@@ -411,6 +448,14 @@ func TestMembersAsJSONParseReadsThem(t *testing.T) {
 		signals(nil, false).String(), desktopUA)
 	if s.Inputs["city"].Method != insights.Scripted || s.Pointer.Moves != 0 {
 		t.Errorf("repeated members: %+v %+v", s.Inputs, s.Pointer)
+	}
+	// A repeated attributes list: the last one is read whole, even of a
+	// node the first one named.
+	s = extract(t, newRec().incr(`{"source":0,"texts":[],"removes":[],"adds":[],`+
+		`"attributes":[{"id":16,"attributes":{"value":"abc"}}],"attributes":[{"id":16,"attributes":{"value":"bot"}}]}`).
+		signals(nil, false).String(), desktopUA)
+	if s.Inputs["ref"].Method != insights.Scripted {
+		t.Errorf("a repeated attributes list: ref %+v, want scripted", s.Inputs["ref"])
 	}
 	s = extract(t, `[{"type":2,"data":{"node":{"type":0,"id":1}},"timestamp":1,"data":{"node":`+page+`}}]`, desktopUA)
 	if s.Inputs["ref"].Method != insights.Prefilled {
@@ -653,5 +698,103 @@ func TestFormDrawnAnew(t *testing.T) {
 	}
 	if _, err := insights.Extract(strings.NewReader(r.String()), desktopUA, insights.Limits{MaxNodes: 5000}); !errors.Is(err, insights.ErrTooLarge) {
 		t.Errorf("past MaxNodes: %v, want ErrTooLarge", err)
+	}
+}
+
+// The pace of typing counts what the recording saw. A person types 12
+// keys into a field before the recorder started (the snippet counts them,
+// the first snapshot holds the value), then 2 more, 250 ms apart, once it
+// records: one interval in 250 ms, 240 keys a minute, not 14 presses in
+// 250 ms. The keystrokes are all 14.
+func TestPaceOfWhatWasRecorded(t *testing.T) {
+	r := newRec().at(300).move(6).click(idRef).
+		at(250).input(idRef, "abcd", "true").at(250).input(idRef, "abcde", "true").
+		at(800).move(4).click(idAgree).input(idAgree, "on", "true").at(700).move(3).click(idButton)
+	r.signalsAged(map[string][2]int{"ref": {14, 0}}, 9000)
+	s := extract(t, r.String(), desktopUA)
+	if in := s.Inputs["ref"]; in.Method != insights.Typed || in.Keystrokes != 14 || s.Keystrokes != 14 || s.KeysPerMinute != 240 {
+		t.Errorf("ref %+v, keystrokes %d, keys per minute %v; want typed, 14, 14, 240", in, s.Keystrokes, s.KeysPerMinute)
+	}
+	if j := (insights.Rules{}).Judge(s, insights.Facts{}); j.Verdict != insights.Human {
+		t.Errorf("a person typing 4 keys a second once recorded: %s %v", j.Verdict, j.Reasons)
+	}
+}
+
+// A field's key is cut to 128 UTF-16 units as the snippet's
+// String.prototype.slice cuts it: a character of two units that the cut
+// splits leaves its high surrogate, which the snippet's JSON escapes
+// (\ud83d) and Go reads as U+FFFD. The counts meet their field.
+func TestKeyCutMidSurrogate(t *testing.T) {
+	for _, name := range []string{strings.Repeat("a", 127) + "\U0001F600", strings.Repeat("a", 127) + "\U0001F600bc"} {
+		r := newRec().incr(`{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+			`"node":{"type":2,"tagName":"input","attributes":{"name":"`+name+`"},"childNodes":[],"id":40}}]}`).
+			move(3).typeInto(40, "abc", 200)
+		r.add(5, `{"tag":"consentkit/signals","payload":{"v":1,"fields":{"`+strings.Repeat("a", 127)+`\ud83d":{"keys":3,"pastes":0}},"webdriver":false}}`)
+		s := extract(t, r.String(), desktopUA)
+		key := strings.Repeat("a", 127) + "\uFFFD"
+		if in := s.Inputs[key]; len(s.Inputs) != 2 || in.Method != insights.Typed || in.Keystrokes != 3 {
+			t.Errorf("%d bytes: inputs %+v, want %q typed with 3 keystrokes", len(name), s.Inputs, key)
+		}
+	}
+	// A character of two units within the limit is kept whole.
+	name := strings.Repeat("a", 126) + "\U0001F600"
+	r := newRec().incr(`{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+		`"node":{"type":2,"tagName":"input","attributes":{"name":"`+name+`x"},"childNodes":[],"id":40}}]}`).
+		move(3).typeInto(40, "abc", 200).signals(map[string][2]int{name: {3, 0}}, false)
+	if in := extract(t, r.String(), desktopUA).Inputs[name]; in.Method != insights.Typed || in.Keystrokes != 3 {
+		t.Errorf("a key of 128 units ending in a pair: %+v, want typed with 3 keystrokes", in)
+	}
+}
+
+// longNames is a recording whose mutations each add one text field with a
+// name of size bytes: the longest JSON string is one name. Every mebibyte
+// read, it notes the live heap's peak after a collection in peak.
+type longNames struct {
+	n, i, size int
+	pending    []byte
+	peak       *uint64
+	read       int
+}
+
+func (r *longNames) Read(p []byte) (int, error) {
+	for len(r.pending) == 0 {
+		switch {
+		case r.i == 0:
+			r.pending = []byte(`[{"type":2,"data":{"node":` + page + `},"timestamp":1000}`)
+		case r.i <= r.n:
+			name := fmt.Sprintf("f%06d", r.i) + strings.Repeat("x", r.size)
+			r.pending = fmt.Appendf(nil, `,{"type":3,"data":{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+				`"node":{"type":2,"tagName":"input","attributes":{"name":"%s"},"childNodes":[],"id":%d}}]},"timestamp":%d}`, name, 1000+r.i, 1000+r.i)
+		case r.i == r.n+1:
+			r.pending = []byte("]")
+		default:
+			return 0, io.EOF
+		}
+		r.i++
+	}
+	n := copy(p, r.pending)
+	r.pending = r.pending[n:]
+	if r.read/(1<<20) != (r.read+n)/(1<<20) {
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		*r.peak = max(*r.peak, m.HeapAlloc)
+	}
+	r.read += n
+	return n, nil
+}
+
+// A field's key, cut from a long name, is a copy: the fields tracked do
+// not keep their whole names, and the heap stays bounded by the longest
+// string, not the sum of the names (the package documentation's Bounds).
+func TestLongNamesNotKept(t *testing.T) {
+	var peak uint64
+	in := &longNames{n: 24, size: 1 << 20, peak: &peak}
+	if _, err := insights.Extract(in, desktopUA, insights.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d MiB read, longest string 1 MiB; the live heap's peak was %.1f MiB", in.read>>20, float64(peak)/(1<<20))
+	if peak > 8<<20 {
+		t.Errorf("the live heap reached %d MiB reading %d MiB whose longest string is 1 MiB", peak>>20, in.read>>20)
 	}
 }

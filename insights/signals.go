@@ -31,10 +31,13 @@ type Signals struct {
 	Inputs map[string]Input `json:"inputs"`
 	// Keystrokes is the number of key presses in the fields of Inputs.
 	Keystrokes int `json:"keystrokes"`
-	// KeysPerMinute is the pace of typing: for each field with key presses,
-	// its presses less one over the time from its first change to its
-	// last (at least a millisecond), summed over the fields, to the
-	// hundredth. 0 when no field had two.
+	// KeysPerMinute is the pace of typing the recording saw: for each
+	// field, its key presses the recording can have seen (the fewer of
+	// its presses and its recorded changes) less one, summed over the
+	// fields, over the time from each field's first recorded change to its
+	// last, summed too (at least a millisecond), to the hundredth. 0 when
+	// no field had two. Presses before the recorder started (the snippet
+	// counts from its own start) are in Keystrokes, not in the pace.
 	KeysPerMinute float64 `json:"keys_per_minute"`
 	// Pointer counts the pointer's and fingers' acts.
 	Pointer Pointer `json:"pointer"`

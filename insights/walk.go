@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -245,7 +246,11 @@ func (w *walker) count() (int, error) {
 const maxKey = 128
 
 // cutKey cuts s to maxKey UTF-16 code units, as the snippet does, so that
-// the page's field and the snippet's count meet under one key.
+// the page's field and the snippet's count meet under one key. A
+// character of two units that the cut splits ends the key as U+FFFD: the
+// snippet's slice keeps its first unit, a lone surrogate, which its JSON
+// holds as an escape that Go reads as U+FFFD. A cut key is a copy, so that
+// a key kept does not keep the whole of a long name.
 func cutKey(s string) string {
 	units := 0
 	for i, r := range s {
@@ -254,7 +259,10 @@ func cutKey(s string) string {
 			n = 1
 		}
 		if units+n > maxKey {
-			return s[:i]
+			if units < maxKey { // a surrogate pair, cut between its halves
+				return s[:i] + string(utf8.RuneError)
+			}
+			return strings.Clone(s[:i])
 		}
 		units += n
 	}
@@ -262,7 +270,7 @@ func cutKey(s string) string {
 }
 
 // cutText cuts a reported text to at most n bytes, at a character's
-// boundary.
+// boundary; a cut text is a copy, as a cut key is.
 func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -270,5 +278,5 @@ func cutText(s string, n int) string {
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n]
+	return strings.Clone(s[:n])
 }
