@@ -18,8 +18,11 @@ import (
 // Handler returns the handler of consent.JobInsights jobs, which the
 // Service enqueues with every certificate it issues (D50): it streams the
 // certificate's session's recording from the store one chunk at a time
-// into [Extract] (memory bounded by lim whatever the recording), with the
-// certificate's user agent, judges the signals and the certificate's
+// into [Extract] (memory bounded by lim whatever the recording; an unset
+// lim.MaxBytes reads up to the default or the bytes the service took for
+// the session, if more, so that a recording within the service's
+// Config.MaxRecordingBytes is never past lim), with the certificate's user
+// agent, judges the signals and the certificate's
 // RevokedBefore by its company's rules (consent.Company.InsightsRules), and
 // records the signed statement (signed.InsightsStatement) in the
 // transaction that ends the job. A recording no longer kept, not the one
@@ -41,11 +44,17 @@ type handler struct {
 var errStop = errors.New("insights: the recording is no longer read")
 
 func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-	cert, rules, err := h.pending(ctx, j.Key)
+	cert, rules, recorded, err := h.pending(ctx, j.Key)
 	if err != nil || cert == nil {
 		return jobs.Result{}, err
 	}
-	s, err := h.extract(ctx, cert)
+	lim := h.lim
+	if lim.MaxBytes <= 0 {
+		// The service bounded the recording by its own limit as it took
+		// each chunk; the recording as read is no longer than the chunks.
+		lim.MaxBytes = max(lim.withDefaults().MaxBytes, recorded)
+	}
+	s, err := h.extract(ctx, cert, lim)
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -87,16 +96,19 @@ func (h *handler) end(ctx context.Context, tx consent.Tx, certificateID string, 
 	return tx.UpdateInsights(ctx, in)
 }
 
-// pending returns the certificate whose insights are pending and its
-// company's rules; a nil certificate when there is nothing left to do (the
-// certificate purged, the insights done).
-func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, Rules, error) {
+// pending returns the certificate whose insights are pending, its
+// company's rules and the bytes of events its session took
+// (consent.Session.EventBytes, 0 when it is no longer kept); a nil
+// certificate when there is nothing left to do (the certificate purged,
+// the insights done).
+func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, Rules, int64, error) {
 	var (
-		cert  *consent.Certificate
-		rules Rules
+		cert     *consent.Certificate
+		rules    Rules
+		recorded int64
 	)
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
-		cert = nil
+		cert, recorded = nil, 0
 		in, err := tx.Insights(ctx, certificateID)
 		if consent.ErrorCode(err) == consent.NotFound {
 			return nil
@@ -115,17 +127,24 @@ func (h *handler) pending(ctx context.Context, certificateID string) (*consent.C
 		if err != nil {
 			return err
 		}
+		ses, err := tx.Session(ctx, c.SessionID)
+		switch {
+		case err == nil:
+			recorded = ses.EventBytes
+		case consent.ErrorCode(err) != consent.NotFound: // not kept: no recording
+			return err
+		}
 		cert, rules = c, Rules(co.InsightsRules)
 		return nil
 	})
-	return cert, rules, err
+	return cert, rules, recorded, err
 }
 
 // extract returns the signals of cert's recording, read from the store
 // through a pipe one chunk at a time, joined as consent.JoinChunks joins
 // them, so that no more than a chunk is held beside Extract's own bounded
 // state.
-func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Signals, error) {
+func (h *handler) extract(ctx context.Context, cert *consent.Certificate, lim Limits) (*Signals, error) {
 	pr, pipe := io.Pipe()
 	sum := sha256.New()
 	pw := io.MultiWriter(pipe, sum) // the pipe first: its error stops the write
@@ -165,20 +184,20 @@ func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Sign
 		pipe.CloseWithError(err) // nil: the reader sees the end
 		done <- err
 	}()
-	s, err := Extract(pr, cert.UserAgent, h.lim)
+	s, err := Extract(pr, cert.UserAgent, lim)
 	pr.CloseWithError(errStop)
 	readErr := <-done
 	switch {
 	case readErr != nil && !errors.Is(readErr, errStop):
 		return nil, readErr
 	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge):
-		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
+		return Extract(strings.NewReader("[]"), cert.UserAgent, lim)
 	case err != nil:
 		return nil, err
 	case !cert.RecordingSHA256.IsZero() && consent.Digest(sum.Sum(nil)) != cert.RecordingSHA256:
 		// Not the recording the certificate was issued with: its signals
 		// are no evidence of this consent.
-		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
+		return Extract(strings.NewReader("[]"), cert.UserAgent, lim)
 	}
 	return s, nil
 }

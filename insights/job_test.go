@@ -30,13 +30,21 @@ type jobEnv struct {
 
 func jobSetup(t *testing.T, st consent.Store, lim insights.Limits) *jobEnv {
 	t.Helper()
+	return jobSetupConfig(t, st, consentkit.Config{}, lim)
+}
+
+// jobSetupConfig is jobSetup with the service's Config cfg, its clock and
+// signing keys set.
+func jobSetupConfig(t *testing.T, st consent.Store, cfg consentkit.Config, lim insights.Limits) *jobEnv {
+	t.Helper()
 	key, err := signed.NewSigningKey("k1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 	e := &jobEnv{key: key}
-	e.svc, err = consentkit.NewService(st, consentkit.Config{Now: func() time.Time { return now }, SigningKeys: []signed.SigningKey{key}})
+	cfg.Now, cfg.SigningKeys = func() time.Time { return now }, []signed.SigningKey{key}
+	e.svc, err = consentkit.NewService(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,6 +196,33 @@ func TestInsightsJobNoRecording(t *testing.T) {
 			t.Errorf("RunOnce with no job left: %v %v", ok, err)
 		}
 	})
+}
+
+// A service that takes recordings past Limits' default (a higher
+// Config.MaxRecordingBytes) has them read whole by a Handler with the
+// default limits: a recording the service took is never judged past the
+// limits, as none, for its size.
+func TestInsightsJobRecordingPastDefaultBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and reads a 65 MiB recording")
+	}
+	e := jobSetupConfig(t, teststore.Memory(t), consentkit.Config{MaxRecordingBytes: 80 << 20}, insights.Limits{})
+	chunks := chunked(person(), 7)
+	pad := `[{"type":6,"data":{"plugin":"pad","payload":"` + strings.Repeat("x", 1<<20-200) + `"},"timestamp":1767225600000}]`
+	padded := []string{chunks[0]}
+	for total := 0; total <= 64<<20; total += len(pad) {
+		padded = append(padded, pad)
+	}
+	padded = append(padded, chunks[1:]...)
+	cert := e.issue(t, "s1", padded, desktopUA)
+	p, err := e.run(t, cert).Proof()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := p.Statement.Bot; b.Verdict != "human" || len(p.Statement.Signals.Inputs) != 4 {
+		t.Errorf("a recording of %d chunks of about 1 MiB: verdict %+v, inputs %+v; want a human's, four inputs",
+			len(padded), b, p.Statement.Signals.Inputs)
+	}
 }
 
 // A recording that is not the one the certificate was issued with (its
