@@ -50,6 +50,20 @@
 // SHA-256 digest like any other and must be 16 to 512 bytes. Unknown fields are errors, since in a hand-written file they are
 // typos. Every error names the item at fault, as in
 // `certificates[0] "cert-1": consents[0].text must be …`.
+//
+// A file is at most MaxFileBytes (128 MiB), and since a few bytes of JSON
+// can decode into a value of hundreds, Parse also bounds what its lists
+// hold, all lists of a kind together, before it decodes anything: at most
+// MaxItems (100,000) companies, properties, tokens, webhooks, profiles,
+// sessions, certificates and consents; MaxEvents (4,000,000) events of
+// sessions; MaxValues (1,000,000) elements of the other lists (the strings
+// of authorized_third_parties, allowed_origins, permissions, a webhook's
+// events, a consent's types, and the lists of a profile's rules). The
+// error names the element past the bound, as in
+// `seed: companies[100000]: the file holds more than 100000 items …`.
+//
+// Load appends a session's events in chunks of at most the service's
+// Config.MaxChunkBytes.
 package seed
 
 import (
@@ -156,7 +170,9 @@ type Consent struct {
 // errors naming what is wrong.
 //
 // The file must be valid UTF-8 without unpaired \u surrogate escapes, which
-// encoding/json would silently turn into U+FFFD, and at most MaxFileBytes.
+// encoding/json would silently turn into U+FFFD, at most MaxFileBytes, and
+// hold at most MaxItems items, MaxEvents events and MaxValues other list
+// elements: those are counted before anything is decoded.
 func Parse(r io.Reader) (*File, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxFileBytes+1))
 	switch {
@@ -167,13 +183,18 @@ func Parse(r io.Reader) (*File, error) {
 	case !jsontext.Valid(data):
 		return nil, errors.New("seed: the file is not valid UTF-8, or has a \\u escape of an unpaired surrogate")
 	}
+	if err := checkCounts(data); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	if dec.More() {
+	// More reports false at a closing ] or }: only the end of the text
+	// ends the file.
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("seed: data after the JSON object")
 	}
 	return &f, nil
@@ -320,7 +341,7 @@ func loadSession(ctx context.Context, svc *consentkit.Service, tx consent.Tx, s 
 	}); err != nil {
 		return err
 	}
-	for _, chunk := range chunks(s.Events, consentkit.DefaultMaxChunkBytes) {
+	for _, chunk := range chunks(s.Events, svc.MaxChunkBytes()) {
 		if _, err := svc.AppendEventsTx(ctx, tx, s.ID, chunk); err != nil {
 			return fmt.Errorf("events: %w", err)
 		}

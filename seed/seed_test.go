@@ -201,6 +201,9 @@ func TestParseErrors(t *testing.T) {
 		{`{"companies":[{"id":"a","name":"A","balance":true}]}`, `invalid amount`},
 		{`{"sessions":[{"id":"s","created_at":"yesterday"}]}`, `cannot parse`},
 		{`{} {}`, `data after the JSON object`},
+		{`{"companies":[]} ]`, `data after the JSON object`}, // More is false at a ]
+		{`{"companies":[]}}`, `data after the JSON object`},
+		{`{"companies":[]} x`, `data after the JSON object`},
 		{"{\"companies\":[{\"id\":\"a\",\"name\":\"A\xff\"}]}", `not valid UTF-8`},
 		{`{"companies":[{"id":"a","name":"A\udc00"}]}`, `unpaired surrogate`},
 	} {
@@ -334,5 +337,73 @@ func TestLoadWebhooks(t *testing.T) {
 	}
 	if _, err := seed.Load(t.Context(), svc, parse(t, strings.Replace(file, "%s", "http://10.0.0.7/hook", 1))); err != nil {
 		t.Errorf("private webhook URL with WebhookAllowPrivate: %v", err)
+	}
+}
+
+// Parse bounds what a file's lists hold, each kind together, before it
+// decodes anything: a few bytes such as "{}," decode into a value of
+// hundreds, so that a file under MaxFileBytes could take gigabytes.
+func TestParseBounds(t *testing.T) {
+	// list is a JSON array of n copies of elem.
+	list := func(elem string, n int) string {
+		return "[" + strings.Repeat(elem+",", n-1) + elem + "]"
+	}
+	company := func(members string) string { return `{"id":"a","name":"A"` + members + `}` }
+	for _, tc := range []struct{ name, file, want string }{
+		{"companies", `{"companies":` + list(`{}`, seed.MaxItems+1) + `}`,
+			"seed: companies[100000]: the file holds more than 100000 items"},
+		{"items of several lists together", `{"companies":[` + company(`,"properties":`+list(`{}`, seed.MaxItems/2)) + `],
+			"sessions":` + list(`{}`, seed.MaxItems/2) + `}`, "seed: sessions[49999]: the file holds more than 100000 items"},
+		{"profiles", `{"companies":[` + company(`,"tokens":`+list(`{}`, seed.MaxItems-2)) + `,` +
+			company(`,"profiles":{"a":{},"b":{}}`) + `]}`, "seed: companies[1].profiles: the file holds more than 100000 items"},
+		{"certificates' consents", `{"certificates":[{"consents":` + list(`{}`, seed.MaxItems) + `}]}`,
+			"seed: certificates[0].consents[99999]: the file holds more than 100000 items"},
+		{"events", `{"sessions":[{"events":` + list(`0`, seed.MaxEvents/2) + `},{"events":` + list(`0`, seed.MaxEvents/2+1) + `}]}`,
+			"seed: sessions[1].events[2000000]: the file holds more than 4000000 events"},
+		{"strings", `{"certificates":[{"consents":[{"types":` + list(`""`, seed.MaxValues+1) + `}]}]}`,
+			"seed: certificates[0].consents[0].types[1000000]: the file holds more than 1000000 list elements"},
+		{"a profile's rules", `{"companies":[` + company(`,"profiles":{"p":{"brand_names":{"names":`+list(`""`, seed.MaxValues+1)+`}}}`) + `]}`,
+			"seed: companies[0].profiles.p.brand_names.names[1000000]: the file holds more than 1000000"},
+		{"names in another case", `{"COMPANIES":` + list(`{}`, seed.MaxItems+1) + `}`, "seed: companies[100000]: the file holds more than 100000 items"},
+		{"escaped names", `{"compan\u0069es":` + list(`{}`, seed.MaxItems+1) + `}`, "seed: companies[100000]: the file holds more than 100000 items"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := seed.Parse(strings.NewReader(tc.file))
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("Parse: %v; want an error starting %q", err, tc.want)
+			}
+		})
+	}
+	// What an event or events_combined holds is text, not counted.
+	ev := `{"type":3,"data":{"positions":` + list(`0`, seed.MaxValues+1) + `}}`
+	file := `{"sessions":[{"events":[` + ev + `]}],"certificates":[{"events_combined":` + ev + `}]}`
+	if f, err := seed.Parse(strings.NewReader(file)); err != nil || len(f.Sessions[0].Events[0]) != len(ev) {
+		t.Errorf("Parse of events holding long lists: %v", err)
+	}
+}
+
+// A session's events load in chunks the service accepts: of at most its
+// Config.MaxChunkBytes, not the default's.
+func TestLoadChunksOfServiceMax(t *testing.T) {
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{MaxChunkBytes: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []string
+	for i := range 200 {
+		events = append(events, `{"type":3,"timestamp":`+strconv.Itoa(i)+`,"data":{}}`)
+	}
+	f := parse(t, `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P"}]}],
+		"sessions":[{"id":"s","company_id":"a","property_id":"p","events":[`+strings.Join(events, ",")+`]}]}`)
+	if _, err := seed.Load(t.Context(), svc, f); err != nil {
+		t.Fatalf("200 events of %d bytes together, with MaxChunkBytes 4096: %v", len(strings.Join(events, ",")), err)
+	}
+	rec, err := svc.Recording(t.Context(), "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []json.RawMessage
+	if err := json.Unmarshal(rec, &got); err != nil || len(got) != len(events) {
+		t.Errorf("the recording holds %d events (%v); want %d", len(got), err, len(events))
 	}
 }
