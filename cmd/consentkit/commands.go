@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
@@ -195,12 +196,13 @@ certificate retained or asked for is still attested).`,
 		}},
 	{group: "companies", name: "insights-rules", company: true,
 		summary: "Show or set the thresholds of a company's bot verdict (D50)",
-		about: `Without flags it shows the company. With any, it replaces every threshold:
-one not given is its default (package insights documents them), a
-negative one turns its rule off. The insights job judges the certificates
-issued from then on by them; a verdict given when asked uses them too,
-never milder than the signed one.`,
+		about: `Without threshold flags it shows the company. With any, it replaces
+every threshold: one not given is its default (package insights documents
+them), a negative one turns its rule off. The insights job judges the
+certificates issued from then on by them; a verdict given when asked uses
+them too, never milder than the signed one.`,
 		setup: func(fs *flag.FlagSet) action {
+			set := ownFlagsGiven(fs)
 			var r consent.InsightsRules
 			fs.Float64Var(&r.MinSecondsOnPage, "min-seconds-on-page", 0, "a consent sooner after the page loaded is submitted_too_fast (default 1.5)")
 			fs.Float64Var(&r.MaxKeysPerMinute, "max-keys-per-minute", 0, "typing faster is typing_too_fast (default 1500)")
@@ -209,7 +211,7 @@ never milder than the signed one.`,
 			fs.IntVar(&r.MaxPerHour, "max-per-hour", 0, "more certificates than this in the hour before, from one address, email or mobile, is high_velocity (default 5)")
 			fs.IntVar(&r.MaxPerDay, "max-per-day", 0, "likewise in the day before (default 20)")
 			return func(ctx context.Context, c *call) error {
-				if fs.NFlag() == 0 {
+				if !set() {
 					a, err := c.do(ctx, http.MethodGet, c.companyPath(), nil, nil, nil)
 					return show(c, a, err, func(v *httpadapter.CompanyBody) { c.showCompany(v) })
 				}
@@ -454,6 +456,9 @@ created in -since … -until, newest first, a page at a time.`,
 		}},
 	{group: "certificates", name: "show", company: true, args: []string{"CERTIFICATE_ID"},
 		summary: "Show a certificate with its consents and signature",
+		about: `Each consent's text is printed a line at a time. A carriage return within
+a line, and any other character that would move the cursor or reorder the
+line, is printed escaped (\r, \u202e); -json prints the text as stored.`,
 		setup: func(fs *flag.FlagSet) action {
 			return func(ctx context.Context, c *call) error { return c.showCertificate(ctx, c.args[0]) }
 		}},
@@ -683,6 +688,20 @@ named) or the check failed, 2 a usage error.`,
 				return c.verifyAudit(ctx, *from, *limit, *all)
 			}
 		}},
+}
+
+// ownFlagsGiven is called by a command's setup before it defines its
+// flags: the function it returns reports whether the command line gave any
+// of them. fs.NFlag cannot tell: it counts the flags every command takes
+// too (-company, -url, -json…), given on nearly every command line.
+func ownFlagsGiven(fs *flag.FlagSet) func() bool {
+	common := map[string]bool{}
+	fs.VisitAll(func(f *flag.Flag) { common[f.Name] = true })
+	return func() bool {
+		given := false
+		fs.Visit(func(f *flag.Flag) { given = given || !common[f.Name] })
+		return given
+	}
 }
 
 // readRules reads a profile's rules from -rules: JSON, or @file. A member
@@ -932,11 +951,49 @@ func (c *call) showCertificate(ctx context.Context, id string) error {
 			"key id", dash(v.KeyID))
 		for i, r := range v.Consents {
 			fmt.Fprintf(c.stdout, "\nconsent %d  opted in %s  types %s\n", i+1, ts(r.OptInAt), join(r.Types))
-			for _, line := range strings.Split(r.Text, "\n") {
+			for _, line := range consentLines(r.Text) {
 				fmt.Fprintf(c.stdout, "    %s\n", line)
 			}
 		}
 	})
+}
+
+// consentLines splits a consent's text into the lines it prints, at each
+// line feed (a carriage return before it included). A character that
+// would move the cursor or reorder what the terminal shows — a carriage
+// return elsewhere, another control character, a bidirectional control, a
+// line or paragraph separator — is printed escaped, as \r or \u202e, so
+// that the operator reads the words the certificate holds: a bare \r
+// would have the rest of its line overwrite the start.
+func consentLines(text string) []string {
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		if i < len(lines)-1 {
+			line = strings.TrimSuffix(line, "\r")
+		}
+		if strings.IndexFunc(line, hidden) < 0 {
+			lines[i] = line
+			continue
+		}
+		var b strings.Builder
+		for _, r := range line {
+			switch {
+			case r == '\r':
+				b.WriteString(`\r`)
+			case hidden(r):
+				fmt.Fprintf(&b, `\u%04x`, r)
+			default:
+				b.WriteRune(r)
+			}
+		}
+		lines[i] = b.String()
+	}
+	return lines
+}
+
+// hidden reports whether r, printed as it is, would not show as itself.
+func hidden(r rune) bool {
+	return r != '\t' && unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || unicode.In(r, unicode.Zl, unicode.Zp)
 }
 
 func (c *call) showCertificates(v *httpadapter.CertificatesResponse) {
@@ -985,24 +1042,30 @@ func (c *call) expiry(s string) (string, error) {
 	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
 		return t.UTC().Format(time.RFC3339Nano), nil
 	}
-	d, err := time.ParseDuration(s)
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		var n int
-		n, err = strconv.Atoi(days)
-		d = time.Duration(n) * 24 * time.Hour
-		if n > 1_000_000 {
-			err = strconv.ErrRange
-		}
-	}
-	if err != nil || d <= 0 {
-		return "", usagef("-expires %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z, or a positive duration such as 720h or 90d", s)
-	}
 	now := time.Now
 	if c.now != nil {
 		now = c.now
 	}
+	bad := usagef("-expires %q must be an RFC 3339 time such as 2027-01-31T00:00:00Z, or a positive duration such as 720h or 90d (at most %d days)", s, maxExpiryDays)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		// Days of 24 hours, in UTC; n*24h would overflow a time.Duration
+		// past 106,751 days.
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > maxExpiryDays {
+			return "", bad
+		}
+		return now().UTC().AddDate(0, 0, n).Format(time.RFC3339), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return "", bad
+	}
 	return now().Add(d).UTC().Format(time.RFC3339), nil
 }
+
+// maxExpiryDays bounds -expires Nd: some 2,700 years, short of the year
+// 9999 that the stores keep times to.
+const maxExpiryDays = 1_000_000
 
 // pageFlagSet are the flags of a list read by consent.Page: newest first,
 // cut by keyset.

@@ -326,6 +326,8 @@ func script(t *testing.T, b *backend) []string {
 	if v := jsonOut("companies", "insights-rules", "-company", "beta", "-suspects-for-bot", "-1"); fmt.Sprint(v["insights_rules"]) != "map[suspects_for_bot:-1]" {
 		t.Errorf("companies insights-rules -suspects-for-bot -1: %v (every threshold replaced)", v)
 	}
+	// Shown with -company alone: the common flags are not thresholds.
+	want(text("companies", "insights-rules", "-company", "beta"), `insights rules            {"suspects_for_bot":-1}`)
 	fails("(HTTP 400)", "companies", "insights-rules", "-company", "beta", "-max-per-day", "10000000")
 	fails("(HTTP 404)", "companies", "insights-rules", "-company", "nobody", "-max-per-day", "3")
 	want(text("companies", "show", "-company", "beta"), `insights rules            {"suspects_for_bot":-1}`)
