@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strconv"
@@ -453,53 +454,73 @@ func balance(ctx context.Context, q querier, companyID string) (wallet.Amount, e
 	return bal, one(err, "company")
 }
 
+// Credit and Debit append the entry first, only when the wallet takes it
+// (the INSERT's WHERE clause), and then move the balance, which cannot
+// fail then: SQLite has one writer. So a refusal — the company, the
+// balance, then a taken entry id, as the other stores find them — comes
+// before anything is written, and a caller that treats it as a refusal and
+// commits keeps a balance its ledger explains (D5).
 func (t *tx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, 1) // which checks e
 	}
 	// The balance must stay within wallet.MaxBalance: a company whose
-	// wallet is not updated either does not exist or is too near it.
-	var bal wallet.Amount
-	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance + ?1
-		WHERE company_id = ?2 AND balance <= ?3 - ?1 RETURNING balance`, e.Amount, e.CompanyID, wallet.MaxBalance).Scan(&bal)
-	if errors.Is(err, sql.ErrNoRows) {
+	// wallet does not take the entry either does not exist or is too near it.
+	if ok, err := t.appendEntry(ctx, e, `balance <= ?7 - ?4`, wallet.MaxBalance); err != nil {
+		return 0, err
+	} else if !ok {
 		if _, err := t.Balance(ctx, e.CompanyID); err != nil {
 			return 0, err
 		}
 		return 0, wallet.ErrBalanceLimit
 	}
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	return bal, t.appendEntry(ctx, e)
+	return t.move(ctx, e, `balance + ?1`)
 }
 
-// Debit is conditional in one statement: the WHERE clause refuses a debit
-// the balance cannot cover (D4).
+// Debit is conditional: the INSERT's WHERE clause refuses a debit the
+// balance cannot cover (D4), and SQLite's one writer keeps it covered
+// until the UPDATE.
 func (t *tx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if t.batch != nil {
 		return t.batch.wb.Post(ctx, t.batch, []*wallet.Entry{e}, -1) // which checks e
 	}
-	var bal wallet.Amount
-	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = balance - ?1
-		WHERE company_id = ?2 AND balance >= ?1 RETURNING balance`, e.Amount, e.CompanyID).Scan(&bal)
-	if errors.Is(err, sql.ErrNoRows) {
+	if ok, err := t.appendEntry(ctx, e, `balance >= ?4`); err != nil {
+		return 0, err
+	} else if !ok {
 		cur, err := t.Balance(ctx, e.CompanyID)
 		if err != nil {
 			return 0, err
 		}
 		return 0, &wallet.InsufficientFundsError{Required: e.Amount, Balance: cur}
 	}
-	if err != nil {
-		return 0, mapErr(err)
-	}
-	return bal, t.appendEntry(ctx, e)
+	return t.move(ctx, e, `balance - ?1`)
 }
 
-func (t *tx) appendEntry(ctx context.Context, e *wallet.Entry) error {
-	_, err := t.exec(ctx, `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
-		VALUES (?, ?, ?, ?, ?, ?)`, e.ID, e.CompanyID, e.Kind, e.Amount, e.Reference, e.CreatedAt.UnixMicro())
-	return err
+// appendEntry appends e to the ledger when e's company has a wallet whose
+// balance meets cond (on ?4, e.Amount, and ?7, the extra argument), and
+// reports whether it did: false, with nothing written, when there is no
+// such wallet; Conflict, with nothing written, when e.ID is taken.
+func (t *tx) appendEntry(ctx context.Context, e *wallet.Entry, cond string, extra ...any) (bool, error) {
+	r, err := t.exec(ctx, `INSERT INTO ledger (id, company_id, kind, amount, reference, created_at)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6 FROM wallets WHERE company_id = ?2 AND `+cond,
+		append([]any{e.ID, e.CompanyID, e.Kind, e.Amount, e.Reference, e.CreatedAt.UnixMicro()}, extra...)...)
+	if err != nil {
+		return false, err
+	}
+	n, err := r.RowsAffected()
+	return n > 0, err
+}
+
+// move sets e's company's balance to to (of ?1, e.Amount), after
+// appendEntry took e.
+func (t *tx) move(ctx context.Context, e *wallet.Entry, to string) (wallet.Amount, error) {
+	var bal wallet.Amount
+	err := t.tx.QueryRowContext(ctx, `UPDATE wallets SET balance = `+to+` WHERE company_id = ?2 RETURNING balance`,
+		e.Amount, e.CompanyID).Scan(&bal)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("sqlitestore: the wallet of %s changed under its writer", e.CompanyID)
+	}
+	return bal, mapErr(err)
 }
 
 func (t *tx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {

@@ -69,6 +69,39 @@ func testWallet(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
+
+	// A taken entry id is refused (Conflict) and changes nothing, the
+	// balance with the rest: a caller may treat the refusal as one and
+	// commit, and the ledger must still explain the balance (D5). (Whether
+	// the commit is made is the store's: Postgres refuses to commit a
+	// transaction in which a statement failed.)
+	topup := entry("e7", "acme", wallet.TopUp, wallet.Dollar, t0.Add(3*time.Second))
+	update(t, s, func(tx consent.Tx) error {
+		_, err := tx.Credit(ctx, topup)
+		return err
+	})
+	ledger := ledgerOf(t, s, "acme")
+	for _, c := range []struct {
+		name  string
+		write func(tx consent.Tx) (wallet.Amount, error)
+	}{
+		{"Debit", func(tx consent.Tx) (wallet.Amount, error) {
+			return tx.Debit(ctx, entry(credit.ID, "acme", wallet.ExactMatch, wallet.Cent, t0))
+		}},
+		{"Credit", func(tx consent.Tx) (wallet.Amount, error) {
+			return tx.Credit(ctx, entry(debit.ID, "acme", wallet.TopUp, 5*wallet.Dollar, t0))
+		}},
+	} {
+		_ = s.Update(ctx, func(tx consent.Tx) error {
+			_, err := c.write(tx)
+			wantCode(t, c.name+" with a taken id", err, consent.Conflict)
+			return nil // commit: the refusal changed nothing
+		})
+		if bal := balanceOf(t, s, "acme"); bal != wallet.Dollar {
+			t.Errorf("%s with a taken id: balance %v, want 1", c.name, bal)
+		}
+		wantSame(t, ledger, ledgerOf(t, s, "acme"), opts, "%s with a taken id changed the ledger", c.name)
+	}
 }
 
 // testDebitAll: the entries are debited together, in the ledger in the
