@@ -3,6 +3,7 @@ package sqlitestore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io/fs"
 	"sort"
 	"testing"
@@ -125,6 +126,76 @@ func TestMigrateKeepsChunks(t *testing.T) {
 	}
 	if err := s.write.QueryRowContext(ctx, `SELECT count(*) FROM session_events`).Scan(&n); err != nil || n != len(chunks) {
 		t.Errorf("chunks after s2 was deleted: %d, %v; want %d", n, err, len(chunks))
+	}
+}
+
+// Migration 0025 gives the jobs queued before 0021 their company, which
+// 0021 gave to webhook jobs only: an attestation's and an insights job's
+// is its certificate's, a conversion's its session's. Left empty, the
+// company's share of the queue (CountCompanyJobs) did not count them.
+func TestMigrateGivesJobsTheirCompany(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	migrateBefore(t, s, "0021")
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateSession(ctx, &consent.Session{ID: "s1", CompanyID: "acme", PropertyID: "web", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.CreateCertificate(ctx, &consent.Certificate{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			Records: []consent.Record{{Text: "I agree.", OptInAt: t0}}, EventsCombined: json.RawMessage(`{}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jobs as schema 0020 holds them: no company column yet.
+	for _, j := range [][2]string{{consent.JobAttest, "c1"}, {consent.JobInsights, "c1"}, {consent.JobConvert, "s1"},
+		{consent.JobAttest, "c-gone"}, {consent.JobLockRecording, "s1"}} {
+		if _, err := s.write.ExecContext(ctx, `INSERT INTO jobs (kind, key, run_after, created_at) VALUES (?, ?, ?, ?)`,
+			j[0], j[1], t0.UnixMicro(), t0.UnixMicro()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx consent.Tx) error {
+		for _, kind := range []string{consent.JobAttest, consent.JobInsights, consent.JobConvert} {
+			if n, err := tx.CountCompanyJobs(ctx, kind, "acme"); err != nil || n != 1 {
+				t.Errorf("acme's %s jobs after the migration: %d, %v; want 1", kind, n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job whose certificate is gone, and a kind that works for no
+	// company, keep none.
+	rows, err := s.write.QueryContext(ctx, `SELECT kind || ' ' || key FROM jobs WHERE company_id = '' ORDER BY kind, key`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var none []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			t.Fatal(err)
+		}
+		none = append(none, k)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"attest c-gone", "recording.lock s1"}, none); diff != "" {
+		t.Errorf("jobs of no company (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,0 +1,138 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"io/fs"
+	"net/url"
+	"os"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/consentkit/consentkit/consent"
+)
+
+// Migration 0025 gives the jobs queued before 0021 their company, which
+// 0021 gave to webhook jobs only: an attestation's and an insights job's
+// is its certificate's, a conversion's its session's. Left empty, the
+// company's share of the queue (CountCompanyJobs) did not count them.
+func TestMigrateGivesJobsTheirCompany(t *testing.T) {
+	ctx := context.Background()
+	s := openSchema(t)
+	migrateBefore(t, s, "0021")
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if err := tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateProperty(ctx, &consent.Property{ID: "web", CompanyID: "acme", Name: "Web", CreatedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.CreateSession(ctx, &consent.Session{ID: "s1", CompanyID: "acme", PropertyID: "web", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}); err != nil {
+			return err
+		}
+		return tx.CreateCertificate(ctx, &consent.Certificate{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
+			Records: []consent.Record{{Text: "I agree.", OptInAt: t0}}, EventsCombined: json.RawMessage(`{}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jobs as schema 0020 holds them: no company column yet.
+	for _, j := range [][2]string{{consent.JobAttest, "c1"}, {consent.JobInsights, "c1"}, {consent.JobConvert, "s1"},
+		{consent.JobAttest, "c-gone"}, {consent.JobLockRecording, "s1"}} {
+		if _, err := s.pool.Exec(ctx, `INSERT INTO jobs (kind, key, run_after, created_at) VALUES ($1, $2, $3, $3)`, j[0], j[1], t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(ctx, func(tx consent.Tx) error {
+		for _, kind := range []string{consent.JobAttest, consent.JobInsights, consent.JobConvert} {
+			if n, err := tx.CountCompanyJobs(ctx, kind, "acme"); err != nil || n != 1 {
+				t.Errorf("acme's %s jobs after the migration: %d, %v; want 1", kind, n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A job whose certificate is gone, and a kind that works for no
+	// company, keep none.
+	rows, _ := s.pool.Query(ctx, `SELECT kind || ' ' || key FROM jobs WHERE company_id = '' ORDER BY kind, key`)
+	none, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"attest c-gone", "recording.lock s1"}; !slices.Equal(none, want) {
+		t.Errorf("jobs of no company: %q; want %q", none, want)
+	}
+}
+
+// openSchema opens a store in a new schema of the database of
+// CONSENT_TEST_POSTGRES_URL, as teststore.PostgresURL does (which this
+// package's own tests cannot import), unmigrated. It skips t when the
+// variable is unset.
+func openSchema(t *testing.T) *Store {
+	t.Helper()
+	dsn := os.Getenv("CONSENT_TEST_POSTGRES_URL")
+	if dsn == "" {
+		t.Skip("PostgreSQL tests skipped: set CONSENT_TEST_POSTGRES_URL")
+	}
+	ctx := context.Background()
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "consent_test_" + hex.EncodeToString(b[:])
+	exec := func(sql string) {
+		t.Helper()
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = c.Close(ctx) }() // the statement's result is known
+		if _, err := c.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec("CREATE SCHEMA " + schema)
+	t.Cleanup(func() { exec("DROP SCHEMA " + schema + " CASCADE") })
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	s, err := Open(ctx, u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() }) // a test's store: nothing to lose
+	return s
+}
+
+// migrateBefore applies, as Migrate does, the migrations whose versions
+// sort before version: the schema a database of then has.
+func migrateBefore(t *testing.T, s *Store, version string) {
+	t.Helper()
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if name >= "migrations/"+version {
+			break
+		}
+		if err := s.migrate(context.Background(), name); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
