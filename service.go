@@ -249,6 +249,10 @@ func (s *Service) Store() consent.Store { return s.store }
 // MaxChunkBytes is the largest chunk of events AppendEvents accepts.
 func (s *Service) MaxChunkBytes() int { return s.cfg.MaxChunkBytes }
 
+// MaxRecordingBytes is the most bytes of events a session's recording
+// holds (Config.MaxRecordingBytes).
+func (s *Service) MaxRecordingBytes() int64 { return s.cfg.MaxRecordingBytes }
+
 // Prices returns the price list in force.
 func (s *Service) Prices() wallet.Prices { return *s.cfg.Prices }
 

@@ -347,6 +347,9 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 				return err
 			}
 			if !bytes.Equal(stored, ch.Events) {
+				if ses.Closed() { // the consent's tail took the seq (D35)
+					return consentkit.Appendable(ses)
+				}
 				return consent.Errorf(consent.Conflict, "seq %d was stored with other events", ch.Seq)
 			}
 			return nil // sent again: already stored
@@ -509,8 +512,8 @@ type Consent struct {
 	Tail *Chunk
 }
 
-// maxAttempts bounds how often Issue rereads a recording that grew while it
-// was being hashed.
+// maxAttempts bounds how often Issue rereads a recording that was moved
+// (D52) while it was being hashed.
 const maxAttempts = 3
 
 // Issue issues the session's reserved certificate (D35) and closes the
@@ -522,6 +525,15 @@ const maxAttempts = 3
 // recording as stored, its digest that of the moved object: Issue answers
 // as for any other consent. A *ClosedError (Conflict) when consent was
 // given already; a Conflict when the session recorded no events.
+//
+// Whatever refuses a consent and leaves its session open is found before
+// the recording is read (D52: a request costs by its own bytes): what the
+// certificate would hold, and a tail that is ahead, holds other events
+// than a chunk stored, or adds more than a chunk. Once the recording is
+// hashed, a tail is stored if it still can be, or dropped: chunks stored
+// meanwhile that it no longer follows, the recording's size, or the
+// property's byte budget (Budget) spent. The certificate then covers the
+// recording as stored, as for a finished one.
 func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*consent.Certificate, error) {
 	pageOrigin, ok := consent.OriginOf(req.URL)
 	if !ok {
@@ -540,7 +552,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 	}
 	for attempt := 0; ; attempt++ {
 		// The recording is hashed outside the write transaction, a chunk at
-		// a time; the write then checks that it has not grown meanwhile.
+		// a time; the write adds the chunks stored meanwhile.
 		stored, n, err := c.recording(ctx, caller, req, pageOrigin)
 		if err != nil {
 			return nil, err
@@ -553,46 +565,27 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				return err
 			case ses.Closed():
 				return &ClosedError{CertificateID: ses.CertificateID}
-			case ses.EventChunks != n:
+			case ses.EventChunks != n && ses.Finished():
+				// Moved meanwhile: its chunks are read from the object again,
+				// once, since a finished recording takes no more.
 				return errGrew
 			case !prop.AllowsOrigin(pageOrigin):
 				return ErrOrigin
 			}
-			recording, chunks := stored.Clone(), n // the store may run this again
-			// A recording finished for idleness (D52) takes no tail: the
-			// certificate is issued over the recording as stored, and the
-			// tail is dropped unread, whatever its seq. A consumer who took
-			// longer than Config.RecordingIdle over the form still gets a
-			// certificate.
-			if t := req.Tail; t != nil && !ses.Finished() {
-				switch {
-				case t.Seq < n:
-					was, err := tx.EventChunk(ctx, ses.ID, t.Seq)
-					if err != nil {
-						return err
-					}
-					rest, ok := extension(was, t.Events)
-					switch {
-					case !ok || len(rest) > 0 && t.Seq != n-1:
-						return consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
-					case len(rest) > 0: // the last chunk stored, and events after it (D34)
-						if err := c.appendTail(ctx, tx, ses, rest); err != nil {
-							return err
-						}
-						recording.Add(rest)
-						chunks++
-					}
-				case t.Seq > n:
-					return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
-				default:
-					if err := c.appendTail(ctx, tx, ses, t.Events); err != nil { // CheckEvents, above
-						return err
-					}
-					recording.Add(t.Events)
-					chunks++
+			recording := stored.Clone() // the store may run this again
+			// Chunks stored while the recording was hashed, each paid for by
+			// the request that sent it; this transaction holds the session.
+			for seq := n; seq < ses.EventChunks; seq++ {
+				chunk, err := tx.EventChunk(ctx, ses.ID, seq)
+				if err != nil {
+					return err
 				}
+				recording.Add(chunk)
 			}
-			if chunks == 0 {
+			if err := c.storeTail(ctx, tx, ses, req.Tail, recording); err != nil {
+				return err
+			}
+			if ses.EventChunks == 0 {
 				return consent.Errorf(consent.Conflict, "the session recorded no events: the recording must come before consent")
 			}
 			now := c.svc.Now()
@@ -609,10 +602,70 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			continue
 		}
 		if errors.Is(err, errGrew) {
-			return nil, consent.Errorf(consent.Conflict, "the recording kept growing; send consent after the last chunk")
+			return nil, consent.Errorf(consent.Conflict, "the recording kept changing; send consent again")
 		}
 		return cert, err
 	}
+}
+
+// tailEvents returns the events that t, a consent's tail, adds to ses's
+// recording, read through tx (D34, D35): all of them at the next seq;
+// nothing when t is a stored chunk sent again; for the last chunk stored,
+// the events after it when t begins with it, byte for byte (the chunk in
+// flight at submit and the rest), as a JSON array of their own. Nothing
+// for a finished recording (D52), which takes no tail. A Conflict when t
+// is ahead or holds other events than the chunk stored at its seq, and
+// TooLarge when it adds more than a chunk may hold.
+func (c *Service) tailEvents(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk) ([]byte, error) {
+	n := ses.EventChunks
+	if t == nil || ses.Finished() {
+		return nil, nil
+	}
+	rest := t.Events
+	switch {
+	case t.Seq > n:
+		return nil, consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", t.Seq, n)
+	case t.Seq < n:
+		was, err := tx.EventChunk(ctx, ses.ID, t.Seq)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		rest, ok = extension(was, t.Events)
+		if !ok || len(rest) > 0 && t.Seq != n-1 {
+			return nil, consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
+		}
+	}
+	if len(rest) > c.svc.MaxChunkBytes() {
+		return nil, consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", c.svc.MaxChunkBytes())
+	}
+	return rest, nil
+}
+
+// storeTail stores what t adds to ses's recording (tailEvents) as its next
+// chunk, adding it to recording, or drops it: when it no longer follows
+// the chunks stored (recording's read refused it otherwise, before the
+// hash), would take the recording past its size, or the property's byte
+// budget is spent. A consent is issued over the recording as stored
+// rather than refused after its hash, which a refused caller could ask
+// for again and again.
+func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk, recording *consent.RecordingHash) error {
+	events, err := c.tailEvents(ctx, tx, ses, t)
+	switch code := consent.ErrorCode(err); {
+	case code == consent.Conflict || code == consent.TooLarge:
+		return nil
+	case err != nil || len(events) == 0:
+		return err
+	case ses.EventBytes+int64(len(events)) > c.svc.MaxRecordingBytes():
+		return nil
+	case c.spend(ses.PropertyID, len(events)) != nil:
+		return nil
+	}
+	if _, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, events); err != nil { // CheckEvents, in Issue
+		return err
+	}
+	recording.Add(events)
+	return nil
 }
 
 var errGrew = errors.New("capture: the recording grew while it was hashed")
@@ -634,12 +687,13 @@ func certificate(ses *consent.Session, req Consent, now time.Time) consentkit.Ce
 // recording checks the caller and hashes the session's recording as
 // stored, a chunk at a time, returning the hash and the number of chunks;
 // nothing for a closed session, which the write answers. A consent that
-// would be refused for what it holds — a page of another origin, or what
+// would be refused for what it holds — a page of another origin, what
 // IssueCertificate checks of the certificate itself (email, mobile,
-// consents, user agent…) — is refused before the recording is read: a
-// caller holding the session's token pays a few hundred bytes for such a
-// request, and the recording may be 64 MiB, decompressed from its object
-// once moved (D52). The write checks them all again.
+// consents, user agent…), a tail tailEvents refuses — is refused before
+// the recording is read: a caller holding the session's token pays a few
+// hundred bytes for such a request, and the recording may be 64 MiB,
+// decompressed from its object once moved (D52). The write checks them
+// all again.
 func (c *Service) recording(ctx context.Context, caller Caller, req Consent, pageOrigin string) (*consent.RecordingHash, int, error) {
 	var (
 		h *consent.RecordingHash
@@ -657,6 +711,9 @@ func (c *Service) recording(ctx context.Context, caller Caller, req Consent, pag
 		if err := c.svc.CheckCertificate(certificate(ses, req, c.svc.Now())); err != nil {
 			return err
 		}
+		if _, err := c.tailEvents(ctx, tx, ses, req.Tail); err != nil {
+			return err
+		}
 		return tx.EachEventChunk(ctx, req.SessionID, func(chunk []byte) error {
 			h.Add(chunk)
 			n++
@@ -664,16 +721,6 @@ func (c *Service) recording(ctx context.Context, caller Caller, req Consent, pag
 		})
 	})
 	return h, n, err
-}
-
-// appendTail stores events, checked, as the session's next chunk, within
-// the property's byte budget.
-func (c *Service) appendTail(ctx context.Context, tx consent.Tx, ses *consent.Session, events []byte) error {
-	if err := c.spend(ses.PropertyID, len(events)); err != nil {
-		return err
-	}
-	_, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, events)
-	return err
 }
 
 // extension reports whether tail, a consent's chunk of a seq stored as

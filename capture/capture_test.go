@@ -43,12 +43,20 @@ func setup(t *testing.T, st consent.Store) fixture { return setupWith(t, st, nil
 // in the store).
 func setupWith(t *testing.T, st consent.Store, blobs blob.Store) fixture {
 	t.Helper()
+	return setupConfig(t, st, func(cfg *consentkit.Config) {
+		if blobs != nil {
+			cfg.Recordings = blobs
+		}
+	})
+}
+
+// setupConfig is setup with the Service's configuration as set leaves it.
+func setupConfig(t *testing.T, st consent.Store, set func(*consentkit.Config)) fixture {
+	t.Helper()
 	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	f := fixture{now: &now}
 	cfg := consentkit.Config{Now: func() time.Time { return *f.now }}
-	if blobs != nil {
-		cfg.Recordings = blobs
-	}
+	set(&cfg)
 	svc, err := consentkit.NewService(st, cfg)
 	if err != nil {
 		t.Fatal(err)
