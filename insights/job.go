@@ -19,10 +19,9 @@ import (
 // Service enqueues with every certificate it issues (D50): it streams the
 // certificate's session's recording from the store one chunk at a time
 // into [Extract] (memory bounded by lim whatever the recording; an unset
-// lim.MaxBytes reads up to the default or the bytes the service took for
-// the session, if more, so that a recording within the service's
-// Config.MaxRecordingBytes is never past lim), with the certificate's user
-// agent, judges the signals and the certificate's
+// lim.MaxBytes is the service's Config.MaxRecordingBytes, so that a
+// recording the service took is never past lim), with the certificate's
+// user agent, judges the signals and the certificate's
 // RevokedBefore by its company's rules (consent.Company.InsightsRules), and
 // records the signed statement (signed.InsightsStatement) in the
 // transaction that ends the job. A recording no longer kept, not the one
@@ -31,6 +30,9 @@ import (
 // failures are tried again with the Runner's backoff; a job that fails for
 // good leaves the insights consent.InsightsFailed, with no statement.
 func Handler(svc *consentkit.Service, lim Limits) jobs.Handler {
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = svc.MaxRecordingBytes() // the recording as read is no longer than its chunks
+	}
 	h := &handler{svc: svc, lim: lim}
 	return jobs.Handler{Kind: consent.JobInsights, Do: h.do, Failed: h.failed, Concurrency: 2}
 }
@@ -44,17 +46,11 @@ type handler struct {
 var errStop = errors.New("insights: the recording is no longer read")
 
 func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
-	cert, rules, recorded, err := h.pending(ctx, j.Key)
+	cert, rules, err := h.pending(ctx, j.Key)
 	if err != nil || cert == nil {
 		return jobs.Result{}, err
 	}
-	lim := h.lim
-	if lim.MaxBytes <= 0 {
-		// The service bounded the recording by its own limit as it took
-		// each chunk; the recording as read is no longer than the chunks.
-		lim.MaxBytes = max(lim.withDefaults().MaxBytes, recorded)
-	}
-	s, err := h.extract(ctx, cert, lim)
+	s, err := h.extract(ctx, cert, h.lim)
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -96,19 +92,16 @@ func (h *handler) end(ctx context.Context, tx consent.Tx, certificateID string, 
 	return tx.UpdateInsights(ctx, in)
 }
 
-// pending returns the certificate whose insights are pending, its
-// company's rules and the bytes of events its session took
-// (consent.Session.EventBytes, 0 when it is no longer kept); a nil
-// certificate when there is nothing left to do (the certificate purged,
-// the insights done).
-func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, Rules, int64, error) {
+// pending returns the certificate whose insights are pending and its
+// company's rules; a nil certificate when there is nothing left to do (the
+// certificate purged, the insights done).
+func (h *handler) pending(ctx context.Context, certificateID string) (*consent.Certificate, Rules, error) {
 	var (
-		cert     *consent.Certificate
-		rules    Rules
-		recorded int64
+		cert  *consent.Certificate
+		rules Rules
 	)
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
-		cert, recorded = nil, 0
+		cert = nil
 		in, err := tx.Insights(ctx, certificateID)
 		if consent.ErrorCode(err) == consent.NotFound {
 			return nil
@@ -127,17 +120,10 @@ func (h *handler) pending(ctx context.Context, certificateID string) (*consent.C
 		if err != nil {
 			return err
 		}
-		ses, err := tx.Session(ctx, c.SessionID)
-		switch {
-		case err == nil:
-			recorded = ses.EventBytes
-		case consent.ErrorCode(err) != consent.NotFound: // not kept: no recording
-			return err
-		}
 		cert, rules = c, Rules(co.InsightsRules)
 		return nil
 	})
-	return cert, rules, recorded, err
+	return cert, rules, err
 }
 
 // extract returns the signals of cert's recording, read from the store

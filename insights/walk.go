@@ -22,9 +22,8 @@ var ErrTooLarge = errors.New("insights: recording past the limits")
 // default.
 type Limits struct {
 	// MaxBytes is the most bytes read (default 64 MiB, the capture
-	// routes' default bound of a session; [Handler] reads more of a
-	// session the service took more of, under a higher
-	// Config.MaxRecordingBytes).
+	// routes' default bound of a session; [Handler]'s default is the
+	// service's Config.MaxRecordingBytes).
 	MaxBytes int64
 	// MaxDepth is the deepest nesting of JSON arrays and objects (default
 	// 4096; a page's DOM takes two levels a node).
