@@ -19,7 +19,9 @@
 // with an ancestor (its form, or a step of the form, removed whole) still
 // reads as holding its last value, since the recording lists only the
 // removed subtree's root and telling its fields would mean keeping the
-// page's whole tree. Its [Method] is, in this order:
+// page's whole tree. A later full snapshot rebuilds the page: a field it
+// does not hold holds no value, unless a mutation added it since. Its
+// [Method] is, in this order:
 //
 //   - [Prefilled]: its value was in the page as loaded (the value in the
 //     recording's first full snapshot), nothing changed it, and the

@@ -82,6 +82,10 @@ type inputNode struct {
 	// removed: a mutation removed the node itself from the page, and none
 	// added it back since.
 	removed bool
+	// snapshot: the full snapshots before the last that found or added it
+	// (extractor.snapshots when it was last found): a full snapshot
+	// rebuilds the page, and a node it does not hold is gone.
+	snapshot int
 	// The last attributes and removes lists (extractor.lists) that
 	// counted it, so that each list names it once.
 	attrList, removeList int
@@ -628,7 +632,7 @@ func (x *extractor) track(in foundInput) (*inputNode, error) {
 		n = &inputNode{}
 		x.nodes[in.id] = n
 	}
-	n.removed = false
+	n.removed, n.snapshot = false, x.snapshots
 	f := x.fields[in.key]
 	if f == nil {
 		if len(x.fields) >= x.lim.MaxInputs {
@@ -693,7 +697,7 @@ func (x *extractor) signals() *Signals {
 	}
 	filled := map[*field]bool{}
 	for _, n := range x.nodes {
-		if n.valueLen > 0 && !n.removed {
+		if n.valueLen > 0 && !n.removed && n.snapshot == x.snapshots {
 			filled[n.field] = true
 		}
 	}

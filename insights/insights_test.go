@@ -182,6 +182,21 @@ func TestInputMethods(t *testing.T) {
 					`"node":{"type":2,"tagName":"input","attributes":{"name":"ref","value":"abc"},"childNodes":[],"id":16}}]}`).
 					signals(nil, false)
 			}},
+		// A later full snapshot rebuilds the page: a field it does not
+		// hold is gone; one it holds keeps what was done to it.
+		{name: "added, then a full snapshot without it", key: "promo", absent: true,
+			rec: func() *rec {
+				return newRec().incr(`{"source":0,"texts":[],"removes":[],"attributes":[],"adds":[{"parentId":5,"nextId":null,`+
+					`"node":{"type":2,"tagName":"input","attributes":{"name":"promo","value":"SAVE"},"childNodes":[],"id":40}}]}`).
+					at(100).add(2, `{"node":`+page+`,"initialOffset":{"left":0,"top":0}}`).
+					signals(nil, false)
+			}},
+		{name: "typed, then a full snapshot with it", key: "email", want: insights.Input{Method: insights.Typed, Keystrokes: 3},
+			rec: func() *rec {
+				return newRec().typeInto(idEmail, "abc", 150).
+					at(100).add(2, `{"node":`+strings.Replace(page, `"name":"email"}`, `"name":"email","value":"abc"}`, 1)+`,"initialOffset":{"left":0,"top":0}}`).
+					signals(map[string][2]int{"email": {3, 0}}, false)
+			}},
 		{name: "never filled", key: "msg", absent: true,
 			rec: func() *rec { return newRec().signals(map[string][2]int{"msg": {3, 0}}, false) }},
 	} {
