@@ -112,16 +112,29 @@ func logged(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		next.ServeHTTP(w, r)
-		log.Info("request", "method", r.Method, "path", r.URL.Path, "id", w.Header().Get("X-Request-Id"),
+		log.Info("request", "method", r.Method, "path", r.URL.Path, "id", w.Header().Get(httpadapter.RequestIDHeader),
 			"duration", time.Since(start).Round(time.Microsecond))
 	})
 }
 
-// requestID is another piece of host middleware: it tags every response.
+// requestID is another piece of host middleware: it gives every request an
+// id, the client's own or a new one, and tags the response with it.
+// consentkit's handler takes the id from the request's X-Request-Id header
+// (httpadapter.RequestIDHeader), records it in its audit entries, and sets
+// it on its answers; a request without one, or with one that is not an
+// identifier of at most 64 characters of [A-Za-z0-9._:-], gets an id of
+// consentkit's making instead. So the host puts its id in the request's
+// header, not only in the response's: then consentkit's routes answer with
+// the host's id, as the host's own routes do.
 func requestID(next http.Handler) http.Handler {
 	var n atomic.Int64
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Request-Id", fmt.Sprint("req-", n.Add(1)))
+		id := r.Header.Get(httpadapter.RequestIDHeader)
+		if id == "" {
+			id = fmt.Sprint("req-", n.Add(1))
+			r.Header.Set(httpadapter.RequestIDHeader, id)
+		}
+		w.Header().Set(httpadapter.RequestIDHeader, id)
 		next.ServeHTTP(w, r)
 	})
 }

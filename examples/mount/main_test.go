@@ -35,8 +35,20 @@ func TestMounted(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"valid":true`) || resp.Header.Get("X-Request-Id") == "" {
-		t.Errorf("verify under /consent/: %d %s (request id %q)", resp.StatusCode, body, resp.Header.Get("X-Request-Id"))
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"valid":true`) || !strings.HasPrefix(resp.Header.Get("X-Request-Id"), "req-") {
+		t.Errorf("verify under /consent/: %d %s (request id %q, want the host's req-…)", resp.StatusCode, body, resp.Header.Get("X-Request-Id"))
+	}
+	// A client's own id is kept by the host and by consentkit alike.
+	req, _ = http.NewRequest("POST", srv.URL+"/consent/verify/match", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("X-Request-Id", "client-7")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close() // only the header is checked
+	if got := resp.Header.Get("X-Request-Id"); got != "client-7" {
+		t.Errorf("the client's request id came back as %q", got)
 	}
 	for path, want := range map[string]string{"/": "home page", "/status": "ok"} {
 		resp, err := http.Get(srv.URL + path)
