@@ -26,6 +26,8 @@ import (
 // is missing it says which and how to get it, leaves jobs pending, and looks
 // again every o.toolsRecheck, and when recheck closes: once the tool is
 // installed, conversion starts without a restart, and the log says so once.
+// A missing rrweb is not reported while recheck is open, the install that
+// brings it under way: only if it is still missing once the install ends.
 func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options, recheck <-chan struct{},
 	observe func(string, time.Duration, error), log *slog.Logger) <-chan struct{} {
 	done := make(chan struct{})
@@ -34,6 +36,18 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 		cfg := mp4.Config{Chromium: o.chromium, FFmpeg: o.ffmpeg, Replayer: o.replayer, Parallel: o.conversions, Logger: log}
 		conv, err := mp4.New(cfg)
 		var missing *mp4.MissingError
+		if errors.As(err, &missing) && missing.Tool == "rrweb" && installing(recheck) {
+			// The recorder's install, logged already, is what puts rrweb
+			// in place: a warning to run it now would name the command
+			// that is running. Look again once it has ended.
+			select {
+			case <-ctx.Done():
+				return
+			case <-recheck:
+				recheck = nil
+			}
+			conv, err = mp4.New(cfg)
+		}
 		if errors.As(err, &missing) {
 			log.Warn("video conversion is off: retained recordings stay pending until it is set up; looking again every "+
 				o.toolsRecheck.String(), "missing", missing.Tool, "fix", missing.Hint)
@@ -69,6 +83,20 @@ func startWorker(ctx context.Context, svc *consentkit.Service, videos retain.Vid
 		}
 	}()
 	return done
+}
+
+// installing reports whether the recorder's install is under way: its
+// channel is open. A nil channel is no install.
+func installing(done <-chan struct{}) bool {
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
 }
 
 // startJobs runs the service's other jobs in-process, in one job runner,
