@@ -86,7 +86,9 @@ type options struct {
 const OperatorSecretEnv = "CONSENTKIT_OPERATOR_SECRET"
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
-	o := &options{defaultRet: days(consentkit.DefaultRetention), longTermRet: days(5 * 365 * 24 * time.Hour)}
+	// longTermRet is zero until the flag is given: the library's default,
+	// five calendar years, is no fixed number of days (D26).
+	o := &options{defaultRet: days(consentkit.DefaultRetention)}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -117,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.revokedKeys, "revoked-keys", "", "comma-separated `ids` of signing keys that verify nothing any more, though the store publishes them: a compromised key; every certificate it signed then fails its integrity check (D41)")
 	fs.BoolVar(&o.webhookAllowPrivate, "webhook-allow-private", false, "let webhook endpoints have loopback and private addresses (refused by default, D44)")
 	fs.Var(&o.defaultRet, "default-retention", "how long unretained sessions and certificates are kept (Go duration, or days like 90d)")
-	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days/years like 1825d or 5y; default five calendar years)")
+	fs.Var(&o.longTermRet, "long-term-retention", "how long retained items are kept (Go duration, or days like 1825d, or years of 365 days like 5y; default five calendar years, 1826 or 1827 days)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -599,6 +600,18 @@ func TestFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-default-retention", "30d", "-long-term-retention", "4y", "-trusted-proxies", "10.0.0.0/8, 192.168.1.1/32"}, io.Discard)
 	if err != nil || time.Duration(o.defaultRet) != 30*24*time.Hour || time.Duration(o.longTermRet) != 4*365*24*time.Hour || !o.longTermSet || o.dsn != "consent.db" {
 		t.Errorf("parseFlags = %+v, %v", o, err)
+	}
+	// Without -long-term-retention the library's five calendar years hold,
+	// and -h shows no fixed number of days for them.
+	var help strings.Builder
+	if o, err := parseFlags([]string{"-h"}, &help); err != flag.ErrHelp {
+		t.Errorf("parseFlags(-h) = %+v, %v", o, err)
+	}
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.longTermRet != 0 || o.longTermSet {
+		t.Errorf("parseFlags() = %+v, %v; want no long-term retention set", o, err)
+	}
+	if h := help.String(); !strings.Contains(h, "default five calendar years") || strings.Contains(h, "1825d)") {
+		t.Errorf("-h on -long-term-retention:\n%s", h)
 	}
 	t.Setenv("AWS_ACCESS_KEY_ID", "key")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
