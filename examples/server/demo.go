@@ -23,37 +23,42 @@ import (
 //go:embed seed.example.json
 var exampleSeed []byte
 
+// demoTokens are the secrets of the tokens issued with the demo data: one
+// of acme, and one of buyer, the third party acme authorizes (D9). Both
+// are "" when none was issued.
+type demoTokens struct{ acme, buyer string }
+
 // prepare loads the seed file when one is given, or demo data into an empty
-// store. It returns the demo token's secret, or "" when it issued none.
-func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log *slog.Logger) (string, error) {
+// store. It returns the demo tokens' secrets, or none when it issued none.
+func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log *slog.Logger) (demoTokens, error) {
 	if seedPath != "" {
 		f, err := os.Open(seedPath)
 		if err != nil {
-			return "", err
+			return demoTokens{}, err
 		}
 		defer func() { _ = f.Close() }() // read only: its Close loses nothing
 		file, err := seed.Parse(f)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", seedPath, err)
+			return demoTokens{}, fmt.Errorf("%s: %w", seedPath, err)
 		}
 		sum, err := seed.Load(ctx, svc, file)
 		if err != nil {
-			return "", fmt.Errorf("%s: %w", seedPath, err)
+			return demoTokens{}, fmt.Errorf("%s: %w", seedPath, err)
 		}
 		log.Info("seed loaded", "file", seedPath, "companies", sum.Companies, "properties", sum.Properties,
 			"tokens", sum.Tokens, "sessions", sum.Sessions, "certificates", sum.Certificates)
-		return "", nil
+		return demoTokens{}, nil
 	}
 	file, err := seed.Parse(bytes.NewReader(exampleSeed))
 	if err != nil {
-		return "", err
+		return demoTokens{}, err
 	}
 	// The demo's token is made fresh, never the example file's public one.
 	for i := range file.Companies {
 		file.Companies[i].Tokens = nil
 	}
 	freshen(file, svc.Now())
-	var secret string
+	var tokens demoTokens
 	err = svc.Store().Update(ctx, func(tx consent.Tx) error {
 		empty, err := seed.Empty(ctx, tx)
 		if err != nil || !empty {
@@ -62,26 +67,34 @@ func prepare(ctx context.Context, svc *consentkit.Service, seedPath string, log 
 		if _, err := seed.LoadTx(ctx, svc, tx, file); err != nil {
 			return err
 		}
-		_, secret, err = svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{
+		_, acme, err := svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{
 			CompanyID: "acme", Permissions: []consent.Permission{consent.PermissionRetention},
 		})
-		return err
+		if err != nil {
+			return err
+		}
+		_, buyer, err := svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{CompanyID: "buyer"})
+		if err != nil {
+			return err
+		}
+		tokens = demoTokens{acme: acme, buyer: buyer}
+		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("demo data: %w", err)
+		return demoTokens{}, fmt.Errorf("demo data: %w", err)
 	}
-	if secret != "" {
+	if tokens.acme != "" {
 		log.Info("demo data loaded into the empty store", "company", "acme")
 	} else {
 		log.Info("the store has data already; no demo data loaded")
 	}
-	return secret, nil
+	return tokens, nil
 }
 
-// printGuide prints the token (once) and a curl command for every endpoint,
-// using the ids of the demo data; seeded says that a seed file was
-// loaded, operator that the operator API and the dashboard are served.
-func printGuide(w io.Writer, base, token string, demo, seeded, operator bool) {
+// printGuide prints the tokens (once) and a curl command for each main
+// endpoint, using the ids of the demo data; seeded says that a seed file
+// was loaded, operator that the operator API and the dashboard are served.
+func printGuide(w io.Writer, base string, tokens demoTokens, demo, seeded, operator bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nconsentkit is listening on %s\n\n", base)
 	if demo {
@@ -94,8 +107,9 @@ func printGuide(w io.Writer, base, token string, demo, seeded, operator bool) {
 			OperatorSecretEnv, httpadapter.MinOperatorSecret)
 	}
 	switch {
-	case token != "":
-		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", token)
+	case tokens.acme != "":
+		fmt.Fprintf(&b, "Demo company acme has 25.50 in its wallet. Its token is shown this once:\n\n  export TOKEN=%s\n\n", tokens.acme)
+		fmt.Fprintf(&b, "Company buyer, which acme authorizes to verify its certificates, has 5.00. Its token, also shown once:\n\n  export BUYER_TOKEN=%s\n\n", tokens.buyer)
 	case seeded:
 		fmt.Fprintf(&b, "Your seed file was loaded. Set TOKEN to a token of its company acme to use these commands:\n\n")
 	default:
@@ -118,6 +132,11 @@ func printGuide(w io.Writer, base, token string, demo, seeded, operator bool) {
 	curl("Retain API batch (0.10 per retained session)", "/api/integrations/acme/retain/batch", `{"session_ids":["s2"]}`, true)
 	curl("Long-term session retention (0.10)", "/verify/session/acme", `{"session_id":"s3"}`, true)
 	curl("Long-term certificate retention (0.10)", "/verify/certificate/acme", `{"session_id":"s1"}`, true)
+	if tokens.buyer != "" {
+		fmt.Fprintf(&b, "# Third-party match (0.015, from buyer's wallet): buyer verifies acme's cert-2 with its own token (D9)\n"+
+			"curl -s -X POST %s/verify/match -H \"Authorization: Bearer $BUYER_TOKEN\" -H 'Content-Type: application/json' -d '%s'\n\n",
+			base, `{"certificate_id":"cert-2","company_id":"buyer","originator_company_id":"acme","consent":"I agree that Acme may email me about my quote"}`)
+	}
 	curl("Consumer opt-out (free, no token); verifications of cert-1 answer 403 afterwards", "/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, false)
 	fmt.Fprintf(&b, "Health: curl -s %s/healthz\n\n", base)
 	_, _ = io.WriteString(w, b.String()) // the terminal: when it is gone, no one reads the guide

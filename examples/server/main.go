@@ -3,9 +3,9 @@
 //	go run ./examples/server
 //
 // starts it on 127.0.0.1:8080 with a SQLite file, consent.db. On an empty
-// store it loads demo data (the example seed, with a fresh token printed
-// once) and prints a ready-to-paste curl command for every endpoint. Run it
-// with -h for the flags.
+// store it loads demo data (the example seed, with fresh tokens of acme and
+// of the third party buyer printed once) and prints a ready-to-paste curl
+// command for each main endpoint. Run it with -h for the flags.
 //
 // It serves GET /healthz, and every documented endpoint through
 // httpadapter; it logs one line per request; it runs the conversion worker
@@ -336,7 +336,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err := svc.PublishKeys(ctx); err != nil {
 		return fmt.Errorf("publish the signing key: %w (instances sharing a store: the same -signing-key file for all, or -trust-published-keys)", err)
 	}
-	token, err := prepare(ctx, svc, o.seed, log)
+	tokens, err := prepare(ctx, svc, o.seed, log)
 	if err != nil {
 		return err
 	}
@@ -402,7 +402,7 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		mux.Handle("GET /{$}", http.RedirectHandler("/demo", http.StatusSeeOther))
 	}
 	srv := httpadapter.NewServer(logRequests(log, mux), log)
-	printGuide(stdout, base, token, demo, o.seed != "", operatorSecret != "")
+	printGuide(stdout, base, tokens, demo, o.seed != "", operatorSecret != "")
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	installDone := rec.start(ctx, o.installRecorder, log)

@@ -400,8 +400,9 @@ func TestServerRestartKeepsState(t *testing.T) {
 	}
 }
 
-// Without -seed an empty store gets demo data and a token printed once, with
-// a curl for every endpoint; that token works.
+// Without -seed an empty store gets demo data and tokens of acme and buyer
+// printed once, with a curl for each main endpoint; the tokens work, buyer's
+// for a third-party verification of acme's certificate (D9).
 func TestServerDemoData(t *testing.T) {
 	s := start(t, "-store", "memory", "-replayer", "/nonexistent")
 	token := s.guideToken(t)
@@ -423,6 +424,17 @@ func TestServerDemoData(t *testing.T) {
 	}
 	if code, _ := s.call(t, "POST", "/verify/match", acmeToken, `{"certificate_id":"cert-1","company_id":"acme","consent":"x"}`); code != 401 {
 		t.Errorf("the example file's public token works on the demo: %d", code)
+	}
+	buyer := regexp.MustCompile(`export BUYER_TOKEN=(ck_\S+)`).FindStringSubmatch(out)
+	if buyer == nil || !strings.Contains(out, `Bearer $BUYER_TOKEN`) || !strings.Contains(out, `"originator_company_id":"acme"`) {
+		t.Fatalf("no token of buyer, or no third-party curl:\n%s", out)
+	}
+	thirdParty := `{"certificate_id":"cert-2","company_id":"buyer","originator_company_id":"acme","consent":"I agree that Acme may email me about my quote"}`
+	if !strings.Contains(out, thirdParty) {
+		t.Errorf("the guide's third-party curl is not %s:\n%s", thirdParty, out)
+	}
+	if code, body := s.call(t, "POST", "/verify/match", buyer[1], thirdParty); code != 200 || body["valid"] != true || body["verification_type"] != "third_party" {
+		t.Errorf("third-party match with the demo's buyer token: %d %v", code, body)
 	}
 	s.stop(t)
 }
