@@ -616,7 +616,7 @@ func TestFlags(t *testing.T) {
 	// Without -long-term-retention the library's five calendar years hold,
 	// and -h shows no fixed number of days for them.
 	var help strings.Builder
-	if o, err := parseFlags([]string{"-h"}, &help); err != flag.ErrHelp {
+	if o, err := parseFlags([]string{"-h"}, &help); !errors.Is(err, flag.ErrHelp) {
 		t.Errorf("parseFlags(-h) = %+v, %v", o, err)
 	}
 	if o, err := parseFlags(nil, io.Discard); err != nil || o.longTermRet != 0 || o.longTermSet {
