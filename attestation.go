@@ -28,7 +28,8 @@ var ErrAttestationQueueFull = errors.New("consentkit: the attestation queue is f
 // statement. It returns c's attestation: the one asked for earlier, in
 // whatever state it is (unchecked: a caller that reads its status checks
 // it, CheckAttestation), or a new pending one with its job enqueued; a
-// pending one whose job is gone gets its job again. When
+// pending one whose job is gone gets its job again, and a job waiting
+// without its row gets a pending row. When
 // Config.AttestationQueue jobs wait already, or
 // Config.AttestationQueuePerCompany of c's company, it records nothing and
 // returns ErrAttestationQueueFull: the queue is bounded, since a company
@@ -43,28 +44,33 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 		a = nil
 	case err != nil || a.Status != consent.AttestationPending:
 		return a, err
-	default:
-		// Pending: its job runs, or waits, unless it was lost — a row
-		// turned back to pending in the store, its statement removed —
-		// and then it is queued again, so that a pending row never stands
-		// for good in place of a statement.
-		if _, err := tx.Job(ctx, consent.JobAttest, c.ID); consent.ErrorCode(err) != consent.NotFound {
-			return a, err
+	}
+	// Pending, or none: its job runs, or waits, unless it was lost — a row
+	// turned back to pending in the store, its statement removed — and
+	// then it is queued again, so that a pending row never stands for good
+	// in place of a statement. A job whose row was lost gets its row.
+	_, err = tx.Job(ctx, consent.JobAttest, c.ID)
+	queued := err == nil
+	switch {
+	case err != nil && consent.ErrorCode(err) != consent.NotFound:
+		return nil, err
+	case queued && a != nil:
+		return a, nil
+	case !queued:
+		mine, err := tx.CountCompanyJobs(ctx, consent.JobAttest, c.CompanyID)
+		if err != nil {
+			return nil, err
 		}
-	}
-	mine, err := tx.CountCompanyJobs(ctx, consent.JobAttest, c.CompanyID)
-	if err != nil {
-		return nil, err
-	}
-	if mine >= s.cfg.AttestationQueuePerCompany {
-		return nil, ErrAttestationQueueFull
-	}
-	all, err := tx.CountJobs(ctx, consent.JobAttest)
-	if err != nil {
-		return nil, err
-	}
-	if all >= s.cfg.AttestationQueue {
-		return nil, ErrAttestationQueueFull
+		if mine >= s.cfg.AttestationQueuePerCompany {
+			return nil, ErrAttestationQueueFull
+		}
+		all, err := tx.CountJobs(ctx, consent.JobAttest)
+		if err != nil {
+			return nil, err
+		}
+		if all >= s.cfg.AttestationQueue {
+			return nil, ErrAttestationQueueFull
+		}
 	}
 	now := s.Now()
 	if a == nil {
@@ -72,6 +78,9 @@ func (s *Service) AskAttestation(ctx context.Context, tx consent.Tx, c *consent.
 		if err := tx.CreateAttestation(ctx, a); err != nil {
 			return nil, err
 		}
+	}
+	if queued {
+		return a, nil
 	}
 	if err := tx.EnqueueJob(ctx, &consent.Job{Kind: consent.JobAttest, Key: c.ID, RunAfter: now, CreatedAt: now, CompanyID: c.CompanyID}); err != nil {
 		return nil, err

@@ -617,3 +617,26 @@ func TestPendingWithoutJobAskedAgain(t *testing.T) {
 		}
 	})
 }
+
+// A waiting attestation job whose row was lost (deleted in the store) is
+// not queued twice when asked again: the row is written back, pending,
+// and the job that waits does the work. Before, the ask failed on the
+// job's taken key, and a paid verification that asked kept its charge
+// with a refusal (D3).
+func TestJobWithoutRowAskedAgain(t *testing.T) {
+	st, db := teststore.SQLiteWithDB(t)
+	e := attestSetup(t, st, 0)
+	if _, err := e.ask(t, e.cert); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`DELETE FROM attestations WHERE certificate_id = ?`, e.cert.ID); err != nil {
+		t.Fatal(err)
+	}
+	a, err := e.ask(t, e.cert)
+	if err != nil || a.Status != consent.AttestationPending {
+		t.Fatalf("asked again with its job waiting and its row lost: %+v, %v; want pending", a, err)
+	}
+	if att, _ := e.attest(t, &fakeAttester{measure: honest()}, e.cert); att.Status != consent.AttestationAttested {
+		t.Errorf("attested %s, want attested", att.Status)
+	}
+}

@@ -269,7 +269,7 @@ const maxTextBytes = 64 << 10
 // Match checks that consent equals one of the certificate's records, byte
 // for byte after trimming white space on both sides (D10).
 func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*Result, error) {
-	if err := checkText("consent", req.Consent, false); err != nil {
+	if err := checkText("consent", req.Consent); err != nil {
 		return nil, err
 	}
 	want := strings.TrimSpace(req.Consent)
@@ -286,7 +286,7 @@ func (s *Service) Match(ctx context.Context, caller string, req MatchRequest) (*
 // ignoring case by Unicode simple case folding; term is trimmed and must not
 // be empty (D11).
 func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMatchRequest) (*Result, error) {
-	if err := checkText("term", req.Term, true); err != nil {
+	if err := checkText("term", req.Term); err != nil {
 		return nil, err
 	}
 	term := consent.Fold(strings.TrimSpace(req.Term))
@@ -299,8 +299,8 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	return s.verify(ctx, caller, q)
 }
 
-func checkText(field, v string, trimmed bool) error {
-	if v == "" || trimmed && strings.TrimSpace(v) == "" {
+func checkText(field, v string) error {
+	if strings.TrimSpace(v) == "" {
 		return consent.Errorf(consent.Invalid, "%s is required", field)
 	}
 	if len(v) > maxTextBytes || !utf8.ValidString(v) {
@@ -400,8 +400,10 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			}
 			detail.Valid, detail.Charged = &res.Valid, &res.Charged
 			if q.attest && res.Attestation == nil {
+				// Past the charge every error is a storage failure, which
+				// rolls the charge back; a refusal here would keep it.
 				if res.Attestation, err = s.attestation(ctx, tx, cert, true); err != nil {
-					return nil, err
+					return nil, consent.StorageFailure("ask for the attestation of "+cert.ID, err)
 				}
 			}
 			if prof != nil {

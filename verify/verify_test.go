@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,6 +83,24 @@ func TestMatchExactness(t *testing.T) {
 	}
 	if res, _ := s.Match(ctx, "acme", verify.MatchRequest{CertificateID: "c1", CompanyID: "acme", Consent: "I agree."}); res.Charged != 15000 || res.Balance != wallet.Dollar-7*15000 {
 		t.Errorf("charged %s, balance %s after 7 checks", res.Charged, res.Balance)
+	}
+}
+
+// Consent text of white space alone is no text to match: refused, not
+// charged, as a blank partial-match term is. It would otherwise equal the
+// empty text of a consent hidden whole (D47) and be answered valid.
+func TestBlankConsentRefused(t *testing.T) {
+	s := setup(t, consent.Record{Text: "", OptInAt: time.Now(),
+		Visibility: &consent.Visibility{FontSizePx: 12, ContrastRatio: 4.5, HiddenText: []string{"I agree to robocalls."}}})
+	for _, blank := range []string{"", "   ", "\t\n"} {
+		res, err := s.Match(ctx, "acme", verify.MatchRequest{CertificateID: "c1", CompanyID: "acme", Consent: blank})
+		if consent.ErrorCode(err) != consent.Invalid || !strings.Contains(err.Error(), "consent is required") {
+			t.Errorf("Match(%q) = %+v, %v; want Invalid, consent is required", blank, res, err)
+		}
+		_, err = s.PartialMatch(ctx, "acme", verify.PartialMatchRequest{CertificateID: "c1", CompanyID: "acme", Term: blank})
+		if consent.ErrorCode(err) != consent.Invalid {
+			t.Errorf("PartialMatch(%q): %v; want Invalid", blank, err)
+		}
 	}
 }
 
