@@ -18,9 +18,10 @@
 // Permanent() bool method that says true). A job whose runner dies is taken
 // again by any runner once its lease runs out, so every job is done at least
 // once; a handler must therefore be safe to run again for the same job.
-// Jobs handle input from the public: a panic in a handler's Do, Started,
-// Commit or Failed fails the attempt like an error, never the process, and
-// one in After is logged.
+// An error of Started or of a Result's Commit fails the attempt as one of
+// Do does. Jobs handle input from the public: a panic in a handler's Do,
+// Started, Commit or Failed fails the attempt like an error, never the
+// process, and one in After is logged.
 //
 // Runners on many machines may share one store: a lease keeps the others
 // off a job. A lease goes to the company holding the fewest, and a job's
@@ -59,10 +60,13 @@ type Handler struct {
 	// recorded as failed, in a transaction of its own, as when Do fails.
 	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
 	// Failed, when set, runs in the transaction that records a failed
-	// attempt, or hands back one cut short by shutdown: cause is what Do
-	// or Started returned, or the panic of Do, Started or Commit, and
-	// final says the job will not be tried again. When Failed itself
-	// panics, the attempt is recorded without Failed's writes.
+	// attempt, or hands back one cut short by shutdown: cause is what Do,
+	// Started or Commit returned, or the panic of one of them, and final
+	// says the job will not be tried again. When Failed itself returns an
+	// error or panics, the attempt is recorded without Failed's writes (it
+	// is not tried again: a Failed that always fails would otherwise keep
+	// the job leased, retried at every lease, for good), its last error
+	// naming both; whether it is final follows cause alone.
 	Failed func(ctx context.Context, tx consent.Tx, j *consent.Job, cause error, final bool) error
 	// Every, when positive, makes the kind recurring: one job of key
 	// EveryKey always exists (each Runner enqueues it when it starts, and
@@ -97,6 +101,10 @@ const EveryKey = "every"
 type Result struct {
 	// Commit, when set, runs in the transaction that ends the job: the
 	// handler's writes commit if and only if the job is recorded as done.
+	// When it returns an error (whatever its code) or panics, or that
+	// transaction fails to commit, the attempt fails as when Do fails:
+	// backed off, counted, failed for good per MaxAttempts, GiveUpAfter
+	// or a permanent error.
 	Commit func(ctx context.Context, tx consent.Tx) error
 	// Again, when set, keeps the job, due again at that time with its
 	// attempts reset, instead of deleting it.
@@ -303,7 +311,9 @@ func (r *Runner) loop(ctx context.Context, h *Handler, owner string) {
 }
 
 // RunOnce does at most one due job of the kind and reports whether there
-// was one.
+// was one. A failed attempt is recorded, not returned, but for one whose
+// result could not be recorded (Commit or its transaction returning an
+// error): that error is returned once the attempt is recorded as failed.
 func (r *Runner) RunOnce(ctx context.Context, kind string) (bool, error) {
 	h := r.handlers[kind]
 	if h == nil {
@@ -371,7 +381,13 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	if again.IsZero() && h.Every > 0 {
 		again = now.Add(h.Every)
 	}
+	// EndJob's error and Commit's are kept apart: only EndJob's Conflict
+	// (or NotFound) says the lease was lost; a Commit's, whatever its
+	// code, is the handler's, and fails the attempt. (The store may run
+	// fn more than once: each run sets both afresh.)
+	var endErr, commitErr error
 	err = r.cfg.Store.Update(finishCtx, func(tx consent.Tx) error {
+		endErr, commitErr = nil, nil
 		var next *consent.Job
 		if !again.IsZero() {
 			next = &consent.Job{Payload: job.Payload, RunAfter: again}
@@ -379,25 +395,43 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 				next.Payload = res.Payload
 			}
 		}
-		if err := tx.EndJob(finishCtx, job.Kind, job.Key, owner, next); err != nil {
-			return err
+		if endErr = tx.EndJob(finishCtx, job.Kind, job.Key, owner, next); endErr != nil {
+			return endErr
 		}
 		if res.Commit != nil {
-			return recovered("Commit", func() error { return res.Commit(finishCtx, tx) })
+			commitErr = recovered("Commit", func() error { return res.Commit(finishCtx, tx) })
+			return commitErr
 		}
 		return nil
 	})
 	after(finishCtx, log, res.After, err == nil)
-	var p *panicked
-	switch {
-	case consent.ErrorCode(err) == consent.Conflict:
+	switch code := consent.ErrorCode(endErr); {
+	case err == nil:
+		return true, nil
+	case endErr != nil && (code == consent.Conflict || code == consent.NotFound):
 		log.Warn("lease lost to another runner before the result was recorded")
 		return true, nil
-	case errors.As(err, &p):
-		// The job is still leased: its transaction rolled back.
-		return true, r.fail(finishCtx, log, h, job, owner, p, failAttempt)
+	case endErr != nil:
+		return true, err // the store failed: the job is taken again when its lease runs out
 	}
-	return true, err
+	// Commit failed or panicked, or the transaction that ran it failed to
+	// commit: the job is still leased, its transaction rolled back. The
+	// attempt fails as when Do fails, so that it backs off, counts
+	// against MaxAttempts and GiveUpAfter and frees its lane.
+	cause := err
+	var p *panicked
+	switch {
+	case errors.As(commitErr, &p):
+		cause = p
+	case commitErr != nil:
+		cause = fmt.Errorf("commit: %w", commitErr)
+	}
+	if err := r.fail(finishCtx, log, h, job, owner, cause, failAttempt); err != nil || p != nil {
+		return true, err
+	}
+	// Recorded as failed; still returned, as it was before Commit's
+	// errors failed the attempt (a panic's never was).
+	return true, fmt.Errorf("jobs: %s %s: result not recorded: %w", job.Kind, job.Key, cause)
 }
 
 // panicked is a panic of a handler's function, recovered.
@@ -538,11 +572,14 @@ var errOtherJob = errors.New("jobs: another job was due first")
 // then what counts the attempt.
 func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *consent.Job, owner string, cause error, how failHow) error {
 	var (
-		next  *consent.Job
-		final bool
+		next    *consent.Job
+		final   bool
+		hookErr error // what Failed returned, or its panic
+		lastErr = cause
 	)
 	record := func(hook bool) error {
 		return r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+			hookErr = nil
 			now := r.cfg.Now()
 			cur := job
 			if how == failStart {
@@ -556,22 +593,32 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 				cur = j
 			}
 			next, final = r.failed(h, cur, cause, how, now)
+			if how != failStopping {
+				next.LastError = ErrorText(lastErr)
+			}
 			if err := tx.EndJob(ctx, cur.Kind, cur.Key, owner, next); err != nil {
 				return err
 			}
 			if hook && h.Failed != nil {
-				return recovered("Failed", func() error { return h.Failed(ctx, tx, cur, cause, final) })
+				hookErr = recovered("Failed", func() error { return h.Failed(ctx, tx, cur, cause, final) })
+				return hookErr
 			}
 			return nil
 		})
 	}
 	err := record(true)
-	var p *panicked
-	if errors.As(err, &p) {
-		// Recorded without Failed, whose writes roll back: else the job,
-		// taken again when its lease runs out, would panic again for good.
-		log.Error("job's Failed panicked; the failed attempt is recorded without it", "err", p, "cause", cause)
-		cause = fmt.Errorf("%w (then %w)", cause, p)
+	if err != nil && hookErr != nil {
+		// Failed failed or panicked: the attempt is recorded without it,
+		// its writes rolled back, else the job, taken again when its
+		// lease runs out, would fail again in Failed for good, never
+		// backing off nor failing for good, and hold its lane. Whether it
+		// is failed for good still follows the attempt's cause alone.
+		var p *panicked
+		if !errors.As(hookErr, &p) {
+			hookErr = fmt.Errorf("hook Failed: %w", hookErr)
+		}
+		log.Error("job's Failed hook failed; the failed attempt is recorded without it", "err", hookErr, "cause", cause)
+		lastErr = fmt.Errorf("%w (then %w)", cause, hookErr)
 		err = record(false)
 	}
 	switch {

@@ -88,7 +88,8 @@ func runOnce(t *testing.T, r *jobs.Runner, kind string) bool {
 }
 
 // A done job is deleted in the transaction that commits its handler's
-// writes; a Commit that fails leaves both undone. After is told which.
+// writes; a Commit that fails leaves both undone, and is a failed attempt,
+// retried after its backoff. After is told which.
 func TestDoneCommitsWithTheJob(t *testing.T) {
 	s := teststore.Memory(t)
 	c := &clock{t: t0}
@@ -111,23 +112,24 @@ func TestDoneCommitsWithTheJob(t *testing.T) {
 	}})
 	enqueue(t, s, "mark", "a")
 	commitFails.Store(true)
-	if _, err := r.RunOnce(ctx, "mark"); err == nil {
-		t.Fatal("RunOnce with a failing Commit: no error")
+	if worked, err := r.RunOnce(ctx, "mark"); !worked || err == nil || !strings.Contains(err.Error(), "commit refused") {
+		t.Fatalf("RunOnce with a failing Commit = %v, %v; want its error", worked, err)
 	}
-	if j := job(t, s, "mark", "a"); j == nil || j.LeaseOwner == "" {
-		t.Fatalf("job after a failed Commit = %+v; want it still there and leased", j)
+	if j := job(t, s, "mark", "a"); j == nil || j.LeaseOwner != "" || j.Attempts != 1 || !j.FailedAt.IsZero() ||
+		!j.RunAfter.Equal(c.Now().Add(30*time.Second)) || j.LastError != "commit: commit refused" {
+		t.Fatalf("job after a failed Commit = %+v; want a failed attempt, retried after the default 30 s", j)
 	}
 	if job(t, s, "done", "a") != nil {
 		t.Fatal("the failed Commit's write was kept")
 	}
-	// The lease runs out (default 1 minute) and the job is done again.
+	// The backoff runs out and the job is done again.
 	commitFails.Store(false)
 	if runOnce(t, r, "mark") {
-		t.Fatal("job taken again while its lease runs")
+		t.Fatal("job taken again before its backoff ran out")
 	}
-	c.Add(time.Minute)
+	c.Add(30 * time.Second)
 	if !runOnce(t, r, "mark") {
-		t.Fatal("job not taken again after its lease ran out")
+		t.Fatal("job not taken again after its backoff")
 	}
 	if job(t, s, "mark", "a") != nil || job(t, s, "done", "a") == nil {
 		t.Fatal("want the job deleted and the Commit's write kept")
