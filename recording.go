@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
@@ -25,24 +24,34 @@ type recordings struct {
 	blobs blob.Store
 }
 
-// maxChunk bounds a chunk read from ses's object by the bytes its row
-// says the recording holds: what Config.MaxChunkBytes was when the
-// chunks came is not known, and a bound lowered since must not make the
-// recordings kept before unreadable. A damaged object can then make a
-// reader hold at most the recording's size (Config.MaxRecordingBytes),
+// limits bounds what is read of ses's object by what its row says the
+// recording holds: a damaged or hostile object is an error as soon as it
+// passes them, before its chunks are handed on, so that it can make a
+// reader allocate at most the recording's size (Config.MaxRecordingBytes),
 // as the converter and the attestation hold the whole recording anyway.
-func maxChunk(ses *consent.Session) int { return int(min(ses.EventBytes, math.MaxInt32)) }
+// What Config.MaxChunkBytes was when the chunks came is not known, and a
+// bound lowered since must not make the recordings kept before unreadable:
+// so a chunk is bounded by the recording's bytes alone.
+func limits(ses *consent.Session) recfile.Limits {
+	return recfile.Limits{Chunks: ses.EventChunks, Bytes: ses.EventBytes}
+}
 
 var errNoRecordings = errors.New("consentkit: the recording was moved to the recordings blob store, which this store was not given (use the Service's Store)")
 
-// open opens ses's recording object.
+// open opens ses's recording object, refusing one whose size is not
+// the one its row recorded.
 func (r *recordings) open(ctx context.Context, ses *consent.Session) (io.ReadCloser, error) {
 	if r == nil {
 		return nil, errNoRecordings
 	}
-	rc, _, err := r.blobs.Open(ctx, ses.Recording.Key)
+	rc, info, err := r.blobs.Open(ctx, ses.Recording.Key)
 	if err != nil {
 		return nil, fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
+	}
+	if info.Size != ses.Recording.Bytes {
+		_ = rc.Close() // read only
+		return nil, fmt.Errorf("consentkit: the recording of session %s: %w: an object of %d bytes, its session says %d",
+			ses.ID, recfile.ErrCorrupt, info.Size, ses.Recording.Bytes)
 	}
 	return rc, nil
 }
@@ -55,7 +64,7 @@ func (r *recordings) each(ctx context.Context, ses *consent.Session, fn func([]b
 		return err
 	}
 	defer func() { _ = rc.Close() }() // read only
-	sum, err := recfile.Read(rc, maxChunk(ses), func(_ int, c []byte) error { return fn(c) })
+	sum, err := recfile.Read(rc, limits(ses), func(_ int, c []byte) error { return fn(c) })
 	if err != nil {
 		return fmt.Errorf("consentkit: the recording of session %s: %w", ses.ID, err)
 	}
@@ -75,7 +84,7 @@ func (r *recordings) chunk(ctx context.Context, ses *consent.Session, seq int) (
 		return nil, err
 	}
 	defer func() { _ = rc.Close() }() // read only
-	c, ok, err := recfile.Chunk(rc, maxChunk(ses), seq)
+	c, ok, err := recfile.Chunk(rc, limits(ses), seq)
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: it has fewer chunks than its session", recfile.ErrCorrupt)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/blob/s3blob"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/recfile"
 	"github.com/consentkit/consentkit/internal/s3test"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
@@ -538,6 +539,49 @@ func TestMovedRecordingReadAfterMaxChunkLowered(t *testing.T) {
 	lowered := *e
 	lowered.svc = svc
 	lowered.wantRecording(t, "s1")
+}
+
+// A damaged or hostile object in place of a moved recording is an error,
+// and hands its readers no more than the recording its row names: one of
+// another size than the row's is refused unread, and one of the row's
+// size (a row rewritten, say) as soon as it passes the row's chunks or
+// bytes, however many it holds.
+func TestMovedRecordingHostileObject(t *testing.T) {
+	e := newMoveEnv(t, teststore.SQLite(t), blob.NewMemory())
+	e.record(t, "s1")
+	e.close(t, "s1")
+	e.move(t, 1)
+	ses := e.session(t, "s1")
+	var obj bytes.Buffer
+	w := recfile.NewWriter(&obj)
+	chunk := bytes.Repeat([]byte("a"), int(min(ses.EventBytes, 200)))
+	for range 100_000 {
+		check(t)(nil, w.Add(chunk))
+	}
+	check(t)(w.Close())
+	hostile := obj.Bytes()
+	check(t)(e.blobs.Put(ctx, ses.Recording.Key, bytes.NewReader(hostile)))
+
+	read := func(t *testing.T) {
+		t.Helper()
+		var handed int64
+		err := e.svc.Store().View(ctx, func(tx consent.Tx) error {
+			return tx.EachEventChunk(ctx, "s1", func(c []byte) error { handed += int64(len(c)); return nil })
+		})
+		if !errors.Is(err, recfile.ErrCorrupt) || handed > ses.EventBytes {
+			t.Errorf("EachEventChunk: %v, %d bytes handed on; want ErrCorrupt, at most the row's %d", err, handed, ses.EventBytes)
+		}
+		if _, err := e.svc.Recording(ctx, "s1"); !errors.Is(err, recfile.ErrCorrupt) {
+			t.Errorf("Recording: %v; want ErrCorrupt", err)
+		}
+	}
+	t.Run("size", read)
+	t.Run("rows-size", func(t *testing.T) {
+		rec := ses.Recording
+		rec.Bytes = int64(len(hostile))
+		check(t)(nil, e.store.Update(ctx, func(tx consent.Tx) error { return tx.SetRecording(ctx, "s1", rec) }))
+		read(t)
+	})
 }
 
 // The Go API refuses a chunk for a session whose recording takes no more,

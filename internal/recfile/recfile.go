@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 
 	"github.com/consentkit/consentkit/consent"
@@ -114,12 +115,21 @@ func (w *Writer) uvarint(n uint64) {
 // errStop ends a Read early without an error.
 var errStop = errors.New("recfile: stop")
 
+// Limits bounds an object that Read reads: at most Chunks chunks of
+// Bytes bytes in all, what the session's row says the recording holds.
+type Limits struct {
+	Chunks int
+	Bytes  int64
+}
+
 // Read calls fn with each chunk of the object in r, in order, and checks
-// the trailer once all are read. A chunk longer than maxChunk is
-// ErrCorrupt, so a damaged object can never make Read allocate more than
-// that. fn must not keep the chunk after it returns (its buffer is
-// reused); Read stops at fn's first error and returns it.
-func Read(r io.Reader, maxChunk int, fn func(seq int, chunk []byte) error) (Summary, error) {
+// the trailer once all are read. A chunk past lim.Chunks, or one that
+// takes the chunks past lim.Bytes, is ErrCorrupt before it is read or fn
+// is called, so a damaged or hostile object can never make Read allocate,
+// decompress or hand fn more than the recording that its row names. fn
+// must not keep the chunk after it returns (its buffer is reused); Read
+// stops at fn's first error and returns it.
+func Read(r io.Reader, lim Limits, fn func(seq int, chunk []byte) error) (Summary, error) {
 	var sum Summary
 	src := &source{r: r}
 	br := bufio.NewReader(src)
@@ -143,8 +153,11 @@ func Read(r io.Reader, maxChunk int, fn func(seq int, chunk []byte) error) (Summ
 		if n == 0 {
 			break
 		}
-		if n > uint64(maxChunk) {
-			return sum, fmt.Errorf("%w: a chunk of %d bytes", ErrCorrupt, n)
+		if sum.Chunks >= lim.Chunks {
+			return sum, fmt.Errorf("%w: more than %d chunks", ErrCorrupt, lim.Chunks)
+		}
+		if n > uint64(max(lim.Bytes-sum.Bytes, 0)) || n > math.MaxInt32 {
+			return sum, fmt.Errorf("%w: a chunk of %d bytes after %d, of at most %d", ErrCorrupt, n, sum.Bytes, lim.Bytes)
 		}
 		if cap(buf) < int(n) {
 			buf = make([]byte, n)
@@ -182,10 +195,10 @@ func Read(r io.Reader, maxChunk int, fn func(seq int, chunk []byte) error) (Summ
 // as far as it and no further. ok is false when the object has fewer. It
 // decompresses every chunk before seq, so it costs the recording's bytes
 // up to seq, not the chunk's: capture, whose requests must cost their own
-// bytes, never calls it (D52). It checks no count, size or digest: Read
-// does, reading the whole.
-func Chunk(r io.Reader, maxChunk, seq int) (chunk []byte, ok bool, err error) {
-	_, err = Read(r, maxChunk, func(i int, c []byte) error {
+// bytes, never calls it (D52). It holds the chunks it reads to lim as Read
+// does, but checks no trailer or digest: Read does, reading the whole.
+func Chunk(r io.Reader, lim Limits, seq int) (chunk []byte, ok bool, err error) {
+	_, err = Read(r, lim, func(i int, c []byte) error {
 		if i < seq {
 			return nil
 		}

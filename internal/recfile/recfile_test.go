@@ -28,6 +28,9 @@ func write(t testing.TB, chunks ...string) ([]byte, recfile.Summary) {
 	return buf.Bytes(), sum
 }
 
+// all bounds a Read well above the objects read.
+var all = recfile.Limits{Chunks: 1 << 10, Bytes: 1 << 20}
+
 var chunks = []string{`[{"type":4,"timestamp":1}]`, " [ ] ", `[{"type":3,"data":{"x":"ü\u2028"},"timestamp":2}]`}
 
 func joinedDigest(chunks []string) consent.Digest {
@@ -46,7 +49,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("Write summary = %+v", wrote)
 	}
 	var got []string
-	read, err := recfile.Read(bytes.NewReader(obj), 1<<20, func(seq int, c []byte) error {
+	read, err := recfile.Read(bytes.NewReader(obj), all, func(seq int, c []byte) error {
 		if seq != len(got) {
 			t.Errorf("seq %d, want %d", seq, len(got))
 		}
@@ -60,12 +63,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("chunks = %q, want %q", got, chunks)
 	}
 	for seq, want := range chunks {
-		c, ok, err := recfile.Chunk(bytes.NewReader(obj), 1<<20, seq)
+		c, ok, err := recfile.Chunk(bytes.NewReader(obj), all, seq)
 		if err != nil || !ok || string(c) != want {
 			t.Errorf("Chunk(%d) = %q, %v, %v; want %q", seq, c, ok, err, want)
 		}
 	}
-	if _, ok, err := recfile.Chunk(bytes.NewReader(obj), 1<<20, 3); ok || err != nil {
+	if _, ok, err := recfile.Chunk(bytes.NewReader(obj), all, 3); ok || err != nil {
 		t.Errorf("Chunk(3) = %v, %v; want none", ok, err)
 	}
 }
@@ -75,7 +78,7 @@ func TestRoundTrip(t *testing.T) {
 func TestDamageIsCorrupt(t *testing.T) {
 	obj, _ := write(t, chunks...)
 	for n := range len(obj) {
-		_, err := recfile.Read(bytes.NewReader(obj[:n]), 1<<20, func(int, []byte) error { return nil })
+		_, err := recfile.Read(bytes.NewReader(obj[:n]), all, func(int, []byte) error { return nil })
 		if !errors.Is(err, recfile.ErrCorrupt) {
 			t.Fatalf("cut at %d of %d: %v; want ErrCorrupt", n, len(obj), err)
 		}
@@ -84,7 +87,7 @@ func TestDamageIsCorrupt(t *testing.T) {
 		bad := bytes.Clone(obj)
 		bad[i] ^= 0x20
 		var got []string
-		_, err := recfile.Read(bytes.NewReader(bad), 1<<20, func(_ int, c []byte) error {
+		_, err := recfile.Read(bytes.NewReader(bad), all, func(_ int, c []byte) error {
 			got = append(got, string(c))
 			return nil
 		})
@@ -94,17 +97,64 @@ func TestDamageIsCorrupt(t *testing.T) {
 			t.Fatalf("byte %d changed: read %q without an error", i, got)
 		}
 	}
-	if _, err := recfile.Read(bytes.NewReader(append(bytes.Clone(obj), 0)), 1<<20, func(int, []byte) error { return nil }); !errors.Is(err, recfile.ErrCorrupt) {
+	if _, err := recfile.Read(bytes.NewReader(append(bytes.Clone(obj), 0)), all, func(int, []byte) error { return nil }); !errors.Is(err, recfile.ErrCorrupt) {
 		t.Errorf("a byte after the object: %v; want ErrCorrupt", err)
 	}
 }
 
-// A chunk longer than the bound is refused before it is read.
-func TestChunkBound(t *testing.T) {
-	obj, _ := write(t, chunks...)
-	_, err := recfile.Read(bytes.NewReader(obj), len(chunks[2])-1, func(int, []byte) error { return nil })
-	if !errors.Is(err, recfile.ErrCorrupt) {
-		t.Errorf("Read with a bound under the largest chunk: %v; want ErrCorrupt", err)
+// An object with more chunks, or more bytes, than the limits is
+// ErrCorrupt as soon as it passes them: the chunk that passes is neither
+// read nor handed on. One exactly at them reads whole.
+func TestLimits(t *testing.T) {
+	obj, wrote := write(t, chunks...)
+	exact := recfile.Limits{Chunks: wrote.Chunks, Bytes: wrote.Bytes}
+	if _, err := recfile.Read(bytes.NewReader(obj), exact, func(int, []byte) error { return nil }); err != nil {
+		t.Errorf("Read at its limits: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		lim    recfile.Limits
+		handed int // chunks handed on before the error
+	}{
+		{"a chunk fewer", recfile.Limits{Chunks: 2, Bytes: wrote.Bytes}, 2},
+		{"no chunk", recfile.Limits{Bytes: wrote.Bytes}, 0},
+		{"a byte fewer", recfile.Limits{Chunks: 3, Bytes: wrote.Bytes - 1}, 2},
+		{"under the first chunk", recfile.Limits{Chunks: 3, Bytes: int64(len(chunks[0]) - 1)}, 0},
+	} {
+		handed := 0
+		_, err := recfile.Read(bytes.NewReader(obj), c.lim, func(int, []byte) error { handed++; return nil })
+		if !errors.Is(err, recfile.ErrCorrupt) || handed != c.handed {
+			t.Errorf("%s: Read handed %d chunks, %v; want %d, ErrCorrupt", c.name, handed, err, c.handed)
+		}
+		_, ok, err := recfile.Chunk(bytes.NewReader(obj), c.lim, 2)
+		if ok || !errors.Is(err, recfile.ErrCorrupt) {
+			t.Errorf("%s: Chunk(2) = %v, %v; want ErrCorrupt", c.name, ok, err)
+		}
+	}
+}
+
+// A hostile object of many small chunks, that compresses to little,
+// hands on no more than its limits, however many it holds.
+func TestHostileObjectBounded(t *testing.T) {
+	var buf bytes.Buffer
+	w := recfile.NewWriter(&buf)
+	chunk := bytes.Repeat([]byte("a"), 200)
+	for range 100_000 {
+		if err := w.Add(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	lim := recfile.Limits{Chunks: 3, Bytes: 1000}
+	var handed int64
+	_, err := recfile.Read(bytes.NewReader(buf.Bytes()), lim, func(_ int, c []byte) error {
+		handed += int64(len(c))
+		return nil
+	})
+	if !errors.Is(err, recfile.ErrCorrupt) || handed > lim.Bytes {
+		t.Errorf("Read of %d chunks under %+v: %v, %d bytes handed on; want ErrCorrupt, at most %d", 100_000, lim, err, handed, lim.Bytes)
 	}
 }
 
@@ -114,7 +164,7 @@ func TestSourceError(t *testing.T) {
 	obj, _ := write(t, chunks...)
 	boom := errors.New("connection reset")
 	r := io.MultiReader(bytes.NewReader(obj[:len(obj)/2]), errReader{boom})
-	_, err := recfile.Read(r, 1<<20, func(int, []byte) error { return nil })
+	_, err := recfile.Read(r, all, func(int, []byte) error { return nil })
 	if !errors.Is(err, boom) || errors.Is(err, recfile.ErrCorrupt) {
 		t.Errorf("Read of a failing source: %v; want its error", err)
 	}
@@ -136,7 +186,7 @@ func TestEmptyChunkRefused(t *testing.T) {
 }
 
 // Any bytes read as an object either fail or give chunks that re-encode to
-// the same summary, within the chunk bound; never a panic.
+// the same summary, within the limits; never a panic.
 func FuzzRead(f *testing.F) {
 	obj, _ := write(f, chunks...)
 	f.Add(obj)
@@ -144,15 +194,19 @@ func FuzzRead(f *testing.F) {
 	f.Add([]byte("consentkit-recording 1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got []string
-		sum, err := recfile.Read(bytes.NewReader(b), 4096, func(_ int, c []byte) error {
-			if len(c) > 4096 || len(c) == 0 {
-				t.Fatalf("a chunk of %d bytes", len(c))
+		lim := recfile.Limits{Chunks: 16, Bytes: 4096}
+		sum, err := recfile.Read(bytes.NewReader(b), lim, func(seq int, c []byte) error {
+			if len(c) == 0 || seq >= lim.Chunks {
+				t.Fatalf("chunk %d of %d bytes", seq, len(c))
 			}
 			got = append(got, string(c))
 			return nil
 		})
 		if err != nil {
 			return
+		}
+		if sum.Chunks > lim.Chunks || sum.Bytes > lim.Bytes {
+			t.Fatalf("read %+v past %+v", sum, lim)
 		}
 		_, again := write(t, got...)
 		if again != sum {
@@ -178,10 +232,10 @@ func TestClosedWriter(t *testing.T) {
 		t.Error("a second Close succeeded")
 	}
 	again, _ := write(t, chunks...)
-	if _, err := recfile.Read(bytes.NewReader(again), 1<<20, func(int, []byte) error { return nil }); err != nil {
+	if _, err := recfile.Read(bytes.NewReader(again), all, func(int, []byte) error { return nil }); err != nil {
 		t.Errorf("an object written after another: %v", err)
 	}
-	if _, err := recfile.Read(bytes.NewReader(buf.Bytes()), 1<<20, func(int, []byte) error { return nil }); err != nil {
+	if _, err := recfile.Read(bytes.NewReader(buf.Bytes()), all, func(int, []byte) error { return nil }); err != nil {
 		t.Errorf("the first object, after its writer went back: %v", err)
 	}
 }
