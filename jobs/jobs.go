@@ -24,7 +24,15 @@
 // process, and one in After is logged.
 //
 // Runners on many machines may share one store: a lease keeps the others
-// off a job. A lease goes to the company holding the fewest, and a job's
+// off a job. A lease runs out at a wall-clock time set by its holder's
+// clock (Config.Now plus Handler.Lease), and another runner judges it run
+// out by its own clock; the holder gives the lease up, cancelling Do, a
+// tenth of Lease before it runs out by its own monotonic clock, unless
+// renewed. So the clocks of the runners sharing a store must agree to
+// well within a tenth of the shortest Lease (6 s of the default minute),
+// less the time a Do takes to stop once cancelled: keep them in sync
+// (NTP). A runner whose clock runs ahead by more takes jobs whose holder
+// is alive, and both do them at once. A lease goes to the company holding the fewest, and a job's
 // lane holds one lease at a time (consent.Job.CompanyID and Lane, D53), so
 // one company's backlog never stands before another's. Each handler has
 // its own pool of Concurrency goroutines that lease only its kind, so slow
@@ -80,7 +88,11 @@ type Handler struct {
 	Concurrency int
 	// Lease is how long a job is held without a sign of life: default 1
 	// minute, at least 1 ms. The Runner renews it every Lease/3 while Do
-	// runs, and cancels Do's context if it is lost.
+	// runs (sooner after a renewal that failed), and cancels Do's context
+	// when it is lost: taken by another runner, or not renewed by a tenth
+	// of Lease before it runs out, by the runner's own monotonic clock
+	// (the package doc says how far the clocks of runners sharing a store
+	// may disagree). Do must then stop: its result is discarded.
 	Lease time.Duration
 	// Timeout, when positive, bounds one Do.
 	Timeout time.Duration
@@ -322,9 +334,12 @@ func (r *Runner) RunOnce(ctx context.Context, kind string) (bool, error) {
 	return r.runOnce(ctx, h, r.cfg.ID+"/"+kind+"/once")
 }
 
-var errLeaseLost = errors.New("jobs: lease lost")
+// ErrLeaseLost is the cause (context.Cause) of the cancellation of Do's
+// context when the runner lost the job's lease (Handler.Lease).
+var ErrLeaseLost = errors.New("jobs: lease lost")
 
 func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, error) {
+	leased := time.Now() // before the lease: its end by the store is no earlier than Lease after
 	job, err := r.lease(ctx, h, owner)
 	var notStarted *startError
 	if errors.As(err, &notStarted) {
@@ -350,7 +365,7 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	renewed := make(chan struct{})
 	go func() {
 		defer close(renewed)
-		r.renew(doCtx, cancel, h, job, owner)
+		r.renew(doCtx, cancel, log, h, job, owner, leased)
 	}()
 	began := time.Now()
 	res, err := do(doCtx, h, job)
@@ -362,8 +377,8 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	// Finish even when ctx is done, so the job is handed back at once.
 	finishCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer stop()
-	if errors.Is(context.Cause(doCtx), errLeaseLost) {
-		log.Warn("lease lost to another runner; result discarded")
+	if errors.Is(context.Cause(doCtx), ErrLeaseLost) {
+		log.Warn("lease lost (taken by another runner, or not renewed in time); result discarded")
 		if err == nil {
 			after(finishCtx, log, res.After, false)
 		}
@@ -512,10 +527,30 @@ func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.
 	return job, err
 }
 
-// renew keeps the lease alive until ctx is done; when the lease is lost it
-// cancels the job's context.
-func (r *Runner) renew(ctx context.Context, cancel context.CancelCauseFunc, h *Handler, j *consent.Job, owner string) {
-	t := time.NewTicker(h.Lease / 3)
+// leaseMargin is how long before a lease runs out, by the runner's
+// monotonic clock, the runner gives it up when it was not renewed: Do's
+// context is cancelled then. It leaves room for Do to stop and for the
+// clocks of the runners sharing a store to disagree (the package doc);
+// a tenth of the Lease: 6 s of the default minute.
+func leaseMargin(lease time.Duration) time.Duration { return lease / 10 }
+
+// renew keeps the lease alive until ctx is done, renewing it every
+// Lease/3, and cancels the job's context (ErrLeaseLost) when the lease is
+// lost: when the store says another runner holds it or the job is gone,
+// or when its end, less leaseMargin, passes without a renewal that
+// succeeded, whatever the renewals' errors (a store out of reach, a
+// timeout) or however long they hang. The end is kept on the monotonic
+// clock, never the wall clock (which may jump): Lease after leased, the
+// moment before the lease was taken, then Lease after the start of each
+// renewal that succeeded; each lease the store keeps ends later, by the
+// runner's own clock. Each renewal runs under a deadline of that end,
+// less leaseMargin: one that lands later would come too late.
+func (r *Runner) renew(ctx context.Context, cancel context.CancelCauseFunc, log *slog.Logger, h *Handler, j *consent.Job, owner string, leased time.Time) {
+	margin := leaseMargin(h.Lease)
+	giveUp := leased.Add(h.Lease - margin)
+	lost := time.AfterFunc(time.Until(giveUp), func() { cancel(ErrLeaseLost) })
+	defer lost.Stop()
+	t := time.NewTimer(h.Lease / 3)
 	defer t.Stop()
 	for {
 		select {
@@ -523,12 +558,30 @@ func (r *Runner) renew(ctx context.Context, cancel context.CancelCauseFunc, h *H
 			return
 		case <-t.C:
 		}
-		err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
-			return tx.RenewJob(ctx, j.Kind, j.Key, owner, r.cfg.Now().Add(h.Lease))
+		began := time.Now()
+		renewCtx, stop := context.WithDeadline(ctx, giveUp)
+		err := r.cfg.Store.Update(renewCtx, func(tx consent.Tx) error {
+			return tx.RenewJob(renewCtx, j.Kind, j.Key, owner, r.cfg.Now().Add(h.Lease))
 		})
-		if code := consent.ErrorCode(err); code == consent.Conflict || code == consent.NotFound {
-			cancel(errLeaseLost)
+		stop()
+		switch code := consent.ErrorCode(err); {
+		case err == nil:
+			giveUp = began.Add(h.Lease - margin)
+			if !lost.Stop() {
+				return // given up meanwhile: Do is cancelled
+			}
+			lost.Reset(time.Until(giveUp))
+			t.Reset(h.Lease / 3)
+		case code == consent.Conflict || code == consent.NotFound:
+			cancel(ErrLeaseLost)
 			return
+		case ctx.Err() != nil:
+			return
+		default:
+			// Tried again sooner than Lease/3: the lease is given up
+			// unless one succeeds before giveUp.
+			log.Warn("job lease not renewed; trying again", "err", err, "gives_up_in", time.Until(giveUp))
+			t.Reset(margin)
 		}
 	}
 }
