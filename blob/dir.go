@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,8 +22,9 @@ import (
 // (<session>.mp4, <certificate>.png) are its objects. Put writes a temporary
 // file in a .tmp directory beside the object (so that the rename stays on
 // one filesystem, should a directory of keys be a mount of its own), syncs
-// it, renames it over the key and syncs the key's directory, so a reader
-// or a crash never leaves half an object. A process killed during a Put
+// it, renames it over the key and syncs the key's directory (and the
+// parent of each directory it makes), so a reader or a crash never leaves
+// half an object; Delete syncs the key's directory too. A process killed during a Put
 // leaves its temporary file behind: the first Put of a process into a
 // directory removes those that have gone unwritten for StaleTemp. A lock is
 // a small file under Root/.locks holding its date. No key names a file
@@ -46,10 +48,55 @@ const tempDir = ".tmp"
 
 // NewDir returns a Dir store rooted at root, which it creates if needed.
 func NewDir(root string) (*Dir, error) {
-	if err := os.MkdirAll(root, 0o750); err != nil {
+	if err := mkdirAll(root); err != nil {
 		return nil, fmt.Errorf("blob: %w", err)
 	}
 	return &Dir{Root: root}, nil
+}
+
+// syncDir syncs a directory, making durable the entries created, renamed
+// or removed in it. A variable so that a test sees which are synced.
+var syncDir = func(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }() // read only
+	return f.Sync()
+}
+
+// mkdirs orders mkdirAll's calls, so that a directory found made was
+// synced into its parent by whichever call made it.
+var mkdirs sync.Mutex
+
+// mkdirAll is os.MkdirAll that syncs the parent of each directory it
+// makes: a file synced into a new directory is not durable until the
+// directory's own entry is.
+func mkdirAll(dir string) error {
+	mkdirs.Lock()
+	defer mkdirs.Unlock()
+	return mkdirLocked(filepath.Clean(dir))
+}
+
+func mkdirLocked(dir string) error {
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: syscall.ENOTDIR}
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirLocked(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o750); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	// Made by this call, or by another process just now: either way
+	// its entry is synced before a file goes in.
+	return syncDir(parent)
 }
 
 // swept holds the temporary directories this process has swept.
@@ -125,7 +172,7 @@ func (d *Dir) checkUnlocked(key string) error {
 func writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name string) error) (n int64, err error) {
 	dir := filepath.Dir(name)
 	temps := filepath.Join(dir, tempDir)
-	if err := os.MkdirAll(temps, 0o750); err != nil {
+	if err := mkdirAll(temps); err != nil {
 		return 0, err
 	}
 	sweepTemps(temps)
@@ -161,12 +208,7 @@ func writeAtomic(name string, r io.Reader, sum io.Writer, rename func(tmp, name 
 		return 0, err
 	}
 	// The rename is durable only once the directory is synced.
-	df, err := os.Open(dir)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = df.Close() }() // read only
-	return n, df.Sync()
+	return n, syncDir(dir)
 }
 
 // Put implements Store.
@@ -252,6 +294,12 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 		return fmt.Errorf("blob: delete %s: %w", key, err)
 	}
 	if err := os.Remove(d.lockPath(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("blob: delete %s: %w", key, err)
+	}
+	// The removal is durable only once the directory is synced; it is
+	// synced even when the object was gone already, which a Delete that
+	// failed to sync may have left.
+	if err := syncDir(filepath.Dir(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("blob: delete %s: %w", key, err)
 	}
 	return nil
