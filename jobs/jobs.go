@@ -151,8 +151,17 @@ type Config struct {
 	// the wall clock in UTC. Tests pass a fake one.
 	Now    func() time.Time
 	Logger *slog.Logger // default slog.Default()
-	// Observe, when set, is told of each job done: its kind, how long
-	// its handler ran and what it returned (package metrics keeps these).
+	// Observe, when set, is told of each attempt at a job, once, when it
+	// has ended: its kind, how long it took (from its lease to its end
+	// recorded) and its outcome (package metrics keeps these, counting
+	// each non-nil err as a failure). err is nil when the job was done,
+	// its Commit committed; else it says why the attempt failed: what
+	// Started, Do or Commit returned, or the panic of one of them; the
+	// store's error when the end could not be recorded; or, when the
+	// lease was lost (taken by another runner, or not renewed in time)
+	// and the result discarded, an error that errors.Is ErrLeaseLost. An
+	// attempt cut short by shutdown, handed back without counting against
+	// MaxAttempts, reports Do's error too: it was not done.
 	Observe func(kind string, took time.Duration, err error)
 }
 
@@ -345,7 +354,9 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	if errors.As(err, &notStarted) {
 		job = notStarted.job
 		log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
-		return true, r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
+		err := r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
+		r.observe(job.Kind, leased, notStarted.cause)
+		return true, err
 	}
 	if consent.ErrorCode(err) == consent.NotFound {
 		return false, nil // no job due
@@ -354,6 +365,9 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		return false, err
 	}
 	log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
+	// outcome is the attempt's, observed once it has ended.
+	var outcome error
+	defer func() { r.observe(job.Kind, leased, outcome) }()
 
 	doCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -367,11 +381,7 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		defer close(renewed)
 		r.renew(doCtx, cancel, log, h, job, owner, leased)
 	}()
-	began := time.Now()
 	res, err := do(doCtx, h, job)
-	if r.cfg.Observe != nil {
-		r.cfg.Observe(job.Kind, time.Since(began), err)
-	}
 	cancel(nil)
 	<-renewed
 	// Finish even when ctx is done, so the job is handed back at once.
@@ -382,9 +392,11 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		if err == nil {
 			after(finishCtx, log, res.After, false)
 		}
+		outcome = ErrLeaseLost
 		return true, nil
 	}
 	if err != nil {
+		outcome = err
 		how := failAttempt
 		if ctx.Err() != nil {
 			how = failStopping
@@ -425,8 +437,10 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		return true, nil
 	case endErr != nil && (code == consent.Conflict || code == consent.NotFound):
 		log.Warn("lease lost to another runner before the result was recorded")
+		outcome = fmt.Errorf("%w: %w", ErrLeaseLost, endErr)
 		return true, nil
 	case endErr != nil:
+		outcome = err
 		return true, err // the store failed: the job is taken again when its lease runs out
 	}
 	// Commit failed or panicked, or the transaction that ran it failed to
@@ -441,12 +455,21 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	case commitErr != nil:
 		cause = fmt.Errorf("commit: %w", commitErr)
 	}
+	outcome = cause
 	if err := r.fail(finishCtx, log, h, job, owner, cause, failAttempt); err != nil || p != nil {
 		return true, err
 	}
 	// Recorded as failed; still returned, as it was before Commit's
 	// errors failed the attempt (a panic's never was).
 	return true, fmt.Errorf("jobs: %s %s: result not recorded: %w", job.Kind, job.Key, cause)
+}
+
+// observe tells Config.Observe of an attempt of kind, leased at leased
+// (by the monotonic clock), that has ended with outcome.
+func (r *Runner) observe(kind string, leased time.Time, outcome error) {
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(kind, time.Since(leased), outcome)
+	}
 }
 
 // panicked is a panic of a handler's function, recovered.
