@@ -24,19 +24,21 @@
 // process, and one in After is logged.
 //
 // Runners on many machines may share one store: a lease keeps the others
-// off a job. A lease runs out at a wall-clock time set by its holder's
-// clock (Config.Now plus Handler.Lease), and another runner judges it run
-// out by its own clock; the holder gives the lease up, cancelling Do, a
-// tenth of Lease before it runs out by its own monotonic clock, unless
-// renewed. So the clocks of the runners sharing a store must agree to
-// well within a tenth of the shortest Lease (6 s of the default minute),
-// less the time a Do takes to stop once cancelled: keep them in sync
-// (NTP). A runner whose clock runs ahead by more takes jobs whose holder
-// is alive, and both do them at once. A lease goes to the company holding the fewest, and a job's
+// off a job. A lease goes to the company holding the fewest, and a job's
 // lane holds one lease at a time (consent.Job.CompanyID and Lane, D53), so
 // one company's backlog never stands before another's. Each handler has
 // its own pool of Concurrency goroutines that lease only its kind, so slow
 // jobs (conversions) never hold up quick ones (webhooks).
+//
+// Clocks: a lease runs out at a wall-clock time set by its holder's clock
+// (Config.Now plus Handler.Lease), and another runner judges it run out by
+// its own clock. The holder, unless it renewed the lease, gives it up a
+// tenth of Lease before it runs out by its own monotonic clock, cancelling
+// Do. So the clocks of the runners sharing a store must agree to well
+// within a tenth of each handler's Lease (6 s of the default minute), less
+// the time a Do takes to stop once cancelled: keep them in sync (NTP). A
+// runner whose clock runs ahead by more takes jobs whose holder is still
+// at work, and both do them at once.
 package jobs
 
 import (
