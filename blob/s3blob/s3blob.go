@@ -336,6 +336,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	}
 	for _, v := range versions {
 		until, _, err := s.keptUntil(ctx, name, v)
+		if errors.Is(err, blob.ErrNotFound) && v == "" && len(versions) == 1 {
+			return nil // listed none, and there is none: no delete marker added
+		}
 		if errors.Is(err, blob.ErrNotFound) { // a delete marker, or gone meanwhile
 			continue
 		}
@@ -350,18 +353,24 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		_, err := byVersion(v, false, func(id *string) (*s3.DeleteObjectOutput, error) {
 			return s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: &name, VersionId: id})
 		})
-		if err != nil && !errors.Is(s.wrap("delete", key, err), blob.ErrNotFound) {
-			return s.wrap("delete", key, err)
+		// Only a version gone meanwhile is deleted already: a refusal,
+		// such as a MethodNotAllowed, leaves it there, and is no
+		// ErrNotFound either.
+		if err != nil && !s3api.Missing(err) {
+			return fmt.Errorf("s3blob: delete %s: %w", key, err)
 		}
 	}
 	return nil
 }
 
 // versions lists the version ids of the object name, delete markers
-// included, newest first; a server that lists none lists one, "". An
-// object written before the bucket kept versions is listed as its own
-// version, "null", which Delete names: a DeleteObject without a version
-// would only hide it under a delete marker, its bytes kept.
+// included, newest first. A listing that holds none of name (a server
+// that lists no versions, or a bucket that keeps none) is one version,
+// "", which Delete reads and deletes as the current object: an object
+// there must never be taken for deleted because no version of it was
+// listed. An object written before the bucket kept versions is listed as
+// its own version, "null", which Delete names: a DeleteObject without a
+// version would only hide it under a delete marker, its bytes kept.
 func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 	var out []string
 	in := &s3.ListObjectVersionsInput{Bucket: &s.bucket, Prefix: &name}
@@ -384,7 +393,14 @@ func (s *Store) versions(ctx context.Context, name string) ([]string, error) {
 			}
 		}
 		if !aws.ToBool(page.IsTruncated) {
+			if len(out) == 0 {
+				return []string{""}, nil
+			}
 			return out, nil
+		}
+		next, nextVersion := aws.ToString(page.NextKeyMarker), aws.ToString(page.NextVersionIdMarker)
+		if next == "" || next == aws.ToString(in.KeyMarker) && nextVersion == aws.ToString(in.VersionIdMarker) {
+			return nil, fmt.Errorf("a truncated listing of versions whose next page starts at %q, version %q: it would list the same page again", next, nextVersion)
 		}
 		in.KeyMarker, in.VersionIdMarker = page.NextKeyMarker, page.NextVersionIdMarker
 	}
