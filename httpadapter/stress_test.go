@@ -958,9 +958,17 @@ func stressCheckCapture(t *testing.T, tx consent.Tx, cp *stressCapture, calls []
 	}
 	// Every 200 chunk (and the last chunk of a 201 consent) is stored,
 	// once, at its seq, with its bytes; every stored chunk was answered.
+	// A consent's tail is dropped only where a chunk of its seq with
+	// other bytes was stored while the consent's recording was hashed
+	// (D35): the one answered 200 is what the store holds.
 	answered := make([]bool, len(stored))
 	consents := 0
 	var consented *stressCall
+	chunkTook := func(seq, variant int) bool {
+		return slices.ContainsFunc(calls, func(c *stressCall) bool {
+			return c.op == "chunk" && c.status == 200 && c.seq == seq && c.variant == variant
+		})
+	}
 	for _, c := range calls {
 		ok := c.op == "chunk" && c.status == 200 || c.op == "consent" && c.status == 201 && c.seq >= 0
 		if c.op == "consent" && c.status == 201 {
@@ -969,6 +977,9 @@ func stressCheckCapture(t *testing.T, tx consent.Tx, cp *stressCapture, calls []
 		}
 		if !ok {
 			continue
+		}
+		if c.op == "consent" && c.seq < len(stored) && bytes.Equal(stored[c.seq], []byte(stressEvents(cp.session, c.seq, 1-c.variant))) && chunkTook(c.seq, 1-c.variant) {
+			continue // the tail dropped for the chunk stored meanwhile
 		}
 		if c.seq >= len(stored) || !bytes.Equal(stored[c.seq], []byte(stressEvents(cp.session, c.seq, c.variant))) {
 			t.Errorf("capture %s: %s of seq %d (variant %d) answered %d, but the store holds %d chunks and not it", cp.session, c.op, c.seq, c.variant, c.status, len(stored))
