@@ -35,7 +35,7 @@
 // answer of the API saved in the certificate's place (curl -s writes a
 // 401, 403 or 404 body as readily as a 200), which is told with its status
 // and message, such as "403 This session has opted out"; or JSON of
-// something else.
+// something else; and on a usage error (-h prints the usage and exits 0).
 //
 // Every string it prints that it took from the answer (or the keys) is
 // printed as it is only when it is printable ASCII without space, quote,
@@ -112,7 +112,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"Checks the signature of a certificate-info answer (read from the file, or standard input) offline.\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0 // asked for the usage, as the other commands answer -h
+	} else if err != nil {
 		return 2
 	}
 	if *keysPath == "" || fs.NArg() > 1 {

@@ -159,6 +159,10 @@ func TestVerifyOffline(t *testing.T) {
 	if code := run([]string{}, nil, &out, &errOut); code != 2 {
 		t.Errorf("no -keys: exit %d, want 2", code)
 	}
+	errOut.Reset()
+	if code := run([]string{"-h"}, nil, &out, &errOut); code != 0 || !strings.Contains(errOut.String(), "Usage: consentkit-verify") {
+		t.Errorf("-h: exit %d, %q; want 0 and the usage", code, errOut.String())
+	}
 }
 
 // Every fact the answer shows beside the signature is held to the signed
