@@ -13,18 +13,25 @@ import (
 	"github.com/consentkit/consentkit/profile"
 )
 
+// acme is a Service on the memory store with one company, acme.
+func acme(t *testing.T) *consentkit.Service {
+	t.Helper()
+	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateCompany(context.Background(), consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
 // A company holds at most consent.MaxProfiles profiles; replacing one at
 // the limit is still allowed. An audit entry holds the rules when they
 // are short, and only their SHA-256 when they are not.
 func TestProfilesLimitAndAudit(t *testing.T) {
 	ctx := context.Background()
-	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-		t.Fatal(err)
-	}
+	svc := acme(t)
 	m := profile.Profiles{Service: svc}
 	rules := profile.Rules{LeadAge: &profile.LeadAgeRule{MaxSeconds: 60}}
 	for i := range consent.MaxProfiles {
@@ -67,13 +74,7 @@ func TestProfilesLimitAndAudit(t *testing.T) {
 // since a URL path cannot name it ("." and ".." are path steps).
 func TestPutRefusals(t *testing.T) {
 	ctx := context.Background()
-	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}); err != nil {
-		t.Fatal(err)
-	}
+	svc := acme(t)
 	m := profile.Profiles{Service: svc}
 	texts := make([]string, profile.MaxProfileTexts)
 	for i := range texts {
