@@ -217,15 +217,23 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	// 3. Record it and drop the chunks.
-	var orphan, deleteNow bool
+	var orphan, deleteNow, already bool
 	err = s.store.Update(ctx, func(tx consent.Tx) error {
-		orphan, deleteNow = false, false // the store may run this again
+		orphan, deleteNow, already = false, false, false // the store may run this again
 		now, err := tx.Session(ctx, id)
 		if err != nil {
 			return err
 		}
 		if now.Recording.Moved() {
-			return errMoved
+			// Another move recorded it first. This one's Put wrote the same
+			// bytes under the key: on S3 a new current version, which a
+			// lock of the other's version does not cover. A retained
+			// session's lock is asked for again (EnqueueOnce: once).
+			already = true
+			if now.RetentionStatus == consent.RetentionRetained {
+				return EnqueueRecordingLock(ctx, tx, id, s.Now())
+			}
+			return nil
 		}
 		if now.Recording.Key != ses.Recording.Key {
 			// Purged since step 1 (D43): the purge's removal of the object
@@ -258,7 +266,7 @@ func (s *Service) moveRecording(ctx context.Context, id string) (bool, error) {
 		}
 		return nil
 	})
-	if errors.Is(err, errMoved) {
+	if err == nil && already {
 		return false, nil
 	}
 	if err == nil && orphan {

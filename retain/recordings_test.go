@@ -615,3 +615,43 @@ func TestAppendEventsRefusedWhenClosedOrPurged(t *testing.T) {
 		refused("purged")
 	})
 }
+
+// versioned is a recordings store that takes a Put over a locked object,
+// as S3 takes a new version of one when the Put checked the lock before
+// it was set: the bytes are read and dropped (the same bytes, here), the
+// object and its lock kept.
+type versioned struct{ *onPut }
+
+func (v versioned) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
+	info, err := v.onPut.Put(ctx, key, r)
+	if errors.Is(err, blob.ErrLocked) {
+		n, err := io.Copy(io.Discard, r)
+		return blob.Info{Key: key, Size: n}, err
+	}
+	return info, err
+}
+
+// A move that finds the recording moved by another one while it wrote
+// its own object asks for a retained session's lock again: on S3 its Put
+// left a new current version of the key, which the lock of the other
+// move's version does not cover.
+func TestMoveOvertakenAsksLockAgain(t *testing.T) {
+	mem := &onPut{Store: blob.NewMemory()}
+	e := newMoveEnv(t, teststore.SQLite(t), versioned{mem})
+	other := newMoveEnvOn(t, e, mem.Store)
+	e.record(t, "s")
+	check(t)(retain.New(e.svc).Retain(ctx, "acme", "acme", "s"))
+	e.clock.Add(consentkit.DefaultRecordingIdle)
+	mem.before = func(string) { // the other move runs and its lock is set first
+		mem.before = nil
+		other.move(t, 1)
+		if ok, err := e.runner.RunOnce(ctx, consent.JobLockRecording); !ok || err != nil {
+			t.Fatalf("the other move's lock: %v, %v", ok, err)
+		}
+	}
+	e.move(t, 0)
+	if ok, err := e.runner.RunOnce(ctx, consent.JobLockRecording); !ok || err != nil {
+		t.Errorf("after a move overtaken by another: lock job run %v, %v; want it asked for again", ok, err)
+	}
+	e.wantRecording(t, "s")
+}
