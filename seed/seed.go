@@ -63,7 +63,9 @@
 // `seed: companies[100000]: the file holds more than 100000 items …`.
 //
 // Load appends a session's events in chunks of at most the service's
-// Config.MaxChunkBytes.
+// Config.MaxChunkBytes. A certificate of a session with events holds the
+// SHA-256 of its recording, as one issued through capture does, and
+// verifications check it; one of a session without events holds none.
 package seed
 
 import (
@@ -384,10 +386,25 @@ func loadCertificate(ctx context.Context, svc *consentkit.Service, tx consent.Tx
 	for i, r := range c.Consents {
 		records[i] = consent.Record{Text: r.Text, Types: r.Types, OptInAt: r.OptInAt}
 	}
-	_, err := svc.IssueCertificateTx(ctx, tx, consentkit.CertificateParams{
+	p := consentkit.CertificateParams{
 		ID: c.ID, CompanyID: c.CompanyID, PropertyID: c.PropertyID, SessionID: c.SessionID,
 		Origin: c.Origin, Email: c.Email, Mobile: c.Mobile, Records: records,
 		EventsCombined: c.EventsCombined, CreatedAt: c.CreatedAt,
-	})
+	}
+	// A certificate of a session the file recorded holds the SHA-256 of its
+	// recording, as one issued through capture does, so that verifications
+	// check it (D41); one of a session without events holds none.
+	if c.SessionID != "" {
+		ses, err := tx.Session(ctx, c.SessionID)
+		if err != nil && consent.ErrorCode(err) != consent.NotFound {
+			return err
+		}
+		if err == nil && ses.EventChunks > 0 {
+			if p.RecordingSHA256, err = consent.RecordingDigest(ctx, tx, c.SessionID); err != nil {
+				return err
+			}
+		}
+	}
+	_, err := svc.IssueCertificateTx(ctx, tx, p)
 	return err
 }

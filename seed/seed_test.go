@@ -2,6 +2,7 @@ package seed_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"os"
@@ -87,6 +88,18 @@ func TestLoadExample(t *testing.T) {
 		}
 		if !bytes.Equal(got.Bytes(), wantBuf.Bytes()) {
 			t.Errorf("recording of s1 (%d bytes compact) is not the test recording (%d bytes)", got.Len(), wantBuf.Len())
+		}
+		// cert-1, of s1, holds the SHA-256 of the recording as stored, as
+		// a certificate issued through capture does.
+		var cert *consent.Certificate
+		if err := svc.Store().View(t.Context(), func(tx consent.Tx) error {
+			cert, err = tx.Certificate(t.Context(), "cert-1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if cert.RecordingSHA256 != sha256.Sum256(rec) {
+			t.Errorf("cert-1's recording SHA-256 %x; want that of s1's recording, %x", cert.RecordingSHA256, sha256.Sum256(rec))
 		}
 		// Loading again is refused: the store is no longer empty.
 		if _, err := seed.Load(t.Context(), svc, f); !errors.Is(err, seed.ErrNotEmpty) {
