@@ -100,7 +100,7 @@ func (s *Service) AppendEventsTx(ctx context.Context, tx consent.Tx, sessionID s
 // by a caller that had to read it anyway: it appends the chunk under the
 // same rules and returns ses with its counts updated.
 func (s *Service) AppendEventsToTx(ctx context.Context, tx consent.Tx, ses *consent.Session, events json.RawMessage) (*consent.Session, error) {
-	if err := s.checkChunkSize(events); err != nil {
+	if err := s.CheckChunkSize(events); err != nil {
 		return nil, err
 	}
 	if err := checkEvents(events); err != nil {
@@ -109,10 +109,21 @@ func (s *Service) AppendEventsToTx(ctx context.Context, tx consent.Tx, ses *cons
 	return s.AppendCheckedEventsToTx(ctx, tx, ses, events)
 }
 
-// checkChunkSize refuses a chunk over MaxChunkBytes, before it is read.
-func (s *Service) checkChunkSize(events json.RawMessage) error {
+// CheckChunkSize refuses, TooLarge, a chunk over Config.MaxChunkBytes,
+// before it is read: the rule AppendEvents applies.
+func (s *Service) CheckChunkSize(events json.RawMessage) error {
 	if len(events) > s.cfg.MaxChunkBytes {
 		return consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", s.cfg.MaxChunkBytes)
+	}
+	return nil
+}
+
+// CheckRecordingSize refuses, TooLarge, a chunk of n bytes that would take
+// ses's recording past Config.MaxRecordingBytes: the rule AppendEvents
+// applies.
+func (s *Service) CheckRecordingSize(ses *consent.Session, n int) error {
+	if ses.EventBytes+int64(n) > s.cfg.MaxRecordingBytes {
+		return consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
 	}
 	return nil
 }
@@ -124,14 +135,14 @@ func (s *Service) checkChunkSize(events json.RawMessage) error {
 // chunk is then read once, not again inside the write transaction. Every
 // other rule (its size, the recording's, a finished recording) applies.
 func (s *Service) AppendCheckedEventsToTx(ctx context.Context, tx consent.Tx, ses *consent.Session, events json.RawMessage) (*consent.Session, error) {
-	if err := s.checkChunkSize(events); err != nil {
+	if err := s.CheckChunkSize(events); err != nil {
 		return nil, err
 	}
 	if err := Appendable(ses); err != nil {
 		return nil, err
 	}
-	if ses.EventBytes+int64(len(events)) > s.cfg.MaxRecordingBytes {
-		return nil, consent.Errorf(consent.TooLarge, "events: a recording may hold at most %d bytes", s.cfg.MaxRecordingBytes)
+	if err := s.CheckRecordingSize(ses, len(events)); err != nil {
+		return nil, err
 	}
 	now := s.Now()
 	if err := tx.AppendEvents(ctx, ses.ID, events, now); err != nil {

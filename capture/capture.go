@@ -568,7 +568,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			case ses.EventChunks != n && ses.Finished():
 				// Moved meanwhile: its chunks are read from the object again,
 				// once, since a finished recording takes no more.
-				return errGrew
+				return errMoved
 			case !prop.AllowsOrigin(pageOrigin):
 				return ErrOrigin
 			}
@@ -598,10 +598,10 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			ses.ClosedAt = now
 			return tx.UpdateSession(ctx, ses)
 		})
-		if errors.Is(err, errGrew) && attempt+1 < maxAttempts {
+		if errors.Is(err, errMoved) && attempt+1 < maxAttempts {
 			continue
 		}
-		if errors.Is(err, errGrew) {
+		if errors.Is(err, errMoved) {
 			return nil, consent.Errorf(consent.Conflict, "the recording kept changing; send consent again")
 		}
 		return cert, err
@@ -636,8 +636,8 @@ func (c *Service) tailEvents(ctx context.Context, tx consent.Tx, ses *consent.Se
 			return nil, consent.Errorf(consent.Conflict, "seq %d was stored with other events", t.Seq)
 		}
 	}
-	if len(rest) > c.svc.MaxChunkBytes() {
-		return nil, consent.Errorf(consent.TooLarge, "events: a chunk may hold at most %d bytes", c.svc.MaxChunkBytes())
+	if err := c.svc.CheckChunkSize(rest); err != nil {
+		return nil, err
 	}
 	return rest, nil
 }
@@ -656,7 +656,7 @@ func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Ses
 		return nil
 	case err != nil || len(events) == 0:
 		return err
-	case ses.EventBytes+int64(len(events)) > c.svc.MaxRecordingBytes():
+	case c.svc.CheckRecordingSize(ses, len(events)) != nil:
 		return nil
 	case c.spend(ses.PropertyID, len(events)) != nil:
 		return nil
@@ -668,7 +668,7 @@ func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Ses
 	return nil
 }
 
-var errGrew = errors.New("capture: the recording grew while it was hashed")
+var errMoved = errors.New("capture: the recording was moved while it was hashed")
 
 // certificate is what consent req issues for ses at now, all but the
 // recording's digest.
