@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -66,15 +64,7 @@ func (h *Handler) putProfile(w http.ResponseWriter, r *http.Request, p *page) er
 		return err
 	}
 	name, text := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("rules")
-	var rules profile.Rules
-	dec := json.NewDecoder(strings.NewReader(text))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&rules)
-	if err == nil {
-		if _, next := dec.Token(); next != io.EOF {
-			err = errors.New("more than one JSON value")
-		}
-	}
+	rules, err := profile.ParseRules([]byte(text))
 	if err != nil {
 		err = consent.Errorf(consent.Invalid, "rules: %v", err)
 	} else {

@@ -1,6 +1,10 @@
 package profile
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strings"
 
@@ -93,6 +97,21 @@ const (
 	maxLegibleFontPx  = 1000
 	maxContrastRatio  = 21 // WCAG's greatest
 )
+
+// ParseRules reads rules written by a person (a form, a command line):
+// one JSON object with nothing after it, a member that is no rule refused
+// (the operator API ignores one, D29), so that a typo is told, not
+// dropped. It does not Check them.
+func ParseRules(data []byte) (Rules, error) {
+	var r Rules
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.DisallowUnknownFields()
+	err := d.Decode(&r)
+	if _, next := d.Token(); err == nil && next != io.EOF {
+		err = errors.New("more than one JSON value")
+	}
+	return r, err
+}
 
 // Check refuses rules that cannot be graded: an unknown on_miss, a list
 // empty or past MaxProfileTexts, a text empty or white space alone (a

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -707,24 +705,18 @@ func ownFlagsGiven(fs *flag.FlagSet) func() bool {
 // readRules reads a profile's rules from -rules: JSON, or @file. A member
 // that is not a rule's is refused here, where the server would ignore it.
 func readRules(v string) (profile.Rules, error) {
-	var r profile.Rules
 	if v == "" {
-		return r, usagef("-rules is required")
+		return profile.Rules{}, usagef("-rules is required")
 	}
 	text := []byte(v)
 	if name, ok := strings.CutPrefix(v, "@"); ok {
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return r, err
+			return profile.Rules{}, err
 		}
 		text = b
 	}
-	d := json.NewDecoder(bytes.NewReader(text))
-	d.DisallowUnknownFields()
-	err := d.Decode(&r)
-	if _, next := d.Token(); err == nil && next != io.EOF {
-		err = errors.New("more than one JSON value")
-	}
+	r, err := profile.ParseRules(text)
 	if err != nil {
 		return r, usagef("-rules: %v", err)
 	}
