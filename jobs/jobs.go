@@ -354,11 +354,7 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	job, err := r.lease(ctx, h, owner)
 	var notStarted *startError
 	if errors.As(err, &notStarted) {
-		job = notStarted.job
-		log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
-		err := r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
-		r.observe(job.Kind, leased, notStarted.cause)
-		return true, err
+		job, err = notStarted.job, nil
 	}
 	if consent.ErrorCode(err) == consent.NotFound {
 		return false, nil // no job due
@@ -367,6 +363,11 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		return false, err
 	}
 	log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
+	if notStarted != nil {
+		err := r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
+		r.observe(job.Kind, leased, notStarted.cause)
+		return true, err
+	}
 	// outcome is the attempt's, observed once it has ended.
 	var outcome error
 	defer func() { r.observe(job.Kind, leased, outcome) }()
@@ -670,10 +671,7 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 				}
 				cur = j
 			}
-			next, final = r.failed(h, cur, cause, how, now)
-			if how != failStopping {
-				next.LastError = ErrorText(lastErr)
-			}
+			next, final = r.failed(h, cur, cause, lastErr, how, now)
 			if err := tx.EndJob(ctx, cur.Kind, cur.Key, owner, next); err != nil {
 				return err
 			}
@@ -719,9 +717,10 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 }
 
 // failed returns what a job becomes after a failed attempt, and whether it
-// is failed for good.
-func (r *Runner) failed(h *Handler, job *consent.Job, cause error, how failHow, now time.Time) (next *consent.Job, final bool) {
-	next = &consent.Job{Payload: job.Payload, Attempts: job.Attempts, LastError: ErrorText(cause)}
+// is failed for good: cause decides, and lastErr, cause or more (a Failed
+// hook's failure beside it), is its last error.
+func (r *Runner) failed(h *Handler, job *consent.Job, cause, lastErr error, how failHow, now time.Time) (next *consent.Job, final bool) {
+	next = &consent.Job{Payload: job.Payload, Attempts: job.Attempts, LastError: ErrorText(lastErr)}
 	switch {
 	case how == failStopping:
 		next.Attempts, next.RunAfter, next.LastError = job.Attempts-1, now, job.LastError
