@@ -50,7 +50,7 @@ func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 	if err != nil || cert == nil {
 		return jobs.Result{}, err
 	}
-	s, err := h.extract(ctx, cert, h.lim)
+	s, err := h.extract(ctx, cert)
 	if err != nil {
 		return jobs.Result{}, err
 	}
@@ -130,7 +130,7 @@ func (h *handler) pending(ctx context.Context, certificateID string) (*consent.C
 // through a pipe one chunk at a time, joined as consent.JoinChunks joins
 // them, so that no more than a chunk is held beside Extract's own bounded
 // state.
-func (h *handler) extract(ctx context.Context, cert *consent.Certificate, lim Limits) (*Signals, error) {
+func (h *handler) extract(ctx context.Context, cert *consent.Certificate) (*Signals, error) {
 	pr, pipe := io.Pipe()
 	sum := sha256.New()
 	pw := io.MultiWriter(pipe, sum) // the pipe first: its error stops the write
@@ -170,20 +170,20 @@ func (h *handler) extract(ctx context.Context, cert *consent.Certificate, lim Li
 		pipe.CloseWithError(err) // nil: the reader sees the end
 		done <- err
 	}()
-	s, err := Extract(pr, cert.UserAgent, lim)
+	s, err := Extract(pr, cert.UserAgent, h.lim)
 	pr.CloseWithError(errStop)
 	readErr := <-done
 	switch {
 	case readErr != nil && !errors.Is(readErr, errStop):
 		return nil, readErr
 	case errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooLarge):
-		return Extract(strings.NewReader("[]"), cert.UserAgent, lim)
+		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
 	case err != nil:
 		return nil, err
 	case !cert.RecordingSHA256.IsZero() && consent.Digest(sum.Sum(nil)) != cert.RecordingSHA256:
 		// Not the recording the certificate was issued with: its signals
 		// are no evidence of this consent.
-		return Extract(strings.NewReader("[]"), cert.UserAgent, lim)
+		return Extract(strings.NewReader("[]"), cert.UserAgent, h.lim)
 	}
 	return s, nil
 }
