@@ -235,16 +235,20 @@ type CertificateParams struct {
 const (
 	maxRecords    = 100
 	maxTextLength = 64 << 10
-	maxOrigin     = 2048
-	maxTypes      = 32
-	maxUserAgent  = 1024
-	maxColor      = 64
+	// maxPageURL bounds a page URL (a session's, a certificate's origin).
+	// Landing pages carry long tracking queries; 8 KiB is the longest
+	// request line common web servers (nginx, Apache) accept, so no page a
+	// consumer could load is refused.
+	maxPageURL   = 8 << 10
+	maxTypes     = 32
+	maxUserAgent = 1024
+	maxColor     = 64
 )
 
-// checkURL refuses a URL or origin over maxOrigin bytes or that is not text.
+// checkURL refuses a URL or origin over maxPageURL bytes or that is not text.
 func checkURL(field, u string) error {
-	if len(u) > maxOrigin {
-		return consent.Errorf(consent.Invalid, "%s must be at most %d bytes", field, maxOrigin)
+	if len(u) > maxPageURL {
+		return consent.Errorf(consent.Invalid, "%s must be at most %d bytes", field, maxPageURL)
 	}
 	return consent.CheckText(field, u)
 }

@@ -156,6 +156,39 @@ func TestCaptureRoutes(t *testing.T) {
 	})
 }
 
+// A landing page with a long tracking query is recorded and certified on
+// every store: its URL, up to 8 KiB (the longest request line common web
+// servers accept), is refused neither at the start nor with the consent.
+// One byte more is refused at the start, before any session is made.
+func TestCaptureLongPageURL(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e, h := capturing(t, open(t), httpadapter.Config{})
+		page := formPage + "?utm_source=ads&gclid=" + strings.Repeat("x", 8<<10-len(formPage)-len("?utm_source=ads&gclid="))
+		rec := call(h, "POST", "/capture/sessions", formOrigin, "", `{"property_id":"acme-form","url":"`+page+`"}`,
+			"Content-Type", "text/plain;charset=UTF-8")
+		if rec.Code != 201 {
+			t.Fatalf("start with an 8 KiB page URL: %d %s", rec.Code, rec.Body)
+		}
+		var s started
+		must(t, json.Unmarshal(rec.Body.Bytes(), &s))
+		body := `{"consents":[{"text":"I agree to be called by Acme.","types":["tcpa"]}],"email":"jane@example.com","url":"` + page +
+			`","seq":0,"events":` + rrwebChunk + `}`
+		if rec := call(h, "POST", "/capture/sessions/"+s.SessionID+"/consent", formOrigin, s.UploadToken, body); rec.Code != 201 {
+			t.Fatalf("consent from an 8 KiB page URL: %d %s", rec.Code, rec.Body)
+		}
+		cert, err := e.svc.CompanyCertificate(ctx, "acme", s.CertificateID)
+		must(t, err)
+		if cert.Origin != page {
+			t.Errorf("certificate origin: %d bytes, want the %d-byte page URL", len(cert.Origin), len(page))
+		}
+		rec = call(h, "POST", "/capture/sessions", formOrigin, "", `{"property_id":"acme-form","url":"`+page+`x"}`,
+			"Content-Type", "text/plain;charset=UTF-8")
+		if rec.Code != 400 || !strings.Contains(rec.Body.String(), "url must be at most 8192 bytes") {
+			t.Errorf("start with a page URL of 8 KiB and a byte: %d %s; want 400 naming the bound", rec.Code, rec.Body)
+		}
+	})
+}
+
 // Starting sessions is limited per client address and per property, so one
 // address cannot fill the store with sessions.
 func TestCaptureStartLimits(t *testing.T) {
