@@ -327,6 +327,9 @@ func openStore(ctx context.Context, dsn string) (consent.Store, func() error, er
 		if err == nil && !migrated {
 			err = errNoSchema(dsn)
 		}
+		if err == nil {
+			err = upToDate(ctx, dsn, st)
+		}
 		if err != nil {
 			_ = st.Close() // err says why the store is not usable
 			return nil, nil, err
@@ -340,7 +343,28 @@ func openStore(ctx context.Context, dsn string) (consent.Store, func() error, er
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := upToDate(ctx, dsn, st); err != nil {
+		_ = st.Close() // err says why the store is not usable
+		return nil, nil, err
+	}
 	return st, st.Close, nil
+}
+
+// upToDate refuses a database whose schema lacks migrations this command
+// was built with: it would fail on a missing column or table, half way
+// through a command, with the database's own words.
+func upToDate(ctx context.Context, dsn string, st interface {
+	Pending(context.Context) ([]string, error)
+}) error {
+	pending, err := st.Pending(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: read its schema's version: %w", redact(dsn), err)
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%s: its schema is older than this consentkit (it lacks migration %s and %d after it); run consentkit migrate -dsn … (never done implicitly)",
+			redact(dsn), pending[0], len(pending)-1)
+	}
+	return nil
 }
 
 // sqliteMigrated checks that the SQLite file at path exists (opening it

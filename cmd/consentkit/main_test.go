@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/base64"
 	"encoding/json"
 	"flag"
@@ -743,6 +744,23 @@ func TestFailures(t *testing.T) {
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// A database migrated by an older consentkit: its last migration is
+	// not recorded as applied.
+	behind := filepath.Join(dir, "behind.db")
+	if err := migrate(context.Background(), behind); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", behind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	if err := db.QueryRow(`DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations) RETURNING version`).Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		b    *backend
 		args []string
@@ -753,6 +771,7 @@ func TestFailures(t *testing.T) {
 		{remote, []string{"wallet", "balance", "-company", "nobody"}, "(HTTP 404)"},
 		{remote, []string{"companies", "list", "-dsn", missing}, "no database at " + missing},
 		{remote, []string{"companies", "list", "-dsn", notOurs}, "holds no consentkit schema"},
+		{remote, []string{"companies", "list", "-dsn", behind}, "its schema is older than this consentkit (it lacks migration " + last + " and 0 after it); run consentkit migrate"},
 		{remote, []string{"wallet", "topup", "-company", "nobody", "-amount", "1", "-key", "k"}, "(HTTP 404)"},
 	} {
 		code, out, errs := c.b.run(t, c.args...)

@@ -5,17 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"io/fs"
 	"net/url"
 	"os"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/internal/sqlrow"
 )
 
 // Migration 0025 gives the jobs queued before 0021 their company, which
@@ -122,17 +121,43 @@ func openSchema(t *testing.T) *Store {
 // sort before version: the schema a database of then has.
 func migrateBefore(t *testing.T, s *Store, version string) {
 	t.Helper()
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	versions, err := sqlrow.Migrations(migrations)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if name >= "migrations/"+version {
+	for _, v := range versions {
+		if v >= version {
 			break
 		}
-		if err := s.migrate(context.Background(), name); err != nil {
-			t.Fatalf("%s: %v", name, err)
+		if err := s.migrate(context.Background(), v); err != nil {
+			t.Fatalf("%s: %v", v, err)
 		}
+	}
+}
+
+// Pending names the migrations a database lacks, in order: all of them
+// before Migrate, those from a version on for a database of then, none
+// once migrated.
+func TestPending(t *testing.T) {
+	ctx := context.Background()
+	s := openSchema(t)
+	all, err := sqlrow.Migrations(migrations)
+	if err != nil || len(all) < 25 || all[0] != "0001_init" {
+		t.Fatalf("migrations: %v, %v", all, err)
+	}
+	got, err := s.Pending(ctx)
+	if err != nil || !slices.Equal(got, all) {
+		t.Fatalf("Pending before any migration: %v, %v; want all %d", got, err, len(all))
+	}
+	migrateBefore(t, s, "0021")
+	got, err = s.Pending(ctx)
+	if err != nil || len(got) == 0 || got[0] < "0021" || !slices.Equal(got, all[len(all)-len(got):]) {
+		t.Fatalf("Pending of a database of 0020: %v, %v; want those from 0021 on", got, err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Pending(ctx); err != nil || len(got) != 0 {
+		t.Errorf("Pending once migrated: %v, %v; want none", got, err)
 	}
 }

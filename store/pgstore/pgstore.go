@@ -24,8 +24,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
@@ -36,6 +34,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/internal/group"
+	"github.com/consentkit/consentkit/store/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -125,25 +124,49 @@ const migrationLock = 0x636f6e73656e74 // "consent"
 // search_path. Instances starting at once take turns; it is safe to call on
 // every start.
 func (s *Store) Migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	versions, err := sqlrow.Migrations(migrations)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := s.migrate(ctx, name); err != nil {
-			return fmt.Errorf("pgstore: migration %s: %w", name, err)
+	for _, v := range versions {
+		if err := s.migrate(ctx, v); err != nil {
+			return fmt.Errorf("pgstore: migration %s: %w", v, err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) migrate(ctx context.Context, name string) error {
-	script, err := migrations.ReadFile(name)
+// Pending returns the versions of the embedded schema migrations that the
+// schema named by the pool's search_path has not applied, in order: all of
+// them when it has none. A program that must not change the schema checks
+// it before its first statement, so that a database behind the code is
+// named as such rather than failing on a missing column.
+func (s *Store) Pending(ctx context.Context) ([]string, error) {
+	all, err := sqlrow.Migrations(migrations)
+	if err != nil {
+		return nil, err
+	}
+	var exists bool
+	if err := s.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		return all, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	applied, err := sqlrow.Collect(rows, sqlrow.ScanText)
+	if err != nil {
+		return nil, err
+	}
+	return sqlrow.Pending(all, applied), nil
+}
+
+func (s *Store) migrate(ctx context.Context, version string) error {
+	script, err := migrations.ReadFile("migrations/" + version + ".sql")
 	if err != nil {
 		return err
 	}
-	version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
 			return err

@@ -22,9 +22,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"sort"
 	"strings"
 	"time"
 
@@ -33,6 +31,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store"
 	"github.com/consentkit/consentkit/store/internal/group"
+	"github.com/consentkit/consentkit/store/internal/sqlrow"
 )
 
 //go:embed migrations/*.sql
@@ -213,25 +212,49 @@ func (s *Store) Migrate(ctx context.Context) error {
 		version TEXT PRIMARY KEY, applied_at INTEGER NOT NULL) STRICT`); err != nil {
 		return fmt.Errorf("sqlitestore: migrate: %w", err)
 	}
-	names, err := fs.Glob(migrations, "migrations/*.sql")
+	versions, err := sqlrow.Migrations(migrations)
 	if err != nil {
 		return err
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		if err := s.migrate(ctx, name); err != nil {
-			return fmt.Errorf("sqlitestore: migration %s: %w", name, err)
+	for _, v := range versions {
+		if err := s.migrate(ctx, v); err != nil {
+			return fmt.Errorf("sqlitestore: migration %s: %w", v, err)
 		}
 	}
 	return nil
 }
 
-func (s *Store) migrate(ctx context.Context, name string) error {
-	script, err := migrations.ReadFile(name)
+// Pending returns the versions of the embedded schema migrations that the
+// database has not applied, in order: all of them when it has none. A
+// program that must not change the schema checks it before its first
+// statement, so that a database behind the code is named as such rather
+// than failing on a missing column.
+func (s *Store) Pending(ctx context.Context) ([]string, error) {
+	all, err := sqlrow.Migrations(migrations)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if err := s.read.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'`).Scan(&n); err != nil || n == 0 {
+		return all, err
+	}
+	rows, err := s.read.QueryContext(ctx, `SELECT version FROM schema_migrations`) //nolint:rowserrcheck // sqlrow.Collect checks Err after its loop
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = rows.Close() }() // read only; Collect reports its errors
+	applied, err := sqlrow.Collect(rows, sqlrow.ScanText)
+	if err != nil {
+		return nil, err
+	}
+	return sqlrow.Pending(all, applied), nil
+}
+
+func (s *Store) migrate(ctx context.Context, version string) error {
+	script, err := migrations.ReadFile("migrations/" + version + ".sql")
 	if err != nil {
 		return err
 	}
-	version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
