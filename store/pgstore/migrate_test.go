@@ -75,6 +75,75 @@ func TestMigrateGivesJobsTheirCompany(t *testing.T) {
 	}
 }
 
+// Migration 0026 gives the webhook jobs queued before 0021 their lane and
+// company again: an endpoint id may hold ':', and the whole of it is the
+// lane; the company of an endpoint created after the job (its id
+// taken by another company once the job's endpoint was deleted) is not the
+// job's, which keeps none and so is never delivered to that company.
+func TestMigrateWebhookJobLanes(t *testing.T) {
+	ctx := context.Background()
+	s := openSchema(t)
+	migrateBefore(t, s, "0021")
+	t0 := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	endpoint := func(company, id string, at time.Time) error {
+		return s.Update(ctx, func(tx consent.Tx) error {
+			if err := tx.CreateCompany(ctx, &consent.Company{ID: company, Name: company, CreatedAt: at}); err != nil {
+				return err
+			}
+			return tx.CreateWebhookEndpoint(ctx, &consent.WebhookEndpoint{ID: id, CompanyID: company, URL: "https://" + company + ".example/hooks",
+				Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSwWdPS0Ci+mjE=", CreatedAt: at})
+		})
+	}
+	// acme's endpoint "ep:1" is older than its job; the job for "ep-1" was
+	// queued before rival created an endpoint "ep-1".
+	if err := endpoint("acme", "ep:1", t0); err != nil {
+		t.Fatal(err)
+	}
+	// The jobs as schema 0020 holds them: no lane or company column yet.
+	for _, j := range []struct {
+		kind, key, endpoint, msg string
+		at                       time.Time
+	}{
+		{consent.JobWebhook, "msg_1:ep:1", "ep:1", "msg_1", t0.Add(time.Minute)},
+		{consent.JobWebhook, "msg_2:ep-1", "ep-1", "msg_2", t0},
+		{consent.JobWebhook, "msg_3:ep-gone", "ep-gone", "msg_3", t0},
+		{consent.JobAttest, "c:1", "", "", t0},
+	} {
+		payload := `{"endpoint_id":"` + j.endpoint + `","id":"` + j.msg + `","type":"consent.revoked","body":"{}"}`
+		if _, err := s.pool.Exec(ctx, `INSERT INTO jobs (kind, key, payload, run_after, created_at) VALUES ($1, $2, $3, $4, $4)`,
+			j.kind, j.key, []byte(payload), j.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := endpoint("rival", "ep-1", t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := s.View(ctx, func(tx consent.Tx) error {
+		for _, want := range []struct{ kind, key, lane, company string }{
+			{consent.JobWebhook, "msg_1:ep:1", "ep:1", "acme"},
+			{consent.JobWebhook, "msg_2:ep-1", "ep-1", ""},
+			{consent.JobWebhook, "msg_3:ep-gone", "ep-gone", ""},
+			{consent.JobAttest, "c:1", "", ""},
+		} {
+			j, err := tx.Job(ctx, want.kind, want.key)
+			if err != nil {
+				return err
+			}
+			if j.Lane != want.lane || j.CompanyID != want.company {
+				t.Errorf("%s %s after the migration: lane %q, company %q; want %q, %q",
+					want.kind, want.key, j.Lane, j.CompanyID, want.lane, want.company)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // openSchema opens a store in a new schema of the database of
 // CONSENT_TEST_POSTGRES_URL, as teststore.PostgresURL does (which this
 // package's own tests cannot import), unmigrated. It skips t when the
