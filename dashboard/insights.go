@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -28,8 +27,9 @@ type insightsView struct {
 	MeasuredAt string // the statement's time as the page shows times
 	Signed     bool
 	KeyID      string
-	// Check is "" when the statement's signature holds (or it is
-	// unsigned), else why it cannot be trusted.
+	// Check is "" when the insights hold
+	// (consentkit.Service.CheckInsights), else why they cannot be
+	// trusted.
 	Check string
 	// Asked are the facts computed now (insights.Ask); nil when the
 	// stored statement cannot be read.
@@ -85,37 +85,42 @@ func velocityCount(n int) string {
 	return strconv.Itoa(n)
 }
 
-// readInsights reads, inside tx at now, the insights of cert and what is
-// computed of them when asked; nil, nil when the certificate has none (it
-// was issued before insights). A statement that cannot be read is a
-// finding the view shows, not an error.
-func readInsights(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *consent.Certificate, now time.Time) (*consent.Insights, *insights.Asked, error) {
+// readInsights reads, inside tx at now, the insights of cert, what
+// svc.CheckInsights found of them (the Reason of its
+// consentkit.StatementIntegrityError; "" when they hold) and, when they
+// hold, what is computed of them when asked; nil, "", nil when the
+// certificate has none (it was issued before insights). Insights that do
+// not hold are a finding the view shows, not an error.
+func readInsights(ctx context.Context, svc *consentkit.Service, tx consent.Tx, cert *consent.Certificate, now time.Time) (*consent.Insights, string, *insights.Asked, error) {
 	in, err := tx.Insights(ctx, cert.ID)
 	if consent.ErrorCode(err) == consent.NotFound {
-		return nil, nil, nil
+		return nil, "", nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	if _, err := in.Proof(); err != nil {
-		return in, nil, nil
+	var bad *consentkit.StatementIntegrityError
+	switch err := svc.CheckInsights(ctx, tx, cert, in); {
+	case errors.As(err, &bad):
+		return in, bad.Reason, nil, nil
+	case err != nil:
+		return nil, "", nil, err
 	}
 	asked, err := insights.Ask(ctx, svc, tx, cert, in, now, cert.CompanyID) // the operator sees the owner's rules
-	if errors.Is(err, consent.ErrIntegrity) {
-		return in, nil, nil // the view's own check says what does not hold
-	}
-	return in, asked, err
+	return in, "", asked, err
 }
 
 // insightsView returns what the page shows of in, the insights of cert,
-// with asked computed from them; nil when cert has none. The statement's
-// signature is checked against the keys the service verifies
-// certificates with.
-func (h *Handler) insightsView(ctx context.Context, cert *consent.Certificate, in *consent.Insights, asked *insights.Asked) (*insightsView, error) {
+// with asked computed from them and check what
+// consentkit.Service.CheckInsights found (its
+// consentkit.StatementIntegrityError's Reason, "" when they hold, the
+// one rule verifications and insights.Ask go by); nil when cert has none.
+// Insights that do not hold are a finding to show, not an error.
+func (h *Handler) insightsView(in *consent.Insights, asked *insights.Asked, check string) *insightsView {
 	if in == nil {
-		return nil, nil
+		return nil
 	}
-	v := &insightsView{Status: in.Status, Signed: len(in.Signature) > 0, KeyID: in.KeyID, Asked: asked}
+	v := &insightsView{Status: in.Status, Signed: len(in.Signature) > 0, KeyID: in.KeyID, Asked: asked, Check: check}
 	if asked != nil && asked.Bot != nil {
 		v.Verdict = string(asked.Bot.Verdict)
 		for _, r := range asked.Bot.Reasons {
@@ -124,36 +129,15 @@ func (h *Handler) insightsView(ctx context.Context, cert *consent.Certificate, i
 		}
 	}
 	proof, err := in.Proof()
-	if err != nil {
-		v.Check = "the stored statement cannot be read"
-		return v, nil
-	}
-	if proof == nil {
-		if in.Status == consent.InsightsDone {
-			v.Check = "the insights are done but hold no statement"
-		}
-		return v, nil
+	if err != nil || proof == nil {
+		return v
 	}
 	st := proof.Statement
 	v.Statement, v.MeasuredAt, v.SignedVerdict = st, st.MeasuredAt, st.Bot.Verdict
 	if t, err := time.Parse(time.RFC3339Nano, st.MeasuredAt); err == nil {
 		v.MeasuredAt = t.UTC().Format("2006-01-02 15:04:05 UTC")
 	}
-	switch {
-	case st.CertificateID != cert.ID:
-		v.Check = fmt.Sprintf("the signed statement is of certificate %q", st.CertificateID)
-	case v.Signed:
-		keys, err := h.svc.PublishedKeys(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ks := signed.Publish(keys)
-		content := consent.Signed(cert)
-		if err := proof.Verify(&ks, &content); err != nil {
-			v.Check = err.Error()
-		}
-	}
-	return v, nil
+	return v
 }
 
 // ruleView is one threshold of a company's verdict rules as its page

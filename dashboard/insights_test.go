@@ -14,6 +14,7 @@ import (
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/jobs"
+	"github.com/consentkit/consentkit/profile"
 )
 
 // insightsRecording is a form of two fields: the person moved the
@@ -289,4 +290,81 @@ func TestInsightsRulesForm(t *testing.T) {
 			t.Errorf("a form without its CSRF token changed the rules: %+v", got)
 		}
 	})
+}
+
+// An insights statement whose signature was removed in the store, on a
+// service that signs (so Service.CheckInsights refuses it: "the statement
+// is not signed"), is shown as not holding, as a stripped attestation is;
+// never as a plain unsigned statement with its signals labelled signed.
+func TestCertificateInsightsSignatureRemoved(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	issueRecorded(t, svc, "cert-rec")
+	runInsights(t, svc)
+	must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
+		in, err := tx.Insights(ctx, "cert-rec")
+		if err != nil {
+			return err
+		}
+		in.Signature, in.KeyID = nil, ""
+		return tx.UpdateInsights(ctx, in)
+	}))
+	must(t, svc.Store().View(ctx, func(tx consent.Tx) error {
+		c, err := tx.Certificate(ctx, "cert-rec")
+		must(t, err)
+		in, err := tx.Insights(ctx, "cert-rec")
+		must(t, err)
+		if err := svc.CheckInsights(ctx, tx, c, in); err == nil {
+			t.Fatal("setup: the service takes the stripped statement")
+		}
+		return nil
+	}))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	_, body := b.get("/dashboard/companies/acme/certificates/cert-rec")
+	s := section(t, body)
+	if !strings.Contains(s, `id="insights-signature"><span class="bad">`) {
+		i := strings.Index(s, `id="insights-signature"`)
+		t.Errorf("a statement whose signature was removed is not flagged: %.200s", s[max(i, 0):])
+	}
+	if strings.Contains(s, "Signals (signed)") {
+		t.Error("the signals of a statement that does not hold are labelled signed")
+	}
+	// A verification by a profile that grades verdicts reads the insights
+	// and refuses them (409): the page grades nothing either.
+	rules, err := profile.ParseRules([]byte(`{"verdicts":{"refused":["bot"]}}`))
+	must(t, err)
+	_, err = (profile.Profiles{Service: svc}).Put(ctx, "acme", "bots", rules)
+	must(t, err)
+	_, body = b.get("/dashboard/companies/acme/certificates/cert-rec?profile=bots")
+	contains(t, "the grade by verdicts", body, `id="grade-refused">409 `)
+}
+
+// An insights row whose status was changed in the store beside its signed
+// statement (Service.CheckInsights: "the status is \"failed\" beside a
+// statement") is shown as not holding, never with a valid signature.
+func TestCertificateInsightsStatusChanged(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	issueRecorded(t, svc, "cert-rec")
+	runInsights(t, svc)
+	must(t, svc.Store().Update(ctx, func(tx consent.Tx) error {
+		in, err := tx.Insights(ctx, "cert-rec")
+		if err != nil {
+			return err
+		}
+		in.Status = consent.InsightsFailed
+		return tx.UpdateInsights(ctx, in)
+	}))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	_, body := b.get("/dashboard/companies/acme/certificates/cert-rec")
+	s := section(t, body)
+	if !strings.Contains(s, `id="insights-signature"><span class="bad">`) {
+		i := strings.Index(s, `id="insights-status"`)
+		t.Errorf("a status changed beside its statement is not flagged: %.600s", s[max(i, 0):])
+	}
+	contains(t, "a status changed beside its statement", s, `id="insights-status"><span class="bad">not verified</span>`)
 }

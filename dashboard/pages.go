@@ -531,6 +531,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 	var attestation *consent.Attestation
 	var attestationFinding string // why attestation does not hold; "" when it does
 	var in *consent.Insights
+	var insightsFinding string // why in does not hold; "" when it does
 	var asked *insights.Asked
 	err := h.svc.Store().View(ctx, func(tx consent.Tx) error {
 		c, err := tx.Certificate(ctx, id)
@@ -562,7 +563,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		}
 		// The facts computed when asked are of this transaction's view,
 		// as certificate-info's are.
-		if in, asked, err = readInsights(ctx, h.svc, tx, c, h.svc.Now()); err != nil {
+		if in, insightsFinding, asked, err = readInsights(ctx, h.svc, tx, c, h.svc.Now()); err != nil {
 			return err
 		}
 		if c.SessionID != "" {
@@ -595,7 +596,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 			refused = strconv.Itoa(http.StatusForbidden) + " This session has opted out"
 		}
 		q := r.URL.Query()
-		d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile"), refused)
+		d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, insightsFinding, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile"), refused)
 		return err
 	})
 	if consent.ErrorCode(err) == consent.NotFound {
@@ -605,9 +606,7 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		return err
 	}
 	d.Attestation = h.attestationView(attestation, attestationFinding)
-	if d.Insights, err = h.insightsView(ctx, d.Cert, in, asked); err != nil {
-		return err
-	}
+	d.Insights = h.insightsView(in, asked, insightsFinding)
 	d.Signed = len(d.Cert.Signature) > 0
 	d.Video = h.cfg.Videos != nil && d.Session != nil && d.Session.VideoStatus == consent.VideoConverted
 	for _, rec := range d.Cert.Records {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,8 +129,12 @@ type gradeView struct {
 // malformed company or profile is said in the view, not an error.
 // refused, when not "", is what a verification answers instead (the
 // certificate fails its integrity check, or is revoked): no grade then.
+// inFinding, when not "", is why in does not hold
+// (consentkit.Service.CheckInsights): a verification whose profile grades
+// verdicts reads the insights and refuses them as it refuses a changed
+// certificate, so a profile with verdicts grades nothing then either.
 func readGrade(ctx context.Context, svc *consentkit.Service, tx consent.Tx, owner *consent.Company, cert *consent.Certificate,
-	a *consent.Attestation, in *consent.Insights, asked *insights.Asked, now time.Time, judge, name, refused string) (*gradeView, error) {
+	a *consent.Attestation, in *consent.Insights, inFinding string, asked *insights.Asked, now time.Time, judge, name, refused string) (*gradeView, error) {
 	if judge == "" {
 		judge = cert.CompanyID
 	}
@@ -179,6 +184,10 @@ func readGrade(ctx context.Context, svc *consentkit.Service, tx consent.Tx, owne
 	pr, err := profile.Decode(chosen)
 	if err != nil {
 		return nil, err
+	}
+	if inFinding != "" && pr.Rules.Verdicts != nil {
+		g.Refused = strconv.Itoa(http.StatusConflict) + " " + consent.ErrorMessage(consent.ErrIntegrity)
+		return g, nil
 	}
 	// asked is nil when the insights' statement cannot be read: no
 	// verdict, by any company's rules.
