@@ -185,11 +185,12 @@ type pageFunc func(w http.ResponseWriter, r *http.Request, p *page) error
 func (h *Handler) routes() {
 	pre := h.cfg.Prefix
 	open := func(method, path string, fn pageFunc) {
-		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, false) })
+		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, false, maxForm) })
 	}
-	authed := func(method, path string, fn pageFunc) {
-		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, true) })
+	authedUpTo := func(limit int64, method, path string, fn pageFunc) {
+		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, true, limit) })
 	}
+	authed := func(method, path string, fn pageFunc) { authedUpTo(maxForm, method, path, fn) }
 	h.mux.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, pre+"/", http.StatusSeeOther)
 	})
@@ -202,7 +203,7 @@ func (h *Handler) routes() {
 	authed("POST", "/companies/{company}/topup", h.topUp)
 	authed("POST", "/companies/{company}/insights-rules", h.setInsightsRules)
 	authed("GET", "/companies/{company}/profiles", h.profiles)
-	authed("POST", "/companies/{company}/profiles", h.putProfile)
+	authedUpTo(maxProfileForm, "POST", "/companies/{company}/profiles", h.putProfile)
 	authed("POST", "/companies/{company}/profiles/{name}/delete", h.deleteProfile)
 	authed("GET", "/companies/{company}/tokens", h.tokens)
 	authed("POST", "/companies/{company}/tokens", h.issueToken)
@@ -223,9 +224,10 @@ func (h *Handler) routes() {
 	authed("GET", "/companies/{company}/audit", h.audit)
 }
 
-// serve authenticates the request when it must, checks a POST's CSRF token,
-// runs fn and renders what it chose, or the error.
-func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, auth bool) {
+// serve authenticates the request when it must, reads a POST's form of at
+// most limit bytes and checks its CSRF token, runs fn and renders what it
+// chose, or the error.
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, auth bool, limit int64) {
 	p := &page{Prefix: h.cfg.Prefix, Nonce: nonce()}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+p.Nonce+"'; script-src 'nonce-"+p.Nonce+
 		"'; img-src 'self' data:; media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
@@ -244,9 +246,11 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, aut
 			return
 		}
 		p.LoggedIn, p.CSRF, p.session = true, h.csrfToken(session), session
-		if r.Method == http.MethodPost && !h.sameSite(r, session) {
-			h.fail(w, p, http.StatusForbidden, "This form is stale or came from another site; reload the page and try again.")
-			return
+		if r.Method == http.MethodPost {
+			if status, msg := h.checkPost(w, r, session, limit); status != 0 {
+				h.fail(w, p, status, msg)
+				return
+			}
 		}
 	}
 	ctx := consentkit.WithActor(r.Context(), consent.ActorOperator)
@@ -365,19 +369,36 @@ func (h *Handler) session(r *http.Request) (string, error) {
 // csrfToken is the CSRF token of the forms of a session.
 func (h *Handler) csrfToken(session string) string { return h.sign("csrf|" + session) }
 
-// sameSite reports whether a POST carries the CSRF token of its session
-// and, when the browser says where it came from, came from this origin.
-func (h *Handler) sameSite(r *http.Request, session string) bool {
+// checkPost reads a POST's form, of at most limit bytes, and reports why
+// it is refused: 413 when its body is larger, 403 unless it carries the
+// CSRF token of its session and, when the browser says where it came
+// from, came from this origin; 0 when it is not refused.
+func (h *Handler) checkPost(w http.ResponseWriter, r *http.Request, session string, limit int64) (int, string) {
+	const stale = "This form is stale or came from another site; reload the page and try again."
 	if s := r.Header.Get("Sec-Fetch-Site"); s != "" && s != "same-origin" {
-		return false
+		return http.StatusForbidden, stale
 	}
-	r.Body = http.MaxBytesReader(nil, r.Body, maxForm)
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return http.StatusRequestEntityTooLarge, fmt.Sprintf("This form is too large: at most %d KB are taken. Nothing was changed.", limit>>10)
+		}
+		// Anything else unread leaves the token unread: refused below.
+	}
 	token := r.PostFormValue("csrf")
-	return token != "" && hmac.Equal([]byte(token), []byte(h.csrfToken(session)))
+	if token == "" || !hmac.Equal([]byte(token), []byte(h.csrfToken(session))) {
+		return http.StatusForbidden, stale
+	}
+	return 0, ""
 }
 
 // maxForm bounds a form's body.
 const maxForm = 64 << 10
+
+// maxProfileForm bounds the body of the form that puts an audit profile:
+// rules of consent.MaxProfileRules bytes, each byte URL-encoded in up to 3
+// ("%7B"), and the form's other fields.
+const maxProfileForm = 3*consent.MaxProfileRules + maxForm
 
 // startSession stores a new session, prunes expired ones, and sets its
 // cookie.

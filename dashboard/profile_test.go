@@ -2,6 +2,7 @@ package dashboard_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
@@ -331,4 +332,64 @@ func TestCertificateGradeByAnotherCompany(t *testing.T) {
 			t.Errorf("last audit entries after grading: %v, want %v: nothing audited", got, beforeAudit)
 		}
 	})
+}
+
+// A profile that the Go API accepts (profile.MaxApprovedText bytes a text,
+// profile.MaxProfileTexts texts) can be saved from the profiles tab; at
+// the least it is never refused as a forged form.
+func TestProfilesTabLargeProfile(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	const tab = "/dashboard/companies/acme/profiles"
+	b.get(tab)
+	texts := make([]string, 10)
+	for i := range texts {
+		texts[i] = fmt.Sprintf("Text %d: I agree that Acme may call me. %s", i, strings.Repeat("Terms apply. ", 600)) // ~8 KB each
+	}
+	rules, err := json.Marshal(map[string]any{"approved_language": map[string]any{"texts": texts}})
+	must(t, err)
+	if _, err := (profile.Profiles{Service: svc}).Put(ctx, "other", "big", mustRules(t, rules)); err != nil {
+		t.Fatalf("the Go API refuses the same rules: %v", err)
+	}
+	code, body := b.post(tab, url.Values{"name": {"big"}, "rules": {string(rules)}})
+	if code != http.StatusOK || !strings.Contains(body, `data-profile="big"`) {
+		t.Errorf("save a profile of %d bytes of rules: %d, want it saved: %.300s", len(rules), code, body[max(strings.Index(body, "<main"), 0):])
+	}
+}
+
+func mustRules(t *testing.T, b []byte) profile.Rules {
+	t.Helper()
+	r, err := profile.ParseRules(b)
+	must(t, err)
+	return r
+}
+
+// A form larger than the dashboard takes is answered 413 and changes
+// nothing, never refused as a forged form (403): an ordinary form over
+// 64 KB, and a profile's over what rules of consent.MaxProfileRules bytes
+// can take, URL-encoded.
+func TestFormTooLarge(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	b.get("/dashboard/companies/acme")
+	code, body := b.post("/dashboard/companies/acme/topup", url.Values{"amount": {"1"}, "reference": {strings.Repeat("x", 70<<10)}})
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too large") {
+		t.Errorf("a top-up form of 70 KB: %d, want 413 and why: %.300s", code, body[max(strings.Index(body, "<main"), 0):])
+	}
+	const tab = "/dashboard/companies/acme/profiles"
+	b.get(tab)
+	huge := strings.Repeat("{", consent.MaxProfileRules*11/10) // 3.3 MB URL-encoded
+	code, body = b.post(tab, url.Values{"name": {"huge"}, "rules": {huge}})
+	if code != http.StatusRequestEntityTooLarge || !strings.Contains(body, "too large") {
+		t.Errorf("a profile form of %d bytes of rules, each URL-encoded in 3: %d, want 413 and why: %.300s", len(huge), code, body[max(strings.Index(body, "<main"), 0):])
+	}
+	if _, body := b.get(tab); strings.Contains(body, `data-profile="huge"`) {
+		t.Error("the profile too large was saved")
+	}
 }
