@@ -526,6 +526,14 @@ func (t checkedTx) CountCompanyJobs(ctx context.Context, kind, companyID string)
 	return t.tx.CountCompanyJobs(ctx, kind, companyID)
 }
 
+// DeleteLaneJobs: a kind, company or lane no job can have deletes none.
+func (t checkedTx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (int, error) {
+	if !findable(kind, companyID, lane) {
+		return 0, nil
+	}
+	return t.tx.DeleteLaneJobs(ctx, kind, companyID, lane)
+}
+
 // LeaseJob asks the store for the kinds that may be a job's only.
 func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {
 	if err := checkLease(owner, now, until); err != nil {

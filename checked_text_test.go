@@ -363,6 +363,31 @@ func TestCheckedReadBadText(t *testing.T) {
 					t.Errorf("%s(%q): %v; want an empty list", name, bad, err)
 				}
 			}
+			// A delete by such a key deletes nothing (the fixture's job
+			// is still there to lease below).
+			deletes := map[string]func(tx consent.Tx) (int, error){
+				"DeleteLaneJobs(kind)": func(tx consent.Tx) (int, error) {
+					return tx.DeleteLaneJobs(ctx, bad, "acme", "")
+				},
+				"DeleteLaneJobs(company)": func(tx consent.Tx) (int, error) {
+					return tx.DeleteLaneJobs(ctx, consent.JobConvert, bad, "")
+				},
+				"DeleteLaneJobs(lane)": func(tx consent.Tx) (int, error) {
+					return tx.DeleteLaneJobs(ctx, consent.JobConvert, "", bad)
+				},
+			}
+			for name, del := range deletes {
+				err := s.Update(ctx, func(tx consent.Tx) error {
+					n, err := del(tx)
+					if err == nil && n != 0 {
+						t.Errorf("%s(%q) deleted %d jobs; want none", name, bad, n)
+					}
+					return err
+				})
+				if err != nil {
+					t.Errorf("%s(%q): %v; want none deleted", name, bad, err)
+				}
+			}
 			invalid := map[string]func(tx consent.Tx) error{
 				"SessionPage": func(tx consent.Tx) error {
 					_, err := tx.SessionPage(ctx, consent.Page{CompanyID: bad, Limit: 10})

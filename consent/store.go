@@ -266,11 +266,13 @@ type Tx interface {
 	// failed for good (FailedAt zero), leased or not: the length of a
 	// queue that is bounded (attestations, D49).
 	CountJobs(ctx context.Context, kind string) (int, error)
-	// CountCompanyJobs is CountJobs for the jobs of the kind that work for
-	// one company (Job.CompanyID; "" counts the jobs that name none): the
-	// company's share of a bounded queue (attestations, D49). No such
-	// company: 0.
+	// CountCompanyJobs is CountJobs for the jobs of the kind that work for one
+	// company (Job.CompanyID; "" counts the jobs that name none): the company's
+	// share of a bounded queue (attestations, D49). No such company: 0.
 	CountCompanyJobs(ctx context.Context, kind, companyID string) (int, error)
+	// DeleteLaneJobs deletes the jobs CountCompanyJobs counts that are in the lane
+	// (Job.Lane), leased or not, and returns how many: a webhook endpoint's (D44).
+	DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (int, error)
 	// LeaseJob takes, among the due jobs of the given kinds — not failed,
 	// RunAfter not after now, not leased or its lease run out, and not in a
 	// Lane where another job holds a lease that has not run out — the one

@@ -951,6 +951,22 @@ func (t *tx) CountCompanyJobs(_ context.Context, kind, companyID string) (int, e
 	return t.countJobs(func(j *consent.Job) bool { return j.Kind == kind && j.CompanyID == companyID }), nil
 }
 
+func (t *tx) DeleteLaneJobs(_ context.Context, kind, companyID, lane string) (int, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	var ids []jobID
+	for id, j := range t.s.jobs {
+		if j.Kind == kind && j.CompanyID == companyID && j.Lane == lane && j.FailedAt.IsZero() {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		del(t, t.s.jobs, id)
+	}
+	return len(ids), nil
+}
+
 // countJobs counts the jobs not failed for good that match.
 func (t *tx) countJobs(match func(*consent.Job) bool) int {
 	n := 0

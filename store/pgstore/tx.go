@@ -381,6 +381,16 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	return j, one(err, "job")
 }
 
+// DeleteLaneJobs finds the jobs through the index jobs_waiting (kind,
+// company, not failed), so it reads the company's waiting jobs of the kind
+// only. A job that a lease is being taken on meanwhile is deleted once that
+// transaction ends; its holder finds it gone.
+func (t *tx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND company_id = $2 AND failed_at IS NULL AND lane = $3`,
+		kind, companyID, lane)
+	return int(tag.RowsAffected()), err
+}
+
 // LeaseJob takes the lease lock first (D53): leases are taken one at a
 // time across every instance, so the leases it counts per company and lane
 // are all committed ones and a lane never holds two. It locks no row

@@ -371,6 +371,19 @@ func (t *tx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
 	return j, one(err, "job")
 }
 
+// DeleteLaneJobs finds the jobs through the index jobs_waiting (kind,
+// company, not failed), so it reads the company's waiting jobs of the kind
+// only.
+func (t *tx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (int, error) {
+	r, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ? AND company_id = ? AND failed_at IS NULL AND lane = ?`,
+		kind, companyID, lane)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
 // atomic, and the leases it counts per company and lane (D53) exact.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {

@@ -383,6 +383,102 @@ func testCountCompanyJobs(t *testing.T, s consent.Store) {
 	}
 }
 
+// testDeleteLaneJobs: DeleteLaneJobs deletes the queued jobs of one kind,
+// company and lane, leased or not, and returns how many: not those failed
+// for good, nor another kind's, company's or lane's ("" is the lane of the
+// jobs in none). The holder of a lease on one it deleted finds it gone
+// (NotFound), and a rollback keeps them.
+func testDeleteLaneJobs(t *testing.T, s consent.Store) {
+	hook := consent.JobWebhook
+	of := func(kind, key, company, lane string, at time.Time) *consent.Job {
+		j := job(kind, key, at)
+		j.CompanyID, j.Lane = company, lane
+		return j
+	}
+	update(t, s, func(tx consent.Tx) error {
+		return tx.EnqueueJobs(ctx, []*consent.Job{
+			of(hook, "m1:ep-1", "acme", "ep-1", t0.Add(-2*time.Minute)), of(hook, "m2:ep-1", "acme", "ep-1", t0.Add(-time.Minute)),
+			of(hook, "m3:ep-1", "acme", "ep-1", t0), of(hook, "m4:ep-1", "acme", "ep-1", t0.Add(time.Hour)),
+			of(hook, "m1:ep-2", "acme", "ep-2", t0), of(hook, "m5:ep-1", "globex", "ep-1", t0),
+			of(consent.JobAttest, "ep-1", "acme", "ep-1", t0), of(hook, "m6", "acme", "", t0),
+		})
+	})
+	// m1:ep-1 fails for good; m2:ep-1 is leased by w1.
+	update(t, s, func(tx consent.Tx) error {
+		j, err := tx.LeaseJob(ctx, []string{hook}, "w1", t0, t0.Add(time.Minute))
+		if err != nil {
+			return err
+		}
+		if j.Key != "m1:ep-1" {
+			return fmt.Errorf("leased %s, want m1:ep-1", j.Key)
+		}
+		failed := &consent.Job{Attempts: 1, RunAfter: t0, LastError: "gave up", FailedAt: t0}
+		if err := tx.EndJob(ctx, hook, "m1:ep-1", "w1", failed); err != nil {
+			return err
+		}
+		if j, err = tx.LeaseJob(ctx, []string{hook}, "w1", t0, t0.Add(time.Minute)); err != nil {
+			return err
+		}
+		if j.Key != "m2:ep-1" {
+			return fmt.Errorf("leased %s, want m2:ep-1", j.Key)
+		}
+		return nil
+	})
+	del := func(kind, company, lane string) (n int, err error) {
+		err = s.Update(ctx, func(tx consent.Tx) error {
+			n, err = tx.DeleteLaneJobs(ctx, kind, company, lane)
+			return err
+		})
+		return n, err
+	}
+	for _, c := range []struct{ kind, company, lane string }{
+		{hook, "initech", "ep-1"}, {hook, "acme", "ep-3"}, {consent.JobConvert, "acme", "ep-1"}, {hook, "ACME", "ep-1"},
+		{hook, "acme", "EP-1"}, {hook, "", "ep-1"},
+	} {
+		if n, err := del(c.kind, c.company, c.lane); err != nil || n != 0 {
+			t.Errorf("DeleteLaneJobs(%s, %q, %q) = %d, %v; want 0", c.kind, c.company, c.lane, n, err)
+		}
+	}
+	errBoom := errors.New("boom")
+	err := s.Update(ctx, func(tx consent.Tx) error {
+		if n, err := tx.DeleteLaneJobs(ctx, hook, "acme", "ep-1"); err != nil || n != 3 {
+			return fmt.Errorf("DeleteLaneJobs = %d, %w; want 3", n, err)
+		}
+		return errBoom
+	})
+	if !errors.Is(err, errBoom) {
+		t.Fatalf("DeleteLaneJobs rolled back: %v", err)
+	}
+	keys := []string{"m1:ep-1", "m2:ep-1", "m3:ep-1", "m4:ep-1", "m1:ep-2", "m5:ep-1", "m6"}
+	present := func() []bool {
+		t.Helper()
+		var out []bool
+		for _, j := range jobsOf(t, s, hook, keys...) {
+			out = append(out, j != nil)
+		}
+		return append(out, jobsOf(t, s, consent.JobAttest, "ep-1")[0] != nil)
+	}
+	wantSame(t, []bool{true, true, true, true, true, true, true, true}, present(), exact, "jobs after a DeleteLaneJobs rolled back")
+	if n, err := del(hook, "acme", "ep-1"); err != nil || n != 3 {
+		t.Errorf("DeleteLaneJobs(webhook, acme, ep-1) = %d, %v; want 3: one leased, one due, one later", n, err)
+	}
+	// Left: the failed one, and every other kind's, company's and lane's.
+	wantSame(t, []bool{true, false, false, false, true, true, true, true}, present(), exact,
+		"jobs (%v, attest ep-1) after DeleteLaneJobs(webhook, acme, ep-1)", keys)
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.RenewJob(ctx, hook, "m2:ep-1", "w1", t0.Add(time.Hour)) })
+	wantCode(t, "RenewJob of a leased job deleted", err, consent.NotFound)
+	err = s.Update(ctx, func(tx consent.Tx) error { return tx.EndJob(ctx, hook, "m2:ep-1", "w1", nil) })
+	wantCode(t, "EndJob of a leased job deleted", err, consent.NotFound)
+	if n, err := del(hook, "acme", "ep-1"); err != nil || n != 0 {
+		t.Errorf("DeleteLaneJobs again = %d, %v; want 0", n, err)
+	}
+	if n, err := del(hook, "acme", ""); err != nil || n != 1 {
+		t.Errorf("DeleteLaneJobs(webhook, acme, \"\") = %d, %v; want 1 (m6)", n, err)
+	}
+	wantSame(t, []bool{true, false, false, false, true, true, false, true}, present(), exact,
+		"jobs (%v, attest ep-1) after DeleteLaneJobs(webhook, acme, \"\")", keys)
+}
+
 // testFairLease: LeaseJob takes the due job of the company holding the
 // fewest leases of the kinds asked for, in a lane no lease holds (D53);
 // a lease that ran out holds nothing.

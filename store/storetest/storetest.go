@@ -83,6 +83,7 @@ var areas = []area{
 		{"EnqueueJobs", testEnqueueJobs},
 		{"Count", testCountJobs},
 		{"CountCompany", testCountCompanyJobs},
+		{"DeleteLane", testDeleteLaneJobs},
 		{"Lease", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"FairLease", testFairLease},
