@@ -160,8 +160,9 @@ type Config struct {
 	// its Commit committed; else it says why the attempt failed: what
 	// Started, Do or Commit returned, or the panic of one of them; the
 	// store's error when the end could not be recorded; or, when the
-	// lease was lost (taken by another runner, or not renewed in time)
-	// and the result discarded, an error that errors.Is ErrLeaseLost. An
+	// lease was lost (taken by another runner, not renewed in time, or
+	// the job deleted, as consent.Tx.DeleteLaneJobs does) and the result
+	// discarded, an error that errors.Is ErrLeaseLost. An
 	// attempt cut short by shutdown, handed back without counting against
 	// MaxAttempts, reports Do's error too: it was not done.
 	Observe func(kind string, took time.Duration, err error)
@@ -364,8 +365,9 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	}
 	log := r.cfg.Logger.With("kind", job.Kind, "key", job.Key, "attempt", job.Attempts, "runner", owner)
 	if notStarted != nil {
-		err := r.fail(ctx, log, h, job, owner, notStarted.cause, failStart)
-		r.observe(job.Kind, leased, notStarted.cause)
+		outcome := notStarted.cause
+		err := lostLease(&outcome, r.fail(ctx, log, h, job, owner, notStarted.cause, failStart))
+		r.observe(job.Kind, leased, outcome)
 		return true, err
 	}
 	// outcome is the attempt's, observed once it has ended.
@@ -404,7 +406,7 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 		if ctx.Err() != nil {
 			how = failStopping
 		}
-		return true, r.fail(finishCtx, log, h, job, owner, err, how)
+		return true, lostLease(&outcome, r.fail(finishCtx, log, h, job, owner, err, how))
 	}
 	now := r.cfg.Now()
 	again := res.Again
@@ -439,7 +441,7 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	case err == nil:
 		return true, nil
 	case endErr != nil && (code == consent.Conflict || code == consent.NotFound):
-		log.Warn("lease lost to another runner before the result was recorded")
+		log.Warn("lease lost (taken by another runner, or the job deleted) before the result was recorded")
 		outcome = fmt.Errorf("%w: %w", ErrLeaseLost, endErr)
 		return true, nil
 	case endErr != nil:
@@ -460,11 +462,22 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	}
 	outcome = cause
 	if err := r.fail(finishCtx, log, h, job, owner, cause, failAttempt); err != nil || p != nil {
-		return true, err
+		return true, lostLease(&outcome, err)
 	}
 	// Recorded as failed; still returned, as it was before Commit's
 	// errors failed the attempt (a panic's never was).
 	return true, fmt.Errorf("jobs: %s %s: result not recorded: %w", job.Kind, job.Key, cause)
+}
+
+// lostLease returns err, what fail returned, unless it says that the lease
+// was lost before the failure was recorded: then that is the attempt's
+// outcome, not an error of the runner's.
+func lostLease(outcome *error, err error) error {
+	if errors.Is(err, ErrLeaseLost) {
+		*outcome = err
+		return nil
+	}
+	return err
 }
 
 // observe tells Config.Observe of an attempt of kind, leased at leased
@@ -648,7 +661,9 @@ var errOtherJob = errors.New("jobs: another job was due first")
 // good. An attempt cut short by shutdown is handed back at once and not
 // counted. When Started failed, the lease rolled back with it: fail leases
 // the job again, in the transaction that records the failure, which is
-// then what counts the attempt.
+// then what counts the attempt. When the lease was lost meanwhile — another
+// runner holds it, or the job was deleted (consent.Tx.DeleteLaneJobs) —
+// nothing is recorded, and the error returned wraps ErrLeaseLost.
 func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *consent.Job, owner string, cause error, how failHow) error {
 	var (
 		next    *consent.Job
@@ -702,8 +717,12 @@ func (r *Runner) fail(ctx context.Context, log *slog.Logger, h *Handler, job *co
 		// Another runner took the job meanwhile, or another is due first:
 		// the failure is not recorded, and the job is leased again later.
 		return fmt.Errorf("jobs: %s %s: %w (not recorded: the job was no longer the one due)", job.Kind, job.Key, cause)
-	case consent.ErrorCode(err) == consent.Conflict:
-		return nil // another runner holds it now
+	case consent.ErrorCode(err) == consent.Conflict || consent.ErrorCode(err) == consent.NotFound:
+		// Another runner holds it now, or the job was deleted meanwhile
+		// (consent.Tx.DeleteLaneJobs): the lease was lost, and nothing is
+		// recorded.
+		log.Warn("lease lost (taken by another runner, or the job deleted) before the failure was recorded", "err", cause)
+		return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 	case err != nil:
 		return err
 	case how == failStopping:

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +19,9 @@ import (
 // Started, a Commit that fails or panics, a lease lost before the end was
 // recorded are failures, not successes nor unseen. (It was told of Do's
 // result alone, before Commit ran: a failed Started was never observed, a
-// failed Commit nor a lost lease was.)
+// failed Commit nor a lost lease was.) A job deleted while it runs
+// (consent.Tx.DeleteLaneJobs) is a lost lease, whether Do succeeded or
+// failed, and RunOnce returns no error.
 func TestObserveOutcomes(t *testing.T) {
 	s := teststore.Memory(t)
 	c := &clock{t: t0}
@@ -37,6 +40,20 @@ func TestObserveOutcomes(t *testing.T) {
 	ok := func(ctx context.Context, j *consent.Job) (jobs.Result, error) { return jobs.Result{}, nil }
 	commit := func(fn func(ctx context.Context, tx consent.Tx) error) func(context.Context, *consent.Job) (jobs.Result, error) {
 		return func(ctx context.Context, j *consent.Job) (jobs.Result, error) { return jobs.Result{Commit: fn}, nil }
+	}
+	// deleted deletes its job while it runs (as deleting a webhook
+	// endpoint deletes its messages), then returns doErr.
+	deleted := func(doErr error) func(context.Context, *consent.Job) (jobs.Result, error) {
+		return func(ctx context.Context, j *consent.Job) (jobs.Result, error) {
+			err := s.Update(ctx, func(tx consent.Tx) error {
+				n, err := tx.DeleteLaneJobs(ctx, j.Kind, j.CompanyID, j.Lane)
+				if err == nil && n != 1 {
+					err = fmt.Errorf("deleted %d jobs; want 1", n)
+				}
+				return err
+			})
+			return jobs.Result{}, cmp.Or(err, doErr)
+		}
 	}
 	r, err := jobs.New(jobs.Config{Store: s, ID: "r1", Now: c.Now, Logger: quiet, Observe: observe,
 		Handlers: []jobs.Handler{
@@ -59,22 +76,30 @@ func TestObserveOutcomes(t *testing.T) {
 				})
 				return jobs.Result{}, err
 			}},
+			{Kind: "deleted", Do: deleted(nil)},
+			{Kind: "deleted-failed", Do: deleted(errors.New("do failed"))},
 		}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"done":   "<nil>",
-		"do":     "do failed",
-		"start":  "start failed",
-		"commit": "commit failed",
-		"panic":  "Commit panicked: boom",
-		"lost":   "jobs: lease lost",
+		"deleted":        "jobs: lease lost",
+		"deleted-failed": "jobs: lease lost",
+		"done":           "<nil>",
+		"do":             "do failed",
+		"start":          "start failed",
+		"commit":         "commit failed",
+		"panic":          "Commit panicked: boom",
+		"lost":           "jobs: lease lost",
 	}
 	for kind := range want {
 		enqueue(t, s, kind, "a")
-		if worked, _ := r.RunOnce(ctx, kind); !worked { // commit's error is returned as well as observed
+		worked, err := r.RunOnce(ctx, kind)
+		if !worked { // commit's error is returned as well as observed
 			t.Fatalf("%s: no job run", kind)
+		}
+		if strings.HasPrefix(kind, "deleted") && err != nil {
+			t.Errorf("%s: RunOnce: %v; want a lost lease, not an error", kind, err)
 		}
 	}
 	mu.Lock()
@@ -85,8 +110,8 @@ func TestObserveOutcomes(t *testing.T) {
 			t.Errorf("%s: observed %v; want one attempt, %q", kind, errs, text)
 			continue
 		}
-		if kind == "lost" && !errors.Is(errs[0], jobs.ErrLeaseLost) {
-			t.Errorf("lost: observed %v; want ErrLeaseLost", errs[0])
+		if text == "jobs: lease lost" && !errors.Is(errs[0], jobs.ErrLeaseLost) {
+			t.Errorf("%s: observed %v; want ErrLeaseLost", kind, errs[0])
 		}
 	}
 	if len(observed) != len(want) {

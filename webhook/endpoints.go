@@ -142,19 +142,26 @@ func (e Endpoints) List(ctx context.Context, companyID string) ([]*consent.Webho
 }
 
 // Delete deletes the company's endpoint and its delivery log; messages not
-// yet delivered to it are dropped. NotFound when the company has no such
-// endpoint.
+// yet delivered to it are dropped, in the same transaction, so that an
+// endpoint added later with the same id (Params.ID) is sent none of them.
+// NotFound when the company has no such endpoint.
 func (e Endpoints) Delete(ctx context.Context, companyID, id string) error {
 	if !consent.ValidID(id) {
 		return consent.Errorf(consent.NotFound, "webhook endpoint not found")
 	}
 	p := consentkit.AuditParams{CompanyID: companyID, Action: consent.AuditWebhookDelete, Target: id}
-	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error { return tx.DeleteWebhookEndpoint(ctx, companyID, id) })
+	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
+		if err := tx.DeleteWebhookEndpoint(ctx, companyID, id); err != nil {
+			return err
+		}
+		return dropMessages(ctx, tx, companyID, id)
+	})
 }
 
 // SetDisabled disables the company's endpoint (nothing is sent to it, and
-// messages not yet delivered are dropped) or enables it again. NotFound
-// when the company has no such endpoint.
+// messages not yet delivered are dropped, in the same transaction: enabled
+// again, it is sent only the events that happen from then on) or enables
+// it again. NotFound when the company has no such endpoint.
 func (e Endpoints) SetDisabled(ctx context.Context, companyID, id string, disabled bool) error {
 	var at time.Time
 	action := consent.AuditWebhookEnable
@@ -165,7 +172,23 @@ func (e Endpoints) SetDisabled(ctx context.Context, companyID, id string, disabl
 		return consent.Errorf(consent.NotFound, "webhook endpoint not found")
 	}
 	p := consentkit.AuditParams{CompanyID: companyID, Action: action, Target: id}
-	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error { return tx.DisableWebhookEndpoint(ctx, companyID, id, at) })
+	return e.Service.UpdateAudited(ctx, &p, func(tx consent.Tx) error {
+		if err := tx.DisableWebhookEndpoint(ctx, companyID, id, at); err != nil || !disabled {
+			return err
+		}
+		return dropMessages(ctx, tx, companyID, id)
+	})
+}
+
+// dropMessages deletes, in tx, the messages not yet delivered to the
+// company's endpoint id: its queued jobs, which Service.EmitEvent writes as
+// consent.JobWebhook jobs of the endpoint's company in the lane of its id.
+// A delivery under way meanwhile finds its job gone and sends nothing if it
+// has not read the endpoint yet (deliverer.do); one already sending ends as
+// a lost lease, nothing recorded.
+func dropMessages(ctx context.Context, tx consent.Tx, companyID, id string) error {
+	_, err := tx.DeleteLaneJobs(ctx, consent.JobWebhook, companyID, id)
+	return err
 }
 
 // Deliveries returns up to limit entries (at most 1000) of the delivery

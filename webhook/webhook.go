@@ -30,10 +30,16 @@
 // Receivers must therefore accept a message more than once: the
 // webhook-id tells repeats apart.
 //
-// A message is dropped, not sent, when its endpoint has been deleted or
-// disabled since it was written, or the endpoint now holding its id is
-// another company's or is not subscribed to its type (an id given again
-// with Params.ID after a delete).
+// Deleting or disabling an endpoint drops the messages not yet delivered
+// to it: Endpoints.Delete and SetDisabled delete its queued jobs
+// (consent.Tx.DeleteLaneJobs) in the transaction of the change, so an
+// endpoint enabled again, or added again with the same id (Params.ID), is
+// sent none of them. A delivery already under way finds its job gone and
+// sends nothing, unless it had read the endpoint before the change: then
+// it may still reach the endpoint as it was, and its result is not
+// recorded (a lost lease, for the jobs.Runner). A message is also dropped
+// when, as it is about to be sent, its endpoint is gone, disabled, another
+// company's or not subscribed to its type.
 //
 // Deliveries are fair (D53): an endpoint gets one at a time, across every
 // instance, and a worker coming free takes the next message of the company
@@ -225,10 +231,24 @@ func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 		return jobs.Result{}, permanentError{fmt.Errorf("webhook job payload: %w", err)}
 	}
 	svc := d.cfg.Service
-	var ep *consent.WebhookEndpoint
+	var (
+		ep      *consent.WebhookEndpoint
+		dropped bool // the job deleted since it was leased
+	)
 	err := svc.Store().View(ctx, func(tx consent.Tx) error {
 		var err error
-		ep, err = tx.WebhookEndpoint(ctx, m.EndpointID)
+		if ep, err = tx.WebhookEndpoint(ctx, m.EndpointID); err != nil {
+			return err
+		}
+		// Read after the endpoint: an endpoint deleted and added again,
+		// or disabled and enabled again, after this job was leased is
+		// read only once the job is gone (dropMessages), so its messages
+		// never reach the new endpoint.
+		_, err = tx.Job(ctx, j.Kind, j.Key)
+		dropped = consent.ErrorCode(err) == consent.NotFound
+		if dropped {
+			return nil
+		}
 		return err
 	})
 	log := d.cfg.Logger.With("message", m.ID, "type", m.Type, "endpoint", m.EndpointID, "attempt", j.Attempts)
@@ -238,6 +258,9 @@ func (d *deliverer) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 		return jobs.Result{}, nil
 	case err != nil:
 		return jobs.Result{}, err
+	case dropped:
+		log.Info("webhook endpoint deleted or disabled since the delivery began; message dropped")
+		return jobs.Result{}, nil
 	case ep.Disabled():
 		log.Info("webhook endpoint disabled; message dropped")
 		return jobs.Result{}, nil
