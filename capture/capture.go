@@ -27,9 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
@@ -250,14 +248,12 @@ type Chunk struct {
 
 // ParseChunk reads a chunk's JSON body, {"seq":…,"events":[…]}, in its
 // plain form, in one pass that checks the events as CheckEvents does: the
-// body valid UTF-8 whose \u escapes pair every surrogate, the members
-// named seq and events exactly so (no other spelling that encoding/json
-// would match, as it matches names in any case; the last of a name
-// counts), seq an integer. The events are kept as they are in body, not
-// copied, and Append does not check them again. ok is false for a body in
-// any other form: the caller decodes it as it would any JSON (and Append
-// checks its events), so that the two paths give the same answers, every
-// refusal included.
+// body valid UTF-8 whose \u escapes pair every surrogate, two members
+// named seq and events exactly so, each once, and no other, seq an
+// integer. The events are kept as they are in body, not copied, and Append
+// does not check them again. ok is false for a body in any other form: the
+// caller decodes it as it would any JSON (and Append checks its events),
+// so that the two paths give the same answers, every refusal included.
 func ParseChunk(body []byte) (ch Chunk, ok bool) {
 	if !jsontext.Valid(body) {
 		return Chunk{}, false
@@ -266,46 +262,40 @@ func ParseChunk(body []byte) (ch Chunk, ok bool) {
 		seq    *int
 		events []byte
 		check  eventsCheck
-		plain  = true
 	)
 	err := jsonscan.ObjectValues(body, func(name []byte, v *jsonscan.Value) error {
-		switch n := string(name); {
-		case n == "seq":
+		switch {
+		case string(name) == "seq" && seq == nil:
 			raw, err := v.Raw()
 			if err != nil {
 				return err
 			}
-			// Each seq must be an integer (null, a fraction, a string…:
-			// the general path says what is wrong), the last one counts.
+			// seq must be an integer (null, a fraction, a string…: the
+			// general path says what is wrong).
 			i, err := strconv.Atoi(string(raw))
-			plain = plain && err == nil
+			if err != nil {
+				return errNotPlain
+			}
 			seq = &i
-		case n == "events":
-			check = eventsCheck{}
+		case string(name) == "events" && events == nil:
 			raw, err := v.Objects(check.member, check.end)
 			if err != nil {
 				return err
 			}
 			events = raw
-		case bytes.IndexByte(name, '\\') >= 0 || !isASCII(name) || strings.EqualFold(n, "seq") || strings.EqualFold(n, "events"):
-			plain = false
+		default: // another member, or one named twice
+			return errNotPlain
 		}
 		return nil
 	})
-	if err != nil || !plain || seq == nil || events == nil {
+	if err != nil || seq == nil || events == nil {
 		return Chunk{}, false
 	}
 	return Chunk{Seq: *seq, Events: events, checked: true, invalid: check.verdict()}, true
 }
 
-func isASCII(b []byte) bool {
-	for _, c := range b {
-		if c >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}
+// errNotPlain stops ParseChunk's reading of a body not in the plain form.
+var errNotPlain = errors.New("not a chunk in its plain form")
 
 // Append stores a chunk (D34): seq must be the session's next; a stored seq
 // sent again with the same bytes succeeds without storing anything, with

@@ -333,6 +333,30 @@ func TestRetainRateLimit(t *testing.T) {
 	checkBalances(t, e, map[string]string{"other": "0.1"})
 }
 
+// The Retain API's reads — a session's status, its video, a certificate's
+// screenshot — spend none of its 500 a minute: a client that polls its
+// conversions can still retain (D28).
+func TestRetainReadsSpareTheRetainLimit(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	h := e.handler(t, httpadapter.Config{RetainPerMinute: 2})
+	for i := range 10 {
+		for _, path := range []string{"/api/integrations/acme/sessions/s1", "/api/integrations/acme/sessions/s1/video",
+			"/api/integrations/acme/certificates/cert-1/screenshot"} {
+			if rec := get(h, path, acmeToken); rec.Code == 429 {
+				t.Fatalf("read %d of %s: 429", i+1, path)
+			}
+		}
+	}
+	for i := range 2 {
+		if rec := serve(h, request{path: "/api/integrations/acme/retain/s2", token: acmeToken}); rec.Code == 429 {
+			t.Errorf("retention %d after 30 reads: 429, want the reads to have spent none of the limit", i+1)
+		}
+	}
+	if rec := serve(h, request{path: "/api/integrations/acme/retain/s2", token: acmeToken}); rec.Code != 429 {
+		t.Errorf("third retention with a limit of 2: %d, want 429", rec.Code)
+	}
+}
+
 func TestVerifyRateLimitConfigurable(t *testing.T) {
 	e := setup(t, teststore.Memory(t))
 	h := e.handler(t, httpadapter.Config{VerifyPerMinute: 2})

@@ -15,6 +15,7 @@ import (
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/store/memstore"
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // requestRoutes are the routes whose requests have JSON fields.
@@ -37,8 +38,10 @@ func requestRoutes(t testing.TB) []*route {
 }
 
 // decode reads the ordinary requests as encoding/json does (the last
-// member of a name wins, names match without case, escapes are read,
-// unknown members are ignored) and refuses text that is not valid Unicode.
+// member of a name wins, escapes are read, unknown members are ignored)
+// but for names, which match exactly (D29): a member whose name differs
+// from a field's in case only is unknown. It refuses text that is not
+// valid Unicode.
 func TestDecodeOrdinaryRequests(t *testing.T) {
 	byPattern := map[string]*route{}
 	for _, rt := range requestRoutes(t) {
@@ -47,21 +50,23 @@ func TestDecodeOrdinaryRequests(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, body string
 		invalid       string // the error's message; "": decoded as encoding/json decodes it
+		unknown       bool   // every member's name is a field's in another case: nothing is decoded
 	}{
-		{"/verify/match", `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to be contacted by Acme."}`, ""},
-		{"/verify/match", ` {"consent" : "é 😀", "email":"jane@example.com", "consent":"last wins"} ` + "\n", ""},
-		{"/verify/partial-match", `{"certificate_id":"cert-1","company_id":"acme","term":"agree"}`, ""},
-		{"/verify/certificate-info", `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`, ""},
-		{"/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, ""},
-		{"/verify/match", `{}`, ""},
-		{"/verify/match", `{"Company_ID":"acme"}`, ""},
-		{"/verify/match", `{"company_id":"ac\u006de"}`, ""},
-		{"/verify/match", `{"unknown":"x"}`, ""},
-		{"/verify/match", `{"company_id":null}`, ""},
-		{"/verify/match", "{\"consent\":\"\xff\"}", "consent must be valid UTF-8"},
-		{"/verify/session/{company_id}", `{"CompanyID":"x"}`, ""},
-		{"/api/integrations/{companyId}/retain/batch", `{"session_ids":["s1"]}`, ""},
-		{"/verify/match", `{"company_id":"acme","consent":"` + strings.Repeat("I agree. ", 200) + `","certificate_id":"cert-1"}`, ""},
+		{"/verify/match", `{"certificate_id":"cert-1","company_id":"acme","consent":"I agree to be contacted by Acme."}`, "", false},
+		{"/verify/match", ` {"consent" : "é 😀", "email":"jane@example.com", "consent":"last wins"} ` + "\n", "", false},
+		{"/verify/partial-match", `{"certificate_id":"cert-1","company_id":"acme","term":"agree"}`, "", false},
+		{"/verify/certificate-info", `{"certificate_id":"cert-1","company_id":"acme","property_id":"acme-web"}`, "", false},
+		{"/opt-out", `{"company_id":"acme","email":"jane@example.com"}`, "", false},
+		{"/verify/match", `{}`, "", false},
+		{"/verify/match", `{"Company_ID":"acme"}`, "", true},
+		{"/verify/match", `{"CERTIFICATE_ID":"cert-1","Consent":"x"}`, "", true},
+		{"/verify/match", `{"company_id":"ac\u006de"}`, "", false},
+		{"/verify/match", `{"unknown":"x"}`, "", false},
+		{"/verify/match", `{"company_id":null}`, "", false},
+		{"/verify/match", "{\"consent\":\"\xff\"}", "consent must be valid UTF-8", false},
+		{"/verify/session/{company_id}", `{"CompanyID":"x"}`, "", false},
+		{"/api/integrations/{companyId}/retain/batch", `{"session_ids":["s1"]}`, "", false},
+		{"/verify/match", `{"company_id":"acme","consent":"` + strings.Repeat("I agree. ", 200) + `","certificate_id":"cert-1"}`, "", false},
 	} {
 		rt := byPattern[tc.pattern]
 		if rt == nil {
@@ -81,6 +86,12 @@ func TestDecodeOrdinaryRequests(t *testing.T) {
 		want := reflect.New(rt.Request)
 		if err := json.Unmarshal([]byte(tc.body), want.Interface()); err != nil {
 			t.Fatalf("%s %s: %v", tc.pattern, tc.body, err)
+		}
+		if tc.unknown {
+			if want.Elem().IsZero() {
+				t.Fatalf("%s %s: encoding/json decodes nothing either", tc.pattern, tc.body)
+			}
+			want = reflect.New(rt.Request)
 		}
 		if !reflect.DeepEqual(v.Interface(), want.Interface()) {
 			t.Errorf("%s %s: decoded %+v, encoding/json %+v", tc.pattern, tc.body, v.Elem(), want.Elem())
@@ -248,10 +259,10 @@ func TestDecodeWrongTypeNamesTheKind(t *testing.T) {
 	}
 }
 
-// fieldKind names fields that no route's request has yet as encoding/json
+// decodeError names fields that no route's request has yet as json/v2
 // reports them: promoted from an embedded struct, untagged, in a map, of a
 // type that decodes itself from text, or bytes.
-func TestFieldKind(t *testing.T) {
+func TestDecodeErrorNamesFields(t *testing.T) {
 	type Inner struct {
 		Deep []struct {
 			N []int `json:"n"`
@@ -268,20 +279,27 @@ func TestFieldKind(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
 		{`{"deep":[{"n":["x"]}]}`, "deep[].n must be an array of integers"},
 		{`{"deep":{}}`, "deep must be an array of objects"},
-		{`{"untagged":1}`, "Untagged must be a boolean"},
+		{`{"Untagged":1}`, "Untagged must be a boolean"},
 		{`{"counts":{"a":"1"}}`, "counts must be an object"},
 		{`{"self":1}`, "self must be a string"},
 		{`{"bytes":1}`, "bytes must be a base64 string"},
 		{`{"grid":[[true]]}`, "grid must be an array of arrays of numbers"},
+		{`[1]`, "request body must be a JSON object"},
+		{`{"untagged":1,"Deep":1}`, ""}, // names match exactly: these are unknown, and ignored (D29)
 	} {
 		var v request
-		err := json.Unmarshal([]byte(tc.body), &v)
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			t.Fatalf("%s: %v, want an UnmarshalTypeError", tc.body, err)
+		err := jsonv2.Unmarshal([]byte(tc.body), &v, decodeOptions)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v, want no error", tc.body, err)
+			}
+			continue
 		}
-		if field, kind := fieldKind(reflect.TypeFor[request](), te); field+" must be "+kind != tc.want {
-			t.Errorf("%s (Field %q): %s must be %s, want %s", tc.body, te.Field, field, kind, tc.want)
+		if err == nil {
+			t.Fatalf("%s: decoded, want %s", tc.body, tc.want)
+		}
+		if got := decodeError(reflect.TypeFor[request](), []byte(tc.body), err); got.Error() != tc.want {
+			t.Errorf("%s (%v): %v, want %s", tc.body, err, got, tc.want)
 		}
 	}
 }

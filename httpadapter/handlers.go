@@ -37,9 +37,11 @@ func (h *Handler) table() []*route {
 		handlePaid(Route{Method: post, Pattern: "/opt-out", Group: OptOutGroup, Auth: AuthNone, Limit: OptOutLimit}, h.optOut, optOutAnswer),
 		handlePaid(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainSingle, Errors: RetainErrors}, h.retainOne, retainAnswer),
 		handlePaid(Route{Method: post, Pattern: "/api/integrations/{companyId}/retain/batch", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Price: wallet.RetainBatch, Errors: RetainErrors}, h.retainBatch, batchAnswer),
-		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors}, h.sessionStatus),
-		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}/video", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "video/mp4"}, h.video),
-		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/certificates/{certificateId}/screenshot", Group: RetainGroup, Auth: AuthRetention, Limit: RetainLimit, Errors: RetainErrors, ContentType: "image/png"}, h.screenshot),
+		// Reads spend none of the retentions' budget (D28): a client that
+		// polls a conversion, or plays a video in ranges, can still retain.
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}", Group: RetainGroup, Auth: AuthRetention, Errors: RetainErrors}, h.sessionStatus),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/sessions/{sessionId}/video", Group: RetainGroup, Auth: AuthRetention, Errors: RetainErrors, ContentType: "video/mp4"}, h.video),
+		handle(Route{Method: get, Pattern: "/api/integrations/{companyId}/certificates/{certificateId}/screenshot", Group: RetainGroup, Auth: AuthRetention, Errors: RetainErrors, ContentType: "image/png"}, h.screenshot),
 
 		// Browser capture (D32–D36).
 		handle(Route{Method: post, Pattern: "/capture/sessions", Group: CaptureGroup, Auth: AuthNone, Limit: CaptureStartLimit, CORS: true, Status: http.StatusCreated}, h.startCapture),

@@ -13,10 +13,13 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/jsontext"
+	utf8text "github.com/consentkit/consentkit/internal/jsontext"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -197,33 +200,47 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge f
 	if d, ok := v.(plainDecoder); ok && d.decodePlain(data) {
 		return nil
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			field, kind := fieldKind(reflect.TypeOf(v).Elem(), te)
-			return consent.Errorf(consent.Invalid, "%s must be %s", field, kind)
-		}
-		if errors.As(err, &te) {
+	if err := jsonv2.Unmarshal(data, v, decodeOptions); err != nil {
+		return decodeError(reflect.TypeOf(v).Elem(), data, err)
+	}
+	return nil
+}
+
+// decodeOptions are json/v2's defaults but one. Member names match exactly,
+// as the OpenAPI document spells them: encoding/json took
+// "Certificate_ID" for certificate_id, and a later "CONSENT" overwrote
+// consent (D29). Text that is not valid UTF-8, or escapes a lone
+// surrogate, is refused (encoding/json made it U+FFFD without a word: a
+// consent text so changed would be matched and charged). A name given
+// twice counts as its last value, as encoding/json and JSON.parse take it
+// (a recording's events repeat names, and are kept as sent).
+var decodeOptions = jsontext.AllowDuplicateNames(true)
+
+// decodeError says what in the request body data, decoded into a value of
+// the request struct type t, err refused.
+func decodeError(t reflect.Type, data []byte, err error) error {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		if len(se.JSONPointer) == 0 {
 			return consent.Errorf(consent.Invalid, "request body must be a JSON object")
 		}
-		// Well-formed JSON that a field's own decoder refused: a
-		// wallet.Amount that is no exact number of dollars (D1).
-		var se *json.SyntaxError
-		if field := amountField(v); field != "" && !errors.As(err, &se) {
+		field, ft, ok := pointerField(t, se.JSONPointer)
+		switch {
+		case !ok: // a path this walk does not know: the type at fault
+			return consent.Errorf(consent.Invalid, "%s must be %s", se.JSONPointer, kindOf(se.GoType))
+		case deref(ft) == amountType:
+			// wallet.Amount's own decoder refused it (D1).
 			return consent.Errorf(consent.Invalid, "%s must be a number of dollars with at most 6 decimal places", field)
 		}
-		return consent.Errorf(consent.Invalid, "request body is not valid JSON")
+		return consent.Errorf(consent.Invalid, "%s must be %s", field, kindOf(ft))
 	}
-	// encoding/json turns invalid UTF-8 and lone surrogate escapes into
-	// U+FFFD without a word; a consent text so changed would be matched and
-	// charged. Refuse them instead.
-	if field, ok := jsontext.CheckMembers(data); !ok {
+	if field, ok := utf8text.CheckMembers(data); !ok {
 		if field == "" {
 			return consent.Errorf(consent.Invalid, "request body must be valid UTF-8")
 		}
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8", field)
 	}
-	return nil
+	return consent.Errorf(consent.Invalid, "request body is not valid JSON")
 }
 
 // countingBody counts the bytes read of a request body.
@@ -273,42 +290,27 @@ type plainDecoder interface {
 	decodePlain(data []byte) bool
 }
 
-// amountField is the JSON name of the wallet.Amount field of the request
-// struct v; "" when it has none.
-func amountField(v any) string {
-	t := reflect.TypeOf(v).Elem()
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if f.Type == amountType || f.Type == reflect.PointerTo(amountType) {
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			return name
-		}
-	}
-	return ""
-}
-
-// fieldKind names the field of a wrong JSON type that te reports in the
-// request struct type t, as the services name fields (visibility.font_size_px,
-// consents[].text), and says what kind of JSON value it must be: its own
-// type's, not that of the item of an array at fault (te.Type), so that
-// [1] for an array of strings is told it must be an array of strings.
-// te.Field is encoding/json's path of field names, without array indexes.
-func fieldKind(t reflect.Type, te *json.UnmarshalTypeError) (field, kind string) {
+// pointerField names the field at p, a JSON Pointer into a body decoded
+// into the request struct type t, as the services name fields
+// (visibility.font_size_px, consents[].text), and returns its type: the
+// field's own, not that of the item of an array at fault, so that [1] for
+// an array of strings is told it must be an array of strings. ok is false
+// for a path that names no field of t.
+func pointerField(t reflect.Type, p jsontext.Pointer) (field string, ft reflect.Type, ok bool) {
 	var name strings.Builder
 	items := false
-	for _, seg := range strings.Split(te.Field, ".") {
+	ft = t
+	for tok := range p.Tokens() {
 		t = deref(t)
-		for t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
-			t, items = deref(t.Elem()), true
+		if k := t.Kind(); k == reflect.Slice || k == reflect.Array || k == reflect.Map {
+			t, items = t.Elem(), true // tok is an index or a key
+			continue
 		}
-		f, ok := jsonField(t, seg)
-		if !ok { // a path this walk does not know: the type at fault
-			return te.Field, kindOf(te.Type)
+		f, found := jsonField(t, tok)
+		if !found {
+			return "", nil, false
 		}
-		t = f.Type
-		if f.Anonymous && f.Tag.Get("json") == "" {
-			continue // an embedded struct, whose fields are promoted
-		}
+		t, ft = f.Type, f.Type
 		if items {
 			name.WriteString("[]")
 			items = false
@@ -316,9 +318,9 @@ func fieldKind(t reflect.Type, te *json.UnmarshalTypeError) (field, kind string)
 		if name.Len() > 0 {
 			name.WriteByte('.')
 		}
-		name.WriteString(seg)
+		name.WriteString(tok)
 	}
-	return name.String(), kindOf(t)
+	return name.String(), ft, name.Len() > 0
 }
 
 func deref(t reflect.Type) reflect.Type {
