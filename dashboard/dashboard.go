@@ -43,10 +43,15 @@
 // Login attempts are limited per client address (Config.LoginsPerMinute;
 // an IPv6 client by its /64; behind Config.TrustedProxies, the forwarded
 // address, D20), in bounded memory (D28), so that guessing from one
-// address never locks the operator out at another.
+// address never locks the operator out at another. A login that the
+// browser says came from another site (Sec-Fetch-Site, or else Origin) is
+// refused before it counts, so that a page the operator visits cannot
+// spend the operator's attempts. A login leads back to the page of the
+// dashboard that asked for it, its query included, and never elsewhere.
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -57,6 +62,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -75,7 +82,9 @@ type Config struct {
 	// OperatorSecret is what an operator types to log in: required, at
 	// least MinSecret bytes. Use the operator API's secret.
 	OperatorSecret string
-	// Prefix is the path the handler is mounted at: default "/dashboard".
+	// Prefix is the path the handler is mounted at: default "/dashboard";
+	// "/" mounts it at the root. It is a clean path of letters, digits
+	// and - . _ ~; New refuses any other.
 	Prefix string
 	// Videos is where the conversion worker keeps videos, for the
 	// certificate page's player; nil: no video is shown.
@@ -137,7 +146,11 @@ func New(svc *consentkit.Service, cfg Config) (*Handler, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "/dashboard"
 	}
-	cfg.Prefix = "/" + strings.Trim(cfg.Prefix, "/")
+	// Kept without its trailing slash: "" is the root.
+	cfg.Prefix = strings.TrimSuffix("/"+strings.Trim(cfg.Prefix, "/"), "/")
+	if !validPrefix(cfg.Prefix) {
+		return nil, fmt.Errorf("dashboard: Config.Prefix %q must be a clean path of letters, digits and - . _ ~ such as \"/dashboard\", or \"/\" for the root", cfg.Prefix)
+	}
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = DefaultSessionTTL
 	}
@@ -169,6 +182,29 @@ func New(svc *consentkit.Service, cfg Config) (*Handler, error) {
 	return h, nil
 }
 
+// validPrefix reports whether prefix, without its trailing slash, is a
+// path that routes and links can be built on: "" (the root), or segments
+// of [A-Za-z0-9._~-], none empty, "." or "..".
+func validPrefix(prefix string) bool {
+	if prefix == "" {
+		return true
+	}
+	if !strings.HasPrefix(prefix, "/") {
+		return false
+	}
+	for seg := range strings.SplitSeq(prefix[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+		for _, c := range []byte(seg) {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~", c) >= 0) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // ServeHTTP serves a dashboard page.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
@@ -191,9 +227,11 @@ func (h *Handler) routes() {
 		h.mux.HandleFunc(method+" "+pre+path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, true, limit) })
 	}
 	authed := func(method, path string, fn pageFunc) { authedUpTo(maxForm, method, path, fn) }
-	h.mux.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, pre+"/", http.StatusSeeOther)
-	})
+	if pre != "" {
+		h.mux.HandleFunc("GET "+pre, func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, pre+"/", http.StatusSeeOther)
+		})
+	}
 	open("GET", "/login", h.loginPage)
 	open("POST", "/login", h.login)
 	authed("POST", "/logout", h.logout)
@@ -239,7 +277,7 @@ func (h *Handler) serve(w http.ResponseWriter, r *http.Request, fn pageFunc, aut
 		}
 		if session == "" {
 			if r.Method == http.MethodGet {
-				http.Redirect(w, r, h.cfg.Prefix+"/login?next="+urlQueryEscape(r.URL.Path), http.StatusSeeOther)
+				http.Redirect(w, r, h.cfg.Prefix+"/login?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}
 			h.fail(w, p, http.StatusUnauthorized, "Log in first.")
@@ -425,7 +463,7 @@ func (h *Handler) startSession(w http.ResponseWriter, r *http.Request) error {
 // the client came over HTTPS, directly or through a trusted proxy.
 func (h *Handler) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: value, Path: h.cfg.Prefix, MaxAge: maxAge,
+		Name: cookieName, Value: value, Path: cmp.Or(h.cfg.Prefix, "/"), MaxAge: maxAge,
 		HttpOnly: true, Secure: h.cfg.TrustedProxies.HTTPS(r), SameSite: http.SameSiteStrictMode,
 	})
 }
@@ -455,7 +493,16 @@ func (h *Handler) loginPage(w http.ResponseWriter, r *http.Request, p *page) err
 // checked, so that the operator logs in and a wrong secret is refused.
 // Guessing from addresses beyond the cap is then bounded only by the
 // secret's length (MinSecret), as guessing from many addresses is anyway.
+//
+// A login that the browser says came from another site (a page the
+// operator visits posting the form) is refused before it spends an
+// attempt, so that such a page cannot spend the operator's.
 func (h *Handler) login(w http.ResponseWriter, r *http.Request, p *page) error {
+	if !loginFromHere(r) {
+		h.fail(w, p, http.StatusForbidden, "This login came from another site; open the login page and log in there.")
+		p.done = true
+		return nil
+	}
 	ip := h.cfg.TrustedProxies.ClientIP(r)
 	if !ip.IsValid() {
 		// Never one shared bucket for every client of unknown address.
@@ -488,6 +535,23 @@ func (h *Handler) login(w http.ResponseWriter, r *http.Request, p *page) error {
 	return nil
 }
 
+// loginFromHere reports whether a login POST may have come from the
+// dashboard's own page, as far as the browser tells: Sec-Fetch-Site is
+// same-origin, or none (the operator's own navigation); without it, an
+// Origin, when sent, is of this host. A client that sends neither is not
+// a browser a page could drive, and is let through.
+func loginFromHere(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin" || s == "none"
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
 // logout ends the session on the server, for every instance sharing the
 // store, and clears the cookie.
 func (h *Handler) logout(w http.ResponseWriter, r *http.Request, p *page) error {
@@ -501,13 +565,27 @@ func (h *Handler) logout(w http.ResponseWriter, r *http.Request, p *page) error 
 	return nil
 }
 
-// localPath returns next when it is a path of the dashboard, else the
-// dashboard's home: a login never redirects elsewhere.
+// localPath returns next, a path and maybe a query, when it is a page of
+// the dashboard, its path cleaned as a browser would clean it (dot
+// segments, encoded or not); else the dashboard's home: a login never
+// redirects elsewhere.
 func localPath(prefix, next string) string {
-	if strings.HasPrefix(next, prefix+"/") && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") {
-		return next
+	home := prefix + "/"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n#") {
+		return home
 	}
-	return prefix + "/"
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if !strings.HasPrefix(clean, home) {
+		return home
+	}
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 }
 
 func nonce() string {

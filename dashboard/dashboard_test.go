@@ -412,3 +412,70 @@ func TestPages(t *testing.T) {
 		}
 	})
 }
+
+// A dashboard mounted at the root (Prefix "/") serves its login page.
+func TestNewPrefixRoot(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	var h *dashboard.Handler
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				t.Fatalf("dashboard.New with Prefix \"/\" panicked: %v", p)
+			}
+		}()
+		h, err = dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Prefix: "/"})
+	}()
+	if err != nil {
+		t.Skipf("Prefix \"/\" refused: %v", err) // an error is an acceptable answer
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/login")
+	if err != nil {
+		t.Fatalf("GET /login: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != 200 {
+		t.Errorf("GET /login with Prefix \"/\": %d, want 200 and the login form", resp.StatusCode)
+	}
+}
+
+// New takes a prefix that routes and links can be built on, and refuses
+// any other with an error, never a panic; at the root, a login leads to
+// the root's pages.
+func TestNewPrefix(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	for _, bad := range []string{"/a b", "/{company}", "/a/../b", "/a//b", "/./a", "/%2e", "/dash?x", "/dash#x"} {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Errorf("New with Prefix %q panicked: %v", bad, p)
+				}
+			}()
+			if _, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Prefix: bad}); err == nil {
+				t.Errorf("New with Prefix %q: no error", bad)
+			}
+		}()
+	}
+	for _, good := range []string{"dashboard", "/ops/dashboard/", "/a-b_c.d~"} {
+		if _, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Prefix: good}); err != nil {
+			t.Errorf("New with Prefix %q: %v", good, err)
+		}
+	}
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret, Prefix: "/"})
+	must(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	jar, err := cookiejar.New(nil)
+	must(t, err)
+	c := &http.Client{Jar: jar}
+	resp, err := c.PostForm(srv.URL+"/login", url.Values{"secret": {secret}, "next": {"/companies/acme"}})
+	must(t, err)
+	body, err := io.ReadAll(resp.Body)
+	must(t, err)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/companies/acme" || !strings.Contains(string(body), "<h1>Acme Co</h1>") {
+		t.Errorf("log in at the root: %d at %s, want acme's overview", resp.StatusCode, resp.Request.URL)
+	}
+}
