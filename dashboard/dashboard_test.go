@@ -479,3 +479,21 @@ func TestNewPrefix(t *testing.T) {
 		t.Errorf("log in at the root: %d at %s, want acme's overview", resp.StatusCode, resp.Request.URL)
 	}
 }
+
+// The confirmation shown on a page is one the dashboard made, not any
+// text a link carries.
+func TestNoticeNotFromLink(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	_, body := b.get("/dashboard/companies/acme?notice=" + url.QueryEscape("Your session expired: log in again at https://evil.example/login"))
+	if strings.Contains(body, "evil.example") {
+		t.Errorf("the page shows a notice that a link wrote: %.200s", body[max(strings.Index(body, "<main"), 0):])
+	}
+	// The dashboard's own confirmation, after a change, is shown.
+	b.get("/dashboard/companies/acme/properties")
+	_, body = b.post("/dashboard/companies/acme/properties", url.Values{"id": {"acme-app"}, "name": {"App"}})
+	contains(t, "after adding a property", body, `<p class="notice" role="status">Property acme-app added.</p>`)
+}

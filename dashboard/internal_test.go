@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -27,6 +29,44 @@ func TestLocalPath(t *testing.T) {
 	} {
 		if got := localPath(tc.prefix, tc.next); got != tc.want {
 			t.Errorf("localPath(%q, %q) = %q, want %q", tc.prefix, tc.next, got, tc.want)
+		}
+	}
+}
+
+// mark must mark the occurrences of the term, never other bytes, even
+// when the text holds letters whose lower case is longer (Ⱥ) or shorter
+// (the Kelvin sign K) so that the total length is unchanged.
+func TestMarkCaseMappingChangesLength(t *testing.T) {
+	text := "ȺȺ quote \u212A" // Ⱥ: 2 bytes -> 3 lower; K (Kelvin): 3 bytes -> 1 lower
+	if len(strings.ToLower(text)) != len(text) {
+		t.Fatalf("setup: lengths differ")
+	}
+	for _, p := range mark(text, "quote") {
+		if p.Mark && !strings.EqualFold(p.Text, "quote") {
+			t.Errorf("marked %q, want %q", p.Text, "quote")
+		}
+	}
+}
+
+// mark marks every case-insensitive occurrence of the term, and only
+// them, its parts making up the text again; also where lowering changes
+// a letter's length, and never splitting a rune.
+func TestMark(t *testing.T) {
+	for _, tc := range []struct {
+		text, term string
+		want       []textPart
+	}{
+		{"I agree. Agree!", "agree", []textPart{{"I ", false}, {"agree", true}, {". ", false}, {"Agree", true}, {"!", false}}},
+		{"no match", "quote", []textPart{{"no match", false}}},
+		{"İstanbul quote", "QUOTE", []textPart{{"İstanbul ", false}, {"quote", true}}},
+		{"ȺȺ quote \u212A", "quote", []textPart{{"ȺȺ ", false}, {"quote", true}, {" \u212A", false}}},
+		{"ȺȺ quote \u212A", "k", []textPart{{"ȺȺ quote ", false}, {"\u212A", true}}},
+		{"Ⱥb", "ⱥb", []textPart{{"Ⱥb", true}}},
+		{"x", "", []textPart{{"x", false}}},
+	} {
+		got := mark(tc.text, tc.term)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("mark(%q, %q) = %+v, want %+v", tc.text, tc.term, got, tc.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/audit"
@@ -39,12 +41,29 @@ type page struct {
 	done     bool   // the handler answered itself
 }
 
-// Redirects carry a short confirmation to the page they lead to.
+// Redirects carry a short confirmation to the page they lead to, signed
+// for the session (noticeOf): a page shows only a confirmation the
+// dashboard made for this login, never a text a link carries.
 func (h *Handler) redirectTo(p *page, path, notice string) {
 	p.redirect = h.cfg.Prefix + path
 	if notice != "" {
-		p.redirect += "?notice=" + url.QueryEscape(notice)
+		p.redirect += "?" + url.Values{"notice": {notice}, "ns": {h.noticeMAC(p.session, notice)}}.Encode()
 	}
+}
+
+func (h *Handler) noticeMAC(session, notice string) string {
+	return h.sign("notice|" + session + "|" + notice)
+}
+
+// noticeOf returns the confirmation that the request's query carries when
+// redirectTo made it for the session of p; "" when it did not.
+func (h *Handler) noticeOf(r *http.Request, p *page) string {
+	q := r.URL.Query()
+	n := q.Get("notice")
+	if n == "" || p.session == "" || !hmac.Equal([]byte(q.Get("ns")), []byte(h.noticeMAC(p.session, n))) {
+		return ""
+	}
+	return n
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
@@ -56,7 +75,7 @@ func (h *Handler) companyPage(r *http.Request, p *page, tab, template, title str
 		return err
 	}
 	p.Company, p.Tab, p.Template, p.Title = c, tab, template, title+" · "+c.ID
-	p.Notice = r.URL.Query().Get("notice")
+	p.Notice = h.noticeOf(r, p)
 	return nil
 }
 
@@ -98,7 +117,7 @@ func (h *Handler) companies(w http.ResponseWriter, r *http.Request, p *page) err
 	if err != nil {
 		return err
 	}
-	p.Template, p.Title, p.Notice = "companies", "Companies", r.URL.Query().Get("notice")
+	p.Template, p.Title, p.Notice = "companies", "Companies", h.noticeOf(r, p)
 	p.Data = struct {
 		Companies []companyRow
 		Next      string
@@ -493,29 +512,51 @@ type textPart struct {
 	Mark bool
 }
 
-// mark splits text around the case-insensitive occurrences of term.
+// mark splits text around the case-insensitive occurrences of term. It
+// finds them in text lowered rune by rune, and maps each back to the runes
+// of text it lowers from: a letter whose lower case is of another length
+// in UTF-8 (Ⱥ, the Kelvin sign) moves no mark, and a mark never splits a
+// rune.
 func mark(text, term string) []textPart {
 	if term == "" {
 		return []textPart{{Text: text}}
 	}
-	var parts []textPart
-	lower, t := strings.ToLower(text), strings.ToLower(term)
-	if len(lower) != len(text) { // a case mapping changed lengths: no marks
-		return []textPart{{Text: text}}
+	t := strings.ToLower(term)
+	// lower[k] lowers the rune of text at at[k]; at[len(lower)] is len(text).
+	var b strings.Builder
+	b.Grow(len(text))
+	at := make([]int, 0, len(text)+1)
+	for i, r := range text {
+		n := b.Len()
+		b.WriteRune(unicode.ToLower(r))
+		for range b.Len() - n {
+			at = append(at, i)
+		}
 	}
+	at = append(at, len(text))
+	lower := b.String()
+	boundary := func(k int) bool { return k == 0 || k == len(lower) || at[k] != at[k-1] }
+	var parts []textPart
+	from, done := 0, 0 // from: where the search goes on in lower; done: text before it is in parts
 	for {
-		i := strings.Index(lower, t)
-		if i < 0 {
+		k := strings.Index(lower[from:], t)
+		if k < 0 {
 			break
 		}
-		if i > 0 {
-			parts = append(parts, textPart{Text: text[:i]})
+		k += from
+		end := k + len(t)
+		if !boundary(k) || !boundary(end) {
+			from = k + 1
+			continue
 		}
-		parts = append(parts, textPart{Text: text[i : i+len(t)], Mark: true})
-		text, lower = text[i+len(t):], lower[i+len(t):]
+		if at[k] > done {
+			parts = append(parts, textPart{Text: text[done:at[k]]})
+		}
+		parts = append(parts, textPart{Text: text[at[k]:at[end]], Mark: true})
+		from, done = end, at[end]
 	}
-	if text != "" {
-		parts = append(parts, textPart{Text: text})
+	if done < len(text) {
+		parts = append(parts, textPart{Text: text[done:]})
 	}
 	return parts
 }
