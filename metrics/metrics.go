@@ -200,13 +200,22 @@ func (b *blobs) ListAfter(ctx context.Context, prefix, after string, limit int) 
 
 // Videos returns v, the store of videos and attestation screenshots, with
 // its failures counted as Blobs counts a blob store's, under
-// store="videos" (op put, open, delete, lock or discard). A video not
-// found (fs.ErrNotExist) is an answer, not a failure. The result is a
-// retain.VideoDiscarder when v is.
+// store="videos" (op put, open, delete, lock or discard; a DeleteAll
+// counts as a delete). A video not found (fs.ErrNotExist) is an answer,
+// not a failure. The result is a retain.VideoDiscarder when v is, and a
+// retain.VideoSweeper when v is: the purge removes by id through it the
+// videos and screenshots that no row names (D45).
 func (m *Metrics) Videos(v retain.VideoStore) retain.VideoStore {
 	w := &videos{VideoStore: v, blobs: blobs{errs: m.blobErrors.MustCurryWith(prometheus.Labels{"store": "videos"})}}
-	if d, ok := v.(retain.VideoDiscarder); ok {
+	d, discards := v.(retain.VideoDiscarder)
+	s, sweeps := v.(retain.VideoSweeper)
+	switch {
+	case discards && sweeps:
+		return &discardingSweepingVideos{discardingVideos: &discardingVideos{videos: w, d: d}, s: s}
+	case discards:
 		return &discardingVideos{videos: w, d: d}
+	case sweeps:
+		return &sweepingVideos{videos: w, s: s}
 	}
 	return w
 }
@@ -219,6 +228,26 @@ type discardingVideos struct {
 
 func (v *discardingVideos) Discard(ctx context.Context, path string) error {
 	return v.count("discard", v.d.Discard(ctx, path))
+}
+
+// sweepingVideos is videos of a retain.VideoSweeper.
+type sweepingVideos struct {
+	*videos
+	s retain.VideoSweeper
+}
+
+func (v *sweepingVideos) DeleteAll(ctx context.Context, id string, screenshots bool) error {
+	return v.count("delete", v.s.DeleteAll(ctx, id, screenshots))
+}
+
+// discardingSweepingVideos is videos of a store that is both.
+type discardingSweepingVideos struct {
+	*discardingVideos
+	s retain.VideoSweeper
+}
+
+func (v *discardingSweepingVideos) DeleteAll(ctx context.Context, id string, screenshots bool) error {
+	return v.count("delete", v.s.DeleteAll(ctx, id, screenshots))
 }
 
 type videos struct {

@@ -476,3 +476,78 @@ func TestQueuesUnread(t *testing.T) {
 		}
 	}
 }
+
+// plainVideos is a video store that is neither a retain.VideoDiscarder nor
+// a retain.VideoSweeper; the others below add one or both, each failing.
+type plainVideos struct{ retain.VideoStore }
+
+type discardOnly struct{ plainVideos }
+
+func (discardOnly) Discard(context.Context, string) error { return errors.New("discard failed") }
+
+type sweepOnly struct{ plainVideos }
+
+func (sweepOnly) DeleteAll(context.Context, string, bool) error {
+	return errors.New("delete all failed")
+}
+
+type discardAndSweep struct{ plainVideos }
+
+func (discardAndSweep) Discard(context.Context, string) error { return errors.New("discard failed") }
+func (discardAndSweep) DeleteAll(context.Context, string, bool) error {
+	return errors.New("delete all failed")
+}
+
+// The wrapped video store is a retain.VideoDiscarder and a
+// retain.VideoSweeper exactly when the store it wraps is, in every
+// combination, and counts their failures under op discard and delete:
+// a purge through it that lost DeleteAll would remove nothing by id.
+func TestVideosKeepOptionalInterfaces(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name             string
+		store            retain.VideoStore
+		discards, sweeps bool
+	}{
+		{"plain", plainVideos{}, false, false},
+		{"discarder", discardOnly{}, true, false},
+		{"sweeper", sweepOnly{}, false, true},
+		{"both", discardAndSweep{}, true, true},
+		{"dir", retain.Dir{Root: t.TempDir()}, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := metrics.New()
+			v := m.Videos(tc.store)
+			d, discards := v.(retain.VideoDiscarder)
+			s, sweeps := v.(retain.VideoSweeper)
+			if discards != tc.discards || sweeps != tc.sweeps {
+				t.Fatalf("Videos(%T): discarder %v, sweeper %v; want %v, %v", tc.store, discards, sweeps, tc.discards, tc.sweeps)
+			}
+			if _, ok := tc.store.(retain.Dir); ok {
+				if err := s.DeleteAll(ctx, "ses-1", false); err != nil {
+					t.Errorf("DeleteAll of nothing: %v", err)
+				}
+				return
+			}
+			want := map[string]float64{"discard": -1, "delete": -1}
+			if discards {
+				if err := d.Discard(ctx, "p"); err == nil {
+					t.Error("Discard did not pass the store's error on")
+				}
+				want["discard"] = 1
+			}
+			if sweeps {
+				if err := s.DeleteAll(ctx, "ses-1", true); err == nil {
+					t.Error("DeleteAll did not pass the store's error on")
+				}
+				want["delete"] = 1
+			}
+			families := scrape(t, m)
+			for op, n := range want {
+				if got := value(families["consentkit_blob_errors_total"], map[string]string{"store": "videos", "op": op}); got != n {
+					t.Errorf("video %s errors = %v, want %v", op, got, n)
+				}
+			}
+		})
+	}
+}

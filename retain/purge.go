@@ -30,7 +30,10 @@ type PurgeConfig struct {
 	// Service.Now() is purged. Required.
 	Service *consentkit.Service
 	// Videos is where the videos of purged sessions are removed, and
-	// those of retained ones locked. Required.
+	// those of retained ones locked. Required. It must be a VideoSweeper
+	// (as Dir and s3video.Store are, and metrics.Videos of either): the
+	// removals that name no path, a session's unrecorded videos and
+	// every attestation's screenshots, fail otherwise.
 	Videos VideoStore
 	// Every is how often the purge runs: default one hour.
 	Every time.Duration
@@ -124,16 +127,22 @@ func (p *Purger) Handlers() []jobs.Handler {
 }
 
 // remove removes the object at path, or with no path every object of id
-// that the video store keeps (VideoSweeper; a store that is none has
-// nothing to remove by id).
+// that the video store keeps (VideoSweeper). A store that is no
+// VideoSweeper cannot remove by id: the job fails, and is tried again,
+// rather than end as done with the objects left in place (D45).
 func (p *Purger) remove(ctx context.Context, path, id string, screenshots bool) error {
 	if path != "" {
 		return p.cfg.Videos.Delete(ctx, path)
 	}
-	if vs, ok := p.cfg.Videos.(VideoSweeper); ok {
-		return vs.DeleteAll(ctx, id, screenshots)
+	vs, ok := p.cfg.Videos.(VideoSweeper)
+	if !ok {
+		what := "videos of session"
+		if screenshots {
+			what = "screenshots of certificate"
+		}
+		return fmt.Errorf("retain: cannot remove the %s %s: the video store %T is not a retain.VideoSweeper (no DeleteAll), so nothing was removed", what, id, p.cfg.Videos)
 	}
-	return nil
+	return vs.DeleteAll(ctx, id, screenshots)
 }
 
 // deleteScreenshot removes an attestation's screenshot once its
