@@ -40,6 +40,20 @@ type CompanyParams struct {
 	InsightsRules consent.InsightsRules
 }
 
+// CheckNewID is CheckID for the id of something being made, which routes
+// name in their paths: it also refuses "." and "..", which a URL path
+// reads as steps, so that nothing is made that no route could reach.
+// Stored ids are read with consent.CheckID, as they were made.
+func CheckNewID(field, id string) error {
+	if err := consent.CheckID(field, id); err != nil {
+		return err
+	}
+	if id == "." || id == ".." {
+		return consent.Errorf(consent.Invalid, "%s may not be %q: a URL path reads it as a step", field, id)
+	}
+	return nil
+}
+
 // CreateCompany creates a company with an empty wallet. Conflict when the id
 // is taken.
 func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*consent.Company, error) {
@@ -48,7 +62,7 @@ func (s *Service) CreateCompany(ctx context.Context, p CompanyParams) (*consent.
 
 // CreateCompanyTx is CreateCompany inside tx.
 func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyParams) (*consent.Company, error) {
-	if err := consent.CheckID("id", p.ID); err != nil {
+	if err := CheckNewID("id", p.ID); err != nil {
 		return nil, err
 	}
 	if err := checkName("name", p.Name); err != nil {
@@ -184,7 +198,7 @@ func (s *Service) AddPropertyTx(ctx context.Context, tx consent.Tx, p PropertyPa
 	if p.ID == "" {
 		p.ID = consent.NewID("prop")
 	}
-	if err := consent.CheckID("id", p.ID); err != nil {
+	if err := CheckNewID("id", p.ID); err != nil {
 		return nil, err
 	}
 	if err := consent.CheckID("company_id", p.CompanyID); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
+	"github.com/consentkit/consentkit/webhook"
 )
 
 var ctx = context.Background()
@@ -70,6 +71,38 @@ func TestCreateCompany(t *testing.T) {
 	}
 	_, err = svc.SetThirdParty(ctx, "nobody", true, nil)
 	wantCode(t, "SetThirdParty(nobody)", err, consent.NotFound)
+}
+
+// Nothing is made under an id that no route could name: "." and ".."
+// are steps of a URL path (/operator/companies/{company_id}/…), and a
+// session named "batch" is the Retain API's batch route (D29).
+func TestIDsRoutesCanName(t *testing.T) {
+	svc, _ := newService(t, consentkit.Config{})
+	for _, id := range []string{".", ".."} {
+		_, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: "Dots"})
+		wantCode(t, "company "+id, err, consent.Invalid)
+		_, err = svc.AddProperty(ctx, consentkit.PropertyParams{ID: id, CompanyID: "acme", Name: "Dots"})
+		wantCode(t, "property "+id, err, consent.Invalid)
+		_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: id, CompanyID: "acme", PropertyID: "acme-web",
+			SessionID: "s1", Origin: "https://acme.example/quote", Records: []consent.Record{{Text: "I agree."}}})
+		wantCode(t, "certificate "+id, err, consent.Invalid)
+		_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "acme-web"})
+		wantCode(t, "session "+id, err, consent.Invalid)
+	}
+	_, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "batch", CompanyID: "acme", PropertyID: "acme-web"})
+	wantCode(t, "session batch", err, consent.Invalid)
+	for _, id := range []string{".", ".."} {
+		_, err := webhook.Endpoints{Service: svc}.Add(ctx, webhook.Params{ID: id, CompanyID: "acme", URL: "https://hooks.example/",
+			Events: []string{consent.EventConsentRevoked}})
+		wantCode(t, "webhook endpoint "+id, err, consent.Invalid)
+	}
+	// Dots elsewhere are ids like any other.
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "...", Name: "Three dots"}); err != nil {
+		t.Errorf("company ...: %v", err)
+	}
+	if _, err := svc.StartSession(ctx, consentkit.SessionParams{ID: "batch-2", CompanyID: "acme", PropertyID: "acme-web"}); err != nil {
+		t.Errorf("session batch-2: %v", err)
+	}
 }
 
 // A company is created attesting its certificates or not (D49), and

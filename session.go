@@ -52,6 +52,11 @@ func (s *Service) StartSessionTx(ctx context.Context, tx consent.Tx, p SessionPa
 		// Its recording could never be moved (D52), nor its video kept.
 		return nil, consent.Errorf(consent.Invalid, "id: a session id may not start with \".\": it names the session's recording and video files")
 	}
+	if p.ID == "batch" {
+		// POST /api/integrations/{companyId}/retain/batch is the batch
+		// route: a session so named could not be retained alone.
+		return nil, consent.Errorf(consent.Invalid, "id: \"batch\" is reserved: the Retain API's batch route has that name")
+	}
 	created := s.Now()
 	if !p.CreatedAt.IsZero() {
 		created = consent.UTC(p.CreatedAt)
@@ -377,6 +382,9 @@ func (s *Service) CheckCertificate(p CertificateParams) error {
 }
 
 func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, error) {
+	if err := CheckNewID("id", p.ID); err != nil {
+		return nil, err
+	}
 	for _, f := range [...]struct{ name, v string }{
 		{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}, {"session_id", p.SessionID},
 	} {

@@ -422,8 +422,11 @@ func statusesOf(rt Route, d routeDoc) []int {
 	switch rt.Auth {
 	case AuthToken, AuthRetention:
 		out = append(out, 401, 403)
-	case AuthUpload, AuthOperator:
+	case AuthUpload:
 		out = append(out, 401)
+	case AuthOperator:
+		// A client out of wrong secrets is refused on every route (D28).
+		out = append(out, 401, http.StatusTooManyRequests)
 	}
 	if rt.Limit != NoLimit {
 		out = append(out, http.StatusTooManyRequests)

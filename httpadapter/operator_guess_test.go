@@ -80,3 +80,32 @@ func TestOperatorSecretGuessesLimited(t *testing.T) {
 func nthClient(n uint32) string {
 	return netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, byte(n >> 16), byte(n >> 8), byte(n)}), 1234).String()
 }
+
+// The OpenAPI document declares the 429 that every operator route
+// answers a client out of wrong secrets, with its Retry-After (D28).
+func TestOperatorLimitDocumented(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	c := newChecker(openAPIDoc(t, e.handler(t, httpadapter.Config{})))
+	op := e.handler(t, httpadapter.Config{OperatorSecret: operatorSecret}).(*httpadapter.Handler).Operator()
+	var (
+		rec *httptest.ResponseRecorder
+		req *http.Request
+	)
+	for i := 0; i <= httpadapter.OperatorFailuresPerMinute; i++ {
+		secret := "wrong-wrong-wrong-wrong-wrong-wrong-wrong"
+		if i == httpadapter.OperatorFailuresPerMinute {
+			secret = operatorSecret // the right one, once the client has no failures left
+		}
+		req = httptest.NewRequest("GET", "/operator/companies/acme", nil)
+		req.RemoteAddr = "192.0.2.9:1234"
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec = httptest.NewRecorder()
+		op.ServeHTTP(rec, req)
+	}
+	if rec.Code != http.StatusTooManyRequests {
+		t.Fatalf("after %d wrong secrets: %d, want 429", httpadapter.OperatorFailuresPerMinute, rec.Code)
+	}
+	for _, err := range c.check(req, rec) {
+		t.Error(err)
+	}
+}

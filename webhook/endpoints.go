@@ -82,7 +82,7 @@ func (e Endpoints) AddTx(ctx context.Context, tx consent.Tx, p Params) (*consent
 	if p.ID == "" {
 		p.ID = consent.NewID("ep")
 	}
-	if err := consent.CheckID("id", p.ID); err != nil {
+	if err := consentkit.CheckNewID("id", p.ID); err != nil {
 		return nil, err
 	}
 	if err := consent.CheckID("company_id", p.CompanyID); err != nil {
