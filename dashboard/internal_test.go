@@ -1,9 +1,12 @@
 package dashboard
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/consentkit/consentkit/consent"
 )
 
 // localPath keeps a login on the dashboard's pages, whatever next says,
@@ -67,6 +70,18 @@ func TestMark(t *testing.T) {
 		got := mark(tc.text, tc.term)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("mark(%q, %q) = %+v, want %+v", tc.text, tc.term, got, tc.want)
+		}
+	}
+}
+
+// The forms' pattern of an identifier takes the characters that
+// consent.ValidID takes, and no other.
+func TestIDClass(t *testing.T) {
+	re := regexp.MustCompile(`^` + idClass + `+$`)
+	for c := range 256 {
+		s := string([]byte{byte(c)})
+		if re.MatchString(s) != consent.ValidID(s) {
+			t.Errorf("byte %#x: the forms' pattern says %v, consent.ValidID %v", c, re.MatchString(s), consent.ValidID(s))
 		}
 	}
 }

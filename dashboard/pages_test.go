@@ -1,6 +1,9 @@
 package dashboard_test
 
 import (
+	"html"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -63,4 +66,41 @@ func TestOverviewAttestCertificates(t *testing.T) {
 	must(t, err)
 	_, body = b.get("/dashboard/companies/acme")
 	contains(t, "attestation on", body, `id="attest-certificates">on`)
+}
+
+// The forms' constraints let through what the Go API accepts, and no more:
+// a company id of A-Z a-z 0-9 . _ : - up to consent.MaxIDLength, a top-up
+// reference of at most consent.MaxIDLength bytes.
+func TestFormsFollowAPILimits(t *testing.T) {
+	svc, _ := fixture(t, teststore.Memory(t))
+	h, err := dashboard.New(svc, dashboard.Config{OperatorSecret: secret})
+	must(t, err)
+	b := newBrowser(t, h)
+	b.login()
+	input := func(body, name string) (pattern string, maxlength int) {
+		m := regexp.MustCompile(`<input name="` + name + `"[^>]*>`).FindString(body)
+		if p := regexp.MustCompile(`pattern="([^"]*)"`).FindStringSubmatch(m); p != nil {
+			pattern = html.UnescapeString(p[1])
+		}
+		if l := regexp.MustCompile(`maxlength="([0-9]+)"`).FindStringSubmatch(m); l != nil {
+			maxlength, _ = strconv.Atoi(l[1])
+		}
+		return
+	}
+	id := "acme:eu-" + strings.Repeat("x", 80) // 88 bytes, a valid id
+	if !consent.ValidID(id) {
+		t.Fatal("setup: not a valid id")
+	}
+	if _, err := svc.CreateCompany(ctx, consentkit.CompanyParams{ID: id, Name: "EU"}); err != nil {
+		t.Fatalf("the Go API refuses company %s: %v", id, err)
+	}
+	_, body := b.get("/dashboard/")
+	pattern, maxlength := input(body, "id")
+	if !regexp.MustCompile(`^(?:`+pattern+`)$`).MatchString(id) || maxlength < len(id) {
+		t.Errorf("the create-company form refuses the valid id %q (pattern %q, maxlength %d)", id, pattern, maxlength)
+	}
+	_, body = b.get("/dashboard/companies/acme")
+	if _, maxlength := input(body, "reference"); maxlength > consent.MaxIDLength {
+		t.Errorf("the top-up form takes a reference of %d characters; the Go API refuses more than %d bytes", maxlength, consent.MaxIDLength)
+	}
 }

@@ -15,6 +15,14 @@ import (
 //go:embed pages.html
 var pagesHTML string
 
+// idClass is the characters of an identifier (consent.ValidID) as a
+// character class of a form input's pattern, which a browser reads as a
+// JavaScript regular expression with the v flag (so "-" is escaped).
+// Forms render it and consent.MaxIDLength (the funcs idClass and maxID),
+// so that they take what the Go API takes; TestIDClass holds it to
+// consent.ValidID.
+const idClass = `[A-Za-z0-9._:\-]`
+
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 	// when shows a time in UTC, to the second.
 	"when": func(t time.Time) string {
@@ -35,6 +43,8 @@ var pages = template.Must(template.New("pages").Funcs(template.FuncMap{
 		}{p, item}
 	},
 	"velocity": velocityCount,
+	"idClass":  func() string { return idClass },
+	"maxID":    func() int { return consent.MaxIDLength },
 	"found":    foundText,
 	"ms":       func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 1, 64) },
 }).Parse(pagesHTML))
