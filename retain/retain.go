@@ -30,11 +30,16 @@ const MaxBatch = 100
 
 // Retention is the outcome of one retention.
 type Retention struct {
-	SessionID       string
-	RetentionStatus consent.RetentionStatus // RetentionRetained
+	SessionID string
+	// RetentionStatus is the session's: RetentionRetained, but
+	// RetentionExpired when RetainCertificates retained the live
+	// certificates of a session already purged, which stays purged.
+	RetentionStatus consent.RetentionStatus
 	// Status is StatusQueued when the recording was queued for
 	// conversion (the Retain API), "" otherwise.
-	Status        string
+	Status string
+	// RetainedUntil is the session's retention date; for a purged
+	// session, the latest of the certificates retained now.
 	RetainedUntil time.Time
 	// CertificateIDs are the company's certificates of the session, sorted,
 	// when they were retained with it (/verify/certificate).
@@ -55,13 +60,16 @@ type rule struct {
 
 // keep is the one retention rule, inside tx: the session must be the
 // company's (NotFound); with certificates, it must have some of the
-// company's (NotFound); it must not be purged, and something must be left
-// to retain (Conflict);
+// company's (NotFound); it must not be purged, but with certificates, whose
+// windows run from their own creation and may outlive their session's, and
+// something must be left to retain (Conflict);
 // then one charge, and every item not yet retained is marked retained until
-// the long-term period ends (D26). An item retained earlier keeps its own,
-// earlier term, but a session whose certificates are retained now, whose
-// term is then theirs. With video, the session's recording is queued for
-// conversion (D21, D22). It emits session.retained (D44).
+// the long-term period ends (D26), or later if its window ends later:
+// retaining never shortens. An item retained earlier keeps its own
+// term, but a session whose certificates are retained now, whose
+// term is then at least theirs. A purged session stays purged: only its
+// live certificates are retained. With video, the session's recording is
+// queued for conversion (D21, D22). It emits session.retained (D44).
 //
 // It reads, and so locks, the session's certificates before the charge
 // locks the wallet, by every route, though only /verify/certificate
@@ -103,11 +111,13 @@ func (s *Service) keep(ctx context.Context, tx consent.Tx, companyID, sessionID 
 			return nil, consent.StorageFailure("retain certificate "+c.ID+": lock its screenshot", err)
 		}
 	}
-	if err := tx.UpdateSession(ctx, ses); err != nil {
-		return nil, consent.StorageFailure("retain "+sessionID, err)
-	}
-	if err := s.lockRetained(ctx, tx, ses); err != nil {
-		return nil, err
+	if ses.RetentionStatus != consent.RetentionExpired { // a purged session stays as it is
+		if err := tx.UpdateSession(ctx, ses); err != nil {
+			return nil, consent.StorageFailure("retain "+sessionID, err)
+		}
+		if err := s.lockRetained(ctx, tx, ses); err != nil {
+			return nil, err
+		}
 	}
 	if r.video {
 		if err := tx.EnqueueJob(ctx, s.conversion(ses)); err != nil {
@@ -169,16 +179,22 @@ func (s *Service) lockScreenshot(ctx context.Context, tx consent.Tx, certificate
 }
 
 // admit checks that the session, read with its certificates, can be
-// retained: not purged, and something left to retain (Conflict).
+// retained: something left to retain (Conflict). A purged session cannot
+// be (Conflict), but its certificates, each kept for a window of its own
+// that may outlive the session's, can while they live (D25, D26):
+// /verify/certificate retains them, and the session stays purged.
 func admit(ses *consent.Session, certs []*consent.Certificate, r rule) error {
-	if ses.RetentionStatus == consent.RetentionExpired {
+	expired := ses.RetentionStatus == consent.RetentionExpired
+	if expired && !r.certificates {
 		return consent.Errorf(consent.Conflict, "session expired: its retention window ended and its recording was purged")
 	}
-	pending := ses.RetentionStatus != consent.RetentionRetained
+	pending := ses.RetentionStatus != consent.RetentionRetained && !expired
 	for _, c := range certs {
 		pending = pending || c.RetentionStatus != consent.RetentionRetained
 	}
 	switch {
+	case !pending && expired:
+		return consent.Errorf(consent.Conflict, "certificates already retained; the session expired and its recording was purged")
 	case !pending && r.certificates:
 		return consent.Errorf(consent.Conflict, "certificates already retained")
 	case !pending:
@@ -188,9 +204,11 @@ func admit(ses *consent.Session, certs []*consent.Certificate, r rule) error {
 }
 
 // mark marks the session and the certificates not yet retained as retained
-// until the long-term period ends, counted from now (D26), and with video
-// the session's recording pending conversion (D21), and returns the
-// outcome and the certificates it changed.
+// until the long-term period ends, counted from now (D26), or until their
+// own window ends if that is later: retaining never shortens. With video
+// it marks the session's recording pending conversion (D21). A purged
+// session is left as it is: its certificates alone are retained. It
+// returns the outcome and the certificates it changed.
 func (s *Service) mark(ses *consent.Session, certs []*consent.Certificate, r rule, charged, bal wallet.Amount) (*Retention, []*consent.Certificate) {
 	until := s.svc.RetainUntil(s.svc.Now())
 	out := &Retention{
@@ -198,19 +216,30 @@ func (s *Service) mark(ses *consent.Session, certs []*consent.Certificate, r rul
 		CertificateIDs: []string{}, Charged: charged, Balance: bal,
 	}
 	var changed []*consent.Certificate
+	term := until // the latest term of the certificates retained now
 	for _, c := range certs {
 		out.CertificateIDs = append(out.CertificateIDs, c.ID)
 		if c.RetentionStatus != consent.RetentionRetained {
-			c.RetentionStatus, c.ExpiresAt = consent.RetentionRetained, until
+			c.RetentionStatus, c.ExpiresAt = consent.RetentionRetained, later(c.ExpiresAt, until)
+			term = later(term, c.ExpiresAt)
 			changed = append(changed, c)
 		}
+	}
+	if ses.RetentionStatus == consent.RetentionExpired {
+		// Its recording is gone and it stays expired; what was retained
+		// now is its certificates, until term.
+		out.RetentionStatus, out.RetainedUntil = consent.RetentionExpired, term
+		return out, changed
 	}
 	// Certificates retained with a session retained earlier take it to
 	// their term: they are kept together (D25), and a retained certificate
 	// never outlives the recording it vouches for.
-	if ses.RetentionStatus != consent.RetentionRetained || len(changed) > 0 && ses.ExpiresAt.Before(until) {
-		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, until
+	if ses.RetentionStatus != consent.RetentionRetained {
+		ses.RetentionStatus, ses.ExpiresAt = consent.RetentionRetained, later(ses.ExpiresAt, term)
+	} else if len(changed) > 0 {
+		ses.ExpiresAt = later(ses.ExpiresAt, term)
 	}
+	out.RetainedUntil = ses.ExpiresAt
 	if r.video {
 		ses.VideoStatus = consent.VideoPending
 		out.Status = StatusQueued
@@ -331,9 +360,13 @@ func (s *Service) RetainSession(ctx context.Context, caller, companyID, sessionI
 // RetainCertificates keeps the company's certificates of a session, and
 // the session, for the long-term period (/verify/certificate, D25), for one
 // fee of Prices.CertificateRetention. Revoked certificates are retained
-// too: they are evidence of past consent (D27). NotFound when the session
-// has no certificate of the company; Conflict when all of them and the
-// session are retained already.
+// too: they are evidence of past consent (D27). A certificate's window
+// runs from its own creation, so it may outlive its session's: the live
+// certificates of a purged session are retained all the same, and the
+// session stays purged (its Retention has RetentionStatus
+// RetentionExpired). NotFound when the session has no certificate of the
+// company; Conflict when all of them, and the session unless purged, are
+// retained already.
 func (s *Service) RetainCertificates(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
 	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.CertificateRetention, action: consent.AuditRetainCertificate, certificates: true})
 }
