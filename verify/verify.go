@@ -299,11 +299,15 @@ func (s *Service) PartialMatch(ctx context.Context, caller string, req PartialMa
 	return s.verify(ctx, caller, q)
 }
 
+// checkText checks consent text or a term as D10 and D11 compare it:
+// trimmed, so the limit applies to what is left, and white space around
+// a record of the largest size does not refuse it.
 func checkText(field, v string) error {
-	if strings.TrimSpace(v) == "" {
+	t := strings.TrimSpace(v)
+	if t == "" {
 		return consent.Errorf(consent.Invalid, "%s is required", field)
 	}
-	if len(v) > maxTextBytes || !utf8.ValidString(v) {
+	if len(t) > maxTextBytes || !utf8.ValidString(v) {
 		return consent.Errorf(consent.Invalid, "%s must be valid UTF-8 of at most %d bytes", field, maxTextBytes)
 	}
 	return nil
@@ -642,6 +646,14 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, cal
 // in tx; nil when there is nothing to check: cert was issued without a
 // recording hash, or its session was purged since (its recording is gone
 // by design).
+//
+// A store may read each statement of tx as committed then (PostgreSQL's
+// READ COMMITTED): another instance's purge of the session may commit
+// after the session was read, not expired, and before its recording was,
+// which then reads as emptied. So a recording that does not hash as
+// issued, or cannot be read, has its session read again, and is not
+// checked when that session is now purged: a sound certificate is never
+// refused as tampered for a purge.
 func recordingOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Digest, error) {
 	if cert.RecordingSHA256.IsZero() {
 		return nil, nil
@@ -651,6 +663,12 @@ func recordingOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate) 
 		return nil, err
 	}
 	sum, err := consent.RecordingDigest(ctx, tx, cert.SessionID)
+	if err == nil && sum == cert.RecordingSHA256 {
+		return &sum, nil
+	}
+	if now, rerr := tx.Session(ctx, cert.SessionID); rerr == nil && now.RetentionStatus == consent.RetentionExpired {
+		return nil, nil // purged meanwhile
+	}
 	if err != nil {
 		return nil, err
 	}
