@@ -571,12 +571,18 @@ func (t *tx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent
 	if q.Newest {
 		order = "DESC"
 	}
+	// No bound is the greatest one: "$3 = 0" would type $3 as int4, and a
+	// bound past 2^31-1 would fail.
+	before := q.BeforeSeq
+	if before <= 0 {
+		before = math.MaxInt64
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.AuditColumns+` FROM audit_log
-		WHERE company_id = $1 AND seq > $2 AND ($3 = 0 OR seq < $3)
+		WHERE company_id = $1 AND seq > $2 AND seq < $3
 		AND left(action, length($4::text)) = $4::text AND ($5 = '' OR target = $5) AND ($6 = '' OR actor = $6)
 		AND ($7::timestamptz IS NULL OR at >= $7) AND ($8::timestamptz IS NULL OR at < $8)
 		ORDER BY seq `+order+` LIMIT $9`,
-		q.CompanyID, q.AfterSeq, q.BeforeSeq, q.ActionPrefix, q.Target, q.Actor,
+		q.CompanyID, q.AfterSeq, before, q.ActionPrefix, q.Target, q.Actor,
 		nullTime(q.Since), nullTime(q.Until), q.Limit)
 	out, err := collect(rows, err, dialect.ScanAudit)
 	for _, e := range out {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -158,6 +159,10 @@ func testAuditQuery(t *testing.T, s consent.Store) {
 		{"after", consent.AuditQuery{AfterSeq: 35}, []int64{36, 37, 38, 39, 40}},
 		{"before", consent.AuditQuery{BeforeSeq: 4}, []int64{1, 2, 3}},
 		{"between", consent.AuditQuery{AfterSeq: 10, BeforeSeq: 13}, []int64{11, 12}},
+		// Sequence numbers are 64-bit: a bound past 2^31-1 is a bound.
+		{"before past int32", consent.AuditQuery{AfterSeq: 37, BeforeSeq: 1 << 31}, []int64{38, 39, 40}},
+		{"before the greatest", consent.AuditQuery{Newest: true, BeforeSeq: math.MaxInt64, Limit: 2}, []int64{40, 39}},
+		{"after past int32", consent.AuditQuery{AfterSeq: 1 << 31}, []int64{}},
 		{"limit", consent.AuditQuery{Limit: 3, ActionPrefix: "retain."}, []int64{3, 4, 9}},
 		{"newest", consent.AuditQuery{Newest: true, Limit: 3}, []int64{40, 39, 38}},
 		{"newest before", consent.AuditQuery{Newest: true, BeforeSeq: 20, Limit: 2, Actor: "tok_1"}, []int64{17, 14}},
