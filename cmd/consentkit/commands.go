@@ -364,6 +364,11 @@ reference is refused (422).`,
 				if err := consent.CheckIdempotencyKey(k); err != nil {
 					return usagef("-key: %s", consent.ErrorMessage(err))
 				}
+				// Nothing is sent until the backend is set up: its errors
+				// (no backend, no secret, no database) are told as they are.
+				if err := c.connect(ctx); err != nil {
+					return err
+				}
 				// The amount goes as decimal text: exact (D1).
 				body := httpadapter.TopUpRequest{Amount: &a, Reference: *reference}
 				ans, err := c.do(ctx, http.MethodPost, c.companyPath("wallet", "top-ups"), nil, body,
