@@ -17,6 +17,7 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/internal/byterange"
+	"github.com/consentkit/consentkit/verify"
 	"github.com/consentkit/consentkit/wallet"
 	"github.com/consentkit/consentkit/webhook"
 )
@@ -615,12 +616,10 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 				return err
 			default:
 				d.Session = ses
-				if !c.RecordingSHA256.IsZero() && ses.RetentionStatus != consent.RetentionExpired {
-					sum, err := consent.RecordingDigest(ctx, tx, ses.ID)
-					if err != nil {
-						return err
-					}
-					recording = &sum
+				// As a verification reads it: a purge committing meanwhile
+				// is not taken for tampering.
+				if recording, err = verify.RecordingOf(ctx, tx, c); err != nil {
+					return err
 				}
 			}
 		}

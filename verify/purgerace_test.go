@@ -50,7 +50,7 @@ func (t hookTx) EachEventChunk(ctx context.Context, id string, fn func([]byte) e
 // then its chunks, while another instance's purge of that session commits
 // in between, hashes an emptied recording: it must not refuse the sound
 // certificate as tampered (409), since a purged session's recording is
-// gone by design and is not checked (recordingOf).
+// gone by design and is not checked (RecordingOf).
 func TestVerifyDuringOtherInstancePurgeIsNoTamper(t *testing.T) {
 	inner := teststore.Postgres(t)
 	st := &hookStore{Store: inner}

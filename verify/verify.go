@@ -515,7 +515,7 @@ func (s *Service) certificateOf(ctx context.Context, tx consent.Tx, id, owner st
 		if !recording.inTx {
 			return nil, errRecordingUnread
 		}
-		if recording.digest, err = recordingOf(ctx, tx, cert); err != nil {
+		if recording.digest, err = RecordingOf(ctx, tx, cert); err != nil {
 			return nil, err
 		}
 	}
@@ -609,7 +609,7 @@ func (r *recordedSet) add(id string) { r.slots[slotOf(id)].Store(&id) }
 
 // recordingDigest reads the recording behind the certificate for its
 // integrity check (D41), in a read-only transaction of its own
-// (recordingOf). It is not read, and the check says so, unless the
+// (RecordingOf). It is not read, and the check says so, unless the
 // certificate is owner's and the caller is owner or authorized by it: a
 // recording of up to 64 MiB is never hashed for a caller that may not
 // verify the certificate, which would cost the service its time for free
@@ -636,14 +636,15 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, cal
 			}
 		}
 		check.read = true
-		check.digest, err = recordingOf(ctx, tx, cert)
+		check.digest, err = RecordingOf(ctx, tx, cert)
 		return err
 	})
 	return check, err
 }
 
-// recordingOf returns the SHA-256 of cert's recording as it is now, read
-// in tx; nil when there is nothing to check: cert was issued without a
+// RecordingOf returns the SHA-256 of cert's recording as it is now, read
+// in tx, for Service.CheckIntegrity (verifications and the dashboard's
+// certificate page read it alike); nil when there is nothing to check: cert was issued without a
 // recording hash, or its session was purged since (its recording is gone
 // by design).
 //
@@ -654,7 +655,7 @@ func (s *Service) recordingDigest(ctx context.Context, certificateID, owner, cal
 // issued, or cannot be read, has its session read again, and is not
 // checked when that session is now purged: a sound certificate is never
 // refused as tampered for a purge.
-func recordingOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Digest, error) {
+func RecordingOf(ctx context.Context, tx consent.Tx, cert *consent.Certificate) (*consent.Digest, error) {
 	if cert.RecordingSHA256.IsZero() {
 		return nil, nil
 	}
