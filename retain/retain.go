@@ -342,9 +342,9 @@ func checkCaller(caller, companyID string, retainAPI bool) error {
 
 // Retain retains one session of the caller's company and queues its
 // recording for conversion (Retain API single, D22). Forbidden when caller
-// is not companyID; NotFound when the session is unknown, not the
-// company's or purged; Conflict when it is retained already (by any of the
-// retention calls); a *wallet.InsufficientFundsError when the wallet cannot
+// is not companyID; NotFound when the session is unknown or not the
+// company's; Conflict when it is retained already (by any of the retention
+// calls) or purged (D43); a *wallet.InsufficientFundsError when the wallet cannot
 // cover Prices.RetainSingle.
 func (s *Service) Retain(ctx context.Context, caller, companyID, sessionID string) (*Retention, error) {
 	return s.one(ctx, caller, companyID, sessionID, rule{kind: wallet.RetainSingle, action: consent.AuditRetainSingle, video: true})
