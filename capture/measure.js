@@ -91,13 +91,17 @@ function consentkitMeasure(el, win, page) {
   // its hidden fragments (beyond MAX_WORDS such a node is hidden whole).
   // The text is joined as innerText joins it: white space collapsed as the
   // element's white-space says, <br> and blocks as line breaks (two around
-  // a <p>), table cells by tabs, text-transform applied, then trimmed.
+  // a <p>), table cells by tabs, text-transform applied, then trimmed;
+  // control characters (which the service refuses) read as white space.
   var MIN_OPACITY = 0.1, MIN_FONT_PX = 4, MIN_BOX_PX = 3, MIN_CONTRAST = 1.5;
   var MAX_HIT_TESTS = 1000, MAX_WORDS = 2000, MAX_HIDDEN = 100, MAX_HIDDEN_CHARS = 16384;
   var WHITE = [255, 255, 255];
   var SKIPPED = /^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE|TEXTAREA|SELECT|IFRAME|OBJECT|EMBED|VIDEO|AUDIO|CANVAS)$/i;
   var PAINTED = /^(IMG|VIDEO|CANVAS|IFRAME|EMBED|OBJECT|INPUT|SELECT|TEXTAREA|BUTTON|PROGRESS|METER)$/;
   var BLANKS = /[ \t\n\r\f]+/g;
+  // Control characters (a vertical tab where a word processor had a line
+  // break), which the service refuses in text: read as spaces.
+  var CONTROLS = /[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/g;
 
   function blend(top, alpha, under) {
     return [0, 1, 2].map(function (i) { return top[i] * alpha + under[i] * (1 - alpha); });
@@ -110,7 +114,7 @@ function consentkitMeasure(el, win, page) {
 
   function rgbString(c) { return "rgb(" + c.map(Math.round).join(", ") + ")"; }
 
-  function clean(s) { return s.replace(BLANKS, " ").replace(/^ | $/g, ""); }
+  function clean(s) { return s.replace(CONTROLS, " ").replace(BLANKS, " ").replace(/^ | $/g, ""); }
 
   function parentOf(n) { return n.parentElement || (n.parentNode && n.parentNode.host) || null; }
 
@@ -409,7 +413,7 @@ function consentkitMeasure(el, win, page) {
       var p = parts[i];
       if (p.br) { br = Math.max(br, p.br); continue; }
       if (p.nl) { breaks(); text = text.replace(/ +$/, "") + "\n"; continue; }
-      var s = p.s, pre = /^(pre|pre-wrap|break-spaces)$/.test(p.ws);
+      var s = p.s.replace(CONTROLS, " "), pre = /^(pre|pre-wrap|break-spaces)$/.test(p.ws);
       if (!pre) s = p.ws === "pre-line" ? s.replace(/[ \t\r\f]+/g, " ").replace(/ ?\n ?/g, "\n") : s.replace(BLANKS, " ");
       if (!pre && s === " ") { // a collapsible space: kept only between words on a line
         if (text && !br && !/[ \n\t]$/.test(text)) text += " ";
