@@ -89,6 +89,13 @@ func (t checkedTx) Company(ctx context.Context, id string) (*consent.Company, er
 	return t.tx.Company(ctx, id)
 }
 
+func (t checkedTx) LockCompany(ctx context.Context, id string) error {
+	if !findable(id) {
+		return notFound("company")
+	}
+	return t.tx.LockCompany(ctx, id)
+}
+
 // CompanyIDs passes an after that is not ValidText on: the list starts where
 // it sorts, byte by byte, which the store must work out.
 func (t checkedTx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {

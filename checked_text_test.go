@@ -293,6 +293,7 @@ func TestCheckedReadBadText(t *testing.T) {
 		for _, bad := range []string{"a\x00b", "acme\xff"} {
 			notFound := map[string]func(tx consent.Tx) error{
 				"Company":     func(tx consent.Tx) error { _, err := tx.Company(ctx, bad); return err },
+				"LockCompany": func(tx consent.Tx) error { return tx.LockCompany(ctx, bad) },
 				"Property":    func(tx consent.Tx) error { _, err := tx.Property(ctx, bad); return err },
 				"Session":     func(tx consent.Tx) error { _, err := tx.Session(ctx, bad); return err },
 				"EventChunk":  func(tx consent.Tx) error { _, err := tx.EventChunk(ctx, bad, 0); return err },

@@ -20,9 +20,6 @@ type Store interface {
 	// Within Update, Session, Certificate and the wallet operations see and
 	// lock the latest committed state of their row until the transaction
 	// ends, so a rule checked in fn still holds when it commits.
-	//
-	// A store that runs concurrent calls in shared transactions may run a
-	// call whose ctx is marked Alone in a transaction of its own.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 
 	// View runs fn in a read-only transaction. Writes through tx fail.
@@ -35,12 +32,11 @@ type Store interface {
 
 // Alone marks ctx for an Update whose function locks one row at most (its
 // session's, for capture's append of a chunk) and, holding it, waits for
-// no other lock, so that it cannot be part of a deadlock. A store that
-// runs concurrent calls in shared transactions (group commit) may run such
-// a call in a transaction of its own: on PostgreSQL it then takes no turn
-// among the batches, which take turns because two could deadlock, and the
-// database's own flushing of concurrent commits makes it durable with
-// others. SQLite, with one writer, keeps it in its batches.
+// no other lock, so it cannot be part of a deadlock. A store that runs
+// concurrent calls in shared transactions (group commit) may run it in a
+// transaction of its own: PostgreSQL runs it beside its batches (which
+// take turns, as two could deadlock), the database flushing its commit
+// with others'; SQLite, with one writer, keeps it in its batches.
 func Alone(ctx context.Context) context.Context { return context.WithValue(ctx, aloneKey{}, true) }
 
 // IsAlone reports whether ctx was marked by Alone.
@@ -98,6 +94,10 @@ type Tx interface {
 	CreateCompany(ctx context.Context, c *Company) error
 	// Company returns the company. NotFound when there is none.
 	Company(ctx context.Context, id string) (*Company, error)
+	// LockCompany locks the company until the Update ends, so that Updates
+	// that take it before they count its rows and add one take turns (in
+	// a View it locks nothing). NotFound when there is none.
+	LockCompany(ctx context.Context, id string) error
 	// CompanyIDs returns up to limit company ids in sorted order, starting
 	// after the given id ("" for the first page).
 	CompanyIDs(ctx context.Context, after string, limit int) ([]string, error)

@@ -115,12 +115,13 @@ func (m Profiles) prepare(companyID, name string, rules Rules) (*consent.Profile
 }
 
 // store puts p in tx: it keeps the creation time of the profile it
-// replaces, and refuses a new profile past consent.MaxProfiles.
+// replaces, and refuses a new profile past consent.MaxProfiles. It locks
+// the company first, so that concurrent puts count its profiles in turn.
 func store(ctx context.Context, tx consent.Tx, p *consent.Profile, detail *putDetail) error {
 	// A store may run this again after rolling back a run (consent.Store):
 	// each run starts from what prepare made.
 	p.CreatedAt, detail.Created = p.UpdatedAt, false
-	if _, err := tx.Company(ctx, p.CompanyID); err != nil {
+	if err := tx.LockCompany(ctx, p.CompanyID); err != nil {
 		return err
 	}
 	old, err := tx.Profile(ctx, p.CompanyID, p.Name)

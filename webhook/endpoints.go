@@ -110,6 +110,10 @@ func (e Endpoints) AddTx(ctx context.Context, tx consent.Tx, p Params) (*consent
 		}
 	}
 	slices.Sort(events)
+	// Concurrent adds count the company's endpoints in turn.
+	if err := tx.LockCompany(ctx, p.CompanyID); err != nil {
+		return nil, err
+	}
 	have, err := tx.WebhookEndpoints(ctx, p.CompanyID)
 	if err != nil {
 		return nil, err

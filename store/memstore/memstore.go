@@ -333,6 +333,12 @@ func (t *tx) Company(_ context.Context, id string) (*consent.Company, error) {
 	return get(t.s.companies, id, "company", cloneCompany)
 }
 
+// LockCompany has nothing to lock: an Update is the only writer.
+func (t *tx) LockCompany(ctx context.Context, id string) error {
+	_, err := t.Company(ctx, id)
+	return err
+}
+
 func (t *tx) CompanyIDs(_ context.Context, after string, limit int) ([]string, error) {
 	ids := []string{}
 	for id := range t.s.companies {

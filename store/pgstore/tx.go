@@ -93,6 +93,19 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 	return c, one(err, "company")
 }
 
+// LockCompany takes the company's row FOR NO KEY UPDATE inside Update:
+// it makes other lockers and changes of the company wait, but not the
+// inserts of rows that refer to it (FOR KEY SHARE), so a transaction that
+// added such a row before it locks still takes its turn without deadlock.
+func (t *tx) LockCompany(ctx context.Context, id string) error {
+	lock := ""
+	if t.lock != "" {
+		lock = " FOR NO KEY UPDATE"
+	}
+	var n int
+	return one(t.tx.QueryRow(ctx, `SELECT 1 FROM companies WHERE id = $1`+lock, id).Scan(&n), "company")
+}
+
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
 	if !consent.ValidText(after) {
 		// No id is such text, but the list still starts where it would

@@ -86,6 +86,13 @@ func (t *tx) Company(ctx context.Context, id string) (*consent.Company, error) {
 	return c, one(err, "company")
 }
 
+// LockCompany has nothing to lock: write transactions take turns (BEGIN
+// IMMEDIATE).
+func (t *tx) LockCompany(ctx context.Context, id string) error {
+	var n int
+	return one(t.tx.QueryRowContext(ctx, `SELECT 1 FROM companies WHERE id = ?`, id).Scan(&n), "company")
+}
+
 func (t *tx) CompanyIDs(ctx context.Context, after string, limit int) ([]string, error) {
 	return t.ids(ctx, `SELECT id FROM companies WHERE id > ? ORDER BY id LIMIT ?`, after, max(limit, 0))
 }

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -75,6 +77,55 @@ func testCompany(t *testing.T, s consent.Store) {
 		}
 		return nil
 	})
+}
+
+// LockCompany answers NotFound for an unknown company, in an Update and in
+// a View, and makes the Updates that take it before they count the
+// company's rows and add one take turns: none counts past a cap.
+func testLockCompany(t *testing.T, s consent.Store) {
+	fixture(t, s)
+	for _, run := range []struct {
+		name string
+		run  func(context.Context, func(consent.Tx) error) error
+	}{{"Update", s.Update}, {"View", s.View}} {
+		if err := run.run(ctx, func(tx consent.Tx) error { return tx.LockCompany(ctx, "acme") }); err != nil {
+			t.Errorf("%s: LockCompany(acme) = %v", run.name, err)
+		}
+		err := run.run(ctx, func(tx consent.Tx) error { return tx.LockCompany(ctx, "nobody") })
+		wantCode(t, run.name+": LockCompany(nobody)", err, consent.NotFound)
+	}
+	have := len(read(t, s, consent.Tx.Properties, "acme"))
+	const n, most = 20, 5
+	errFull := consent.Errorf(consent.Invalid, "full")
+	// Open the store's connections first (a pool opens them as they are
+	// needed), so that the adds below run at once.
+	concurrently(n, func(int, func(func())) {
+		_ = s.View(ctx, func(consent.Tx) error { time.Sleep(20 * time.Millisecond); return nil })
+	})
+	concurrently(n, func(w int, locked func(func())) {
+		err := s.Update(ctx, func(tx consent.Tx) error {
+			if err := tx.LockCompany(ctx, "acme"); err != nil {
+				return err
+			}
+			list, err := tx.Properties(ctx, "acme")
+			if err != nil {
+				return err
+			}
+			if len(list) >= have+most {
+				return errFull
+			}
+			// Widen the window between the count and the insert, so that
+			// a store whose lock does not hold is caught.
+			time.Sleep(2 * time.Millisecond)
+			return tx.CreateProperty(ctx, &consent.Property{ID: fmt.Sprintf("locked-%02d", w), CompanyID: "acme", Name: "p", CreatedAt: t0})
+		})
+		if err != nil && !errors.Is(err, errFull) {
+			locked(func() { t.Errorf("Update %d: %v", w, err) })
+		}
+	})
+	if got := len(read(t, s, consent.Tx.Properties, "acme")); got != have+most {
+		t.Errorf("acme holds %d properties after %d concurrent locked adds; want %d", got, n, have+most)
+	}
 }
 
 func testProperty(t *testing.T, s consent.Store) {

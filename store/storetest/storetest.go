@@ -42,6 +42,7 @@ type area struct {
 var areas = []area{
 	{"Company", []behaviour{
 		{"CreateReadUpdate", testCompany},
+		{"Lock", testLockCompany},
 	}},
 	{"Property", []behaviour{
 		{"CreateRead", testProperty},
