@@ -32,8 +32,9 @@
   var FLUSH_MS = 1000;           // send a chunk every second…
   var CHUNK_BYTES = 64 * 1024;   // …or at 64 KiB, whichever comes first
   var MAX_BUFFER = 8 << 20;      // stop recording rather than grow without bound
-  var KEEPALIVE_BYTES = 60000;   // browsers refuse keepalive bodies over 64 KiB
+  var KEEPALIVE_BYTES = 60000;   // browsers refuse keepalive bodies over 64 KiB, in UTF-8 bytes
   var MAX_BACKOFF_MS = 30000;
+  var MAX_RETRY_AFTER_MS = 300000; // a Retry-After further off is taken as 5 minutes
 
   var property = script.getAttribute("data-property-id");
   var base = script.src.replace(/\/capture\/capture\.js(\?.*)?$/, "");
@@ -41,13 +42,41 @@
   var buffer = [], bufferBytes = 0;
   var queue = [], queuedBytes = 0; // chunks waiting: {seq, events, bytes}
   var nextSeq = 0, sending = false, backoff = 500, stopped = false, consented = false;
+  var retryAt = 0;               // no chunk is sent before this time (Date.now())
   var stopRecording = null;
   var recorder = null;           // rrweb's record, once it records
+  var passwords = typeof WeakSet === "function" ? new WeakSet() : null; // inputs seen of type password
 
   function safe(fn) {
     return function () {
       try { return fn.apply(this, arguments); } catch (e) { stop(); }
     };
+  }
+
+  // stringify is JSON.stringify without the toJSON that a page's library
+  // may have put on Array.prototype or Object.prototype (Prototype.js 1.6
+  // writes arrays as strings), which would make every body malformed.
+  function stringify(value) {
+    var protos = [Array.prototype, Object.prototype], saved = [];
+    for (var i = 0; i < protos.length; i++) {
+      if (Object.prototype.hasOwnProperty.call(protos[i], "toJSON")) {
+        saved.push([protos[i], Object.getOwnPropertyDescriptor(protos[i], "toJSON")]);
+        delete protos[i].toJSON;
+      }
+    }
+    try {
+      return JSON.stringify(value);
+    } finally {
+      for (var j = 0; j < saved.length; j++) Object.defineProperty(saved[j][0], "toJSON", saved[j][1]);
+    }
+  }
+
+  // utf8Length is the size of s as a request body: browsers count
+  // keepalive bodies in bytes, and text outside ASCII takes 2 to 4 a
+  // character.
+  function utf8Length(s) {
+    if (typeof TextEncoder === "function") return new TextEncoder().encode(s).length;
+    return new Blob([s]).size;
   }
 
   function stop() {
@@ -93,7 +122,7 @@
   function retryable(status) { return status === 0 || status === 408 || status === 429 || status >= 500; }
 
   function start() {
-    post("/capture/sessions", JSON.stringify({ property_id: property, url: location.href }), { plain: true })
+    post("/capture/sessions", stringify({ property_id: property, url: location.href }), { plain: true })
       .then(function (r) {
         if (r.status === 201) return r.json();
         if (retryable(r.status)) later(start); else stop();
@@ -114,6 +143,27 @@
     backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
   }
 
+  // retryAfter is the wait in milliseconds that the answer's Retry-After
+  // asks for (seconds or an HTTP date; readable when the service exposes
+  // it), or 0.
+  function retryAfter(r) {
+    var v = null;
+    try { v = r.headers.get("Retry-After"); } catch (e) { /* not readable */ }
+    if (!v) return 0;
+    var ms = /^\s*\d+\s*$/.test(v) ? parseInt(v, 10) * 1000 : Date.parse(v) - Date.now();
+    return isFinite(ms) && ms > 0 ? Math.min(ms, MAX_RETRY_AFTER_MS) : 0;
+  }
+
+  // retryChunk waits before the next chunk: the backoff, or longer when
+  // the service said when to come back. Nothing sends a chunk before then,
+  // the flush every second included.
+  function retryChunk(r) {
+    var wait = Math.max(backoff, r ? retryAfter(r) : 0);
+    backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    retryAt = Date.now() + wait;
+    setTimeout(safe(pump), wait);
+  }
+
   function cut() {
     if (!buffer.length) return;
     queue.push({ seq: nextSeq, events: buffer, bytes: bufferBytes });
@@ -122,20 +172,20 @@
     buffer = []; bufferBytes = 0;
   }
 
-  function chunkBody(c) { return '{"seq":' + c.seq + ',"events":' + JSON.stringify(c.events) + "}"; }
+  function chunkBody(c) { return '{"seq":' + c.seq + ',"events":' + stringify(c.events) + "}"; }
 
   // One chunk in flight at a time, in order, so the service sees no gap.
   function pump() {
-    if (sending || stopped || !session || consented || !queue.length) return;
+    if (sending || stopped || !session || consented || !queue.length || Date.now() < retryAt) return;
     sending = true;
     var c = queue[0];
     post("/capture/sessions/" + encodeURIComponent(session.session_id) + "/events", chunkBody(c))
       .then(function (r) {
         sending = false;
-        if (r.ok) { queuedBytes -= queue.shift().bytes; backoff = 500; pump(); return; }
-        if (retryable(r.status)) { later(pump); return; }
+        if (r.ok) { queuedBytes -= queue.shift().bytes; backoff = 500; retryAt = 0; pump(); return; }
+        if (retryable(r.status)) { retryChunk(r); return; }
         stop();
-      }, function () { sending = false; later(pump); });
+      }, function () { sending = false; retryChunk(null); });
   }
 
   function record(event) {
@@ -146,11 +196,27 @@
     if (bufferBytes + queuedBytes > MAX_BUFFER) stop();
   }
 
+  // masked is what the recording keeps of an input's value. A password
+  // field stays one when a "show password" button makes it a text field:
+  // rrweb marks it data-rr-is-password when it sees the type change, and
+  // the snippet remembers every input it saw of type password.
   function masked(text, element) {
-    if (element && (element.type === "password" || element.hasAttribute("data-consent-mask"))) {
+    if (!element) return text;
+    var password = element.type === "password";
+    if (password && passwords) passwords.add(element);
+    if (password || (passwords && passwords.has(element)) ||
+        (element.hasAttribute && (element.hasAttribute("data-rr-is-password") || element.hasAttribute("data-consent-mask")))) {
       return "*".repeat(text.length);
     }
     return text;
+  }
+
+  // notePasswords remembers the page's password inputs, before a script
+  // can turn one into a text field.
+  function notePasswords() {
+    if (!passwords) return;
+    var list = document.querySelectorAll('input[type="password"]');
+    for (var i = 0; i < list.length; i++) passwords.add(list[i]);
   }
 
   function loadRecorder() {
@@ -260,11 +326,25 @@
     return typeof id === "number" && id > 0 && id <= 0x7fffffff && id % 1 === 0 ? id : 0;
   }
 
+  // cleanText makes a space of each control character that the service
+  // refuses in text (all of C0 but tab, line feed and carriage return, and
+  // DEL): a vertical tab pasted from a word processor shows as nothing or
+  // a space, and must not cost the consumer the certificate.
+  function cleanText(t) {
+    return typeof t === "string" ? t.replace(/[\x00-\x08\x0B\x0C\x0E-\x1F\x7F]/g, " ") : t;
+  }
+
+  function cleanHidden(v) {
+    if (v && Array.isArray(v.hidden_text)) v.hidden_text = v.hidden_text.map(cleanText);
+    return v;
+  }
+
   // consentsOf measures each consent element (consentkitMeasure, of
   // measure.js, which the service serves before this file's text); a failure
   // to measure one leaves its innerText, visible false, and no opt-in
   // method. node_id, the element's id in the recording, is left out when
-  // the recorder does not know it.
+  // the recorder does not know it. Control characters in the text become
+  // spaces (cleanText).
   function consentsOf(els) {
     var page = {}; // the measures and budgets that the consents share
     return els.map(function (el) {
@@ -278,7 +358,7 @@
           text_color: "", background_color: "", contrast_ratio: 1, hidden_text: [] } };
       }
       try { method = optIn(el); } catch (e) { method = undefined; }
-      var out = { text: m.text, types: types, visibility: m.visibility, opt_in_method: method };
+      var out = { text: cleanText(m.text), types: types, visibility: cleanHidden(m.visibility), opt_in_method: method };
       try { var id = nodeId(el); if (id) out.node_id = id; } catch (e) { /* no id: the replay cannot find it */ }
       return out;
     });
@@ -410,16 +490,17 @@
       visibility: consents[0].visibility
     };
     if (tail) { body.seq = tail.seq; body.events = tail.events; }
-    var json = JSON.stringify(body);
-    if (tail && json.length > KEEPALIVE_BYTES) { // too big to outlive the page: send what fits
+    var json = stringify(body);
+    if (tail && utf8Length(json) > KEEPALIVE_BYTES) { // too big to outlive the page: send what fits
       delete body.seq; delete body.events;
-      json = JSON.stringify(body);
+      json = stringify(body);
     }
     send(json, 0);
   }
 
   function send(json, attempt) {
-    post("/capture/sessions/" + encodeURIComponent(session.session_id) + "/consent", json, { keepalive: json.length <= KEEPALIVE_BYTES })
+    var keepalive = utf8Length(json) <= KEEPALIVE_BYTES;
+    post("/capture/sessions/" + encodeURIComponent(session.session_id) + "/consent", json, { keepalive: keepalive })
       .then(function (r) {
         if (retryable(r.status) && attempt < 5) setTimeout(function () { send(json, attempt + 1); }, 500 << attempt);
       }, function () {
@@ -433,7 +514,7 @@
     if (sending || !queue.length) return;
     var c = queue[0];
     var body = chunkBody(c);
-    if (body.length > KEEPALIVE_BYTES) return;
+    if (utf8Length(body) > KEEPALIVE_BYTES) return;
     sending = true;
     post("/capture/sessions/" + encodeURIComponent(session.session_id) + "/events", body, { keepalive: true })
       .then(function (r) { sending = false; if (r.ok) { queuedBytes -= queue.shift().bytes; pump(); } }, function () { sending = false; });
@@ -444,6 +525,12 @@
     if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", safe(hiddenInput));
     else hiddenInput();
     document.addEventListener("submit", safe(onSubmit), true);
+    document.addEventListener("focusin", safe(function (e) {
+      var t = e.target;
+      if (passwords && t && t.nodeName === "INPUT" && t.type === "password") passwords.add(t);
+    }), true);
+    notePasswords();
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", safe(notePasswords));
     document.addEventListener("click", safe(onBox), true);
     document.addEventListener("change", safe(onBox), true);
     document.addEventListener("keydown", safe(onKey), true);
