@@ -9,7 +9,8 @@
  * consent_certificate_id, and sends the consent when the form is submitted:
  * for each element marked data-consent, the text the consumer could read,
  * the fragments hidden from them (measured by consentkitMeasure, of
- * measure.js, which the service serves before this text), and how its
+ * measure.js, which the service serves before this text, both in one
+ * function so that neither name is the page's), and how its
  * checkbox came to be ticked (D37). At submit it adds to the recording its
  * own event "consentkit/signals" (D50): counts of key presses and pastes per
  * field, a few facts about the browser and the page's age, never what was
@@ -45,6 +46,7 @@
   var retryAt = 0;               // no chunk is sent before this time (Date.now())
   var stopRecording = null;
   var recorder = null;           // rrweb's record, once it records
+  var pending = null;            // a submission measured, not yet let go or cancelled
   var passwords = typeof WeakSet === "function" ? new WeakSet() : null; // inputs seen of type password
 
   function safe(fn) {
@@ -89,16 +91,19 @@
     return Array.prototype.slice.call((root || document).querySelectorAll("[data-consent]"));
   }
 
-  function consentForm() {
-    var el = consentElements()[0];
-    return (el && el.closest("form")) || document.forms[0] || null;
+  // consentForms returns every form holding a consent element, else the
+  // page's first form.
+  function consentForms() {
+    var forms = [];
+    consentElements().forEach(function (el) {
+      var f = el.closest("form");
+      if (f && forms.indexOf(f) < 0) forms.push(f);
+    });
+    if (!forms.length && document.forms[0]) forms.push(document.forms[0]);
+    return forms;
   }
 
-  // The hidden input is there from page load; it gets its value as soon as
-  // the service has reserved the certificate.
-  function hiddenInput() {
-    var form = consentForm();
-    if (!form) return null;
+  function hiddenInputOf(form) {
     var input = form.querySelector('input[name="consent_certificate_id"]');
     if (!input) {
       input = document.createElement("input");
@@ -106,8 +111,13 @@
       input.name = "consent_certificate_id";
       form.appendChild(input);
     }
+    if (session) input.value = session.certificate_id;
     return input;
   }
+
+  // Each form holding a consent has the hidden input from page load; it
+  // gets its value as soon as the service has reserved the certificate.
+  function hiddenInputs() { consentForms().forEach(hiddenInputOf); }
 
   function post(path, body, opts) {
     opts = opts || {};
@@ -132,8 +142,7 @@
         if (!s) return;
         session = s;
         backoff = 500;
-        var input = hiddenInput();
-        if (input) input.value = s.certificate_id;
+        hiddenInputs();
         pump();
       }));
   }
@@ -219,12 +228,25 @@
     for (var i = 0; i < list.length; i++) passwords.add(list[i]);
   }
 
+  // loadRecorder loads rrweb's recorder. The service serves it wrapped
+  // (capture.RecorderScript) so that it binds to no name of the page's,
+  // whatever the page defines (an AMD define, an exports object, its own
+  // window.rrweb), and hands it to its script element. A bundle served
+  // bare sets window.rrweb: a page's own is put back.
   function loadRecorder() {
     var s = document.createElement("script");
+    var had = Object.prototype.hasOwnProperty.call(window, "rrweb"), prev = had ? window.rrweb : undefined;
     s.src = base + "/capture/rrweb.js";
     s.async = true;
     s.onload = safe(function () {
-      var r = window.rrweb && window.rrweb.record;
+      var lib = s.consentkitRecorder;
+      if (!lib) {
+        lib = window.rrweb;
+        if (had && lib !== prev) {
+          try { window.rrweb = prev; } catch (e) { /* the page's is lost */ }
+        }
+      }
+      var r = lib && lib.record;
       if (!r) { stop(); return; }
       stopRecording = r({
         emit: safe(record),
@@ -459,13 +481,71 @@
     return el && el.value ? el.value : "";
   }
 
-  // On submit: the events not yet sent travel with the consent, in one
-  // keepalive request that outlives the page, so nothing waits.
+  // ---- Submission ----
+  //
+  // A submission is measured as it starts (a capture listener on the
+  // document, before the page's own listeners can change the form) and
+  // decided once the page's listeners have run (a bubble listener on the
+  // window, or, when a listener stopped the event on its way, just after
+  // it): a submission the page let go sends the consent. One the page
+  // cancelled sends it only when it could be an AJAX form's, which cancels
+  // every submission and sends the form itself: no control of the form is
+  // invalid and no consent's checkbox is unticked. Otherwise the page
+  // refused it, its own validation, and the consumer's next submission
+  // sends the consent. form.submit(), which fires no submit event and
+  // cannot be cancelled, sends it at once.
   function onSubmit(e) {
     var form = e.target;
+    if (!form || form.nodeName !== "FORM" || consented || !session) return;
+    var p = measure(form);
+    if (!p) return;
+    p.event = e;
+    pending = p;
+    setTimeout(safe(function () { decide(p); }), 0);
+  }
+
+  function onSubmitted(e) {
+    if (pending && pending.event === e) decide(pending);
+  }
+
+  function onScriptSubmit(form) {
+    if (consented || !session || !form || form.nodeName !== "FORM") return;
+    var p = measure(form);
+    if (p) { p.done = true; pending = null; send(p); }
+  }
+
+  // measure measures what a submission of form would consent to, or
+  // returns null when the form holds no consent. It puts the reserved id
+  // into the form too, should the page have added the form since.
+  function measure(form) {
     var els = consentElements(form);
-    if (!els.length || consented || !session) return;
-    var consents = consentsOf(els);
+    if (!els.length) return null;
+    hiddenInputOf(form);
+    var invalid = false;
+    try { invalid = form.matches(":invalid"); } catch (e) { /* not told */ }
+    return {
+      form: form, done: false, invalid: invalid,
+      consents: consentsOf(els),
+      email: field(form, "data-consent-email", "email"),
+      mobile: field(form, "data-consent-mobile", "tel")
+    };
+  }
+
+  function decide(p) {
+    if (p.done) return;
+    p.done = true;
+    if (pending === p) pending = null;
+    if (consented || !session) return;
+    if (p.event && p.event.defaultPrevented) {
+      var unticked = p.consents.some(function (c) { return c.opt_in_method === "unchecked"; });
+      if (p.invalid || unticked) return; // refused by the page: the next submission sends it
+    }
+    send(p);
+  }
+
+  // send sends the consent: the events not yet sent travel with it, in one
+  // keepalive request that outlives the page, so nothing waits.
+  function send(p) {
     report();
     consented = true;
     cut();
@@ -483,11 +563,11 @@
     // visibility, the first consent's, is for services that know no
     // per-consent visibility yet.
     var body = {
-      consents: consents,
-      email: field(form, "data-consent-email", "email"),
-      mobile: field(form, "data-consent-mobile", "tel"),
+      consents: p.consents,
+      email: p.email,
+      mobile: p.mobile,
       url: location.href,
-      visibility: consents[0].visibility
+      visibility: p.consents[0].visibility
     };
     if (tail) { body.seq = tail.seq; body.events = tail.events; }
     var json = stringify(body);
@@ -495,20 +575,36 @@
       delete body.seq; delete body.events;
       json = stringify(body);
     }
-    send(json, 0);
+    sendConsent(json, 0);
   }
 
-  function send(json, attempt) {
+  function sendConsent(json, attempt) {
     var keepalive = utf8Length(json) <= KEEPALIVE_BYTES;
     post("/capture/sessions/" + encodeURIComponent(session.session_id) + "/consent", json, { keepalive: keepalive })
       .then(function (r) {
-        if (retryable(r.status) && attempt < 5) setTimeout(function () { send(json, attempt + 1); }, 500 << attempt);
+        if (retryable(r.status) && attempt < 5) setTimeout(function () { sendConsent(json, attempt + 1); }, 500 << attempt);
       }, function () {
-        if (attempt < 5) setTimeout(function () { send(json, attempt + 1); }, 500 << attempt);
+        if (attempt < 5) setTimeout(function () { sendConsent(json, attempt + 1); }, 500 << attempt);
       });
   }
 
+  // patchSubmit makes form.submit() send the consent first: it fires no
+  // submit event. requestSubmit() fires one, and is left alone.
+  function patchSubmit() {
+    var proto = window.HTMLFormElement && HTMLFormElement.prototype;
+    var native = proto && proto.submit;
+    if (typeof native !== "function") return;
+    var submit = function submit() {
+      try { onScriptSubmit(this); } catch (e) { /* the form goes all the same */ }
+      return native.apply(this, arguments);
+    };
+    try {
+      Object.defineProperty(proto, "submit", { value: submit, writable: true, configurable: true, enumerable: true });
+    } catch (e) { /* left as it is */ }
+  }
+
   function onHide() {
+    if (pending) decide(pending); // a submission whose page leaves before it was decided
     if (stopped || consented || !session) return;
     cut();
     if (sending || !queue.length) return;
@@ -522,9 +618,11 @@
 
   safe(function () {
     if (!property || !window.fetch) return;
-    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", safe(hiddenInput));
-    else hiddenInput();
+    if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", safe(hiddenInputs));
+    else hiddenInputs();
     document.addEventListener("submit", safe(onSubmit), true);
+    window.addEventListener("submit", safe(onSubmitted), false);
+    patchSubmit();
     document.addEventListener("focusin", safe(function (e) {
       var t = e.target;
       if (passwords && t && t.nodeName === "INPUT" && t.type === "password") passwords.add(t);

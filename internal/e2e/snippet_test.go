@@ -158,6 +158,59 @@ func TestSnippetChunkRetriesBackOff(t *testing.T) {
 	}
 }
 
+// A page that checks its form itself (no `required`) cancels the submit
+// when the box is not ticked. That cancelled attempt sends no consent; the
+// consumer's real submission, after ticking the box by hand, sends it,
+// opted in manual.
+func TestSnippetCancelledSubmit(t *testing.T) {
+	cases := []evidenceCase{
+		{name: "validated", body: withBox(""), after: `<script>
+document.querySelector("form").addEventListener("submit", function (e) {
+  if (!document.getElementById("agree").checked) { e.preventDefault(); document.title = "tick the box"; }
+});
+</script>`, act: func(ctx context.Context) error {
+			if err := clickOn("submit")(ctx); err != nil { // refused by the page: not ticked
+				return err
+			}
+			return clickOn("agree")(ctx)
+		}, check: optedIn("manual")},
+	}
+	s := newEvidenceStack(t, cases)
+	ctx := browser(t)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b, status := s.run(t, ctx, c)
+			c.check(t, b, status)
+		})
+	}
+}
+
+// A page that already uses rrweb (its own session replay, window.rrweb)
+// keeps it, and the snippet adds no global consentkitMeasure.
+func TestSnippetLeavesPageGlobals(t *testing.T) {
+	s := newStack(t, func(page string) string {
+		return strings.Replace(page, "<script src=", `<script>window.rrweb = { record: function () {}, mine: true };</script>
+<script src=`, 1)
+	})
+	ctx := browser(t)
+	s.load(t, ctx)
+	time.Sleep(1500 * time.Millisecond) // rrweb.js has loaded
+	mine, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`!!(window.rrweb && window.rrweb.mine)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mine {
+		t.Errorf("the page's window.rrweb was replaced by the snippet's")
+	}
+	measure, err := chromedp.Run(ctx, chromedp.Evaluate[string](`typeof window.consentkitMeasure`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if measure != "undefined" {
+		t.Errorf("the snippet defines the global consentkitMeasure (%s)", measure)
+	}
+}
+
 // Consent text as CMSs hold it, pasted from a word processor: a vertical
 // tab (U+000B) where Word had a line break. The service refuses control
 // characters in text (400), and the snippet does not retry a 400: it sends
@@ -214,4 +267,136 @@ Array.prototype.toJSON = function () { // Prototype.js 1.6.0.3
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Errorf("no certificate %s on a page with Prototype.js's Array.prototype.toJSON", certID)
+}
+
+// issuedWithin reports whether certificate id is issued within d.
+func issuedWithin(t *testing.T, s *stack, id string, d time.Duration) bool {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		err := s.svc.Store().View(context.Background(), func(tx consent.Tx) error {
+			_, err := tx.Certificate(context.Background(), id)
+			return err
+		})
+		if err == nil {
+			return true
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return false
+}
+
+// rrweb.js is a UMD bundle: on a page with an AMD loader (RequireJS:
+// define.amd) it would register a module instead of setting window.rrweb,
+// and on a page where `exports` is an object — markup as plain as
+// <div id="exports">, which the window's named access exposes — it would
+// set exports.rrweb. Served wrapped (capture.RecorderScript), it records
+// on such pages too, and the consent is issued.
+func TestSnippetUMDConflicts(t *testing.T) {
+	servedWrapped(t)
+	for name, head := range map[string]string{
+		"amd":             `<script>window.define = function () {}; window.define.amd = {};</script>`,
+		"exports-element": ``,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStack(t, func(page string) string {
+				page = strings.Replace(page, "<script src=", head+"\n<script src=", 1)
+				if name == "exports-element" {
+					page = strings.Replace(page, "<form ", `<div id="exports"></div><form `, 1)
+				}
+				return page
+			})
+			ctx := browser(t)
+			certID := s.load(t, ctx)
+			if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("agree")), chromedp.Sleep(2*time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			s.submit(t, ctx)
+			if !issuedWithin(t, s, certID, 10*time.Second) {
+				t.Errorf("no certificate %s", certID)
+			}
+		})
+	}
+}
+
+// A page with two forms that each hold a consent (the usual mobile and
+// desktop copies of one form, one of them display:none): each has
+// consent_certificate_id, so the lead of whichever is submitted comes with
+// the id of the certificate issued for it.
+func TestSnippetTwoFormsHiddenInput(t *testing.T) {
+	s := newStack(t, func(page string) string {
+		return strings.Replace(page, "<form ", `<form method="post" action="/receive" style="display:none">
+  <input type="email" name="email"><label><input type="checkbox" required>
+  <span data-consent data-consent-types="tcpa">`+consentText+`</span></label><button type="submit">Go</button></form>
+<form `, 1)
+	})
+	ctx := browser(t)
+	reserved := s.fill(t, ctx)
+	form := s.submit(t, ctx)
+	if form.Get("consent_certificate_id") == "" {
+		t.Errorf("the submitted form has no consent_certificate_id; certificate %s issued for it: %v",
+			reserved, issuedWithin(t, s, reserved, 10*time.Second))
+	}
+}
+
+// A form submitted by script, form.submit() (legacy forms, validation
+// libraries' submit handlers), fires no submit event: the snippet sends
+// the consent all the same, and the certificate whose id the lead posts is
+// issued.
+func TestSnippetScriptSubmit(t *testing.T) {
+	s := newStack(t, func(page string) string {
+		return strings.Replace(page, `<button type="submit" id="submit">`, `<button type="button" id="submit" onclick="HTMLFormElement.prototype.submit.call(this.form)">`, 1)
+	})
+	ctx := browser(t)
+	reserved := s.fill(t, ctx)
+	form := s.submit(t, ctx)
+	if form.Get("consent_certificate_id") != reserved {
+		t.Fatalf("posted id %q, reserved %q", form.Get("consent_certificate_id"), reserved)
+	}
+	if !issuedWithin(t, s, reserved, 10*time.Second) {
+		t.Errorf("the lead posted certificate id %s, never issued", reserved)
+	}
+}
+
+// An AJAX form cancels every submission and sends the form itself: its
+// submission, complete and ticked, sends the consent though cancelled.
+func TestSnippetAJAXForm(t *testing.T) {
+	s := newStack(t, func(page string) string {
+		return strings.Replace(page, "</body>", `<script>
+document.querySelector("form").addEventListener("submit", function (e) {
+  e.preventDefault();
+  e.stopPropagation(); // as jQuery's return false does: the window never sees it
+  fetch("/receive", { method: "POST", body: new URLSearchParams(new FormData(e.target)) });
+});
+</script></body>`, 1)
+	})
+	ctx := browser(t)
+	reserved := s.fill(t, ctx)
+	form := s.submit(t, ctx)
+	if form.Get("consent_certificate_id") != reserved {
+		t.Fatalf("posted id %q, reserved %q", form.Get("consent_certificate_id"), reserved)
+	}
+	if !issuedWithin(t, s, reserved, 10*time.Second) {
+		t.Errorf("the AJAX form posted certificate id %s, never issued", reserved)
+	}
+}
+
+// servedWrapped skips the test unless the service serves rrweb's bundle as
+// capture.RecorderScript wraps it (httpadapter's /capture/rrweb.js, through
+// capture.Recorder.Script).
+func servedWrapped(t *testing.T) {
+	t.Helper()
+	s := newStack(t)
+	resp, err := http.Get(s.service.URL + "/capture/rrweb.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(body, []byte("consentkitRecorder")) {
+		t.Skip("/capture/rrweb.js serves the bundle bare, not capture.Recorder.Script's")
+	}
 }
