@@ -250,7 +250,7 @@ func (h *Handler) snippet(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) recorder(w http.ResponseWriter, r *http.Request) {
-	body, modified, err := h.rrweb.Load()
+	body, modified, err := h.rrweb.Script()
 	if err != nil {
 		// Looked for again at the next request: a bundle installed while
 		// the server runs is served without a restart.

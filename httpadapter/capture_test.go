@@ -341,7 +341,7 @@ func TestCaptureScripts(t *testing.T) {
 	dir := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(dir, "rrweb.umd.min.cjs"), []byte("var rrweb={};"), 0o644))
 	h := e.handler(t, httpadapter.Config{RRWebDir: dir})
-	for path, want := range map[string]string{"/capture/capture.js": "consent_certificate_id", "/capture/rrweb.js": "var rrweb={};"} {
+	for path, want := range map[string]string{"/capture/capture.js": "consent_certificate_id", "/capture/rrweb.js": "var rrweb={};"} { // inside its wrapping (capture.RecorderScript)
 		rec := call(h, "GET", path, "", "", "")
 		if rec.Code != 200 || !strings.Contains(rec.Body.String(), want) ||
 			!strings.HasPrefix(rec.Header().Get("Content-Type"), "text/javascript") {
@@ -350,7 +350,7 @@ func TestCaptureScripts(t *testing.T) {
 	}
 	// Ranges are read as on the video route (RFC 9110): a suffix of none
 	// is unsatisfiable.
-	for path, size := range map[string]int{"/capture/capture.js": len(capture.Snippet), "/capture/rrweb.js": len("var rrweb={};")} {
+	for path, size := range map[string]int{"/capture/capture.js": len(capture.Snippet), "/capture/rrweb.js": len(capture.RecorderScript([]byte("var rrweb={};")))} {
 		rec := call(h, "GET", path, "", "", "", "Range", "bytes=-0")
 		if want := fmt.Sprintf("bytes */%d", size); rec.Code != http.StatusRequestedRangeNotSatisfiable || rec.Header().Get("Content-Range") != want {
 			t.Errorf("GET %s with Range bytes=-0: %d, Content-Range %q; want 416 with %q", path, rec.Code, rec.Header().Get("Content-Range"), want)
@@ -373,14 +373,14 @@ func TestCaptureScripts(t *testing.T) {
 	// Installed, then upgraded, while the handler runs: served at once.
 	bundle := filepath.Join(later, "rrweb.umd.min.cjs")
 	must(t, os.WriteFile(bundle, []byte("var rrweb={v:1};"), 0o644))
-	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 200 || rec.Body.String() != "var rrweb={v:1};" {
+	if rec := call(missing, "GET", "/capture/rrweb.js", "", "", ""); rec.Code != 200 || rec.Body.String() != string(capture.RecorderScript([]byte("var rrweb={v:1};"))) {
 		t.Errorf("recorder installed after start: %d %s", rec.Code, rec.Body)
 	}
 	must(t, os.WriteFile(bundle, []byte("var rrweb={version:2};"), 0o644))
 	upgraded := time.Now().Add(time.Hour).Truncate(time.Second)
 	must(t, os.Chtimes(bundle, upgraded, upgraded))
 	rec := call(missing, "GET", "/capture/rrweb.js", "", "", "")
-	if rec.Code != 200 || rec.Body.String() != "var rrweb={version:2};" {
+	if rec.Code != 200 || rec.Body.String() != string(capture.RecorderScript([]byte("var rrweb={version:2};"))) {
 		t.Errorf("recorder upgraded after start: %d %s", rec.Code, rec.Body)
 	}
 	if got := rec.Header().Get("Last-Modified"); got != upgraded.UTC().Format(http.TimeFormat) {

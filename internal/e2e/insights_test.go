@@ -72,7 +72,9 @@ var (
 const selfSubmit = `<script>
 (function wait() {
   var id = document.querySelector('input[name="consent_certificate_id"]');
-  var record = window.rrweb && window.rrweb.record;
+  var el = document.querySelector('script[src$="/capture/rrweb.js"]');
+  var lib = (el && el.consentkitRecorder) || window.rrweb; // the recorder as the snippet finds it
+  var record = lib && lib.record;
   if (id && id.value && record) {
     try { record.addCustomEvent("test/ready", {}); document.forms[0].requestSubmit(); return; } catch (e) { /* not recording yet */ }
   }

@@ -293,7 +293,6 @@ func issuedWithin(t *testing.T, s *stack, id string, d time.Duration) bool {
 // set exports.rrweb. Served wrapped (capture.RecorderScript), it records
 // on such pages too, and the consent is issued.
 func TestSnippetUMDConflicts(t *testing.T) {
-	servedWrapped(t)
 	for name, head := range map[string]string{
 		"amd":             `<script>window.define = function () {}; window.define.amd = {};</script>`,
 		"exports-element": ``,
@@ -378,25 +377,5 @@ document.querySelector("form").addEventListener("submit", function (e) {
 	}
 	if !issuedWithin(t, s, reserved, 10*time.Second) {
 		t.Errorf("the AJAX form posted certificate id %s, never issued", reserved)
-	}
-}
-
-// servedWrapped skips the test unless the service serves rrweb's bundle as
-// capture.RecorderScript wraps it (httpadapter's /capture/rrweb.js, through
-// capture.Recorder.Script).
-func servedWrapped(t *testing.T) {
-	t.Helper()
-	s := newStack(t)
-	resp, err := http.Get(s.service.URL + "/capture/rrweb.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(body, []byte("consentkitRecorder")) {
-		t.Skip("/capture/rrweb.js serves the bundle bare, not capture.Recorder.Script's")
 	}
 }
