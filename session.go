@@ -335,10 +335,8 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 	if c.RevokedBefore, err = tx.RevokedBefore(ctx, c.CompanyID, c.EmailDigest, c.MobileDigest); err != nil {
 		return nil, err
 	}
-	if len(s.cfg.SigningKeys) > 0 && !s.keysPublished.Load() {
-		if err := s.publish(ctx, tx, s.keys[0]); err != nil {
-			return nil, err
-		}
+	if err := s.CheckSigningKey(ctx, tx); err != nil {
+		return nil, err
 	}
 	s.sign(c)
 	ses, err := tx.Session(ctx, c.SessionID)

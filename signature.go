@@ -134,6 +134,19 @@ func (s *Service) refuseForeignKeys(ctx context.Context, tx consent.Tx) error {
 
 // publish publishes k in tx unless it is published already; a Conflict
 // when its id holds another key.
+// CheckSigningKey publishes, in tx, the key that signs new certificates
+// and statements, unless this Service knows it published already: Conflict
+// when its id is published with another key (D46), since every instance
+// would refuse what it signs. Whatever records something signed calls it
+// in the same transaction: a certificate's issue, an attestation's or
+// insights' statement.
+func (s *Service) CheckSigningKey(ctx context.Context, tx consent.Tx) error {
+	if len(s.cfg.SigningKeys) == 0 || s.keysPublished.Load() {
+		return nil
+	}
+	return s.publish(ctx, tx, s.keys[0])
+}
+
 func (s *Service) publish(ctx context.Context, tx consent.Tx, k signed.PublicKey) error {
 	got, err := tx.PublishedKey(ctx, k.ID)
 	switch {

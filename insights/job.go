@@ -63,6 +63,9 @@ func (h *handler) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
 		return jobs.Result{}, err
 	}
 	return jobs.Result{Commit: func(ctx context.Context, tx consent.Tx) error {
+		if err := h.svc.CheckSigningKey(ctx, tx); err != nil {
+			return err // every instance would refuse the statement
+		}
 		return h.end(ctx, tx, cert.ID, func(in *consent.Insights) {
 			in.Status, in.Statement, in.Signature, in.KeyID = consent.InsightsDone, body, sig, st.KeyID
 		})

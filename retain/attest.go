@@ -259,6 +259,9 @@ func (a *attestor) update(ctx context.Context, tx consent.Tx, cert *consent.Cert
 	if err != nil {
 		return false, err
 	}
+	if err := a.svc.CheckSigningKey(ctx, tx); err != nil {
+		return false, err // every instance would refuse the statement
+	}
 	att.Status, att.Statement, att.Signature, att.KeyID = st.Status, body, sig, st.KeyID
 	att.Screenshot, att.UpdatedAt = shot.Path, a.svc.Now()
 	if err := tx.UpdateAttestation(ctx, att); err != nil {
