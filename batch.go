@@ -98,7 +98,9 @@ func (b *Batch) Charge(ctx context.Context, kind wallet.EntryKind, reference str
 			return map[string]any{"company_id": b.companyID, "balance": bal, "threshold": low, "reference": reference}
 		})
 		if err != nil {
-			return 0, 0, err
+			// The debit is gathered already: fail the batch, not the
+			// entry, which would be answered failed and charged (D23).
+			return 0, 0, consent.StorageFailure("charge "+reference+": low-balance event", err)
 		}
 	}
 	return price, b.balance, nil

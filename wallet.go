@@ -81,7 +81,9 @@ func (s *Service) Charge(ctx context.Context, tx consent.Tx, companyID string, k
 			"company_id": companyID, "balance": balance, "threshold": low, "reference": reference,
 		})
 		if err != nil {
-			return 0, 0, err
+			// Past the debit every error is a storage failure: a refusal
+			// would commit, and the charge with it (D3).
+			return 0, 0, consent.StorageFailure("charge "+reference+": low-balance event", err)
 		}
 	}
 	return price, balance, nil
