@@ -376,10 +376,11 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx consent.Tx, p TokenParams
 		return nil, "", consent.Errorf(consent.Invalid, "expires_at must be in the future")
 	}
 	t := &consent.Token{
-		ID:          consent.NewID("tok"),
-		CompanyID:   p.CompanyID,
-		Digest:      consent.DigestOf(secret),
-		Permissions: append([]consent.Permission(nil), p.Permissions...),
+		ID:        consent.NewID("tok"),
+		CompanyID: p.CompanyID,
+		Digest:    consent.DigestOf(secret),
+		// Each once, as a company's third parties and an endpoint's events.
+		Permissions: slices.Compact(slices.Sorted(slices.Values(p.Permissions))),
 		CreatedAt:   now,
 	}
 	if !p.ExpiresAt.IsZero() {

@@ -165,6 +165,12 @@ func TestTokens(t *testing.T) {
 	if err != nil || got.ID != tok.ID || !got.Has(consent.PermissionRetention) {
 		t.Fatalf("Authenticate = %+v, %v", got, err)
 	}
+	// A permission given twice is held once.
+	twice, _, err := svc.IssueToken(ctx, consentkit.TokenParams{CompanyID: "acme",
+		Permissions: []consent.Permission{consent.PermissionRetention, consent.PermissionRetention}})
+	if err != nil || len(twice.Permissions) != 1 {
+		t.Errorf("a token issued with retention twice: %+v, %v; want it held once", twice, err)
+	}
 	for _, bad := range []string{"", "ck_wrong", secret + "x", strings.ToUpper(secret)} {
 		_, err := svc.Authenticate(ctx, bad)
 		wantCode(t, "Authenticate(bad secret)", err, consent.Unauthorized)
