@@ -140,7 +140,8 @@ func ConversionHandler(cfg WorkerConfig) (jobs.Handler, error) {
 		Kind: consent.JobConvert,
 		Do:   c.do,
 		Started: func(ctx context.Context, tx consent.Tx, j *consent.Job) error {
-			return setVideoStatus(ctx, tx, j.Key, consent.VideoConverting)
+			_, err := setVideoStatus(ctx, tx, j.Key, consent.VideoConverting)
+			return err
 		},
 		Failed:      c.failed,
 		Concurrency: cfg.Concurrency,
@@ -157,13 +158,16 @@ type converter struct {
 	store consent.Store
 }
 
-func setVideoStatus(ctx context.Context, tx consent.Tx, sessionID string, status consent.VideoStatus) error {
+// setVideoStatus sets the session's video status, and returns it; nil for
+// a session purged meanwhile (D43), which keeps the status it was purged
+// with: no conversion of it is under way, nor can fail.
+func setVideoStatus(ctx context.Context, tx consent.Tx, sessionID string, status consent.VideoStatus) (*consent.Session, error) {
 	ses, err := tx.Session(ctx, sessionID)
-	if err != nil {
-		return err
+	if err != nil || ses.RetentionStatus == consent.RetentionExpired {
+		return nil, err
 	}
 	ses.VideoStatus = status
-	return tx.UpdateSession(ctx, ses)
+	return ses, tx.UpdateSession(ctx, ses)
 }
 
 func (c *converter) do(ctx context.Context, j *consent.Job) (jobs.Result, error) {
@@ -226,14 +230,12 @@ func (c *converter) do(ctx context.Context, j *consent.Job) (jobs.Result, error)
 
 func (c *converter) failed(ctx context.Context, tx consent.Tx, j *consent.Job, _ error, final bool) error {
 	if !final {
-		return setVideoStatus(ctx, tx, j.Key, consent.VideoPending)
-	}
-	if err := setVideoStatus(ctx, tx, j.Key, consent.VideoFailed); err != nil {
+		_, err := setVideoStatus(ctx, tx, j.Key, consent.VideoPending)
 		return err
 	}
-	ses, err := tx.Session(ctx, j.Key)
-	if err != nil {
-		return err
+	ses, err := setVideoStatus(ctx, tx, j.Key, consent.VideoFailed)
+	if err != nil || ses == nil {
+		return err // nil: purged, and no video.failed for it
 	}
 	return c.cfg.Service.EmitEvent(ctx, tx, ses.CompanyID, consent.EventVideoFailed, map[string]any{
 		"session_id": ses.ID, "company_id": ses.CompanyID, "rrweb_to_video_status": ses.VideoStatus, "attempts": j.Attempts,

@@ -326,6 +326,35 @@ func TestPermanentFailureIsNotRetried(t *testing.T) {
 	})
 }
 
+// A conversion of a session purged meanwhile (D43) neither starts nor
+// fails on its row: the purged row keeps the video status it was purged
+// with, and no video.failed is sent for a session that is gone.
+func TestConversionOfPurgedSessionLeavesItsRow(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t), 1)
+		conv := &fakeConverter{fail: fmt.Errorf("mp4: %w", permanentError{})}
+		w := e.worker(t, conv, func(c *retain.WorkerConfig) { c.MaxAttempts = 5 })
+		err := e.svc.Store().Update(ctx, func(tx consent.Tx) error {
+			ses, err := tx.Session(ctx, "s00")
+			if err != nil {
+				return err
+			}
+			ses.RetentionStatus = consent.RetentionExpired // as the purge leaves it
+			return tx.UpdateSession(ctx, ses)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.session(t, "s00").VideoStatus
+		if worked, err := w.RunOnce(ctx); !worked || err != nil {
+			t.Fatalf("attempt: %v, %v", worked, err)
+		}
+		if s := e.session(t, "s00"); s.VideoStatus != before {
+			t.Errorf("a purged session's video status went from %s to %s", before, s.VideoStatus)
+		}
+	})
+}
+
 // Cancelling Run stops the worker; the job in hand is handed back at once
 // without counting the attempt.
 func TestWorkerStopsOnCancel(t *testing.T) {
