@@ -273,6 +273,9 @@ func certificatesOf(ctx context.Context, tx consent.Tx, ses *consent.Session) ([
 	var certs []*consent.Certificate
 	for _, id := range ids {
 		c, err := tx.Certificate(ctx, id)
+		if consent.ErrorCode(err) == consent.NotFound {
+			continue // purged since it was listed (PostgreSQL's READ COMMITTED)
+		}
 		if err != nil {
 			return nil, err
 		}
