@@ -29,6 +29,28 @@ func TestDir(t *testing.T) {
 	})
 }
 
+// A key that names the directory of other keys is absent: Delete of it
+// removes nothing and is no error (retain's earlier-form video key "x.mp4"
+// of session x is the directory of a session named "x.mp4").
+func TestDirDeleteOfADirectory(t *testing.T) {
+	ctx := context.Background()
+	d, err := blob.NewDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Put(ctx, "x.mp4/v.mp4", strings.NewReader("a video of session x.mp4")); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Delete(ctx, "x.mp4"); err != nil {
+		t.Errorf("Delete of a key that is a directory: %v; want nil, the key absent", err)
+	}
+	r, _, err := d.Open(ctx, "x.mp4/v.mp4")
+	if err != nil {
+		t.Fatalf("the object under it is gone: %v", err)
+	}
+	_ = r.Close()
+}
+
 // lockingReader locks its key on the store when it is read to its end: a
 // Lock that lands while a Put is still writing.
 type lockingReader struct {

@@ -290,6 +290,12 @@ func (d *Dir) Delete(_ context.Context, key string) error {
 	if err := d.checkUnlocked(key); err != nil {
 		return err
 	}
+	if fi, err := os.Lstat(name); err == nil && fi.IsDir() {
+		// The directory of other keys ("x.mp4/…"), no object: key is
+		// absent. Removed, it would be another id's, and a directory
+		// that holds something is no error to retry for ever.
+		return nil
+	}
 	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("blob: delete %s: %w", key, err)
 	}
