@@ -11,7 +11,6 @@ import (
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/retain"
-	"github.com/consentkit/consentkit/wallet"
 )
 
 // A paid retention never makes an item expire earlier than it would have
@@ -22,24 +21,15 @@ import (
 // before an unretained one of the same age.
 func TestRetainNeverShortensExpiry(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
-		st := open(t)
-		start := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
-		clk := &clock{t: start}
 		const window = 400 * 24 * time.Hour
-		svc, err := consentkit.NewService(st, consentkit.Config{Now: clk.Now,
-			DefaultRetention: window, LongTermRetention: 365 * 24 * time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
+		e := setupWith(t, open(t), 0, consentkit.Config{DefaultRetention: window, LongTermRetention: 365 * 24 * time.Hour})
+		st, svc, clk, start := e.store, e.svc, e.clock, e.clock.Now()
 		must := func(_ any, err error) {
 			t.Helper()
 			if err != nil {
 				t.Fatal(err)
 			}
 		}
-		must(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}))
-		must(svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
-		must(svc.TopUp(ctx, "acme", 100*wallet.Dollar, ""))
 		ids := []string{"plain", "session", "single", "batched", "certs"}
 		for _, id := range ids {
 			must(svc.StartSession(ctx, consentkit.SessionParams{ID: id, CompanyID: "acme", PropertyID: "web"}))

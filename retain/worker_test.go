@@ -94,6 +94,13 @@ type env struct {
 // first event naming its session.
 func setup(t *testing.T, st consent.Store, n int) *env {
 	t.Helper()
+	return setupWith(t, st, n, consentkit.Config{})
+}
+
+// setupWith is setup with the service's Config cfg (its Now the env's
+// clock).
+func setupWith(t *testing.T, st consent.Store, n int, cfg consentkit.Config) *env {
+	t.Helper()
 	clk := &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
 	must := func(_ any, err error) {
 		t.Helper()
@@ -101,7 +108,8 @@ func setup(t *testing.T, st consent.Store, n int) *env {
 			t.Fatal(err)
 		}
 	}
-	svc, err := consentkit.NewService(st, consentkit.Config{Now: clk.Now})
+	cfg.Now = clk.Now
+	svc, err := consentkit.NewService(st, cfg)
 	must(svc, err)
 	must(svc.CreateCompany(ctx, consentkit.CompanyParams{ID: "acme", Name: "Acme"}))
 	must(svc.AddProperty(ctx, consentkit.PropertyParams{ID: "web", CompanyID: "acme", Name: "Form"}))
