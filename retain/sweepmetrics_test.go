@@ -73,34 +73,12 @@ func TestPurgeSweepsThroughMetricsVideos(t *testing.T) {
 // with no path; once the certificate is purged the job removes them by id,
 // through metrics.Videos too.
 func TestScreenshotSweepThroughMetricsVideos(t *testing.T) {
-	st := teststore.Memory(t)
-	e := setup(t, st, 0)
-	dir := retain.Dir{Root: e.videos}
-	shot, err := dir.PutScreenshot(ctx, "c-gone", []byte("\x89PNG of c-gone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The job an attestation enqueues (no path), for a certificate purged since.
-	now := e.clock.Now()
-	if err := st.Update(ctx, func(tx consent.Tx) error {
-		return tx.EnqueueJob(ctx, &consent.Job{Kind: retain.JobDeleteScreenshot, Key: "c-gone", RunAfter: now, CreatedAt: now, CompanyID: "acme"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: metrics.New().Videos(dir), Pause: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := jobs.New(jobs.Config{Store: st, Handlers: p.Handlers(), Now: e.clock.Now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shot, r, _ := screenshotRemoval(t, func(d retain.Dir) retain.VideoStore { return metrics.New().Videos(d) })
 	if ran, err := r.RunOnce(ctx, retain.JobDeleteScreenshot); !ran || err != nil {
 		t.Fatalf("RunOnce(screenshot.delete) = %v, %v", ran, err)
 	}
-	if _, err := os.Stat(shot.Path); err == nil {
-		t.Errorf("screenshot %s of a purged certificate is still there after its removal job ran", shot.Path)
+	if _, err := os.Stat(shot); err == nil {
+		t.Errorf("screenshot %s of a purged certificate is still there after its removal job ran", shot)
 	}
 }
 
@@ -111,32 +89,11 @@ type noSweep struct{ retain.VideoStore }
 // VideoSweeper, fails its job (and is tried again) rather than end as
 // done with the screenshots left in place.
 func TestRemovalByIDNeedsSweeper(t *testing.T) {
-	st := teststore.Memory(t)
-	e := setup(t, st, 0)
-	dir := retain.Dir{Root: e.videos}
-	shot, err := dir.PutScreenshot(ctx, "c-gone", []byte("\x89PNG of c-gone"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := e.clock.Now()
-	if err := st.Update(ctx, func(tx consent.Tx) error {
-		return tx.EnqueueJob(ctx, &consent.Job{Kind: retain.JobDeleteScreenshot, Key: "c-gone", RunAfter: now, CreatedAt: now, CompanyID: "acme"})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	p, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: noSweep{dir}, Pause: -1, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := jobs.New(jobs.Config{Store: st, Handlers: p.Handlers(), Now: e.clock.Now, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
+	shot, r, st := screenshotRemoval(t, func(d retain.Dir) retain.VideoStore { return noSweep{d} })
 	if ran, err := r.RunOnce(ctx, retain.JobDeleteScreenshot); !ran || err != nil {
 		t.Fatalf("RunOnce(screenshot.delete) = %v, %v", ran, err)
 	}
-	if _, err := os.Stat(shot.Path); err != nil {
+	if _, err := os.Stat(shot); err != nil {
 		t.Fatalf("the screenshot: %v", err)
 	}
 	var job *consent.Job
@@ -151,4 +108,36 @@ func TestRemovalByIDNeedsSweeper(t *testing.T) {
 		t.Errorf("the removal job: %d attempts, failed at %v, last error %q; want one failed attempt naming VideoSweeper, to be tried again",
 			job.Attempts, job.FailedAt, job.LastError)
 	}
+}
+
+// screenshotRemoval stores a screenshot of certificate c-gone in a
+// directory and queues its removal by id (no path), as an attestation
+// does, for a certificate purged since. It returns the screenshot's path,
+// a runner of the purge's jobs through the video store that wrap makes of
+// the directory, and the store.
+func screenshotRemoval(t *testing.T, wrap func(retain.Dir) retain.VideoStore) (string, *jobs.Runner, consent.Store) {
+	t.Helper()
+	st := teststore.Memory(t)
+	e := setup(t, st, 0)
+	dir := retain.Dir{Root: e.videos}
+	shot, err := dir.PutScreenshot(ctx, "c-gone", []byte("\x89PNG of c-gone"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now()
+	if err := st.Update(ctx, func(tx consent.Tx) error {
+		return tx.EnqueueJob(ctx, &consent.Job{Kind: retain.JobDeleteScreenshot, Key: "c-gone", RunAfter: now, CreatedAt: now, CompanyID: "acme"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	p, err := retain.NewPurger(retain.PurgeConfig{Service: e.svc, Videos: wrap(dir), Pause: -1, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := jobs.New(jobs.Config{Store: st, Handlers: p.Handlers(), Now: e.clock.Now, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shot.Path, r, st
 }
