@@ -25,7 +25,9 @@
 // match), info (certificate-info), retain (Retain API, one session),
 // batch (Retain API, batches of 100 sessions), optout (by email, among
 // -certs certificates), capture (chunks of -chunk-bytes of rrweb events,
-// each client recording one session after another), hostile (below).
+// each client recording one session after another; with the ceilings,
+// it prints a chunk's processor time as a multiple of a trivial
+// request's, and its allocations), hostile (below).
 //
 //	go run ./examples/load -store sqlite -scenario all -clients 32 -duration 10s
 //	go run ./examples/load -store postgres -dsn postgres://postgres@127.0.0.1:5432/test -scenario match
@@ -263,7 +265,8 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 	}
 	fmt.Fprintf(stdout, "%-10s %9s %9s %9s %9s %9s %8s %10s %9s %7s\n", "scenario", "req/s", "p50", "p99", "p99.9", "max", "cpu/req", "allocs/req", "peak RSS", "batch")
 	rates := map[string]float64{}
-	var matchCPU time.Duration
+	var matchCPU, captureCPU time.Duration
+	var captureAllocs float64
 	var chunks []hostileChunk
 	if o.needs("hostile") {
 		chunks = hostileChunks()
@@ -293,6 +296,9 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 		if n == "match" && clients == o.clients {
 			matchCPU, _ = perRequest(r, before, after)
 		}
+		if n == "capture" && clients == o.clients {
+			captureCPU, captureAllocs = perRequest(r, before, after)
+		}
 		printRow(stdout, run.label, r, before, after)
 	}
 	if m, ok := rates["match"]; ok && o.ceilings {
@@ -306,6 +312,12 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 		if engine > 0 {
 			fmt.Fprintf(stdout, "  ÷ %s: %.2f×\n", strings.Split(engineName, ",")[0], m/engine)
 		}
+	}
+	if captureCPU > 0 && trivialCPU > 0 {
+		// Capture's targets: a chunk's processor time at most 6× a
+		// trivial request's, at most 200 allocations.
+		fmt.Fprintf(stdout, "capture: server cpu per %d-byte chunk ÷ trivial request = %s ÷ %s = %.1f× (target ≤ 6×), %.0f allocs per chunk (target ≤ 200)\n",
+			o.chunkBytes, captureCPU, trivialCPU, float64(captureCPU)/float64(trivialCPU), captureAllocs)
 	}
 	return nil
 }

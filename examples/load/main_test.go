@@ -57,7 +57,7 @@ func TestEveryScenario(t *testing.T) {
 			}
 			for _, want := range []string{"trivial net/http handler, req/s", "÷ trivial handler:", "server cpu/req, trivial ÷ match:",
 				"round 1: trivial", "round 2: trivial", "medians of 2 rounds: match ÷ trivial handler", "(a match request costs ",
-				"hostile chunks: ", "certificate-info p50 under attack / baseline = ", "hostile client, 4 connections from "} {
+				"hostile chunks: ", "capture: server cpu per 16384-byte chunk ÷ trivial request = ", "certificate-info p50 under attack / baseline = ", "hostile client, 4 connections from "} {
 				if !strings.Contains(out.String(), want) {
 					t.Errorf("no %q in the report", want)
 				}
