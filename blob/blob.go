@@ -104,7 +104,7 @@ func clip(size, offset, length int64) (int64, int64, error) {
 	if offset > size {
 		offset = size
 	}
-	if length < 0 || offset+length > size {
+	if length < 0 || length > size-offset { // offset+length may overflow
 		length = size - offset
 	}
 	return offset, length, nil

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -152,6 +153,10 @@ func ranges(t *testing.T, s blob.Store) {
 		{1000, 10, 1000, 1000},
 		{5000, 10, 1000, 1000},
 		{10, 0, 10, 10},
+		// A length that overflows offset+length is past the end too.
+		{1, math.MaxInt64, 1, 1000},
+		{990, math.MaxInt64, 990, 1000},
+		{5000, math.MaxInt64, 1000, 1000},
 	} {
 		got, info := read(t, s, "r.mp4", c.off, c.n)
 		if !bytes.Equal(got, data[c.from:c.to]) {

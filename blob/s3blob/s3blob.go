@@ -244,7 +244,7 @@ func (s *Store) ReadRange(ctx context.Context, key, version string, offset, leng
 		return nil, fmt.Errorf("s3blob: read %s: no bytes at %d, length %d", key, offset, length)
 	}
 	rng := fmt.Sprintf("bytes=%d-", offset)
-	if length > 0 {
+	if length > 0 && length <= math.MaxInt64-offset { // longer reads to the end
 		rng += strconv.FormatInt(offset+length-1, 10)
 	}
 	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: &name, VersionId: s3api.Optional(version), Range: &rng})
@@ -274,7 +274,7 @@ func (s *Store) openRange(ctx context.Context, key, version string, offset, leng
 		copy(info.SHA256[:], sum)
 	}
 	offset = min(offset, info.Size)
-	if length < 0 || offset+length > info.Size {
+	if length < 0 || length > info.Size-offset { // offset+length may overflow
 		length = info.Size - offset
 	}
 	if length == 0 {

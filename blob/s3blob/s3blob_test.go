@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -147,7 +148,7 @@ func TestReadRange(t *testing.T) {
 	for _, c := range []struct {
 		off, n int64
 		want   string
-	}{{1, 3, "bcd"}, {2, -1, "cdef"}, {5, 10, "f"}} {
+	}{{1, 3, "bcd"}, {2, -1, "cdef"}, {5, 10, "f"}, {2, math.MaxInt64, "cdef"}} {
 		rc, err := s.ReadRange(ctx, "k", "", c.off, c.n)
 		if err != nil {
 			t.Fatal(err)
@@ -158,8 +159,8 @@ func TestReadRange(t *testing.T) {
 			t.Errorf("ReadRange(%d, %d) = %q, %v; want %q", c.off, c.n, got, err, c.want)
 		}
 	}
-	if h, n := g.Heads.Load()-heads, g.Gets.Load()-gets; h != 0 || n != 3 {
-		t.Errorf("three reads sent %d HeadObject and %d GetObject requests, want 0 and 3", h, n)
+	if h, n := g.Heads.Load()-heads, g.Gets.Load()-gets; h != 0 || n != 4 {
+		t.Errorf("four reads sent %d HeadObject and %d GetObject requests, want 0 and 4", h, n)
 	}
 	if _, err := s.ReadRange(ctx, "none", "", 0, -1); !errors.Is(err, blob.ErrNotFound) {
 		t.Errorf("ReadRange of nothing: %v, want ErrNotFound", err)
