@@ -378,16 +378,24 @@ type lister struct {
 	page          maxHeap
 }
 
-// list adds the keys under the directory of key dir ("" for Root).
+// list adds the keys under the directory of key dir ("" for Root). No
+// key is under a dir that is missing, or is an object or any other file
+// but a directory (ENOTDIR when a segment of dir before the last is one):
+// those list nothing, as they do on the other stores.
 func (d *Dir) list(ctx context.Context, dir string, l *lister) error {
 	f, err := os.Open(filepath.Join(d.Root, filepath.FromSlash(dir)))
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }() // read only
+	if st, err := f.Stat(); err != nil {
+		return err
+	} else if !st.IsDir() {
+		return nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err

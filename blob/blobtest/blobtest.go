@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) blob.Store) {
 		{"Key/Invalid", invalidKeys},
 		{"Put/ConcurrentSameKey", concurrentPut},
 		{"ListAfter/Pages", listPages},
+		{"ListAfter/UnderAnObject", listUnderAnObject},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -342,5 +343,26 @@ func listPages(t *testing.T, s blob.Store) {
 	}
 	if keys, err := s.ListAfter(ctx, "", "", 0); err != nil || len(keys) != 0 {
 		t.Errorf("ListAfter of none = %q, %v", keys, err)
+	}
+}
+
+// listUnderAnObject lists nothing under a key that is an object: no key
+// starts with "rec/" when "rec" is one (on the filesystem, the path of
+// such a key would go through a file).
+func listUnderAnObject(t *testing.T, s blob.Store) {
+	ctx := context.Background()
+	for _, k := range []string{"rec", "rec.x", "recs/d"} {
+		put(t, s, k, []byte(k))
+	}
+	for _, prefix := range []string{"rec/", "rec/x", "rec/sub/", "rec/sub/x"} {
+		if keys, err := s.ListAfter(ctx, prefix, "", 10); err != nil || len(keys) != 0 {
+			t.Errorf("ListAfter(%q) = %q, %v; want none", prefix, keys, err)
+		}
+		if keys, err := s.ListAfter(ctx, prefix, "rec/a", 10); err != nil || len(keys) != 0 {
+			t.Errorf("ListAfter(%q) after rec/a = %q, %v; want none", prefix, keys, err)
+		}
+	}
+	if keys, err := s.ListAfter(ctx, "rec", "", 10); err != nil || !slices.Equal(keys, []string{"rec", "rec.x", "recs/d"}) {
+		t.Errorf("ListAfter(rec) = %q, %v; want [rec rec.x recs/d]", keys, err)
 	}
 }
