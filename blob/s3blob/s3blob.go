@@ -13,15 +13,25 @@
 // In a bucket with Object Lock (which keeps versions), Lock puts the
 // object's current version under retention in COMPLIANCE mode until the
 // date, rounded up to the second: nobody, the bucket's owner included, can
-// delete that version or shorten its retention before then. In a bucket
-// without it, Lock records the date in the object's tag consentkit-keep-until,
-// which this package honours and the server does not: a lock there guards
-// against this library's mistakes, not against the bucket's owner
-// (Locking tells which applies). New refuses a bucket whose Object Lock
-// configuration has a default retention rule (ErrDefaultRetention): it
-// would lock every object at Put, so that an object could be neither
-// written again nor deleted until the rule's period ran out, whether or
-// not Lock was called.
+// delete that version or shorten its retention before then. A retention
+// already there counts only when it is in COMPLIANCE mode until the date
+// or later. One in GOVERNANCE mode (set by a default retention rule added
+// to the bucket after New, or by another tool) can be lifted by whoever
+// holds s3:BypassGovernanceRetention, whatever its date: Lock turns it
+// into COMPLIANCE until the later of its date and the one asked for, a
+// request that bypasses governance retention and so needs
+// s3:BypassGovernanceRetention itself. Without that permission the server
+// refuses, and Lock returns the refusal. No retention date is ever
+// shortened.
+//
+// In a bucket without Object Lock, Lock records the date in the object's
+// tag consentkit-keep-until, which this package honours and the server
+// does not: a lock there guards against this library's mistakes, not
+// against the bucket's owner (Locking tells which applies). New refuses a
+// bucket whose Object Lock configuration has a default retention rule
+// (ErrDefaultRetention): it would lock every object at Put, so that an
+// object could be neither written again nor deleted until the rule's
+// period ran out, whether or not Lock was called.
 //
 // Delete removes every version of a key, after checking that none is
 // locked: a refused Delete removes nothing. Put refuses to write over an
@@ -33,8 +43,9 @@
 // s3:PutObject, s3:GetObject, s3:GetObjectVersion, s3:ListBucket (List
 // and ListAfter), s3:ListBucketVersions, s3:DeleteObject and
 // s3:DeleteObjectVersion, and either s3:PutObjectRetention and
-// s3:GetObjectRetention (with Object Lock) or s3:PutObjectTagging and
-// s3:GetObjectTagging (without).
+// s3:GetObjectRetention (with Object Lock; and s3:BypassGovernanceRetention
+// to Lock an object under a GOVERNANCE retention) or s3:PutObjectTagging
+// and s3:GetObjectTagging (without).
 package s3blob
 
 import (
@@ -177,7 +188,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (blob.Info, er
 	}
 	info := blob.Info{Key: key, Size: n}
 	copy(info.SHA256[:], h.Sum(nil))
-	if until, _, err := s.keptUntil(ctx, name, ""); err != nil && !errors.Is(err, blob.ErrNotFound) {
+	if until, _, _, err := s.keptUntil(ctx, name, ""); err != nil && !errors.Is(err, blob.ErrNotFound) {
 		return blob.Info{}, err
 	} else if until.After(time.Now()) {
 		return blob.Info{}, fmt.Errorf("%w: %s until %s", blob.ErrLocked, key, until.Format(time.RFC3339))
@@ -335,7 +346,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return s.wrap("delete", key, err)
 	}
 	for _, v := range versions {
-		until, _, err := s.keptUntil(ctx, name, v)
+		until, _, _, err := s.keptUntil(ctx, name, v)
 		if errors.Is(err, blob.ErrNotFound) && v == "" && len(versions) == 1 {
 			return nil // listed none, and there is none: no delete marker added
 		}
@@ -426,76 +437,106 @@ func byVersion[T any](version string, orMissing bool, do func(*string) (T, error
 	return out, err
 }
 
-// Lock keeps the object's current version until until, when that is later
-// than its lock.
+// Lock keeps the object's current version until until, rounded up to the
+// second, when that is later than its lock. With Object Lock, the lock is
+// a COMPLIANCE retention: a GOVERNANCE one, which whoever may bypass
+// governance retention can lift, does not count whatever its date, and is
+// replaced by COMPLIANCE until the later of the two dates, bypassing
+// governance retention (s3:BypassGovernanceRetention). Lock returns the
+// server's refusal, never nil, when the version is not left so kept.
 func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
 	name, err := s.name(key)
 	if err != nil {
 		return err
 	}
-	kept, version, err := s.keptUntil(ctx, name, "")
+	kept, mode, version, err := s.keptUntil(ctx, name, "")
 	if err != nil {
 		return err
 	}
-	until = until.UTC()
-	if t := until.Truncate(time.Second); !t.Equal(until) {
-		until = t.Add(time.Second) // never release before the date asked for
-	}
-	if !until.After(kept) || !until.After(time.Now()) {
+	until = ceilSecond(until)
+	if !until.After(time.Now()) {
 		return nil
 	}
-	if s.locking {
-		_, err = byVersion(version, true, func(id *string) (*s3.PutObjectRetentionOutput, error) {
-			return s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
-				Bucket: &s.bucket, Key: &name, VersionId: id,
-				Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
-			})
-		})
-	} else {
+	if !s.locking {
+		if !until.After(kept) {
+			return nil
+		}
 		_, err = byVersion(version, true, func(id *string) (*s3.PutObjectTaggingOutput, error) {
 			return s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
 				Bucket: &s.bucket, Key: &name, VersionId: id,
 				Tagging: &types.Tagging{TagSet: []types.Tag{{Key: aws.String(keepTag), Value: aws.String(until.Format(time.RFC3339))}}},
 			})
 		})
+		if err != nil {
+			return s.wrap("lock", key, err)
+		}
+		return nil
 	}
+	if mode == types.ObjectLockModeCompliance && !until.After(kept) {
+		return nil
+	}
+	// Never shorten: the date read may have lost a fraction of a second.
+	if k := ceilSecond(kept); k.After(until) {
+		until = k
+	}
+	// Changing a GOVERNANCE retention's mode needs the bypass (S3 refuses
+	// it otherwise, 403); a COMPLIANCE one is only ever lengthened here.
+	var bypass *bool
+	if mode == types.ObjectLockModeGovernance {
+		bypass = aws.Bool(true)
+	}
+	_, err = byVersion(version, true, func(id *string) (*s3.PutObjectRetentionOutput, error) {
+		return s.client.PutObjectRetention(ctx, &s3.PutObjectRetentionInput{
+			Bucket: &s.bucket, Key: &name, VersionId: id, BypassGovernanceRetention: bypass,
+			Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &until},
+		})
+	})
 	if err != nil {
 		return s.wrap("lock", key, err)
 	}
 	return nil
 }
 
+// ceilSecond returns t in UTC rounded up to the second.
+func ceilSecond(t time.Time) time.Time {
+	t = t.UTC()
+	if c := t.Truncate(time.Second); !c.Equal(t) {
+		return c.Add(time.Second)
+	}
+	return t
+}
+
 // keptUntil returns until when the version of name (the current one when
-// version is "") is locked, zero when it is not, and the version's id.
-// ErrNotFound when there is no such object or version, or it is a delete
-// marker.
-func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time, string, error) {
+// version is "") is locked, zero when it is not, the mode of its retention
+// with Object Lock ("" without), and the version's id. ErrNotFound when
+// there is no such object or version, or it is a delete marker.
+func (s *Store) keptUntil(ctx context.Context, name, version string) (time.Time, types.ObjectLockMode, string, error) {
 	head, err := byVersion(version, true, func(id *string) (*s3.HeadObjectOutput, error) {
 		return s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &name, VersionId: id})
 	})
 	if err != nil {
-		return time.Time{}, "", s.wrap("head", strings.TrimPrefix(name, s.prefix), err)
+		return time.Time{}, "", "", s.wrap("head", strings.TrimPrefix(name, s.prefix), err)
 	}
 	version = aws.ToString(head.VersionId)
 	if s.locking {
-		return aws.ToTime(head.ObjectLockRetainUntilDate).UTC(), version, nil
+		return aws.ToTime(head.ObjectLockRetainUntilDate).UTC(), head.ObjectLockMode, version, nil
 	}
 	tags, err := byVersion(version, true, func(id *string) (*s3.GetObjectTaggingOutput, error) {
 		return s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: &s.bucket, Key: &name, VersionId: id})
 	})
 	if err != nil {
-		return time.Time{}, "", s.wrap("read the tags of", strings.TrimPrefix(name, s.prefix), err)
+		return time.Time{}, "", "", s.wrap("read the tags of", strings.TrimPrefix(name, s.prefix), err)
 	}
 	for _, t := range tags.TagSet {
 		if aws.ToString(t.Key) == keepTag {
 			until, err := time.Parse(time.RFC3339, aws.ToString(t.Value))
 			if err != nil {
-				return time.Time{}, "", fmt.Errorf("s3blob: %s: tag %s: %w", name, keepTag, err)
+				return time.Time{}, "", "", fmt.Errorf("s3blob: %s: tag %s: %w", name, keepTag, err)
 			}
-			return until, version, nil
+			return until, "", version, nil
 		}
 	}
-	return time.Time{}, version, nil
+	return time.Time{}, "", version, nil
 }
 
 // wrap names the operation and the key, making a missing object, version

@@ -354,3 +354,123 @@ func TestNullVersionRefused(t *testing.T) {
 		t.Errorf("List after the Deletes = %v, %v; want [locked]", keys, err)
 	}
 }
+
+// putGoverned writes blobs/k to bucket under a GOVERNANCE retention until
+// until, as a default retention rule added after New, or another tool,
+// would.
+func putGoverned(t *testing.T, g *s3test.Gateway, bucket string, until time.Time) {
+	t.Helper()
+	if _, err := g.Client.PutObject(t.Context(), &s3.PutObjectInput{Bucket: &bucket, Key: aws.String("blobs/k"),
+		Body: strings.NewReader("x"), ObjectLockMode: types.ObjectLockModeGovernance, ObjectLockRetainUntilDate: &until}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// retention reads the mode and date of the retention of bucket's blobs/k.
+func retention(t *testing.T, g *s3test.Gateway, bucket string) (types.ObjectLockRetentionMode, time.Time) {
+	t.Helper()
+	out, err := g.Client.GetObjectRetention(t.Context(), &s3.GetObjectRetentionInput{Bucket: &bucket, Key: aws.String("blobs/k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Retention.Mode, aws.ToTime(out.Retention.RetainUntilDate)
+}
+
+// Lock promises COMPLIANCE until the date. A GOVERNANCE retention, which
+// whoever may bypass governance retention can lift, does not keep that
+// promise whatever its date: Lock turns it into COMPLIANCE until the later
+// of the two dates, never shortening it, and the version can then be
+// deleted by nobody, bypass or not.
+func TestLockOverGovernance(t *testing.T) {
+	g := s3test.Start(t)
+	newStore := stores(g, true)
+	var n int
+	for _, c := range []struct {
+		name             string
+		governed, locked time.Duration // from now
+	}{
+		{"Later", 2 * time.Hour, time.Hour},
+		{"Earlier", time.Hour, 2 * time.Hour},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newStore(t)
+			n++
+			bucket := fmt.Sprintf("b%d-true", n)
+			now := time.Now().UTC().Truncate(time.Second)
+			governed, locked := now.Add(c.governed), now.Add(c.locked)
+			putGoverned(t, g, bucket, governed)
+			if err := s.Lock(t.Context(), "k", locked); err != nil {
+				t.Fatalf("Lock over a GOVERNANCE retention: %v", err)
+			}
+			want := governed // the later
+			if locked.After(want) {
+				want = locked
+			}
+			if mode, until := retention(t, g, bucket); mode != types.ObjectLockRetentionModeCompliance || !until.Equal(want) {
+				t.Errorf("Lock(%v) over GOVERNANCE until %v left %s until %v; want COMPLIANCE until %v", locked, governed, mode, until, want)
+			}
+			v, _ := versionsLeft(t, g, bucket)
+			for _, v := range v {
+				key, id, _ := strings.Cut(v, "@")
+				if _, err := g.Client.DeleteObject(t.Context(), &s3.DeleteObjectInput{Bucket: &bucket, Key: &key, VersionId: &id,
+					BypassGovernanceRetention: aws.Bool(true)}); err == nil {
+					t.Errorf("version %s deleted, bypassing governance, before the date Lock was asked for", v)
+				}
+			}
+			// Locked as asked, a Lock before the date changes nothing.
+			if err := s.Lock(t.Context(), "k", locked.Add(-time.Minute)); err != nil {
+				t.Errorf("a second, earlier Lock: %v", err)
+			}
+			if mode, until := retention(t, g, bucket); mode != types.ObjectLockRetentionModeCompliance || !until.Equal(want) {
+				t.Errorf("after a second, earlier Lock: %s until %v; want COMPLIANCE until %v", mode, until, want)
+			}
+		})
+	}
+}
+
+// denyBypass answers AccessDenied to every request that bypasses
+// governance retention, as S3 does to credentials without
+// s3:BypassGovernanceRetention.
+type denyBypass struct {
+	http.Client
+	denied atomic.Int64
+}
+
+func (c *denyBypass) Do(req *http.Request) (*http.Response, error) {
+	if req.Header.Get("X-Amz-Bypass-Governance-Retention") != "true" {
+		return c.Client.Do(req)
+	}
+	c.denied.Add(1)
+	body := "<Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>"
+	return &http.Response{StatusCode: http.StatusForbidden, Status: "403 Forbidden", Proto: "HTTP/1.1",
+		ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{"Content-Type": {"application/xml"}},
+		Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Request: req}, nil
+}
+
+// Without s3:BypassGovernanceRetention, a Lock over a GOVERNANCE
+// retention that ends after the date asked for is refused, and Lock
+// returns the refusal: the object is not kept as it promises.
+func TestLockOverGovernanceRefused(t *testing.T) {
+	g := s3test.Start(t)
+	g.Bucket(t, "governed", true)
+	deny := &denyBypass{}
+	client := s3.New(s3.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(g.Endpoint), UsePathStyle: true,
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}, nil
+		}),
+		HTTPClient: deny,
+	})
+	s, err := s3blob.New(t.Context(), s3blob.Config{Client: client, Bucket: "governed", Prefix: "blobs/", TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	governed := time.Now().UTC().Truncate(time.Second).Add(2 * time.Hour)
+	putGoverned(t, g, "governed", governed)
+	if err := s.Lock(t.Context(), "k", time.Now().Add(time.Hour)); err == nil || deny.denied.Load() == 0 {
+		t.Errorf("Lock over GOVERNANCE without the permission to bypass it = %v (%d requests refused); want the refusal", err, deny.denied.Load())
+	}
+	if mode, until := retention(t, g, "governed"); mode != types.ObjectLockRetentionModeGovernance || !until.Equal(governed) {
+		t.Errorf("after a refused Lock: %s until %v; want GOVERNANCE until %v, as it was", mode, until, governed)
+	}
+}
