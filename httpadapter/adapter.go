@@ -221,11 +221,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if lim := h.limits[capturePropertyBytesLimit]; lim != nil {
 		h.capture.Budget = func(propertyID string, n int) error {
-			err := spend(lim, propertyID, n)
-			if obs := cfg.Observer; err != nil && obs != nil {
-				obs.ObserveBudgetRefusal(BudgetProperty)
+			if err := spend(lim, propertyID, n); err != nil {
+				// Counted where it refuses a request (appendEvents): a
+				// consent drops its tail instead (D35).
+				return &propertyBudgetError{err}
 			}
-			return err
+			return nil
 		}
 	}
 	h.rrweb = capture.NewRecorder(cfg.RRWebDir)
@@ -408,9 +409,10 @@ type Observer interface {
 	// ("POST /verify/match"), the status written and how long it took.
 	ObserveRequest(route string, status int, took time.Duration)
 	// ObserveCaptureBytes reports the bytes of a capture body (a session
-	// start, a chunk, a consent) as they are read, before it is parsed: how many, and
-	// whether the client's byte budget refused them. Every capture body
-	// is reported, never refused when there is no such budget.
+	// start, a chunk, a consent) as they are charged, before they are read
+	// (D52): how many, and whether the client's byte budget refused them.
+	// Every capture body is reported, never refused when there is no such
+	// budget.
 	ObserveCaptureBytes(n int, refused bool)
 	// ObserveBudgetRefusal reports a capture request refused by a byte
 	// budget (D52): BudgetClient or BudgetProperty.

@@ -184,7 +184,8 @@ func TestCaptureBudgetChargesEveryBodyRead(t *testing.T) {
 		t.Errorf("bodies over the limit %v, then a chunk of 8 KiB: %d %s; want three 413 then 429", codes, rec.Code, rec.Body)
 	}
 
-	// Cut short: 7 KiB read, then the client's connection fails.
+	// Cut short: 7 KiB read, then the client's connection fails (of
+	// undeclared length, the body is charged 8 KiB at a time, as read).
 	s = startFrom(t, h, "198.51.100.1", "acme-form")
 	events = "/capture/sessions/" + s.SessionID + "/events"
 	for i := range 5 {
@@ -199,7 +200,7 @@ func TestCaptureBudgetChargesEveryBodyRead(t *testing.T) {
 		}
 	}
 	if rec := from(h, "203.0.113.2", events, s.UploadToken, chunkBody(0)); rec.Code != 429 {
-		t.Errorf("after 35 KiB of bodies cut short, a chunk: %d %s; want 429", rec.Code, rec.Body)
+		t.Errorf("after 5 bodies cut short at 7 KiB, a chunk: %d %s; want 429", rec.Code, rec.Body)
 	}
 
 	// Session starts: 8 KiB each (a member the route ignores).
@@ -299,4 +300,58 @@ func TestRefusalHold(t *testing.T) {
 			t.Errorf("a held refusal whose client went: %d, want 429", code)
 		}
 	}
+}
+
+// A client whose byte budget is spent has no more of its bodies read: one
+// that declares its length is refused before its first byte is read, one
+// that does not before the first block it cannot pay for, and the
+// connection is closed rather than the rest read (D52). Else a client
+// could have the server read its bodies at the request rate, its budget
+// spent or not, with no session of its own.
+func TestCaptureBudgetRefusesBeforeReading(t *testing.T) {
+	_, h := budgetEnv(t, httpadapter.Config{CaptureBytesPerMinute: 320 << 10, CapturePropertyBytesPerMinute: -1,
+		CaptureStartsPerMinute: 1000})
+	body := strings.Repeat(" ", 1<<20)
+	for i, declared := range []bool{true, false} {
+		var read int64
+		var codes []int
+		for range 10 {
+			req := httptest.NewRequest("POST", "/capture/sessions/nosuch/consent", &countingReader{r: strings.NewReader(body), n: &read})
+			req.ContentLength = -1
+			if declared {
+				req.ContentLength = int64(len(body))
+			}
+			req.Header.Set("Origin", formOrigin)
+			req.Header.Set("Authorization", "Bearer bogus")
+			req.RemoteAddr = fmt.Sprintf("203.0.113.%d:1000", 20+i)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			codes = append(codes, rec.Code)
+			if rec.Code == 429 && rec.Header().Get("Connection") != "close" {
+				t.Errorf("declared %v: refused, Connection %q; want close", declared, rec.Header().Get("Connection"))
+			}
+		}
+		// The budget holds 40 KiB at once: a declared body over it spends
+		// the whole of it, and is read; one of undeclared length is read
+		// 8 KiB at a time, until the fifth block.
+		want, wantCodes := int64(len(body)), "[400 429 429 429 429 429 429 429 429 429]"
+		if !declared {
+			want, wantCodes = 40<<10, "[429 429 429 429 429 429 429 429 429 429]"
+		}
+		if read > want || fmt.Sprint(codes) != wantCodes {
+			t.Errorf("declared %v: %d bytes read of 10 bodies of 1 MiB, answered %v; want at most %d, %s", declared, read, codes, want, wantCodes)
+		}
+	}
+}
+
+// countingReader counts the bytes read from r into n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	*c.n += int64(k)
+	return k, err
 }

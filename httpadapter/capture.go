@@ -157,10 +157,19 @@ func (h *Handler) appendEvents(ctx context.Context, c Caller, req *eventsRequest
 	ch.SessionID = req.SessionID
 	n, err := h.capture.Append(ctx, capture.Caller{UploadToken: c.UploadToken, Origin: c.Origin}, ch)
 	if err != nil {
+		if pb := (*propertyBudgetError)(nil); errors.As(err, &pb) && h.cfg.Observer != nil {
+			h.cfg.Observer.ObserveBudgetRefusal(BudgetProperty)
+		}
 		return nil, err
 	}
 	return &eventsResponse{NextSeq: n}, nil
 }
+
+// propertyBudgetError is the property's byte budget refusing a chunk's
+// events (D52), answered as the 429 it wraps.
+type propertyBudgetError struct{ error }
+
+func (e *propertyBudgetError) Unwrap() error { return e.error }
 
 type consentRequest struct {
 	SessionID string `path:"session_id" json:"-"`

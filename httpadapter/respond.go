@@ -169,24 +169,35 @@ const MaxBodyBytes = 1 << 20
 // struct. Over limit bytes (0: MaxBodyBytes) is TooLarge; malformed JSON, a wrong type,
 // anything after the object, or text that is not valid Unicode is Invalid,
 // naming the field where it can. Unknown fields are ignored (D29). charge,
-// when not nil, is given the number of bytes read of the body once they
-// are read, before anything else is done with them, whatever the reading
-// came to: a body over the limit, or cut short, is charged what was read
-// of it (up to the limit); its error refuses the request.
+// when not nil, is given bytes of the body before they are read, so that
+// a refused client's body is not read: a body that declares its length
+// spends it (up to limit) before its first byte is read, one that does not
+// spends chargeBlock bytes at a time as it is read. Its error refuses the
+// request, and the connection is closed rather than the rest read.
 func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge func(n int) error) error {
 	if limit == 0 {
 		limit = MaxBodyBytes
 	}
-	// http.MaxBytesReader holds the body to the limit, and has the server
-	// close the connection rather than read on.
-	body := &countingBody{ReadCloser: r.Body}
-	data, err := readAll(http.MaxBytesReader(w, body, limit), r.ContentLength)
-	if charge != nil {
-		// The byte read past the limit only shows that the body is over
-		// it; a budget that holds the largest body holds the limit.
-		if err := charge(int(min(body.n, limit))); err != nil {
+	body := io.Reader(r.Body)
+	var charged *chargedBody
+	switch {
+	case charge != nil && r.ContentLength >= 0:
+		// A longer body is refused at limit, and one cut short as such:
+		// neither reads past what it paid for.
+		if err := charge(int(min(r.ContentLength, limit))); err != nil {
+			w.Header().Set("Connection", "close")
 			return err
 		}
+	case charge != nil:
+		charged = &chargedBody{r: r.Body, limit: limit, charge: charge}
+		body = charged
+	}
+	// http.MaxBytesReader holds the body to the limit, and has the server
+	// close the connection rather than read on.
+	data, err := readAll(http.MaxBytesReader(w, io.NopCloser(body), limit), r.ContentLength)
+	if charged != nil && charged.refused != nil {
+		w.Header().Set("Connection", "close")
+		return charged.refused
 	}
 	if err != nil {
 		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
@@ -243,15 +254,37 @@ func decodeError(t reflect.Type, data []byte, err error) error {
 	return consent.Errorf(consent.Invalid, "request body is not valid JSON")
 }
 
-// countingBody counts the bytes read of a request body.
-type countingBody struct {
-	io.ReadCloser
-	n int64
+// chargeBlock is how many bytes of a body of undeclared length are
+// charged at a time, before they are read.
+const chargeBlock = 8 << 10
+
+// chargedBody reads a body of undeclared length, charging for each block
+// of it before reading it, up to limit in all: the byte past the limit,
+// which only shows that the body is over it, is not charged.
+type chargedBody struct {
+	r       io.Reader
+	limit   int64
+	charge  func(n int) error
+	paid    int64 // bytes charged
+	left    int64 // of them, not read yet
+	refused error // the charge's refusal, which ended the reading
 }
 
-func (b *countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n += int64(n)
+func (b *chargedBody) Read(p []byte) (int, error) {
+	if b.left == 0 && b.paid < b.limit {
+		n := min(chargeBlock, b.limit-b.paid)
+		if err := b.charge(int(n)); err != nil {
+			b.refused = err
+			return 0, err
+		}
+		b.paid += n
+		b.left = n
+	}
+	if b.left > 0 && int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.r.Read(p)
+	b.left = max(b.left-int64(n), 0)
 	return n, err
 }
 

@@ -530,7 +530,7 @@ func (h *Handler) clientKey(r *http.Request, c Caller) (string, error) {
 }
 
 // takeBytes spends n bytes of a capture body from the client's byte
-// budget (Config.CaptureBytesPerMinute), before the body is parsed, and
+// budget (Config.CaptureBytesPerMinute), before they are read, and
 // tells the Observer of them, budget or none.
 func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 	obs := h.cfg.Observer

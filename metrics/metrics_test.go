@@ -339,8 +339,8 @@ func chunkOf(seq int) string {
 
 // Capture bytes are counted whether the client's byte budget is on or
 // not, and a refusal is counted under the budget that refused it, client
-// or property; request latencies carry the status code, as the request
-// counts do.
+// or property (a consent's tail dropped is none); request latencies carry
+// the status code, as the request counts do.
 func TestCaptureBudgets(t *testing.T) {
 	ctx := context.Background()
 	svc, err := consentkit.NewService(teststore.Memory(t), consentkit.Config{MaxChunkBytes: 8 << 10})
@@ -436,6 +436,19 @@ func TestCaptureBudgets(t *testing.T) {
 			}
 			if got := value(families["consentkit_capture_budget_refusals_total"], other); got != -1 {
 				t.Errorf("refusals by the %s budget = %v, want none", other["budget"], got)
+			}
+			if c.budget != "property" {
+				return
+			}
+			// A consent whose tail the spent budget drops is issued (D35):
+			// no refusal.
+			tail := fmt.Sprintf(`,"seq":2,"events":[{"type":3,"data":{"text":"%s"},"timestamp":3}]`, strings.Repeat("x", 7<<10))
+			if rec := do("/capture/sessions/"+s.SessionID+"/consent", s.UploadToken,
+				`{"consents":[{"text":"I agree.","types":["tcpa"]}],"url":"`+origin+`/q"`+tail+`}`); rec.Code != 201 {
+				t.Fatalf("consent: %d %s", rec.Code, rec.Body)
+			}
+			if got := value(scrape(t, m)["consentkit_capture_budget_refusals_total"], map[string]string{"budget": "property"}); got != 1 {
+				t.Errorf("property budget refusals after a consent issued with its tail dropped = %v, want 1", got)
 			}
 		})
 	}
