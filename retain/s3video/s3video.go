@@ -85,8 +85,10 @@
 // s3:ListBucketVersions,
 // s3:DeleteObject and s3:DeleteObjectVersion (the purge deletes a video
 // once its retention ends), and either s3:PutObjectRetention and
-// s3:GetObjectRetention (with Object Lock) or s3:PutObjectTagging and
-// s3:GetObjectTagging (without). One upload holds at most 5 GiB.
+// s3:GetObjectRetention (with Object Lock; s3:BypassGovernanceRetention
+// too for objects already under a GOVERNANCE retention, which Lock turns
+// into COMPLIANCE) or s3:PutObjectTagging and s3:GetObjectTagging
+// (without). One upload holds at most 5 GiB.
 package s3video
 
 import (
