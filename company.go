@@ -326,7 +326,9 @@ type TokenParams struct {
 	Permissions []consent.Permission
 	ExpiresAt   time.Time // optional, in the future; zero: never
 	// Secret, when set, is used instead of a generated one (to load a
-	// token issued elsewhere); it must be at least MinSecretLength bytes.
+	// token issued elsewhere); it must be at least MinSecretLength bytes,
+	// each a visible ASCII character ('!' to '~'), as an Authorization
+	// header carries it.
 	Secret string
 }
 
@@ -368,8 +370,10 @@ func (s *Service) IssueTokenTx(ctx context.Context, tx consent.Tx, p TokenParams
 		var b [32]byte
 		rand.Read(b[:])
 		secret = TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
-	case len(secret) < MinSecretLength || len(secret) > maxSecretLength || strings.ContainsAny(secret, " \t\r\n"):
-		return nil, "", consent.Errorf(consent.Invalid, "token must be %d to %d bytes without white space", MinSecretLength, maxSecretLength)
+	case len(secret) < MinSecretLength || len(secret) > maxSecretLength || strings.ContainsFunc(secret, notVisibleASCII):
+		// What an Authorization header carries as it is: a token that
+		// no request can present is of no use.
+		return nil, "", consent.Errorf(consent.Invalid, "token must be %d to %d visible ASCII characters (no white space)", MinSecretLength, maxSecretLength)
 	}
 	now := s.Now()
 	if !p.ExpiresAt.IsZero() && !consent.UTC(p.ExpiresAt).After(now) {
@@ -486,3 +490,7 @@ func (s *Service) AuthenticateProperty(ctx context.Context, companyID, propertyI
 	}
 	return err
 }
+
+// notVisibleASCII reports whether r is outside ASCII's visible characters,
+// '!' to '~'.
+func notVisibleASCII(r rune) bool { return r < '!' || r > '~' }

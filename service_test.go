@@ -195,10 +195,15 @@ func TestTokens(t *testing.T) {
 	wantCode(t, "Authenticate(revoked)", err, consent.Unauthorized)
 
 	for name, p := range map[string]consentkit.TokenParams{
-		"short secret":   {CompanyID: "acme", Secret: "short"},
-		"unknown perm":   {CompanyID: "acme", Permissions: []consent.Permission{"admin"}},
-		"past expiry":    {CompanyID: "acme", ExpiresAt: clk.t.Add(-time.Second)},
-		"bad company id": {CompanyID: "a b"},
+		"short secret": {CompanyID: "acme", Secret: "short"},
+		// No Authorization header can carry these: a token so issued
+		// (from a seed file, say) could never be used.
+		"NUL in secret":       {CompanyID: "acme", Secret: "any-secret\x00string"},
+		"control in secret":   {CompanyID: "acme", Secret: "any-secret\x7fstring"},
+		"non-ASCII in secret": {CompanyID: "acme", Secret: "any-secret-stríng"},
+		"unknown perm":        {CompanyID: "acme", Permissions: []consent.Permission{"admin"}},
+		"past expiry":         {CompanyID: "acme", ExpiresAt: clk.t.Add(-time.Second)},
+		"bad company id":      {CompanyID: "a b"},
 	} {
 		_, _, err := svc.IssueToken(ctx, p)
 		wantCode(t, "IssueToken("+name+")", err, consent.Invalid)
