@@ -10,7 +10,13 @@ import (
 // TrustedProxies names the peers whose X-Forwarded-For header is believed
 // (D20). The zero value trusts nobody: the client is the connection's peer.
 type TrustedProxies struct {
-	// Networks holds the addresses of trusted proxies.
+	// Networks holds the addresses of trusted proxies. Peer and forwarded
+	// addresses are compared as IPv4 when they are IPv4-mapped IPv6
+	// (::ffff:a.b.c.d, as a dual-stack listener reports an IPv4 peer), and
+	// so are these prefixes: ::ffff:10.0.0.0/104 trusts 10.0.0.0/8. An
+	// IPv4-mapped prefix shorter than 96 bits is not an IPv4 network and is
+	// compared as written, so it trusts no IPv4 peer: write such networks
+	// as IPv4 prefixes.
 	Networks []netip.Prefix
 	// UnixSocket trusts a peer connected over a Unix socket: a proxy on the
 	// same machine. Such a peer has no IP address, so without this (or
@@ -86,10 +92,14 @@ func overUnixSocket(r *http.Request) bool {
 	return ok && (local.Network() == "unix" || local.Network() == "unixpacket")
 }
 
-// parseAddr reads "ip", "ip:port" or "[ipv6]:port", unmapping IPv4-in-IPv6.
+// parseAddr reads "ip", "ip:port", "[ipv6]:port" or "[ipv6]", unmapping
+// IPv4-in-IPv6. Proxies write an IPv6 X-Forwarded-For entry either bare or
+// in brackets, with or without a port.
 func parseAddr(s string) netip.Addr {
 	if host, _, err := net.SplitHostPort(s); err == nil {
 		s = host
+	} else if len(s) > 2 && s[0] == '[' && s[len(s)-1] == ']' {
+		s = s[1 : len(s)-1]
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil {
@@ -98,11 +108,25 @@ func parseAddr(s string) netip.Addr {
 	return a.Unmap().WithZone("")
 }
 
+// trusts reports whether a, as parseAddr returns it (unmapped), is in one
+// of the trusted networks, each of them unmapped as well (unmapPrefix).
 func (p TrustedProxies) trusts(a netip.Addr) bool {
 	for _, n := range p.Networks {
-		if n.Contains(a) {
+		if unmapPrefix(n).Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// unmapPrefix returns an IPv4-mapped IPv6 prefix of 96 bits or more as the
+// IPv4 prefix it covers (::ffff:10.0.0.0/104 is 10.0.0.0/8), to compare
+// with the unmapped addresses of parseAddr. Any other prefix is returned
+// as it is: one shorter than 96 bits reaches beyond ::ffff:0:0/96, so it
+// is no IPv4 network.
+func unmapPrefix(n netip.Prefix) netip.Prefix {
+	if a := n.Addr(); a.Is4In6() && n.Bits() >= 96 {
+		return netip.PrefixFrom(a.Unmap(), n.Bits()-96)
+	}
+	return n
 }
