@@ -1,10 +1,13 @@
 package httpadapter
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/consentkit/consentkit"
 )
 
 // TrustedProxies names the peers whose X-Forwarded-For header is believed
@@ -129,4 +132,22 @@ func unmapPrefix(n netip.Prefix) netip.Prefix {
 		return netip.PrefixFrom(a.Unmap(), n.Bits()-96)
 	}
 	return n
+}
+
+// knownClient refuses a request whose client address is unknown
+// (TrustedProxies.ClientIP is invalid) on a route that needs the address,
+// as a limit by client address does (clientKey): 500, since the set-up is
+// at fault, and a log line, with attrs, saying how to fix it. The opt-out
+// needs the address whether or not its limit is on: its revocation records
+// it (D19) and its Idempotency-Key is the client's (D40), so an unknown
+// address would be recorded as "invalid IP" and shared by every client
+// whose address is unknown.
+func (h *Handler) knownClient(ctx context.Context, c Caller, attrs ...any) error {
+	if c.ClientIP.IsValid() {
+		return nil
+	}
+	h.log.ErrorContext(ctx, "consentkit: the client's address is unknown, so the request cannot be served; "+
+		"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
+		append(attrs, "request_id", consentkit.RequestIDFrom(ctx))...)
+	return &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
 }

@@ -402,6 +402,11 @@ type optOutResponse struct {
 func (r *optOutRequest) company() string { return r.CompanyID }
 
 func (h *Handler) optOut(ctx context.Context, c Caller, req *optOutRequest) (*optout.Result, error) {
+	// Refused before the opt-out is looked up under its Idempotency-Key,
+	// so nothing is kept in the scope of an unknown address either.
+	if err := h.knownClient(ctx, c, "route", "POST /opt-out"); err != nil {
+		return nil, err
+	}
 	return h.optout.OptOut(ctx, optout.Request{
 		CompanyID: req.CompanyID, CertificateID: req.CertificateID, Email: req.Email, Mobile: req.Mobile,
 		Reason: req.Reason, ClientIP: c.ClientIP.String(),

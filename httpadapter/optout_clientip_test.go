@@ -1,9 +1,14 @@
 package httpadapter_test
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/consentkit/consentkit/consent"
@@ -44,4 +49,45 @@ func TestOptOutMappedTrustedProxy(t *testing.T) {
 		}
 		return err
 	}))
+}
+
+// An opt-out whose client address is unknown (an untrusted Unix-socket
+// peer) is refused as the limited routes refuse it, with the opt-out limit
+// off too: its revocation would record no address (D19), and its
+// Idempotency-Key would be shared by every client of unknown address.
+func TestOptOutUnknownClientLimitOff(t *testing.T) {
+	const want = `{"status":500,"error":"the client's address cannot be determined"}` + "\n"
+	unix := context.WithValue(context.Background(), http.LocalAddrContextKey, &net.UnixAddr{Name: "/run/app.sock", Net: "unix"})
+	for _, perMinute := range []int{-1, 0} { // off, and the default 10 for comparison
+		e := setup(t, memstore.New())
+		revocations := func() int {
+			var n int
+			must(t, e.store.View(ctx, func(tx consent.Tx) error {
+				revs, err := tx.Revocations(ctx, "acme")
+				n = len(revs)
+				return err
+			}))
+			return n
+		}
+		before := revocations()
+		var logs bytes.Buffer
+		h := e.handler(t, httpadapter.Config{OptOutPerMinute: perMinute, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+		for _, body := range []string{`{"company_id":"acme","certificate_id":"cert-1"}`, `{"company_id":"acme","certificate_id":"cert-2"}`} {
+			req := httptest.NewRequest("POST", "/opt-out", strings.NewReader(body)).WithContext(unix)
+			req.RemoteAddr = "@"
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", "shared-key")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 500 || rec.Body.String() != want {
+				t.Errorf("OptOutPerMinute %d, %s: %d %s, want 500 %s", perMinute, body, rec.Code, rec.Body, want)
+			}
+		}
+		if n := revocations(); n != before {
+			t.Errorf("OptOutPerMinute %d: %d revocations recorded of an unknown client", perMinute, n-before)
+		}
+		if !strings.Contains(logs.String(), "TrustedProxies.UnixSocket") {
+			t.Errorf("OptOutPerMinute %d: the log does not say how to fix it:\n%s", perMinute, logs.String())
+		}
+	}
 }
