@@ -24,11 +24,13 @@ const (
 
 // NormalizeEmail trims s and lower-cases it (D17). Nothing else is changed:
 // dots and +tags are significant to many mail systems, so removing them would
-// revoke consent that a different mailbox gave.
+// revoke consent that a different mailbox gave. s must be valid UTF-8: it is
+// checked before lower-casing, which would turn each invalid byte into
+// U+FFFD and so make distinct invalid addresses one.
 func NormalizeEmail(s string) (string, error) {
 	e := strings.ToLower(strings.TrimSpace(s))
 	at := strings.LastIndexByte(e, '@')
-	if at <= 0 || at == len(e)-1 || len(e) > maxEmailLength || !utf8.ValidString(e) ||
+	if !utf8.ValidString(s) || at <= 0 || at == len(e)-1 || len(e) > maxEmailLength ||
 		strings.ContainsAny(e, " \t\r\n") {
 		return "", consent.Errorf(consent.Invalid, "email is not an email address")
 	}
