@@ -262,8 +262,14 @@ func load(ctx context.Context, svc *consentkit.Service, tx consent.Tx, f *File, 
 		}
 		sum.Sessions++
 	}
+	// The SHA-256 of each session's recording, by session id, hashed once
+	// however many certificates the file gives the session: the
+	// recordings do not change while the certificates load, and a
+	// certificate-by-certificate hash would make a small file cost
+	// certificates × recording bytes of work inside the transaction.
+	digests := map[string]consent.Digest{}
 	for i, c := range f.Certificates {
-		if err := loadCertificate(ctx, svc, tx, c); err != nil {
+		if err := loadCertificate(ctx, svc, tx, c, digests); err != nil {
 			return fmt.Errorf("certificates[%d] %q: %w", i, c.ID, err)
 		}
 		sum.Certificates++
@@ -378,7 +384,7 @@ func chunks(events []json.RawMessage, max int) []json.RawMessage {
 	return out
 }
 
-func loadCertificate(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c Certificate) error {
+func loadCertificate(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c Certificate, digests map[string]consent.Digest) error {
 	if c.ID == "" {
 		return consent.Errorf(consent.Invalid, "id is required")
 	}
@@ -393,16 +399,22 @@ func loadCertificate(ctx context.Context, svc *consentkit.Service, tx consent.Tx
 	}
 	// A certificate of a session the file recorded holds the SHA-256 of its
 	// recording, as one issued through capture does, so that verifications
-	// check it (D41); one of a session without events holds none.
-	if c.SessionID != "" {
+	// check it (D41); one of a session without events holds none. Each
+	// session's recording is read and hashed once (digests).
+	if d, ok := digests[c.SessionID]; ok {
+		p.RecordingSHA256 = d
+	} else if c.SessionID != "" {
 		ses, err := tx.Session(ctx, c.SessionID)
 		if err != nil && consent.ErrorCode(err) != consent.NotFound {
 			return err
 		}
-		if err == nil && ses.EventChunks > 0 {
-			if p.RecordingSHA256, err = consent.RecordingDigest(ctx, tx, c.SessionID); err != nil {
-				return err
+		if err == nil {
+			if ses.EventChunks > 0 {
+				if p.RecordingSHA256, err = consent.RecordingDigest(ctx, tx, c.SessionID); err != nil {
+					return err
+				}
 			}
+			digests[c.SessionID] = p.RecordingSHA256 // zero: no events
 		}
 	}
 	_, err := svc.IssueCertificateTx(ctx, tx, p)
