@@ -112,7 +112,15 @@ func TestLoadExample(t *testing.T) {
 func TestLoadErrors(t *testing.T) {
 	for _, tc := range []struct{ name, file, want string }{
 		{"duplicate company", `{"companies":[{"id":"a","name":"A"},{"id":"a","name":"A again"}]}`,
-			`companies[1] "a": …already exists`}, // memory names what exists, the SQL stores do not
+			`companies[1] "a": company already exists`}, // every store names what exists
+		{"duplicate session", `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P"}]}],
+			"sessions":[{"id":"s1","company_id":"a","property_id":"p"},{"id":"s1","company_id":"a","property_id":"p"}]}`,
+			`sessions[1] "s1": session already exists`},
+		{"duplicate certificate", `{"companies":[{"id":"a","name":"A","properties":[{"id":"p","name":"P"}]}],
+			"sessions":[{"id":"s1","company_id":"a","property_id":"p","events":[{"type":4}]}],
+			"certificates":[{"id":"c1","company_id":"a","property_id":"p","session_id":"s1","consents":[{"text":"I agree"}]},
+				{"id":"c1","company_id":"a","property_id":"p","session_id":"s1","consents":[{"text":"I agree"}]}]}`,
+			`certificates[1] "c1": certificate already exists`},
 		{"bad id", `{"companies":[{"id":"a b","name":"A"}]}`, `companies[0] "a b": id must be`},
 		{"negative balance", `{"companies":[{"id":"a","name":"A","balance":-1}]}`, `companies[0] "a": balance must not be negative`},
 		{"short token", `{"companies":[{"id":"a","name":"A","tokens":[{"token":"short"}]}]}`, `companies[0] "a": tokens[0]: token must be`},

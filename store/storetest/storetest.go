@@ -155,6 +155,7 @@ var areas = []area{
 		{"BulkRollsBack", testBulkRollsBack},
 		{"TakenBeforeMissing", testTakenBeforeMissing},
 		{"PanicRollsBack", testPanicRollsBack},
+		{"ConflictNamesWhat", testConflictNamesWhat},
 	}},
 	{"GroupCommit", []behaviour{
 		{"ConcurrentUpdatesFailAlone", testConcurrentUpdatesFailAlone},
