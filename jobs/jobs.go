@@ -18,6 +18,11 @@
 // Permanent() bool method that says true). A job whose runner dies is taken
 // again by any runner once its lease runs out, so every job is done at least
 // once; a handler must therefore be safe to run again for the same job.
+// Each lease counts an attempt, so an attempt that ends unrecorded (its
+// runner crashed or stopped, or lost the lease) counts too: a one-off job
+// leased again with its attempts spent is failed for good at once, without
+// running (Handler.MaxAttempts and GiveUpAfter say when), so that a job
+// that kills its runner is not run again after every restart, for good.
 // An error of Started or of a Result's Commit fails the attempt as one of
 // Do does. Jobs handle input from the public: a panic in a handler's Do,
 // Started, Commit or Failed fails the attempt like an error, never the
@@ -65,9 +70,11 @@ type Handler struct {
 	// Do does one job, outside any transaction. Its Result's Commit runs in
 	// the transaction that ends the job. Required.
 	Do func(ctx context.Context, j *consent.Job) (Result, error)
-	// Started, when set, runs in the transaction that leases the job.
-	// When it fails, that transaction is rolled back and the attempt is
-	// recorded as failed, in a transaction of its own, as when Do fails.
+	// Started, when set, runs in the transaction that leases the job,
+	// unless the job is failed for good at once, its attempts spent
+	// (MaxAttempts, GiveUpAfter). When it fails, that transaction is
+	// rolled back and the attempt is recorded as failed, in a transaction
+	// of its own, as when Do fails.
 	Started func(ctx context.Context, tx consent.Tx, j *consent.Job) error
 	// Failed, when set, runs in the transaction that records a failed
 	// attempt, or hands back one cut short by shutdown: cause is what Do,
@@ -98,10 +105,20 @@ type Handler struct {
 	Lease time.Duration
 	// Timeout, when positive, bounds one Do.
 	Timeout time.Duration
-	// MaxAttempts is how many tries a job gets: default 5.
+	// MaxAttempts is how many tries a job gets: default 5. Each lease
+	// counts one, so an attempt that ended unrecorded (its runner crashed
+	// or stopped, or lost the lease) counts too: a job leased for a try
+	// past MaxAttempts is failed for good at once, without running (Failed
+	// is told, final, of an error that says so). A recurring kind's job is
+	// never failed for good (Every).
 	MaxAttempts int
 	// GiveUpAfter, when positive, fails a job for good after a failed
-	// attempt once it is older than this, whatever its attempts.
+	// attempt once it is older than this, whatever its attempts. Attempts
+	// that ended unrecorded count too: a job leased again once older than
+	// this, after earlier attempts of which none was recorded (none left
+	// a last error), is failed for good at once, without running, as past
+	// MaxAttempts. A job's first try, and a retry after a recorded failed
+	// attempt, run whatever its age.
 	GiveUpAfter time.Duration
 	// Backoff is the wait after the first failed attempt, doubled after
 	// each further one up to MaxBackoff: defaults 30 s and 1 h.
@@ -352,7 +369,7 @@ var ErrLeaseLost = errors.New("jobs: lease lost")
 
 func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, error) {
 	leased := time.Now() // before the lease: its end by the store is no earlier than Lease after
-	job, err := r.lease(ctx, h, owner)
+	job, spent, err := r.lease(ctx, h, owner)
 	var notStarted *startError
 	if errors.As(err, &notStarted) {
 		job, err = notStarted.job, nil
@@ -367,6 +384,17 @@ func (r *Runner) runOnce(ctx context.Context, h *Handler, owner string) (bool, e
 	if notStarted != nil {
 		outcome := notStarted.cause
 		err := lostLease(&outcome, r.fail(ctx, log, h, job, owner, notStarted.cause, failStart))
+		r.observe(job.Kind, leased, outcome)
+		return true, err
+	}
+	if spent != nil {
+		// Its tries were used up by attempts that ended unrecorded: it is
+		// failed for good, without running, as on a permanent error (the
+		// Failed hook told, final), even when ctx is done.
+		finishCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer stop()
+		outcome := spent
+		err := lostLease(&outcome, r.fail(finishCtx, log, h, job, owner, spent, failAttempt))
 		r.observe(job.Kind, leased, outcome)
 		return true, err
 	}
@@ -547,14 +575,17 @@ func (e *startError) Error() string {
 
 // lease leases a due job of h's kind and runs h.Started in the same
 // transaction: NotFound when no job is due, a *startError when Started
-// failed.
-func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.Job, error) {
-	var job *consent.Job
-	err := r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
+// failed. A job leased with its attempts spent (spentAttempts) is leased
+// without Started, and spent says why it is not to run.
+func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (job *consent.Job, spent error, err error) {
+	err = r.cfg.Store.Update(ctx, func(tx consent.Tx) error {
 		now := r.cfg.Now()
 		var err error
 		if job, err = tx.LeaseJob(ctx, []string{h.Kind}, owner, now, now.Add(h.Lease)); err != nil {
 			return err
+		}
+		if spent = spentAttempts(h, job, now); spent != nil {
+			return nil
 		}
 		if h.Started != nil {
 			if err := recovered("Started", func() error { return h.Started(ctx, tx, job) }); err != nil {
@@ -563,8 +594,41 @@ func (r *Runner) lease(ctx context.Context, h *Handler, owner string) (*consent.
 		}
 		return nil
 	})
-	return job, err
+	return job, spent, err
 }
+
+// spentAttempts returns, for a one-off job just leased, a permanent error
+// when its attempts are spent, nil otherwise. A failed attempt that was
+// recorded ends the job when it uses up the last try (failed), so a job
+// leased past MaxAttempts (LeaseJob counted this lease) had attempts that
+// ended unrecorded: its runner crashed or stopped, or lost the lease. Past
+// GiveUpAfter, the job is spent only when none of its earlier attempts was
+// recorded (no last error): a first try, or the retry a recorded failure
+// scheduled, runs whatever the job's age, as before.
+func spentAttempts(h *Handler, job *consent.Job, now time.Time) error {
+	switch {
+	case h.Every > 0:
+		return nil // never failed for good
+	case job.Attempts > h.MaxAttempts:
+		return &spentError{attempt: job.Attempts, limit: fmt.Sprintf("past MaxAttempts (%d)", h.MaxAttempts)}
+	case h.GiveUpAfter > 0 && job.Attempts > 1 && job.LastError == "" && now.Sub(job.CreatedAt) >= h.GiveUpAfter:
+		return &spentError{attempt: job.Attempts, limit: fmt.Sprintf("older than GiveUpAfter (%v)", h.GiveUpAfter)}
+	}
+	return nil
+}
+
+// spentError is why a job leased with its attempts spent is failed for
+// good without running: permanent.
+type spentError struct {
+	attempt int
+	limit   string
+}
+
+func (e *spentError) Error() string {
+	return fmt.Sprintf("jobs: not run: leased for attempt %d, %s; earlier attempts ended unrecorded (the runner stopped or lost its lease)", e.attempt, e.limit)
+}
+
+func (*spentError) Permanent() bool { return true }
 
 // leaseMargin is how long before a lease runs out, by the runner's
 // monotonic clock, the runner gives it up when it was not renewed: Do's
