@@ -342,36 +342,11 @@ func mapFailure(err error) error {
 	}
 	switch se.ExtendedCode {
 	case sqlite3.ErrConstraintPrimaryKey, sqlite3.ErrConstraintUnique:
-		return conflict(constraintTable(se.Error()))
+		return sqlrow.Conflict(constraintTable(se.Error()))
 	case sqlite3.ErrConstraintForeignKey:
 		return consent.Errorf(consent.NotFound, "the company, property or session referred to does not exist")
 	}
 	return err
-}
-
-// rowNames names the row of each table for a Conflict, as the memory
-// store names what exists ("company already exists"), so that an error
-// reads the same on every store.
-var rowNames = map[string]string{
-	"companies": "company", "wallets": "wallet", "ledger": "ledger entry",
-	"properties": "property", "tokens": "token", "sessions": "session",
-	"session_events": "event chunk", "session_events_rows": "event chunk",
-	"certificates": "certificate", "revocations": "revocation",
-	"conversion_jobs": "job", "jobs": "job",
-	"audit_log": "audit entry", "audit_heads": "audit head",
-	"webhook_endpoints": "webhook endpoint", "webhook_deliveries": "webhook delivery",
-	"idempotency_keys": "idempotency key", "operator_sessions": "operator session",
-	"public_keys": "published key", "attestations": "attestation",
-	"insights": "insights", "profiles": "profile",
-}
-
-// conflict is the Conflict of a row taken in table: "company already
-// exists" for companies, "already exists" for a table not named.
-func conflict(table string) error {
-	if what, ok := rowNames[table]; ok {
-		return consent.Errorf(consent.Conflict, "%s already exists", what)
-	}
-	return consent.Errorf(consent.Conflict, "already exists")
 }
 
 // constraintTable is the table of SQLite's message of a unique
