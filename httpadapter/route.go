@@ -519,12 +519,9 @@ func (h *Handler) hold(r *http.Request, wait time.Duration) {
 
 // clientKey is the key of the client's address in a rate limiter.
 func (h *Handler) clientKey(r *http.Request, c Caller) (string, error) {
-	if !c.ClientIP.IsValid() {
-		// Never one shared bucket for every client of unknown address.
-		h.log.ErrorContext(r.Context(), "consentkit: the client's address is unknown, so its rate limit cannot apply; "+
-			"behind a proxy on a Unix socket set Config.TrustedProxies.UnixSocket and have the proxy send X-Forwarded-For",
-			"method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr)
-		return "", &httpError{status: http.StatusInternalServerError, msg: "the client's address cannot be determined"}
+	// Never one shared bucket for every client of unknown address.
+	if err := h.knownClient(r.Context(), c, "method", r.Method, "path", r.URL.Path, "peer", r.RemoteAddr); err != nil {
+		return "", err
 	}
 	return ratelimit.ClientKey(c.ClientIP, h.cfg.IPv6PrefixBits), nil
 }
