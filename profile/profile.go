@@ -18,6 +18,7 @@
 package profile
 
 import (
+	"bytes"
 	"slices"
 	"strings"
 	"unicode"
@@ -123,10 +124,19 @@ func Grade(r *Rules, f Facts) Graded {
 	}
 	if l := r.ApprovedLanguage; l != nil {
 		var found Found
+		texts := make([]approved, len(l.Texts)) // each made once, not once a consent
+		for k, t := range l.Texts {
+			texts[k] = compile(t)
+		}
+		var buf []byte
+	records:
 		for i, rec := range f.Records {
-			if j := slices.IndexFunc(l.Texts, func(t string) bool { return Match(t, rec.Text) }); j >= 0 {
-				found.Consent, found.Approved = &i, &j
-				break
+			for j, a := range texts {
+				if a.match(rec.Text, &buf) {
+					ci, ti := i, j // taken once found, not for every pair
+					found.Consent, found.Approved = &ci, &ti
+					break records
+				}
 			}
 		}
 		add("approved_language", l.Miss, found.Consent != nil, false, found)
@@ -209,30 +219,58 @@ func legibility(records []consent.Record) Found {
 // linear in the lengths of both: each literal part is found leftmost,
 // which is enough when the only wildcard matches anything.
 func Match(pattern, text string) bool {
-	pattern, text = strings.TrimSpace(pattern), strings.TrimSpace(text)
+	return compile(pattern).match(text, new([]byte))
+}
+
+// approved is an approved text split at its wildcards, made once for all
+// the consents it is matched with (Grade).
+type approved struct {
+	exact string   // the trimmed text, when it has no wildcard
+	parts [][]byte // else the text split at its wildcards
+	// lead and trail are the white space between an end of the text and
+	// its first other byte, wildcards aside: what a result trimmed to a
+	// consent may have had at that end (an end wildcard takes whatever
+	// else it had).
+	lead, trail string
+}
+
+func compile(pattern string) approved {
+	pattern = strings.TrimSpace(pattern)
 	parts := strings.Split(pattern, Wildcard)
 	if len(parts) == 1 {
-		return pattern == text
+		return approved{exact: pattern}
 	}
-	// The white space between an end of pattern and its first other byte,
-	// wildcards aside, is what a result trimmed to text may have had at
-	// that end; an end wildcard takes whatever else it had.
-	if lead, trail := edgeSpace(parts, false), edgeSpace(parts, true); lead != "" || trail != "" {
-		text = lead + text + trail
+	a := approved{lead: edgeSpace(parts, false), trail: edgeSpace(parts, true)}
+	for _, p := range parts {
+		a.parts = append(a.parts, []byte(p))
 	}
-	first, last := parts[0], parts[len(parts)-1]
-	if !strings.HasPrefix(text, first) {
+	return a
+}
+
+// match is Match by a compiled pattern. The consent, with the white space
+// its ends may have had, is written into *buf, reused from one call to the
+// next, so that grading many consents by many approved texts allocates
+// nothing a pair.
+func (a approved) match(text string, buf *[]byte) bool {
+	text = strings.TrimSpace(text)
+	if a.parts == nil {
+		return a.exact == text
+	}
+	*buf = append(append(append((*buf)[:0], a.lead...), text...), a.trail...)
+	b := *buf
+	first, last := a.parts[0], a.parts[len(a.parts)-1]
+	if !bytes.HasPrefix(b, first) {
 		return false
 	}
-	text = text[len(first):]
-	for _, mid := range parts[1 : len(parts)-1] {
-		i := strings.Index(text, mid)
+	b = b[len(first):]
+	for _, mid := range a.parts[1 : len(a.parts)-1] {
+		i := bytes.Index(b, mid)
 		if i < 0 {
 			return false
 		}
-		text = text[i+len(mid):]
+		b = b[i+len(mid):]
 	}
-	return strings.HasSuffix(text, last)
+	return bytes.HasSuffix(b, last)
 }
 
 // edgeSpace returns the white space a result trimmed to text may have

@@ -240,3 +240,31 @@ func TestGradeResult(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Grading by approved texts makes each text once and copies no consent a
+// pair: its allocations do not grow with the consents graded. A
+// certificate holds up to 100 consents of 64 KiB, and a profile 50
+// texts: a copy a pair was 330 MiB a grade, inside the verification's
+// transaction.
+func TestGradeAllocationsDoNotGrowWithConsents(t *testing.T) {
+	text := strings.Repeat("I agree to be called by Acme about things. ", 100)
+	var texts []string
+	for i := range profile.MaxProfileTexts {
+		texts = append(texts, fmt.Sprintf("{{*}} I agree to be called by {{*}} about offer %02d.", i))
+	}
+	r := &profile.Rules{ApprovedLanguage: &profile.LanguageRule{Texts: texts}}
+	allocs := func(consents int) float64 {
+		recs := make([]consent.Record, consents)
+		for i := range recs {
+			recs[i].Text = text
+		}
+		return testing.AllocsPerRun(5, func() {
+			if g := profile.Grade(r, profile.Facts{Records: recs}); g.Result != profile.Fail {
+				t.Fatalf("graded %s, want fail: no text approves the consents", g.Result)
+			}
+		})
+	}
+	if one, many := allocs(1), allocs(32); many > one+4 {
+		t.Errorf("a grade of 32 consents by %d texts took %.0f allocations, of 1 consent %.0f: want no more a consent", len(texts), many, one)
+	}
+}
