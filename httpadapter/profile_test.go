@@ -310,6 +310,18 @@ func TestProfileOwnerAndUnknown(t *testing.T) {
 				t.Errorf("%s profile: %d %+v, cost %s; want %d, nothing charged", tc.name, code, audit, cost, tc.code)
 			}
 		}
+		// The refusal's audit entry names the profile asked for.
+		var last *consent.AuditEntry
+		must(t, p.store.View(ctx, func(tx consent.Tx) error {
+			page, err := tx.AuditEntries(ctx, consent.AuditQuery{CompanyID: "buyer", Limit: consent.MaxAuditPage})
+			if len(page) > 0 {
+				last = page[len(page)-1]
+			}
+			return err
+		}))
+		if last == nil || last.Outcome != "not_found" || !strings.Contains(string(last.Detail), `"profile":"nope"`) {
+			t.Errorf("the unknown profile's refusal, audited: %+v; want not_found naming the profile", last)
+		}
 	})
 }
 

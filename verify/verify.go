@@ -367,6 +367,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 			}
 			var prof *profile.Profile
 			if q.profile != "" {
+				// Named by the entry of a refusal too, an unknown
+				// profile's included (D51).
+				detail.Profile = q.profile
 				p, err := tx.Profile(ctx, caller, q.profile)
 				if err != nil {
 					return nil, err
@@ -374,7 +377,6 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 				if prof, err = profile.Decode(p); err != nil {
 					return nil, err
 				}
-				detail.Profile = q.profile
 			}
 			cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
 			if err != nil {
