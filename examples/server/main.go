@@ -36,7 +36,6 @@ import (
 	"github.com/consentkit/consentkit/dashboard"
 	"github.com/consentkit/consentkit/httpadapter"
 	"github.com/consentkit/consentkit/metrics"
-	"github.com/consentkit/consentkit/retain"
 	"github.com/consentkit/consentkit/retain/mp4"
 	"github.com/consentkit/consentkit/retain/s3video"
 	"github.com/consentkit/consentkit/signed"
@@ -327,8 +326,6 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
-	m.WatchQueues(svc.Store(), consent.JobConvert, consent.JobAttest, consent.JobInsights, consent.JobWebhook,
-		consent.JobLockRecording, retain.JobLockVideo, retain.JobLockScreenshot, retain.JobDeleteVideo, retain.JobDeleteRecording)
 
 	// A key id held by another key in the store refuses the start, as does
 	// a key of another instance unless -trust-published-keys: instances
@@ -336,11 +333,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err := svc.PublishKeys(ctx); err != nil {
 		return fmt.Errorf("publish the signing key: %w (instances sharing a store: the same -signing-key file for all, or -trust-published-keys)", err)
 	}
-	tokens, err := prepare(ctx, svc, o.seed, log)
-	if err != nil {
-		return err
-	}
 
+	// Whatever can fail is done before prepare loads the demo data: the
+	// demo's tokens are shown once, when they are issued, and a start that
+	// failed after that would never show them.
 	videos, err := videoStore(ctx, o, log)
 	if err != nil {
 		return err
@@ -356,6 +352,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	runner, queued, err := newJobs(svc, videos, o, m.ObserveJob, log)
+	if err != nil {
+		return err
+	}
+	m.WatchQueues(svc.Store(), queued...)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		err := svc.Store().View(r.Context(), func(tx consent.Tx) error { _, err := tx.CompanyIDs(r.Context(), "", 1); return err })
@@ -382,15 +383,20 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	} else {
 		log.Info("the operator API and the dashboard are off; set " + OperatorSecretEnv + " to serve them")
 	}
-
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return err
 	}
-	base := "http://" + ln.Addr().String()
+	defer func() { _ = ln.Close() }() // closed already once served; else not served: nothing is lost
+
+	tokens, err := prepare(ctx, svc, o.seed, log)
+	if err != nil {
+		return err
+	}
+	base := ownOrigin(ln.Addr())
 	demo, err := setupDemo(ctx, svc, ln.Addr())
 	if err != nil {
-		_ = ln.Close() // not served yet: nothing is lost
+		printTokens(stdout, tokens) // issued, and shown nowhere else
 		return fmt.Errorf("demo form: %w", err)
 	}
 	rec := newRecorderSetup(o)
@@ -401,16 +407,20 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		// The address the guide prints opens the demo.
 		mux.Handle("GET /{$}", http.RedirectHandler("/demo", http.StatusSeeOther))
 	}
+	examples := tokens.acme != "" // prepare loaded them just now
+	if !examples {
+		if examples, err = exampleData(ctx, svc); err != nil {
+			log.Warn("the guide's commands are left out: the store could not be read", "err", err)
+		}
+	}
 	srv := httpadapter.NewServer(logRequests(log, mux), log)
-	printGuide(stdout, base, tokens, demo, o.seed != "", operatorSecret != "")
+	g := guide{base: base, listen: ln.Addr(), tokens: tokens, demo: demo, seeded: o.seed != "", examples: examples, operator: operatorSecret != ""}
+	g.print(stdout)
 	log.Info("listening", "addr", ln.Addr().String(), "store", o.store)
 
 	installDone := rec.start(ctx, o.installRecorder, log)
 	workerDone := startWorker(ctx, svc, videos, o, installDone, m.ObserveJob, log)
-	jobsDone, err := startJobs(ctx, svc, videos, o, m.ObserveJob, log)
-	if err != nil {
-		return err
-	}
+	jobsDone := startJobs(ctx, runner, o, log)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -31,22 +31,29 @@ const (
 	demoConsent  = "By ticking this box I agree that Acme Insurance may call and text me about my quote at the number above."
 )
 
-// demoOrigins are the origins a browser may use for this server: the
-// address it listens on, and localhost for a loopback address.
+// demoOrigins are the origins a browser may use for this server: its own
+// (ownOrigin), and localhost for a loopback or unspecified address.
 func demoOrigins(addr net.Addr) []string {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return nil
 	}
-	port := strconv.Itoa(tcp.Port)
-	own := "http://" + tcp.String()
-	if tcp.IP.IsUnspecified() {
-		own = "http://" + net.JoinHostPort("127.0.0.1", port)
-	}
+	own := ownOrigin(addr)
 	if tcp.IP.IsLoopback() || tcp.IP.IsUnspecified() {
-		return []string{own, "http://" + net.JoinHostPort("localhost", port)}
+		return []string{own, "http://" + net.JoinHostPort("localhost", strconv.Itoa(tcp.Port))}
 	}
 	return []string{own}
+}
+
+// ownOrigin is the origin of this server that the guide prints and the
+// demo's pages load the snippet from: the address it listens on, or
+// 127.0.0.1 for an unspecified one (-addr :8080 or 0.0.0.0:8080), whose
+// http://[::]:8080 is no origin the demo allows (demoOrigins).
+func ownOrigin(addr net.Addr) string {
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
+	}
+	return "http://" + addr.String()
 }
 
 // setupDemo gives the demo company its demo property, allowed from this

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/blob"
 	"github.com/consentkit/consentkit/blob/s3blob"
+	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/insights"
 	"github.com/consentkit/consentkit/jobs"
 	"github.com/consentkit/consentkit/retain"
@@ -99,32 +101,57 @@ func installing(done <-chan struct{}) bool {
 	}
 }
 
-// startJobs runs the service's other jobs in-process, in one job runner,
-// until ctx ends: webhook deliveries (D44), the purge of expired data every
-// -purge-interval (D43), the removal of the videos it leaves and each new
-// certificate's insights (D50). They start at once, while conversion
-// (startWorker) may wait for its tools. The returned channel closes when
-// they have stopped.
-func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.VideoStore, o *options,
-	observe func(string, time.Duration, error), log *slog.Logger) (<-chan struct{}, error) {
+// workerKinds are the kinds of the jobs of the conversion worker
+// (startWorker, retain.NewWorker): conversions, and their attestations.
+var workerKinds = []string{consent.JobConvert, consent.JobAttest}
+
+// newJobs builds the runner of the service's other jobs, which startJobs
+// runs: webhook deliveries (D44), the purge of expired data every
+// -purge-interval (D43), the removal of the videos it leaves, the moves of
+// finished recordings out of the database (D52) and each new
+// certificate's insights (D50). It returns too the kinds of the jobs that
+// queue, of this runner and of the conversion worker: those whose queue
+// depth the metrics watch.
+func newJobs(svc *consentkit.Service, videos retain.VideoStore, o *options,
+	observe func(string, time.Duration, error), log *slog.Logger) (*jobs.Runner, []string, error) {
 	purger, err := retain.NewPurger(retain.PurgeConfig{Service: svc, Videos: videos, Every: o.purgeInterval, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	deliveries, err := webhook.Handler(webhook.Config{Service: svc, AllowPrivate: o.webhookAllowPrivate, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	moves, err := retain.MoveHandlers(retain.MoveConfig{Service: svc, Logger: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	handlers := append(purger.Handlers(), deliveries, insights.Handler(svc, insights.Limits{}))
 	handlers = append(handlers, moves...)
 	r, err := jobs.New(jobs.Config{Store: svc.Store(), Handlers: handlers, Now: svc.Now, Logger: log, Observe: observe})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return r, queueKinds(handlers), nil
+}
+
+// queueKinds are the kinds of the conversion worker's jobs and of
+// handlers, but for the periodic ones (Every): each of those is one job
+// that schedules itself again, not a queue.
+func queueKinds(handlers []jobs.Handler) []string {
+	kinds := slices.Clone(workerKinds)
+	for _, h := range handlers {
+		if h.Every == 0 {
+			kinds = append(kinds, h.Kind)
+		}
+	}
+	return kinds
+}
+
+// startJobs runs r, newJobs's runner, in-process until ctx ends. Its jobs
+// start at once, while conversion (startWorker) may wait for its tools.
+// The returned channel closes when they have stopped.
+func startJobs(ctx context.Context, r *jobs.Runner, o *options, log *slog.Logger) <-chan struct{} {
 	if o.webhookAllowPrivate {
 		log.Warn("webhooks may be sent to loopback and private addresses (-webhook-allow-private)")
 	}
@@ -136,7 +163,7 @@ func startJobs(ctx context.Context, svc *consentkit.Service, videos retain.Video
 		}
 	}()
 	log.Info("purge, webhook delivery and insights are on", "purge_every", o.purgeInterval.String())
-	return done, nil
+	return done
 }
 
 // videoStore is where converted videos are kept: the S3 bucket of
