@@ -676,7 +676,7 @@ func TestServerBadSeed(t *testing.T) {
 	if !errors.As(err, &exit) || exit.ExitCode() == 0 {
 		t.Fatalf("server with a bad seed: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), `companies[1] \"a\": already exists`) {
+	if !strings.Contains(string(out), `companies[1] \"a\": company already exists`) {
 		t.Errorf("the error does not name the item:\n%s", out)
 	}
 	st, err := sqlitestore.Open(db, sqlitestore.Config{})
