@@ -18,7 +18,10 @@ import (
 const DefaultSignatureCacheSize = 1 << 16
 
 // checkKeys refuses keys that cannot be used: a bad id, a key of the wrong
-// size, two keys of one id, or a key both given and revoked.
+// size, a public key (or a signing key's public half) that
+// signed.PublicKey.Check refuses (a point of small order verifies
+// signatures no private key made), two keys of one id, or a key both given
+// and revoked.
 func checkKeys(signing []signed.SigningKey, public []signed.PublicKey, revoked []string) error {
 	seen := map[string]bool{}
 	for _, k := range signing {
@@ -27,6 +30,9 @@ func checkKeys(signing []signed.SigningKey, public []signed.PublicKey, revoked [
 		}
 		if len(k.Private) != ed25519.PrivateKeySize {
 			return fmt.Errorf("consentkit: signing key %s is not an Ed25519 private key", k.ID)
+		}
+		if err := k.Public().Check(); err != nil { // the public half, which verifies its signatures
+			return fmt.Errorf("consentkit: Config.SigningKeys: %w", err)
 		}
 		if seen[k.ID] {
 			return fmt.Errorf("consentkit: two keys have the id %s", k.ID)
@@ -37,8 +43,8 @@ func checkKeys(signing []signed.SigningKey, public []signed.PublicKey, revoked [
 		if err := consent.CheckID("public key id", k.ID); err != nil {
 			return err
 		}
-		if len(k.Key) != ed25519.PublicKeySize {
-			return fmt.Errorf("consentkit: public key %s is not an Ed25519 public key", k.ID)
+		if err := k.Check(); err != nil { // of the right size, canonical, not of small order
+			return fmt.Errorf("consentkit: Config.PublicKeys: %w", err)
 		}
 		if seen[k.ID] {
 			return fmt.Errorf("consentkit: two keys have the id %s", k.ID)

@@ -271,7 +271,7 @@ func VerifyInsights(s *InsightsStatement, c *Content, key PublicKey, signature [
 	if err != nil {
 		return err
 	}
-	if len(key.Key) != ed25519.PublicKeySize || !ed25519.Verify(key.Key, enc, signature) {
+	if !key.verifies(enc, signature) {
 		return errors.New("signed: the insights statement's signature does not match it")
 	}
 	cert, err := c.Encoding()

@@ -181,7 +181,7 @@ func VerifyStatement(s *Statement, c *Content, key PublicKey, signature []byte) 
 	if err != nil {
 		return err
 	}
-	if len(key.Key) != ed25519.PublicKeySize || !ed25519.Verify(key.Key, enc, signature) {
+	if !key.verifies(enc, signature) {
 		return errors.New("signed: the statement's signature does not match it")
 	}
 	cert, err := c.Encoding()

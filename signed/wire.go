@@ -66,7 +66,9 @@ func Publish(keys []PublicKey) KeySet {
 }
 
 // Find returns the key of s whose id is id. It fails when there is none,
-// or when that key is not a base64 Ed25519 public key.
+// or when that key is not a base64 Ed25519 public key that
+// [PublicKey.Check] accepts (a point of small order verifies signatures
+// no private key made).
 func (s *KeySet) Find(id string) (PublicKey, error) {
 	for _, k := range s.Keys {
 		if k.KeyID != id {
@@ -79,7 +81,11 @@ func (s *KeySet) Find(id string) (PublicKey, error) {
 		if err != nil || len(pub) != ed25519.PublicKeySize {
 			return PublicKey{}, fmt.Errorf("key %s is not a base64 Ed25519 public key", k.KeyID)
 		}
-		return PublicKey{ID: k.KeyID, Key: pub}, nil
+		key := PublicKey{ID: k.KeyID, Key: pub}
+		if why := key.weakness(); why != "" {
+			return PublicKey{}, fmt.Errorf("key %s %s", k.KeyID, why)
+		}
+		return key, nil
 	}
 	return PublicKey{}, fmt.Errorf("no published key has the id %q", id)
 }
