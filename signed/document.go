@@ -281,14 +281,20 @@ func (c *Content) Encoding() ([]byte, error) {
 	return d.Encoding(), nil
 }
 
-// parseTime reads a time as the canonical encoding writes it.
+// parseTime reads a time as the canonical encoding writes it: "" for
+// none, the zero time. It refuses "0001-01-01T00:00:00.000000Z", the zero
+// time written out, which the encoding writes as "" (or, for version 2's
+// revoked_before, leaves out): accepted, content showing it would read as
+// none and verify under the signature of content without it, while
+// showing a time, as parseDigest refuses the all-zero digest. Each time
+// has one spelling.
 func parseTime(name, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
 	var buf [len(timeLayout)]byte
 	t, err := time.Parse(timeLayout, s)
-	if err != nil || string(appendMicroTime(buf[:0], t)) != s {
+	if err != nil || t.IsZero() || string(appendMicroTime(buf[:0], t)) != s {
 		return time.Time{}, fmt.Errorf("signed: %s %q is not a time of the canonical encoding (%s)", name, s, timeLayout)
 	}
 	return t, nil

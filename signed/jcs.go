@@ -29,7 +29,8 @@ func digestString(d [sha256.Size]byte) string {
 }
 
 // appendTime appends t as the canonical encoding writes it: a JSON string
-// of timeLayout's digits and "-:.TZ", which need no escape.
+// of timeLayout's digits and "-:.TZ", which need no escape, or "" for the
+// zero time, which is never written out (parseTime refuses it written).
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	if !t.IsZero() {

@@ -305,8 +305,14 @@ func sameStrings(raw json.RawMessage, list []string) bool {
 	return json.Unmarshal(raw, &got) == nil && slices.Equal(got, list)
 }
 
-// sameTime: raw is an RFC 3339 time equal to t, or null for the zero time.
+// sameTime: raw is an RFC 3339 time equal to t, which is not the zero
+// time; or null, "" or absent (raw empty) for the zero time, which means
+// none. A time shown for none, "0001-01-01T00:00:00Z" included, is not the
+// same: it reads as a time.
 func sameTime(raw json.RawMessage, t time.Time) bool {
+	if len(raw) == 0 {
+		return t.IsZero()
+	}
 	var got *string
 	if json.Unmarshal(raw, &got) != nil {
 		return false
@@ -315,7 +321,7 @@ func sameTime(raw json.RawMessage, t time.Time) bool {
 		return t.IsZero()
 	}
 	at, err := time.Parse(time.RFC3339Nano, *got)
-	return err == nil && at.Equal(t)
+	return err == nil && !t.IsZero() && at.Equal(t)
 }
 
 // sameVisibility: got (nil for absent or null: none) shows v, its numbers
