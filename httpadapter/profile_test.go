@@ -319,7 +319,7 @@ func TestProfileOwnerAndUnknown(t *testing.T) {
 			}
 			return err
 		}))
-		if last == nil || last.Outcome != "not_found" || !strings.Contains(string(last.Detail), `"profile":"nope"`) {
+		if last == nil || last.Outcome != "not_found" || !strings.Contains(last.Detail, `"profile":"nope"`) {
 			t.Errorf("the unknown profile's refusal, audited: %+v; want not_found naming the profile", last)
 		}
 	})
