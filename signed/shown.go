@@ -11,13 +11,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/consentkit/consentkit/internal/ident"
 )
 
 // Shown is what a certificate-info answer shows beside its signature,
 // compared with the content the signature covers ([CheckShown]).
 type Shown struct {
 	// Differs names the first member of the answer, in the order of their
-	// names, whose value is not what is signed; "" when none is. A member
+	// names, whose value is not what is signed; "" when none is. It names
+	// the member as the answer writes it ("Origin" for origin). A member
 	// the API leaves out when it is empty (client_ip, user_agent,
 	// recording_sha256, consent_visibility, revoked_before) reads as none
 	// when it is missing: missing while its signed value is not empty, it
@@ -29,7 +32,9 @@ type Shown struct {
 	// attestation and insights, statements signed apart; and, by their
 	// path, the members inside consents, visibilities, the signed content,
 	// the attestation and the insights that the API does not write, such
-	// as "consents[0].note" (a name matches only as written).
+	// as "consents[0].note" (a name matches only as written), and the
+	// top-level members whose names the API writes otherwise, such as
+	// "Origin" (compared all the same: see CheckShown).
 	Unsigned []string
 	// NotShown lists the members the API always writes that the answer
 	// leaves out while the signature covers a value for them, in the order
@@ -60,6 +65,20 @@ type (
 	}
 )
 
+// answerMembers are the members of a certificate-info answer that
+// CheckShown reads, by the fold of their names (ident.Fold): a member
+// whose name folds to one of them is read as that member, as encoding/json
+// reads it.
+var answerMembers = func() map[string]string {
+	m := map[string]string{}
+	for _, n := range []string{"attestation", "certificate_id", "client_ip", "consent_count", "consent_opt_in", "consent_types",
+		"consent_visibility", "consents", "created_timestamp", "events_combined", "has_consents", "insights", "key_id", "origin",
+		"recording_sha256", "revoked_before", "session_id", "signature", "signed", "user_agent", "valid"} {
+		m[ident.Fold(n)] = n
+	}
+	return m
+}()
+
 // shapes are the members whose insides CheckShown lists by name.
 var shapes = map[string]reflect.Type{
 	"attestation":        reflect.TypeFor[AttestationAnswer](),
@@ -78,16 +97,39 @@ var shapes = map[string]reflect.Type{
 // members that no certificate signature covers, and those the signature
 // covers that the answer leaves out. It does not check the signature
 // ([Proof.Verify] does), nor the statements signed apart (attestation,
-// insights). It fails when answer is not a JSON object with signed
-// content, or when an object in it has two members of one name
-// ([CheckNames]).
+// insights).
+//
+// It reads each member, at the top level as inside consents and
+// visibilities, as encoding/json reads it into a field: by its name under
+// simple case folding, so that "Origin", "ORIGIN" or "ſession_id" (U+017F,
+// which folds to s) is compared as origin or session_id, since that is
+// what a Go reader of the answer takes it for; a name not written as the
+// API writes it is listed as unsigned besides. It fails when answer is
+// not a JSON object with signed content, or when an object in it has two
+// members of one name ([CheckNames]).
 func CheckShown(answer []byte) (Shown, error) {
 	if err := CheckNames(answer); err != nil {
 		return Shown{}, err
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(answer, &members); err != nil {
+	var asWritten map[string]json.RawMessage
+	if err := json.Unmarshal(answer, &asWritten); err != nil {
 		return Shown{}, fmt.Errorf("signed: the answer is not a JSON object: %w", err)
+	}
+	// The members by the name Go reads each as: one whose name folds to
+	// a name the API writes is that member, as encoding/json reads it
+	// into that field; written keeps each name as written.
+	members := make(map[string]json.RawMessage, len(asWritten))
+	written := make(map[string]string, len(asWritten))
+	for n, raw := range asWritten {
+		key := n
+		if k, ok := answerMembers[ident.Fold(n)]; ok {
+			key = k
+		}
+		if first, ok := written[key]; ok { // not when CheckNames has passed the answer
+			first, n = min(first, n), max(first, n)
+			return Shown{}, fmt.Errorf("signed: the answer has members %q and %q, one name twice to a reader that ignores case", first, n)
+		}
+		written[key], members[key] = n, raw
 	}
 	var c Content
 	if raw, ok := members["signed"]; !ok || json.Unmarshal(raw, &c) != nil {
@@ -118,8 +160,10 @@ func CheckShown(answer []byte) (Shown, error) {
 	}
 	sort.Strings(names)
 	var out Shown
+	differs := "" // the member out.Differs names, as the API writes its name
 	for _, n := range names {
 		raw := members[n]
+		shownAs := written[n]
 		same, signed := true, true
 		switch n {
 		case "signed", "signature", "key_id": // the proof, which Proof.Verify checks
@@ -165,13 +209,14 @@ func CheckShown(answer []byte) (Shown, error) {
 		default: // valid, events_combined, attestation, insights, and anything else
 			signed = false
 		}
-		if !signed {
-			out.Unsigned = append(out.Unsigned, n)
-		} else if !same && out.Differs == "" {
-			out.Differs = n
+		if !signed || shownAs != n { // a name not written as the API writes it is compared all the same
+			out.Unsigned = append(out.Unsigned, shownAs)
+		}
+		if signed && !same && out.Differs == "" {
+			out.Differs, differs = shownAs, n
 		}
 		if t, ok := shapes[n]; ok {
-			out.Unsigned = unrecognised(out.Unsigned, raw, t, n)
+			out.Unsigned = unrecognised(out.Unsigned, raw, t, shownAs)
 		}
 	}
 	// What the signature covers and the answer leaves out, in the order
@@ -187,8 +232,8 @@ func CheckShown(answer []byte) (Shown, error) {
 		{"revoked_before", v2 && !d.RevokedBefore.IsZero()},
 		{"user_agent", v2 && d.UserAgent != ""},
 	} {
-		if _, shown := members[m.name]; m.signed && !shown && (out.Differs == "" || m.name < out.Differs) {
-			out.Differs = m.name
+		if _, shown := members[m.name]; m.signed && !shown && (differs == "" || m.name < differs) {
+			out.Differs, differs = m.name, m.name
 		}
 	}
 	// These it always writes: one missing says nothing, and is listed.

@@ -16,9 +16,12 @@
 // name, in the same or another letter case ("text" and "Text"), is refused
 // before anything else is read: Go reads either into one field and keeps
 // the last, other readers the name as written, so it shows each reader
-// something else. A member the API leaves out when empty (client_ip,
-// user_agent, recording_sha256, consent_visibility, revoked_before) reads
-// as none, so one missing while it is signed is refused too; one the API
+// something else. Every member is read as Go reads it, by its name in
+// any letter case: "Origin" is compared with the signed origin, and
+// listed as unsigned besides, not being written as the API writes it. A
+// member the API leaves out when empty (client_ip, user_agent,
+// recording_sha256, consent_visibility, revoked_before) reads as none,
+// so one missing while it is signed is refused too; one the API
 // always writes, missing, says nothing, and is listed as signed but not
 // shown. An attestation (D49) and computed insights (D50) in the answer
 // are statements signed apart: each is checked against the published keys
