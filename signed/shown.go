@@ -111,6 +111,17 @@ func CheckShown(answer []byte) (Shown, error) {
 	if err := CheckNames(answer); err != nil {
 		return Shown{}, err
 	}
+	return CompareShown(answer)
+}
+
+// CompareShown is CheckShown for an answer that CheckNames has passed: a
+// caller that runs CheckNames before it reads the answer otherwise, as
+// consentkit-verify does, reads the names once. Of the names twice that
+// CheckNames refuses, it refuses only two top-level members whose names
+// fold to one the API writes ("origin" and "Origin"): given others, it
+// compares the value encoding/json keeps, the last, which other readers
+// need not read. Call CheckNames first.
+func CompareShown(answer []byte) (Shown, error) {
 	var asWritten map[string]json.RawMessage
 	if err := json.Unmarshal(answer, &asWritten); err != nil {
 		return Shown{}, fmt.Errorf("signed: the answer is not a JSON object: %w", err)

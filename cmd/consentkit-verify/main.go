@@ -170,7 +170,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := cert.Verify(&ks); err != nil {
 		return refuse(stdout, "%s", err)
 	}
-	shown, err := signed.CheckShown(answer)
+	shown, err := signed.CompareShown(answer) // CheckShown, whose CheckNames ran first of all
 	if err != nil {
 		return refuse(stdout, "%s", err)
 	}
