@@ -55,6 +55,87 @@ type Facts struct {
 	Insights string
 	Verdict  string
 	Reasons  []string
+	// Text, when set, is the grade of the text rules made beforehand, by
+	// GradeText with the same rules and Records: Grade takes it instead of
+	// reading the consents again.
+	Text *TextGrade
+}
+
+// TextGrade is the grade of a profile's text rules, approved language and
+// brand names, of a certificate's consents: the part of a grade whose work
+// grows with the consents' text (TextWork), which a verification makes
+// before its write transaction when it is large, so that the transaction
+// does not hold the store while it is made.
+type TextGrade struct {
+	language, brands *textRule // nil for a rule the profile has not
+}
+
+// textRule is a text rule's outcome and what it found.
+type textRule struct {
+	ok    bool
+	found Found
+}
+
+// TextWork is about how many bytes grading r's text rules reads of
+// records: the consents' text once for each approved text and brand name.
+func TextWork(r *Rules, records []consent.Record) int {
+	n := 0
+	if r.ApprovedLanguage != nil {
+		n += len(r.ApprovedLanguage.Texts)
+	}
+	if r.BrandNames != nil {
+		n += len(r.BrandNames.Names)
+	}
+	size := 0
+	for _, rec := range records {
+		size += len(rec.Text)
+	}
+	return n * size
+}
+
+// GradeText grades r's text rules, approved language and brand names, of
+// records.
+func GradeText(r *Rules, records []consent.Record) *TextGrade {
+	var g TextGrade
+	if l := r.ApprovedLanguage; l != nil {
+		var found Found
+		texts := make([]approved, len(l.Texts)) // each made once, not once a consent
+		for k, t := range l.Texts {
+			texts[k] = compile(t)
+		}
+		var buf []byte
+	records:
+		for i, rec := range records {
+			for j, a := range texts {
+				if a.match(rec.Text, &buf) {
+					ci, ti := i, j // taken once found, not for every pair
+					found.Consent, found.Approved = &ci, &ti
+					break records
+				}
+			}
+		}
+		g.language = &textRule{ok: found.Consent != nil, found: found}
+	}
+	if b := r.BrandNames; b != nil {
+		var found Found
+		folded := make([]string, len(records)) // once each, not once a name
+		for i, rec := range records {
+			folded[i] = consent.Fold(rec.Text)
+		}
+		for _, name := range b.Names {
+			want := consent.Fold(strings.TrimSpace(name))
+			if !slices.ContainsFunc(folded, func(text string) bool { return strings.Contains(text, want) }) {
+				found.Missing = append(found.Missing, name)
+			}
+		}
+		g.brands = &textRule{ok: len(found.Missing) == 0, found: found}
+	}
+	return &g
+}
+
+// fits reports whether g was made by rules with r's text rules.
+func (g *TextGrade) fits(r *Rules) bool {
+	return (g.language != nil) == (r.ApprovedLanguage != nil) && (g.brands != nil) == (r.BrandNames != nil)
 }
 
 // Graded is a certificate's grade: the result, and one entry a rule of the
@@ -122,38 +203,15 @@ func Grade(r *Rules, f Facts) Graded {
 			g.Result = Warn
 		}
 	}
+	text := f.Text
+	if text == nil || !text.fits(r) {
+		text = GradeText(r, f.Records)
+	}
 	if l := r.ApprovedLanguage; l != nil {
-		var found Found
-		texts := make([]approved, len(l.Texts)) // each made once, not once a consent
-		for k, t := range l.Texts {
-			texts[k] = compile(t)
-		}
-		var buf []byte
-	records:
-		for i, rec := range f.Records {
-			for j, a := range texts {
-				if a.match(rec.Text, &buf) {
-					ci, ti := i, j // taken once found, not for every pair
-					found.Consent, found.Approved = &ci, &ti
-					break records
-				}
-			}
-		}
-		add("approved_language", l.Miss, found.Consent != nil, false, found)
+		add("approved_language", l.Miss, text.language.ok, false, text.language.found)
 	}
 	if b := r.BrandNames; b != nil {
-		var found Found
-		folded := make([]string, len(f.Records)) // once each, not once a name
-		for i, rec := range f.Records {
-			folded[i] = consent.Fold(rec.Text)
-		}
-		for _, name := range b.Names {
-			want := consent.Fold(strings.TrimSpace(name))
-			if !slices.ContainsFunc(folded, func(text string) bool { return strings.Contains(text, want) }) {
-				found.Missing = append(found.Missing, name)
-			}
-		}
-		add("brand_names", b.Miss, len(found.Missing) == 0, false, found)
+		add("brand_names", b.Miss, text.brands.ok, false, text.brands.found)
 	}
 	if l := r.Legibility; l != nil {
 		found := legibility(f.Records)

@@ -1,7 +1,9 @@
 package verify
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"hash/maphash"
 	"log/slog"
@@ -343,6 +345,76 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	if q.originatorID != "" && q.originatorID != q.companyID {
 		owner, vtype = q.originatorID, ThirdParty
 	}
+	// A grade whose text rules read many bytes is made before the write
+	// transaction (gradeText), which ends with errTextUngraded to ask for
+	// it; the second run takes it, or grades the rules it reads when they
+	// changed meanwhile, so there are at most two.
+	var text *textGraded
+	for {
+		res, err := s.verifyOnce(ctx, caller, q, owner, vtype, email, mobile, text)
+		if !errors.Is(err, errTextUngraded) {
+			return res, err
+		}
+		if text, err = s.gradeText(ctx, caller, q.profile, q.certificateID); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// maxTextWorkInTx is the most bytes a grade's text rules may read of a
+// certificate's consents inside a verification's write transaction
+// (profile.TextWork): a few milliseconds. A certificate holds up to 100
+// consents of 64 KiB and a profile 50 approved texts and 50 brand names,
+// a grade of which reads hundreds of MiB: made inside, it would hold the
+// store (every write, on SQLite) for as long.
+const maxTextWorkInTx = 4 << 20
+
+// errTextUngraded ends a write transaction that would grade text rules
+// reading more than maxTextWorkInTx bytes, before the charge: not a
+// refusal, so the transaction rolls back, and the verification grades
+// them first (gradeText) and runs again.
+var errTextUngraded = errors.New("verify: the profile's text rules were not graded")
+
+// textGraded is the grade of the text rules of a profile as it was read,
+// of a certificate's consents, made outside the write transaction.
+type textGraded struct {
+	rules json.RawMessage // the profile's rules as read (consent.Profile.Rules); nil when none was found
+	grade *profile.TextGrade
+}
+
+// gradeText grades the text rules of the caller's profile of that name,
+// of the certificate's consents, in a read-only transaction of its own. A
+// profile or certificate not found grades nothing: the write transaction
+// refuses the verification as it would.
+func (s *Service) gradeText(ctx context.Context, caller, name, certificateID string) (*textGraded, error) {
+	var (
+		p    *consent.Profile
+		cert *consent.Certificate
+	)
+	err := s.svc.Store().View(ctx, func(tx consent.Tx) error {
+		var err error
+		if p, err = tx.Profile(ctx, caller, name); err != nil {
+			return err
+		}
+		cert, err = tx.Certificate(ctx, certificateID)
+		return err
+	})
+	switch {
+	case consent.ErrorCode(err) == consent.NotFound:
+		return &textGraded{}, nil
+	case err != nil:
+		return nil, err
+	}
+	prof, err := profile.Decode(p)
+	if err != nil {
+		return nil, err
+	}
+	return &textGraded{rules: p.Rules, grade: profile.GradeText(&prof.Rules, cert.Records)}, nil
+}
+
+// verifyOnce runs a verification's write transaction, with the text
+// rules' grade made before it when there is one.
+func (s *Service) verifyOnce(ctx context.Context, caller string, q query, owner, vtype string, email, mobile *consent.Digest, text *textGraded) (*Result, error) {
 	return withRecording(ctx, s, q.certificateID, owner, caller, func(recording recordingCheck) (*Result, error) {
 		start := auditDetail{VerificationType: vtype}
 		if vtype == ThirdParty {
@@ -365,7 +437,10 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 					return nil, err
 				}
 			}
-			var prof *profile.Profile
+			var (
+				prof      *profile.Profile
+				textGrade *profile.TextGrade // made before the transaction, of these rules
+			)
 			if q.profile != "" {
 				// Named by the entry of a refusal too, an unknown
 				// profile's included (D51).
@@ -377,10 +452,16 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 				if prof, err = profile.Decode(p); err != nil {
 					return nil, err
 				}
+				if text != nil && bytes.Equal(text.rules, p.Rules) {
+					textGrade = text.grade
+				}
 			}
 			cert, err := s.certificateOf(ctx, tx, q.certificateID, owner, recording)
 			if err != nil {
 				return nil, err
+			}
+			if prof != nil && text == nil && profile.TextWork(&prof.Rules, cert.Records) > maxTextWorkInTx {
+				return nil, errTextUngraded
 			}
 			res := result(cert, q.match)
 			res.VerificationType = vtype
@@ -413,7 +494,9 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 				}
 			}
 			if prof != nil {
-				g := profile.Grade(&prof.Rules, Facts(cert, s.svc.Now(), res.Attestation, in))
+				f := Facts(cert, s.svc.Now(), res.Attestation, in)
+				f.Text = textGrade
+				g := profile.Grade(&prof.Rules, f)
 				res.Audit, detail.Audit = &g, g.Result
 			}
 			return res, nil
