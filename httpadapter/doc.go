@@ -218,6 +218,7 @@
 // Each limiter holds at most Config.MaxLimiterKeys keys. A key is forgotten
 // only when its bucket is full again, so forgetting never gives back spent
 // requests; when the cap is reached and no bucket is full, a new client gets
-// 429 until one is. Spraying addresses can therefore delay new clients by
-// at most a minute, never lift anyone's limit.
+// 429 until one is. Spraying addresses therefore never lifts anyone's
+// limit; a spray from more addresses than the cap, kept up, keeps new
+// clients out while it lasts and up to a minute after it stops.
 package httpadapter
