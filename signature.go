@@ -169,7 +169,8 @@ func (s *Service) publish(ctx context.Context, tx consent.Tx, k signed.PublicKey
 // PublishedKeys returns every key that verifies certificates here — what
 // GET /.well-known/consentkit-keys publishes: the Service's own
 // (PublicKeys) and, with Config.TrustPublishedKeys, those other instances
-// published in the store, oldest first.
+// published in the store, oldest first, but for those
+// signed.PublicKey.Check refuses.
 func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error) {
 	out := s.PublicKeys()
 	if !s.cfg.TrustPublishedKeys {
@@ -178,8 +179,9 @@ func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error)
 	err := s.store.View(ctx, func(tx consent.Tx) error {
 		list, err := tx.PublishedKeys(ctx)
 		for _, k := range list {
-			if !s.revoked(k.ID) && !slices.ContainsFunc(out, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
-				out = append(out, signed.PublicKey{ID: k.ID, Key: k.Key})
+			pub := signed.PublicKey{ID: k.ID, Key: k.Key}
+			if !s.revoked(k.ID) && pub.Check() == nil && !slices.ContainsFunc(out, func(o signed.PublicKey) bool { return o.ID == k.ID }) {
+				out = append(out, pub)
 			}
 		}
 		return err
@@ -189,7 +191,8 @@ func (s *Service) PublishedKeys(ctx context.Context) ([]signed.PublicKey, error)
 
 // key returns the public key of id: one of the Service's own, else, with
 // Config.TrustPublishedKeys, one published in the store (read through tx
-// once, then remembered).
+// once, then remembered), which fails with ErrIntegrity when
+// signed.PublicKey.Check refuses it.
 func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.PublicKey, bool, error) {
 	if i := slices.IndexFunc(s.keys, func(k signed.PublicKey) bool { return k.ID == id }); i >= 0 {
 		return s.keys[i], true, nil
@@ -208,6 +211,9 @@ func (s *Service) key(ctx context.Context, tx consent.Tx, id string) (signed.Pub
 		return signed.PublicKey{}, false, err
 	}
 	k := signed.PublicKey{ID: got.ID, Key: got.Key}
+	if err := k.Check(); err != nil { // of small order, it would verify what no private key signed
+		return signed.PublicKey{}, false, fmt.Errorf("%w: the key published in the store: %w", consent.ErrIntegrity, err)
+	}
 	s.published.Store(id, k)
 	return k, true, nil
 }
