@@ -72,7 +72,11 @@
 // recorder could not read, web fonts, images, video, other origins' frames
 // — nor canvas drawings, which the snippet does not record; the
 // Attestation lists those the page holds (Unreproducible), so that a
-// difference they explain is not taken for a mismatch. It measures in
+// difference they explain is not taken for a mismatch. A canvas is
+// replayed blank: an image the recording gives it (rr_dataURL, which other
+// rrweb recorders write) is dropped, its width and height are bounded as
+// the viewport is, and it gets no drawing buffer, so that no canvas takes
+// memory outside the replay's bounded heap. It measures in
 // Chromium with this machine's fonts at a device pixel ratio of 1, whatever
 // the consumer's browser and screen: text metrics, and so line breaks and
 // clipping, may differ a little. No script of the page runs.

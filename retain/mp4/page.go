@@ -1,6 +1,7 @@
 package mp4
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -98,6 +99,7 @@ const clockScript = `(function () {
         const win = node.ownerDocument.defaultView;
         if (!win) return;
         quietMedia(win);
+        noCanvasContext(win);
         if (isMediaSource(node, win) && node.hasAttribute('src')) {
           const src = node.getAttribute('src');
           node.removeAttribute('src');
@@ -115,7 +117,30 @@ const clockScript = `(function () {
   // added with that id). The children of a media element are never drawn,
   // so the page looks the same otherwise; a <source> of a <picture> is
   // left alone.
-  function quietMediaChildren(events) {
+  //
+  // A <canvas> is not reproduced either (the snippet does not record
+  // drawings; Converter.Attest lists every canvas as unreproducible), but
+  // rrweb draws the image of a canvas's rr_dataURL into it, and
+  // getContext('2d') then gives the canvas a pixel buffer of width ×
+  // height × 4 bytes, outside the JavaScript heap and its bound, as large
+  // as the recording says: 16384² is a GiB a canvas. rr_dataURL is dropped
+  // from every canvas, in full snapshots and added nodes, and from every
+  // attribute change; a canvas's width and height are clamped to
+  // maxCanvas, the viewport's bound. (noCanvasContext makes sure besides.)
+  const maxCanvas = MAX_CANVAS;
+  function quietCanvas(attrs, canvas) {
+    if (!attrs || typeof attrs !== 'object') return;
+    for (const k of Object.keys(attrs)) {
+      const name = k.toLowerCase();
+      if (name === 'rr_dataurl') {
+        delete attrs[k];
+      } else if (canvas && (name === 'width' || name === 'height') && attrs[k] !== null && attrs[k] !== undefined) {
+        const n = parseInt(String(attrs[k]), 10);
+        if (n > maxCanvas) attrs[k] = String(maxCanvas);
+      }
+    }
+  }
+  function rewriteRecording(events) {
     const tags = new Map(); // node id → lower-case tag name
     const tagOf = (n) => (n && n.type === 2 && typeof n.tagName === 'string' ? n.tagName.toLowerCase() : '');
     function walk(root, parentTag) {
@@ -125,6 +150,7 @@ const clockScript = `(function () {
         if (!n || typeof n !== 'object') continue;
         let tag = tagOf(n);
         if (tag === 'source' && (parent === 'video' || parent === 'audio') && !n.isSVG) tag = n.tagName = 'consentkit-source';
+        if (tag === 'canvas') quietCanvas(n.attributes, true);
         if (n.id !== undefined) tags.set(n.id, tag);
         if (Array.isArray(n.childNodes)) for (const c of n.childNodes) stack.push([c, tag]);
       }
@@ -135,16 +161,34 @@ const clockScript = `(function () {
     for (const e of ordered) {
       if (e.type === 2) {
         walk(e.data.node, '');
-      } else if (e.type === 3 && e.data.source === 0 && Array.isArray(e.data.adds)) {
-        // An add may come before the add of its parent in the same event.
-        for (const a of e.data.adds) if (a && a.node && a.node.id !== undefined) tags.set(a.node.id, tagOf(a.node));
-        for (const a of e.data.adds) if (a) walk(a.node, tags.get(a.parentId) || '');
+      } else if (e.type === 3 && e.data.source === 0) {
+        if (Array.isArray(e.data.adds)) {
+          // An add may come before the add of its parent in the same event.
+          for (const a of e.data.adds) if (a && a.node && a.node.id !== undefined) tags.set(a.node.id, tagOf(a.node));
+          for (const a of e.data.adds) if (a) walk(a.node, tags.get(a.parentId) || '');
+        }
+        // The replayer applies a mutation's attribute changes after its adds.
+        if (Array.isArray(e.data.attributes)) {
+          for (const m of e.data.attributes) if (m && typeof m === 'object') quietCanvas(m.attributes, tags.get(m.id) === 'canvas');
+        }
       }
     }
+  }
+  // No canvas of the replayed page gets a context, and so a pixel buffer,
+  // whatever builds it: no script of the page runs, and the replayer,
+  // which does not replay canvas (UNSAFE_replayCanvas), only asks for one
+  // to draw an rr_dataURL, and handles a null context.
+  function noCanvasContext(win) {
+    try {
+      if (!win || win.__consentkitNoCanvas) return;
+      win.__consentkitNoCanvas = true;
+      win.HTMLCanvasElement.prototype.getContext = function () { return null; };
+    } catch (e) { /* a window of another origin is not the replayer's */ }
   }
   function patchFrames(win) {
     patchScrolling(win);
     quietMedia(win);
+    noCanvasContext(win);
     try { for (let i = 0; i < win.frames.length; i++) patchFrames(win.frames[i]); } catch (e) {}
   }
   let given = [];
@@ -161,7 +205,7 @@ const clockScript = `(function () {
       return events;
     },
     load(events, rules) {
-      quietMediaChildren(events);
+      rewriteRecording(events);
       replayer = new rrweb.Replayer(events, {
         root: document.getElementById('stage'),
         speed: 1,
@@ -213,7 +257,7 @@ html, body { margin: 0; padding: 0; overflow: hidden; background: #fff; }
 #stage, .replayer-wrapper { position: absolute; top: 0; left: 0; }
 .replayer-wrapper iframe { border: 0; display: block; }
 </style><script>`)
-	b.WriteString(clockScript)
+	b.WriteString(strings.Replace(clockScript, "MAX_CANVAS", strconv.Itoa(maxViewport), 1))
 	b.WriteString(`</script><script>`)
 	b.WriteString(noCloseTag(rrwebJS, "script"))
 	b.WriteString(`</script></head><body><div id="stage"></div></body></html>`)
