@@ -37,7 +37,17 @@
 // *RecordingError before anything is planned, so frames, memory and time
 // stay bounded; the replay's JavaScript heap is capped (Config.MaxHeapMiB)
 // and each conversion has a deadline (Config.Timeout). Timestamps may start
-// at any value, 0 included.
+// at any value, 0 included. The viewport is bounded too: a side beyond
+// 4096 CSS pixels is clamped to 4096. And since a frame where the page
+// animates is drawn and shot whole, at a cost of about its pixels, a
+// conversion draws at most as many pixels as Config.MaxDuration's frames
+// (at Config.FPS) of a 2560×1600 viewport: a recording whose frames times
+// its viewport's pixels exceed that — a 4096×4096 viewport for more than
+// about 14 minutes of the default hour, say — is refused at once with a
+// permanent *RecordingError that says how long a recording of that
+// viewport may be. Recordings of common viewports (2560×1440, 1920×1080
+// and smaller) are never refused for it. Attest is not bounded so: it
+// draws one frame, at the recording's viewport.
 //
 // Browsers are kept warm: a Converter runs up to Config.Parallel
 // conversions at once, each in a Chromium of its own that serves
@@ -149,6 +159,13 @@ type Config struct {
 	// work is planned, so that no timestamp — one event dated months after
 	// the others, say — can make a conversion's frames, memory or time
 	// unbounded. Default 1 hour.
+	//
+	// It bounds the pixels a conversion draws as well: at most those of
+	// its frames at FPS in a 2560×1600 viewport. A recording in a larger
+	// viewport may span proportionally less (4096×4096: about 14 minutes of
+	// an hour), else it is refused with a permanent *RecordingError before
+	// it is replayed; one whose viewport has 2560×1600 pixels or fewer is
+	// bounded by MaxDuration alone.
 	MaxDuration time.Duration
 	// MaxRecordingBytes bounds the recording a conversion takes: default
 	// 64 MiB, the service's own bound (consentkit.Config.MaxRecordingBytes).
@@ -300,6 +317,9 @@ func (c *Converter) Convert(ctx context.Context, events json.RawMessage, dst str
 	}
 	tl, replay, err := readRecording(events, c.opts.CompressIdle, c.opts.MaxDuration)
 	if err != nil {
+		return 0, err
+	}
+	if err := tl.checkDrawing(c.opts.FPS, c.opts.MaxDuration); err != nil {
 		return 0, err
 	}
 	timeout := c.opts.Timeout

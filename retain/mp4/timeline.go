@@ -22,8 +22,26 @@ const (
 // Default viewport when a recording has no meta event.
 const defaultWidth, defaultHeight = 1024, 768
 
-// maxViewport bounds the viewport a recording may ask for.
+// maxViewport bounds the viewport a recording may ask for: a larger side
+// is clamped to it. Converter.Attest measures at the recording's viewport
+// up to it.
 const maxViewport = 4096
+
+// budgetWidth × budgetHeight is the viewport of the drawing budget: a
+// conversion may draw as many pixels as frames of this size for
+// Config.MaxDuration at Config.FPS, and no more. A frame where the page
+// animates is drawn and shot whole, at a cost of about its pixels: some
+// 80 ns a pixel for a full-page CSS filter animation on a 2-core machine,
+// so 0.19 s a frame at 1920×1080, 0.34 s at 2560×1600, 1.3 s at 4096²
+// (32 times real time at 25 fps). The budget holds every common desktop
+// viewport (2560×1440, 1920×1080 and smaller), so such recordings convert
+// up to MaxDuration as before; a larger viewport converts up to
+// proportionally less time (4096×4096 about 14 minutes of the default
+// hour), and no recording costs more than the largest of those.
+const budgetWidth, budgetHeight = 2560, 1600
+
+// budgetArea is the pixels of a frame of budgetWidth × budgetHeight.
+const budgetArea = budgetWidth * budgetHeight
 
 // timeline is what the converter needs to know of a recording before
 // replaying it.
@@ -119,7 +137,8 @@ func positionOffsets(data []byte) (offsets []float64, ok bool) {
 var errNotPosition = errors.New("not a position")
 
 // RecordingError is a recording that cannot be converted whatever is tried:
-// malformed, without a full snapshot, or spanning more than MaxDuration.
+// malformed, without a full snapshot, spanning more than MaxDuration, or
+// with more pixels to draw than MaxDuration allows (see Config.MaxDuration).
 // It is permanent: the conversion worker fails the job at once.
 type RecordingError struct {
 	Reason string
@@ -302,7 +321,7 @@ type frame struct {
 // and the last frame shows the end of the recording.
 func (tl timeline) frames(fps int) []frame {
 	step := time.Second / time.Duration(fps)
-	n := max(1, int((tl.total+step-1)/step))
+	n := tl.frameCount(fps)
 	out := make([]frame, n)
 	next := 0 // index into tl.actions
 	prev := time.Duration(-1)
@@ -323,4 +342,43 @@ func (tl timeline) frames(fps int) []frame {
 		prev = at
 	}
 	return out
+}
+
+// frameCount returns how many frames the video has at fps: as many as
+// frames returns, without making them.
+func (tl timeline) frameCount(fps int) int {
+	step := time.Second / time.Duration(fps)
+	return max(1, int((tl.total+step-1)/step))
+}
+
+// drawing returns the pixels a conversion at fps draws at most: every
+// frame of the recording's viewport.
+func (tl timeline) drawing(fps int) float64 {
+	return float64(tl.frameCount(fps)) * float64(tl.width) * float64(tl.height)
+}
+
+// drawBudget returns the pixels a conversion at fps may draw when
+// recordings may span maxDuration: that many frames of budgetArea.
+func drawBudget(fps int, maxDuration time.Duration) float64 {
+	return float64(timeline{total: maxDuration}.frameCount(fps)) * budgetArea
+}
+
+// checkDrawing refuses, with a *RecordingError, a recording whose frames
+// would draw more pixels than drawBudget allows: each frame of an
+// animated page is drawn and shot whole, so its cost is its pixels, and a
+// large viewport, over many frames, could keep a browser for days. A
+// recording in a viewport of budgetArea or fewer pixels that spans at most
+// maxDuration is always within the budget.
+func (tl timeline) checkDrawing(fps int, maxDuration time.Duration) error {
+	drawing, budget := tl.drawing(fps), drawBudget(fps, maxDuration)
+	if drawing <= budget {
+		return nil
+	}
+	step := time.Second / time.Duration(fps)
+	longest := time.Duration(budget/(float64(tl.width)*float64(tl.height))) * step
+	return recordingErrorf("the recording's %d×%d viewport over its %d frames (%s at %d fps) is %.4g pixels to draw, "+
+		"more than the %.4g a conversion may draw (frames of %d×%d for Config.MaxDuration, %s); "+
+		"in this viewport a recording may span at most %s",
+		tl.width, tl.height, tl.frameCount(fps), tl.total, fps, drawing, budget,
+		budgetWidth, budgetHeight, maxDuration, longest.Truncate(time.Millisecond))
 }
