@@ -27,7 +27,7 @@ func TestServerSecondSignalEndsIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	// Headers and a piece of a body that declares more: the handler waits
 	// for the rest.
 	if _, err := conn.Write([]byte("POST /verify/match HTTP/1.1\r\nHost: " + u.Host +
