@@ -27,8 +27,9 @@ func PrivateAddr(a netip.Addr) bool {
 // 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7); Invalid, naming
 // the block, for any other: allowPrivate never lets through link-local
 // addresses (169.254.0.0/16, where cloud metadata services answer, and
-// fe80::/10), AWS's IPv6 metadata block inside the unique local space
-// (fd00:ec2::/32), 0.0.0.0/8, 240.0.0.0/4, multicast, documentation,
+// fe80::/10), the IPv6 metadata services inside the unique local space
+// (AWS's fd00:ec2::/32, Google Cloud's fd20:ce::254, Oracle Cloud's
+// fd00:c1::a9fe:a9fe), 0.0.0.0/8, 240.0.0.0/4, multicast, documentation,
 // NAT64 or 6to4 addresses, nor IPv4 written in the deprecated IPv6 forms.
 // Both CheckURL and the delivery's dialer decide by it.
 func CheckAddr(a netip.Addr, allowPrivate bool) error {
@@ -85,7 +86,9 @@ type addrBlock struct {
 // unique local space that allowPrivate lets through: AWS answers its
 // instance metadata service (the instance's credentials) over IPv6 at
 // fd00:ec2::254, and its DNS and time servers nearby, in the place of
-// 169.254.169.254. No webhook receiver lives there.
+// 169.254.169.254; Google Cloud at fd20:ce::254 and Oracle Cloud at
+// fd00:c1::a9fe:a9fe (those addresses alone). No webhook receiver lives
+// there.
 var addrBlocks = []addrBlock{
 	{mustPrefix("0.0.0.0/8"), "this network", false},
 	{mustPrefix("0.0.0.0/32"), "this host", false},
@@ -141,6 +144,8 @@ var addrBlocks = []addrBlock{
 	{mustPrefix("5f00::/16"), "SRv6 SIDs", false},
 	{mustPrefix("fc00::/7"), "unique local (private)", true},
 	{mustPrefix("fd00:ec2::/32"), "cloud metadata (AWS)", false},
+	{mustPrefix("fd20:ce::254/128"), "cloud metadata (Google Cloud)", false},
+	{mustPrefix("fd00:c1::a9fe:a9fe/128"), "cloud metadata (Oracle Cloud)", false},
 	{mustPrefix("fe80::/10"), "link-local", false},
 	{mustPrefix("fec0::/10"), "site-local (deprecated)", false},
 	{mustPrefix("ff00::/8"), "multicast", false},

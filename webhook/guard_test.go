@@ -36,6 +36,9 @@ var refusedBlocks = []refusedPrefix{
 	// ::253, ::123), inside the unique local space: refused even with
 	// allowPrivate, as 169.254.169.254 is
 	{"fd00:ec2::/32", false},
+	// Google Cloud's and Oracle Cloud's IPv6 metadata servers, refused
+	// alike
+	{"fd20:ce::254/128", false}, {"fd00:c1::a9fe:a9fe/128", false},
 	// IPv4-compatible (deprecated), IPv4-translated, site-local
 	// (deprecated), multicast, and all IPv6 outside 2000::/3
 	{"::/96", false}, {"::ffff:0:0:0/96", false}, {"fec0::/10", false}, {"ff00::/8", false},
@@ -211,6 +214,8 @@ func TestWebhookAddressForms(t *testing.T) {
 		{"http://[fd00::1]/", private},
 		{"http://[fd00:ec2::254]/latest/meta-data/", refused}, // AWS metadata over IPv6
 		{"http://[fd00:ec2::253]/", refused},
+		{"http://[fd20:ce::254]/computeMetadata/v1/", refused}, // Google Cloud metadata over IPv6
+		{"http://[fd00:c1::a9fe:a9fe]/opc/v2/", refused},       // Oracle Cloud metadata over IPv6
 		{"http://[::ffff:169.254.169.254]/", refused},
 		{"http://[fe80::1%25eth0]/", refused},
 		{"http://[::ffff:127.0.0.1]/", private},

@@ -183,6 +183,9 @@ func newClient(allowPrivate bool, dialTimeout time.Duration) *http.Client {
 			IdleConnTimeout:       90 * time.Second,
 			TLSHandshakeTimeout:   dialTimeout,
 			ExpectContinueTimeout: time.Second,
+			// The head of an answer is bounded as its body is
+			// (maxResponseRead): the status is all a delivery reads.
+			MaxResponseHeaderBytes: maxResponseRead,
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
