@@ -327,6 +327,21 @@ func TestIssueCertificate(t *testing.T) {
 	wantCode(t, "IssueCertificate(unknown session)", err, consent.NotFound)
 	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "cert-1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
 	wantCode(t, "IssueCertificate(duplicate)", err, consent.Conflict)
+
+	// A session the purge emptied (D26): a certificate would vouch for a
+	// recording that is gone.
+	if err := svc.Store().Update(ctx, func(tx consent.Tx) error {
+		ses, err := tx.Session(ctx, "s1")
+		if err != nil {
+			return err
+		}
+		ses.RetentionStatus = consent.RetentionExpired
+		return tx.UpdateSession(ctx, ses)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	wantCode(t, "IssueCertificate(purged session)", err, consent.Conflict)
 }
 
 func TestErrorCode(t *testing.T) {

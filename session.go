@@ -345,6 +345,11 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 	} else if err != nil {
 		return nil, err
 	}
+	if ses.RetentionStatus == consent.RetentionExpired {
+		// The purge emptied it (D26): a certificate would vouch for a
+		// recording that is gone.
+		return nil, consent.Errorf(consent.Conflict, "the session expired: its recording was purged")
+	}
 	if err := tx.CreateCertificate(ctx, c); err != nil {
 		return nil, err
 	}
