@@ -138,8 +138,6 @@ func (s *Service) refuseForeignKeys(ctx context.Context, tx consent.Tx) error {
 	return nil
 }
 
-// publish publishes k in tx unless it is published already; a Conflict
-// when its id holds another key.
 // CheckSigningKey publishes, in tx, the key that signs new certificates
 // and statements, unless this Service knows it published already: Conflict
 // when its id is published with another key (D46), since every instance
@@ -153,6 +151,8 @@ func (s *Service) CheckSigningKey(ctx context.Context, tx consent.Tx) error {
 	return s.publish(ctx, tx, s.keys[0])
 }
 
+// publish publishes k in tx unless it is published already; a Conflict
+// when its id holds another key.
 func (s *Service) publish(ctx context.Context, tx consent.Tx, k signed.PublicKey) error {
 	got, err := tx.PublishedKey(ctx, k.ID)
 	switch {
