@@ -214,7 +214,10 @@ func (s *Service) Recording(ctx context.Context, sessionID string) (json.RawMess
 
 // CertificateParams describes a new certificate.
 type CertificateParams struct {
-	ID         string // optional: a random id when empty
+	// ID is optional: a random id when empty. A given id must be new for
+	// good: a purged certificate's id is free again (D43), and a new
+	// certificate under it would not carry the old one's revocation.
+	ID         string
 	CompanyID  string // required
 	PropertyID string // required: a property of CompanyID
 	SessionID  string // required: a session of that property

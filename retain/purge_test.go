@@ -427,3 +427,43 @@ func TestUnrecordedVideoPurged(t *testing.T) {
 		}
 	})
 }
+
+// TestRevokedBeforeAfterPurge holds D43's word on what a revocation keeps:
+// an opt-out by email keeps its digest, so a later certificate of that
+// consumer still shows revoked_before once the revoked certificate is
+// purged; an opt-out by certificate id alone keeps the id, and the purge of
+// the certificate takes its email digest with it.
+func TestRevokedBeforeAfterPurge(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
+		e := newPurgeEnv(t, open(t)) // c-revoked opted out by email at the start
+		byID := e.clock.Now()
+		if _, err := optout.New(e.svc).OptOut(ctx, optout.Request{CompanyID: "acme", CertificateID: "c-plain"}); err != nil {
+			t.Fatal(err)
+		}
+		revokedBefore := func(email string) time.Time {
+			t.Helper()
+			var at time.Time
+			err := e.store.View(ctx, func(tx consent.Tx) (err error) {
+				at, err = tx.RevokedBefore(ctx, "acme", consent.DigestOf(email), consent.Digest{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return at
+		}
+		if at := revokedBefore("plain@example.com"); !at.Equal(byID) {
+			t.Fatalf("before the purge, revoked before %v; want the opt-out by certificate id, %v", at, byID)
+		}
+		e.clock.Add(90 * 24 * time.Hour)
+		if n := e.purge(t); n.Certificates != 2 {
+			t.Fatalf("purge = %+v; want c-plain and c-revoked purged", n)
+		}
+		if at := revokedBefore("revoked@example.com"); at.IsZero() {
+			t.Error("after the purge, the opt-out by email no longer shows; want its time")
+		}
+		if at := revokedBefore("plain@example.com"); !at.IsZero() {
+			t.Errorf("after the purge, revoked before %v for the consumer opted out by certificate id; want none (the purge took the digest)", at)
+		}
+	})
+}
