@@ -397,34 +397,37 @@ const OperatorFailuresPerMinute = 10
 // of the client address's OperatorFailuresPerMinute; a client that has
 // none left is refused, 429 with Retry-After, before its secret is looked
 // at, the right one too: were the right one let in, the answer would tell
-// a right guess from a wrong one and the limit would limit nothing.
-// Another client address is not limited, and right secrets spend nothing.
-// Memory is bounded (Config.MaxLimiterKeys): when the limiter holds that
-// many clients that have spent wrong secrets, a new client has no bucket
-// and its secret is still checked, as the dashboard's login does.
+// a right guess from a wrong one and the limit would limit nothing. The
+// token is taken before the secret is compared and given back when it is
+// right (or absent), so that guesses sent at once on many connections are
+// compared no more often than one after the other. Another client address
+// is not limited, and right secrets spend nothing. Memory is bounded
+// (Config.MaxLimiterKeys): when the limiter holds that many clients that
+// have spent wrong secrets, a new client has no bucket and its secret is
+// still checked, as the dashboard's login does.
 func (h *Handler) authenticateOperator(r *http.Request, c Caller) error {
 	key, err := h.clientKey(r, c)
 	if err != nil {
 		return err
 	}
-	if wait := h.operatorFailures.Wait(key); wait > 0 {
-		return limited(wait)
-	}
-	secret, err := bearer(r)
-	if err != nil {
-		return err
-	}
-	got := sha256.Sum256([]byte(secret))
-	if h.operatorDigest != nil && subtle.ConstantTimeCompare(got[:], h.operatorDigest) == 1 {
-		return nil
-	}
 	wait, err := h.operatorFailures.Allow(key)
-	h.log.WarnContext(r.Context(), "consentkit: an operator API request had a wrong operator secret",
-		"client", c.ClientIP.String(), "method", r.Method, "path", r.URL.Path, "request_id", consentkit.RequestIDFrom(r.Context()))
-	if errors.Is(err, ratelimit.ErrEmpty) { // spent meanwhile by another request of the client
+	if errors.Is(err, ratelimit.ErrEmpty) {
 		return limited(wait)
 	}
-	return consent.Errorf(consent.Unauthorized, "the operator secret is wrong")
+	taken := err == nil // ErrFull: no bucket, and the secret is checked all the same
+	secret, err := bearer(r)
+	if err == nil {
+		got := sha256.Sum256([]byte(secret))
+		if h.operatorDigest == nil || subtle.ConstantTimeCompare(got[:], h.operatorDigest) != 1 {
+			h.log.WarnContext(r.Context(), "consentkit: an operator API request had a wrong operator secret",
+				"client", c.ClientIP.String(), "method", r.Method, "path", r.URL.Path, "request_id", consentkit.RequestIDFrom(r.Context()))
+			return consent.Errorf(consent.Unauthorized, "the operator secret is wrong")
+		}
+	}
+	if taken {
+		h.operatorFailures.Return(key)
+	}
+	return err
 }
 
 // authenticate checks the Authorization header (D6, D7). It returns no

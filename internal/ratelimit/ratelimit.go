@@ -118,6 +118,21 @@ func (l *Limiter) AllowN(key string, cost int) (time.Duration, error) {
 	return 0, nil
 }
 
+// Return gives back a token that Allow took for key, as if it had not
+// been taken. A check that spends only on failure (a wrong secret) takes
+// its token before it looks and gives it back when what it looked at was
+// right: requests sent at once then cannot all be looked at before the
+// first failure is counted. A key no longer held (full again, and
+// forgotten) has nothing to give back to.
+func (l *Limiter) Return(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.keys[key]; ok {
+		b.full = b.full.Add(-l.interval)
+		heap.Fix(&l.full, b.index)
+	}
+}
+
 // Wait returns how long until key may take a token, without taking one:
 // 0 when Allow would allow it now, or when key has no bucket (a new key
 // starts full). A key limited for what it did (a wrong secret, say)

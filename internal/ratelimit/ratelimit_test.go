@@ -203,3 +203,36 @@ func TestLimiterWait(t *testing.T) {
 		t.Errorf("another key: wait %v, want 0", w)
 	}
 }
+
+// A token given back is as if it had not been taken: a key that takes and
+// returns tokens without end is never limited, and one that keeps some is
+// limited at its burst, as before.
+func TestLimiterReturn(t *testing.T) {
+	clock := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	l := New(3, 10, func() time.Time { return clock })
+	for i := range 10 {
+		if _, err := l.Allow("k"); err != nil {
+			t.Fatalf("take %d, each given back: %v", i+1, err)
+		}
+		l.Return("k")
+	}
+	if w := l.Wait("k"); w != 0 {
+		t.Errorf("after tokens given back, Wait = %v; want 0", w)
+	}
+	for i := range 3 {
+		if _, err := l.Allow("k"); err != nil {
+			t.Fatalf("take %d of 3, kept: %v", i+1, err)
+		}
+	}
+	if _, err := l.Allow("k"); !errors.Is(err, ErrEmpty) {
+		t.Errorf("a fourth take within the minute: %v; want ErrEmpty", err)
+	}
+	l.Return("k")
+	if _, err := l.Allow("k"); err != nil {
+		t.Errorf("a take after one given back: %v", err)
+	}
+	l.Return("unknown") // nothing held: nothing to give back, and no bucket made
+	if n := l.Len(); n != 1 {
+		t.Errorf("the limiter holds %d keys; want 1", n)
+	}
+}
