@@ -122,7 +122,7 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 	var idle error
 	asked := false
 	return consentkit.Paid(ctx, s.svc, nil, func(tx consent.Tx) (*Result, error) {
-		ids, err := s.match(ctx, tx, rev)
+		certs, err := s.match(ctx, tx, rev)
 		if consent.ErrorCode(err) == consent.NotFound {
 			// An unknown company: nothing to revoke and nothing to record
 			// against, answered like any request that matched nothing.
@@ -131,10 +131,11 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		fresh, err := anyUnrevoked(ctx, tx, ids)
-		if err != nil {
-			return nil, err
+		ids := make([]string, len(certs))
+		for i, c := range certs {
+			ids[i] = c.ID
 		}
+		fresh := slices.ContainsFunc(certs, func(c *consent.Certificate) bool { return !c.Revoked() })
 		if !fresh && s.idle != nil {
 			if !asked {
 				_, idle = s.idle.Allow(rev.CompanyID)
@@ -181,35 +182,16 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 	})
 }
 
-// anyUnrevoked reports whether one of the certificates is not revoked yet.
-func anyUnrevoked(ctx context.Context, tx consent.Tx, ids []string) (bool, error) {
-	for _, id := range ids {
-		c, err := tx.Certificate(ctx, id)
-		if err != nil {
-			return false, err
-		}
-		if !c.Revoked() {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// match returns the sorted union of the company's certificates that the
-// revocation's identifiers find. NotFound when the company does not exist.
-func (s *Service) match(ctx context.Context, tx consent.Tx, rev *consent.Revocation) ([]string, error) {
+// match returns the company's certificates that the revocation's
+// identifiers find, sorted by id, each read as the transaction holds it
+// (locked, on PostgreSQL). NotFound when the company does not exist.
+func (s *Service) match(ctx context.Context, tx consent.Tx, rev *consent.Revocation) ([]*consent.Certificate, error) {
 	if _, err := tx.Company(ctx, rev.CompanyID); err != nil {
 		return nil, err
 	}
 	var ids []string
 	if rev.CertificateID != "" {
-		c, err := tx.Certificate(ctx, rev.CertificateID)
-		switch {
-		case err == nil && c.CompanyID == rev.CompanyID:
-			ids = append(ids, c.ID)
-		case err != nil && consent.ErrorCode(err) != consent.NotFound:
-			return nil, err
-		}
+		ids = append(ids, rev.CertificateID)
 	}
 	if !rev.EmailDigest.IsZero() {
 		found, err := tx.CertificatesByEmail(ctx, rev.CompanyID, rev.EmailDigest)
@@ -226,5 +208,19 @@ func (s *Service) match(ctx context.Context, tx consent.Tx, rev *consent.Revocat
 		ids = append(ids, found...)
 	}
 	slices.Sort(ids)
-	return append([]string{}, slices.Compact(ids)...), nil
+	certs := []*consent.Certificate{}
+	for _, id := range slices.Compact(ids) {
+		c, err := tx.Certificate(ctx, id)
+		switch {
+		case consent.ErrorCode(err) == consent.NotFound:
+			// None of that id, or purged since it was listed: PostgreSQL
+			// reads each statement at its own start (READ COMMITTED), and
+			// the purge may commit between the list and the read.
+		case err != nil:
+			return nil, err
+		case c.CompanyID == rev.CompanyID:
+			certs = append(certs, c)
+		}
+	}
+	return certs, nil
 }
