@@ -320,6 +320,7 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		return 0, ch.invalid
 	}
 	var n int
+	spent := false // the store may run the function again (a group commit's retry): the budget is spent once
 	// The session's row is the one row this locks (consent.Alone).
 	err := c.svc.Store().Update(consent.Alone(ctx), func(tx consent.Tx) error {
 		ses, _, err := c.session(ctx, tx, ch.SessionID, caller)
@@ -350,8 +351,19 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		if ch.Seq > ses.EventChunks {
 			return consent.Errorf(consent.Conflict, "seq %d is ahead: expected seq %d", ch.Seq, ses.EventChunks)
 		}
-		if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
+		// A chunk refused for its size spends none of the budget: it
+		// stores nothing.
+		if err := c.svc.CheckChunkSize(ch.Events); err != nil {
 			return err
+		}
+		if err := c.svc.CheckRecordingSize(ses, len(ch.Events)); err != nil {
+			return err
+		}
+		if !spent {
+			if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
+				return err
+			}
+			spent = true
 		}
 		ses, err = c.svc.AppendCheckedEventsToTx(ctx, tx, ses, ch.Events) // CheckEvents, above
 		if err != nil {

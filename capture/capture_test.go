@@ -405,3 +405,64 @@ func TestAppendRunsAlone(t *testing.T) {
 		t.Errorf("Append's transactions marked Alone: %v, want [true]", st.alone)
 	}
 }
+
+// A chunk refused for the recording's size stores nothing and spends none
+// of the property's byte budget (D52: bytes are counted before they are
+// stored); a chunk stored spends its bytes once.
+func TestRefusedChunkSpendsNoBudget(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		f := setupConfig(t, open(t), func(cfg *consentkit.Config) {
+			cfg.MaxRecordingBytes = int64(len(chunk0) + len(chunk1) - 1)
+		})
+		spent := 0
+		f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
+		s, caller := f.start(t)
+		if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 0, Events: json.RawMessage(chunk0)}); err != nil {
+			t.Fatal(err)
+		}
+		if spent != len(chunk0) {
+			t.Fatalf("a stored chunk of %d bytes spent %d", len(chunk0), spent)
+		}
+		for range 5 {
+			_, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 1, Events: json.RawMessage(chunk1)})
+			wantCode(t, "a chunk past the recording's size", err, consent.TooLarge)
+		}
+		if spent != len(chunk0) {
+			t.Errorf("5 chunks refused as too large spent %d bytes of the property's budget; want none", spent-len(chunk0))
+		}
+	})
+}
+
+// rerunStore runs every Update's function twice, the first time in a
+// transaction rolled back after it: a group commit's batch that broke and
+// runs its calls again (consent.Store allows it).
+type rerunStore struct{ consent.Store }
+
+var errRolledBack = errors.New("rolled back, to be run again")
+
+func (s rerunStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
+	err := s.Store.Update(ctx, func(tx consent.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return errRolledBack
+	})
+	if !errors.Is(err, errRolledBack) {
+		return err
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// A chunk whose function the store runs again spends its bytes once.
+func TestChunkRunAgainSpendsOnce(t *testing.T) {
+	f := setup(t, rerunStore{teststore.Memory(t)})
+	spent := 0
+	f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
+	s, caller := f.start(t)
+	if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 0, Events: json.RawMessage(chunk0)}); err != nil {
+		t.Fatal(err)
+	}
+	if spent != len(chunk0) {
+		t.Errorf("a chunk of %d bytes, its function run twice, spent %d", len(chunk0), spent)
+	}
+}
