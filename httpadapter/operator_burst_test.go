@@ -86,3 +86,34 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// When the limiter of wrong secrets holds as many clients as it may, each
+// with wrong secrets spent, a new client's secret is still compared: a
+// spray of addresses cannot lock the operator out (D28's exception for
+// wrong secrets), and a wrong one is still refused.
+func TestOperatorNotLockedOutAtKeyCap(t *testing.T) {
+	e := setup(t, teststore.Memory(t))
+	h, err := httpadapter.New(httpadapter.Config{Service: e.svc, OperatorSecret: operatorSecret, MaxLimiterKeys: 2,
+		Logger: slog.New(slog.DiscardHandler)})
+	must(t, err)
+	op := h.Operator()
+	call := func(addr, secret string) int {
+		req := httptest.NewRequest("GET", "/operator/companies", nil)
+		req.RemoteAddr = addr
+		req.Header.Set("Authorization", "Bearer "+secret)
+		rec := httptest.NewRecorder()
+		op.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, sprayer := range []string{"203.0.113.1:1000", "203.0.113.2:1000"} {
+		if code := call(sprayer, "wrong guess"); code != http.StatusUnauthorized {
+			t.Fatalf("a wrong secret from %s: %d, want 401", sprayer, code)
+		}
+	}
+	if code := call("198.51.100.2:6000", operatorSecret); code != http.StatusOK {
+		t.Errorf("the right secret from a new address while the limiter is full: %d, want 200", code)
+	}
+	if code := call("198.51.100.3:6000", "wrong guess"); code != http.StatusUnauthorized {
+		t.Errorf("a wrong secret from a new address while the limiter is full: %d, want 401", code)
+	}
+}
