@@ -3,7 +3,10 @@ package consentkit
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 	"time"
@@ -86,10 +89,9 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyP
 	if err := tx.CreateCompany(ctx, c); err != nil {
 		return nil, err
 	}
-	a := AuditParams{CompanyID: c.ID, Action: consent.AuditCompanyCreate, Target: c.ID, Detail: map[string]any{
-		"third_party_verification_enabled": c.ThirdPartyVerificationEnabled, "authorized_third_parties": parties,
-		"attest_certificates": c.AttestCertificates, "insights_rules": c.InsightsRules,
-	}}
+	detail := thirdPartyDetail(c.ThirdPartyVerificationEnabled, parties)
+	detail["attest_certificates"], detail["insights_rules"] = c.AttestCertificates, c.InsightsRules
+	a := AuditParams{CompanyID: c.ID, Action: consent.AuditCompanyCreate, Target: c.ID, Detail: detail}
 	if err := s.Audit(ctx, tx, a); err != nil {
 		return nil, err
 	}
@@ -99,9 +101,34 @@ func (s *Service) CreateCompanyTx(ctx context.Context, tx consent.Tx, p CompanyP
 // companyAudit describes a change of a company's third-party settings for
 // the audit log.
 func companyAudit(action, companyID string, enabled bool, parties []string) AuditParams {
-	return AuditParams{CompanyID: companyID, Action: action, Target: companyID, Detail: map[string]any{
-		"third_party_verification_enabled": enabled, "authorized_third_parties": parties,
-	}}
+	return AuditParams{CompanyID: companyID, Action: action, Target: companyID, Detail: thirdPartyDetail(enabled, parties)}
+}
+
+// thirdPartyDetail is the audit detail of a company's third-party settings.
+func thirdPartyDetail(enabled bool, parties []string) map[string]any {
+	detail := map[string]any{"third_party_verification_enabled": enabled}
+	auditList(detail, "authorized_third_parties", parties)
+	return detail
+}
+
+// maxAuditedList is the most bytes of JSON a list of settings (authorized
+// third parties, allowed origins) may take in an audit entry; a longer one
+// is recorded by its length and SHA-256 alone, since consent.MaxAuditDetail
+// bounds an entry's detail and a setting the caller may make must not be
+// refused for its record.
+const maxAuditedList = 4 << 10
+
+// auditList puts list in detail under name when its JSON takes at most
+// maxAuditedList bytes; otherwise its length under name+"_count" and the
+// SHA-256 of its JSON, in hex, under name+"_sha256".
+func auditList(detail map[string]any, name string, list []string) {
+	enc, err := json.Marshal(list)
+	if err != nil || len(enc) <= maxAuditedList { // a []string always encodes
+		detail[name] = list
+		return
+	}
+	sum := sha256.Sum256(enc)
+	detail[name+"_count"], detail[name+"_sha256"] = len(list), hex.EncodeToString(sum[:])
 }
 
 func checkParties(ids []string) ([]string, error) {
@@ -223,8 +250,9 @@ func (s *Service) AddPropertyTx(ctx context.Context, tx consent.Tx, p PropertyPa
 
 // propertyAudit describes a change of a property for the audit log.
 func propertyAudit(action, companyID, propertyID string, origins []string) AuditParams {
-	return AuditParams{CompanyID: companyID, Action: action, Target: propertyID,
-		Detail: map[string]any{"allowed_origins": origins}}
+	detail := map[string]any{}
+	auditList(detail, "allowed_origins", origins)
+	return AuditParams{CompanyID: companyID, Action: action, Target: propertyID, Detail: detail}
 }
 
 // maxOrigins bounds a property's allowed origins.
