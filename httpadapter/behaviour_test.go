@@ -449,3 +449,31 @@ func TestSessionStatus(t *testing.T) {
 		}
 	})
 }
+
+// D8 for the retention routes of the Verification API: a request that
+// carries a token and names a property_id that is not its company's is
+// answered 404 and charged nothing, as /verify/match answers it, whether
+// company-and-property credentials are on or not; the company's own
+// property is let through.
+func TestTokenRetentionChecksProperty(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := setup(t, open(t))
+		for _, on := range []bool{false, true} {
+			h := e.handler(t, httpadapter.Config{PropertyCredentials: on})
+			for path, session := range map[string]string{"/verify/session/acme": "s2", "/verify/certificate/acme": "s1"} {
+				before := e.balance(t, "acme")
+				rec := serve(h, request{path: path, token: acmeToken, body: `{"session_id":"` + session + `","property_id":"other-web"}`})
+				if rec.Code != http.StatusNotFound {
+					t.Errorf("credentials %v, %s with acme's token and other's property: %d %s; want 404 (D8)", on, path, rec.Code, rec.Body)
+				}
+				if got := e.balance(t, "acme"); got != before {
+					t.Errorf("%s charged %s for a request naming another company's property", path, before-got)
+				}
+			}
+		}
+		h := e.handler(t, httpadapter.Config{})
+		if rec := serve(h, request{path: "/verify/session/acme", token: acmeToken, body: `{"session_id":"s2","property_id":"acme-web"}`}); rec.Code != http.StatusOK {
+			t.Errorf("acme's token with acme's property: %d %s; want 200", rec.Code, rec.Body)
+		}
+	})
+}

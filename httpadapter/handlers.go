@@ -344,7 +344,7 @@ func hexDigest(d consent.Digest) string {
 type sessionRequest struct {
 	CompanyID  string `path:"company_id" json:"-"`
 	SessionID  string `json:"session_id"`
-	PropertyID string `json:"property_id"` // for company-and-property credentials only
+	PropertyID string `json:"property_id"` // company-and-property credentials; with a token, 404 unless the company's (D8)
 }
 
 func (r *sessionRequest) credentials() (string, string) { return r.CompanyID, r.PropertyID }
@@ -366,7 +366,24 @@ func retention(r *retain.Retention) *retentionResponse {
 }
 
 func (h *Handler) retainSession(ctx context.Context, c Caller, req *sessionRequest) (*retain.Retention, error) {
+	if err := h.tokenProperty(ctx, c, req.PropertyID); err != nil {
+		return nil, err
+	}
 	return h.retain.RetainSession(ctx, c.CompanyID, req.CompanyID, req.SessionID)
+}
+
+// tokenProperty answers 404 when a request authenticated by its token
+// names a property_id that is not its company's (D8), as the verification
+// routes do in their own transaction. With company-and-property
+// credentials the pair was the login. A property never changes company,
+// so a read of its own is as good as one in the retention's transaction;
+// it is the caller's company's that is asked after, not the path's, so
+// that nobody learns whose another property is.
+func (h *Handler) tokenProperty(ctx context.Context, c Caller, propertyID string) error {
+	if c.Token == nil || propertyID == "" {
+		return nil
+	}
+	return h.svc.Store().View(ctx, func(tx consent.Tx) error { return consent.CheckProperty(ctx, tx, c.CompanyID, propertyID) })
 }
 
 type certificateRetentionResponse struct {
@@ -375,6 +392,9 @@ type certificateRetentionResponse struct {
 }
 
 func (h *Handler) retainCertificate(ctx context.Context, c Caller, req *sessionRequest) (*retain.Retention, error) {
+	if err := h.tokenProperty(ctx, c, req.PropertyID); err != nil {
+		return nil, err
+	}
 	return h.retain.RetainCertificates(ctx, c.CompanyID, req.CompanyID, req.SessionID)
 }
 
