@@ -134,8 +134,11 @@ type Property struct {
 type Token struct {
 	Token       string               `json:"token"`
 	Permissions []consent.Permission `json:"permissions"`
-	ExpiresAt   time.Time            `json:"expires_at"`
-	Revoked     bool                 `json:"revoked"`
+	// ExpiresAt is when the token stops working; nil (absent, or null):
+	// never. The zero instant, 0001-01-01T00:00:00Z, is a past time and
+	// is refused, as the operator API refuses it (D6).
+	ExpiresAt *time.Time `json:"expires_at"`
+	Revoked   bool       `json:"revoked"`
 }
 
 // Session is a recorded session of a seed file.
@@ -320,9 +323,15 @@ func loadCompany(ctx context.Context, svc *consentkit.Service, tx consent.Tx, c 
 		if t.Token == "" {
 			return fmt.Errorf("tokens[%d]: %w", j, consent.Errorf(consent.Invalid, "token is required"))
 		}
-		tok, _, err := svc.IssueTokenTx(ctx, tx, consentkit.TokenParams{
-			CompanyID: c.ID, Permissions: t.Permissions, ExpiresAt: t.ExpiresAt, Secret: t.Token,
-		})
+		p := consentkit.TokenParams{CompanyID: c.ID, Permissions: t.Permissions, Secret: t.Token}
+		if t.ExpiresAt != nil {
+			// TokenParams reads the zero time as "never expires".
+			if t.ExpiresAt.IsZero() {
+				return fmt.Errorf("tokens[%d]: %w", j, consent.Errorf(consent.Invalid, "expires_at must be in the future"))
+			}
+			p.ExpiresAt = *t.ExpiresAt
+		}
+		tok, _, err := svc.IssueTokenTx(ctx, tx, p)
 		if err == nil && t.Revoked {
 			err = svc.RevokeTokenTx(ctx, tx, c.ID, tok.ID)
 		}

@@ -124,6 +124,10 @@ func TestLoadErrors(t *testing.T) {
 		{"bad id", `{"companies":[{"id":"a b","name":"A"}]}`, `companies[0] "a b": id must be`},
 		{"negative balance", `{"companies":[{"id":"a","name":"A","balance":-1}]}`, `companies[0] "a": balance must not be negative`},
 		{"short token", `{"companies":[{"id":"a","name":"A","tokens":[{"token":"short"}]}]}`, `companies[0] "a": tokens[0]: token must be`},
+		// The zero instant is a past time, refused as the operator API
+		// refuses it (D6): TokenParams would read it as "never expires".
+		{"zero expiry", `{"companies":[{"id":"a","name":"A","tokens":[{"token":"long-enough-secret-0001","expires_at":"0001-01-01T00:00:00Z"}]}]}`,
+			`companies[0] "a": tokens[0]: expires_at must be in the future`},
 		{"unknown permission", `{"companies":[{"id":"a","name":"A","tokens":[{"token":"long-enough-secret","permissions":["admin"]}]}]}`,
 			`tokens[0]: permissions: unknown permission "admin"`},
 		{"session of unknown property", `{"companies":[{"id":"a","name":"A"}],"sessions":[{"id":"s1","company_id":"a","property_id":"p"}]}`,
