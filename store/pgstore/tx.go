@@ -639,8 +639,12 @@ func (t *tx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEn
 }
 
 func (t *tx) WebhookEndpoints(ctx context.Context, companyID string) ([]*consent.WebhookEndpoint, error) {
+	share := "" // inside Update, held against a change until the end (consent.Tx)
+	if t.lock != "" {
+		share = " FOR SHARE"
+	}
 	rows, err := t.tx.Query(ctx, `SELECT `+sqlrow.EndpointColumns+` FROM webhook_endpoints
-		WHERE company_id = $1 ORDER BY seq`, companyID)
+		WHERE company_id = $1 ORDER BY seq`+share, companyID)
 	return collect(rows, err, dialect.ScanEndpoint)
 }
 
