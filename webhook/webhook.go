@@ -104,7 +104,8 @@ type Config struct {
 	// Concurrency is how many deliveries this handler runs at once:
 	// default 4. An endpoint gets one delivery at a time, and a free worker
 	// takes the next message of the company with the fewest deliveries
-	// under way (D53).
+	// under way (D53). Fairness needs two or more: a single worker takes
+	// the due messages in order, every company's, one attempt at a time.
 	Concurrency int
 	// Backoff is the wait before the first retry, doubled for each further
 	// one up to MaxBackoff: defaults 5 s and 10 h.
