@@ -1,6 +1,7 @@
 package webhook_test
 
 import (
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -95,9 +96,9 @@ func lockWaits(t *testing.T) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(ctx)
 	var n int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&n); err != nil {
+	err = c.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&n)
+	if err := errors.Join(err, c.Close(ctx)); err != nil {
 		t.Fatal(err)
 	}
 	return n
