@@ -433,29 +433,9 @@ func TestRefusedChunkSpendsNoBudget(t *testing.T) {
 	})
 }
 
-// rerunStore runs every Update's function twice, the first time in a
-// transaction rolled back after it: a group commit's batch that broke and
-// runs its calls again (consent.Store allows it).
-type rerunStore struct{ consent.Store }
-
-var errRolledBack = errors.New("rolled back, to be run again")
-
-func (s rerunStore) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	err := s.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errRolledBack
-	})
-	if !errors.Is(err, errRolledBack) {
-		return err
-	}
-	return s.Store.Update(ctx, fn)
-}
-
 // A chunk whose function the store runs again spends its bytes once.
 func TestChunkRunAgainSpendsOnce(t *testing.T) {
-	f := setup(t, rerunStore{teststore.Memory(t)})
+	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
 	spent := 0
 	f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
 	s, caller := f.start(t)

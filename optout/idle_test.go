@@ -2,12 +2,12 @@ package optout_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
 	"github.com/consentkit/consentkit/optout"
 	"github.com/consentkit/consentkit/store/memstore"
 )
@@ -90,32 +90,13 @@ func TestIdleRecordsBounded(t *testing.T) {
 	}
 }
 
-// twice runs each write transaction's function twice, the first run
-// rolled back, as a store's retry does.
-type twice struct{ consent.Store }
-
-var errAgain = errors.New("rolled back, to be run again")
-
-func (s twice) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	err := s.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errAgain
-	})
-	if !errors.Is(err, errAgain) {
-		return err
-	}
-	return s.Store.Update(ctx, fn)
-}
-
 // A store that runs an opt-out's transaction again does not spend its
 // idle budget twice: with a budget of one, the first opt-out that matches
 // nothing is recorded, the second is not.
 func TestIdleBudgetSpentOnceACall(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
-	svc, err := consentkit.NewService(twice{memstore.New()}, consentkit.Config{Now: func() time.Time { return now }})
+	svc, err := consentkit.NewService(teststore.RunTwice(memstore.New()), consentkit.Config{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
