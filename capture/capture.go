@@ -95,8 +95,8 @@ type StartRequest struct {
 	// origins are allowed, before the session is created: its error
 	// refuses the start as it is. The HTTP layer takes the property's
 	// limit on starts here, so that a start refused for its origin spends
-	// none of it. It is asked inside the store's transaction, so a
-	// transaction the store runs again may ask twice.
+	// none of it. It is asked inside the store's transaction, once a call
+	// even when the store runs the transaction again.
 	Admit func(propertyID string) error
 }
 
@@ -123,6 +123,7 @@ func (c *Service) Start(ctx context.Context, req StartRequest) (*Started, error)
 	}
 	token := newToken()
 	out := &Started{UploadToken: token}
+	admitted := false // the store may run the function again (a group commit's retry): Admit is asked once
 	err := c.svc.Store().Update(ctx, func(tx consent.Tx) error {
 		prop, err := tx.Property(ctx, req.PropertyID)
 		if err != nil {
@@ -131,10 +132,11 @@ func (c *Service) Start(ctx context.Context, req StartRequest) (*Started, error)
 		if !prop.AllowsOrigin(req.Origin) || !prop.AllowsOrigin(pageOrigin) {
 			return ErrOrigin
 		}
-		if req.Admit != nil {
+		if req.Admit != nil && !admitted {
 			if err := req.Admit(prop.ID); err != nil {
 				return err
 			}
+			admitted = true
 		}
 		ses, err := c.svc.StartSessionTx(ctx, tx, consentkit.SessionParams{
 			CompanyID: prop.CompanyID, PropertyID: prop.ID, URL: req.URL,

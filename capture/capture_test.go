@@ -446,3 +446,15 @@ func TestChunkRunAgainSpendsOnce(t *testing.T) {
 		t.Errorf("a chunk of %d bytes, its function run twice, spent %d", len(chunk0), spent)
 	}
 }
+
+// A start whose function the store runs again asks Admit, which spends the
+// property's limit on starts, once.
+func TestStartRunAgainAdmitsOnce(t *testing.T) {
+	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
+	asked := 0
+	_, err := f.cap.Start(ctx, capture.StartRequest{PropertyID: "acme-web", URL: page, Origin: site,
+		Admit: func(string) error { asked++; return nil }})
+	if err != nil || asked != 1 {
+		t.Errorf("Start: %v, Admit asked %d times; want once", err, asked)
+	}
+}
