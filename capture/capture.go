@@ -554,6 +554,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			return nil, err
 		}
 	}
+	tailSpent := false // the store may run the write again: the tail's bytes are spent once
 	for attempt := 0; ; attempt++ {
 		// The recording is hashed outside the write transaction, a chunk at
 		// a time; the write adds the chunks stored meanwhile.
@@ -586,7 +587,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				}
 				recording.Add(chunk)
 			}
-			if err := c.storeTail(ctx, tx, ses, req.Tail, recording); err != nil {
+			if err := c.storeTail(ctx, tx, ses, req.Tail, recording, &tailSpent); err != nil {
 				return err
 			}
 			if ses.EventChunks == 0 {
@@ -652,8 +653,9 @@ func (c *Service) tailEvents(ctx context.Context, tx consent.Tx, ses *consent.Se
 // hash), would take the recording past its size, or the property's byte
 // budget is spent. A consent is issued over the recording as stored
 // rather than refused after its hash, which a refused caller could ask
-// for again and again.
-func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk, recording *consent.RecordingHash) error {
+// for again and again. The budget is asked only while *spent is false,
+// which it then sets: a write the store runs again spends once.
+func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk, recording *consent.RecordingHash, spent *bool) error {
 	events, err := c.tailEvents(ctx, tx, ses, t)
 	switch code := consent.ErrorCode(err); {
 	case code == consent.Conflict || code == consent.TooLarge:
@@ -662,8 +664,11 @@ func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Ses
 		return err
 	case c.svc.CheckRecordingSize(ses, len(events)) != nil:
 		return nil
-	case c.spend(ses.PropertyID, len(events)) != nil:
-		return nil
+	case !*spent:
+		if c.spend(ses.PropertyID, len(events)) != nil {
+			return nil
+		}
+		*spent = true
 	}
 	if _, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, events); err != nil { // CheckEvents, in Issue
 		return err

@@ -188,3 +188,22 @@ func TestChunksStoredWhileHashed(t *testing.T) {
 		}
 	})
 }
+
+// A consent whose write the store runs again spends its tail's bytes
+// once.
+func TestTailRunAgainSpendsOnce(t *testing.T) {
+	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
+	s, caller := f.start(t)
+	if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Events: json.RawMessage(chunk0)}); err != nil {
+		t.Fatal(err)
+	}
+	spent := 0
+	f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
+	if _, err := f.cap.Issue(ctx, caller, capture.Consent{SessionID: s.SessionID, URL: page,
+		Records: []consent.Record{{Text: consent1}}, Tail: &capture.Chunk{Seq: 1, Events: json.RawMessage(chunk1)}}); err != nil {
+		t.Fatal(err)
+	}
+	if spent != len(chunk1) {
+		t.Errorf("a tail of %d bytes, its write run twice, spent %d", len(chunk1), spent)
+	}
+}
