@@ -301,3 +301,29 @@ func TestAttestationQueueFullGraded(t *testing.T) {
 		}
 	})
 }
+
+// D49: a pending attestation that lost its job does not stay so: asking
+// for it again, by any route, queues its job again. A verification with
+// "attest": true is such a route (it asked only when there was no row).
+func TestMatchAttestRequeuesLostJob(t *testing.T) {
+	teststore.Each(t, func(t *testing.T, open func(testing.TB) consent.Store) {
+		e := newAttestationEnv(t, open(t), 0)
+		c := e.issue(t, "c1")
+		// A pending row whose job is gone.
+		e.record(t, &consent.Attestation{Evidence: consent.Evidence{CertificateID: c.ID, Status: consent.AttestationPending}})
+		res, err := e.v.Match(ctx, "acme", verify.MatchRequest{CertificateID: c.ID, CompanyID: "acme", Consent: attestedText, Attest: true})
+		if err != nil || res.Attestation == nil || res.Attestation.Status != consent.AttestationPending {
+			t.Fatalf("match asking: %+v %v", res, err)
+		}
+		err = e.svc.Store().View(ctx, func(tx consent.Tx) error {
+			_, err := tx.Job(ctx, consent.JobAttest, c.ID)
+			return err
+		})
+		if consent.ErrorCode(err) == consent.NotFound {
+			t.Fatal("a verification asking for the attestation left a pending row without its job: it stays pending for good")
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -486,7 +486,9 @@ func (s *Service) verifyOnce(ctx context.Context, caller string, q query, owner,
 				return nil, err
 			}
 			detail.Valid, detail.Charged = &res.Valid, &res.Charged
-			if q.attest && res.Attestation == nil {
+			if q.attest && (res.Attestation == nil || res.Attestation.Status == consent.AttestationPending) {
+				// Asked when there is none, and when one is pending: a
+				// pending row whose job was lost is queued again (D49).
 				// Past the charge every error is a storage failure, which
 				// rolls the charge back; a refusal here would keep it.
 				if res.Attestation, err = s.attestation(ctx, tx, cert, true); err != nil {
