@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ const JobDeleteScreenshot = "screenshot.delete"
 const (
 	fontSizeTolerance = 0.5 // CSS pixels
 	contrastTolerance = 0.1 // of the WCAG ratio, 1 to 21
+	colorTolerance    = 1   // of a colour's channel, 0 to 255
 )
 
 // AttestationHandler returns the handler of consent.JobAttest jobs, which
@@ -446,10 +448,65 @@ func visibilityDifferences(i int, prefix string, v, m *consent.Visibility) []sig
 	if math.Abs(v.ContrastRatio-m.ContrastRatio) > contrastTolerance {
 		add("contrast_ratio", number(v.ContrastRatio), number(m.ContrastRatio))
 	}
+	// A colour the browser could not tell ("") claims nothing.
+	if v.TextColor != "" && !sameColor(v.TextColor, m.TextColor) {
+		add("text_color", v.TextColor, m.TextColor)
+	}
+	if v.BackgroundColor != "" && !sameColor(v.BackgroundColor, m.BackgroundColor) {
+		add("background_color", v.BackgroundColor, m.BackgroundColor)
+	}
 	if a, b := strings.Join(v.HiddenText, "\n"), strings.Join(m.HiddenText, "\n"); a != b {
 		add("hidden_text", fmt.Sprintf("%q", v.HiddenText), fmt.Sprintf("%q", m.HiddenText))
 	}
 	return out
+}
+
+// sameColor reports whether two CSS colours, as browsers give a computed
+// colour, are the same: rgb() or rgba(), with commas or spaces, each
+// channel within colorTolerance and alpha within 0.01 (browsers round
+// them differently); colours in other notations are the same only
+// written the same, case and spaces aside.
+func sameColor(a, b string) bool {
+	ca, okA := parseRGB(a)
+	cb, okB := parseRGB(b)
+	if !okA || !okB {
+		norm := func(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), "")) }
+		return norm(a) == norm(b)
+	}
+	for i := range 3 {
+		if math.Abs(ca[i]-cb[i]) > colorTolerance {
+			return false
+		}
+	}
+	return math.Abs(ca[3]-cb[3]) <= 0.01
+}
+
+// parseRGB reads "rgb(r, g, b)", "rgba(r, g, b, a)" or their forms with
+// spaces and "/ a": red, green, blue (0–255) and alpha (0–1, 1 when not
+// given).
+func parseRGB(s string) ([4]float64, bool) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	inner, ok := strings.CutPrefix(s, "rgba(")
+	if !ok {
+		inner, ok = strings.CutPrefix(s, "rgb(")
+	}
+	inner, closed := strings.CutSuffix(inner, ")")
+	if !ok || !closed {
+		return [4]float64{}, false
+	}
+	fields := strings.FieldsFunc(inner, func(r rune) bool { return r == ',' || r == '/' || r == ' ' })
+	if len(fields) != 3 && len(fields) != 4 {
+		return [4]float64{}, false
+	}
+	c := [4]float64{0, 0, 0, 1}
+	for i, f := range fields {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return [4]float64{}, false
+		}
+		c[i] = v
+	}
+	return c, true
 }
 
 // sameVisibility reports whether a and b claim the same facts.

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -638,5 +639,41 @@ func TestJobWithoutRowAskedAgain(t *testing.T) {
 	}
 	if att, _ := e.attest(t, &fakeAttester{measure: honest()}, e.cert); att.Status != consent.AttestationAttested {
 		t.Errorf("attested %s, want attested", att.Status)
+	}
+}
+
+// Colours are measured facts of a consent's visibility (D47), compared as
+// browsers write a computed colour: the replay measuring the text white on
+// near-black, where the browser claimed near-black on white, is a mismatch
+// naming both colours though the contrast is the same; the same colours
+// written another way (rgba, no spaces, a channel off by rounding) are
+// the same.
+func TestAttestationColoursCompared(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		text, back   string
+		want         string
+		wantMismatch []string
+	}{
+		{"inverted", "rgb(255, 255, 255)", "rgb(17, 17, 17)", consent.AttestationMismatch, []string{"visibility.text_color", "visibility.background_color"}},
+		{"written otherwise", "rgba(18,17,17,1)", "RGB(255 255 255 / 1)", consent.AttestationAttested, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := attestSetup(t, teststore.Memory(t), 0)
+			m := honest()
+			m.Consents[0].TextColor, m.Consents[0].BackgroundColor = tc.text, tc.back
+			if _, err := e.ask(t, e.cert); err != nil {
+				t.Fatal(err)
+			}
+			att, p := e.attest(t, &fakeAttester{measure: m}, e.cert)
+			var fields []string
+			for _, d := range p.Statement.Differences {
+				fields = append(fields, d.Field)
+			}
+			if att.Status != tc.want || !slices.Equal(fields, tc.wantMismatch) {
+				t.Errorf("measured %s on %s against the claimed %s on %s: %s, differences %v; want %s, %v",
+					tc.text, tc.back, claimed.TextColor, claimed.BackgroundColor, att.Status, fields, tc.want, tc.wantMismatch)
+			}
+		})
 	}
 }
