@@ -7,8 +7,11 @@ import "time"
 // of its own, so that one commit — one fsync — makes all of them durable.
 //
 //   - A call whose function fails rolls back to its savepoint: its own work
-//     is undone and its caller gets its error at once; the others' work is
-//     kept.
+//     is undone and its caller gets its error; the others' work is kept.
+//     The error comes at once when no call before it in the batch was
+//     kept; otherwise with the batch's outcome, since it may rest on their
+//     work (a balance spent, an id taken): the error if the batch commits,
+//     else the function runs again in a later batch.
 //   - A call whose function succeeds returns only after the shared commit
 //     is durable, with the commit's outcome: a 2xx still means durable
 //     (D31).

@@ -8,7 +8,10 @@
 // goroutine to goroutine, so a busy scheduler cannot stretch the time the
 // store's one writer is held (on SQLite the batch is the critical section
 // of every write). A function that fails rolls back to its savepoint,
-// undoing only its own work, and its caller gets its error at once; a
+// undoing only its own work, and its caller gets its error — at once, or,
+// when a function before it in the batch was kept (its failure may rest on
+// that work: a balance spent, an id taken), with the batch's outcome: the
+// error if the batch commits, else a run in another batch; a
 // function that panics has its panic raised again in its caller's
 // goroutine. A function that succeeds waits for the shared commit and gets
 // the commit's outcome, so no caller hears of success before its work is
@@ -281,6 +284,8 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 	solo := len(members) == 1
 	var (
 		kept   []*member[T]
+		held   []*member[T] // failed after a kept member: answered with the batch's outcome
+		heldR  []result
 		broken bool
 		failed bool // the solo member's function failed
 	)
@@ -328,6 +333,11 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 			}
 			settle(m, r)
 			skip(members[i+1:], errAgain)
+		case r.err != nil && len(kept) > 0 && !r.panicked:
+			// It may have failed for a kept member's work (the balance
+			// it spent, the id it took), which is real only if the batch
+			// commits: its answer waits for the batch's outcome.
+			held, heldR = append(held, m), append(heldR, r)
 		case r.err != nil:
 			failed = failed || solo
 			settle(m, r)
@@ -350,6 +360,12 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 		} else {
 			settle(m, result{err: err})
 		}
+	}
+	for i, m := range held {
+		if err != nil { // the work it saw was not kept: it runs again
+			heldR[i] = result{err: errAgain}
+		}
+		settle(m, heldR[i])
 	}
 	return selfRes
 }

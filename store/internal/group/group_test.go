@@ -428,3 +428,44 @@ func TestMemberErrorBlamesItsMember(t *testing.T) {
 		})
 	}
 }
+
+// A member that fails after a kept member may fail for that member's work
+// (a balance it spent, an id it took): its error stands if the batch
+// commits, and when the batch is rolled back instead it runs again, where
+// the work it saw is gone. It never hears an error that rests on work no
+// commit kept.
+func TestFailureAfterKeptWaitsForTheOutcome(t *testing.T) {
+	errSeen := errors.New("dup is there")
+	for _, rolledBack := range []bool{true, false} {
+		t.Run(fmt.Sprintf("rolled back %v", rolledBack), func(t *testing.T) {
+			d := newDB()
+			if rolledBack {
+				d.dup = "dup" // found taken at the commit: dup fails, the batch is rolled back
+			}
+			g := New(d.ops(), Config{MaxBatch: 10, Runners: 1})
+			var wg sync.WaitGroup
+			var dupErr, xErr error
+			xRuns := 0
+			release := hold(t, g)
+			join(t, g, &wg, 1, func() { dupErr = g.Do(context.Background(), write("dup", nil)) })
+			join(t, g, &wg, 2, func() {
+				xErr = g.Do(context.Background(), func(t *tx) error {
+					xRuns++
+					if _, ok := t.writes["dup"]; ok {
+						return errSeen
+					}
+					return write("x", nil)(t)
+				})
+			})
+			release()
+			wg.Wait()
+			_, xKept := d.get("x")
+			switch {
+			case rolledBack && (!errors.Is(dupErr, errTaken) || xErr != nil || !xKept || xRuns != 2):
+				t.Errorf("dup: %v; x: %v, kept %v, %d runs; want dup taken, x run again and kept", dupErr, xErr, xKept, xRuns)
+			case !rolledBack && (dupErr != nil || !errors.Is(xErr, errSeen) || xKept || xRuns != 1):
+				t.Errorf("dup: %v; x: %v, kept %v, %d runs; want dup kept, x refused for it once", dupErr, xErr, xKept, xRuns)
+			}
+		})
+	}
+}
