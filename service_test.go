@@ -251,6 +251,9 @@ func TestRecording(t *testing.T) {
 	// An id that could name no recording object or video file (D52).
 	_, err = svc.StartSession(ctx, consentkit.SessionParams{ID: ".s1", CompanyID: "acme", PropertyID: "acme-web"})
 	wantCode(t, "StartSession(.s1)", err, consent.Invalid)
+	// Nor a certificate id that could name no screenshot (D49).
+	_, err = svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: ".c1", CompanyID: "acme", PropertyID: "acme-web", SessionID: "s1"})
+	wantCode(t, "IssueCertificate(.c1)", err, consent.Invalid)
 
 	chunks := []string{`[{"type":4,"timestamp":1}]`, ` [ {"type":2,"timestamp":2} , {"type":3,"timestamp":3} ] `}
 	for _, c := range chunks {

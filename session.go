@@ -391,6 +391,10 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 	if err := CheckNewID("id", p.ID); err != nil {
 		return nil, err
 	}
+	if blob.ValidKey(p.ID+"/screenshot.png") != nil {
+		// Its attestation's screenshots could never be kept (D49).
+		return nil, consent.Errorf(consent.Invalid, "id: a certificate id may not start with \".\": it names the certificate's screenshot files")
+	}
 	for _, f := range [...]struct{ name, v string }{
 		{"id", p.ID}, {"company_id", p.CompanyID}, {"property_id", p.PropertyID}, {"session_id", p.SessionID},
 	} {

@@ -115,8 +115,8 @@ func (d Dir) PutScreenshot(ctx context.Context, certificateID string, png []byte
 // put writes in as a new file of id through the blob store, so the file
 // is written whole or not at all and its digest is computed as it streams.
 func (d Dir) put(ctx context.Context, id, ext string, in io.Reader) (consent.Video, error) {
-	if !consent.ValidID(id) || id == "." || id == ".." {
-		return consent.Video{}, fmt.Errorf("retain: %q cannot name a file", id)
+	if err := videokey.CheckID(id); err != nil {
+		return consent.Video{}, fmt.Errorf("retain: %q cannot name a file: %w", id, err)
 	}
 	bs, err := blob.NewDir(d.Root)
 	if err != nil {

@@ -269,8 +269,8 @@ func (s *Store) PutScreenshot(ctx context.Context, certificateID string, png []b
 
 // put uploads body under a new key of id.
 func (s *Store) put(ctx context.Context, id, ext string, body io.Reader) (consent.Video, error) {
-	if !consent.ValidID(id) || id == "." || id == ".." {
-		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object", id)
+	if err := videokey.CheckID(id); err != nil {
+		return consent.Video{}, fmt.Errorf("s3video: %q cannot name an object: %w", id, err)
 	}
 	key := videokey.New(id, ext, time.Now())
 	info, err := s.blobs.Put(ctx, key, body)

@@ -34,6 +34,15 @@ func New(id, ext string, now time.Time) string {
 	return id + "/" + now.UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:]) + ext
 }
 
+// CheckID fails when id cannot name objects: an id that is not an
+// identifier, or whose keys the blob store refuses (one starting with ".").
+func CheckID(id string) error {
+	if !consent.ValidID(id) {
+		return fmt.Errorf("%q is not an identifier", id)
+	}
+	return blob.ValidKey(New(id, Video, time.Time{}))
+}
+
 // shape is the form of the keys New makes, and of those written before
 // each object had a key of its own, <id>.mp4 (or .png).
 var shape = regexp.MustCompile(`^([^/]+?)(/[0-9]{8}T[0-9]{6}\.[0-9]{9}Z-[0-9a-f]{8})?(\.mp4|\.png)$`)
