@@ -445,11 +445,18 @@ func byVersion[T any](version string, orMissing bool, do func(*string) (T, error
 // governance retention (s3:BypassGovernanceRetention). Lock returns the
 // server's refusal, never nil, when the version is not left so kept.
 func (s *Store) Lock(ctx context.Context, key string, until time.Time) error {
+	return s.LockVersion(ctx, key, "", until)
+}
+
+// LockVersion is Lock for the given version of the key's object ("": the
+// current one), such as a version a path written before each object had
+// a key of its own names.
+func (s *Store) LockVersion(ctx context.Context, key, version string, until time.Time) error {
 	name, err := s.name(key)
 	if err != nil {
 		return err
 	}
-	kept, mode, version, err := s.keptUntil(ctx, name, "")
+	kept, mode, version, err := s.keptUntil(ctx, name, version)
 	if err != nil {
 		return err
 	}

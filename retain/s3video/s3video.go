@@ -359,8 +359,7 @@ func (s *Store) Open(ctx context.Context, v consent.Video) (io.ReadSeekCloser, e
 // bucket and prefix, until until, rounded up to the whole second, when
 // that is in the future and later than its lock (D45): under Object Lock
 // in compliance mode where the bucket has it. A path written before each
-// video had a key of its own names a version, locked when it was written:
-// Lock leaves it as it is.
+// video had a key of its own names a version: that version is locked.
 func (s *Store) Lock(ctx context.Context, path string, until time.Time) error {
 	o, err := s.parse(path)
 	if err != nil {
@@ -368,10 +367,10 @@ func (s *Store) Lock(ctx context.Context, path string, until time.Time) error {
 	}
 	// The blob store refuses a lock that is not in the future; ours is only
 	// a guard against asking for one, so the local clock is good enough.
-	if o.version != "" || !until.After(time.Now()) {
+	if !until.After(time.Now()) {
 		return nil
 	}
-	if err := s.blobs.Lock(ctx, o.key, until); err != nil {
+	if err := s.blobs.LockVersion(ctx, o.key, o.version, until); err != nil {
 		return fmt.Errorf("s3video: lock %s: %w", path, err)
 	}
 	return nil

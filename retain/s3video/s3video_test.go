@@ -845,3 +845,33 @@ func TestPathsWrittenBefore(t *testing.T) {
 		t.Errorf("an unversioned video written before reads %q", got)
 	}
 }
+
+// D45: a retained video is locked until its session's retention date, and
+// a retention that moves the date asks again (JobLockVideo calls Lock). A
+// video written before each had a key of its own (a path naming a
+// version), locked at its write until the date then, is locked again to
+// the later date: Lock left it as it was.
+func TestVersionedVideoLockExtended(t *testing.T) {
+	g := startGateway(t)
+	g.bucket(t, "locked", true)
+	s := g.store(t, s3video.Config{Bucket: "locked"})
+	key := "videos/ses_old.mp4"
+	v1 := putVersion(t, g, "locked", key, []byte("the old conversion"))
+	first := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
+	if _, err := g.client.PutObjectRetention(t.Context(), &s3.PutObjectRetentionInput{Bucket: aws.String("locked"), Key: &key, VersionId: &v1,
+		Retention: &types.ObjectLockRetention{Mode: types.ObjectLockRetentionModeCompliance, RetainUntilDate: &first}}); err != nil {
+		t.Fatal(err)
+	}
+	path := "s3://locked/" + key + "?versionId=" + v1
+	later := time.Now().Add(3 * time.Hour)
+	if err := s.Lock(t.Context(), path, later); err != nil {
+		t.Fatal(err)
+	}
+	h, err := g.client.HeadObject(t.Context(), &s3.HeadObjectInput{Bucket: aws.String("locked"), Key: &key, VersionId: &v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToTime(h.ObjectLockRetainUntilDate); got.Before(later.Truncate(time.Second)) {
+		t.Errorf("after Lock(%s) the video %s is locked until %s only: deletable before its session's retention date", later.UTC(), path, got.UTC())
+	}
+}
