@@ -24,6 +24,7 @@ import (
 	"unicode"
 
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/textsearch"
 )
 
 // Results of a rule and of a grade.
@@ -123,8 +124,8 @@ func GradeText(r *Rules, records []consent.Record) *TextGrade {
 			folded[i] = consent.Fold(rec.Text)
 		}
 		for _, name := range b.Names {
-			want := consent.Fold(strings.TrimSpace(name))
-			if !slices.ContainsFunc(folded, func(text string) bool { return strings.Contains(text, want) }) {
+			want := textsearch.New(consent.Fold(strings.TrimSpace(name)))
+			if !slices.ContainsFunc(folded, func(text string) bool { return want.Index(text) >= 0 }) {
 				found.Missing = append(found.Missing, name)
 			}
 		}
@@ -274,8 +275,9 @@ func legibility(records []consent.Record) Found {
 // white space at their ends, the rest byte for byte. So a wildcard at an
 // end that matches nothing leaves the white space beside it at that end,
 // where it is trimmed: "I agree. {{*}}" approves "I agree.". Its work is
-// linear in the lengths of both: each literal part is found leftmost,
-// which is enough when the only wildcard matches anything.
+// linear in the lengths of both: each literal part is found leftmost
+// (textsearch, linear whatever the texts hold), which is enough when the
+// only wildcard matches anything.
 func Match(pattern, text string) bool {
 	return compile(pattern).match(text, new([]byte))
 }
@@ -283,8 +285,9 @@ func Match(pattern, text string) bool {
 // approved is an approved text split at its wildcards, made once for all
 // the consents it is matched with (Grade).
 type approved struct {
-	exact string   // the trimmed text, when it has no wildcard
-	parts [][]byte // else the text split at its wildcards
+	exact string               // the trimmed text, when it has no wildcard
+	parts [][]byte             // else the text split at its wildcards
+	mids  []*textsearch.Finder // of parts[1:len(parts)-1]
 	// lead and trail are the white space between an end of the text and
 	// its first other byte, wildcards aside: what a result trimmed to a
 	// consent may have had at that end (an end wildcard takes whatever
@@ -299,8 +302,11 @@ func compile(pattern string) approved {
 		return approved{exact: pattern}
 	}
 	a := approved{lead: edgeSpace(parts, false), trail: edgeSpace(parts, true)}
-	for _, p := range parts {
+	for i, p := range parts {
 		a.parts = append(a.parts, []byte(p))
+		if i > 0 && i < len(parts)-1 {
+			a.mids = append(a.mids, textsearch.New(p))
+		}
 	}
 	return a
 }
@@ -321,8 +327,8 @@ func (a approved) match(text string, buf *[]byte) bool {
 		return false
 	}
 	b = b[len(first):]
-	for _, mid := range a.parts[1 : len(a.parts)-1] {
-		i := bytes.Index(b, mid)
+	for k, mid := range a.parts[1 : len(a.parts)-1] {
+		i := a.mids[k].IndexBytes(b)
 		if i < 0 {
 			return false
 		}
