@@ -71,9 +71,11 @@ type Config struct {
 	RevokedKeys []string
 	// UnsignedBefore, with keys, lets certificates created before it that
 	// carry no signature pass the signature check: those issued before
-	// signing was turned on. Zero: every certificate must be signed. (Their
-	// creation time is not signed, so set it no later than when signing
-	// began.)
+	// signing was turned on. Zero: every certificate must be signed. Their
+	// creation time is not signed, so a writer of the database could strip
+	// a signature and move the time before it: leave it zero unless the
+	// store holds certificates issued unsigned, and set it no later than
+	// signing began (D41).
 	UnsignedBefore time.Time
 	// LowBalanceThreshold, when positive, makes a charge that takes a
 	// wallet from at least this much to below it emit

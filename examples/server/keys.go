@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
@@ -18,11 +19,29 @@ import (
 // key's id and the 32-byte Ed25519 seed in base64, in a file only its owner
 // may read.
 type keyFile struct {
-	KeyID      string `json:"key_id"`
-	PrivateKey string `json:"private_key"`
-	// CreatedAt is when the key was made: certificates created before it
-	// were issued unsigned (consentkit.Config.UnsignedBefore).
-	CreatedAt time.Time `json:"created_at"`
+	KeyID      string    `json:"key_id"`
+	PrivateKey string    `json:"private_key"`
+	CreatedAt  time.Time `json:"created_at"` // when the key was made
+	// UnsignedBefore is when signing began in the store, as the store
+	// stood when the key was made: certificates created before it carry
+	// no signature and still pass the signature check
+	// (consentkit.Config.UnsignedBefore). AllSigned instead when the store
+	// held no certificate then: none passes unsigned. A file with neither
+	// (written before they were kept) counts CreatedAt.
+	UnsignedBefore *time.Time `json:"unsigned_before,omitempty"`
+	AllSigned      bool       `json:"all_signed,omitempty"`
+}
+
+// unsignedBefore is the time before which unsigned certificates pass, as
+// the file says; zero: none.
+func (f *keyFile) unsignedBefore() time.Time {
+	switch {
+	case f.AllSigned:
+		return time.Time{}
+	case f.UnsignedBefore != nil:
+		return f.UnsignedBefore.UTC()
+	}
+	return f.CreatedAt.UTC()
 }
 
 // SigningKeyEnv, when set, holds the signing key itself, as the JSON of a
@@ -48,17 +67,22 @@ func signingKeyPath(o *options) string {
 }
 
 // loadSigningKey reads the key at path, or makes one and keeps it there on
-// first start (created says so), and returns when it was made. An empty
-// path makes a key kept nowhere.
-func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since time.Time, created bool, err error) {
+// first start (created says so), and returns the time before which
+// unsigned certificates pass (zero: none): the file's, or, for a key made
+// now, began's, which reads the store. An empty path makes a key kept
+// nowhere.
+func loadSigningKey(path string, now time.Time, began func() (time.Time, error)) (key signed.SigningKey, since time.Time, created bool, err error) {
 	now = now.UTC()
 	// The id names the day and a random part: instances that each make a
 	// key of their own never make two keys of one id (D41), and each
 	// verifies the others' certificates through the keys in the store.
 	id := consent.NewID("key-" + now.Format("20060102"))
 	if path == "" {
-		key, err = signed.NewSigningKey(id)
-		return key, now, true, err
+		if key, err = signed.NewSigningKey(id); err != nil {
+			return key, since, false, err
+		}
+		since, err = began()
+		return key, since, true, err
 	}
 	b, err := os.ReadFile(path)
 	if err == nil {
@@ -71,7 +95,14 @@ func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since ti
 	if key, err = signed.NewSigningKey(id); err != nil {
 		return key, since, false, err
 	}
-	b, _ = json.MarshalIndent(keyFile{KeyID: key.ID, PrivateKey: base64.StdEncoding.EncodeToString(key.Private.Seed()), CreatedAt: now}, "", "  ")
+	if since, err = began(); err != nil {
+		return key, since, false, err
+	}
+	kf := keyFile{KeyID: key.ID, PrivateKey: base64.StdEncoding.EncodeToString(key.Private.Seed()), CreatedAt: now, AllSigned: since.IsZero()}
+	if !since.IsZero() {
+		kf.UnsignedBefore = &since
+	}
+	b, _ = json.MarshalIndent(kf, "", "  ")
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
@@ -91,7 +122,7 @@ func loadSigningKey(path string, now time.Time) (key signed.SigningKey, since ti
 		}
 		return key, since, false, fmt.Errorf("keep the new signing key: %w", err)
 	}
-	return key, now, true, nil
+	return key, since, true, nil
 }
 
 // parseKey reads a key file's JSON; where names it in errors.
@@ -107,5 +138,61 @@ func parseKey(b []byte, where string) (signed.SigningKey, time.Time, error) {
 	if !consent.ValidID(f.KeyID) {
 		return signed.SigningKey{}, time.Time{}, fmt.Errorf("signing key %s: key_id %q is not an identifier", where, f.KeyID)
 	}
-	return signed.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.CreatedAt.UTC(), nil
+	return signed.SigningKey{ID: f.KeyID, Private: ed25519.NewKeyFromSeed(seed)}, f.unsignedBefore(), nil
+}
+
+// signingBegan is when certificates began to be signed in st, read when a
+// key is made for it: the time of its first published key, or now when it
+// has none, when st holds certificates created before then (issued
+// unsigned); else zero: none of st's certificates was issued unsigned, and
+// none is let pass unsigned.
+func signingBegan(ctx context.Context, st consent.Store, now time.Time) (time.Time, error) {
+	var began time.Time
+	err := st.View(ctx, func(tx consent.Tx) error {
+		keys, err := tx.PublishedKeys(ctx) // oldest first
+		if err != nil {
+			return err
+		}
+		first := now.UTC()
+		if len(keys) > 0 {
+			first = keys[0].CreatedAt.UTC()
+		}
+		for after := ""; ; {
+			ids, err := tx.CompanyIDs(ctx, after, consent.MaxPage)
+			if err != nil || len(ids) == 0 {
+				return err
+			}
+			for _, id := range ids {
+				page, err := tx.CertificatePage(ctx, consent.Page{CompanyID: id, Until: first, Limit: 1})
+				if err != nil {
+					return err
+				}
+				if len(page) > 0 {
+					began = first
+					return nil
+				}
+			}
+			after = ids[len(ids)-1]
+		}
+	})
+	return began, err
+}
+
+// notAfterFirstKey returns since, or the time of st's first published key
+// when that is earlier: an instance whose key was made after another began
+// signing in the store lets pass unsigned only what was created before
+// that. Zero (none passes unsigned) stays zero. A key published in the
+// store can only make it earlier, never later.
+func notAfterFirstKey(ctx context.Context, st consent.Store, since time.Time) (time.Time, error) {
+	if since.IsZero() {
+		return since, nil
+	}
+	err := st.View(ctx, func(tx consent.Tx) error {
+		keys, err := tx.PublishedKeys(ctx)
+		if err == nil && len(keys) > 0 && keys[0].CreatedAt.Before(since) {
+			since = keys[0].CreatedAt.UTC()
+		}
+		return err
+	})
+	return since, err
 }

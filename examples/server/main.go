@@ -304,7 +304,11 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		keyPath = ""
 		key, since, err = parseKey([]byte(env), "in $"+SigningKeyEnv)
 	} else {
-		key, since, created, err = loadSigningKey(keyPath, time.Now())
+		now := time.Now()
+		key, since, created, err = loadSigningKey(keyPath, now, func() (time.Time, error) { return signingBegan(ctx, st, now) })
+	}
+	if err == nil {
+		since, err = notAfterFirstKey(ctx, st, since)
 	}
 	if err != nil {
 		return err
@@ -323,8 +327,9 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	recordings = m.Blobs("recordings", recordings)
 	svc, err := consentkit.NewService(st, consentkit.Config{
 		Recordings: recordings,
-		// Certificates of a database older than its key were issued
+		// Certificates of a database older than signing were issued
 		// unsigned; they still verify (their recording hash is checked).
+		// A database that had none lets none pass unsigned (since zero).
 		SigningKeys: []signed.SigningKey{key}, UnsignedBefore: since,
 		DefaultRetention: time.Duration(o.defaultRet), LongTermRetention: longTerm,
 		WebhookAllowPrivate: o.webhookAllowPrivate, TrustPublishedKeys: o.trustPublishedKeys, RevokedKeys: splitList(o.revokedKeys),
