@@ -377,12 +377,8 @@ type Tx interface {
 	CreateWebhookEndpoint(ctx context.Context, e *WebhookEndpoint) error
 	// WebhookEndpoint returns the endpoint. NotFound when there is none.
 	WebhookEndpoint(ctx context.Context, id string) (*WebhookEndpoint, error)
-	// WebhookEndpoints returns the company's endpoints in the order they
-	// were created (none: an empty slice, no error). Inside Update they are
-	// held until the transaction ends against a change or deletion by
-	// another (PostgreSQL: FOR SHARE): an event written to an endpoint
-	// read enabled commits before the endpoint can be disabled or deleted,
-	// which then drops the event's queued message.
+	// WebhookEndpoints returns the company's endpoints, oldest first (none:
+	// an empty slice); inside Update, held against change (PostgreSQL: FOR SHARE).
 	WebhookEndpoints(ctx context.Context, companyID string) ([]*WebhookEndpoint, error)
 	// DisableWebhookEndpoint sets the endpoint's DisabledAt to at (the
 	// zero time enables it again). NotFound when the company has no

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"net"
 	"net/url"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -28,10 +30,19 @@ func TestServerSecondSignalEndsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = conn.Close() }()
-	// Headers and a piece of a body that declares more: the handler waits
-	// for the rest.
-	if _, err := conn.Write([]byte("POST /verify/match HTTP/1.1\r\nHost: " + u.Host +
-		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"certi")); err != nil {
+	// Headers, then, once the handler reads the body (its "100 Continue":
+	// the request is in flight, not a connection the shutdown may close
+	// unread), a piece of a body that declares more: the handler waits for
+	// the rest.
+	if _, err := conn.Write([]byte("POST /opt-out HTTP/1.1\r\nHost: " + u.Host +
+		"\r\nContent-Type: application/json\r\nContent-Length: 1000\r\nExpect: 100-continue\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil || !strings.HasPrefix(status, "HTTP/1.1 100 ") {
+		t.Fatalf("the handler did not ask for the body: %q, %v", status, err)
+	}
+	if _, err := conn.Write([]byte(`{"company_id":"ac`)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
