@@ -117,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.s3.RequireObjectLock, "video-s3-require-lock", false, "refuse to start unless the bucket has Object Lock, so that every retained video is undeletable until its retention date (D45)")
 	fs.IntVar(&o.conversions, "conversions", 1, "how many recordings are converted to video at once, each with a warm browser of its own (up to about 600 MiB each)")
 	fs.StringVar(&o.signingKey, "signing-key", "", "`file` of the Ed25519 key that signs certificates (D41), made on first start: default beside the SQLite file, consentkit-signing.key with Postgres, none kept with memory; $"+SigningKeyEnv+", the file's JSON, wins over it")
-	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention")
+	fs.DurationVar(&o.purgeInterval, "purge-interval", time.Hour, "how often expired recordings, certificates and videos are purged (D43); what expires is set by -default-retention and -long-term-retention. A changed interval counts from the next purge: the one scheduled keeps its time")
 	fs.DurationVar(&o.toolsRecheck, "tools-recheck", time.Minute, "how often to look again for missing video tools")
 	fs.BoolVar(&o.installRecorder, "install-recorder", true, "when rrweb's recorder is missing and the server runs from a checkout of consentkit with npm at hand, install it ("+strings.Join(npmInstall, " ")+") in the background")
 	fs.BoolVar(&o.trustPublishedKeys, "trust-published-keys", false, "verify certificates with every key published in the store, so that instances with key files of their own need not share them; whoever can write the database can then add a key (D41). Off: instances sharing a store share the key file")
@@ -137,10 +137,20 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if o.purgeInterval <= 0 {
 		return nil, errors.New("-purge-interval must be positive")
 	}
-	videoDirSet := false
-	fs.Visit(func(f *flag.Flag) { videoDirSet = videoDirSet || f.Name == "video-dir" })
+	videoDirSet, s3Set := false, ""
+	fs.Visit(func(f *flag.Flag) {
+		videoDirSet = videoDirSet || f.Name == "video-dir"
+		if strings.HasPrefix(f.Name, "video-s3-") && f.Name != "video-s3-bucket" {
+			s3Set = f.Name
+		}
+	})
 	if o.s3.Bucket != "" && videoDirSet {
 		return nil, errors.New("-video-dir and -video-s3-bucket are two places for the videos: give one")
+	}
+	if o.s3.Bucket == "" && s3Set != "" {
+		// A forgotten bucket would keep videos in a deletable directory,
+		// -video-s3-require-lock's promise with them.
+		return nil, fmt.Errorf("-%s needs -video-s3-bucket", s3Set)
 	}
 	if o.s3.Bucket != "" {
 		o.s3.AccessKeyID, o.s3.SecretAccessKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")

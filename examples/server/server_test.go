@@ -604,6 +604,8 @@ func TestFlags(t *testing.T) {
 		{"-store", "mysql"}, {"-store", "postgres"}, {"-default-retention", "soon"}, {"extra"},
 		{"-video-dir", "v", "-video-s3-bucket", "b"}, {"-conversions", "0"}, {"-conversions", "65"},
 		{"-purge-interval", "0s"}, {"-purge-interval", "-1m"},
+		// S3 settings without a bucket would keep videos in a directory.
+		{"-video-s3-require-lock"}, {"-video-s3-endpoint", "http://127.0.0.1:7070"}, {"-video-s3-prefix", "v/"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
