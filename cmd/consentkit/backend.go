@@ -42,6 +42,9 @@ type call struct {
 	base   string       // the operator API's root, without /operator
 	secret string
 	close  func() error // releases the backend; nil: nothing to release
+	// allowPrivate lets the direct backend's service take webhook
+	// endpoints of private addresses (webhooks add -webhook-allow-private).
+	allowPrivate bool
 }
 
 // backend chooses the backend from the flags and the environment: a flag
@@ -83,6 +86,9 @@ func (k *call) connect(ctx context.Context) error {
 		return err
 	}
 	if u != "" {
+		if k.allowPrivate {
+			return usagef("-webhook-allow-private works with -dsn: through -url the server's own setting rules")
+		}
 		return k.remote(u, k.opts.secretFile)
 	}
 	return k.direct(ctx, dsn)
@@ -135,7 +141,7 @@ func (k *call) direct(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	svc, err := consentkit.NewService(st, consentkit.Config{Now: k.now})
+	svc, err := consentkit.NewService(st, consentkit.Config{Now: k.now, WebhookAllowPrivate: k.allowPrivate})
 	if err == nil {
 		var secret [32]byte
 		rand.Read(secret[:]) // never fails (crypto/rand, Go 1.24+)

@@ -585,10 +585,12 @@ refused before anything is sent. The rules replace the profile's.`,
 			u := fs.String("endpoint", "", "the endpoint's `URL`, http:// or https:// (required)")
 			var events list
 			fs.Var(&events, "event", "an `event` type to deliver; repeat for more (required)")
+			private := fs.Bool("webhook-allow-private", false, "with -dsn, let the endpoint have a loopback or private address, as a server started with -webhook-allow-private does (D44)")
 			return func(ctx context.Context, c *call) error {
 				if *u == "" || len(events) == 0 {
 					return usagef("-endpoint and at least one -event are required")
 				}
+				c.allowPrivate = *private
 				// The signing secret is made by the server, never passed on
 				// a command line.
 				body := httpadapter.AddWebhookRequest{URL: *u, Events: events.orEmpty()}

@@ -796,3 +796,29 @@ func TestFailures(t *testing.T) {
 		t.Errorf("-secret-file: exit %d %q %q", code, out, errs)
 	}
 }
+
+// webhooks add -webhook-allow-private lets the direct backend's service
+// take an endpoint of a private address, as a server started with
+// -webhook-allow-private does; without it the address is refused, and
+// through a server's operator API the flag is a usage error (the server's
+// own setting rules).
+func TestWebhookAllowPrivate(t *testing.T) {
+	for _, b := range []*backend{directBackend(t, "memory"), httpBackend(t, teststore.Memory(t))} {
+		b.ok(t, "companies", "create", "-id", "acme", "-name", "Acme")
+		add := []string{"webhooks", "add", "-company", "acme", "-endpoint", "http://127.0.0.1:9000/hook", "-event", "consent.revoked"}
+		if code, _, errs := b.run(t, add...); code != 1 || !strings.Contains(errs, "loopback") {
+			t.Errorf("%s: a loopback endpoint without the flag: exit %d, %q; want 1, refused", b.name, code, errs)
+		}
+		code, out, errs := b.run(t, append(add, "-webhook-allow-private")...)
+		switch b.name {
+		case "direct":
+			if code != 0 || !strings.Contains(out, "http://127.0.0.1:9000/hook") {
+				t.Errorf("direct: with -webhook-allow-private: exit %d, %q %q; want the endpoint added", code, out, errs)
+			}
+		default:
+			if code != 2 || !strings.Contains(errs, "-dsn") {
+				t.Errorf("%s: with -webhook-allow-private: exit %d, %q; want 2, a usage error naming -dsn", b.name, code, errs)
+			}
+		}
+	}
+}
