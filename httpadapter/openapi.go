@@ -406,10 +406,11 @@ func isFile(rt Route) bool { return rt.ContentType != "" }
 // SHA-256.
 func storedFile(rt Route) bool { return rt.ContentType == "video/mp4" || rt.ContentType == "image/png" }
 
-// statusesOf is every status rt can answer: its success, those of the
-// wrapper's rules (authentication, rate limit, body, path and query, price),
-// those d says its function answers, and 500.
-func statusesOf(rt Route, d routeDoc) []int {
+// statusesOf is every status rt can answer on h as configured: its
+// success, those of the wrapper's rules (authentication, a rate limit that
+// is on, body, path and query, a price above zero), those d says its
+// function answers, and 500.
+func (h *Handler) statusesOf(rt Route, d routeDoc) []int {
 	success := rt.Status
 	if success == 0 {
 		success = http.StatusOK
@@ -428,7 +429,9 @@ func statusesOf(rt Route, d routeDoc) []int {
 		// A client out of wrong secrets is refused on every route (D28).
 		out = append(out, 401, http.StatusTooManyRequests)
 	}
-	if rt.Limit != NoLimit {
+	// Capture's byte budgets and per-property starts limit its routes
+	// beside their own limit.
+	if rt.Limit != NoLimit && (h.limits[rt.Limit] != nil || rt.Group == CaptureGroup) {
 		out = append(out, http.StatusTooManyRequests)
 	}
 	if rt.Request != nil {
@@ -442,7 +445,8 @@ func statusesOf(rt Route, d routeDoc) []int {
 	}
 	// A batch is charged per retained session: a shortfall fails entries,
 	// never the request.
-	if rt.Price != "" && rt.Price != wallet.RetainBatch {
+	prices := h.svc.Prices()
+	if rt.Price != "" && rt.Price != wallet.RetainBatch && prices.Of(rt.Price) > 0 {
 		out = append(out, http.StatusPaymentRequired)
 	}
 	if rt.Idempotent {
@@ -479,7 +483,7 @@ var statusText = map[int]string{
 
 func (h *Handler) responses(rt Route, d routeDoc) object {
 	out := object{}
-	for _, s := range statusesOf(rt, d) {
+	for _, s := range h.statusesOf(rt, d) {
 		headers := object{"X-Request-Id": object{"$ref": "#/components/headers/X-Request-Id"}}
 		if rt.CORS {
 			headers["Access-Control-Allow-Origin"] = object{"schema": object{"type": "string"},

@@ -14,12 +14,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/store/memstore"
 	"github.com/consentkit/consentkit/wallet"
 )
 
@@ -118,13 +120,34 @@ func propertiesOf(doc map[string]any, schema map[string]any) map[string]any {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
-// Each operation declares every status its route's rules produce, stated
-// here from the Route's fields, apart from the generator: the
-// authentication's 401 and 403, the rate limit's 429 with Retry-After, the
-// body's 400 and 413, the price's 402 with required and current_balance,
-// and the error shape of its API.
+// Each operation declares every status its route's rules produce on the
+// handler as configured, stated here from the Route's fields, apart from
+// the generator: the authentication's 401 and 403, the rate limit's 429
+// with Retry-After, the body's 400 and 413, the price's 402 with required
+// and current_balance, and the error shape of its API. With the defaults
+// the verification routes have no rate limit (D28) and certificate-info no
+// price (D2): neither 429 nor that 402 can be answered, so neither is
+// declared; configured, both are.
 func TestOpenAPIDeclaresTheRulesStatuses(t *testing.T) {
 	h, _ := newTestHandler(t)
+	t.Run("defaults", func(t *testing.T) { declaresTheRulesStatuses(t, h, false) })
+	prices := wallet.DefaultPrices()
+	prices.CertificateInfo = wallet.Cent
+	svc, err := consentkit.NewService(memstore.New(), consentkit.Config{Prices: &prices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configured, err := New(Config{Service: svc, VerifyPerMinute: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("configured", func(t *testing.T) { declaresTheRulesStatuses(t, configured, true) })
+}
+
+// declaresTheRulesStatuses is TestOpenAPIDeclaresTheRulesStatuses on h,
+// whose verification routes are rate limited and certificate-info priced
+// when configured says so.
+func declaresTheRulesStatuses(t *testing.T, h *Handler, configured bool) {
 	doc := openAPIJSON(t, h)
 	for _, rt := range h.Routes() {
 		key := rt.Method + " " + rt.Pattern
@@ -146,7 +169,7 @@ func TestOpenAPIDeclaresTheRulesStatuses(t *testing.T) {
 		case AuthUpload, AuthOperator:
 			want[401] = "its authentication"
 		}
-		if rt.Limit != NoLimit {
+		if rt.Limit != NoLimit && (rt.Limit != VerifyLimit || configured) {
 			want[429] = "its rate limit"
 		}
 		if rt.Request != nil {
@@ -163,11 +186,17 @@ func TestOpenAPIDeclaresTheRulesStatuses(t *testing.T) {
 				}
 			}
 		}
-		if rt.Price != "" && rt.Price != wallet.RetainBatch {
+		if rt.Price != "" && rt.Price != wallet.RetainBatch && (rt.Price != wallet.CertificateInfo || configured) {
 			want[402] = "its price"
 		}
 		if rt.ContentType != "" {
 			want[206] = "a Range request"
+		}
+		// A rule that cannot refuse on this handler declares nothing.
+		for _, status := range []int{402, 429} {
+			if _, declared := responses[strconv.Itoa(status)]; declared && want[status] == "" && rt.Auth != AuthOperator && !slices.Contains(routeDocs[docKey(rt)].answers, status) {
+				t.Errorf("%s: declares %d, which it cannot answer here", key, status)
+			}
 		}
 		for status, why := range want {
 			r, ok := responses[strconv.Itoa(status)].(map[string]any)
