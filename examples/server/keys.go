@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/signed"
 )
@@ -146,9 +147,9 @@ func parseKey(b []byte, where string) (signed.SigningKey, time.Time, error) {
 // has none, when st holds certificates created before then (issued
 // unsigned); else zero: none of st's certificates was issued unsigned, and
 // none is let pass unsigned.
-func signingBegan(ctx context.Context, st consent.Store, now time.Time) (time.Time, error) {
+func signingBegan(ctx context.Context, st *consentkit.Service, now time.Time) (time.Time, error) {
 	var began time.Time
-	err := st.View(ctx, func(tx consent.Tx) error {
+	err := st.Store().View(ctx, func(tx consent.Tx) error {
 		keys, err := tx.PublishedKeys(ctx) // oldest first
 		if err != nil {
 			return err
@@ -183,11 +184,11 @@ func signingBegan(ctx context.Context, st consent.Store, now time.Time) (time.Ti
 // signing in the store lets pass unsigned only what was created before
 // that. Zero (none passes unsigned) stays zero. A key published in the
 // store can only make it earlier, never later.
-func notAfterFirstKey(ctx context.Context, st consent.Store, since time.Time) (time.Time, error) {
+func notAfterFirstKey(ctx context.Context, st *consentkit.Service, since time.Time) (time.Time, error) {
 	if since.IsZero() {
 		return since, nil
 	}
-	err := st.View(ctx, func(tx consent.Tx) error {
+	err := st.Store().View(ctx, func(tx consent.Tx) error {
 		keys, err := tx.PublishedKeys(ctx)
 		if err == nil && len(keys) > 0 && keys[0].CreatedAt.Before(since) {
 			since = keys[0].CreatedAt.UTC()

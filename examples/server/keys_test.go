@@ -20,9 +20,13 @@ import (
 func instance(t *testing.T, st consent.Store, path string, now time.Time) *consentkit.Service {
 	t.Helper()
 	ctx := context.Background()
-	key, since, _, err := loadSigningKey(path, now, func() (time.Time, error) { return signingBegan(ctx, st, now) })
+	reader, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, since, _, err := loadSigningKey(path, now, func() (time.Time, error) { return signingBegan(ctx, reader, now) })
 	if err == nil {
-		since, err = notAfterFirstKey(ctx, st, since)
+		since, err = notAfterFirstKey(ctx, reader, since)
 	}
 	if err != nil {
 		t.Fatal(err)

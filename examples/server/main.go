@@ -310,15 +310,22 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 		since   time.Time
 		created bool
 	)
+	// The store is read, through the checks above it, by a service without
+	// keys: which unsigned certificates may pass is the keyed service's
+	// configuration.
+	reader, err := consentkit.NewService(st, consentkit.Config{})
+	if err != nil {
+		return err
+	}
 	if env := os.Getenv(SigningKeyEnv); env != "" {
 		keyPath = ""
 		key, since, err = parseKey([]byte(env), "in $"+SigningKeyEnv)
 	} else {
 		now := time.Now()
-		key, since, created, err = loadSigningKey(keyPath, now, func() (time.Time, error) { return signingBegan(ctx, st, now) })
+		key, since, created, err = loadSigningKey(keyPath, now, func() (time.Time, error) { return signingBegan(ctx, reader, now) })
 	}
 	if err == nil {
-		since, err = notAfterFirstKey(ctx, st, since)
+		since, err = notAfterFirstKey(ctx, reader, since)
 	}
 	if err != nil {
 		return err
