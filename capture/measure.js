@@ -253,7 +253,10 @@ function consentkitMeasure(el, win, page) {
   function ownClips(el, st, env) {
     var out = [], r = null;
     var svg = el.namespaceURI === "http://www.w3.org/2000/svg";
-    var cx = /hidden|clip/.test(st.overflowX), cy = /hidden|clip/.test(st.overflowY);
+    // Paint containment clips like overflow: clip, its overflow still
+    // computed visible.
+    var cp = /\b(paint|strict|content)\b/.test(st.contain || "");
+    var cx = cp || /hidden|clip/.test(st.overflowX), cy = cp || /hidden|clip/.test(st.overflowY);
     var sx = /auto|scroll/.test(st.overflowX), sy = /auto|scroll/.test(st.overflowY);
     if (overflowBox(el, st, env) && (cx || cy || sx || sy)) {
       r = el.getBoundingClientRect();
@@ -301,6 +304,11 @@ function consentkitMeasure(el, win, page) {
     c.none = !!(p && p.none) || st.display === "none" ||
       (st.display !== "contents" && typeof el.checkVisibility === "function" && !el.checkVisibility());
     c.hitEl = st.display === "contents" ? (p ? p.hitEl : null) : el;
+    // Contents not rendered though the element is: all of them under
+    // content-visibility: hidden, all but the summary in a closed
+    // <details>. checkVisibility() tells of the elements among them, not
+    // of text directly inside (walk).
+    c.skips = !c.none && (st.contentVisibility === "hidden" || (el.localName === "details" && !el.open));
     // The background: colours composited over white; unknown (bgKnown
     // false) above a background image until an opaque colour covers it.
     c.bg = p ? p.bg : WHITE;
@@ -641,7 +649,7 @@ function consentkitMeasure(el, win, page) {
     var kids = childrenOf(el);
     for (var k = 0; k < kids.length; k++) {
       var n = kids[k];
-      if (n.nodeType === 3) { measureText(n, c, env, out); continue; }
+      if (n.nodeType === 3) { if (c.skips) hide(out, n.data); else measureText(n, c, env, out); continue; }
       if (n.nodeType !== 1 || SKIPPED.test(n.nodeName)) continue;
       var cc = styleCtx(n, c, env);
       if (closedRoot(n, cc, env)) out.unsure = true;

@@ -80,6 +80,15 @@ func TestMeasureHiddenText(t *testing.T) {
 		{name: "fixed-below-viewport", body: hiddenBy("position:fixed;left:10px;top:2000px"),
 			after: `<div style="height:4000px"></div>`, check: hiddenClause},
 		{name: "squeezed", body: hiddenBy("display:inline-block;transform:scaleX(0.01)"), check: hiddenClause},
+		// Paint containment clips as overflow: clip does, its overflow
+		// still computed visible.
+		{name: "contain-paint", body: hiddenBy("display:inline-block;width:0;height:0;white-space:nowrap;contain:paint"), check: hiddenClause},
+		// Text directly inside an element whose contents are not rendered:
+		// checkVisibility() judges elements, not text.
+		{name: "content-visibility-hidden", body: `<p><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
+			agreeText + ` <span style="display:inline-block;content-visibility:hidden">` + clauseText + `</span></span></label></p>`, check: hiddenClause},
+		{name: "closed-details-bare-text", body: `<p><input type="checkbox" name="agree" id="agree"></p><details data-consent data-consent-types="tcpa"><summary>` +
+			agreeText + `</summary>` + clauseText + `</details>`, check: hiddenClause},
 		{name: "dark-box-beneath", body: `<div style="position:relative"><div style="position:absolute;left:0;top:0;right:0;bottom:0;background:#111"></div>` +
 			`<p style="position:relative"><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
 			agreeText + ` <span style="color:#111">` + clauseText + `</span></span></label></p></div>`,
