@@ -33,12 +33,39 @@ function consentkitMeasure(el, win, page) {
   }
 
   // parseColor reads a computed colour, "rgb(1, 2, 3)", "rgba(1, 2, 3, 0.5)"
-  // or "rgb(1 2 3 / 50%)"; null for any other form (such as oklch()).
+  // or "rgb(1 2 3 / 50%)", and one of another notation (oklch(), lab(),
+  // color()) as a canvas draws it (drawnColor); null when it is none.
   function parseColor(s) {
     var m = /^rgba?\(\s*([\d.]+)[,\s]+([\d.]+)[,\s]+([\d.]+)(?:\s*[,\/]\s*([\d.]+)(%?))?\s*\)$/.exec(s || "");
-    if (!m) return null;
+    if (!m) return s && s !== "none" ? drawnColor(s) : null;
     var alpha = m[4] === undefined ? 1 : m[5] ? m[4] / 100 : +m[4];
     return { rgb: [+m[1], +m[2], +m[3]], alpha: Math.min(alpha, 1) };
+  }
+
+  // drawnColor is colour s as a canvas pixel painted with it holds it, in
+  // sRGB: null when s is not a colour or no canvas can tell. Each colour
+  // is drawn once a measure (up to MAX_DRAWN colours).
+  var drawn = {}, drawnCount = 0, pixel;
+  function drawnColor(s) {
+    if (Object.prototype.hasOwnProperty.call(drawn, s)) return drawn[s];
+    if (pixel === undefined) {
+      var cv = doc.createElement("canvas");
+      cv.width = cv.height = 1;
+      pixel = (cv.getContext && cv.getContext("2d", { willReadFrequently: true })) || null;
+    }
+    var out = null;
+    if (pixel) {
+      pixel.fillStyle = "#010203";
+      pixel.fillStyle = s; // left as it was when s is no colour
+      if (pixel.fillStyle !== "#010203") {
+        pixel.clearRect(0, 0, 1, 1);
+        pixel.fillRect(0, 0, 1, 1);
+        var d = pixel.getImageData(0, 0, 1, 1).data;
+        out = { rgb: [d[0], d[1], d[2]], alpha: d[3] / 255 };
+      }
+    }
+    if (drawnCount < MAX_DRAWN) { drawn[s] = out; drawnCount++; }
+    return out;
   }
 
   // ---- What the consumer could read (D37) ----
@@ -76,9 +103,10 @@ function consentkitMeasure(el, win, page) {
   //             mapped as its brightness, contrast, invert, grayscale,
   //             sepia, saturate and hue-rotate map them; under a filter
   //             the snippet cannot follow (url()) the consent is not
-  //             visible, its text kept. A colour the snippet cannot parse,
-  //             or a background image under the text (colours unknown),
-  //             skips this test;
+  //             visible, its text kept. A colour of another notation
+  //             than rgb() (oklch(), lab(), color()) is read as a canvas
+  //             draws it; one no canvas tells, or a background image under
+  //             the text (colours unknown), skips this test;
   //   clipped   under half of a box's area left inside the clip boxes of
   //             the ancestors that clip it: overflow hidden/clip (per axis,
   //             padding box; absolutely and fixed positioned boxes escape
@@ -116,7 +144,7 @@ function consentkitMeasure(el, win, page) {
   // a <p>), table cells by tabs, text-transform applied, then trimmed;
   // control characters (which the service refuses) read as white space.
   var MIN_OPACITY = 0.1, MIN_FONT_PX = 4, MIN_BOX_PX = 3, MIN_CONTRAST = 1.5;
-  var MAX_HIT_TESTS = 1000, MAX_WORDS = 2000, MAX_HIDDEN = 100, MAX_HIDDEN_CHARS = 16384;
+  var MAX_HIT_TESTS = 1000, MAX_WORDS = 2000, MAX_HIDDEN = 100, MAX_HIDDEN_CHARS = 16384, MAX_DRAWN = 256;
   var WHITE = [255, 255, 255];
   var SKIPPED = /^(SCRIPT|STYLE|NOSCRIPT|TEMPLATE|TEXTAREA|SELECT|IFRAME|OBJECT|EMBED|VIDEO|AUDIO|CANVAS)$/i;
   var PAINTED = /^(IMG|VIDEO|CANVAS|IFRAME|EMBED|OBJECT|INPUT|SELECT|TEXTAREA|BUTTON|PROGRESS|METER)$/;

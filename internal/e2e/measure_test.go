@@ -80,6 +80,13 @@ func TestMeasureHiddenText(t *testing.T) {
 		{name: "fixed-below-viewport", body: hiddenBy("position:fixed;left:10px;top:2000px"),
 			after: `<div style="height:4000px"></div>`, check: hiddenClause},
 		{name: "squeezed", body: hiddenBy("display:inline-block;transform:scaleX(0.01)"), check: hiddenClause},
+		// Colours in a notation other than rgb(), read as a canvas draws
+		// them: once taken as absent, the text fill fell back to color
+		// and a dark background went unseen.
+		{name: "text-fill-oklch-white", body: hiddenBy("-webkit-text-fill-color:oklch(1 0 0)"), check: hiddenClause},
+		{name: "background-oklch-black", body: hiddenBy("color:#000;background:oklch(0 0 0)"), check: hiddenClause},
+		{name: "cover-oklch-white", body: `<p><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
+			agreeText + ` <span id="clause">` + clauseText + `</span></span></label></p>` + coverOver("background:oklch(1 0 0)", ""), check: hiddenClause},
 		// Paint containment clips as overflow: clip does, its overflow
 		// still computed visible.
 		{name: "contain-paint", body: hiddenBy("display:inline-block;width:0;height:0;white-space:nowrap;contain:paint"), check: hiddenClause},
@@ -101,6 +108,8 @@ func TestMeasureHiddenText(t *testing.T) {
 func TestMeasureVisibleText(t *testing.T) {
 	runEvidence(t, []evidenceCase{
 		{name: "clip-path-circle-large", body: `<p><span data-consent data-consent-types="tcpa" style="display:inline-block;clip-path:circle(100%)">` +
+			agreeText + `</span></p>`, check: optedIn("none")},
+		{name: "text-oklch-dark", body: `<p><span data-consent data-consent-types="tcpa" style="color:oklch(0.25 0.05 250)">` +
 			agreeText + `</span></p>`, check: optedIn("none")},
 		{name: "text-fill-currentcolor", body: `<p><span data-consent data-consent-types="tcpa" style="-webkit-text-fill-color:currentcolor">` +
 			agreeText + `</span></p>`, check: optedIn("none")},
