@@ -346,9 +346,20 @@ function consentkitMeasure(el, win, page) {
     if (bg && bg.alpha >= 1) c.bgKnown = true;
     if (st.backgroundImage && st.backgroundImage !== "none") c.bgKnown = false;
     // The text is drawn in -webkit-text-fill-color, which is color unless
-    // set otherwise.
-    var fill = parseColor(st.webkitTextFillColor), fg = fill || parseColor(st.color);
-    c.color = fill ? st.webkitTextFillColor : st.color;
+    // set otherwise; SVG text in its fill, at its fill-opacity (none: not
+    // drawn; a paint server, url(), colours unknown).
+    var fill, fg, svgFill = el.namespaceURI === "http://www.w3.org/2000/svg" && st.fill;
+    if (svgFill) {
+      var fo = parseFloat(st.fillOpacity);
+      fg = st.fill === "none" ? { rgb: [0, 0, 0], alpha: 0 } : parseColor(st.fill);
+      if (fg && !isNaN(fo)) fg = { rgb: fg.rgb, alpha: fg.alpha * Math.min(Math.max(fo, 0), 1) };
+      if (!fg) c.colorUnknown = true;
+      c.color = st.fill;
+    } else {
+      fill = parseColor(st.webkitTextFillColor);
+      fg = fill || parseColor(st.color);
+      c.color = fill ? st.webkitTextFillColor : st.color;
+    }
     c.fgRaw = fg ? (c.map ? c.map(fg.rgb) : fg.rgb) : null;
     if (fg && c.map) c.color = rgbString(c.fgRaw);
     c.fgAlpha = fg ? fg.alpha * Math.min(c.opacity, 1) : 0;

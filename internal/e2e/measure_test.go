@@ -87,6 +87,11 @@ func TestMeasureHiddenText(t *testing.T) {
 		{name: "background-oklch-black", body: hiddenBy("color:#000;background:oklch(0 0 0)"), check: hiddenClause},
 		{name: "cover-oklch-white", body: `<p><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
 			agreeText + ` <span id="clause">` + clauseText + `</span></span></label></p>` + coverOver("background:oklch(1 0 0)", ""), check: hiddenClause},
+		// SVG text is drawn in its fill, not its color.
+		{name: "svg-fill-white", body: `<p><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
+			agreeText + ` <svg width="600" height="24" style="vertical-align:middle"><text x="0" y="18" fill="#fff">` + clauseText + `</text></svg></span></label></p>`, check: hiddenClause},
+		{name: "svg-fill-opacity-0", body: `<p><label><input type="checkbox" name="agree" id="agree"> <span data-consent data-consent-types="tcpa">` +
+			agreeText + ` <svg width="600" height="24" style="vertical-align:middle"><text x="0" y="18" fill="#000" fill-opacity="0">` + clauseText + `</text></svg></span></label></p>`, check: hiddenClause},
 		// Paint containment clips as overflow: clip does, its overflow
 		// still computed visible.
 		{name: "contain-paint", body: hiddenBy("display:inline-block;width:0;height:0;white-space:nowrap;contain:paint"), check: hiddenClause},
@@ -109,6 +114,8 @@ func TestMeasureVisibleText(t *testing.T) {
 	runEvidence(t, []evidenceCase{
 		{name: "clip-path-circle-large", body: `<p><span data-consent data-consent-types="tcpa" style="display:inline-block;clip-path:circle(100%)">` +
 			agreeText + `</span></p>`, check: optedIn("none")},
+		{name: "svg-text-black", body: `<p><span data-consent data-consent-types="tcpa"><svg width="600" height="24"><text x="0" y="18" fill="#000">` +
+			agreeText + `</text></svg></span></p>`, check: optedIn("none")},
 		{name: "text-oklch-dark", body: `<p><span data-consent data-consent-types="tcpa" style="color:oklch(0.25 0.05 250)">` +
 			agreeText + `</span></p>`, check: optedIn("none")},
 		{name: "text-fill-currentcolor", body: `<p><span data-consent data-consent-types="tcpa" style="-webkit-text-fill-color:currentcolor">` +
