@@ -495,6 +495,47 @@ function consentkitMeasure(el, win, page) {
     return false;
   }
 
+  // ownCover reports whether a positioned ::before or ::after of the
+  // text's own element, which is drawn over its in-flow text (a z-index
+  // that is not negative), paints over point x, y and hides the text
+  // there: the hit test finds the element itself there, whether its text
+  // or its pseudo-element is hit.
+  function ownCover(c, x, y) {
+    var e = c.hitEl, op = opacityOf(e);
+    for (var i = 0; i < 2; i++) {
+      var ps = win.getComputedStyle(e, i ? "::after" : "::before");
+      if (!ps.content || ps.content === "none" || ps.content === "normal") continue;
+      if (!/^(absolute|fixed)$/.test(ps.position) || parseInt(ps.zIndex, 10) < 0) continue;
+      var r = pseudoBox(e, ps);
+      if (r && x >= r.l && x < r.r && y >= r.t && y < r.b && paints(ps, op * (parseFloat(ps.opacity) || 0), false, c)) return true;
+    }
+    return false;
+  }
+
+  // pseudoBox is the border box of e's positioned pseudo-element of style
+  // ps, from its resolved offsets and size within its containing block:
+  // the viewport when fixed, else the padding box of the nearest
+  // positioned element from e up, or the document's origin. null when its
+  // offsets or size are not resolved.
+  function pseudoBox(e, ps) {
+    var L = px(ps.left), T = px(ps.top), W = px(ps.width), H = px(ps.height);
+    if (L === null || T === null || W === null || H === null) return null;
+    var cb = { l: -win.scrollX, t: -win.scrollY };
+    if (ps.position === "fixed") cb = { l: 0, t: 0 };
+    else {
+      for (var n = e; n && n.nodeType === 1; n = parentOf(n)) {
+        var st = win.getComputedStyle(n);
+        if (st.position === "static") continue;
+        var r = n.getBoundingClientRect();
+        cb = { l: r.left + (parseFloat(st.borderLeftWidth) || 0), t: r.top + (parseFloat(st.borderTopWidth) || 0) };
+        break;
+      }
+    }
+    var w = W + ["paddingLeft", "paddingRight", "borderLeftWidth", "borderRightWidth"].reduce(function (a, k) { return a + (parseFloat(ps[k]) || 0); }, 0);
+    var h = H + ["paddingTop", "paddingBottom", "borderTopWidth", "borderBottomWidth"].reduce(function (a, k) { return a + (parseFloat(ps[k]) || 0); }, 0);
+    return { l: cb.l + L, t: cb.t + T, r: cb.l + L + w, b: cb.t + T + h };
+  }
+
   // paintsBeneath reports whether e paints something (a colour, an image,
   // a replaced element) that text above it is drawn on.
   function paintsBeneath(e) {
@@ -544,6 +585,7 @@ function consentkitMeasure(el, win, page) {
     for (i = 0; at < 0 && i < list.length; i++) if (list[i].getRootNode() !== root && flatContains(list[i], c.hitEl)) at = i;
     if (at < 0) return { cover: c.shape };
     for (i = 0; i < at; i++) if (paintsOver(list[i], c, x, y)) return { cover: true };
+    if (ownCover(c, x, y)) return { cover: true };
     if (c.map) return { cover: false }; // colours under a filter: the ancestors' judgement
     for (i = at + 1; i < list.length; i++) {
       if (!flatContains(list[i], c.hitEl) && paintsBeneath(list[i])) return { cover: false, under: beneath(list, at, c) };

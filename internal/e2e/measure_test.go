@@ -178,6 +178,14 @@ func TestMeasureShadowDOM(t *testing.T) {
 func TestMeasureCovers(t *testing.T) {
 	clause := hiddenBy("display:inline-block\" id=\"clause")
 	runEvidence(t, []evidenceCase{
+		// The clause's own positioned pseudo-element, drawn over its text.
+		{name: "own-after", body: `<style>.own{position:relative;display:inline-block}.own::after{content:"";position:absolute;inset:0;background:#fff}</style>` +
+			hiddenBy("") + `<script>document.querySelector("[data-consent] span").className = "own";</script>`, check: hiddenClause},
+		// One that draws an icon beside the text, or lies beneath it,
+		// covers nothing.
+		{name: "own-before-icon", body: `<style>.icon{position:relative;padding-left:20px}.icon::before{content:"";position:absolute;left:0;top:0;width:14px;height:14px;background:#fff}` +
+			`.under{position:relative;display:inline-block}.under::after{content:"";position:absolute;inset:0;background:#fff;z-index:-1}</style>` +
+			`<p><span data-consent data-consent-types="tcpa" class="icon"><span class="under">` + agreeText + `</span></span></p>`, check: optedIn("none")},
 		{name: "sibling-after", body: clause, after: coverOver("", `.cover::after { content: ""; position: absolute; left: 0; top: 0; right: 0; bottom: 0; background: #fff }`), check: hiddenClause},
 		{name: "inset-shadow", body: clause, after: coverOver("box-shadow:inset 0 0 0 1000px #fff", ""), check: hiddenClause},
 		// A thin inset shadow frames the clause: it stays readable.
