@@ -485,16 +485,26 @@ func TestMoveKilled(t *testing.T) {
 }
 
 // onPut is a recordings store that calls before(key) ahead of each Put.
+// onPut runs before, when set, as each object is put: once its body is
+// read, so that the read of the chunks that streams it, which on the
+// memory store holds the store's lock, has ended (a hook that writes to
+// the store before would wait for that lock, held by a writer waiting for
+// this Put to read).
 type onPut struct {
 	blob.Store
 	before func(key string)
 }
 
 func (o *onPut) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
-	if o.before != nil {
-		o.before(key)
+	if o.before == nil {
+		return o.Store.Put(ctx, key, r)
 	}
-	return o.Store.Put(ctx, key, r)
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return blob.Info{}, err
+	}
+	o.before(key)
+	return o.Store.Put(ctx, key, bytes.NewReader(b))
 }
 
 // A session listed as idle that takes a chunk before its turn to move
@@ -623,12 +633,25 @@ func TestAppendEventsRefusedWhenClosedOrPurged(t *testing.T) {
 type versioned struct{ *onPut }
 
 func (v versioned) Put(ctx context.Context, key string, r io.Reader) (blob.Info, error) {
-	info, err := v.onPut.Put(ctx, key, r)
+	c := &counted{r: r}
+	info, err := v.onPut.Put(ctx, key, c)
 	if errors.Is(err, blob.ErrLocked) {
-		n, err := io.Copy(io.Discard, r)
-		return blob.Info{Key: key, Size: n}, err
+		_, err := io.Copy(io.Discard, c) // what onPut left unread
+		return blob.Info{Key: key, Size: c.n}, err
 	}
 	return info, err
+}
+
+// counted counts the bytes read from r.
+type counted struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // A move that finds the recording moved by another one while it wrote
