@@ -435,10 +435,12 @@ func TestRefusedChunkSpendsNoBudget(t *testing.T) {
 
 // A chunk whose function the store runs again spends its bytes once.
 func TestChunkRunAgainSpendsOnce(t *testing.T) {
-	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
+	st := &teststore.Rerun{Store: teststore.Memory(t)}
+	f := setup(t, st)
 	spent := 0
 	f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
 	s, caller := f.start(t)
+	st.Between = func() {}
 	if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Seq: 0, Events: json.RawMessage(chunk0)}); err != nil {
 		t.Fatal(err)
 	}
@@ -450,8 +452,10 @@ func TestChunkRunAgainSpendsOnce(t *testing.T) {
 // A start whose function the store runs again asks Admit, which spends the
 // property's limit on starts, once.
 func TestStartRunAgainAdmitsOnce(t *testing.T) {
-	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
+	st := &teststore.Rerun{Store: teststore.Memory(t)}
+	f := setup(t, st)
 	asked := 0
+	st.Between = func() {}
 	_, err := f.cap.Start(ctx, capture.StartRequest{PropertyID: "acme-web", URL: page, Origin: site,
 		Admit: func(string) error { asked++; return nil }})
 	if err != nil || asked != 1 {

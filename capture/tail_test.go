@@ -192,13 +192,15 @@ func TestChunksStoredWhileHashed(t *testing.T) {
 // A consent whose write the store runs again spends its tail's bytes
 // once.
 func TestTailRunAgainSpendsOnce(t *testing.T) {
-	f := setup(t, teststore.RunTwice(teststore.Memory(t)))
+	st := &teststore.Rerun{Store: teststore.Memory(t)}
+	f := setup(t, st)
 	s, caller := f.start(t)
 	if _, err := f.cap.Append(ctx, caller, capture.Chunk{SessionID: s.SessionID, Events: json.RawMessage(chunk0)}); err != nil {
 		t.Fatal(err)
 	}
 	spent := 0
 	f.cap.Budget = func(_ string, n int) error { spent += n; return nil }
+	st.Between = func() {}
 	if _, err := f.cap.Issue(ctx, caller, capture.Consent{SessionID: s.SessionID, URL: page,
 		Records: []consent.Record{{Text: consent1}}, Tail: &capture.Chunk{Seq: 1, Events: json.RawMessage(chunk1)}}); err != nil {
 		t.Fatal(err)

@@ -230,26 +230,3 @@ func PostgresConfig(tb testing.TB, cfg pgstore.Config) *pgstore.Store {
 	}
 	return s
 }
-
-// RunTwice returns st with every Update running its function twice, the
-// first run in a transaction rolled back after it: what a group commit
-// does with the calls of a batch that broke (consent.Store allows a
-// function to run more than once), for tests of what a call must do once.
-func RunTwice(st consent.Store) consent.Store { return twice{st} }
-
-type twice struct{ consent.Store }
-
-var errAgain = errors.New("teststore: rolled back, to be run again")
-
-func (s twice) Update(ctx context.Context, fn func(consent.Tx) error) error {
-	err := s.Store.Update(ctx, func(tx consent.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		return errAgain
-	})
-	if !errors.Is(err, errAgain) {
-		return err
-	}
-	return s.Store.Update(ctx, fn)
-}
