@@ -80,6 +80,23 @@ func (c *Service) spend(propertyID string, n int) error {
 	return c.Budget(propertyID, n)
 }
 
+// spendOnce returns spend for one call, whose function the store may run
+// again (a group commit's retry): its bytes are spent once, by the first
+// run that spends them.
+func (c *Service) spendOnce() func(propertyID string, n int) error {
+	spent := false
+	return func(propertyID string, n int) error {
+		if spent {
+			return nil
+		}
+		if err := c.spend(propertyID, n); err != nil {
+			return err
+		}
+		spent = true
+		return nil
+	}
+}
+
 // New returns the capture service of svc.
 func New(svc *consentkit.Service) *Service { return &Service{svc: svc} }
 
@@ -322,7 +339,7 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		return 0, ch.invalid
 	}
 	var n int
-	spent := false // the store may run the function again (a group commit's retry): the budget is spent once
+	spend := c.spendOnce()
 	// The session's row is the one row this locks (consent.Alone).
 	err := c.svc.Store().Update(consent.Alone(ctx), func(tx consent.Tx) error {
 		ses, _, err := c.session(ctx, tx, ch.SessionID, caller)
@@ -361,11 +378,8 @@ func (c *Service) Append(ctx context.Context, caller Caller, ch Chunk) (int, err
 		if err := c.svc.CheckRecordingSize(ses, len(ch.Events)); err != nil {
 			return err
 		}
-		if !spent {
-			if err := c.spend(ses.PropertyID, len(ch.Events)); err != nil {
-				return err
-			}
-			spent = true
+		if err := spend(ses.PropertyID, len(ch.Events)); err != nil {
+			return err
 		}
 		ses, err = c.svc.AppendCheckedEventsToTx(ctx, tx, ses, ch.Events) // CheckEvents, above
 		if err != nil {
@@ -554,7 +568,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 			return nil, err
 		}
 	}
-	tailSpent := false // the store may run the write again: the tail's bytes are spent once
+	spend := c.spendOnce()
 	for attempt := 0; ; attempt++ {
 		// The recording is hashed outside the write transaction, a chunk at
 		// a time; the write adds the chunks stored meanwhile.
@@ -587,7 +601,7 @@ func (c *Service) Issue(ctx context.Context, caller Caller, req Consent) (*conse
 				}
 				recording.Add(chunk)
 			}
-			if err := c.storeTail(ctx, tx, ses, req.Tail, recording, &tailSpent); err != nil {
+			if err := c.storeTail(ctx, tx, ses, req.Tail, recording, spend); err != nil {
 				return err
 			}
 			if ses.EventChunks == 0 {
@@ -653,9 +667,8 @@ func (c *Service) tailEvents(ctx context.Context, tx consent.Tx, ses *consent.Se
 // hash), would take the recording past its size, or the property's byte
 // budget is spent. A consent is issued over the recording as stored
 // rather than refused after its hash, which a refused caller could ask
-// for again and again. The budget is asked only while *spent is false,
-// which it then sets: a write the store runs again spends once.
-func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk, recording *consent.RecordingHash, spent *bool) error {
+// for again and again. The budget is asked through spend (spendOnce).
+func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Session, t *Chunk, recording *consent.RecordingHash, spend func(string, int) error) error {
 	events, err := c.tailEvents(ctx, tx, ses, t)
 	switch code := consent.ErrorCode(err); {
 	case code == consent.Conflict || code == consent.TooLarge:
@@ -664,11 +677,8 @@ func (c *Service) storeTail(ctx context.Context, tx consent.Tx, ses *consent.Ses
 		return err
 	case c.svc.CheckRecordingSize(ses, len(events)) != nil:
 		return nil
-	case !*spent:
-		if c.spend(ses.PropertyID, len(events)) != nil {
-			return nil
-		}
-		*spent = true
+	case spend(ses.PropertyID, len(events)) != nil:
+		return nil
 	}
 	if _, err := c.svc.AppendCheckedEventsToTx(ctx, tx, ses, events); err != nil { // CheckEvents, in Issue
 		return err
