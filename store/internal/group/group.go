@@ -284,8 +284,7 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 	solo := len(members) == 1
 	var (
 		kept   []*member[T]
-		held   []*member[T] // failed after a kept member: answered with the batch's outcome
-		heldR  []result
+		held   []heldFailure[T] // failed after a kept member: answered with the batch's outcome
 		broken bool
 		failed bool // the solo member's function failed
 	)
@@ -337,7 +336,7 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 			// It may have failed for a kept member's work (the balance
 			// it spent, the id it took), which is real only if the batch
 			// commits: its answer waits for the batch's outcome.
-			held, heldR = append(held, m), append(heldR, r)
+			held = append(held, heldFailure[T]{m, r})
 		case r.err != nil:
 			failed = failed || solo
 			settle(m, r)
@@ -361,13 +360,20 @@ func (g *Group[T]) runBatch(ctx context.Context, b *batch[T], self *member[T]) r
 			settle(m, result{err: err})
 		}
 	}
-	for i, m := range held {
+	for _, h := range held {
 		if err != nil { // the work it saw was not kept: it runs again
-			heldR[i] = result{err: errAgain}
+			h.r = result{err: errAgain}
 		}
-		settle(m, heldR[i])
+		settle(h.m, h.r)
 	}
 	return selfRes
+}
+
+// heldFailure is a member whose function failed after a kept member's,
+// and its result.
+type heldFailure[T any] struct {
+	m *member[T]
+	r result
 }
 
 // skip ends, with err, the calls of members that still wait, none of them
