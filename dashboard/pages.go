@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -215,7 +216,7 @@ const pageSize = 50
 // next page.
 type listQuery struct {
 	Since, Until string
-	Next         string // query of the next page; "" when this is the last
+	Next         template.URL // query of the next page, encoded; "" when this is the last
 }
 
 // next sets the link to the page after one of n items whose last item is
@@ -231,7 +232,7 @@ func (lq *listQuery) next(n int, last consent.Cursor) {
 	if lq.Until != "" {
 		v.Set("until", lq.Until)
 	}
-	lq.Next = v.Encode()
+	lq.Next = template.URL(v.Encode()) // encoded: not escaped again as one query value
 }
 
 func (h *Handler) ledger(w http.ResponseWriter, r *http.Request, p *page) error {
@@ -591,8 +592,8 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 		if err != nil {
 			return err
 		}
-		// A status no signed statement holds is shown as a finding and
-		// graded as no attestation, as verifications refuse it.
+		// A status no signed statement holds is shown as a finding; every
+		// verification refuses its certificate (409), so none is graded.
 		graded := attestation
 		if attestation != nil {
 			var bad *consentkit.StatementIntegrityError
@@ -634,6 +635,8 @@ func (h *Handler) certificate(w http.ResponseWriter, r *http.Request, p *page) e
 			return err
 		} else if c.Revoked() {
 			refused = strconv.Itoa(http.StatusForbidden) + " This session has opted out"
+		} else if attestationFinding != "" {
+			refused = strconv.Itoa(http.StatusConflict) + " " + consent.ErrorMessage(consent.ErrIntegrity)
 		}
 		q := r.URL.Query()
 		d.Grade, err = readGrade(ctx, h.svc, tx, p.Company, c, graded, in, insightsFinding, asked, h.svc.Now(), strings.TrimSpace(q.Get("company")), q.Get("profile"), refused)
