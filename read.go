@@ -221,20 +221,27 @@ func (s *Service) FindCertificates(ctx context.Context, companyID, email, mobile
 			return nil, err
 		}
 		ids := slices.Compact(slices.Sorted(slices.Values(append(byEmail, byMobile...))))
-		out := make([]*consent.Certificate, 0, len(ids))
+		newest := func(a, b *consent.Certificate) int {
+			if consent.Newer(a.CreatedAt, a.ID, b.CreatedAt, b.ID) {
+				return -1
+			}
+			return 1
+		}
+		// At most two pages of certificates are held, however many the
+		// consumer has: past that, the older half is let go.
+		out := make([]*consent.Certificate, 0, min(len(ids), 2*consent.MaxPage))
 		for _, id := range ids {
 			c, err := tx.Certificate(ctx, id)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, c)
-		}
-		slices.SortFunc(out, func(a, b *consent.Certificate) int {
-			if consent.Newer(a.CreatedAt, a.ID, b.CreatedAt, b.ID) {
-				return -1
+			if out = append(out, c); len(out) == 2*consent.MaxPage {
+				slices.SortFunc(out, newest)
+				clear(out[consent.MaxPage:])
+				out = out[:consent.MaxPage]
 			}
-			return 1
-		})
+		}
+		slices.SortFunc(out, newest)
 		return out[:min(len(out), consent.MaxPage)], nil
 	})
 }
