@@ -57,7 +57,9 @@
 
   // stringify is JSON.stringify without the toJSON that a page's library
   // may have put on Array.prototype or Object.prototype (Prototype.js 1.6
-  // writes arrays as strings), which would make every body malformed.
+  // writes arrays as strings), which would make every body malformed, and
+  // with each lone surrogate made U+FFFD, as the browser draws it
+  // (wellFormed).
   function stringify(value) {
     var protos = [Array.prototype, Object.prototype], saved = [];
     for (var i = 0; i < protos.length; i++) {
@@ -67,10 +69,22 @@
       }
     }
     try {
-      return JSON.stringify(value);
+      return wellFormed(JSON.stringify(value));
     } finally {
       for (var j = 0; j < saved.length; j++) Object.defineProperty(saved[j][0], "toJSON", saved[j][1]);
     }
+  }
+
+  // wellFormed makes \ufffd of each \udXXX escape in json. JSON.stringify
+  // writes a surrogate so only when it is alone — half an emoji, of a
+  // string a page's script cut — and the service refuses one (400): a chunk
+  // refused so would end the recording, a consent text lose its
+  // certificate. A backslash escaped before "ud800" is text, not an escape.
+  function wellFormed(json) {
+    if (json.indexOf("\\ud") < 0) return json;
+    return json.replace(/(\\+)ud[89a-f][0-9a-f]{2}/g, function (m, bs) {
+      return bs.length % 2 ? bs.slice(1) + "\\ufffd" : m;
+    });
   }
 
   // utf8Length is the size of s as a request body: browsers count
