@@ -299,9 +299,18 @@ func (h *Handler) observed(rt *route) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { h.serve(rt, w, r) }
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		began, sw := time.Now(), &statusWriter{ResponseWriter: w}
+		began, sw, served := time.Now(), &statusWriter{ResponseWriter: w}, false
+		// Deferred, so that a request that panics is counted too: net/http
+		// drops its connection, a failure (500 unless a status went out).
+		defer func() {
+			status := sw.Status()
+			if !served && sw.status == 0 {
+				status = http.StatusInternalServerError
+			}
+			obs.ObserveRequest(name, status, time.Since(began))
+		}()
 		h.serve(rt, sw, r)
-		obs.ObserveRequest(name, sw.Status(), time.Since(began))
+		served = true
 	}
 }
 

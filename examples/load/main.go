@@ -192,9 +192,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		o.clientList, o.clients = append(o.clientList, n), max(o.clients, n)
 	}
-	if o.clients < 1 || o.duration <= 0 || o.certs < 1 || o.retainSessions < 0 || o.chunkBytes < 64 || o.preload < 0 ||
+	if o.clients < 1 || o.duration <= 0 || o.certs < 1 || o.retainSessions < 0 || o.chunkBytes < 256 || o.preload < 0 ||
 		o.expired < 0 || o.batch < 1 || o.rounds < 0 {
-		return errors.New("-clients, -duration, -certs, -chunk-bytes and -batch must be positive; -retain-sessions, -preload, -expired and -rounds not negative")
+		return errors.New("-clients, -duration, -certs, -batch must be positive, -chunk-bytes at least 256 (one event); -retain-sessions, -preload, -expired and -rounds not negative")
 	}
 	if o.rounds > 0 && (!o.ceilings || !o.needs(o.roundScenario)) {
 		return fmt.Errorf("-rounds measures %s against the ceilings: it needs the %[1]s scenario and -ceilings", o.roundScenario)
@@ -267,6 +267,7 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 	rates := map[string]float64{}
 	var matchCPU, captureCPU time.Duration
 	var captureAllocs float64
+	var captureFailed int
 	var chunks []hostileChunk
 	if o.needs("hostile") {
 		chunks = hostileChunks()
@@ -298,6 +299,9 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 		}
 		if n == "capture" && clients == o.clients {
 			captureCPU, captureAllocs = perRequest(r, before, after)
+			for _, k := range r.failures {
+				captureFailed += k
+			}
 		}
 		printRow(stdout, run.label, r, before, after)
 	}
@@ -313,7 +317,9 @@ func load(ctx context.Context, o options, args []string, stdout io.Writer) (err 
 			fmt.Fprintf(stdout, "  ÷ %s: %.2f×\n", strings.Split(engineName, ",")[0], m/engine)
 		}
 	}
-	if captureCPU > 0 && trivialCPU > 0 {
+	if captureCPU > 0 && trivialCPU > 0 && captureFailed > 0 {
+		fmt.Fprintf(stdout, "capture: %d requests not answered as wanted: no ratio (it would be over refusals)\n", captureFailed)
+	} else if captureCPU > 0 && trivialCPU > 0 {
 		// Capture's targets: a chunk's processor time at most 6× a
 		// trivial request's, at most 200 allocations.
 		fmt.Fprintf(stdout, "capture: server cpu per %d-byte chunk ÷ trivial request = %s ÷ %s = %.1f× (target ≤ 6×), %.0f allocs per chunk (target ≤ 200)\n",
