@@ -14,7 +14,8 @@
 // Each text field (an input of type text, email, tel, number, search, url
 // or password, or a textarea) that holds a value at consent is keyed by its
 // name, else its id, else "#" and its id in the recording, as the snippet
-// keys its counts; fields sharing a key are one. A field a mutation
+// keys its counts — by the name it has when pressed, so a mutation that
+// renames it keys it anew; fields sharing a key are one. A field a mutation
 // removed from the page, and did not add back, holds none; one removed
 // with an ancestor (its form, or a step of the form, removed whole) still
 // reads as holding its last value, since the recording lists only the
@@ -24,7 +25,9 @@
 // [Method] is, in this order:
 //
 //   - [Prefilled]: its value was in the page as loaded (the value in the
-//     recording's first full snapshot), nothing changed it, and the
+//     recording's first full snapshot, or in a same-origin frame's page as
+//     it was attached), nothing changed it (a mutation that moves it, or
+//     its form, with the same value changes nothing), and the
 //     snippet counted no key press or paste in it. A value the browser
 //     put there before the recorder started reads prefilled too; one the
 //     person typed or pasted then (the snippet counts from its own start,
@@ -49,8 +52,11 @@
 // change its method: the person's acts decide.
 //
 // The pace of typing (Signals.KeysPerMinute) counts only what the
-// recording saw: in each field, no more key presses than recorded changes,
-// over the time from its first recorded change to its last. Presses made
+// recording saw: in each field, no more key presses than recorded changes
+// that were not a script's, over the time from the first of them to the
+// last (a framework's echo of the value a millisecond after a key is no
+// press); a field whose every change was a script's (a mask that takes
+// the keys itself) is timed by those. Presses made
 // before the recorder started count among the keystrokes (MinKeystrokes
 // judges them all) but not in the pace, whose time the recording does not
 // span.

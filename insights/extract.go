@@ -69,7 +69,10 @@ type field struct {
 	// value) and those the recording does not say whose.
 	person, script, unknown int
 	first, last             float64 // the times of the first and last change
-	keys, pastes            int     // the snippet's counts
+	// The times of the first and last change not a script's (person or
+	// unknown): the changes a key press can have made.
+	pfirst, plast float64
+	keys, pastes  int // the snippet's counts
 }
 
 func (f *field) changes() int { return f.person + f.script + f.unknown }
@@ -80,8 +83,9 @@ type inputNode struct {
 	valueLen int // the length of its value, as last recorded
 	changed  bool
 	// removed: a mutation removed the node itself from the page, and none
-	// added it back since.
-	removed bool
+	// added it back since; removedAt is the event (extractor.n) that did.
+	removed   bool
+	removedAt int
 	// snapshot: the full snapshots before the last that found or added it
 	// (extractor.snapshots when it was last found): a full snapshot
 	// rebuilds the page, and a node it does not hold is gone.
@@ -89,20 +93,26 @@ type inputNode struct {
 	// The last attributes and removes lists (extractor.lists) that
 	// counted it, so that each list names it once.
 	attrList, removeList int
+	// Its name and id attributes, cut as keys are: its key follows them.
+	name, elemID string
+	id           int64 // its id in the recording
 }
 
 // foundInput is a text field found in a node tree, before its event's
 // type says what to do with it.
 type foundInput struct {
-	id       int64
-	key      string
-	valueLen int
+	id           int64
+	key          string
+	name, elemID string
+	valueLen     int
 }
 
 // valueAttr is a value attribute set on a tracked field by a mutation.
 type valueAttr struct {
-	node     *inputNode
-	valueLen int
+	node                         *inputNode
+	valueLen                     int
+	hasValue, hasName, hasElemID bool
+	name, elemID                 string
 }
 
 // report is the snippet's signals event's payload.
@@ -125,6 +135,7 @@ type event struct {
 	textLen                   int
 	hasText                   bool
 	trig                      int8 // userTriggered: 1 true, -1 false, 0 not said
+	attachIframe              bool // a mutation that adds an iframe's document as loaded
 	positions                 int
 	hasTag, signals           bool // data.tag was read; it is SignalsTag
 	report                    *report
@@ -229,6 +240,8 @@ func (x *extractor) data(name string) error {
 		var s string
 		s, e.hasText, err = w.str()
 		e.textLen = len(s)
+	case "isAttachIframe":
+		e.attachIframe, _, err = w.boolean()
 	case "userTriggered":
 		var b, ok bool
 		b, ok, err = w.boolean()
@@ -353,15 +366,21 @@ func (x *extractor) node(found *[]foundInput) error {
 	if len(*found) >= x.lim.MaxInputs {
 		return fmt.Errorf("%w: more than %d text fields", ErrTooLarge, x.lim.MaxInputs)
 	}
-	key := name
-	if key == "" {
-		key = elemID
-	}
-	if key == "" {
-		key = "#" + strconv.FormatInt(nid, 10)
-	}
-	*found = append(*found, foundInput{id: nid, key: cutKey(key), valueLen: valueLen})
+	name, elemID = cutKey(name), cutKey(elemID)
+	*found = append(*found, foundInput{id: nid, key: keyOf(name, elemID, nid), name: name, elemID: elemID, valueLen: valueLen})
 	return nil
+}
+
+// keyOf is a field's key: its name, else its id, else "#" and its id in
+// the recording.
+func keyOf(name, elemID string, nid int64) string {
+	switch {
+	case name != "":
+		return name
+	case elemID != "":
+		return elemID
+	}
+	return "#" + strconv.FormatInt(nid, 10)
 }
 
 // attribute reads one entry of a mutation's attributes, noting a value
@@ -369,9 +388,9 @@ func (x *extractor) node(found *[]foundInput) error {
 func (x *extractor) attribute() error {
 	w := x.w
 	var (
-		id              float64
-		hasID, hasValue bool
-		valueLen        int
+		id    float64
+		hasID bool
+		a     valueAttr
 	)
 	_, err := w.object(func(member string) error {
 		var err error
@@ -379,14 +398,26 @@ func (x *extractor) attribute() error {
 		case "id":
 			id, hasID, err = w.number()
 		case "attributes":
-			hasValue, valueLen = false, 0
+			a = valueAttr{}
 			_, err = w.object(func(attr string) error {
-				if attr != "value" {
-					return w.skip()
+				var v string
+				var err error
+				switch attr {
+				case "value":
+					a.hasValue = true
+					v, _, err = w.str() // null: the attribute removed
+					a.valueLen = len(v)
+				case "name":
+					a.hasName = true
+					v, _, err = w.str()
+					a.name = cutKey(v)
+				case "id":
+					a.hasElemID = true
+					v, _, err = w.str()
+					a.elemID = cutKey(v)
+				default:
+					err = w.skip()
 				}
-				hasValue = true
-				v, _, err := w.str() // null: the attribute removed
-				valueLen = len(v)
 				return err
 			})
 		default:
@@ -394,7 +425,7 @@ func (x *extractor) attribute() error {
 		}
 		return err
 	})
-	if err != nil || !hasID || !hasValue {
+	if err != nil || !hasID || !a.hasValue && !a.hasName && !a.hasElemID {
 		return err
 	}
 	nid, ok := nodeID(id)
@@ -406,7 +437,8 @@ func (x *extractor) attribute() error {
 		return nil
 	}
 	n.attrList = x.lists // once a list, so that the list stays within the nodes tracked
-	x.ev.attrs = append(x.ev.attrs, valueAttr{node: n, valueLen: valueLen})
+	a.node = n
+	x.ev.attrs = append(x.ev.attrs, a)
 	return nil
 }
 
@@ -572,19 +604,45 @@ func (x *extractor) incremental(e *event) error {
 		// As the replayer applies a mutation: removes, then adds (a node
 		// moved is removed and added back), then attributes.
 		for _, n := range e.removes {
-			n.removed = true
+			n.removed, n.removedAt = true, x.n
 		}
 		for _, in := range e.adds {
+			old := x.nodes[in.id]
+			if e.attachIframe && old == nil {
+				// An iframe's page as loaded, as a full snapshot holds the
+				// page's: its values are prefilled.
+				n, err := x.track(in)
+				if err != nil {
+					return err
+				}
+				n.valueLen = in.valueLen
+				if in.valueLen > 0 {
+					n.field.prefilled = true
+				}
+				continue
+			}
+			// A node in the page that this mutation moves (removed in it, or
+			// a descendant of the moved root) keeps its value: no change.
+			moved := old != nil && (!old.removed || old.removedAt == x.n) && old.snapshot == x.snapshots &&
+				old.valueLen == in.valueLen
 			n, err := x.track(in)
 			if err != nil {
 				return err
 			}
 			n.valueLen = in.valueLen
-			if in.valueLen > 0 {
+			if in.valueLen > 0 && !moved {
 				x.change(n, -1, in.valueLen, e.ts)
 			}
 		}
 		for _, a := range e.attrs {
+			if a.hasName || a.hasElemID {
+				if err := x.rename(a); err != nil {
+					return err
+				}
+			}
+			if !a.hasValue {
+				continue
+			}
 			if !a.node.changed {
 				a.node.valueLen = a.valueLen // the value follows its attribute until changed
 			}
@@ -622,27 +680,69 @@ func (x *extractor) incremental(e *event) error {
 }
 
 // track returns the tracked field of a node found in a tree, under the
-// key it has now. Fields stay within MaxInputs, nodes within MaxNodes.
+// key it has now. Nodes stay within MaxNodes; fields within twice
+// MaxInputs, and those in the page within MaxInputs (sweep).
 func (x *extractor) track(in foundInput) (*inputNode, error) {
 	n := x.nodes[in.id]
 	if n == nil {
 		if len(x.nodes) >= x.lim.MaxNodes {
 			return nil, fmt.Errorf("%w: more than %d text-field nodes", ErrTooLarge, x.lim.MaxNodes)
 		}
-		n = &inputNode{}
+		n = &inputNode{id: in.id}
 		x.nodes[in.id] = n
 	}
 	n.removed, n.snapshot = false, x.snapshots
+	n.name, n.elemID = in.name, in.elemID
 	f := x.fields[in.key]
 	if f == nil {
-		if len(x.fields) >= x.lim.MaxInputs {
-			return nil, fmt.Errorf("%w: more than %d text fields", ErrTooLarge, x.lim.MaxInputs)
+		if len(x.fields) >= 2*x.lim.MaxInputs {
+			// Forget the fields no node in the page holds (a form drawn
+			// anew whose fields have no name: a new key at each drawing);
+			// at most MaxInputs may be in the page. Every MaxInputs new
+			// keys at most, so the sweeps cost O(1) a field, amortized.
+			x.sweep()
+			if len(x.fields) > x.lim.MaxInputs {
+				return nil, fmt.Errorf("%w: more than %d text fields", ErrTooLarge, x.lim.MaxInputs)
+			}
 		}
 		f = &field{}
 		x.fields[in.key] = f
 	}
 	n.field = f
 	return n, nil
+}
+
+// rename keys a node anew when a mutation sets its name or id, as the
+// snippet keys the presses by the name the field has when pressed.
+func (x *extractor) rename(a valueAttr) error {
+	n := a.node
+	if a.hasName {
+		n.name = a.name
+	}
+	if a.hasElemID {
+		n.elemID = a.elemID
+	}
+	removed, snapshot := n.removed, n.snapshot
+	if _, err := x.track(foundInput{id: n.id, key: keyOf(n.name, n.elemID, n.id), name: n.name, elemID: n.elemID}); err != nil {
+		return err
+	}
+	n.removed, n.snapshot = removed, snapshot
+	return nil
+}
+
+// sweep forgets the fields that no node in the page holds.
+func (x *extractor) sweep() {
+	live := map[*field]bool{}
+	for _, n := range x.nodes {
+		if !n.removed && n.snapshot == x.snapshots {
+			live[n.field] = true
+		}
+	}
+	for key, f := range x.fields {
+		if !live[f] {
+			delete(x.fields, key)
+		}
+	}
 }
 
 func (x *extractor) change(n *inputNode, trig int8, valueLen int, ts float64) {
@@ -652,6 +752,14 @@ func (x *extractor) change(n *inputNode, trig int8, valueLen int, ts float64) {
 	}
 	if ts > f.last {
 		f.last = ts
+	}
+	if trig >= 0 {
+		if f.person+f.unknown == 0 || ts < f.pfirst {
+			f.pfirst = ts
+		}
+		if ts > f.plast {
+			f.plast = ts
+		}
 	}
 	switch trig {
 	case 1:
@@ -713,9 +821,17 @@ func (x *extractor) signals() *Signals {
 		// counts from its own start, the recorder from later, so a field
 		// typed into before it started has more presses than changes,
 		// and the earlier ones took time the recording does not span.
-		if n := min(f.keys, f.changes()); n >= 2 {
+		// A script's change beside the person's (a framework syncing the
+		// value attribute, a mask rewriting the value) is no key press:
+		// only a field whose every change is a script's (a mask that
+		// takes the keys itself) is timed by them.
+		seen, first, last := f.person+f.unknown, f.pfirst, f.plast
+		if seen == 0 {
+			seen, first, last = f.script, f.first, f.last
+		}
+		if n := min(f.keys, seen); n >= 2 {
 			intervals += n - 1
-			typing += f.last - f.first
+			typing += last - first
 		}
 	}
 	if intervals > 0 {

@@ -28,7 +28,8 @@ type Limits struct {
 	// MaxDepth is the deepest nesting of JSON arrays and objects (default
 	// 4096; a page's DOM takes two levels a node).
 	MaxDepth int
-	// MaxInputs is the most text fields tracked (by their key), and the
+	// MaxInputs is the most text fields in the page at once (by their
+	// key; those no longer in it are let go past twice as many), and the
 	// most fields the snippet's report may name (default 10,000).
 	MaxInputs int
 	// MaxNodes is the most text-field nodes tracked (default 100,000, a
