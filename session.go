@@ -334,7 +334,14 @@ func (s *Service) IssueCertificateTx(ctx context.Context, tx consent.Tx, p Certi
 		return nil, err
 	}
 	// The consumer may consent again after opting out; the certificate
-	// says so, signed (D41).
+	// says so, signed (D41). The company is locked first, as an opt-out
+	// locks it, so that an opt-out running meanwhile either sees this
+	// certificate once it commits or is seen here (D18).
+	if !c.EmailDigest.IsZero() || !c.MobileDigest.IsZero() {
+		if err := tx.LockCompany(ctx, c.CompanyID); err != nil {
+			return nil, err
+		}
+	}
 	if c.RevokedBefore, err = tx.RevokedBefore(ctx, c.CompanyID, c.EmailDigest, c.MobileDigest); err != nil {
 		return nil, err
 	}

@@ -186,7 +186,11 @@ func (s *Service) OptOut(ctx context.Context, req Request) (*Result, error) {
 // identifiers find, sorted by id, each read as the transaction holds it
 // (locked, on PostgreSQL). NotFound when the company does not exist.
 func (s *Service) match(ctx context.Context, tx consent.Tx, rev *consent.Revocation) ([]*consent.Certificate, error) {
-	if _, err := tx.Company(ctx, rev.CompanyID); err != nil {
+	// Locked, so that a certificate being issued to the company commits
+	// before its identifiers are looked up (and is revoked), or waits and
+	// sees this revocation (RevokedBefore): under PostgreSQL's READ
+	// COMMITTED each would otherwise miss the other.
+	if err := tx.LockCompany(ctx, rev.CompanyID); err != nil {
 		return nil, err
 	}
 	var ids []string
