@@ -343,6 +343,7 @@ func (rr *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(RequestIDHeader, id)
 	r = r.WithContext(consentkit.WithRequestID(r.Context(), id))
 	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+		stopReading(w, r)
 		rr.h.notFound(w, r)
 		return
 	}
@@ -353,6 +354,7 @@ func (rr *router) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // route's with another method, else 404.
 func (rr *router) unrouted(w http.ResponseWriter, r *http.Request) {
 	h := rr.h
+	stopReading(w, r) // no route reads its body, nor any limit pays for it
 	if _, pattern := rr.paths.Handler(r); pattern != "" {
 		allow := rr.allow[pattern]
 		h.writeError(w, r, shapeOf(r.URL.Path), &httpError{

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"io"
 	"net/http"
 	"net/netip"
 	"reflect"
@@ -224,7 +225,9 @@ type propertyCredentials interface {
 // 403), take a rate-limit token (429), decode the body and path (400, 413),
 // call the route's function, and write its answer or its error.
 func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
+	closeUnread := h.unreadBody(rt, w, r)
 	if rt.raw != nil {
+		closeUnread() // a raw route reads no body
 		// A raw route's client limit (a preflight's) is taken here, as
 		// run takes the others': before anything is read.
 		if rt.Limit.byClient() {
@@ -238,6 +241,7 @@ func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	resp, idem, err := h.run(rt, w, r)
+	closeUnread()
 	if rt.CORS {
 		h.cors(w, r, err)
 	}
@@ -263,6 +267,58 @@ func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	writeJSON(w, status, resp)
+}
+
+// unreadBody watches the body of a capture request (an anonymous route
+// whose bodies its client's byte budget pays for, D52) and returns a
+// function that, called before the answer is written, ends the reading of
+// the connection when the body was not read to its end: a request refused
+// before its body is read (401, 429, a spent byte budget), or a
+// preflight. net/http reads up to 256 KiB of an unread body once the
+// handler returns, to keep the connection, even when the answer says
+// Connection: close; those bytes would be charged to no budget. The
+// connection is closed and its read deadline passed, so that nothing
+// more of it is read. HTTP/2 reads nothing more, and a Connection header
+// there would close every stream.
+func (h *Handler) unreadBody(rt *route, w http.ResponseWriter, r *http.Request) func() {
+	if rt.Group != CaptureGroup || r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return func() {}
+	}
+	b := &eofBody{ReadCloser: r.Body}
+	r.Body = b
+	return func() {
+		if !b.eof {
+			stopReading(w, r)
+		}
+	}
+}
+
+// stopReading has the server read nothing more of r's connection once
+// its answer is written: Connection: close, and a read deadline passed,
+// since net/http would otherwise read up to 256 KiB of r's unread body
+// (unreadBody). Only for HTTP/1 requests that have a body.
+func stopReading(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// Not supported by a ResponseWriter that is no server's (a test's
+	// recorder): nothing is read after it anyway.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Unix(1, 0))
+}
+
+// eofBody records whether its body was read to its end.
+type eofBody struct {
+	io.ReadCloser
+	eof bool
+}
+
+func (b *eofBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
 }
 
 // streamer is a response that writes itself instead of being JSON, such as
@@ -548,8 +604,13 @@ func (h *Handler) takeBytes(r *http.Request, c Caller, n int) error {
 	// A body larger than a full bucket (a consent carries a chunk and
 	// fields of its own; a small budget's eighth may hold less) spends the
 	// whole bucket: it passes only once the client has spent nothing for
-	// a while, rather than never.
-	wait, err := lim.AllowN(key, min(kib(n), lim.Burst()))
+	// a while, rather than never; the rest of it is owed, so that it is
+	// paid for in full.
+	cost := kib(n)
+	wait, err := lim.AllowN(key, min(cost, lim.Burst()))
+	if err == nil {
+		lim.Owe(key, cost-lim.Burst())
+	}
 	if obs != nil {
 		obs.ObserveCaptureBytes(n, err != nil)
 		if err != nil {

@@ -133,6 +133,23 @@ func (l *Limiter) Return(key string) {
 	}
 }
 
+// Owe takes cost more tokens for key than its bucket holds, after an
+// AllowN of all it holds: the key's bucket is full again only once they
+// too are refilled. A cost larger than a bucket (a body larger than a
+// byte budget's burst) is so paid for in full, rather than refused for
+// good. A key no longer held has nothing to owe on.
+func (l *Limiter) Owe(key string, cost int) {
+	if cost <= 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.keys[key]; ok {
+		b.full = b.full.Add(time.Duration(cost) * l.interval)
+		heap.Fix(&l.full, b.index)
+	}
+}
+
 // Wait returns how long until key may take a token, without taking one:
 // 0 when Allow would allow it now, or when key has no bucket (a new key
 // starts full). A key limited for what it did (a wrong secret, say)

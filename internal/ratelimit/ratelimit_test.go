@@ -236,3 +236,26 @@ func TestLimiterReturn(t *testing.T) {
 		t.Errorf("the limiter holds %d keys; want 1", n)
 	}
 }
+
+// A cost owed after the whole bucket was spent delays the bucket's refill
+// by as many tokens: the key waits for them too, and a key not held owes
+// nothing.
+func TestLimiterOwe(t *testing.T) {
+	clock := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	l := NewBurst(60, 8, 100, func() time.Time { return clock }) // a token a second, 8 at once
+	if _, err := l.AllowN("big", 8); err != nil {
+		t.Fatal(err)
+	}
+	l.Owe("big", 12)
+	if w := l.Wait("big"); w != 13*time.Second {
+		t.Errorf("after 8 spent and 12 owed, the key waits %v; want 13s (a token, once the 12 owed are refilled)", w)
+	}
+	clock = clock.Add(12 * time.Second)
+	if _, err := l.Allow("big"); err == nil {
+		t.Errorf("a token was taken 12 s after 12 were owed and 8 spent: the debt was not paid first")
+	}
+	l.Owe("nobody", 5)
+	if w := l.Wait("nobody"); w != 0 {
+		t.Errorf("a key not held waits %v after Owe; want 0", w)
+	}
+}
