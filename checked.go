@@ -3,6 +3,7 @@ package consentkit
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/consentkit/consentkit/blob"
@@ -46,11 +47,23 @@ func Checked(store consent.Store) consent.Store {
 }
 
 func (s checkedStore) Update(ctx context.Context, fn func(tx consent.Tx) error) error {
-	return s.store.Update(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx, s.recordings}) })
+	return s.store.Update(ctx, func(tx consent.Tx) error { return s.run(tx, fn) })
 }
 
 func (s checkedStore) View(ctx context.Context, fn func(tx consent.Tx) error) error {
-	return s.store.View(ctx, func(tx consent.Tx) error { return fn(checkedTx{tx, s.recordings}) })
+	return s.store.View(ctx, func(tx consent.Tx) error { return s.run(tx, fn) })
+}
+
+// run runs fn, one run of a transaction's function, with a checked Tx of
+// its own. A function that returns nil after a write failed gets the
+// failure, so that the store rolls back: nothing after a failed write
+// commits, on any store (consent.Tx).
+func (s checkedStore) run(tx consent.Tx, fn func(tx consent.Tx) error) error {
+	t := checkedTx{tx: tx, recordings: s.recordings, failed: new(error)}
+	if err := fn(t); err != nil {
+		return err
+	}
+	return t.failure()
 }
 
 func (s checkedStore) Close() error { return s.store.Close() }
@@ -59,6 +72,47 @@ func (s checkedStore) Close() error { return s.store.Close() }
 type checkedTx struct {
 	tx         consent.Tx
 	recordings *recordings
+	// failed holds the first error of a write, shared by the copies of
+	// the transaction's Tx; nil while none failed.
+	failed *error
+}
+
+// wrote notes err, a write's error: the first one fails the transaction
+// (failure). PostgreSQL aborts a transaction at a failed statement while
+// the other stores would go on, so none commits after one.
+func (t checkedTx) wrote(err error) error {
+	if err != nil && *t.failed == nil {
+		*t.failed = err
+	}
+	return err
+}
+
+// changed is wrote for a change of a row found by its key: NotFound (no
+// such row) and Conflict (a lease not held) change nothing, on every store,
+// and leave the transaction as it was.
+func (t checkedTx) changed(err error) error {
+	if c := consent.ErrorCode(err); c == consent.NotFound || c == consent.Conflict {
+		return err
+	}
+	return t.wrote(err)
+}
+
+// charged is wrote for a debit: a short balance changes nothing (D4).
+func (t checkedTx) charged(err error) error {
+	if consent.ErrorCode(err) == consent.Payment {
+		return err
+	}
+	return t.wrote(err)
+}
+
+// failure is Update's error when fn returns nil after a write failed: it
+// wraps the write's error, so that its code still holds (errors.Is, and an
+// uncoded error of the database, a deadlock, that a store retries).
+func (t checkedTx) failure() error {
+	if *t.failed == nil {
+		return nil
+	}
+	return fmt.Errorf("consent: the transaction failed at a write: %w", *t.failed)
 }
 
 // findable reports whether each key may be some row's: a key that is not
@@ -79,7 +133,7 @@ func (t checkedTx) CreateCompany(ctx context.Context, c *consent.Company) error 
 	if err := c.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateCompany(ctx, c)
+	return t.wrote(t.tx.CreateCompany(ctx, c))
 }
 
 func (t checkedTx) Company(ctx context.Context, id string) (*consent.Company, error) {
@@ -109,14 +163,14 @@ func (t checkedTx) UpdateCompany(ctx context.Context, c *consent.Company) error 
 	if err := c.Check(); err != nil {
 		return err
 	}
-	return t.tx.UpdateCompany(ctx, c)
+	return t.changed(t.tx.UpdateCompany(ctx, c))
 }
 
 func (t checkedTx) CreateProperty(ctx context.Context, p *consent.Property) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateProperty(ctx, p)
+	return t.wrote(t.tx.CreateProperty(ctx, p))
 }
 
 func (t checkedTx) Property(ctx context.Context, id string) (*consent.Property, error) {
@@ -130,7 +184,7 @@ func (t checkedTx) UpdateProperty(ctx context.Context, p *consent.Property) erro
 	if err := p.Check(); err != nil {
 		return err
 	}
-	return t.tx.UpdateProperty(ctx, p)
+	return t.changed(t.tx.UpdateProperty(ctx, p))
 }
 
 func (t checkedTx) Properties(ctx context.Context, companyID string) ([]*consent.Property, error) {
@@ -144,7 +198,7 @@ func (t checkedTx) CreateToken(ctx context.Context, tok *consent.Token) error {
 	if err := tok.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateToken(ctx, tok)
+	return t.wrote(t.tx.CreateToken(ctx, tok))
 }
 
 func (t checkedTx) TokenByDigest(ctx context.Context, d consent.Digest) (*consent.Token, error) {
@@ -156,9 +210,9 @@ func (t checkedTx) RevokeToken(ctx context.Context, companyID, id string, at tim
 		return err
 	}
 	if !findable(companyID, id) {
-		return notFound("token")
+		return t.changed(notFound("token"))
 	}
-	return t.tx.RevokeToken(ctx, companyID, id, at)
+	return t.changed(t.tx.RevokeToken(ctx, companyID, id, at))
 }
 
 func (t checkedTx) Tokens(ctx context.Context, companyID string) ([]*consent.Token, error) {
@@ -172,7 +226,7 @@ func (t checkedTx) CreateSession(ctx context.Context, s *consent.Session) error 
 	if err := s.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateSession(ctx, s)
+	return t.wrote(t.tx.CreateSession(ctx, s))
 }
 
 func (t checkedTx) Session(ctx context.Context, id string) (*consent.Session, error) {
@@ -209,12 +263,12 @@ func (t checkedTx) Sessions(ctx context.Context, ids []string) ([]*consent.Sessi
 
 func (t checkedTx) AppendEvents(ctx context.Context, sessionID string, chunk []byte, at time.Time) error {
 	if !findable(sessionID) {
-		return notFound("session")
+		return t.wrote(notFound("session"))
 	}
 	if err := consent.CheckTime("at", at); err != nil {
 		return err
 	}
-	return t.tx.AppendEvents(ctx, sessionID, chunk, at)
+	return t.wrote(t.tx.AppendEvents(ctx, sessionID, chunk, at))
 }
 
 // EventChunk reads a moved recording's chunk from its object (D52).
@@ -246,7 +300,7 @@ func (t checkedTx) UpdateSession(ctx context.Context, s *consent.Session) error 
 	if err := s.Check(); err != nil {
 		return err
 	}
-	return t.tx.UpdateSession(ctx, s)
+	return t.changed(t.tx.UpdateSession(ctx, s))
 }
 
 // UpdateSessions checks the whole list before the store sees any of it.
@@ -264,7 +318,7 @@ func (t checkedTx) UpdateSessions(ctx context.Context, list []*consent.Session) 
 	if len(list) == 0 {
 		return nil
 	}
-	return t.tx.UpdateSessions(ctx, list)
+	return t.changed(t.tx.UpdateSessions(ctx, list))
 }
 
 // SetRecording checks r (Recording.Check: a moved recording names its
@@ -280,9 +334,9 @@ func (t checkedTx) SetRecording(ctx context.Context, sessionID string, r consent
 		}
 	}
 	if !findable(sessionID) {
-		return notFound("session")
+		return t.changed(notFound("session"))
 	}
-	return t.tx.SetRecording(ctx, sessionID, r)
+	return t.changed(t.tx.SetRecording(ctx, sessionID, r))
 }
 
 func (t checkedTx) SessionsToMove(ctx context.Context, idleBefore time.Time, limit int) ([]string, error) {
@@ -354,7 +408,7 @@ func (t checkedTx) CreateCertificate(ctx context.Context, c *consent.Certificate
 	if err := c.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateCertificate(ctx, c)
+	return t.wrote(t.tx.CreateCertificate(ctx, c))
 }
 
 func (t checkedTx) Certificate(ctx context.Context, id string) (*consent.Certificate, error) {
@@ -420,7 +474,7 @@ func (t checkedTx) CertificatePage(ctx context.Context, p consent.Page) ([]*cons
 // consent.MaxClientIP bytes, a visibility of -0) can still be retained.
 func (t checkedTx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
 	if !findable(c.ID) {
-		return notFound("certificate")
+		return t.changed(notFound("certificate"))
 	}
 	if err := consent.CheckText("retention_status", string(c.RetentionStatus)); err != nil {
 		return err
@@ -428,7 +482,7 @@ func (t checkedTx) UpdateCertificate(ctx context.Context, c *consent.Certificate
 	if err := consent.CheckTime("expires_at", c.ExpiresAt); err != nil {
 		return err
 	}
-	return t.tx.UpdateCertificate(ctx, c)
+	return t.changed(t.tx.UpdateCertificate(ctx, c))
 }
 
 func (t checkedTx) RevokeCertificate(ctx context.Context, id string, at time.Time) error {
@@ -436,16 +490,16 @@ func (t checkedTx) RevokeCertificate(ctx context.Context, id string, at time.Tim
 		return err
 	}
 	if !findable(id) {
-		return notFound("certificate")
+		return t.changed(notFound("certificate"))
 	}
-	return t.tx.RevokeCertificate(ctx, id, at)
+	return t.changed(t.tx.RevokeCertificate(ctx, id, at))
 }
 
 func (t checkedTx) CreateRevocation(ctx context.Context, r *consent.Revocation) error {
 	if err := r.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateRevocation(ctx, r)
+	return t.wrote(t.tx.CreateRevocation(ctx, r))
 }
 
 func (t checkedTx) Revocations(ctx context.Context, companyID string) ([]*consent.Revocation, error) {
@@ -476,7 +530,8 @@ func (t checkedTx) PurgeSessions(ctx context.Context, before time.Time, limit in
 	if limit <= 0 {
 		return []*consent.Session{}, nil
 	}
-	return t.tx.PurgeSessions(ctx, before, limit)
+	v, err := t.tx.PurgeSessions(ctx, before, limit)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limit int) ([]string, error) {
@@ -486,14 +541,15 @@ func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limi
 	if limit <= 0 {
 		return []string{}, nil
 	}
-	return t.tx.PurgeCertificates(ctx, before, limit)
+	v, err := t.tx.PurgeCertificates(ctx, before, limit)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
 	if err := j.Check(); err != nil {
 		return err
 	}
-	return t.tx.EnqueueJob(ctx, j)
+	return t.wrote(t.tx.EnqueueJob(ctx, j))
 }
 
 // EnqueueJobs checks the whole list before the store sees any of it; two
@@ -508,7 +564,7 @@ func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	return t.tx.EnqueueJobs(ctx, jobs)
+	return t.wrote(t.tx.EnqueueJobs(ctx, jobs))
 }
 
 func (t checkedTx) Job(ctx context.Context, kind, key string) (*consent.Job, error) {
@@ -538,7 +594,8 @@ func (t checkedTx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane str
 	if !findable(kind, companyID, lane) {
 		return 0, nil
 	}
-	return t.tx.DeleteLaneJobs(ctx, kind, companyID, lane)
+	v, err := t.tx.DeleteLaneJobs(ctx, kind, companyID, lane)
+	return v, t.wrote(err)
 }
 
 // LeaseJob asks the store for the kinds that may be a job's only.
@@ -556,9 +613,10 @@ func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, n
 		kinds = asked
 	}
 	if len(kinds) == 0 {
-		return nil, notFound("due job")
+		return nil, t.changed(notFound("due job"))
 	}
-	return t.tx.LeaseJob(ctx, kinds, owner, now, until)
+	v, err := t.tx.LeaseJob(ctx, kinds, owner, now, until)
+	return v, t.changed(err)
 }
 
 func (t checkedTx) RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error {
@@ -566,9 +624,9 @@ func (t checkedTx) RenewJob(ctx context.Context, kind, key, owner string, until 
 		return err
 	}
 	if !findable(kind, key) {
-		return notFound("job")
+		return t.changed(notFound("job"))
 	}
-	return t.tx.RenewJob(ctx, kind, key, owner, until)
+	return t.changed(t.tx.RenewJob(ctx, kind, key, owner, until))
 }
 
 func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *consent.Job) error {
@@ -581,9 +639,9 @@ func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *co
 		}
 	}
 	if !findable(kind, key) {
-		return notFound("job")
+		return t.changed(notFound("job"))
 	}
-	return t.tx.EndJob(ctx, kind, key, owner, next)
+	return t.changed(t.tx.EndJob(ctx, kind, key, owner, next))
 }
 
 func (t checkedTx) ClaimIdempotencyKey(ctx context.Context, r *consent.IdempotencyRecord, now time.Time) (*consent.IdempotencyRecord, error) {
@@ -593,7 +651,8 @@ func (t checkedTx) ClaimIdempotencyKey(ctx context.Context, r *consent.Idempoten
 	if err := consent.CheckTime("now", now); err != nil {
 		return nil, err
 	}
-	return t.tx.ClaimIdempotencyKey(ctx, r, now)
+	v, err := t.tx.ClaimIdempotencyKey(ctx, r, now)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, status int, body []byte) error {
@@ -601,7 +660,7 @@ func (t checkedTx) AnswerIdempotencyKey(ctx context.Context, scope, key string, 
 	if err := r.Check(); err != nil {
 		return err
 	}
-	return t.tx.AnswerIdempotencyKey(ctx, scope, key, status, body)
+	return t.changed(t.tx.AnswerIdempotencyKey(ctx, scope, key, status, body))
 }
 
 func (t checkedTx) ReleaseIdempotencyKey(ctx context.Context, scope, key string) error {
@@ -609,7 +668,7 @@ func (t checkedTx) ReleaseIdempotencyKey(ctx context.Context, scope, key string)
 	if err := r.Check(); err != nil {
 		return err
 	}
-	return t.tx.ReleaseIdempotencyKey(ctx, scope, key)
+	return t.wrote(t.tx.ReleaseIdempotencyKey(ctx, scope, key))
 }
 
 func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
@@ -619,14 +678,15 @@ func (t checkedTx) PruneIdempotencyKeys(ctx context.Context, now time.Time, limi
 	if limit <= 0 {
 		return 0, nil
 	}
-	return t.tx.PruneIdempotencyKeys(ctx, now, limit)
+	v, err := t.tx.PruneIdempotencyKeys(ctx, now, limit)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) CreateAttestation(ctx context.Context, a *consent.Attestation) error {
 	if err := a.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateAttestation(ctx, a)
+	return t.wrote(t.tx.CreateAttestation(ctx, a))
 }
 
 func (t checkedTx) Attestation(ctx context.Context, certificateID string) (*consent.Attestation, error) {
@@ -640,14 +700,14 @@ func (t checkedTx) UpdateAttestation(ctx context.Context, a *consent.Attestation
 	if err := a.Check(); err != nil {
 		return err
 	}
-	return t.tx.UpdateAttestation(ctx, a)
+	return t.changed(t.tx.UpdateAttestation(ctx, a))
 }
 
 func (t checkedTx) CreateInsights(ctx context.Context, in *consent.Insights) error {
 	if err := in.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateInsights(ctx, in)
+	return t.wrote(t.tx.CreateInsights(ctx, in))
 }
 
 func (t checkedTx) Insights(ctx context.Context, certificateID string) (*consent.Insights, error) {
@@ -661,14 +721,14 @@ func (t checkedTx) UpdateInsights(ctx context.Context, in *consent.Insights) err
 	if err := in.Check(); err != nil {
 		return err
 	}
-	return t.tx.UpdateInsights(ctx, in)
+	return t.changed(t.tx.UpdateInsights(ctx, in))
 }
 
 func (t checkedTx) PublishKey(ctx context.Context, k *consent.PublishedKey) error {
 	if err := k.Check(); err != nil {
 		return err
 	}
-	return t.tx.PublishKey(ctx, k)
+	return t.wrote(t.tx.PublishKey(ctx, k))
 }
 
 func (t checkedTx) PublishedKey(ctx context.Context, id string) (*consent.PublishedKey, error) {
@@ -686,7 +746,7 @@ func (t checkedTx) CreateOperatorSession(ctx context.Context, s *consent.Operato
 	if err := s.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateOperatorSession(ctx, s)
+	return t.wrote(t.tx.CreateOperatorSession(ctx, s))
 }
 
 func (t checkedTx) OperatorSession(ctx context.Context, d consent.Digest) (*consent.OperatorSession, error) {
@@ -700,7 +760,7 @@ func (t checkedTx) DeleteOperatorSession(ctx context.Context, d consent.Digest) 
 	if d.IsZero() {
 		return nil
 	}
-	return t.tx.DeleteOperatorSession(ctx, d)
+	return t.wrote(t.tx.DeleteOperatorSession(ctx, d))
 }
 
 func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, limit int) (int, error) {
@@ -710,14 +770,15 @@ func (t checkedTx) PruneOperatorSessions(ctx context.Context, now time.Time, lim
 	if limit <= 0 {
 		return 0, nil
 	}
-	return t.tx.PruneOperatorSessions(ctx, now, limit)
+	v, err := t.tx.PruneOperatorSessions(ctx, now, limit)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) PutProfile(ctx context.Context, p *consent.Profile) error {
 	if err := p.Check(); err != nil {
 		return err
 	}
-	return t.tx.PutProfile(ctx, p)
+	return t.wrote(t.tx.PutProfile(ctx, p))
 }
 
 func (t checkedTx) Profile(ctx context.Context, companyID, name string) (*consent.Profile, error) {
@@ -736,16 +797,16 @@ func (t checkedTx) Profiles(ctx context.Context, companyID string) ([]*consent.P
 
 func (t checkedTx) DeleteProfile(ctx context.Context, companyID, name string) error {
 	if !findable(companyID, name) {
-		return notFound("profile")
+		return t.changed(notFound("profile"))
 	}
-	return t.tx.DeleteProfile(ctx, companyID, name)
+	return t.changed(t.tx.DeleteProfile(ctx, companyID, name))
 }
 
 func (t checkedTx) CreateWebhookEndpoint(ctx context.Context, e *consent.WebhookEndpoint) error {
 	if err := e.Check(); err != nil {
 		return err
 	}
-	return t.tx.CreateWebhookEndpoint(ctx, e)
+	return t.wrote(t.tx.CreateWebhookEndpoint(ctx, e))
 }
 
 func (t checkedTx) WebhookEndpoint(ctx context.Context, id string) (*consent.WebhookEndpoint, error) {
@@ -767,23 +828,23 @@ func (t checkedTx) DisableWebhookEndpoint(ctx context.Context, companyID, id str
 		return err
 	}
 	if !findable(companyID, id) {
-		return notFound("webhook endpoint")
+		return t.changed(notFound("webhook endpoint"))
 	}
-	return t.tx.DisableWebhookEndpoint(ctx, companyID, id, at)
+	return t.changed(t.tx.DisableWebhookEndpoint(ctx, companyID, id, at))
 }
 
 func (t checkedTx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
 	if !findable(companyID, id) {
-		return notFound("webhook endpoint")
+		return t.changed(notFound("webhook endpoint"))
 	}
-	return t.tx.DeleteWebhookEndpoint(ctx, companyID, id)
+	return t.changed(t.tx.DeleteWebhookEndpoint(ctx, companyID, id))
 }
 
 func (t checkedTx) AppendWebhookDelivery(ctx context.Context, d *consent.WebhookDelivery) error {
 	if err := d.Check(); err != nil {
 		return err
 	}
-	return t.tx.AppendWebhookDelivery(ctx, d)
+	return t.wrote(t.tx.AppendWebhookDelivery(ctx, d))
 }
 
 func (t checkedTx) WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*consent.WebhookDelivery, error) {
@@ -804,14 +865,16 @@ func (t checkedTx) Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, 
 	if err := checkEntry(e); err != nil {
 		return 0, err
 	}
-	return t.tx.Credit(ctx, e)
+	v, err := t.tx.Credit(ctx, e)
+	return v, t.wrote(err)
 }
 
 func (t checkedTx) Debit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error) {
 	if err := checkEntry(e); err != nil {
 		return 0, err
 	}
-	return t.tx.Debit(ctx, e)
+	v, err := t.tx.Debit(ctx, e)
+	return v, t.charged(err)
 }
 
 // DebitAll checks every entry, that they are of one company, and that their
@@ -831,7 +894,8 @@ func (t checkedTx) DebitAll(ctx context.Context, entries []*wallet.Entry) (walle
 	if _, err := wallet.Sum(entries); err != nil {
 		return 0, err
 	}
-	return t.tx.DebitAll(ctx, entries)
+	v, err := t.tx.DebitAll(ctx, entries)
+	return v, t.charged(err)
 }
 
 func (t checkedTx) Ledger(ctx context.Context, companyID string) ([]*wallet.Entry, error) {
@@ -852,7 +916,7 @@ func (t checkedTx) AppendAudit(ctx context.Context, e *consent.AuditEntry) error
 	if err := e.Check(); err != nil {
 		return err
 	}
-	return t.tx.AppendAudit(ctx, e)
+	return t.wrote(t.tx.AppendAudit(ctx, e))
 }
 
 func (t checkedTx) AppendAudits(ctx context.Context, entries []*consent.AuditEntry) error {
@@ -867,7 +931,7 @@ func (t checkedTx) AppendAudits(ctx context.Context, entries []*consent.AuditEnt
 	if len(entries) == 0 {
 		return nil
 	}
-	return t.tx.AppendAudits(ctx, entries)
+	return t.wrote(t.tx.AppendAudits(ctx, entries))
 }
 
 func (t checkedTx) AuditEntries(ctx context.Context, q consent.AuditQuery) ([]*consent.AuditEntry, error) {

@@ -58,7 +58,9 @@ type aloneKey struct{}
 //
 // Every method returns an error of code NotFound (errors.Is(err,
 // ErrNotFound)) when a thing it needs does not exist, Conflict when an
-// identifier is taken, and an uncoded error for storage failures.
+// identifier is taken, and an uncoded error for storage failures. A failed write
+// ends the transaction, Update committing nothing (PostgreSQL aborts it), unless
+// it changed nothing: NotFound or Conflict on a row by its key, a short balance.
 //
 // # What a store is given
 //
@@ -86,8 +88,7 @@ type aloneKey struct{}
 // can see: a taken id (Conflict) before a missing parent (NotFound) on a
 // create; for a debit, the company and the balance before a taken entry
 // id; a credit that would take a balance over wallet.MaxBalance
-// (wallet.ErrBalanceLimit). store/storetest is the suite of what every
-// store must agree on.
+// (wallet.ErrBalanceLimit). store/storetest: what every store agrees on.
 type Tx interface {
 	// CreateCompany stores c with a wallet at zero balance.
 	// Conflict when c.ID is taken.
@@ -439,9 +440,8 @@ type Tx interface {
 	// never fork the chain, while appends to different companies do not
 	// wait for each other. Writers of one company already take turns on its
 	// wallet, so the lock costs them little. NotFound when the company
-	// does not exist. Entries are never changed
-	// or deleted through Tx, and nothing that deletes sessions or
-	// certificates touches them.
+	// does not exist. Entries are never changed or deleted through Tx,
+	// and nothing that deletes sessions or certificates touches them.
 	AppendAudit(ctx context.Context, e *AuditEntry) error
 	// AppendAudits is AppendAudit for several entries of one company in
 	// one step: they are appended in the order given, each chained to the

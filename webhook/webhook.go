@@ -312,13 +312,15 @@ func (d *deliverer) failed(ctx context.Context, tx consent.Tx, j *consent.Job, c
 }
 
 // appendLog writes e to its endpoint's log; an endpoint deleted meanwhile
-// has no log to write to.
+// has no log to write to. It is looked up first: a failed write would end
+// the transaction (consent.Tx), and with it the job's.
 func appendLog(ctx context.Context, tx consent.Tx, e *consent.WebhookDelivery) error {
-	err := tx.AppendWebhookDelivery(ctx, e)
-	if consent.ErrorCode(err) == consent.NotFound {
+	if _, err := tx.WebhookEndpoint(ctx, e.EndpointID); consent.ErrorCode(err) == consent.NotFound {
 		return nil
+	} else if err != nil {
+		return err
 	}
-	return err
+	return tx.AppendWebhookDelivery(ctx, e)
 }
 
 // maxResponseRead bounds what is read of a receiver's answer, so that the
