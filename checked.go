@@ -546,7 +546,7 @@ func (t checkedTx) PurgeCertificates(ctx context.Context, before time.Time, limi
 }
 
 func (t checkedTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
-	if err := j.Check(); err != nil {
+	if err := checkEnqueued(j); err != nil {
 		return err
 	}
 	return t.wrote(t.tx.EnqueueJob(ctx, j))
@@ -557,7 +557,7 @@ func (t checkedTx) EnqueueJob(ctx context.Context, j *consent.Job) error {
 // job already queued is.
 func (t checkedTx) EnqueueJobs(ctx context.Context, jobs []*consent.Job) error {
 	for _, j := range jobs {
-		if err := j.Check(); err != nil {
+		if err := checkEnqueued(j); err != nil {
 			return err
 		}
 	}
@@ -595,6 +595,28 @@ func (t checkedTx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane str
 		return 0, nil
 	}
 	v, err := t.tx.DeleteLaneJobs(ctx, kind, companyID, lane)
+	return v, t.wrote(err)
+}
+
+func (t checkedTx) DeleteFailedJobs(ctx context.Context, kind string, before time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return 0, err
+	}
+	if limit <= 0 || !findable(kind) {
+		return 0, nil
+	}
+	v, err := t.tx.DeleteFailedJobs(ctx, kind, before, limit)
+	return v, t.wrote(err)
+}
+
+func (t checkedTx) DeleteWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := consent.CheckTime("before", before); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	v, err := t.tx.DeleteWebhookDeliveries(ctx, before, limit)
 	return v, t.wrote(err)
 }
 
@@ -952,6 +974,9 @@ func (t checkedTx) AuditHead(ctx context.Context, companyID string) (*consent.Au
 // RenewJob): the owner's text, then now and the lease's end (CheckTime;
 // RenewJob, which has no now, passes the zero time).
 func checkLease(owner string, now, until time.Time) error {
+	if owner == "" {
+		return consent.Errorf(consent.Invalid, "lease_owner is required: a lease nobody holds would hold on some stores only")
+	}
 	if err := consent.CheckText("lease_owner", owner); err != nil {
 		return err
 	}
@@ -959,6 +984,15 @@ func checkLease(owner string, now, until time.Time) error {
 		return err
 	}
 	return consent.CheckTime("lease_until", until)
+}
+
+// checkEnqueued checks a job to enqueue: a new job has no lease and has
+// not failed, which the SQL stores would drop and the memory store keep.
+func checkEnqueued(j *consent.Job) error {
+	if j.LeaseOwner != "" || !j.LeaseUntil.IsZero() || !j.FailedAt.IsZero() {
+		return consent.Errorf(consent.Invalid, "a job is enqueued without a lease or a failure: lease_owner, lease_until and failed_at must be empty")
+	}
+	return j.Check()
 }
 
 // checkRevokedAt refuses, as Invalid, a revocation without its time: a

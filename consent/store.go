@@ -257,15 +257,13 @@ type Tx interface {
 	// EnqueueJob adds j to the queue. Conflict when a job of j.Kind and
 	// j.Key exists (a done job is deleted, so its key can be used again).
 	EnqueueJob(ctx context.Context, j *Job) error
-	// EnqueueJobs is EnqueueJob for several jobs in one step: all of them
-	// are added, or none. Conflict when a job of one's Kind and Key exists
-	// or two of them share a Kind and Key.
+	// EnqueueJobs is EnqueueJob for several jobs in one step, all or none.
+	// Conflict when a job of one's Kind and Key exists or two share them.
 	EnqueueJobs(ctx context.Context, jobs []*Job) error
 	// Job returns the job of that kind and key. NotFound when there is none.
 	Job(ctx context.Context, kind, key string) (*Job, error)
-	// CountJobs returns how many jobs of the kind are queued and not
-	// failed for good (FailedAt zero), leased or not: the length of a
-	// queue that is bounded (attestations, D49).
+	// CountJobs returns how many jobs of the kind are queued and not failed
+	// for good (FailedAt zero), leased or not: a bounded queue's (D49).
 	CountJobs(ctx context.Context, kind string) (int, error)
 	// CountCompanyJobs is CountJobs for the jobs of the kind that work for one
 	// company (Job.CompanyID; "" counts the jobs that name none): the company's
@@ -274,25 +272,27 @@ type Tx interface {
 	// DeleteLaneJobs deletes the jobs CountCompanyJobs counts that are in the lane
 	// (Job.Lane), leased or not, and returns how many: a webhook endpoint's (D44).
 	DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (int, error)
+	// DeleteFailedJobs deletes up to limit jobs of the kind failed for good
+	// before before, the oldest first.
+	DeleteFailedJobs(ctx context.Context, kind string, before time.Time, limit int) (int, error)
 	// LeaseJob takes, among the due jobs of the given kinds — not failed,
 	// RunAfter not after now, not leased or its lease run out, and not in a
 	// Lane where another job holds a lease that has not run out — the one
 	// whose CompanyID holds the fewest such leases of the given kinds, then
-	// with the earliest RunAfter (then kind, then key, compared byte by
-	// byte): one company's backlog never stands before another's work
-	// (D53). It gives owner the lease until the given time, counts an
-	// attempt (Attempts stops at MaxJobAttempts) and returns the job.
-	// Concurrent callers, on any number of machines, never get the same job
-	// while its lease runs, nor two jobs of one lane. NotFound when no job
-	// is due.
+	// with the earliest RunAfter (then kind, then key, byte by byte): one
+	// company's backlog never stands before another's work (D53). It gives
+	// owner the lease until the given time, counts an attempt (at most
+	// MaxJobAttempts) and returns the job. Concurrent callers, on any number
+	// of machines, never get one job while its lease runs, nor two jobs of
+	// one lane. NotFound when no job is due.
 	LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*Job, error)
 	// RenewJob extends owner's lease of the job. Conflict when owner no
 	// longer holds it; NotFound when there is no such job.
 	RenewJob(ctx context.Context, kind, key, owner string, until time.Time) error
-	// EndJob ends owner's lease of the job: a nil next deletes the job (it
-	// is done); otherwise the job keeps next's Payload, Attempts, RunAfter,
-	// LastError and FailedAt, with no lease. Conflict when owner no longer
-	// holds the lease; NotFound when there is no such job.
+	// EndJob ends owner's lease of the job: a nil next deletes it (done);
+	// else it keeps next's Payload, Attempts, RunAfter, LastError and
+	// FailedAt, unleased. Conflict when owner no longer holds the lease;
+	// NotFound when there is no such job.
 	EndJob(ctx context.Context, kind, key, owner string, next *Job) error
 
 	// ClaimIdempotencyKey records r, the claim of a key by the running
@@ -394,17 +394,17 @@ type Tx interface {
 	AppendWebhookDelivery(ctx context.Context, d *WebhookDelivery) error
 	// WebhookDeliveries returns up to limit entries of the endpoint's
 	// delivery log, newest (highest Seq) first, among those with Seq below
-	// before; before 0 starts at the newest. An unknown endpoint has an
-	// empty log.
+	// before; before 0 starts at the newest. An unknown endpoint's is empty.
 	WebhookDeliveries(ctx context.Context, endpointID string, before int64, limit int) ([]*WebhookDelivery, error)
+	// DeleteWebhookDeliveries deletes up to limit entries of every
+	// endpoint's delivery log attempted before before, the oldest first.
+	DeleteWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error)
 
-	// Balance returns the company's wallet balance. NotFound when the
-	// company does not exist.
+	// Balance returns the company's wallet balance. NotFound: no company.
 	Balance(ctx context.Context, companyID string) (wallet.Amount, error)
 	// Credit adds e.Amount to e.CompanyID's wallet, appends e to its ledger
-	// and returns the new balance. wallet.ErrBalanceLimit when the
-	// balance would be over wallet.MaxBalance; NotFound when the company
-	// does not exist.
+	// and returns the new balance. wallet.ErrBalanceLimit when the balance
+	// would be over wallet.MaxBalance; NotFound: no company.
 	Credit(ctx context.Context, e *wallet.Entry) (wallet.Amount, error)
 	// Debit takes e.Amount from e.CompanyID's wallet only when the balance
 	// covers it, in one step that concurrent debits cannot interleave (D4),

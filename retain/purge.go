@@ -44,8 +44,12 @@ type PurgeConfig struct {
 	// Pause is the rest after each batch: default as long as the batch
 	// took, so that the purge holds the database at most half the time and
 	// writers never queue behind a run of batches; negative for none.
-	Pause  time.Duration
-	Logger *slog.Logger // default slog.Default()
+	Pause time.Duration
+	// WebhookLogFor is how long webhook delivery-log entries, and the
+	// messages given up (failed jobs of kind consent.JobWebhook), are kept
+	// after their attempt: default 90 days (D44).
+	WebhookLogFor time.Duration
+	Logger        *slog.Logger // default slog.Default()
 }
 
 // Purged counts what one purge removed.
@@ -54,6 +58,9 @@ type Purged struct {
 	// Recordings counts the recording objects whose removal was asked
 	// for (JobDeleteRecording).
 	Recordings int
+	// WebhookLog counts the delivery-log entries and the webhook messages
+	// given up that were older than WebhookLogFor.
+	WebhookLog int
 }
 
 // Purger removes what is past its retention window (D26, D43): the
@@ -80,7 +87,7 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 	if cfg.Service == nil || cfg.Videos == nil {
 		return nil, errors.New("retain: PurgeConfig needs Service and Videos")
 	}
-	if cfg.Every < 0 || cfg.Batch < 0 {
+	if cfg.Every < 0 || cfg.Batch < 0 || cfg.WebhookLogFor < 0 {
 		return nil, errors.New("retain: PurgeConfig values must not be negative (zero means the default)")
 	}
 	if cfg.Every == 0 {
@@ -88,6 +95,9 @@ func NewPurger(cfg PurgeConfig) (*Purger, error) {
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = 250
+	}
+	if cfg.WebhookLogFor == 0 {
+		cfg.WebhookLogFor = 90 * 24 * time.Hour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -269,8 +279,29 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 			break
 		}
 	}
+	// The webhook log: what an issue or an opt-out wrote there, anonymous
+	// capture's included, goes too (D44, D52).
+	before := now.Add(-p.cfg.WebhookLogFor)
+	for _, prune := range []func(tx consent.Tx) (int, error){
+		func(tx consent.Tx) (int, error) { return tx.DeleteWebhookDeliveries(ctx, before, p.cfg.Batch) },
+		func(tx consent.Tx) (int, error) {
+			return tx.DeleteFailedJobs(ctx, consent.JobWebhook, before, p.cfg.Batch)
+		},
+	} {
+		for {
+			var count int
+			if err := p.batch(ctx, func(tx consent.Tx) (err error) { count, err = prune(tx); return err }); err != nil {
+				return n, fmt.Errorf("purge the webhook log: %w", err)
+			}
+			n.WebhookLog += count
+			if count < p.cfg.Batch {
+				break
+			}
+		}
+	}
 	if n != (Purged{}) {
-		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos, "recordings", n.Recordings)
+		p.cfg.Logger.Info("purge: expired data removed", "certificates", n.Certificates, "sessions", n.Sessions, "videos", n.Videos,
+			"recordings", n.Recordings, "webhook_log", n.WebhookLog)
 	}
 	return n, nil
 }

@@ -973,6 +973,26 @@ func (t *tx) DeleteLaneJobs(_ context.Context, kind, companyID, lane string) (in
 	return len(ids), nil
 }
 
+func (t *tx) DeleteFailedJobs(_ context.Context, kind string, before time.Time, limit int) (int, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	var ids []jobID
+	for id, j := range t.s.jobs {
+		if j.Kind == kind && !j.FailedAt.IsZero() && j.FailedAt.Before(before) {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b jobID) int {
+		return cmp.Or(t.s.jobs[a].FailedAt.Compare(t.s.jobs[b].FailedAt), cmp.Compare(a.key, b.key))
+	})
+	ids = ids[:min(len(ids), limit)]
+	for _, id := range ids {
+		del(t, t.s.jobs, id)
+	}
+	return len(ids), nil
+}
+
 // countJobs counts the jobs not failed for good that match.
 func (t *tx) countJobs(match func(*consent.Job) bool) int {
 	n := 0
@@ -1209,6 +1229,33 @@ func (t *tx) WebhookDeliveries(_ context.Context, endpointID string, before int6
 		out = append(out, &n)
 	}
 	return out, nil
+}
+
+func (t *tx) DeleteWebhookDeliveries(_ context.Context, before time.Time, limit int) (int, error) {
+	if err := t.write(); err != nil {
+		return 0, err
+	}
+	var old []*consent.WebhookDelivery
+	for _, log := range t.s.deliveries {
+		for _, d := range log {
+			if d.At.Before(before) {
+				old = append(old, d)
+			}
+		}
+	}
+	slices.SortFunc(old, func(a, b *consent.WebhookDelivery) int {
+		return cmp.Or(a.At.Compare(b.At), cmp.Compare(a.Seq, b.Seq))
+	})
+	gone := map[*consent.WebhookDelivery]bool{}
+	for _, d := range old[:min(len(old), limit)] {
+		gone[d] = true
+	}
+	for id, log := range t.s.deliveries {
+		if kept := slices.DeleteFunc(slices.Clone(log), func(d *consent.WebhookDelivery) bool { return gone[d] }); len(kept) < len(log) {
+			set(t, t.s.deliveries, id, kept)
+		}
+	}
+	return len(gone), nil
 }
 
 func (t *tx) Balance(_ context.Context, companyID string) (wallet.Amount, error) {

@@ -404,6 +404,18 @@ func (t *tx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (
 	return int(tag.RowsAffected()), err
 }
 
+func (t *tx) DeleteFailedJobs(ctx context.Context, kind string, before time.Time, limit int) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = $1 AND key IN (SELECT key FROM jobs
+		WHERE kind = $1 AND failed_at < $2 ORDER BY failed_at, key LIMIT $3)`, kind, before, limit)
+	return int(tag.RowsAffected()), err
+}
+
+func (t *tx) DeleteWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	tag, err := t.exec(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE at < $1 ORDER BY at, seq LIMIT $2)`, before, limit)
+	return int(tag.RowsAffected()), err
+}
+
 // LeaseJob takes the lease lock first (D53): leases are taken one at a
 // time across every instance, so the leases it counts per company and lane
 // are all committed ones and a lane never holds two. It locks no row

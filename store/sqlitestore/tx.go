@@ -391,6 +391,26 @@ func (t *tx) DeleteLaneJobs(ctx context.Context, kind, companyID, lane string) (
 	return int(n), err
 }
 
+func (t *tx) DeleteFailedJobs(ctx context.Context, kind string, before time.Time, limit int) (int, error) {
+	r, err := t.exec(ctx, `DELETE FROM jobs WHERE kind = ?1 AND key IN (SELECT key FROM jobs
+		WHERE kind = ?1 AND failed_at < ?2 ORDER BY failed_at, key LIMIT ?3)`, kind, before.UnixMicro(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
+func (t *tx) DeleteWebhookDeliveries(ctx context.Context, before time.Time, limit int) (int, error) {
+	r, err := t.exec(ctx, `DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries
+		WHERE at < ? ORDER BY at, seq LIMIT ?)`, before.UnixMicro(), limit)
+	if err != nil {
+		return 0, err
+	}
+	n, err := r.RowsAffected()
+	return int(n), err
+}
+
 // LeaseJob claims a job in one statement; SQLite's single writer makes it
 // atomic, and the leases it counts per company and lane (D53) exact.
 func (t *tx) LeaseJob(ctx context.Context, kinds []string, owner string, now, until time.Time) (*consent.Job, error) {

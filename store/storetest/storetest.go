@@ -85,6 +85,7 @@ var areas = []area{
 		{"Count", testCountJobs},
 		{"CountCompany", testCountCompanyJobs},
 		{"DeleteLane", testDeleteLaneJobs},
+		{"DeleteFailed", testDeleteFailedJobs},
 		{"Lease", testLeaseJob},
 		{"ConcurrentLeases", testConcurrentLeases},
 		{"FairLease", testFairLease},
@@ -118,6 +119,7 @@ var areas = []area{
 	{"Webhook", []behaviour{
 		{"Endpoint", testWebhookEndpoint},
 		{"Deliveries", testWebhookDeliveries},
+		{"DeleteDeliveries", testDeleteWebhookDeliveries},
 		{"RollsBack", testWebhookRollsBack},
 	}},
 	{"Wallet", []behaviour{
