@@ -950,6 +950,10 @@ type CertificatesResponse struct {
 	Certificates []CertificateSummary `json:"certificates"`
 	// NextBefore, when set, is the before of the next (older) page.
 	NextBefore *string `json:"next_before,omitempty"`
+	// Truncated, in a search's answer, says that it holds as many
+	// certificates as one search answers (consent.MaxPage), the newest:
+	// the consumer may have older ones, which it leaves out.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 func certificateKey(c *consent.Certificate) (time.Time, string) { return c.CreatedAt, c.ID }
@@ -981,6 +985,7 @@ func (h *Handler) searchCertificates(ctx context.Context, _ Caller, req *SearchR
 	for _, c := range cs {
 		out.Certificates = append(out.Certificates, newCertificateSummary(c))
 	}
+	out.Truncated = len(cs) >= consent.MaxPage // FindCertificates answers at most MaxPage, the newest
 	return out, nil
 }
 

@@ -300,7 +300,9 @@ func isPostgres(dsn string) bool {
 	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
-// redact returns dsn without a password, for messages.
+// redact returns dsn without a password, for messages: neither the one
+// of its user information nor one given as a query parameter (password,
+// sslpassword), which pgx and libpq read as well.
 func redact(dsn string) string {
 	if !isPostgres(dsn) {
 		return dsn
@@ -308,6 +310,20 @@ func redact(dsn string) string {
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return "the PostgreSQL URL"
+	}
+	if q, err := url.ParseQuery(u.RawQuery); err != nil {
+		u.RawQuery = "…" // not read as the driver reads it: shown as nothing
+	} else {
+		hidden := false
+		for k := range q {
+			if strings.EqualFold(k, "password") || strings.EqualFold(k, "sslpassword") {
+				q.Set(k, "xxxxx")
+				hidden = true
+			}
+		}
+		if hidden {
+			u.RawQuery = q.Encode()
+		}
 	}
 	return u.Redacted()
 }

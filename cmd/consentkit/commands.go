@@ -1002,6 +1002,9 @@ func (c *call) showCertificates(v *httpadapter.CertificatesResponse) {
 			given(x.EmailGiven), given(x.MobileGiven), x.Origin)
 	}
 	t.flush()
+	if v.Truncated {
+		fmt.Fprintf(c.stdout, "only the newest %d are shown: the consumer may have older ones, which one search does not answer\n", len(v.Certificates))
+	}
 	c.nextPage(v.NextBefore)
 }
 

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/consentkit/consentkit"
+	"github.com/consentkit/consentkit/consent"
+	"github.com/consentkit/consentkit/internal/teststore"
+)
+
+// TestCertificatesFindSaysWhenCut: a consumer with more certificates than
+// one search answers (consent.MaxPage) is not shown a cut list as if it
+// were all of them: the output says that more exist.
+func TestCertificatesFindSaysWhenCut(t *testing.T) {
+	b := httpBackend(t, teststore.Memory(t))
+	b.env[CompanyEnv] = "acme"
+	b.ok(t, "companies", "create", "-id", "acme", "-name", "Acme")
+	b.ok(t, "properties", "add", "-id", "web", "-name", "Web")
+	ctx := context.Background()
+	if _, err := b.svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	const n = consent.MaxPage + 1
+	for i := range n {
+		b.clock.tick()
+		_, err := b.svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: fmt.Sprintf("c%04d", i), CompanyID: "acme",
+			PropertyID: "web", SessionID: "s1", Email: "jane@example.com",
+			Records: []consent.Record{{Text: "I agree.", OptInAt: b.clock.Now()}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := b.ok(t, "certificates", "find", "-email", "jane@example.com")
+	rows := strings.Count(out, "\nc0")
+	if rows < n && !strings.Contains(out, "may have older ones") {
+		t.Errorf("certificates find listed %d of the consumer's %d certificates and did not say the list is cut:\n...%s",
+			rows, n, out[max(0, len(out)-300):])
+	}
+}
