@@ -537,12 +537,25 @@
     hiddenInputOf(form);
     var invalid = false;
     try { invalid = form.matches(":invalid"); } catch (e) { /* not told */ }
-    return {
+    var p = {
       form: form, done: false, invalid: invalid,
       consents: consentsOf(els),
       email: field(form, "data-consent-email", "email"),
       mobile: field(form, "data-consent-mobile", "tel")
     };
+    markMeasured();
+    return p;
+  }
+
+  // markMeasured adds to the recording the moment the consents were
+  // measured (an rrweb custom event, tag "consentkit/consent"), before the
+  // page's own submit listeners run: the attestation's replay stops at the
+  // last one (D49), so that what those listeners change afterwards (a
+  // form hidden as it is sent) is not taken for what the consumer saw.
+  function markMeasured() {
+    try {
+      if (recorder && typeof recorder.addCustomEvent === "function") recorder.addCustomEvent("consentkit/consent", {});
+    } catch (e) { /* the replay then runs to the recording's end */ }
   }
 
   function decide(p) {

@@ -16,6 +16,12 @@ import (
 // beside it, served as RecorderScript wraps it.
 var Snippet = []byte("(function () {\n" + MeasureJS + "\n" + snippetJS + "\n})();\n")
 
+// ConsentMomentTag is the tag of the rrweb custom event that the snippet
+// adds to the recording when it measures a submission's consents, before
+// the page's own submit listeners run: the consent moment that an
+// attestation replays to (D49).
+const ConsentMomentTag = "consentkit/consent"
+
 // MeasureJS is measure.js: the JavaScript function consentkitMeasure(el,
 // win, page), which measures a consent element (D37) — the text the
 // consumer could read of it, the fragments hidden from them, its font size,

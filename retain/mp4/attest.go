@@ -1,6 +1,7 @@
 package mp4
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -154,13 +155,29 @@ func (c *Converter) Attest(ctx context.Context, events json.RawMessage, at int64
 	return a, nil
 }
 
-// eventsUntil returns the events dated at or before at, the timestamps of
-// the first and the last of them, and the viewport of their first meta
-// event (the default one when there is none).
+// momentSlack is how long before the recording's last event the consent
+// moment the snippet marked may be: its submit listeners run at once, and
+// the consent leaves right after them. A mark earlier than that is not
+// taken (the recording is replayed to its end), so a page that would add
+// one of its own, then change what the consent shows, chooses no moment
+// of the replay beyond what it could show in the last second anyway.
+const momentSlack = 1000 // milliseconds
+
+// eventsUntil returns the events dated at or before at, up to the last
+// consent moment the snippet marked among them (a custom event tagged
+// capture.ConsentMomentTag, at most momentSlack before the last event:
+// what the page's own submit listeners changed after it is not replayed;
+// a recording without one is taken to its end), in the order the
+// replayer applies them (by timestamp, events of one time as recorded);
+// the timestamps of the first and the last of them; and the viewport of
+// their first meta event (the default one when there is none).
 func eventsUntil(events []json.RawMessage, at int64) (kept []json.RawMessage, start, end float64, width, height int, err error) {
-	kept = make([]json.RawMessage, 0, len(events))
-	width, height = defaultWidth, defaultHeight
-	snapshot, meta := false, false
+	type timed struct {
+		raw json.RawMessage
+		ev  event
+	}
+	read := make([]timed, 0, len(events))
+	moment := -1 // index in read of the last consent moment marked
 	for i, e := range events {
 		ev, ok := readEvent(e)
 		if !ok {
@@ -169,11 +186,29 @@ func eventsUntil(events []json.RawMessage, at int64) (kept []json.RawMessage, st
 		if ev.Timestamp > float64(at) {
 			continue
 		}
+		if ev.Type == eventCustom && isConsentMoment(ev.Data) {
+			moment = len(read)
+		}
+		read = append(read, timed{e, ev})
+	}
+	last := math.Inf(-1)
+	for _, t := range read {
+		last = max(last, t.ev.Timestamp)
+	}
+	if moment >= 0 && last-read[moment].ev.Timestamp <= momentSlack {
+		read = read[:moment+1]
+	}
+	slices.SortStableFunc(read, func(a, b timed) int { return cmp.Compare(a.ev.Timestamp, b.ev.Timestamp) })
+	kept = make([]json.RawMessage, 0, len(read))
+	width, height = defaultWidth, defaultHeight
+	snapshot, meta := false, false
+	for _, t := range read {
+		ev := t.ev
 		if len(kept) == 0 {
 			start = ev.Timestamp
 		}
 		end = max(end, ev.Timestamp)
-		kept = append(kept, e)
+		kept = append(kept, t.raw)
 		switch ev.Type {
 		case eventFullSnapshot:
 			snapshot = true
@@ -187,6 +222,17 @@ func eventsUntil(events []json.RawMessage, at int64) (kept []json.RawMessage, st
 		return nil, 0, 0, 0, 0, recordingErrorf("the recording has no full snapshot at or before %d", at)
 	}
 	return kept, start, end, width, height, nil
+}
+
+// isConsentMoment reports whether data, a custom event's, is the
+// snippet's mark of the consent moment (capture.ConsentMomentTag).
+func isConsentMoment(data []byte) bool {
+	var v [1][]byte
+	if !members(data, v[:], "tag") || v[0] == nil {
+		return false
+	}
+	var tag string
+	return json.Unmarshal(v[0], &tag) == nil && tag == capture.ConsentMomentTag
 }
 
 // attest runs one replay in a fresh tab of b.

@@ -17,6 +17,7 @@ const (
 	eventFullSnapshot = 2
 	eventIncremental  = 3
 	eventMeta         = 4
+	eventCustom       = 5
 )
 
 // Default viewport when a recording has no meta event.
