@@ -133,7 +133,7 @@ func TestFailedWriteEndsTransactionOnError(t *testing.T) {
 			first = failedWrites[0].write(tx)
 			return first
 		})
-		if err != first || !errors.Is(err, consent.ErrConflict) {
+		if !errors.Is(err, first) || err.Error() != first.Error() || !errors.Is(err, consent.ErrConflict) {
 			t.Errorf("Update: %v, want the write's error %v as it was", err, first)
 		}
 		// The store's next transaction is a new one.

@@ -116,7 +116,7 @@ func testDeleteWebhookDeliveries(t *testing.T, s consent.Store) {
 		}
 		return errRollback
 	})
-	if err != errRollback {
+	if !errors.Is(err, errRollback) {
 		t.Fatalf("rolled-back Update: %v", err)
 	}
 	wantSame(t, map[string][]string{"ep-a": {"msg_9", "msg_1", "msg_5"}, "ep-b": {"msg_2", "msg_7", "msg_3"}}, logs(), exact, "logs after a rollback")
