@@ -77,21 +77,30 @@ type textRule struct {
 	found Found
 }
 
-// TextWork is about how many bytes grading r's text rules reads of
-// records: the consents' text once for each approved text and brand name.
+// TextWork is about how many bytes grading r's text rules reads: the
+// consents' text once for each approved text and brand name, and each
+// approved text and brand name once for each consent (a match walks every
+// part of an approved text, its wildcards however many, whatever the
+// consent's length).
 func TextWork(r *Rules, records []consent.Record) int {
-	n := 0
+	n, rules := 0, 0
 	if r.ApprovedLanguage != nil {
 		n += len(r.ApprovedLanguage.Texts)
+		for _, t := range r.ApprovedLanguage.Texts {
+			rules += len(t)
+		}
 	}
 	if r.BrandNames != nil {
 		n += len(r.BrandNames.Names)
+		for _, name := range r.BrandNames.Names {
+			rules += len(name)
+		}
 	}
 	size := 0
 	for _, rec := range records {
 		size += len(rec.Text)
 	}
-	return n * size
+	return n*size + len(records)*rules
 }
 
 // GradeText grades r's text rules, approved language and brand names, of
