@@ -187,9 +187,13 @@ func CheckURL(raw string, allowPrivate bool) error {
 	host := u.Hostname()
 	if a, err := netip.ParseAddr(host); err == nil {
 		if err := CheckAddr(a, allowPrivate); err != nil {
-			// Who runs the service may allow private addresses (for tests,
-			// or a network of its own): say where.
-			return consent.Errorf(consent.Invalid, "url: %v (a service that must reach such addresses sets consentkit.Config.WebhookAllowPrivate)", err)
+			// Who runs the service may allow loopback and private
+			// addresses (for tests, or a network of its own): say where,
+			// but only where that setting would let this address through.
+			if b, _ := blockOf(a); b.private && !allowPrivate {
+				return consent.Errorf(consent.Invalid, "url: %v (a service that must reach loopback and private addresses sets consentkit.Config.WebhookAllowPrivate: the -webhook-allow-private flag of examples/server, and of consentkit -dsn)", err)
+			}
+			return consent.Errorf(consent.Invalid, "url: %v (never allowed: D44)", err)
 		}
 		return nil
 	}

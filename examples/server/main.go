@@ -291,6 +291,10 @@ func serve(ctx context.Context, o *options, log *slog.Logger, stdout io.Writer) 
 	if err != nil {
 		return err
 	}
+	if s := os.Getenv(OperatorSecretEnv); s != "" && len(s) < httpadapter.MinOperatorSecret {
+		return fmt.Errorf("%s holds %d bytes: the operator secret must be at least %d (for one: openssl rand -base64 32), or leave %s unset to turn the operator API and the dashboard off",
+			OperatorSecretEnv, len(s), httpadapter.MinOperatorSecret, OperatorSecretEnv)
+	}
 	st, err := openStore(ctx, o)
 	if err != nil {
 		return fmt.Errorf("open %s store: %w", o.store, err)

@@ -128,6 +128,20 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// With no schema of the search_path in existence, PostgreSQL's own
+	// error ("no schema has been selected to create in") names neither
+	// the search_path nor the fix.
+	var schema *string
+	if err := s.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return fmt.Errorf("pgstore: %w", err)
+	}
+	if schema == nil {
+		var path string
+		if err := s.pool.QueryRow(ctx, `SHOW search_path`).Scan(&path); err != nil {
+			return fmt.Errorf("pgstore: %w", err)
+		}
+		return fmt.Errorf("pgstore: no schema of the connection's search_path (%s) exists, so the tables have nowhere to go: create it (CREATE SCHEMA name) or name an existing schema in the URL's search_path", path)
+	}
 	for _, v := range versions {
 		if err := s.migrate(ctx, v); err != nil {
 			return fmt.Errorf("pgstore: migration %s: %w", v, err)
