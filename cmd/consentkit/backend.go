@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	_ "github.com/mattn/go-sqlite3" // the "sqlite3" driver of the schema check, as sqlitestore uses it
@@ -64,7 +65,24 @@ func (k *call) backend() (u, dsn string, err error) {
 	if u == "" && dsn == "" {
 		return "", "", usagef("say where: -url (or $%s) for a server's operator API, or -dsn (or $%s) for its database", URLEnv, DSNEnv)
 	}
+	if keywordDSN(dsn) {
+		// Never echoed (it may hold a password), nor taken for a file name.
+		return "", "", usagef("-dsn: a PostgreSQL database is named by a postgres:// URL; keyword=value connection strings are not read")
+	}
 	return u, dsn, nil
+}
+
+// keywordDSN reports whether dsn is a libpq keyword=value connection
+// string (host=… dbname=… password=…), which would otherwise be taken
+// for the name of a SQLite file.
+func keywordDSN(dsn string) bool {
+	for _, f := range strings.Fields(dsn) {
+		k, _, ok := strings.Cut(f, "=")
+		if ok && slices.Contains([]string{"host", "hostaddr", "port", "dbname", "user", "password", "sslmode", "service"}, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // database returns the DSN of a command that works on a database only.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -33,5 +34,27 @@ func TestDSNPasswordNotPrinted(t *testing.T) {
 	}
 	if strings.Contains(out+errs, "hunter2-secret") {
 		t.Errorf("the password of $%s was printed: %s", DSNEnv, errs)
+	}
+}
+
+// TestKeywordDSNRefused: a libpq keyword=value connection string is not
+// read: it is refused as a usage error, without echoing it (it may hold a
+// password), and without being taken for the name of a SQLite file that
+// migrate would create.
+func TestKeywordDSNRefused(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const dsn = "host=db.example user=app password=hunter2-secret dbname=consent"
+	for _, args := range [][]string{{"migrate", "-dsn", dsn}, {"companies", "list", "-dsn", dsn}} {
+		b := &backend{name: "direct", env: map[string]string{}, clock: &clock{t: start}, openStore: openStore}
+		code, out, errs := b.run(t, args...)
+		if code != 2 || !strings.Contains(errs, "postgres://") {
+			t.Errorf("%s: exit %d, %q; want 2 and a word on postgres:// URLs", args[0], code, errs)
+		}
+		if strings.Contains(out+errs, "hunter2-secret") {
+			t.Errorf("%s: the password was printed: %s", args[0], errs)
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) != 0 {
+		t.Errorf("files were created: %v", entries)
 	}
 }
