@@ -162,3 +162,41 @@ func TestLargeTextGradedByTheRulesRead(t *testing.T) {
 		t.Errorf("graded %+v; want fail, Zeta missing, by the rules replaced before the transaction", res.Audit)
 	}
 }
+
+// A profile whose text rules, reading much, change after each grade made
+// before the transaction is never graded inside a write transaction: the
+// verification asks for a new grade, up to its last run, which refuses it
+// (409, uncharged) rather than grade there.
+func TestLargeTextRulesChangingRefused(t *testing.T) {
+	rules := func(i int) profile.Rules {
+		return profile.Rules{BrandNames: &profile.BrandNamesRule{Names: []string{"Acme", "Terms", "apply", "called", strings.Repeat("z", i+1)}}}
+	}
+	st := &profileReads{Store: memstore.New()}
+	svc := textEnv(t, st, rules(0))
+	changes := 0
+	var change func()
+	change = func() {
+		changes++
+		if _, err := (profile.Profiles{Service: svc}).Put(ctx, "acme", "texts", rules(changes)); err != nil {
+			t.Error(err)
+		}
+		st.after = change // after the next grade too
+	}
+	st.after = change
+	before, err := svc.Balance(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.inView, st.inUpdate = 0, 0
+	_, err = verify.New(svc).Match(ctx, "acme", verify.MatchRequest{CertificateID: "long", CompanyID: "acme", Consent: "x", Profile: "texts"})
+	if consent.ErrorCode(err) != consent.Conflict {
+		t.Errorf("a verification whose profile changed under each grade: %v, want a conflict", err)
+	}
+	after, _ := svc.Balance(ctx, "acme")
+	if after != before {
+		t.Errorf("the balance went from %v to %v: the refusal was charged", before, after)
+	}
+	if st.inView != 2 || changes != 2 {
+		t.Errorf("profile read in %d read-only transactions, changed %d times; want 2 grades before the transaction, each followed by a change", st.inView, changes)
+	}
+}

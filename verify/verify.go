@@ -350,11 +350,13 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 	}
 	// A grade whose text rules read many bytes is made before the write
 	// transaction (gradeText), which ends with errTextUngraded to ask for
-	// it; the second run takes it, or grades the rules it reads when they
-	// changed meanwhile, so there are at most two.
+	// it; the next run takes it, or grades the rules it reads when they
+	// changed meanwhile and read little, or asks again. A profile that
+	// keeps changing to rules that read much is refused at the last run
+	// (errProfileChanging), so no write transaction grades them.
 	var text *textGraded
-	for {
-		res, err := s.verifyOnce(ctx, caller, q, owner, vtype, email, mobile, text)
+	for run := 1; ; run++ {
+		res, err := s.verifyOnce(ctx, caller, q, owner, vtype, email, mobile, text, run == maxTextRuns)
 		if !errors.Is(err, errTextUngraded) {
 			return res, err
 		}
@@ -363,6 +365,17 @@ func (s *Service) verify(ctx context.Context, caller string, q query) (*Result, 
 		}
 	}
 }
+
+// maxTextRuns bounds the runs of a verification whose profile's text
+// rules are graded before its transaction: the first, and those after a
+// grade whose rules changed before the transaction read them.
+const maxTextRuns = 3
+
+// errProfileChanging refuses a verification whose profile's text rules,
+// reading much, changed under each of its grades: a refusal like any
+// other (uncharged, audited), which a retry meets no more once the
+// profile stays.
+var errProfileChanging = consent.Errorf(consent.Conflict, "the profile changed while the verification graded it: try again")
 
 // maxTextWorkInTx is the most bytes a grade's text rules may read of a
 // certificate's consents inside a verification's write transaction
@@ -417,7 +430,7 @@ func (s *Service) gradeText(ctx context.Context, caller, name, certificateID str
 
 // verifyOnce runs a verification's write transaction, with the text
 // rules' grade made before it when there is one.
-func (s *Service) verifyOnce(ctx context.Context, caller string, q query, owner, vtype string, email, mobile *consent.Digest, text *textGraded) (*Result, error) {
+func (s *Service) verifyOnce(ctx context.Context, caller string, q query, owner, vtype string, email, mobile *consent.Digest, text *textGraded, last bool) (*Result, error) {
 	return withRecording(ctx, s, q.certificateID, owner, caller, func(recording recordingCheck) (*Result, error) {
 		start := auditDetail{VerificationType: vtype}
 		if vtype == ThirdParty {
@@ -463,7 +476,10 @@ func (s *Service) verifyOnce(ctx context.Context, caller string, q query, owner,
 			if err != nil {
 				return nil, err
 			}
-			if prof != nil && text == nil && profile.TextWork(&prof.Rules, cert.Records) > maxTextWorkInTx {
+			if prof != nil && textGrade == nil && profile.TextWork(&prof.Rules, cert.Records) > maxTextWorkInTx {
+				if last {
+					return nil, errProfileChanging
+				}
 				return nil, errTextUngraded
 			}
 			res := result(cert, q.match)
