@@ -264,6 +264,9 @@ func (k SigningKey) SignInsights(s *InsightsStatement) ([]byte, error) {
 // VerifyInsights checks offline that signature is key's Ed25519 signature
 // of s, and that s states of the certificate whose content is c.
 func VerifyInsights(s *InsightsStatement, c *Content, key PublicKey, signature []byte) error {
+	if c == nil {
+		return errors.New("signed: no signed content of the certificate to hold the insights statement to (the certificate is not signed)")
+	}
 	if s.KeyID != key.ID {
 		return fmt.Errorf("signed: the insights statement names key %q, not %q", s.KeyID, key.ID)
 	}

@@ -174,6 +174,9 @@ func (k SigningKey) SignStatement(s *Statement) ([]byte, error) {
 // VerifyStatement checks offline that signature is key's Ed25519 signature
 // of s, and that s states of the certificate whose content is c.
 func VerifyStatement(s *Statement, c *Content, key PublicKey, signature []byte) error {
+	if c == nil {
+		return errors.New("signed: no signed content of the certificate to hold the statement to (the certificate is not signed)")
+	}
 	if s.KeyID != key.ID {
 		return fmt.Errorf("signed: the statement names key %q, not %q", s.KeyID, key.ID)
 	}
