@@ -224,7 +224,7 @@ type CertificateParams struct {
 	Origin     string // optional: where consent was captured, e.g. a form URL
 	Email      string // optional; only its normalized digest is kept (D17)
 	Mobile     string // optional; likewise
-	// Records are the consents given, at most 100, each with a non-empty
+	// Records are the consents given, at most MaxRecords, each with a non-empty
 	// text. None is allowed, but such a certificate matches nothing.
 	Records []consent.Record
 	// EventsCombined is a JSON object; optional ({} when empty).
@@ -239,9 +239,11 @@ type CertificateParams struct {
 	Visibility      *consent.Visibility
 }
 
+// MaxRecords is the most consents a certificate holds (CertificateParams.Records).
+const MaxRecords = 100
+
 // Limits of a certificate's content.
 const (
-	maxRecords    = 100
 	maxTextLength = 64 << 10
 	// maxPageURL bounds a page URL (a session's, a certificate's origin).
 	// Landing pages carry long tracking queries; 8 KiB is the longest
@@ -456,8 +458,8 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		}
 		c.EventsCombined = append(json.RawMessage(nil), p.EventsCombined...)
 	}
-	if len(p.Records) > maxRecords {
-		return nil, consent.Errorf(consent.Invalid, "consents: at most %d records", maxRecords)
+	if len(p.Records) > MaxRecords {
+		return nil, consent.Errorf(consent.Invalid, "consents: at most %d records", MaxRecords)
 	}
 	for i, r := range p.Records {
 		// A consent the consumer could not see at all has no text: what was

@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/capture"
 	"github.com/consentkit/consentkit/consent"
 	"github.com/consentkit/consentkit/internal/byterange"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The capture routes (D32–D36): public, called by the snippet from pages of
@@ -172,21 +175,11 @@ type propertyBudgetError struct{ error }
 func (e *propertyBudgetError) Unwrap() error { return e.error }
 
 type consentRequest struct {
-	SessionID string `path:"session_id" json:"-"`
-	Consents  []struct {
-		Text  string   `json:"text"`
-		Types []string `json:"types"`
-		// Visibility and OptInMethod are what the snippet measured of this
-		// consent (D47, D48); snippets cached before sent neither.
-		Visibility  *consent.Visibility `json:"visibility"`
-		OptInMethod string              `json:"opt_in_method"`
-		// NodeID is the recorder's id of the consent's element, by which a
-		// replay finds it.
-		NodeID int `json:"node_id"`
-	} `json:"consents"`
-	Email  string `json:"email"`
-	Mobile string `json:"mobile"`
-	URL    string `json:"url"`
+	SessionID string      `path:"session_id" json:"-"`
+	Consents  consentList `json:"consents"`
+	Email     string      `json:"email"`
+	Mobile    string      `json:"mobile"`
+	URL       string      `json:"url"`
 	// Visibility is the first consent's, which snippets sent alone before
 	// each consent had its own; still accepted, and kept as sent.
 	Visibility *consent.Visibility `json:"visibility"`
@@ -194,6 +187,55 @@ type consentRequest struct {
 	// the consent (capture.Consent.Tail).
 	Seq    *int            `json:"seq"`
 	Events json.RawMessage `json:"events"`
+}
+
+// consentItem is one consent of a consent request.
+type consentItem struct {
+	Text  string   `json:"text"`
+	Types []string `json:"types"`
+	// Visibility and OptInMethod are what the snippet measured of this
+	// consent (D47, D48); snippets cached before sent neither.
+	Visibility  *consent.Visibility `json:"visibility"`
+	OptInMethod string              `json:"opt_in_method"`
+	// NodeID is the recorder's id of the consent's element, by which a
+	// replay finds it.
+	NodeID int `json:"node_id"`
+}
+
+// consentList is the consents of a consent request: a list longer than
+// consentkit.MaxRecords is refused as it is read, so that a body of "{},"
+// items does not cost a hundred times its size in memory.
+type consentList []consentItem
+
+func (l *consentList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	switch dec.PeekKind() {
+	case 'n':
+		_, err := dec.ReadToken()
+		*l = nil
+		return err
+	case '[':
+	default: // the general decoder says what is wrong
+		return jsonv2.UnmarshalDecode(dec, (*[]consentItem)(l))
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	out := consentList{}
+	for dec.PeekKind() != ']' {
+		if len(out) == consentkit.MaxRecords {
+			return consent.Errorf(consent.Invalid, "consents: at most %d records", consentkit.MaxRecords)
+		}
+		var item consentItem
+		if err := jsonv2.UnmarshalDecode(dec, &item); err != nil {
+			return err
+		}
+		out = append(out, item)
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return err
+	}
+	*l = out
+	return nil
 }
 
 type consentResponse struct {

@@ -224,12 +224,17 @@ func decode(w http.ResponseWriter, r *http.Request, v any, limit int64, charge f
 // surrogate, is refused (encoding/json made it U+FFFD without a word: a
 // consent text so changed would be matched and charged). A name given
 // twice counts as its last value, as encoding/json and JSON.parse take it
-// (a recording's events repeat names, and are kept as sent).
+// (a recording's events repeat names, and are kept as sent) — but for an
+// object given twice, whose members json/v2 takes from both, as
+// encoding/json does (JSON.parse keeps the later object alone).
 var decodeOptions = jsontext.AllowDuplicateNames(true)
 
 // decodeError says what in the request body data, decoded into a value of
 // the request struct type t, err refused.
 func decodeError(t reflect.Type, data []byte, err error) error {
+	if ce, ok := errors.AsType[*consent.Error](err); ok { // a request type's own refusal
+		return ce
+	}
 	var se *jsonv2.SemanticError
 	if errors.As(err, &se) {
 		if len(se.JSONPointer) == 0 {
