@@ -485,7 +485,7 @@ func TestMalformed(t *testing.T) {
 		``, ` `, `{}`, `null`, `"[]"`, `[`, `[{`, `[{"type":3,"timestamp":1}`, `[]]`, `[] []`, `[],`, `[1]`, `[[]]`, `[null]`,
 		`[{"timestamp":1}]`, `[{"type":3}]`, `[{"type":"3","timestamp":1}]`, `[{"type":3,"timestamp":"1"}]`,
 		`[{"type":3.5,"timestamp":1}]`, `[{"type":3,"timestamp":-1}]`, `[{"Type":3,"timestamp":1}]`,
-		`[{"type":3,"timestamp":1,"data":{"source":5,}}]`, `[{"type":3,"timestamp":1,"data":{"source":1e999}}]`,
+		`[{"type":3,"timestamp":1,"data":{"source":5,}}]`, `[{"type":3,"timestamp":1e999}]`, `[{"type":1e999,"timestamp":1}]`,
 		`[{"type":3,"timestamp":1,"data":{"text":"\x00"}}]`, "[{\"type\":3,\"timestamp\":1,\"data\":{\"text\":\"\xff\"}}] x",
 	} {
 		s, err := insights.Extract(strings.NewReader(in), desktopUA, insights.Limits{})

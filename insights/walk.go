@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -98,7 +99,12 @@ type walker struct {
 
 func newWalker(r io.Reader, lim Limits) *walker {
 	in := &capped{r: r, max: lim.MaxBytes, left: lim.MaxBytes}
-	return &walker{dec: json.NewDecoder(in), in: in, maxDepth: lim.MaxDepth}
+	dec := json.NewDecoder(in)
+	// Numbers are read as written: a number past float64's range (1e999,
+	// which JSON.parse reads as Infinity) is valid JSON that capture stores,
+	// and must not fail the whole recording where it is only skipped.
+	dec.UseNumber()
+	return &walker{dec: dec, in: in, maxDepth: lim.MaxDepth}
 }
 
 // fail returns the error of the recording: the reader's own error as it
@@ -177,8 +183,15 @@ func (w *walker) scalar() (json.Token, bool, error) {
 
 func (w *walker) number() (float64, bool, error) {
 	tok, _, err := w.scalar()
-	f, ok := tok.(float64)
-	return f, ok, err
+	n, ok := tok.(json.Number)
+	if !ok || err != nil {
+		return 0, false, err
+	}
+	f, perr := strconv.ParseFloat(string(n), 64)
+	if perr != nil { // past float64's range: no number this reading can use
+		return 0, false, nil
+	}
+	return f, true, nil
 }
 
 func (w *walker) str() (string, bool, error) {
