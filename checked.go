@@ -210,7 +210,7 @@ func (t checkedTx) RevokeToken(ctx context.Context, companyID, id string, at tim
 		return err
 	}
 	if !findable(companyID, id) {
-		return t.changed(notFound("token"))
+		return notFound("token")
 	}
 	return t.changed(t.tx.RevokeToken(ctx, companyID, id, at))
 }
@@ -334,7 +334,7 @@ func (t checkedTx) SetRecording(ctx context.Context, sessionID string, r consent
 		}
 	}
 	if !findable(sessionID) {
-		return t.changed(notFound("session"))
+		return notFound("session")
 	}
 	return t.changed(t.tx.SetRecording(ctx, sessionID, r))
 }
@@ -474,7 +474,7 @@ func (t checkedTx) CertificatePage(ctx context.Context, p consent.Page) ([]*cons
 // consent.MaxClientIP bytes, a visibility of -0) can still be retained.
 func (t checkedTx) UpdateCertificate(ctx context.Context, c *consent.Certificate) error {
 	if !findable(c.ID) {
-		return t.changed(notFound("certificate"))
+		return notFound("certificate")
 	}
 	if err := consent.CheckText("retention_status", string(c.RetentionStatus)); err != nil {
 		return err
@@ -490,7 +490,7 @@ func (t checkedTx) RevokeCertificate(ctx context.Context, id string, at time.Tim
 		return err
 	}
 	if !findable(id) {
-		return t.changed(notFound("certificate"))
+		return notFound("certificate")
 	}
 	return t.changed(t.tx.RevokeCertificate(ctx, id, at))
 }
@@ -635,7 +635,7 @@ func (t checkedTx) LeaseJob(ctx context.Context, kinds []string, owner string, n
 		kinds = asked
 	}
 	if len(kinds) == 0 {
-		return nil, t.changed(notFound("due job"))
+		return nil, notFound("due job")
 	}
 	v, err := t.tx.LeaseJob(ctx, kinds, owner, now, until)
 	return v, t.changed(err)
@@ -646,7 +646,7 @@ func (t checkedTx) RenewJob(ctx context.Context, kind, key, owner string, until 
 		return err
 	}
 	if !findable(kind, key) {
-		return t.changed(notFound("job"))
+		return notFound("job")
 	}
 	return t.changed(t.tx.RenewJob(ctx, kind, key, owner, until))
 }
@@ -661,7 +661,7 @@ func (t checkedTx) EndJob(ctx context.Context, kind, key, owner string, next *co
 		}
 	}
 	if !findable(kind, key) {
-		return t.changed(notFound("job"))
+		return notFound("job")
 	}
 	return t.changed(t.tx.EndJob(ctx, kind, key, owner, next))
 }
@@ -819,7 +819,7 @@ func (t checkedTx) Profiles(ctx context.Context, companyID string) ([]*consent.P
 
 func (t checkedTx) DeleteProfile(ctx context.Context, companyID, name string) error {
 	if !findable(companyID, name) {
-		return t.changed(notFound("profile"))
+		return notFound("profile")
 	}
 	return t.changed(t.tx.DeleteProfile(ctx, companyID, name))
 }
@@ -850,14 +850,14 @@ func (t checkedTx) DisableWebhookEndpoint(ctx context.Context, companyID, id str
 		return err
 	}
 	if !findable(companyID, id) {
-		return t.changed(notFound("webhook endpoint"))
+		return notFound("webhook endpoint")
 	}
 	return t.changed(t.tx.DisableWebhookEndpoint(ctx, companyID, id, at))
 }
 
 func (t checkedTx) DeleteWebhookEndpoint(ctx context.Context, companyID, id string) error {
 	if !findable(companyID, id) {
-		return t.changed(notFound("webhook endpoint"))
+		return notFound("webhook endpoint")
 	}
 	return t.changed(t.tx.DeleteWebhookEndpoint(ctx, companyID, id))
 }
