@@ -281,7 +281,7 @@ func (h *Handler) serve(rt *route, w http.ResponseWriter, r *http.Request) {
 // more of it is read. HTTP/2 reads nothing more, and a Connection header
 // there would close every stream.
 func (h *Handler) unreadBody(rt *route, w http.ResponseWriter, r *http.Request) func() {
-	if rt.Group != CaptureGroup || r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+	if rt.Group != CaptureGroup || !http1Body(r) {
 		return func() {}
 	}
 	b := &eofBody{ReadCloser: r.Body}
@@ -293,12 +293,18 @@ func (h *Handler) unreadBody(rt *route, w http.ResponseWriter, r *http.Request) 
 	}
 }
 
+// http1Body reports whether r is an HTTP/1 request with a body: the ones
+// net/http drains once their handler returns.
+func http1Body(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+}
+
 // stopReading has the server read nothing more of r's connection once
 // its answer is written: Connection: close, and a read deadline passed,
 // since net/http would otherwise read up to 256 KiB of r's unread body
 // (unreadBody). Only for HTTP/1 requests that have a body.
 func stopReading(w http.ResponseWriter, r *http.Request) {
-	if r.ProtoMajor != 1 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+	if !http1Body(r) {
 		return
 	}
 	w.Header().Set("Connection", "close")
