@@ -195,22 +195,13 @@ func (p *Purger) deleteScreenshot(ctx context.Context, j *consent.Job) (jobs.Res
 // in batches of cfg.Batch with cfg.Pause between them, and returns how
 // many it deleted.
 func (p *Purger) PruneKeys(ctx context.Context) (int, error) {
-	total := 0
-	for {
-		var n int
-		err := p.batch(ctx, func(tx consent.Tx) error {
-			var err error
-			n, err = tx.PruneIdempotencyKeys(ctx, p.cfg.Service.Now(), p.cfg.Batch)
-			return err
-		})
-		if err != nil {
-			return total, fmt.Errorf("prune idempotency keys: %w", err)
-		}
-		total += n
-		if n < p.cfg.Batch {
-			return total, nil
-		}
+	n, err := p.batches(ctx, func(tx consent.Tx) (int, error) {
+		return tx.PruneIdempotencyKeys(ctx, p.cfg.Service.Now(), p.cfg.Batch)
+	})
+	if err != nil {
+		return n, fmt.Errorf("prune idempotency keys: %w", err)
 	}
+	return n, nil
 }
 
 // Purge removes everything that has expired, in batches of cfg.Batch, each
@@ -219,20 +210,13 @@ func (p *Purger) PruneKeys(ctx context.Context) (int, error) {
 func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 	var n Purged
 	now := p.cfg.Service.Now()
-	for {
-		var ids []string
-		err := p.batch(ctx, func(tx consent.Tx) error {
-			var err error
-			ids, err = tx.PurgeCertificates(ctx, now, p.cfg.Batch)
-			return err
-		})
-		if err != nil {
-			return n, fmt.Errorf("purge certificates: %w", err)
-		}
-		n.Certificates += len(ids)
-		if len(ids) < p.cfg.Batch {
-			break
-		}
+	certs, err := p.batches(ctx, func(tx consent.Tx) (int, error) {
+		ids, err := tx.PurgeCertificates(ctx, now, p.cfg.Batch)
+		return len(ids), err
+	})
+	n.Certificates += certs
+	if err != nil {
+		return n, fmt.Errorf("purge certificates: %w", err)
 	}
 	for {
 		var count, videos, recordings int
@@ -288,15 +272,10 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 			return tx.DeleteFailedJobs(ctx, consent.JobWebhook, before, p.cfg.Batch)
 		},
 	} {
-		for {
-			var count int
-			if err := p.batch(ctx, func(tx consent.Tx) (err error) { count, err = prune(tx); return err }); err != nil {
-				return n, fmt.Errorf("purge the webhook log: %w", err)
-			}
-			n.WebhookLog += count
-			if count < p.cfg.Batch {
-				break
-			}
+		count, err := p.batches(ctx, prune)
+		n.WebhookLog += count
+		if err != nil {
+			return n, fmt.Errorf("purge the webhook log: %w", err)
 		}
 	}
 	if n != (Purged{}) {
@@ -304,6 +283,23 @@ func (p *Purger) Purge(ctx context.Context) (Purged, error) {
 			"recordings", n.Recordings, "webhook_log", n.WebhookLog)
 	}
 	return n, nil
+}
+
+// batches runs fn as batches (batch) until one removes fewer than
+// cfg.Batch, and returns how many they removed, those before a failed
+// batch included.
+func (p *Purger) batches(ctx context.Context, fn func(tx consent.Tx) (int, error)) (int, error) {
+	total := 0
+	for {
+		var n int
+		if err := p.batch(ctx, func(tx consent.Tx) (err error) { n, err = fn(tx); return err }); err != nil {
+			return total, err
+		}
+		total += n
+		if n < p.cfg.Batch {
+			return total, nil
+		}
+	}
 }
 
 // batch runs one batch in a transaction of its own, then rests (Pause).
