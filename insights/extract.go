@@ -730,11 +730,15 @@ func (x *extractor) rename(a valueAttr) error {
 	return nil
 }
 
+// inPage reports whether n is in the page: no mutation removed it since a
+// tree last held it, and the last full snapshot did.
+func (x *extractor) inPage(n *inputNode) bool { return !n.removed && n.snapshot == x.snapshots }
+
 // sweep forgets the fields that no node in the page holds.
 func (x *extractor) sweep() {
 	live := map[*field]bool{}
 	for _, n := range x.nodes {
-		if !n.removed && n.snapshot == x.snapshots {
+		if x.inPage(n) {
 			live[n.field] = true
 		}
 	}
@@ -805,7 +809,7 @@ func (x *extractor) signals() *Signals {
 	}
 	filled := map[*field]bool{}
 	for _, n := range x.nodes {
-		if n.valueLen > 0 && !n.removed && n.snapshot == x.snapshots {
+		if n.valueLen > 0 && x.inPage(n) {
 			filled[n.field] = true
 		}
 	}
