@@ -242,6 +242,9 @@ type CertificateParams struct {
 // MaxRecords is the most consents a certificate holds (CertificateParams.Records).
 const MaxRecords = 100
 
+// ErrTooManyRecords refuses, Invalid, more than MaxRecords consents.
+var ErrTooManyRecords = consent.Errorf(consent.Invalid, "consents: at most %d records", MaxRecords)
+
 // Limits of a certificate's content.
 const (
 	maxTextLength = 64 << 10
@@ -459,7 +462,7 @@ func (s *Service) newCertificate(p CertificateParams) (*consent.Certificate, err
 		c.EventsCombined = append(json.RawMessage(nil), p.EventsCombined...)
 	}
 	if len(p.Records) > MaxRecords {
-		return nil, consent.Errorf(consent.Invalid, "consents: at most %d records", MaxRecords)
+		return nil, ErrTooManyRecords
 	}
 	for i, r := range p.Records {
 		// A consent the consumer could not see at all has no text: what was

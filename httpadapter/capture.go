@@ -223,7 +223,7 @@ func (l *consentList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
 	out := consentList{}
 	for dec.PeekKind() != ']' {
 		if len(out) == consentkit.MaxRecords {
-			return consent.Errorf(consent.Invalid, "consents: at most %d records", consentkit.MaxRecords)
+			return consentkit.ErrTooManyRecords
 		}
 		var item consentItem
 		if err := jsonv2.UnmarshalDecode(dec, &item); err != nil {
