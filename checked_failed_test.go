@@ -25,13 +25,27 @@ import (
 // to change, a short balance — aborts nothing on any store, and leaves the
 // transaction as it was.
 
-// failedWrites are writes that the store refuses once fixture has run:
-// a taken id (Conflict) and a missing parent (NotFound).
-var failedWrites = []struct {
+// refusedWrite is a write that the store refuses, with the error it gives.
+type refusedWrite struct {
 	name  string
 	write func(tx consent.Tx) error
 	want  error
-}{
+}
+
+// checkedFixture is the checked store of a Service over a new store of
+// open, holding fixture's rows.
+func checkedFixture(t *testing.T, open func(tb testing.TB) consent.Store) consent.Store {
+	t.Helper()
+	svc, err := consentkit.NewService(open(t), consentkit.Config{})
+	must(t, err)
+	s := svc.Store()
+	fixture(t, s)
+	return s
+}
+
+// failedWrites are writes that the store refuses once fixture has run:
+// a taken id (Conflict) and a missing parent (NotFound).
+var failedWrites = []refusedWrite{
 	{"taken id", func(tx consent.Tx) error {
 		return tx.CreateCompany(ctx, &consent.Company{ID: "acme", Name: "Acme again", CreatedAt: t0})
 	}, consent.ErrConflict},
@@ -58,12 +72,9 @@ func TestFailedWriteEndsTransaction(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
 		for _, c := range failedWrites {
 			t.Run(c.name, func(t *testing.T) {
-				svc, err := consentkit.NewService(open(t), consentkit.Config{})
-				must(t, err)
-				s := svc.Store()
-				fixture(t, s)
+				s := checkedFixture(t, open)
 				var first, later, read error
-				err = s.Update(ctx, func(tx consent.Tx) error {
+				err := s.Update(ctx, func(tx consent.Tx) error {
 					first = c.write(tx) // swallowed
 					later = tx.CreateCompany(ctx, &consent.Company{ID: "later", Name: "Later", CreatedAt: t0})
 					_, read = tx.Company(ctx, "acme")
@@ -87,11 +98,7 @@ func TestFailedWriteEndsTransaction(t *testing.T) {
 // Refusals that change nothing leave the transaction as it was, on every
 // store: a function that goes on after one commits what it wrote after.
 func TestRefusalThatChangesNothingGoesOn(t *testing.T) {
-	refusals := []struct {
-		name  string
-		write func(tx consent.Tx) error
-		want  error
-	}{
+	refusals := []refusedWrite{
 		{"no row to change", func(tx consent.Tx) error {
 			return tx.UpdateProperty(ctx, &consent.Property{ID: "nowhere", CompanyID: "acme", Name: "P", CreatedAt: t0})
 		}, consent.ErrNotFound},
@@ -103,12 +110,9 @@ func TestRefusalThatChangesNothingGoesOn(t *testing.T) {
 	teststore.Each(t, func(t *testing.T, open func(tb testing.TB) consent.Store) {
 		for _, c := range refusals {
 			t.Run(c.name, func(t *testing.T) {
-				svc, err := consentkit.NewService(open(t), consentkit.Config{})
-				must(t, err)
-				s := svc.Store()
-				fixture(t, s)
+				s := checkedFixture(t, open)
 				var first error
-				err = s.Update(ctx, func(tx consent.Tx) error {
+				err := s.Update(ctx, func(tx consent.Tx) error {
 					first = c.write(tx)
 					return tx.CreateCompany(ctx, &consent.Company{ID: "later", Name: "Later", CreatedAt: t0})
 				})

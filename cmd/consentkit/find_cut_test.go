@@ -8,21 +8,14 @@ import (
 
 	"github.com/consentkit/consentkit"
 	"github.com/consentkit/consentkit/consent"
-	"github.com/consentkit/consentkit/internal/teststore"
 )
 
 // TestCertificatesFindSaysWhenCut: a consumer with more certificates than
 // one search answers (consent.MaxPage) is not shown a cut list as if it
 // were all of them: the output says that more exist.
 func TestCertificatesFindSaysWhenCut(t *testing.T) {
-	b := httpBackend(t, teststore.Memory(t))
-	b.env[CompanyEnv] = "acme"
-	b.ok(t, "companies", "create", "-id", "acme", "-name", "Acme")
-	b.ok(t, "properties", "add", "-id", "web", "-name", "Web")
+	b := acmeSession(t)
 	ctx := context.Background()
-	if _, err := b.svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
-		t.Fatal(err)
-	}
 	const n = consent.MaxPage + 1
 	for i := range n {
 		b.clock.tick()

@@ -52,20 +52,28 @@ func TestShowChangesNothing(t *testing.T) {
 	}
 }
 
+// acmeSession is an HTTP backend whose company acme, the default, has the
+// property web and its session s1.
+func acmeSession(t *testing.T) *backend {
+	t.Helper()
+	b := httpBackend(t, teststore.Memory(t))
+	b.env[CompanyEnv] = "acme"
+	b.ok(t, "companies", "create", "-id", "acme", "-name", "Acme")
+	b.ok(t, "properties", "add", "-id", "web", "-name", "Web")
+	if _, err := b.svc.StartSession(context.Background(), consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestCertificateTextShown: certificates show prints a consent's text a
 // line at a time, with what would move the cursor or reorder the line
 // escaped: a bare carriage return would have the terminal overwrite the
 // start of the line, so that the operator read other words than the
 // certificate holds.
 func TestCertificateTextShown(t *testing.T) {
-	b := httpBackend(t, teststore.Memory(t))
-	b.env[CompanyEnv] = "acme"
-	b.ok(t, "companies", "create", "-id", "acme", "-name", "Acme")
-	b.ok(t, "properties", "add", "-id", "web", "-name", "Web")
+	b := acmeSession(t)
 	ctx := context.Background()
-	if _, err := b.svc.StartSession(ctx, consentkit.SessionParams{ID: "s1", CompanyID: "acme", PropertyID: "web"}); err != nil {
-		t.Fatal(err)
-	}
 	const text = "I do NOT agree to calls\rI agree to calls       \r\n" +
 		"Windows line\r\nTabs\tkept\n\u202eslla\u0085c\u2028end\r"
 	_, err := b.svc.IssueCertificate(ctx, consentkit.CertificateParams{ID: "c1", CompanyID: "acme", PropertyID: "web", SessionID: "s1",
